@@ -1,20 +1,27 @@
-"""Typed configs are the CLI: one dataclass per command, one flag per field, help from the field's metadata.
+"""Typed configs are the CLI: one dataclass per command, one flag per field, help from the field.
 
     @dataclass
     class EvalConfig:
         num_sequences: int = arg(1000, "chains to evaluate")
-        policy: str = arg("expert", "policy name or module:Class")
+        policy: str = "expert"
+        '''policy name or module:Class'''
 
     config = parse_config(EvalConfig)          # --num-sequences 100 --policy random
 
-No special cases: the flag is the field name with dashes; booleans are ``--flag/--no-flag``; ``Literal``
-fields become choices; ``X | None`` fields accept the string ``none``.
+A field's help is its ``arg(..., help)`` metadata or the docstring written under it. No special cases:
+the flag is the field name with dashes (plus ``metadata["aliases"]``); booleans are ``--flag/--no-flag``;
+``Literal`` fields become choices; ``X | None`` fields accept the string ``none``; a field without a
+default is a required flag.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import inspect
+import itertools
+import textwrap
 import types
 import typing
 from collections.abc import Sequence
@@ -47,35 +54,44 @@ def _converter(tp: Any, optional: bool) -> Any:
     return convert
 
 
-def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[str] = frozenset()) -> None:
-    """Add one flag per field of the dataclass ``cls`` (except ``skip``) to a parser or argument group.
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring written under each field of a dataclass (read from its source), whitespace-folded."""
+    try:
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body  # type: ignore[attr-defined]
+    except (OSError, TypeError):  # no source available (e.g. a class built at run time)
+        return {}
+    docs = {}
+    for node, nxt in itertools.pairwise(body):
+        is_field = isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+        if is_field and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) \
+                and isinstance(nxt.value.value, str):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
 
-    A field without a default gets the default ``None``; the caller reports it as missing.
-    """
-    hints = typing.get_type_hints(cls)
+
+def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[str] = frozenset()) -> None:
+    """Add one flag per field of the dataclass ``cls`` (except ``skip``) to a parser or argument group."""
+    hints, docs = typing.get_type_hints(cls), field_docs(cls)
     for f in dataclasses.fields(cls):
         if not f.init or f.metadata.get("cli") is False or f.name in skip:
             continue
-        flag = "--" + f.name.replace("_", "-")
+        flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
         tp, optional = _unwrap_optional(hints[f.name])
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            default = f.default_factory()  # type: ignore[misc]
-        else:
-            default, optional = None, True
-        help_text = f.metadata.get("help", "")
-        shown = "required" if default is None and f.default is dataclasses.MISSING else f"default: {default}"
-        kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": f"{help_text} ({shown})"}
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
+        default = None if required else (f.default if f.default is not dataclasses.MISSING
+                                          else f.default_factory())  # type: ignore[misc]
+        help_text = f.metadata.get("help") or docs.get(f.name, "")
+        shown = "" if required or default in (None, "") or "default" in help_text else f" (default: {default})"
+        kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": help_text + shown}
         if tp is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
+            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, **kwargs)
         elif get_origin(tp) is Literal:
-            parser.add_argument(flag, choices=list(get_args(tp)), **kwargs)
+            parser.add_argument(*flags, choices=list(get_args(tp)), required=required, **kwargs)
         elif get_origin(tp) in (list, tuple, Sequence):
             (item,) = get_args(tp)[:1] or (str,)
-            parser.add_argument(flag, nargs="*", type=item, **kwargs)
+            parser.add_argument(*flags, nargs="*", type=item, required=required, **kwargs)
         else:
-            parser.add_argument(flag, type=_converter(tp, optional), **kwargs)
+            parser.add_argument(*flags, type=_converter(tp, optional), required=required, **kwargs)
 
 
 def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:

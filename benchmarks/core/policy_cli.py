@@ -91,15 +91,8 @@ def parse_benchmark_args(
     config = config_from_namespace(cls, namespace)
     options: dict[str, Any] = {}
     if policy_cls is not None:
-        for f in dataclasses.fields(policy_cls):
-            source = namespace if f.name in vars(namespace) else None
-            if source is not None:
-                options[f.name] = getattr(source, f.name)
-        missing = [f.name for f in dataclasses.fields(policy_cls)
-                   if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
-                   and options.get(f.name) is None]
-        if missing:
-            parser.error(f"--policy {name} needs " + ", ".join("--" + m.replace("_", "-") for m in missing))
+        options = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(policy_cls)
+                   if f.name in vars(namespace)}
     kwargs = json.loads(getattr(config, "policy_kwargs", "{}") or "{}")
     return config, PolicySpec(name, _json_safe(options), getattr(config, "replay_file", None), kwargs)
 

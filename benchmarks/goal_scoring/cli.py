@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import hashlib
 import inspect
-import itertools
 import json
 import sys
-import textwrap
-import types
-import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from action_mapping import StepSizes
+from benchmarks.core.cli import add_config_arguments, config_from_namespace
 from benchmarks.goal_scoring.config import ConvertConfig, GenerateConfig, PredictConfig, ScoreConfig
 from benchmarks.goal_scoring.convert import Conversion, convert_by_pose, convert_by_velocity, read_trajectory
 from benchmarks.goal_scoring.dataset import (
@@ -42,57 +38,6 @@ from benchmarks.scoring.goal import ManipulationWeights
 from policies.backends.base import Backend, GenerationConfig
 
 BUILTIN_PREDICTIONS = ("oracle", "blind")
-
-# --------------------------------------------------------------------------------------------------------
-# Dataclass -> argparse
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a dataclass (read from its source, as tyro does)."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for node, nxt in itertools.pairwise(body):
-        is_field = isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-        if is_field and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
-            docs[node.target.id] = " ".join(nxt.value.value.split())
-    return docs
-
-
-def _base_type(hint: Any) -> tuple[Any, tuple[str, ...] | None]:
-    """``(callable type, choices)`` of a field's annotation, looking through ``X | None`` and ``Literal``."""
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return _base_type(args[0])
-    if typing.get_origin(hint) is typing.Literal:
-        return str, tuple(args)
-    return hint, None
-
-
-def add_config_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One ``--flag`` per field: required when it has no default; bools get ``--x/--no-x``."""
-    hints, docs = typing.get_type_hints(cls), field_docs(cls)
-    for f in dataclasses.fields(cls):
-        kind, choices = _base_type(hints[f.name])
-        flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        default = None if required else f.default
-        kwargs: dict[str, Any] = {"dest": f.name, "help": docs.get(f.name, "") + _default_note(default), "default": default}
-        if kind is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        else:
-            kwargs |= {"type": kind, "choices": choices, "required": required}
-        parser.add_argument(*flags, **kwargs)
-
-
-def _default_note(default: Any) -> str:
-    if default is None or default == "" or isinstance(default, bool):
-        return ""  # argparse shows booleans as --x/--no-x; None means "not set"
-    return f" (default: {default:.6g})" if isinstance(default, float) else f" (default: {default})"
-
-
-def config_from_args(cls: type, args: argparse.Namespace) -> Any:
-    return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
-
 
 # --------------------------------------------------------------------------------------------------------
 # Commands
@@ -238,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cls, run = COMMANDS[args.command]
     try:
-        run(config_from_args(cls, args))
+        run(config_from_namespace(cls, args))
     except (DatasetError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

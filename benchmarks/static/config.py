@@ -7,17 +7,10 @@ cases: one flag per field, booleans as ``--flag/--no-flag``.
 from __future__ import annotations
 
 import argparse
-import ast
-import dataclasses
-import inspect
-import itertools
-import textwrap
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from benchmarks.core.cli import add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
 from benchmarks.static.registry import PROJECT_MODE, benchmark_names
 
 
@@ -87,40 +80,10 @@ class RunConfig:
             raise ValueError("--batch-size must be at least 1")
 
 
-def field_docs(cls: type) -> dict[str, str]:
-    """Attribute docstrings (the string literal under each field) of a dataclass."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for node, following in itertools.pairwise(body):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(following, ast.Expr):
-            value = following.value
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                docs[node.target.id] = " ".join(value.value.split())
-    return docs
-
-
-def _base_type(hint: Any) -> Any:
-    """``X | None`` -> ``X``."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        return args[0]
-    return hint
-
-
 def build_parser(cls: type = RunConfig) -> argparse.ArgumentParser:
-    """An argparse parser with one flag per dataclass field."""
+    """An argparse parser with one flag per dataclass field (help: the docstring under each field)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.static", description=(cls.__doc__ or "").strip())
-    hints, docs = typing.get_type_hints(cls), field_docs(cls)
-    for field in dataclasses.fields(cls):
-        flag, base = "--" + field.name.replace("_", "-"), _base_type(hints[field.name])
-        default = field.default
-        if base is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=docs.get(field.name))
-        else:
-            doc = docs.get(field.name, "")
-            shown = "" if default in (None, Path(), "") or "default" in doc else f" (default: {default})"
-            parser.add_argument(flag, type=base, default=default, help=doc + shown)
+    add_config_arguments(parser, cls)
     return parser
 
 
