@@ -212,3 +212,8 @@ def test_navigation_benchmark_workers_use_the_server_and_match_the_local_model(t
                        **{k: r["result"]["policy_stats"][k] for k in keep}}
     assert [strip(r) for r in served] == [strip(r) for r in local]
     assert all(r["result"]["policy_stats"]["model_calls"] == 3 for r in served)
+
+
+def test_a_busy_port_is_a_clear_error(server):
+    with pytest.raises(OSError, match="pass another --port"):
+        ModelServer(ScriptedBackend(["unused"]), port=server.address[1])

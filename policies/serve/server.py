@@ -50,7 +50,11 @@ class ModelServer:
         self.request_timeout_s, self.max_body_bytes = request_timeout_s, int(max_body_mb * 2**20)
         self.batcher = DynamicBatcher(backend, max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue)
         self.created = int(time.time())
-        self._httpd = _HTTPServer((host, port), _Handler)
+        try:
+            self._httpd = _HTTPServer((host, port), _Handler)
+        except OSError as err:
+            raise OSError(f"cannot listen on {host}:{port} ({err.strerror or err}); pass another --port "
+                          f"(0 picks a free one) or --host") from err
         self._httpd.app = self
         self._thread: threading.Thread | None = None
 
