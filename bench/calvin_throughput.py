@@ -8,7 +8,8 @@ repeat so machine load hits both alike. Wall time covers the whole run, process 
     parallel efficiency = (chains/hour with 2 workers) / (2 x chains/hour with 1 worker)
 
 The records of all runs are compared (wall-clock fields aside) and chains that differ are listed. The load average is
-printed before each run: on a shared 2-core machine, other jobs take cores away from the second worker.
+printed before each run, and the CPU cores the workers actually obtained (their CPU time / wall time): on
+a shared 2-core machine other jobs take cores away from the second worker.
 
     python bench/calvin_throughput.py [--chains 12] [--camera-chains 4] [--repeats 3]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -38,10 +40,16 @@ class Timing:
     wall_s: float
     load: float
     records: list
+    cpu_s: float  # CPU seconds the worker processes used (user + system)
 
     @property
     def per_hour(self) -> float:
         return 3600 * self.chains / self.wall_s
+
+    @property
+    def cores(self) -> float:
+        """Cores the workers actually got on average: below ``workers`` when other jobs compete."""
+        return self.cpu_s / self.wall_s
 
 
 def run_once(chains: int, cameras: str, workers: int, root: Path) -> Timing:
@@ -49,11 +57,17 @@ def run_once(chains: int, cameras: str, workers: int, root: Path) -> Timing:
     config = CalvinConfig(num_sequences=chains, cameras=cameras, output=str(root), run_name=f"w{workers}-{time.time_ns()}",
                           progress=False)
     bench = CalvinBenchmark(config, PolicySpec("expert", {}))
-    load = os.getloadavg()[0]
+    load, cpu = os.getloadavg()[0], _children_cpu_s()
     start = time.perf_counter()
     run_benchmark(bench, bench.run_path, executor=ProcessExecutor(workers), progress=False)
     wall = time.perf_counter() - start
-    return Timing(workers, chains, wall, load, RunDir(bench.run_path).merged_records())
+    return Timing(workers, chains, wall, load, RunDir(bench.run_path).merged_records(), _children_cpu_s() - cpu)
+
+
+def _children_cpu_s() -> float:
+    """CPU time of finished child processes (the executor joins its workers before returning)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def measure(chains: int, cameras: str, repeats: int, root: Path) -> dict[int, list[Timing]]:
@@ -63,7 +77,7 @@ def measure(chains: int, cameras: str, repeats: int, root: Path) -> dict[int, li
             t = run_once(chains, cameras, workers, root)
             timings[workers].append(t)
             print(f"  cameras={cameras:<14} workers={workers} chains={chains} wall={t.wall_s:6.1f} s "
-                  f"({t.per_hour:6.0f} chains/h) load before={t.load:.1f}", flush=True)
+                  f"({t.per_hour:6.0f} chains/h) cores obtained={t.cores:.2f} load before={t.load:.1f}", flush=True)
     return timings
 
 
@@ -87,8 +101,10 @@ def report(label: str, timings: dict[int, list[Timing]]) -> None:
     two = statistics.median(t.per_hour for t in timings[2])
     paired = [b.per_hour / (2 * a.per_hour) for a, b in zip(timings[1], timings[2])]
     avg_len = statistics.mean(r["result"]["num_completed"] for r in timings[1][0].records)
+    cores = [statistics.median(t.cores for t in timings[w]) for w in (1, 2)]
     print(f"| {label} | {timings[1][0].chains} | {one:.0f} | {two:.0f} | {two / one:.2f}x | "
-          f"{statistics.median(paired):.2f} ({min(paired):.2f}-{max(paired):.2f}) | {avg_len:.2f} |")
+          f"{statistics.median(paired):.2f} ({min(paired):.2f}-{max(paired):.2f}) | {cores[0]:.2f} / {cores[1]:.2f} | "
+          f"{avg_len:.2f} |")
 
 
 def main() -> None:
@@ -104,8 +120,8 @@ def main() -> None:
         if args.camera_chains:
             results["both cameras"] = measure(args.camera_chains, "static,gripper", args.repeats, Path(tmp))
     print("\n| configuration | chains/run | chains/h, 1 worker | chains/h, 2 workers | speed-up | "
-          "parallel efficiency (paired runs) | expert avg. len |")
-    print("|---|---|---|---|---|---|---|")
+          "parallel efficiency (paired runs) | cores obtained, 1 / 2 workers | expert avg. len |")
+    print("|---|---|---|---|---|---|---|---|")
     for label, timings in results.items():
         report(label, timings)
     for label, timings in results.items():

@@ -106,8 +106,8 @@ class _decoding:
 
 
 def test_usage_models_and_health(server):
-    status, body = post(server, {"model": server.model_name, "max_tokens": 3,
-                                 "messages": [{"role": "user", "content": "hello"}]})
+    status, body = post(server, {"model": server.model_name, "max_tokens": 3, "response_format": {"type": "text"},
+                                 "messages": [{"role": "user", "content": "hello"}]})  # plain text: accepted
     assert status == 200 and body["object"] == "chat.completion" and body["model"] == server.model_name
     usage = body["usage"]
     assert usage["completion_tokens"] <= 3 and usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
@@ -132,6 +132,7 @@ BAD_IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,bm
     ({"model": "M", "messages": [{"role": "user", "content": [{"type": "audio"}]}]}, 400, "parts must be"),
     ({"model": "M", "stream": True, "messages": [{"role": "user", "content": "hi"}]}, 400, "stream"),
     ({"model": "M", "n": 2, "messages": [{"role": "user", "content": "hi"}]}, 400, "'n' must be 1"),
+    ({"model": "M", "stop": ["\n"], "messages": [{"role": "user", "content": "hi"}]}, 400, "'stop' is not supported"),
     ({"model": "M", "max_tokens": 0, "messages": [{"role": "user", "content": "hi"}]}, 400, "at least 1"),
     ({"model": "M", "temperature": "hot", "messages": [{"role": "user", "content": "hi"}]}, 400, "must be a float"),
     ({"model": "other", "messages": [{"role": "user", "content": "hi"}]}, 404, "is not served here"),

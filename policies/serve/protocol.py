@@ -4,7 +4,8 @@ Requests: ``{"model", "messages", "max_tokens" | "max_completion_tokens", "tempe
 with message content as a string or a list of ``{"type": "text", "text"}`` and
 ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` parts. Images must be inline
 data URLs: the server never fetches a remote URL. Anything it cannot answer faithfully (``stream``,
-``n > 1``, tool calls) is refused with a :class:`RequestError` naming the field, never ignored.
+``n > 1``, stop sequences, penalties, JSON mode, tool calls; see :data:`UNSUPPORTED`) is refused with a
+:class:`RequestError` naming the field, never ignored.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from policies.backends.base import Generation, GenerationConfig, Message
 from policies.backends.images import validate_messages
 
 ROLES = ("system", "user", "assistant")
+# Fields that would change the answer and that this server does not implement: refused, never ignored.
+UNSUPPORTED = ("stop", "response_format", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
+               "top_logprobs", "tools", "functions", "tool_choice")
 
 
 class RequestError(ValueError):
@@ -105,9 +109,9 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
         raise RequestError(400, "'stream': true is not supported; send the request without streaming", "stream")
     if body.get("n", 1) != 1:
         raise RequestError(400, f"'n' must be 1 (one answer per request), got {body.get('n')!r}", "n")
-    for name in ("tools", "functions", "tool_choice", "logprobs"):
-        if body.get(name):
-            raise RequestError(400, f"'{name}' is not supported by this server", name)
+    for name in UNSUPPORTED:
+        if body.get(name) and not (name == "response_format" and body[name] == {"type": "text"}):
+            raise RequestError(400, f"'{name}' is not supported by this server; send the request without it", name)
 
 
 def _generation_config(body: dict[str, Any], defaults: GenerationConfig) -> GenerationConfig:
