@@ -26,9 +26,7 @@ def _parse() -> argparse.Namespace:
     return p.parse_args()
 
 
-ARGS = _parse()
 os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ["LP_NUM_THREADS"] = str(ARGS.threads)  # must precede the first GL context
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gymnasium as gym  # noqa: E402
@@ -73,22 +71,24 @@ def raw_setup(episode: dict, size: int) -> tuple[mujoco.MjModel, mujoco.MjData, 
 
 
 def main() -> None:
+    args = _parse()  # parsed here, not at import, so that bench/env_speed.py can import the timing functions
+    os.environ["LP_NUM_THREADS"] = str(args.threads)  # must precede the first GL context (made by the envs below)
     episode = make_episode("base", 0)
-    actions = np.random.default_rng(0).integers(0, 8, ARGS.steps)
-    rgb = gym.make("SpatialArena/EBNavigation-v0", width=ARGS.size, height=ARGS.size).unwrapped
-    rgbd = gym.make("SpatialArena/EBNavigation-RGBD-v0", width=ARGS.size, height=ARGS.size).unwrapped
-    model, data, renderer = raw_setup(episode, ARGS.size)
+    actions = np.random.default_rng(0).integers(0, 8, args.steps)
+    rgb = gym.make("SpatialArena/EBNavigation-v0", width=args.size, height=args.size).unwrapped
+    rgbd = gym.make("SpatialArena/EBNavigation-RGBD-v0", width=args.size, height=args.size).unwrapped
+    model, data, renderer = raw_setup(episode, args.size)
     rates: dict[str, list[float]] = {"raw": [], "env_rgb": [], "env_rgb_depth_mask": []}
-    for _ in range(ARGS.rounds):
-        rates["raw"].append(raw_rate(model, data, renderer, ARGS.steps))
+    for _ in range(args.rounds):
+        rates["raw"].append(raw_rate(model, data, renderer, args.steps))
         rates["env_rgb"].append(env_rate(rgb, episode, actions))
         rates["env_rgb_depth_mask"].append(env_rate(rgbd, episode, actions))
     renderer.close()
     rgb.close()
     rgbd.close()
     raw = np.array(rates["raw"])
-    print(f"navigation env speed, {ARGS.size}x{ARGS.size}, LP_NUM_THREADS={ARGS.threads}, "
-          f"{ARGS.rounds} rounds x {ARGS.steps} steps (medians)")
+    print(f"navigation env speed, {args.size}x{args.size}, LP_NUM_THREADS={args.threads}, "
+          f"{args.rounds} rounds x {args.steps} steps (medians)")
     for name, values in rates.items():
         v = np.array(values)
         print(f"  {name:22s} {np.median(v):7.1f} steps/s   ratio to raw MuJoCo {np.median(v / raw):.2f}")

@@ -67,22 +67,12 @@ class RayExecutor(Executor):
         if not units:
             return
         ray = _import_ray()
-        started_here = not ray.is_initialized()
-        if started_here:
-            self._init(ray)
+        started_here = connect(self.address)
         try:
             yield from self._run(ray, factory, units)
         finally:
             if started_here:
                 ray.shutdown()
-
-    def _init(self, ray: Any) -> None:
-        runtime_env = None
-        if self.address is None:  # local instance: make this checkout importable in the actors
-            path = os.pathsep.join(p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p)
-            runtime_env = {"env_vars": {"PYTHONPATH": path}}
-        ray.init(address=self.address, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-                 runtime_env=runtime_env, **({"num_cpus": os.cpu_count()} if self.address is None else {}))
 
     def _run(self, ray: Any, factory: WorkerFactory, units: Sequence[WorkUnit]) -> Iterator[dict[str, Any]]:
         actor_cls = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus, max_restarts=0)(_ActorWorker)
@@ -124,6 +114,23 @@ class RayExecutor(Executor):
         finally:
             for actor in [*idle, *(a for a, _, _ in in_flight.values())]:
                 ray.kill(actor, no_restart=True)
+
+
+def connect(address: str | None) -> bool:
+    """Join Ray unless this process already has: ``None``/``"local"`` starts a private local instance (with
+    this checkout importable in its actors), ``"auto"`` or an address joins a cluster. Returns whether this
+    call connected, i.e. whether the caller should ``ray.shutdown()`` when done."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        return False
+    address = None if address in (None, "", "local") else address
+    runtime_env = None
+    if address is None:  # local instance: make this checkout importable in the actors
+        path = os.pathsep.join(p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p)
+        runtime_env = {"env_vars": {"PYTHONPATH": path}}
+    ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+             runtime_env=runtime_env, **({"num_cpus": os.cpu_count()} if address is None else {}))
+    return True
 
 
 def _import_ray() -> Any:

@@ -1,0 +1,194 @@
+"""The OpenAI chat-completions wire format, the subset our HTTP backend and vLLM-style clients use.
+
+Requests: ``{"model", "messages", "max_tokens" | "max_completion_tokens", "temperature", "top_p", "seed"}``
+with message content as a string or a list of ``{"type": "text", "text"}`` and
+``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` parts. Images must be inline
+data URLs: the server never fetches a remote URL. Anything it cannot answer faithfully (``stream``,
+``n > 1``, stop sequences, penalties, JSON mode, tool calls; see :data:`UNSUPPORTED`) is refused with a
+:class:`RequestError` naming the field, never ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from policies.backends.base import Generation, GenerationConfig, Message
+from policies.backends.images import validate_messages
+
+ROLES = ("system", "user", "assistant")
+# Fields that would change the answer and that this server does not implement: refused, never ignored.
+UNSUPPORTED = ("stop", "response_format", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
+               "top_logprobs", "tools", "functions", "tool_choice")
+
+
+class RequestError(ValueError):
+    """A request the server refuses; ``status`` is the HTTP status, the message tells the client the fix."""
+
+    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.param = status, param
+
+    def body(self) -> dict[str, Any]:
+        kind = "invalid_request_error" if self.status < 500 else "server_error"
+        return error_body(str(self), kind, self.param, self.status)
+
+
+def error_body(message: str, kind: str, param: str | None, status: int) -> dict[str, Any]:
+    """The OpenAI error object (clients read ``error.message``)."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": status}}
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """A parsed request: backend-ready messages (images as arrays) and its decoding settings."""
+
+    messages: list[Message]
+    config: GenerationConfig
+
+    @property
+    def has_images(self) -> bool:
+        return any(isinstance(m["content"], list) and any(p["type"] == "image" for p in m["content"])
+                   for m in self.messages)
+
+
+def parse_chat_request(raw: bytes, served_model: str, defaults: GenerationConfig) -> ChatRequest:
+    """Validate a ``/v1/chat/completions`` body; fields the client leaves out take ``defaults``."""
+    body = _json_object(raw)
+    _check_model(body, served_model)
+    _refuse_unsupported(body)
+    messages = [_message(m, i) for i, m in enumerate(_field(body, "messages", list))]
+    try:
+        validate_messages(messages)
+    except (TypeError, ValueError) as err:
+        raise RequestError(400, str(err), "messages") from err
+    return ChatRequest(messages, _generation_config(body, defaults))
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise RequestError(400, f"the request body is not valid JSON ({err})") from err
+    if not isinstance(body, dict):
+        raise RequestError(400, f"the request body must be a JSON object, got a JSON {type(body).__name__}")
+    return body
+
+
+def _field(body: dict[str, Any], name: str, kind: type, default: Any = None, required: bool = True) -> Any:
+    if name not in body or body[name] is None:
+        if required:
+            raise RequestError(400, f"'{name}' is required", name)
+        return default
+    value = body[name]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise RequestError(400, f"'{name}' must be a {kind.__name__}, got {json.dumps(value)[:80]}", name)
+    return value
+
+
+def _check_model(body: dict[str, Any], served_model: str) -> None:
+    model = _field(body, "model", str)
+    if model != served_model:
+        raise RequestError(404, f"model {model!r} is not served here; this server serves {served_model!r} "
+                                f"(GET /v1/models lists it; start the server with --served-model-name to rename it)",
+                           "model")
+
+
+def _refuse_unsupported(body: dict[str, Any]) -> None:
+    if body.get("stream"):
+        raise RequestError(400, "'stream': true is not supported; send the request without streaming", "stream")
+    if body.get("n", 1) != 1:
+        raise RequestError(400, f"'n' must be 1 (one answer per request), got {body.get('n')!r}", "n")
+    for name in UNSUPPORTED:
+        if body.get(name) and not (name == "response_format" and body[name] == {"type": "text"}):
+            raise RequestError(400, f"'{name}' is not supported by this server; send the request without it", name)
+
+
+def _generation_config(body: dict[str, Any], defaults: GenerationConfig) -> GenerationConfig:
+    name = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    max_new = _field(body, name, int, defaults.max_new_tokens, required=False)
+    temperature = _field(body, "temperature", float, defaults.temperature, required=False)
+    top_p = _field(body, "top_p", float, defaults.top_p, required=False)
+    seed = _field(body, "seed", int, defaults.seed, required=False)
+    if max_new < 1:
+        raise RequestError(400, f"'{name}' must be at least 1, got {max_new}", name)
+    if not 0.0 <= temperature <= 2.0:
+        raise RequestError(400, f"'temperature' must be between 0 and 2, got {temperature}", "temperature")
+    if not 0.0 < top_p <= 1.0:
+        raise RequestError(400, f"'top_p' must be in (0, 1], got {top_p}", "top_p")
+    if temperature == 0:  # greedy: sampling settings do not change the answer, so they must not split batches
+        top_p, seed = 1.0, 0
+    return GenerationConfig(max_new_tokens=max_new, temperature=temperature, top_p=top_p, seed=seed)
+
+
+def _message(message: Any, i: int) -> Message:
+    where = f"messages[{i}]"
+    if not isinstance(message, dict) or message.get("role") not in ROLES:
+        role = message.get("role") if isinstance(message, dict) else None
+        raise RequestError(400, f"{where}: role must be one of {list(ROLES)}, got {role!r}", "messages")
+    if message.get("tool_calls"):
+        raise RequestError(400, f"{where}: tool calls are not supported by this server", "messages")
+    content = message.get("content")
+    if isinstance(content, str):
+        return {"role": message["role"], "content": content}
+    if not isinstance(content, list) or not content:
+        raise RequestError(400, f"{where}.content must be a string or a non-empty list of parts", "messages")
+    return {"role": message["role"], "content": [_part(p, f"{where}.content[{j}]") for j, p in enumerate(content)]}
+
+
+def _part(part: Any, where: str) -> dict[str, Any]:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind == "text" and isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    if kind == "image_url":
+        url = part.get("image_url")
+        url = url.get("url") if isinstance(url, dict) else url
+        return {"type": "image", "image": decode_data_url(url, where)}
+    raise RequestError(400, f"{where}: parts must be {{'type': 'text', 'text': ...}} or "
+                            f"{{'type': 'image_url', 'image_url': {{'url': 'data:image/png;base64,...'}}}}, "
+                            f"got {json.dumps(part)[:80]}", "messages")
+
+
+def decode_data_url(url: Any, where: str) -> np.ndarray:
+    """A ``data:image/...;base64,`` URL as an RGB ``uint8`` array; remote URLs are refused (no network)."""
+    if not isinstance(url, str) or not url.startswith("data:image/") or ";base64," not in url:
+        shown = url[:60] if isinstance(url, str) else type(url).__name__
+        raise RequestError(400, f"{where}: images must be inline base64 data URLs ('data:image/png;base64,...'); "
+                                f"this server fetches nothing over the network, got {shown!r}", "messages")
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        data = base64.b64decode(url.split(";base64,", 1)[1], validate=True)
+        with Image.open(io.BytesIO(data)) as image:
+            return np.asarray(image.convert("RGB"))
+    except (binascii.Error, ValueError, UnidentifiedImageError, OSError) as err:
+        raise RequestError(400, f"{where}: the data URL does not hold a readable image ({err})", "messages") from err
+
+
+def completion_body(generation: Generation, model: str, max_new_tokens: int) -> dict[str, Any]:
+    """A ``chat.completion`` object with ``usage``. ``finish_reason`` is ``length`` when the token budget
+    was used up, else ``stop``."""
+    completion = generation.completion_tokens or 0
+    prompt = generation.prompt_tokens or 0
+    finish = "length" if completion >= max_new_tokens else "stop"
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": generation.text}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }  # fmt: skip
+
+
+def models_body(model: str, created: int) -> dict[str, Any]:
+    """``GET /v1/models``: the one model this server answers for."""
+    return {"object": "list", "data": [{"id": model, "object": "model", "created": created, "owned_by": "spatial-arena"}]}
