@@ -12,14 +12,18 @@ exactly where a VLM's last hidden states would.
 Names: ``efficientnet-lite0`` fine-tunes the whole backbone (the recipe's full fine-tuning);
 ``efficientnet-lite0-frozen`` keeps the pretrained image network fixed (no gradients through it, much
 cheaper on a CPU). The image network always runs in eval mode: batch-norm statistics stay the pretrained
-ones (small batches would corrupt them) and its stochastic depth is off. Saved backbones are directories with ``vla_backbone.json`` and ``model.safetensors``.
+ones (small batches would corrupt them) and its stochastic depth is off. A frozen network is a fixed
+function, so ``feature_cache=N`` (set in a saved directory's ``vla_backbone.json``) keeps the features of
+up to N training images in memory instead of recomputing them every epoch. Saved backbones are directories with ``vla_backbone.json`` and ``model.safetensors``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,6 +53,7 @@ class EfficientNetVLAConfig:
     train_vision: bool = True  # False: the pretrained image network stays frozen
     max_cameras: int = 4
     init_seed: int = 0  # the fusion layers' initialisation
+    feature_cache: int = 0  # frozen image network, training only: keep up to N images' features in memory
 
 
 #: Names that build a fresh backbone from the installed pretrained weights.
@@ -131,6 +136,7 @@ class EfficientNetLiteBackbone(VLMBackbone):
     def __init__(self, config: EfficientNetVLAConfig, pretrained: bool = True) -> None:
         nn.Module.__init__(self)  # VLMBackbone's initialiser wraps a transformers VLM, which this is not
         self.config, self.processor, self.position_mode = config, ByteImageProcessor(), "plain"
+        self._features: OrderedDict[bytes, torch.Tensor] = OrderedDict()
         d = config.hidden_size
         self.vision = _efficientnet(config.variant, pretrained)
         self.vision.requires_grad_(config.train_vision)
@@ -172,14 +178,33 @@ class EfficientNetLiteBackbone(VLMBackbone):
         batch, cameras = pixels.shape[:2]
         if cameras > self.config.max_cameras:
             raise ValueError(f"{cameras} cameras per sample, more than max_cameras={self.config.max_cameras}")
-        with torch.set_grad_enabled(self.config.train_vision and torch.is_grad_enabled()):
-            features = self.vision.extract_features(pixels.flatten(0, 1))  # (B*N, 1280, h, w)
+        features = self._features_of(pixels.flatten(0, 1))  # (B*N, 1280, h, w)
         height, width = features.shape[-2:]
         tokens = self.visual_proj(features.flatten(2).transpose(1, 2))  # (B*N, h*w, d)
         tokens = tokens + grid_positions(height, width, self.hidden_size).to(tokens)
         tokens = tokens.view(batch, cameras, height * width, -1)
         tokens = tokens + self.camera_embed.weight[:cameras, None, :]
         return tokens.flatten(1, 2)
+
+    def _features_of(self, images: torch.Tensor) -> torch.Tensor:
+        """The image network's last feature maps; a frozen network's are cached while training when
+        ``feature_cache`` > 0 (it is a fixed function in eval mode, so the values are the same)."""
+        if self.config.train_vision or not self.training or self.config.feature_cache <= 0:
+            with torch.set_grad_enabled(self.config.train_vision and torch.is_grad_enabled()):
+                return self.vision.extract_features(images)
+        keys = [hashlib.blake2b(img.numpy().tobytes(), digest_size=16).digest() for img in images.detach().cpu()]
+        missing = [i for i, k in enumerate(keys) if k not in self._features]
+        if missing:
+            with torch.no_grad():
+                fresh = self.vision.extract_features(images[missing])
+            for i, feature in zip(missing, fresh):
+                self._features[keys[i]] = feature.detach().cpu()
+        for key in keys:
+            self._features.move_to_end(key)
+        out = torch.stack([self._features[k] for k in keys]).to(images)
+        while len(self._features) > self.config.feature_cache:
+            self._features.popitem(last=False)
+        return out
 
     def forward(self, inputs: dict[str, torch.Tensor], action_embeds: torch.Tensor) -> torch.Tensor:
         """Encoder outputs ``(B, L, d)`` at the ``L`` action tokens appended after images and instruction."""
