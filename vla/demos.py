@@ -299,7 +299,8 @@ def _account(report: TaskReport, writer: Any, attempt: int, start: Start, episod
     report.attempts += 1
     report.setup_failed += int(not episode.prefix_ok)
     entry = {"attempt": attempt, "symbolic_state": start.symbolic, "setup": start.prefix,
-             "start_joints": [float(q) for q in start.robot_obs[7:14]], "success": episode.success,
+             "reset_robot_obs": [float(v) for v in start.robot_obs],
+             "reset_scene_obs": [float(v) for v in start.scene_obs], "success": episode.success,
              "steps": len(episode.frames), "success_step": episode.success_step}  # fmt: skip
     if episode.success:
         first, last = writer.write_episode(episode.frames, report.task, report.instruction)
