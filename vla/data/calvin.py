@@ -97,6 +97,7 @@ class CalvinDataset:
         self._episode_starts = self.episodes[:, 0].tolist()
         windows, self.instructions, self.tasks = load_language(self.root)
         self.index = self._build_index(windows)
+        self._actions: np.ndarray | None = None  # rel_actions by frame, filled as frames are read
         if not self.index:
             raise ValueError(f"{self.root}: no annotated frame has a full chunk of {self.chunk_size} actions")
 
@@ -126,9 +127,19 @@ class CalvinDataset:
                 raise KeyError(f"{path} has no {missing}; it has {sorted(npz.files)}")
             return {k: npz[k] for k in keys}
 
+    def frame_action(self, frame: int) -> np.ndarray:
+        """``rel_actions`` of one frame; kept in memory after the first read (a frame belongs to up to
+        ``chunk_size`` chunks, and opening its file again for each costs more than the image it holds)."""
+        if self._actions is None:
+            self._actions = np.full((int(self.episodes[:, 1].max()) + 1, 7), np.nan, dtype=np.float32)
+        row = self._actions[frame]
+        if np.isnan(row[0]):
+            row[:] = check_actions(self._frame(frame, ("rel_actions",))["rel_actions"][None], f"{self.root} frame {frame}")[0]
+        return row
+
     def chunk_actions(self, frame: int) -> np.ndarray:
-        rows = [self._frame(t, ("rel_actions",))["rel_actions"] for t in range(frame, frame + self.chunk_size)]
-        return check_actions(np.stack(rows), f"{self.root} frames {frame}..{frame + self.chunk_size - 1}")
+        rows = [self.frame_action(t) for t in range(frame, frame + self.chunk_size)]
+        return np.stack(rows)
 
     def __getitem__(self, index: int) -> Sample:
         frame, ann = self.index[index]
