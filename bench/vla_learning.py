@@ -161,9 +161,19 @@ def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str,
     finally:
         env.close()
     wins = sum(r["success"] for r in results)
-    print(f"[eval] {label}: {wins}/{len(results)} ({time.perf_counter() - began:.0f} s)", flush=True)
-    return {"success": wins, "episodes": len(results), "rate": wins / len(results),
+    low, high = wilson_interval(wins, len(results))
+    print(f"[eval] {label}: {wins}/{len(results)} (95% CI {100 * low:.0f}-{100 * high:.0f} %, "
+          f"{time.perf_counter() - began:.0f} s)", flush=True)
+    return {"success": wins, "episodes": len(results), "rate": wins / len(results), "ci95": [low, high],
             "seconds": round(time.perf_counter() - began, 1), "per_episode": results}
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a success rate (95 % for z = 1.96)."""
+    p, n = successes / trials, trials
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return round(float(centre - half), 4), round(float(centre + half), 4)
 
 
 def vla_policy(model, args: argparse.Namespace):
