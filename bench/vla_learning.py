@@ -173,7 +173,7 @@ def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float
     p, n = successes / trials, trials
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return round(float(centre - half), 4), round(float(centre + half), 4)
+    return round(max(0.0, float(centre - half)), 4), round(min(1.0, float(centre + half)), 4)
 
 
 def vla_policy(model, args: argparse.Namespace):
