@@ -177,3 +177,13 @@ def test_trained_checkpoint_runs_the_calvin_benchmark(two_demos, tiny_vlm, tmp_p
     assert summary.data["policy"] == "vla-run-last" and summary.data["chains"] == 1
     manifest = json.loads((tmp_path / "eval" / "calvin" / "vla-run-last" / "manifest.json").read_text())
     assert manifest["policy"]["options"]["checkpoint"] == str(checkpoint)
+
+
+def test_failed_attempts_are_counted_not_written(tmp_path, capsys):
+    summary = generate(DemoConfig(task=TASK, episodes=1, out=str(tmp_path), ep_len=5, max_attempts=2, cameras="gripper"))
+    row = summary["tasks"][TASK]
+    assert (row["attempts"], row["kept"], row["kept_fraction"]) == (2, 0, 0.0)
+    assert [e["steps"] for e in row["episodes"]] == [5, 5] and not any(e["success"] for e in row["episodes"])
+    assert not list((tmp_path / "training").glob("episode_*.npz"))
+    assert np.load(tmp_path / "training" / EPISODES_FILE).shape == (0, 2)
+    assert "only 0 of 1 demonstrations succeeded in 2 attempts" in capsys.readouterr().out
