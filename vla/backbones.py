@@ -40,13 +40,10 @@ TINY_BACKBONES: dict[str, str] = {
     "tiny-qwen3-vl": "qwen3_vl",
     "tiny-paligemma": "paligemma",
 }
-#: Backbones that are not transformers checkpoints: a name builds a fresh one, and a saved directory holds
-#: ``vla_backbone.json`` naming its ``model_type``; both are served by the module listed here (imported on use).
-NATIVE_BACKBONES: dict[str, str] = {
-    "efficientnet-lite0": "vla.vision_backbones",
-    "efficientnet-lite0-frozen": "vla.vision_backbones",
-}
-NATIVE_MODEL_TYPES: dict[str, str] = {"efficientnet_lite": "vla.vision_backbones"}
+#: Backbones that are not transformers checkpoints: a name builds a fresh one (name -> model_type), and a saved
+#: directory holds ``vla_backbone.json`` naming its ``model_type``; each model_type's module is imported on use.
+NATIVE_BACKBONES: dict[str, str] = {"efficientnet-lite0": "efficientnet_lite", "efficientnet-lite0-frozen": "efficientnet_lite"}
+NATIVE_MODULES: dict[str, str] = {"efficientnet_lite": "vla.vision_backbones"}
 NATIVE_CONFIG_FILE = "vla_backbone.json"
 POSITION_MODES = ("mrope", "plain")
 #: The published Qwen prompt (public VLM4VLA code, the same for Qwen2.5-VL and Qwen3-VL): the user turn holds
@@ -328,27 +325,25 @@ def load_backbone(
 
 def load_native_backbone(name_or_path: str | os.PathLike[str]) -> VLMBackbone | None:
     """The non-transformers backbone ``name_or_path`` names or holds, or None when it is not one."""
-    import importlib
     import json
 
     name, root = str(name_or_path), Path(name_or_path)
     if name in NATIVE_BACKBONES:
-        importlib.import_module(NATIVE_BACKBONES[name])
-        return _native_class(name)(name)
+        return _native_class(NATIVE_BACKBONES[name]).from_name(name)  # type: ignore[attr-defined]
     if not (root / NATIVE_CONFIG_FILE).is_file():
         return None
     model_type = json.loads((root / NATIVE_CONFIG_FILE).read_text()).get("model_type", "")
-    if model_type not in NATIVE_MODEL_TYPES:
+    if model_type not in NATIVE_MODULES:
         raise ValueError(f"{root / NATIVE_CONFIG_FILE}: unknown backbone model_type {model_type!r}; "
-                         f"known: {sorted(NATIVE_MODEL_TYPES)}")  # fmt: skip
-    importlib.import_module(NATIVE_MODEL_TYPES[model_type])
-    return backbone_class(model_type).from_directory(root)  # type: ignore[attr-defined]
+                         f"known: {sorted(NATIVE_MODULES)}")  # fmt: skip
+    return _native_class(model_type).from_directory(root)  # type: ignore[attr-defined]
 
 
-def _native_class(name: str) -> Callable[[str], VLMBackbone]:
-    module = NATIVE_BACKBONES[name]
-    model_type = next(t for t, m in NATIVE_MODEL_TYPES.items() if m == module)
-    return backbone_class(model_type).from_name  # type: ignore[attr-defined]
+def _native_class(model_type: str) -> type[VLMBackbone]:
+    import importlib
+
+    importlib.import_module(NATIVE_MODULES[model_type])  # registers the class
+    return backbone_class(model_type)
 
 
 InputBuilder = Callable[[Sequence[Sequence[ImageLike]], Sequence[str]], dict[str, torch.Tensor]]
