@@ -40,6 +40,11 @@ TINY_BACKBONES: dict[str, str] = {
     "tiny-qwen3-vl": "qwen3_vl",
     "tiny-paligemma": "paligemma",
 }
+#: Backbones that are not transformers checkpoints: a name builds a fresh one (name -> model_type), and a saved
+#: directory holds ``vla_backbone.json`` naming its ``model_type``; each model_type's module is imported on use.
+NATIVE_BACKBONES: dict[str, str] = {"efficientnet-lite0": "efficientnet_lite", "efficientnet-lite0-frozen": "efficientnet_lite"}
+NATIVE_MODULES: dict[str, str] = {"efficientnet_lite": "vla.vision_backbones"}
+NATIVE_CONFIG_FILE = "vla_backbone.json"
 POSITION_MODES = ("mrope", "plain")
 #: The published Qwen prompt (public VLM4VLA code, the same for Qwen2.5-VL and Qwen3-VL): the user turn holds
 #: the image(s) and the question, and the assistant turn is opened for the action token(s).
@@ -294,7 +299,13 @@ def load_backbone(
     name_or_path: str | os.PathLike[str], *, position_ids: str = "mrope", dtype: torch.dtype = torch.float32,
     allow_download: bool = False, tiny_root: str | os.PathLike[str] | None = None,
 ) -> VLMBackbone:  # fmt: skip
-    """Load the VLM at ``name_or_path`` (directory, hub id, or a ``tiny-*`` name) as a backbone."""
+    """Load the VLM at ``name_or_path`` (directory, hub id, or a ``tiny-*`` name) as a backbone.
+
+    Names in :data:`NATIVE_BACKBONES` (e.g. ``efficientnet-lite0``) and directories they were saved to
+    load through their own module instead of transformers."""
+    native = load_native_backbone(name_or_path)
+    if native is not None:
+        return native.to(dtype)
     from transformers import AutoConfig, AutoModelForImageTextToText
 
     from policies.backends.hf_processing import load_processor
@@ -310,6 +321,29 @@ def load_backbone(
     processor = load_processor(location, **load)
     vlm = AutoModelForImageTextToText.from_pretrained(location, dtype=dtype, **load)
     return cls(vlm, processor, position_ids=position_ids)
+
+
+def load_native_backbone(name_or_path: str | os.PathLike[str]) -> VLMBackbone | None:
+    """The non-transformers backbone ``name_or_path`` names or holds, or None when it is not one."""
+    import json
+
+    name, root = str(name_or_path), Path(name_or_path)
+    if name in NATIVE_BACKBONES:
+        return _native_class(NATIVE_BACKBONES[name]).from_name(name)  # type: ignore[attr-defined]
+    if not (root / NATIVE_CONFIG_FILE).is_file():
+        return None
+    model_type = json.loads((root / NATIVE_CONFIG_FILE).read_text()).get("model_type", "")
+    if model_type not in NATIVE_MODULES:
+        raise ValueError(f"{root / NATIVE_CONFIG_FILE}: unknown backbone model_type {model_type!r}; "
+                         f"known: {sorted(NATIVE_MODULES)}")  # fmt: skip
+    return _native_class(model_type).from_directory(root)  # type: ignore[attr-defined]
+
+
+def _native_class(model_type: str) -> type[VLMBackbone]:
+    import importlib
+
+    importlib.import_module(NATIVE_MODULES[model_type])  # registers the class
+    return backbone_class(model_type)
 
 
 InputBuilder = Callable[[Sequence[Sequence[ImageLike]], Sequence[str]], dict[str, torch.Tensor]]

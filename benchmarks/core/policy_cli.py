@@ -7,7 +7,8 @@ turned into flags the same way (``benchmarks.core.cli``)::
 
 ``--policy`` names a registered policy (``policies.registry``: ``mllm``, ``vla``, ...), one of the
 built-ins every benchmark has (``expert``, ``random``, ``replay``), or a user class ``module:Name``.
-``--backbone X`` is short for ``--policy vla --backbone X`` (the VLM4VLA way of comparing backbones).
+``--backbone X`` is short for ``--policy vla --backbone X`` (the VLM4VLA way of comparing backbones), and
+``--checkpoint DIR`` for ``--policy vla --checkpoint DIR`` (a model trained with ``vla.train``).
 A policy option whose name the benchmark already has (e.g. ``seed``) takes the benchmark's value.
 """
 
@@ -40,20 +41,35 @@ class PolicySpec:
     def label(self) -> str:
         """A short name for run folders: the policy name, or the class of a user policy."""
         if self.name == "vla":
-            return "vla-" + str(self.options.get("backbone", "")).rstrip("/").split("/")[-1]
+            checkpoint = self.options.get("checkpoint")
+            return "vla-" + (_checkpoint_label(checkpoint) if checkpoint else _last_part(self.options.get("backbone")))
         if self.name == "mllm":
             return "mllm-" + str(self.options.get("model", "")).rstrip("/").split("/")[-1]
         return self.name.rsplit(":", 1)[-1]
+
+
+def _last_part(path: object) -> str:
+    return str(path or "").rstrip("/").split("/")[-1]
+
+
+def _checkpoint_label(checkpoint: str) -> str:
+    """``RUN/checkpoints/last`` (how vla.train lays checkpoints out) -> ``RUN-last``; else the last part."""
+    parts = str(checkpoint).rstrip("/").split("/")
+    if len(parts) >= 3 and parts[-2] == "checkpoints":
+        return f"{parts[-3]}-{parts[-1]}"
+    return parts[-1]
 
 
 def _policy_name(argv: Sequence[str], default: str) -> str:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--policy", default=None)
     pre.add_argument("--backbone", default=None)
+    pre.add_argument("--checkpoint", default=None)
     known, _ = pre.parse_known_args(argv)
-    if known.backbone and known.policy not in (None, "vla"):
-        raise SystemExit(f"--backbone builds a VLA policy; it cannot be combined with --policy {known.policy}")
-    return "vla" if known.backbone else (known.policy or default)
+    vla_flag = "--backbone" if known.backbone else "--checkpoint" if known.checkpoint else None
+    if vla_flag and known.policy not in (None, "vla"):
+        raise SystemExit(f"{vla_flag} builds a VLA policy; it cannot be combined with --policy {known.policy}")
+    return "vla" if vla_flag else (known.policy or default)
 
 
 def parse_benchmark_args(

@@ -97,6 +97,7 @@ class CalvinDataset:
         self._episode_starts = self.episodes[:, 0].tolist()
         windows, self.instructions, self.tasks = load_language(self.root)
         self.index = self._build_index(windows)
+        self._actions: np.ndarray | None = None  # rel_actions by frame, filled as frames are read
         if not self.index:
             raise ValueError(f"{self.root}: no annotated frame has a full chunk of {self.chunk_size} actions")
 
@@ -126,9 +127,19 @@ class CalvinDataset:
                 raise KeyError(f"{path} has no {missing}; it has {sorted(npz.files)}")
             return {k: npz[k] for k in keys}
 
+    def frame_action(self, frame: int) -> np.ndarray:
+        """``rel_actions`` of one frame; kept in memory after the first read (a frame belongs to up to
+        ``chunk_size`` chunks, and opening its file again for each costs more than the image it holds)."""
+        if self._actions is None:
+            self._actions = np.full((int(self.episodes[:, 1].max()) + 1, 7), np.nan, dtype=np.float32)
+        row = self._actions[frame]
+        if np.isnan(row[0]):
+            row[:] = check_actions(self._frame(frame, ("rel_actions",))["rel_actions"][None], f"{self.root} frame {frame}")[0]
+        return row
+
     def chunk_actions(self, frame: int) -> np.ndarray:
-        rows = [self._frame(t, ("rel_actions",))["rel_actions"] for t in range(frame, frame + self.chunk_size)]
-        return check_actions(np.stack(rows), f"{self.root} frames {frame}..{frame + self.chunk_size - 1}")
+        rows = [self.frame_action(t) for t in range(frame, frame + self.chunk_size)]
+        return np.stack(rows)
 
     def __getitem__(self, index: int) -> Sample:
         frame, ann = self.index[index]
@@ -147,10 +158,17 @@ class CalvinWriter:
     """Writes episodes in CALVIN's layout under ``root`` (a split directory); call :meth:`close` at the end.
 
     Frames are numbered globally from ``first_index``; each episode becomes one ``ep_start_end_ids`` row
-    and one language annotation covering all its frames.
+    and one language annotation covering all its frames. ``cameras`` are the image keys every frame must
+    carry: both, as in CALVIN's datasets, unless a generator renders only one view (readers then ask only
+    for that one).
     """
 
-    def __init__(self, root: str | os.PathLike[str], first_index: int = 0) -> None:
+    def __init__(self, root: str | os.PathLike[str], first_index: int = 0,
+                 cameras: Sequence[str] = CALVIN_CAMERAS) -> None:  # fmt: skip
+        unknown = [c for c in cameras if c not in CALVIN_CAMERAS]
+        if unknown or not cameras:
+            raise ValueError(f"CalvinWriter cameras must be some of {CALVIN_CAMERAS}, got {list(cameras)}")
+        self.cameras = tuple(cameras)
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         if any(self.root.glob("episode_*.npz")):
@@ -169,7 +187,7 @@ class CalvinWriter:
         """Write one frame (the keys of :data:`REQUIRED_FRAME_KEYS`, optionally the optional ones)."""
         if self._open_start is None:
             raise RuntimeError("add_frame called outside begin_episode / end_episode")
-        arrays = _frame_arrays(frame, self.next_index)
+        arrays = _frame_arrays(frame, self.next_index, self.cameras)
         np.savez_compressed(frame_path(self.root, self.next_index), **arrays)
         self.next_index += 1
         return self.next_index - 1
@@ -201,14 +219,15 @@ class CalvinWriter:
         return self.root
 
 
-def _frame_arrays(frame: Mapping[str, Any], index: int) -> dict[str, np.ndarray]:
-    missing = [k for k in REQUIRED_FRAME_KEYS if k not in frame]
-    extra = sorted(set(frame) - set(REQUIRED_FRAME_KEYS) - set(OPTIONAL_FRAME_KEYS))
+def _frame_arrays(frame: Mapping[str, Any], index: int, cameras: Sequence[str] = CALVIN_CAMERAS) -> dict[str, np.ndarray]:
+    required = [k for k in REQUIRED_FRAME_KEYS if k not in CALVIN_CAMERAS or k in cameras]
+    missing = [k for k in required if k not in frame]
+    extra = sorted(set(frame) - set(required) - set(OPTIONAL_FRAME_KEYS))
     if missing or extra:
         raise KeyError(f"CALVIN frame {index}: missing {missing}, unknown {extra}; keys are "
-                       f"{REQUIRED_FRAME_KEYS} + optional {OPTIONAL_FRAME_KEYS}")  # fmt: skip
+                       f"{tuple(required)} + optional {OPTIONAL_FRAME_KEYS}")  # fmt: skip
     arrays = {k: np.asarray(v) for k, v in frame.items()}
-    for key in ("rgb_static", "rgb_gripper"):
+    for key in cameras:
         if arrays[key].dtype != np.uint8 or arrays[key].ndim != 3:
             raise ValueError(f"CALVIN frame {index}: {key} must be uint8 H x W x 3, got {arrays[key].dtype} {arrays[key].shape}")
     rel = arrays["rel_actions"].astype(np.float64)

@@ -1,0 +1,246 @@
+"""Learning evidence for the VLA recipe: expert demos -> bounded CPU training -> closed-loop success.
+
+1. Demonstrations: ``vla.demos`` records the scripted expert on one play-table task from varied initial
+   states (evaluation-style scenes, start joints + Gaussian noise), CALVIN layout, successes only.
+2. Training: ``vla.train`` (the same code as ``python -m vla.train``) for a wall-clock budget: linear
+   warm-up, then a constant learning rate until the budget is spent.
+3. Evaluation in closed loop on the play-table, on held-out initial states drawn from another seed with
+   the same distribution, with CALVIN's subtask rules (``envs.calvin.chain.run_chain``: oracle success,
+   ``--ep-len`` steps): the trained model, the same architecture untrained (fresh head, same seed), an
+   open-loop replay of the training demonstrations (blind: what memorising the motion gets) and the
+   expert itself (the ceiling).
+
+Outputs under ``--out``: ``data/`` (reused when its settings match), ``run-<backbone>/`` (checkpoints,
+``train_log.jsonl``), ``<backbone>/loss_curve.png`` + ``loss_curve.jsonl``, ``<backbone>/results.json``.
+
+    python bench/vla_learning.py --backbone efficientnet-lite0-frozen --budget-min 20
+    python bench/vla_learning.py --backbone tiny-qwen2.5-vl --image-size 224 --lr 5e-4 --batch-size 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not an installed copy
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--task", default="open_drawer")
+    p.add_argument("--train-episodes", type=int, default=80)
+    p.add_argument("--eval-episodes", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0, help="training demos use it; held-out starts use seed + 1000")
+    p.add_argument("--joint-noise", type=float, default=0.1)
+    p.add_argument("--backbone", default="efficientnet-lite0-frozen")
+    p.add_argument("--cameras", default="rgb_static,rgb_gripper")
+    p.add_argument("--image-size", type=int, default=128)
+    p.add_argument("--budget-min", type=float, default=20.0, help="training wall-clock budget (minutes)")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--warmup-steps", type=int, default=50)
+    p.add_argument("--num-workers", type=int, default=1)
+    p.add_argument("--feature-cache", type=int, default=40000,
+                   help="efficientnet-lite0-frozen: cache up to N training images' features (0: off)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
+    p.add_argument("--execute-steps", type=int, default=5)
+    p.add_argument("--ep-len", type=int, default=360, help="steps per evaluation episode (CALVIN: 360)")
+    p.add_argument("--skip-baselines", action="store_true", help="evaluate only the trained model")
+    p.add_argument("--out", default="outputs/vla_learning")
+    return p.parse_args(argv)
+
+
+# ------------------------------------------------------------------------------------------- data
+
+
+def demonstrations(args: argparse.Namespace, root: Path) -> dict:
+    """Generate the training demos, or reuse ``root`` when it was made with the same settings."""
+    from vla.demos import DemoConfig, generate
+
+    config = DemoConfig(task=args.task, episodes=args.train_episodes, out=str(root), seed=args.seed,
+                        cameras="static,gripper", joint_noise=args.joint_noise)
+    manifest = root / "demos_training.json"
+    if manifest.is_file():
+        old = json.loads(manifest.read_text())
+        if old["config"] == json.loads(json.dumps(config.__dict__)):
+            print(f"[data] reusing {root} ({old['kept']} demos, {old['frames']} frames)", flush=True)
+            return old
+        raise SystemExit(f"{root} holds demos made with other settings; remove it or pick another --out")
+    summary = generate(config)
+    print(f"[data] {summary['kept']}/{summary['attempts']} kept, {summary['frames']} frames, "
+          f"{summary['seconds']} s", flush=True)
+    return summary
+
+
+# ------------------------------------------------------------------------------------------- training
+
+
+def train_config(args: argparse.Namespace, backbone: str, data: Path, output: Path, **overrides: object):
+    from vla.train import TrainConfig
+
+    values = dict(backbone=backbone, data=str(data), output=str(output), cameras=tuple(args.cameras.split(",")),
+                  image_size=args.image_size, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps,
+                  num_workers=args.num_workers, log_every=10, save_every=10**9, keep_checkpoints=1, seed=args.seed)
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+def train_for_budget(args: argparse.Namespace, backbone: str, data: Path, run: Path) -> tuple[Path, dict]:
+    """Warm-up, then a constant learning rate until the wall-clock budget is spent.
+
+    How many steps fit a budget on a shared machine is not known in advance (and with a feature cache the
+    first epoch is far slower than the rest), so there is no step-planned cosine decay here."""
+    import shutil
+
+    from vla.train import train
+
+    budget = 60.0 * args.budget_min
+    shutil.rmtree(run, ignore_errors=True)
+    began = time.perf_counter()
+    final = train(train_config(args, backbone, data, run, max_steps=10**7, time_budget_s=budget, min_lr_ratio=1.0))
+    wall = time.perf_counter() - began
+    log = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
+    return final, {"steps": log[-1]["step"], "samples": log[-1]["step"] * args.batch_size,
+                   "epochs": log[-1]["epoch"], "wall_s": round(wall, 1), "train_s": log[-1]["elapsed_s"], "log": log}
+
+
+def prepared_backbone(args: argparse.Namespace, out: Path) -> str:
+    """The backbone to train: ``--backbone`` itself, or for a frozen EfficientNet with ``--feature-cache``
+    a saved copy whose config turns the training feature cache on."""
+    if args.backbone != "efficientnet-lite0-frozen" or args.feature_cache <= 0:
+        return args.backbone
+    from vla.vision_backbones import NAMED_CONFIGS, EfficientNetLiteBackbone, EfficientNetVLAConfig
+
+    target = out / "backbones" / f"{args.backbone}-cache"
+    config = EfficientNetVLAConfig(**NAMED_CONFIGS[args.backbone], feature_cache=args.feature_cache)
+    EfficientNetLiteBackbone(config, pretrained=True).save(target)
+    return str(target)
+
+
+def plot_curve(log: list[dict], path: Path, title: str) -> None:
+    from benchmarks.core.plots import line_plot
+
+    steps = [row["step"] for row in log]
+    series = {"loss": [row["loss"] for row in log], "arm (Huber)": [row["loss_arm"] for row in log],
+              "gripper (BCE x 0.01)": [0.01 * row["loss_gripper"] for row in log]}
+    line_plot(path, steps, series, xlabel="optimizer step", ylabel="training loss", title=title, ylim=None)
+
+
+# ----------------------------------------------------------------------------------------- evaluation
+
+
+def held_out_starts(args: argparse.Namespace) -> list:
+    from vla.demos import attempt_rng, sample_start
+
+    return [sample_start(args.task, attempt_rng(args.seed + 1000, 0, i), args.joint_noise)
+            for i in range(args.eval_episodes)]
+
+
+def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str, ...], label: str) -> dict:
+    """Closed-loop success of ``policy`` on each start (one subtask, CALVIN's rules)."""
+    from envs.calvin.chain import run_chain
+    from envs.calvin.env import PlayTableEnv
+    from envs.calvin.instructions import instruction_for
+
+    if any(s.prefix for s in starts):
+        raise SystemExit(f"{args.task} needs setup tasks before it; pick a task valid from initial states")
+    env = PlayTableEnv(cameras=cameras)
+    policy.bind(env)
+    instruction, results, began = instruction_for(args.task), [], time.perf_counter()
+    try:
+        for i, start in enumerate(starts):
+            record = run_chain(env, policy, start.robot_obs, start.scene_obs, [args.task], [instruction],
+                               ep_len=args.ep_len, seed=i, replay_key=f"ep-{i}")
+            sub = record["subtasks"][0]
+            results.append({"success": sub["success"], "steps": sub["steps"]})
+    finally:
+        env.close()
+    wins = sum(r["success"] for r in results)
+    low, high = wilson_interval(wins, len(results))
+    print(f"[eval] {label}: {wins}/{len(results)} (95% CI {100 * low:.0f}-{100 * high:.0f} %, "
+          f"{time.perf_counter() - began:.0f} s)", flush=True)
+    return {"success": wins, "episodes": len(results), "rate": wins / len(results), "ci95": [low, high],
+            "seconds": round(time.perf_counter() - began, 1), "per_episode": results}
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a success rate (95 % for z = 1.96)."""
+    p, n = successes / trials, trials
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return round(max(0.0, float(centre - half)), 4), round(min(1.0, float(centre + half)), 4)
+
+
+def vla_policy(model, args: argparse.Namespace):
+    from vla.policy import VLAPolicy
+
+    return VLAPolicy(model, execute_steps=args.execute_steps)
+
+
+def replay_policy(data: Path, count: int):
+    """Open-loop replay of training demonstration ``i mod n`` in held-out episode ``i``."""
+    from policies.baselines import ReplayPolicy
+    from vla.data.calvin import EPISODES_FILE, frame_path
+
+    root = data / "training"
+    episodes = np.load(root / EPISODES_FILE)
+    sequences = {}
+    for i in range(count):
+        first, last = episodes[i % len(episodes)]
+        sequences[f"ep-{i}/0"] = [np.load(frame_path(root, t))["rel_actions"] for t in range(first, last + 1)]
+    return ReplayPolicy(sequences)
+
+
+def env_cameras(model_cameras: list[str]) -> tuple[str, ...]:
+    return tuple(c.removeprefix("rgb_") for c in model_cameras)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import torch
+
+    from vla.model import VLAModel
+
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    data = out / "data"
+    demo_summary = demonstrations(args, data)
+    tag = args.backbone.rstrip("/").split("/")[-1]
+    report_dir = out / tag
+    report_dir.mkdir(parents=True, exist_ok=True)
+
+    backbone = prepared_backbone(args, out)
+    final, training = train_for_budget(args, backbone, data, out / f"run-{tag}")
+    (report_dir / "loss_curve.jsonl").write_text("".join(json.dumps(r) + "\n" for r in training["log"]))
+    plot_curve(training["log"], report_dir / "loss_curve.png",
+               f"{args.task}: {tag}, {training['steps']} steps, {training['train_s'] / 60:.0f} min CPU")
+
+    starts = held_out_starts(args)
+    trained = VLAModel.from_pretrained(final)
+    cameras = env_cameras(trained.config.cameras)
+    results = {"trained": evaluate(vla_policy(trained, args), starts, args, cameras, "trained")}
+    if not args.skip_baselines:
+        c = trained.config
+        untrained = VLAModel.build(backbone, normalizer=trained.normalizer, seed=args.seed, chunk_size=c.chunk_size,
+                                   cameras=list(c.cameras), image_size=c.image_size).eval()
+        results["untrained"] = evaluate(vla_policy(untrained, args), starts, args, cameras, "untrained")
+        results["replay_demos_open_loop"] = evaluate(replay_policy(data, len(starts)), starts, args, (), "replay")
+        from envs.calvin.expert import ScriptedExpert
+
+        results["expert"] = evaluate(ScriptedExpert(), starts, args, (), "expert")
+    summary = {"args": vars(args), "demos": {k: demo_summary[k] for k in ("attempts", "kept", "kept_fraction", "frames")},
+               "training": {k: v for k, v in training.items() if k != "log"},
+               "final_loss": training["log"][-1]["loss"], "first_loss": training["log"][0]["loss"],
+               "checkpoint": str(final), "results": results}
+    (report_dir / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps({k: (v["success"], v["episodes"]) for k, v in results.items()}), flush=True)
+    print(json.dumps(summary["training"]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
