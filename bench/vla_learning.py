@@ -51,6 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--execute-steps", type=int, default=5)
     p.add_argument("--ep-len", type=int, default=360, help="steps per evaluation episode (CALVIN: 360)")
     p.add_argument("--skip-baselines", action="store_true", help="evaluate only the trained model")
+    p.add_argument("--eval-only", action="store_true",
+                   help="skip training: evaluate the newest checkpoint of an earlier run in OUT/run-<backbone>")
     p.add_argument("--out", default="outputs/vla_learning")
     return p.parse_args(argv)
 
@@ -67,7 +69,8 @@ def demonstrations(args: argparse.Namespace, root: Path) -> dict:
     manifest = root / "demos_training.json"
     if manifest.is_file():
         old = json.loads(manifest.read_text())
-        if old["config"] == json.loads(json.dumps(config.__dict__)):
+        settings = {k: v for k, v in json.loads(json.dumps(config.__dict__)).items() if k != "out"}
+        if {k: v for k, v in old["config"].items() if k != "out"} == settings:  # the folder may have moved
             print(f"[data] reusing {root} ({old['kept']} demos, {old['frames']} frames)", flush=True)
             return old
         raise SystemExit(f"{root} holds demos made with other settings; remove it or pick another --out")
@@ -99,14 +102,21 @@ def train_for_budget(args: argparse.Namespace, backbone: str, data: Path, run: P
 
     from vla.train import train
 
-    budget = 60.0 * args.budget_min
-    shutil.rmtree(run, ignore_errors=True)
-    began = time.perf_counter()
-    final = train(train_config(args, backbone, data, run, max_steps=10**7, time_budget_s=budget, min_lr_ratio=1.0))
-    wall = time.perf_counter() - began
+    if args.eval_only:
+        final = run / "checkpoints" / "last"
+        if not final.exists():
+            raise SystemExit(f"--eval-only: no checkpoint at {final}; run once without --eval-only to train")
+        wall = None  # not measured in this invocation
+    else:
+        budget = 60.0 * args.budget_min
+        shutil.rmtree(run, ignore_errors=True)
+        began = time.perf_counter()
+        final = train(train_config(args, backbone, data, run, max_steps=10**7, time_budget_s=budget,
+                                   min_lr_ratio=1.0))
+        wall = round(time.perf_counter() - began, 1)
     log = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
     return final, {"steps": log[-1]["step"], "samples": log[-1]["step"] * args.batch_size,
-                   "epochs": log[-1]["epoch"], "wall_s": round(wall, 1), "train_s": log[-1]["elapsed_s"], "log": log}
+                   "epochs": log[-1]["epoch"], "wall_s": wall, "train_s": log[-1]["elapsed_s"], "log": log}
 
 
 def prepared_backbone(args: argparse.Namespace, out: Path) -> str:

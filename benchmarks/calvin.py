@@ -23,7 +23,7 @@ from benchmarks.core.cli import arg
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.rundir import write_json
-from benchmarks.core.runner import run_command
+from benchmarks.core.runner import ExecutionConfig, run_command
 
 CHAIN_LENGTH = 5
 # Published reference (VLM4VLA, Qwen3-VL-4B, ABC->D on the official env), from MultihopSpatial Table 3.
@@ -32,7 +32,7 @@ REFERENCE = {"label": "VLM4VLA Qwen3-VL-4B, ABC→D (published)", "chain_sr": [9
 
 
 @dataclass
-class CalvinConfig:
+class CalvinConfig(ExecutionConfig):
     """Evaluate a policy on CALVIN's long-horizon protocol (chains of 5 subtasks, 360 steps each)."""
 
     policy: str = arg("expert", "expert | random | replay | mllm | vla | package.module:Class (your own policy)")
@@ -49,12 +49,6 @@ class CalvinConfig:
     video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)")
     output: str = arg("outputs", "results go to OUTPUT/calvin/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
-    workers: int = arg(1, "parallel local worker processes (chains are sharded; results do not depend on it)")
-    ray: str | None = arg(None, "run workers as Ray actors: 'local', 'auto' or a cluster address")
-    resume: bool = arg(False, "continue an interrupted run in the same folder without redoing finished chains")
-    retry_errors: bool = arg(False, "with --resume, also rerun chains that ended in an error")
-    unit_retries: int = arg(2, "times a chain is retried after its worker process crashed")
-    progress: bool = arg(True, "show a progress bar")
 
 
 # ------------------------------------------------------------------------------------------- metrics

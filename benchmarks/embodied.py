@@ -25,7 +25,7 @@ from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
 from benchmarks.core.cli import arg
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
-from benchmarks.core.runner import run_command
+from benchmarks.core.runner import ExecutionConfig, run_command
 
 
 def _load(target: str) -> Any:
@@ -74,7 +74,7 @@ FAMILIES = {
 
 
 @dataclass
-class EmbodiedConfig:
+class EmbodiedConfig(ExecutionConfig):
     """Evaluate a policy on EB-style navigation or manipulation (first argument: nav or manip)."""
 
     family: str = arg("nav", "nav or manip (given as the first argument)", cli=False)
@@ -91,12 +91,6 @@ class EmbodiedConfig:
     video: int = arg(0, "write MP4 videos of the first K episodes")
     output: str = arg("outputs", "results go to OUTPUT/embodied-FAMILY/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
-    workers: int = arg(1, "parallel local worker processes (results do not depend on it)")
-    ray: str | None = arg(None, "run workers as Ray actors: 'local', 'auto' or a cluster address")
-    resume: bool = arg(False, "continue an interrupted run without redoing finished episodes")
-    retry_errors: bool = arg(False, "with --resume, also rerun episodes that ended in an error")
-    unit_retries: int = arg(2, "times an episode is retried after its worker process crashed")
-    progress: bool = arg(True, "show a progress bar")
 
 
 def _env_kwargs(config: EmbodiedConfig, family: Family) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
 from benchmarks.core.cli import arg
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
-from benchmarks.core.runner import run_command
+from benchmarks.core.runner import ExecutionConfig, run_command
 from envs.libero import protocol
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
@@ -28,7 +28,7 @@ REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_
 
 
 @dataclass
-class LiberoConfig:
+class LiberoConfig(ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
     policy: str = arg("random", "random | replay | mllm | vla | package.module:Class (your own policy)")
@@ -48,12 +48,6 @@ class LiberoConfig:
     video: int = arg(0, "write MP4 videos of the first K episodes")
     output: str = arg("outputs", "results go to OUTPUT/libero/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: SUITE-POLICY)")
-    workers: int = arg(1, "parallel local worker processes (results do not depend on it)")
-    ray: str | None = arg(None, "run workers as Ray actors: 'local', 'auto' or a cluster address")
-    resume: bool = arg(False, "continue an interrupted run without redoing finished episodes")
-    retry_errors: bool = arg(False, "with --resume, also rerun episodes that ended in an error")
-    unit_retries: int = arg(2, "times an episode is retried after its worker process crashed")
-    progress: bool = arg(True, "show a progress bar")
 
     def budget(self) -> int:
         return protocol.MAX_STEPS[self.suite] if self.max_steps is None else self.max_steps

@@ -53,6 +53,12 @@ class FakeServer:
                     if reply[0] == "sleep":
                         time.sleep(reply[1])
                         reply = reply[2]
+                finally:
+                    # Leave the count before answering: once the reply is out, the client may send its next
+                    # request before this thread runs again.
+                    with server.lock:
+                        server.in_flight -= 1
+                try:
                     status, payload, headers = reply
                     self.send_response(status)
                     for k, v in {"Content-Type": "application/json", "Content-Length": str(len(payload)), **headers}.items():
@@ -61,9 +67,6 @@ class FakeServer:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
                     pass
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -69,12 +69,29 @@ def field_docs(cls: type) -> dict[str, str]:
     return docs
 
 
+def _declared_by(cls: type, name: str) -> type:
+    """The class in ``cls``'s MRO whose body declares the field ``name``."""
+    return next(k for k in cls.__mro__ if name in vars(k).get("__annotations__", {}))
+
+
 def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[str] = frozenset()) -> None:
-    """Add one flag per field of the dataclass ``cls`` (except ``skip``) to a parser or argument group."""
-    hints, docs = typing.get_type_hints(cls), field_docs(cls)
-    for f in dataclasses.fields(cls):
+    """Add one flag per field of the dataclass ``cls`` (except ``skip``) to a parser or argument group.
+
+    The command's own fields come first; fields inherited from a base config (e.g. the shared execution
+    options) follow in a help section named by the base's docstring."""
+    hints = typing.get_type_hints(cls)
+    owners = {f.name: _declared_by(cls, f.name) for f in dataclasses.fields(cls)}
+    docs = {name: doc for owner in set(owners.values()) for name, doc in field_docs(owner).items()}
+    sections: dict[type, Any] = {}
+    for f in sorted(dataclasses.fields(cls), key=lambda f: cls.__mro__.index(owners[f.name])):
         if not f.init or f.metadata.get("cli") is False or f.name in skip:
             continue
+        owner = owners[f.name]
+        if owner is not cls and isinstance(parser, argparse.ArgumentParser):
+            title = (owner.__doc__ or owner.__name__).strip().splitlines()[0].rstrip(".")
+            target = sections.setdefault(owner, parser.add_argument_group(title))
+        else:
+            target = parser
         flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
         tp, optional = _unwrap_optional(hints[f.name])
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
@@ -84,14 +101,14 @@ def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[s
         shown = "" if required or default in (None, "") or "default" in help_text else f" (default: {default})"
         kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": help_text + shown}
         if tp is bool:
-            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, **kwargs)
+            target.add_argument(*flags, action=argparse.BooleanOptionalAction, **kwargs)
         elif get_origin(tp) is Literal:
-            parser.add_argument(*flags, choices=list(get_args(tp)), required=required, **kwargs)
+            target.add_argument(*flags, choices=list(get_args(tp)), required=required, **kwargs)
         elif get_origin(tp) in (list, tuple, Sequence):
             (item,) = get_args(tp)[:1] or (str,)
-            parser.add_argument(*flags, nargs="*", type=item, required=required, **kwargs)
+            target.add_argument(*flags, nargs="*", type=item, required=required, **kwargs)
         else:
-            parser.add_argument(*flags, type=_converter(tp, optional), required=required, **kwargs)
+            target.add_argument(*flags, type=_converter(tp, optional), required=required, **kwargs)
 
 
 def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:

@@ -221,12 +221,15 @@ class ProcessExecutor(Executor):
                 slot.process.join(timeout=5)
 
 
-def make_executor(workers: int, *, ray: str | None = None, max_retries: int = 2, num_gpus: float = 0.0) -> Executor:
-    """``--ray ADDRESS`` uses Ray actors; otherwise ``workers == 1`` runs in-process, more uses processes."""
+def make_executor(workers: int, *, ray: str | None = None, max_retries: int = 2, num_cpus: float = 1.0,
+                  num_gpus: float = 0.0) -> Executor:
+    """``--ray ADDRESS`` uses Ray actors (each declaring ``num_cpus``/``num_gpus``); otherwise ``workers == 1``
+    runs in-process, more uses processes."""
     if ray:
         from benchmarks.core.ray_executor import RayExecutor
 
-        return RayExecutor(ray, workers if workers > 1 else None, max_retries=max_retries, num_gpus=num_gpus)
+        return RayExecutor(ray, workers if workers > 1 else None, max_retries=max_retries, num_cpus=num_cpus,
+                           num_gpus=num_gpus)
     return InProcessExecutor() if workers == 1 else ProcessExecutor(workers, max_retries=max_retries)
 
 

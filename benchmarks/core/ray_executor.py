@@ -76,7 +76,7 @@ class RayExecutor(Executor):
 
     def _run(self, ray: Any, factory: WorkerFactory, units: Sequence[WorkUnit]) -> Iterator[dict[str, Any]]:
         actor_cls = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus, max_restarts=0)(_ActorWorker)
-        n = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // max(self.num_cpus, 1e-9)))
+        n = self.workers or self._actors_that_fit(ray.cluster_resources())
         spawned = 0
 
         def spawn() -> Any:
@@ -114,6 +114,20 @@ class RayExecutor(Executor):
         finally:
             for actor in [*idle, *(a for a, _, _ in in_flight.values())]:
                 ray.kill(actor, no_restart=True)
+
+
+    def _actors_that_fit(self, cluster: dict[str, float]) -> int:
+        """How many actors the cluster holds at once; a clear error when not even one fits (Ray would wait
+        for the resources forever)."""
+        fits = []
+        for name, need, flag in (("CPU", self.num_cpus, "--ray-num-cpus"), ("GPU", self.num_gpus, "--ray-num-gpus")):
+            have = cluster.get(name, 0.0)
+            if need > have:
+                raise ValueError(f"each Ray worker asks for {need:g} {name}(s) ({flag}) but the cluster has {have:g}; "
+                                 f"lower {flag} or join a cluster with more (--ray auto / ADDRESS)")
+            if need > 0:
+                fits.append(int(have // need))
+        return max(1, min(fits, default=1))
 
 
 def connect(address: str | None) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from benchmarks.core.cli import arg
 from benchmarks.core.executors import Executor, WorkerFactory, make_executor
 from benchmarks.core.manifest import build_manifest
 from benchmarks.core.progress import Progress
@@ -20,7 +21,25 @@ from benchmarks.core.rundir import RunDir, write_json
 from benchmarks.core.work import RECORD_ERROR, WorkUnit
 
 # Config fields that may change between an interrupted run and its resumption.
-RUNTIME_KEYS = {"workers", "resume", "retry_errors", "output", "run_name", "progress", "ray", "unit_retries", "video"}
+RUNTIME_KEYS = {"workers", "resume", "retry_errors", "output", "run_name", "progress", "ray", "ray_num_cpus",
+                "ray_num_gpus", "unit_retries", "video"}
+
+
+@dataclass
+class ExecutionConfig:
+    """Execution (workers, Ray, resume; never changes the results)
+
+    Shared by every closed-loop benchmark config: how a run executes, not what it measures."""
+
+    workers: int = arg(1, "parallel local worker processes (units are sharded; results do not depend on it)")
+    ray: str | None = arg(None, "run workers as Ray actors: 'local', 'auto' or a cluster address")
+    ray_num_cpus: float = arg(1.0, "with --ray: CPUs each worker actor declares (its simulator and renderer)")
+    ray_num_gpus: float = arg(0.0, "with --ray: GPUs each worker actor declares (e.g. 1 for an in-process VLA "
+                                   "on CUDA; 0 when the model is served by policies.serve)")
+    resume: bool = arg(False, "continue an interrupted run in the same folder without redoing finished units")
+    retry_errors: bool = arg(False, "with --resume, also rerun units that ended in an error")
+    unit_retries: int = arg(2, "times a unit (chain or episode) is retried after its worker process crashed")
+    progress: bool = arg(True, "show a progress bar")
 
 
 @dataclass
@@ -70,10 +89,13 @@ def run_benchmark(
     retry_errors: bool = False,
     executor: Executor | None = None,
     ray: str | None = None,
+    ray_resources: dict[str, float] | None = None,
     progress: bool = True,
     max_retries: int = 2,
 ) -> Summary:
-    """Run every unit not yet finished in ``run_dir``, then summarise all records there."""
+    """Run every unit not yet finished in ``run_dir``, then summarise all records there.
+
+    ``ray_resources`` (``num_cpus``, ``num_gpus``) is what each Ray worker actor declares."""
     out = RunDir(run_dir)
     manifest = build_manifest(benchmark.name, benchmark.config, benchmark.manifest_extra())
     out.prepare(manifest, resume=resume, runtime_keys=RUNTIME_KEYS)
@@ -83,7 +105,7 @@ def run_benchmark(
     records = out.merged_records()
     bar = Progress(len(units), len(units) - len(todo), f"{benchmark.name}", enabled=progress)
     try:
-        for record in (executor or make_executor(workers, ray=ray, max_retries=max_retries)).run(
+        for record in (executor or make_executor(workers, ray=ray, max_retries=max_retries, **(ray_resources or {}))).run(
             benchmark.worker_factory(), todo
         ):
             out.append_record(record)
@@ -113,6 +135,7 @@ def run_command(benchmark: Benchmark, run_path: str | Path) -> Summary:
     """Run a benchmark from its CLI config (the fields every benchmark config shares) and print the summary."""
     c = benchmark.config
     summary = run_benchmark(benchmark, run_path, workers=c.workers, ray=c.ray, resume=c.resume,
+                            ray_resources={"num_cpus": c.ray_num_cpus, "num_gpus": c.ray_num_gpus},
                             retry_errors=c.retry_errors, progress=c.progress, max_retries=c.unit_retries)
     print(Path(run_path, "summary.md").read_text())
     print(f"results: {run_path}")
