@@ -2,7 +2,8 @@
 
 Each family is timed by its own bench script's code (imported, not copied): ``calvin_env_speed``
 (play-table vs PyBullet physics alone), ``nav_env_speed`` (EB navigation vs ``mj_step`` + a MuJoCo RGB
-render of the same scene), ``libero_speed`` (the Gymnasium env vs the LIBERO env inside it). Env and raw
+render of the same scene), ``libero_speed`` (the Gymnasium env vs the LIBERO env inside it), ``manip_speed``
+(EB manipulation under its scripted expert vs robosuite's own Lift env, with and without cameras). Env and raw
 simulator are timed in alternation within each round, so machine load hits both alike; the table shows
 median rates and the median of the per-round (LIBERO: per-step) ratios. One process, one render thread.
 
@@ -106,11 +107,27 @@ def libero_rows(rounds: int, steps: int, suite: str = "libero_10", task: int = 0
                 1 / float(np.median(raw_s)), ratio, "LIBERO OffScreenRenderEnv.step")]
 
 
-def manipulation_rows(rounds: int, steps: int) -> list[Row]:
-    """EB manipulation: ``envs.manipulation`` has no speed script to import yet, so it is reported, not timed."""
-    print("manip: envs.manipulation is present but has no bench script with env and raw timings to reuse yet; "
-          "not timed", flush=True)
-    return []
+def manipulation_rows(rounds: int, steps: int, family: str = "pick", size: int = 256) -> list[Row]:
+    """EB manipulation (the scripted expert's EB actions) vs robosuite's own Lift env, both on robosuite."""
+    from manip_speed import ours, raw_robosuite
+
+    from envs.manipulation.env import EBManipulationEnv
+
+    env = EBManipulationEnv(family, image_size=size)
+    control, raw, observations, raw_cams = [], [], [], []
+    try:
+        for _ in range(rounds):
+            raw.append(raw_robosuite(steps, size, cameras=False))
+            raw_cams.append(raw_robosuite(max(1, steps // 4), size, cameras=True))
+            timings = ours(env, 12)
+            control.append(timings["control"])
+            observations.append(timings["obs"])
+    finally:
+        env.close()
+    return [_paired("EB manipulation", f"{family}: control steps in EB actions", control, raw,
+                    "robosuite Lift env.step, no cameras"),
+            _paired("EB manipulation", f"{family}: observations, 3x{size}px", observations, raw_cams,
+                    "robosuite Lift env.step + 3 cameras")]
 
 
 FAMILIES: dict[str, tuple[Callable[[int, int], list[Row]], int, str]] = {
@@ -118,7 +135,7 @@ FAMILIES: dict[str, tuple[Callable[[int, int], list[Row]], int, str]] = {
     "calvin": (calvin_rows, 100, "pybullet"),
     "nav": (nav_rows, 150, "mujoco"),
     "libero": (libero_rows, 12, "libero"),
-    "manip": (manipulation_rows, 0, "envs.manipulation"),
+    "manip": (manipulation_rows, 200, "robosuite"),
 }
 
 

@@ -135,3 +135,30 @@ def test_tiny_vla_backbone_on_the_play_table(tmp_path):
 def test_backbone_conflicts_with_another_policy(tmp_path):
     with pytest.raises(SystemExit):
         run(tmp_path, "--backbone", "tiny-qwen2.5-vl", "--policy", "random")
+
+
+def test_a_chain_does_not_depend_on_the_chains_run_before_it(tmp_path):
+    """Regression: restoring a saved PyBullet state kept the contact order of the previous episode, so the
+    same chain took one step more or less depending on which chains its worker had run before."""
+    from benchmarks.calvin import CalvinBenchmark, CalvinConfig, CalvinWorker
+    from benchmarks.core.policy_cli import PolicySpec
+    from envs.calvin import initial_env_state
+
+    config = CalvinConfig(num_sequences=4, cameras="none", output=str(tmp_path))
+    spec = PolicySpec("expert", {})
+    units = CalvinBenchmark(config, spec).units()
+    fresh, used = CalvinWorker(config, spec, str(tmp_path)), CalvinWorker(config, spec, str(tmp_path))
+    try:
+        used.run(units[0])
+        robot_obs, scene_obs = initial_env_state(units[3].spec["initial_state"])
+        contacts = []
+        for worker in (fresh, used):
+            worker.env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
+            contacts.append([c[1:10] for c in worker.env.unwrapped.sim.p.getContactPoints()])
+        assert contacts[0] and contacts[0] == contacts[1]
+        untimed = [[{k: v for k, v in s.items() if k != "time_s"} for s in w.run(units[3])["subtasks"]]
+                   for w in (fresh, used)]
+        assert untimed[0] == untimed[1]
+    finally:
+        fresh.close()
+        used.close()

@@ -1,9 +1,11 @@
 """One PyBullet world holding the CALVIN play-table, blocks and Panda: reset, step, observe, snapshot.
 
 This is the simulator half of :class:`envs.calvin.env.PlayTableEnv` and knows nothing about Gymnasium.
-A reset first restores the physics state saved right after loading (which also clears the contact
-cache the solver warm-starts from), then places everything from CALVIN's ``robot_obs``/``scene_obs``;
-so an episode depends on its reset arguments only, never on the episodes run before it.
+A reset rebuilds the world (``resetSimulation`` and a reload of the cached URDFs, about 30 ms), then
+places everything from CALVIN's ``robot_obs``/``scene_obs``; so an episode depends on its reset arguments
+only, never on the episodes run before it. Restoring a saved state is not enough: Bullet keeps the order of
+the contact points in its persistent manifolds, the solver visits contacts in that order, and a chain
+evaluated after others ended one step apart from the same chain in a fresh process.
 """
 
 from __future__ import annotations
@@ -31,19 +33,23 @@ class PlayTableSim:
             raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
         assets, scaling = self._assets(robot_detail, calvin_assets, cache_dir)
         self.p = connect_direct()
+        self._assets_loaded, self._scaling, self._renderer = assets, scaling, renderer
         # the EGL plugin only draws bodies loaded after it, so it comes first (as in CALVIN)
-        egl_plugin = load_egl(self.p) if renderer == "egl" else None
+        self._egl_plugin = load_egl(self.p) if renderer == "egl" else None
+        self._load_world()
+
+    def _load_world(self) -> None:
+        """(Re)build every body in an empty world; body ids come out the same each time."""
         self.p.setPhysicsEngineParameter(deterministicOverlappingPairs=1)
         self.p.setTimeStep(1.0 / C.PHYSICS_HZ)
         self.p.setGravity(0, 0, C.GRAVITY)
-        self.robot = PandaRobot(self.p, assets.robot)
-        self.scene = PlayTableScene(self.p, assets, scaling)
-        self.cameras = Cameras(self.p, self.robot.uid, self.robot.camera_link, renderer, egl_plugin)
+        self.robot = PandaRobot(self.p, self._assets_loaded.robot)
+        self.scene = PlayTableScene(self.p, self._assets_loaded, self._scaling)
+        self.cameras = Cameras(self.p, self.robot.uid, self.robot.camera_link, self._renderer, self._egl_plugin)
         self.body_names = {self.robot.uid: C.BODY_ROBOT, self.scene.table: C.BODY_TABLE,
                            self.scene.plane: C.BODY_PLANE,
                            **{uid: C.BLOCK_BODIES[c] for c, uid in self.scene.blocks.items()}}
         self._link_names = {uid: self._links_of(uid) for uid in self.body_names}
-        self._loaded_state = self.p.saveState()
 
     @staticmethod
     def _assets(robot_detail: str, calvin_assets: str | None, cache_dir: str | None) -> tuple[AssetPaths, float]:
@@ -61,8 +67,9 @@ class PlayTableSim:
     # ------------------------------------------------------------------------------------ lifecycle
 
     def reset(self, robot_obs: np.ndarray, scene_obs: np.ndarray) -> None:
-        """Restore the fresh physics state, place scene and robot, and take one physics step (as CALVIN)."""
-        self.p.restoreState(self._loaded_state)
+        """Rebuild the world, place scene and robot, and take one physics step (as CALVIN)."""
+        self.p.resetSimulation()
+        self._load_world()
         self.scene.reset(scene_obs)
         self.robot.reset(robot_obs)
         self.p.stepSimulation()
