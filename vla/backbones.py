@@ -128,10 +128,7 @@ class VLMBackbone(nn.Module):
         cls, processor: Any, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str], num_action_tokens: int
     ) -> dict[str, torch.Tensor]:
         """Tensors for a batch: one list of images and one instruction per sample, action tokens appended."""
-        if len(images) != len(instructions) or not instructions:
-            raise ValueError(f"need one image list per instruction, got {len(images)} and {len(instructions)}")
-        if any(len(imgs) == 0 for imgs in images):
-            raise ValueError("every sample needs at least one image")
+        check_batch(images, instructions)
         processor.tokenizer.padding_side = "left"  # every row ends in the same column: action tokens go last
         texts = cls.render_prompts(processor, instructions, [len(imgs) for imgs in images])
         pil = [_to_pil(img) for imgs in images for img in imgs]
@@ -168,6 +165,14 @@ class VLMBackbone(nn.Module):
     def save(self, directory: str | os.PathLike[str]) -> None:
         self.vlm.save_pretrained(directory)
         self.processor.save_pretrained(directory)
+
+
+def check_batch(images: Sequence[Sequence[ImageLike]], instructions: Sequence[str]) -> None:
+    """A batch has one non-empty image list per instruction."""
+    if len(images) != len(instructions) or not instructions:
+        raise ValueError(f"need one image list per instruction, got {len(images)} and {len(instructions)}")
+    if any(len(imgs) == 0 for imgs in images):
+        raise ValueError("every sample needs at least one image")
 
 
 def _freeze_untied_lm_head(vlm: nn.Module) -> None:

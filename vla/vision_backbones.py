@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from vla.backbones import ImageLike, VLMBackbone, register_backbone
+from vla.backbones import ImageLike, VLMBackbone, check_batch, register_backbone
 
 NATIVE_CONFIG_FILE, NATIVE_WEIGHTS_FILE = "vla_backbone.json", "model.safetensors"
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -168,10 +168,7 @@ class EfficientNetLiteBackbone(VLMBackbone):
     def build_inputs(
         cls, processor: Any, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str], num_action_tokens: int
     ) -> dict[str, torch.Tensor]:
-        if len(images) != len(instructions) or not instructions:
-            raise ValueError(f"need one image list per instruction, got {len(images)} and {len(instructions)}")
-        if any(len(imgs) == 0 for imgs in images):
-            raise ValueError("every sample needs at least one image")
+        check_batch(images, instructions)
         return processor(images, instructions)
 
     def _image_tokens(self, pixels: torch.Tensor) -> torch.Tensor:
