@@ -8,13 +8,13 @@ benchmark that wants EB's exact composition leaves ``("wipe", "visual")`` out (s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from envs.episode_files import load_episodes_jsonl, save_episodes_jsonl
 from envs.manipulation.tasks import FAMILIES, SUBSETS, TASKS, EpisodeError
 
 EPISODE_FORMAT = "spatialarena.eb_manipulation.v1"
@@ -61,31 +61,12 @@ def validate_episode(episode: dict[str, Any]) -> None:
 
 def save_episodes(episodes: Iterable[dict[str, Any]], path: str | Path) -> Path:
     """Write episodes as JSON lines (one episode per line, keys sorted)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
-        for episode in episodes:
-            validate_episode(episode)
-            f.write(json.dumps(episode, sort_keys=True) + "\n")
-    return path
+    return save_episodes_jsonl(episodes, path, validate_episode)
 
 
 def load_episodes(path: str | Path) -> list[dict[str, Any]]:
     """Read and validate a JSONL episode file written by :func:`save_episodes` (or by hand)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"episode file {path} does not exist; write one with save_episodes()")
-    episodes = []
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            episode = json.loads(line)
-            validate_episode(episode)
-        except (json.JSONDecodeError, ValueError) as exc:
-            raise EpisodeError(f"{path}:{line_no}: {exc}") from exc
-        episodes.append(episode)
-    return episodes
+    return load_episodes_jsonl(path, validate_episode, EpisodeError)
 
 
 def _check(family: str, subset: str) -> None:

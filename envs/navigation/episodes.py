@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.episode_files import load_episodes_jsonl, save_episodes_jsonl
 from envs.navigation.catalog import CATEGORIES
 from envs.navigation.instructions import SUBSETS, WRITERS, long_horizon_instruction
 from envs.navigation.planner import UNREACHABLE, Lattice
@@ -240,35 +241,12 @@ def make_episode_set(subset: str, n: int = 60, seed: int = 0) -> list[dict[str, 
 
 def save_episodes(episodes: Iterable[dict[str, Any]], path: str | Path) -> Path:
     """Write episodes as JSON lines (one episode per line, keys sorted)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
-        for episode in episodes:
-            validate_episode(episode)
-            f.write(json.dumps(episode, sort_keys=True) + "\n")
-    return path
+    return save_episodes_jsonl(episodes, path, validate_episode)
 
 
 def load_episodes(path: str | Path) -> list[dict[str, Any]]:
     """Read and validate a JSONL episode file written by :func:`save_episodes` (or by hand)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"episode file {path} does not exist; write one with save_episodes()")
-    episodes = []
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                episode = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise EpisodeError(f"{path}:{line_no}: not valid JSON ({e.msg})") from e
-            try:
-                validate_episode(episode)
-            except ValueError as e:
-                raise EpisodeError(f"{path}:{line_no}: {e}") from e
-            episodes.append(episode)
-    return episodes
+    return load_episodes_jsonl(path, validate_episode, EpisodeError)
 
 
 def copy_episode(episode: dict[str, Any]) -> dict[str, Any]:
