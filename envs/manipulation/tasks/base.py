@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -71,6 +71,16 @@ class Task(ABC):
     @abstractmethod
     def sample_episode(self, rng: np.random.Generator, subset: str) -> dict[str, Any]:
         """A new episode's ``instruction``, ``objects`` and ``goal``, drawn from ``rng`` only."""
+
+    def draw_until_valid(self, rng: np.random.Generator, subset: str,
+                         draw: Callable[[np.random.Generator, str], dict[str, Any] | None], what: str,
+                         tries: int = 200) -> dict[str, Any]:
+        """Episodes drawn by rejection: ``draw`` returns ``None`` for a layout it rejects."""
+        for _ in range(tries):
+            episode = draw(rng, subset)
+            if episode is not None:
+                return episode
+        raise RuntimeError(f"no {what} found in {tries} tries")
 
     @abstractmethod
     def evaluate(self) -> dict[str, Any]:

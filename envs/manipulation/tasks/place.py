@@ -48,11 +48,7 @@ class PlaceIntoShapeSorterColor(Task):
     # ---------------------------------------------------------------------------------- episodes
 
     def sample_episode(self, rng: np.random.Generator, subset: str) -> dict[str, Any]:
-        for _ in range(200):
-            episode = self._try_episode(rng, subset)
-            if episode is not None:
-                return episode
-        raise RuntimeError("no spatial layout with a unique relation found in 200 tries")
+        return self.draw_until_valid(rng, subset, self._try_episode, "spatial layout with a unique relation")
 
     def _try_episode(self, rng: np.random.Generator, subset: str) -> dict[str, Any] | None:
         r = SHAPES["star"].radius

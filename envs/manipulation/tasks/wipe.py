@@ -71,11 +71,7 @@ class WipeTableDirection(Task):
     # ---------------------------------------------------------------------------------- episodes
 
     def sample_episode(self, rng: np.random.Generator, subset: str) -> dict[str, Any]:
-        for _ in range(200):
-            episode = self._try_episode(rng, subset)
-            if episode is not None:
-                return episode
-        raise RuntimeError("no layout within reach (and, for spatial, with a unique relation) in 200 tries")
+        return self.draw_until_valid(rng, subset, self._try_episode, "layout within reach (and, for spatial, with a unique relation)")
 
     def _try_episode(self, rng: np.random.Generator, subset: str) -> dict[str, Any] | None:
         directions = [str(d) for d in rng.permutation(["horizontal", "vertical"])]
