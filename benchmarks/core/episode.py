@@ -8,7 +8,8 @@ is asked again when it is used up. Counting native steps keeps every protocol's 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from action_mapping import Plan, PlanStep, StepSizes
@@ -61,3 +62,42 @@ class ActionStream:
             else:
                 self._native.append(action)
         return self._native.popleft()
+
+
+@dataclass
+class AgentLoopResult:
+    """What an EB-style step loop leaves for the family's record."""
+
+    steps: int
+    invalid_actions: int
+    total_reward: float
+    info: dict[str, Any]  # the last step's info (the reset's when no step ran)
+    stream: ActionStream
+
+
+def run_agent_loop(env: Any, policy: Policy, obs: dict[str, Any], info: dict[str, Any], *,
+                   on_step: Callable[[dict[str, Any], list[str]], None] | None = None) -> AgentLoopResult:
+    """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the
+    episode, ``env.unwrapped.max_steps`` steps are spent, or the policy has ``stopped``.
+
+    EB has no no-op action, so a request for no motion spends one step of the budget without moving.
+    Invalid actions are counted from ``info["last_action_success"]``; ``on_step(obs, captions)`` sees every
+    observation (for videos)."""
+    stream = ActionStream(env, policy)
+    max_steps = env.unwrapped.max_steps
+    steps = invalid = 0
+    total_reward, done = 0.0, False
+    if on_step:
+        on_step(obs, [obs["instruction"], "start"])
+    while not done and steps < max_steps and not policy.stopped:
+        action = stream.next_action(obs)
+        steps += 1
+        if action is None:
+            continue
+        obs, reward, terminated, truncated, info = env.step(action)
+        invalid += int(not info["last_action_success"])
+        total_reward += float(reward)
+        done = terminated or truncated
+        if on_step:
+            on_step(obs, [obs["instruction"], f"step {steps}: {info['feedback']}"])
+    return AgentLoopResult(steps, invalid, total_reward, info, stream)

@@ -29,30 +29,15 @@ def run_episode(env: Any, policy: Policy, episode: dict[str, Any], seed: int = 0
     policy.reset(EpisodeContext(instruction=obs["instruction"], seed=seed, info=info,
                                 extras={"episode_id": episode.get("episode_id"), "family": episode.get("family"),
                                         "subset": episode.get("subset"), "replay_key": episode.get("episode_id")}))
-    from benchmarks.core.episode import ActionStream
+    from benchmarks.core.episode import run_agent_loop
 
-    stream = ActionStream(env, policy)
-    max_steps = env.unwrapped.max_steps
-    steps = invalid = 0
-    total_reward, done = 0.0, False
-    if on_step:
-        on_step(obs, [obs["instruction"], "start"])
-    while not done and steps < max_steps and not policy.stopped:
-        action = stream.next_action(obs)
-        steps += 1
-        if action is None:  # no motion requested (EB has no no-op action): the step is spent, nothing moves
-            continue
-        obs, reward, terminated, truncated, info = env.step(action)
-        invalid += int(not info["last_action_success"])
-        total_reward += float(reward)
-        done = terminated or truncated
-        if on_step:
-            on_step(obs, [obs["instruction"], f"step {steps}: {info['feedback']}"])
+    loop = run_agent_loop(env, policy, obs, info, on_step=on_step)
+    info = loop.info
     return {
         "episode_id": episode.get("episode_id"), "family": episode.get("family"), "subset": episode.get("subset"),
-        "eb_task": episode.get("eb_task"), "task_success": bool(info["is_success"]), "num_steps": steps,
-        "policy_calls": stream.policy_calls, "num_invalid_actions": invalid, "num_idle_steps": stream.idle_steps,
-        "total_reward": total_reward, "final_feedback": info["feedback"],
+        "eb_task": episode.get("eb_task"), "task_success": bool(info["is_success"]), "num_steps": loop.steps,
+        "policy_calls": loop.stream.policy_calls, "num_invalid_actions": loop.invalid_actions,
+        "num_idle_steps": loop.stream.idle_steps, "total_reward": loop.total_reward, "final_feedback": info["feedback"],
         "evaluation": _json_safe(info["evaluation"]), "elapsed_s": round(time.perf_counter() - start, 3),
         "policy_stats": {k: float(v) for k, v in policy.episode_stats().items()},
     }

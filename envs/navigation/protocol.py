@@ -22,33 +22,20 @@ def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: 
     ``num_steps``, ``num_invalid_actions``) plus the final distance, the target's visibility, and the
     policy's own counters from ``episode_stats()``. ``on_step(obs, caption)`` sees every observation.
     """
-    from benchmarks.core.episode import ActionStream
+    from benchmarks.core.episode import run_agent_loop
 
     start = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"episode": episode})
     policy.reset(EpisodeContext(instruction=obs["instruction"], seed=seed, info=info,
                                 extras={"episode_id": episode.get("episode_id"), "subset": episode.get("subset"),
                                         "replay_key": episode.get("episode_id")}))
-    stream = ActionStream(env, policy)
-    max_steps = env.unwrapped.max_steps
-    steps = invalid = 0
-    done = False
-    if on_step:
-        on_step(obs, [obs["instruction"], "start"])
-    while not done and steps < max_steps and not policy.stopped:
-        action = stream.next_action(obs)
-        steps += 1
-        if action is None:  # no motion requested (EB has no no-op action): the step is spent, nothing moves
-            continue
-        obs, _, terminated, truncated, info = env.step(action)
-        invalid += int(not info["last_action_success"])
-        done = terminated or truncated
-        if on_step:
-            on_step(obs, [obs["instruction"], f"step {steps}: {info['feedback']}"])
+    loop = run_agent_loop(env, policy, obs, info, on_step=on_step)
+    info = loop.info
     return {
         "episode_id": episode.get("episode_id"), "subset": episode.get("subset"),
-        "task_success": bool(info["is_success"]), "num_steps": steps,
-        "policy_calls": stream.policy_calls, "num_invalid_actions": invalid, "num_idle_steps": stream.idle_steps,
+        "task_success": bool(info["is_success"]), "num_steps": loop.steps,
+        "policy_calls": loop.stream.policy_calls, "num_invalid_actions": loop.invalid_actions,
+        "num_idle_steps": loop.stream.idle_steps,
         "final_distance": round(float(info["distance"]), 4), "final_visibility": int(info["visibility"]),
         "shortest_path_length": len(episode.get("shortest_path", [])),
         "elapsed_s": round(time.perf_counter() - start, 3),
