@@ -39,6 +39,8 @@ class Generation:
     latency_s: float = 0.0
     cached: bool = False
     cost_usd: float | None = None
+    #: The kind of model error the oracle injected into this answer (``None`` for every real backend).
+    injected_error: str | None = None
 
 
 class Backend(ABC):

@@ -8,6 +8,7 @@ from dataclasses import fields
 from typing import Any
 
 from policies.backends.base import Backend, GenerationConfig
+from policies.backends.oracle import ORACLE_MODEL
 
 _GENERATION_FIELDS = {f.name for f in fields(GenerationConfig)}
 
@@ -15,10 +16,12 @@ _GENERATION_FIELDS = {f.name for f in fields(GenerationConfig)}
 def make_backend(
     model: str, *, api_base: str | None = None, cache: bool | str | os.PathLike[str] = True, **options: Any
 ) -> Backend:
-    """Build the backend for ``model``: HTTP when ``api_base`` is given, else local transformers.
+    """Build the backend for ``model``: the oracle for ``"oracle"``, HTTP when ``api_base`` is given, else
+    local transformers.
 
     Args:
-        model: checkpoint directory or hub id (transformers), or the server's model name (HTTP).
+        model: ``"oracle"`` (the competent stand-in, :mod:`policies.backends.oracle`; never cached),
+            checkpoint directory or hub id (transformers), or the server's model name (HTTP).
         api_base: base URL of an OpenAI-compatible server, e.g. ``"http://localhost:8000/v1"``.
         cache: ``True`` for the default response cache, a path for another SQLite file, ``False`` for none.
         options: :class:`GenerationConfig` fields (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``)
@@ -29,6 +32,11 @@ def make_backend(
     config = options.pop("config", None) or GenerationConfig()
     overrides = {k: options.pop(k) for k in list(options) if k in _GENERATION_FIELDS}
     config = GenerationConfig(**{**_as_dict(config), **overrides})
+    if model == ORACLE_MODEL:
+        from policies.backends.oracle import OracleBackend
+
+        _check_options(OracleBackend, options)
+        return OracleBackend(config, **options)
     if api_base:
         from policies.backends.http_backend import HTTPBackend
 

@@ -35,6 +35,8 @@ class EpisodeCounters:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     model_latency_s: float = 0.0
+    #: Answers the oracle corrupted on purpose (``--oracle-error-rate``); 0 for every real model.
+    injected_errors: int = 0
 
     def add_generation(self, g: Generation) -> None:
         self.model_calls += 1
@@ -43,6 +45,7 @@ class EpisodeCounters:
         self.completion_tokens += g.completion_tokens or 0
         self.cost_usd += 0.0 if g.cached else (g.cost_usd or 0.0)
         self.model_latency_s += g.latency_s
+        self.injected_errors += int(g.injected_error is not None)
 
     def as_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in asdict(self).items()}
@@ -59,6 +62,7 @@ class ModelCall:
     cached: bool = False
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    injected_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -20,7 +20,8 @@ def _opt(default: Any, help: str) -> Any:
 class MLLMPolicyConfig:
     """An MLLM in the loop: which model, which agent loop, how to decode, what to do with bad output."""
 
-    model: str = field(metadata={"help": "checkpoint directory or hub id (local), or the model name on the server"})
+    model: str = field(metadata={"help": "checkpoint directory or hub id (local), the model name on the server, "
+                                         "or 'oracle' (a competent stand-in that answers as the privileged expert)"})
     api_base: str | None = _opt(None, "OpenAI-compatible server, e.g. http://localhost:8000/v1 (omit: local transformers)")
     loop: str = _opt("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop")
     task: str = _opt("manipulation", "'navigation' or 'manipulation': action format and prompt")
@@ -31,6 +32,9 @@ class MLLMPolicyConfig:
     temperature: float = _opt(0.0, "0 = greedy decoding (the benchmarks' protocols)")
     top_p: float = _opt(1.0, "nucleus sampling mass when temperature > 0")
     seed: int = _opt(0, "sampling seed (sent to servers too)")
+    # oracle
+    oracle_error_rate: float = _opt(0.0, "--model oracle: probability of injecting a typical model error into an answer")
+    oracle_error_seed: int = _opt(0, "--model oracle: seed of the injected errors")
     # transformers
     device: str = _opt("cpu", "cpu, cuda, cuda:N, mps or auto")
     dtype: str = _opt("auto", "auto (float32 on CPU), float32, bfloat16 or float16")
@@ -67,6 +71,8 @@ class MLLMPolicyConfig:
         """Keyword arguments of :func:`policies.backends.make_backend` for this config."""
         common = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
                   "seed": self.seed, "cache": (self.cache_path or True) if self.cache else False}  # fmt: skip
+        if self.model == "oracle":
+            return {**common, "cache": False, "error_rate": self.oracle_error_rate, "error_seed": self.oracle_error_seed}
         if self.api_base:
             return {**common, "api_base": self.api_base, "api_key_env": self.api_key_env, "timeout_s": self.timeout_s,
                     "max_retries": self.max_retries, "max_concurrency": self.max_concurrency,
