@@ -25,7 +25,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for name, value in result.summary["headline"].items():
         print(f"{name}: {'N/A' if value is None else f'{value:.2f}' if isinstance(value, float) else value}")
+    counts = result.summary["counts"]
+    print(f"items: {counts['items']} ({counts['completed']} completed, {counts['errors']} errored); {result.summary['status']}")
     print(f"results: {result.out_dir}")
+    if result.summary["status"] != "complete" and not config.allow_errors:
+        print("error: the run is incomplete (see the counts above); --resume retries errored items, "
+              "--allow-errors exits 0 anyway", file=sys.stderr)  # fmt: skip
+        return 1
     return 0
 
 

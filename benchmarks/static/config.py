@@ -50,7 +50,13 @@ class RunConfig:
     batch_size: int = 8
     """Conversations handed to the backend at once."""
     max_new_tokens: int | None = None
-    """Generation budget (default: the benchmark's published one)."""
+    """Generation budget in tokens (default: the benchmark's published one: SpaCE-10 256, SpatialTree-Bench 16000, 512 otherwise)."""
+    oracle_error_rate: float = 0.0
+    """--model oracle: probability of injecting a typical model error (empty, truncated, refusal) into an answer."""
+    oracle_error_seed: int = 0
+    """--model oracle: seed of the injected errors."""
+    allow_errors: bool = False
+    """Exit 0 even when items errored (they are still counted, shown, and the run is marked incomplete)."""
     video_frames: int = 32
     """Frames sampled uniformly from a video file."""
     judge_model: str | None = None
@@ -78,6 +84,12 @@ class RunConfig:
             raise ValueError("--limit must be at least 1")
         if self.batch_size < 1:
             raise ValueError("--batch-size must be at least 1")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise ValueError(f"--max-new-tokens must be at least 1 (got {self.max_new_tokens})")
+        if not 0.0 <= self.oracle_error_rate <= 1.0:
+            raise ValueError(f"--oracle-error-rate must be in [0, 1] (got {self.oracle_error_rate})")
+        if self.oracle_error_rate and self.model != "oracle":
+            raise ValueError("--oracle-error-rate applies to --model oracle only")
 
 
 def build_parser(cls: type = RunConfig) -> argparse.ArgumentParser:

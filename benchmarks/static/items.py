@@ -192,3 +192,10 @@ def iter_strings(value: Any) -> Iterator[str]:
         for entry in value:
             if isinstance(entry, str):
                 yield entry
+
+
+def plain_number(value: float) -> str:
+    """A number as a model writes it: shortest exact digits, never exponent notation ("2.0", "0.00001")."""
+    import numpy as np
+
+    return np.format_float_positional(float(value), trim="0")

@@ -34,6 +34,7 @@ from benchmarks.static.items import (
     data_files,
     first_present,
     item_ids,
+    plain_number,
     read_rows,
     require_fields,
 )
@@ -140,6 +141,14 @@ def clean_question(question: str) -> str:
 def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
     """``paper`` (= lmms-eval): normalised ``bbox_2d`` answer format; ``repo``: the repository's format."""
     return Prompt(clean_question(item.question) + (_REPO_FORMAT if style == "repo" else _PAPER_FORMAT), item.media)
+
+
+def gold_answer(item: StaticItem, style: str = "paper") -> str:
+    """The key option and the ground-truth box in the format the prompt of ``style`` asks: ``bbox_2d`` on 0-1
+    (``paper``) or a bare ``[x1, y1, x2, y2]`` on 0-1 (``repo``), with exact digits so IoU is 1."""
+    box = ", ".join(plain_number(v) for v in _gt_unit_box(item))
+    answer = f"Answer: {item.meta['answer_text'].strip()}"
+    return f"{answer}\nBounding Box: [{box}]" if style == "repo" else f'{answer}\nBounding Box: {{"bbox_2d": [{box}]}}'
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -277,7 +286,8 @@ def spec() -> BenchmarkSpec:
         differences=("no IoU for invalid boxes (they drop out of avg IoU)", "IoU rounded to 4 decimals before the 0.5 test"),
     )  # fmt: skip
     modes = {m.name: m for m in (project, repo, lmms)}
-    return BenchmarkSpec(NAME, "MultihopSpatial", load, build_prompt, modes, prompt_styles=("paper", "repo"), max_new_tokens=512, reference=REFERENCE)
+    return BenchmarkSpec(NAME, "MultihopSpatial", load, build_prompt, modes, prompt_styles=("paper", "repo"), max_new_tokens=512,
+                         reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
 
 
 register(NAME, spec)

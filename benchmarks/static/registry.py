@@ -45,6 +45,8 @@ class ScoringMode:
         judge_prompt: the judge request for one sample, or ``None`` when the sample needs no judge.
         judge_score: the judge's verdict from its reply.
         differences: how this mode differs from the project's (documentation).
+        judge_gold: (item, response) -> the reply a perfect judge writes for this sample, in the judge
+            prompt's format; what ``--judge-model oracle`` says.
     """
 
     name: str
@@ -55,6 +57,7 @@ class ScoringMode:
     judge_prompt: Callable[[StaticItem, str], str | None] = lambda item, response: None
     judge_score: Callable[[StaticItem, str, str], JudgeScore] | None = None
     differences: tuple[str, ...] = ()
+    judge_gold: Callable[[StaticItem, str], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class BenchmarkSpec:
         prompt_styles: prompt styles ``build_prompt`` accepts.
         max_new_tokens: the published generation budget.
         reference: published reference numbers (README and summary context).
+        gold_answer: (item, prompt style) -> the ground truth written exactly as that prompt asks for the
+            answer; what ``--model oracle`` says (a competent model's answer, through the real scoring path).
     """
 
     name: str
@@ -80,6 +85,7 @@ class BenchmarkSpec:
     prompt_styles: tuple[str, ...] = ("paper",)
     max_new_tokens: int = 512
     reference: Mapping[str, Any] = field(default_factory=dict)
+    gold_answer: Callable[[StaticItem, str], str] | None = None
 
     def mode(self, name: str) -> ScoringMode:
         """A scoring mode by name, with the valid names in the error."""

@@ -63,7 +63,10 @@ def write_csv(path: Path, table: Mapping[str, Any]) -> None:
 
 def summary_markdown(title: str, summary: Mapping[str, Any], context: Mapping[str, Any]) -> str:
     """The human-readable summary: headline numbers, counts, judge, tables, notes."""
-    parts = [f"# {title}", "", _key_values(context), "", "## Headline (%)", "", _key_values(summary["headline"])]
+    counts = summary["counts"]
+    coverage = {"status": summary.get("status", "complete"), "items": counts.get("items"),
+                "completed": counts.get("completed"), "errored": counts.get("errors")}  # fmt: skip
+    parts = [f"# {title}", "", _key_values(context), "", "## Headline (%)", "", _key_values({**summary["headline"], **coverage})]
     parts += ["", "## Counts", "", _key_values(summary["counts"])]
     if summary.get("judge"):
         parts += ["", "## LLM judge (separate from the rule-based score)", "", _key_values(summary["judge"])]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import json
 import platform
 import re
@@ -27,12 +26,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks.scoring.parsers import failed
+from benchmarks.scoring.result import JudgeScore
 from benchmarks.static import report
 from benchmarks.static.config import RunConfig
 from benchmarks.static.items import DataError, StaticItem, data_files
 from benchmarks.static.media import load_media
 from benchmarks.static.registry import BenchmarkSpec, LoadOptions, Prompt, ScoringMode, get_benchmark
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
+from policies.backends.oracle import ANSWER_ERROR_KINDS, ORACLE_MODEL, unwrap_oracle
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")
@@ -67,6 +69,8 @@ def run(config: RunConfig, backend: Backend | None = None, judge: Backend | None
     """
     config.validate()
     spec = get_benchmark(config.bench)
+    if config.model == ORACLE_MODEL and config.score_only is None and spec.gold_answer is None:
+        raise ValueError(f"{spec.name} does not say how its gold answer is written, so --model oracle cannot answer it")
     mode = spec.mode(config.mode)
     style = config.prompt_style or mode.prompt_style
     if style not in spec.prompt_styles:
@@ -179,8 +183,9 @@ def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], ou
 
 
 def finish_manifest(out_dir: Path, manifest: dict[str, Any], summary: Mapping[str, Any]) -> None:
-    """Mark the run complete with its counts."""
-    manifest.update(status="complete", finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), counts=summary["counts"])
+    """Mark the run finished with its counts: ``complete``, or ``incomplete`` when items errored or lack a prediction."""
+    status = "complete" if summary["status"] == "complete" else "incomplete"
+    manifest.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), counts=summary["counts"])
     report.write_json(out_dir / "manifest.json", manifest)
 
 
@@ -236,13 +241,19 @@ def predict(
     done = read_predictions(path, items) if path.is_file() else {}
     todo = [item for item in items if item.item_id not in done or done[item.item_id].error is not None]
     if todo:
-        backend = backend or build_backend(config, config.max_new_tokens or spec.max_new_tokens)
+        backend = backend or build_backend(config, generation_budget(config, spec))
     manifest["backend"] = backend.describe() if backend is not None else None
+    # what the backend was built with, not what was asked: the two differ when a backend is handed in
+    manifest["max_new_tokens"] = backend.config.max_new_tokens if backend is not None else None
     manifest["resumed_with_done"] = len(items) - len(todo)
+    oracle = unwrap_oracle(backend) if backend is not None else None
     failures = 0
     with path.open("a", encoding="utf-8") as sink:
         for chunk in _chunks(todo, config.batch_size):
-            answers = _ask(backend, [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk])
+            conversations = [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk]
+            if oracle is not None:
+                register_gold(oracle, spec, style, chunk, conversations)
+            answers = _ask(backend, conversations)
             for item, answer in zip(chunk, answers):
                 done[item.item_id] = answer
                 sink.write(json.dumps({"item_id": item.item_id, "response": answer.response, "error": answer.error,
@@ -253,6 +264,18 @@ def predict(
             if failures >= config.max_consecutive_errors:
                 raise RuntimeError(f"{failures} backend failures in a row (last: {answers[-1].error}); fix the backend and --resume")
     return done
+
+
+def generation_budget(config: RunConfig, spec: BenchmarkSpec) -> int:
+    """``--max-new-tokens`` when given, else the benchmark's published budget."""
+    return config.max_new_tokens if config.max_new_tokens is not None else spec.max_new_tokens
+
+
+def register_gold(oracle: Any, spec: BenchmarkSpec, style: str, items: Sequence[StaticItem], conversations: Sequence[list[Message]]) -> None:
+    """Tell the oracle each conversation's ground truth, written as the benchmark's prompt asks."""
+    assert spec.gold_answer is not None  # checked when the run starts
+    for item, conversation in zip(items, conversations):
+        oracle.expect(conversation, spec.gold_answer(item, style))
 
 
 def _chunks(items: Sequence[StaticItem], size: int) -> Iterator[Sequence[StaticItem]]:
@@ -289,6 +312,8 @@ def _ask(backend: Backend, conversations: list[list[Message]]) -> list[Predictio
 def _as_prediction(generation: Generation) -> Prediction:
     info = {"latency_s": generation.latency_s, "prompt_tokens": generation.prompt_tokens,
             "completion_tokens": generation.completion_tokens, "cached": generation.cached}  # fmt: skip
+    if generation.injected_error is not None:  # the oracle's seeded error, checked against the parse counts
+        info["injected_error"] = generation.injected_error
     return Prediction(generation.text, None, info)
 
 
@@ -298,13 +323,17 @@ def build_backend(config: RunConfig, max_new_tokens: int, model: str | None = No
         from policies.backends.factory import make_backend
     except ImportError as error:
         raise RuntimeError(f"policies.backends.factory is not available ({error}); install the 'mllm' extra") from None
-    kwargs: dict[str, Any] = {"api_base": api_base if model else config.api_base}
+    name = model or config.model
+    kwargs: dict[str, Any] = {"config": GenerationConfig(max_new_tokens=max_new_tokens)}
+    if name == ORACLE_MODEL:  # never cached; short answers get the short-answer error kinds
+        kwargs.update(cache=False, error_kinds=ANSWER_ERROR_KINDS)
+        if model is None:  # the model under test, not an oracle judge
+            kwargs.update(error_rate=config.oracle_error_rate, error_seed=config.oracle_error_seed)
+        return make_backend(name, **kwargs)
+    kwargs["api_base"] = api_base if model else config.api_base
     if config.cache is not None:
         kwargs["cache"] = config.cache
-    parameters = inspect.signature(make_backend).parameters
-    if "config" in parameters:
-        kwargs["config"] = GenerationConfig(max_new_tokens=max_new_tokens)
-    return make_backend(model or config.model, **kwargs)
+    return make_backend(name, **kwargs)
 
 
 def _build_judge(config: RunConfig) -> Backend:
@@ -331,10 +360,43 @@ def make_record(item: StaticItem, mode: ScoringMode, prediction: Prediction) -> 
         "response": prediction.response, "generation": prediction.generation, "judge": None, "error": prediction.error,
     }  # fmt: skip
     if prediction.error is None:
-        record.update(mode.score(item, prediction.response or "").to_dict())
+        record.update(safe_score(item, mode, prediction.response or ""))
+        injected = (prediction.generation or {}).get("injected_error")
+        if injected is not None:
+            record["injected_error"] = injected
     else:
         record.update(score=None, correct=None, parse=None, scorer=None, explanation="no response", metrics={})
     return record
+
+
+def safe_score(item: StaticItem, mode: ScoringMode, response: str) -> dict[str, Any]:
+    """The mode's score of ``response``; an answer the scorer cannot handle (it raises) scores 0 with the
+    error recorded on the item, so one answer never stops a run. The record keeps the shape the mode's
+    summary reads: it is the mode's own record of an empty answer, with the score and parse replaced."""
+    try:
+        return mode.score(item, response).to_dict()
+    except Exception as error:  # any scorer failure on this answer: recorded below, the run goes on
+        why = f"{type(error).__name__}: {_clip(str(error))}"
+    try:
+        record = mode.score(item, "").to_dict()
+    except Exception:  # the mode cannot even score an empty answer: a bare record
+        record = {"metrics": {}}
+    failure = failed("scoring_error", f"the scorer raised on this answer: {why}")
+    record.update(score=0.0, correct=False if record.get("correct") is not None else None, parse=failure.to_dict(),
+                  scorer=record.get("scorer") or mode.name, explanation=f"scored 0: the scorer raised {why}", scoring_error=why)  # fmt: skip
+    return record
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _judge_request(mode: ScoringMode, item: StaticItem, response: str) -> str | None:
+    """The judge prompt for one sample; ``None`` (no judge) when building it raises on this answer."""
+    try:
+        return mode.judge_prompt(item, response)
+    except Exception:  # recorded as unscored-by-judge; the rule-based score already carries the error
+        return None
 
 
 def score_items(items: Sequence[StaticItem], predictions: Mapping[str, Prediction], mode: ScoringMode, judge: Backend | None, out_dir: Path) -> list[dict[str, Any]]:
@@ -345,7 +407,7 @@ def score_items(items: Sequence[StaticItem], predictions: Mapping[str, Predictio
         _judge_records(records, by_id, mode, judge, out_dir)
     else:
         for record in records:
-            if record["error"] is None and mode.judge_prompt(by_id[record["item_id"]], record["response"] or ""):
+            if record["error"] is None and _judge_request(mode, by_id[record["item_id"]], record["response"] or ""):
                 record["needs_judge"] = True
     return records
 
@@ -354,20 +416,35 @@ def _judge_records(records: list[dict[str, Any]], by_id: Mapping[str, StaticItem
     cache_path = out_dir / "judgments.jsonl"
     cache = _read_judgments(cache_path)
     judge_id = json.dumps(judge.describe(), sort_keys=True, default=str)
+    oracle = unwrap_oracle(judge)
+    if oracle is not None and mode.judge_gold is None:
+        raise ValueError(f"--judge-model oracle: the {mode.name} mode does not say what a perfect judge replies")
     with cache_path.open("a", encoding="utf-8") as sink:
         for record in records:
             item = by_id[record["item_id"]]
-            prompt = None if record["error"] else mode.judge_prompt(item, record["response"] or "")
+            prompt = None if record["error"] else _judge_request(mode, item, record["response"] or "")
             if prompt is None:
                 continue
             key = hashlib.sha256((judge_id + prompt).encode()).hexdigest()
             if key not in cache:
+                if oracle is not None:  # a perfect judge: the mode writes its reply to this response
+                    oracle.expect(_judge_messages(prompt), mode.judge_gold(item, record["response"] or ""))  # type: ignore[misc]
                 cache[key] = _judge_reply(judge, prompt)
                 sink.write(json.dumps({"key": key, "item_id": item.item_id, **cache[key]}, ensure_ascii=False) + "\n")
             reply = cache[key]
-            verdict = mode.judge_score(item, record["response"] or "", reply["reply"] or "") if reply["reply"] is not None else None  # type: ignore[misc]
+            verdict = _judge_verdict(mode, item, record["response"] or "", reply["reply"])
             record["judge"] = verdict.to_dict() if verdict else {"score": None, "ok": False, "explanation": reply["error"]}
             record["judge"]["reply"] = reply["reply"]
+
+
+def _judge_verdict(mode: ScoringMode, item: StaticItem, response: str, reply: str | None) -> JudgeScore | None:
+    """The judge's verdict; a reply the mode cannot read (it raises) is an unusable verdict, not a crash."""
+    if reply is None or mode.judge_score is None:
+        return None
+    try:
+        return mode.judge_score(item, response, reply)
+    except Exception as error:  # an unreadable judge reply is counted as unusable in the judge section
+        return JudgeScore(None, False, f"the judge reply could not be read: {type(error).__name__}: {_clip(str(error))}")
 
 
 def _read_judgments(path: Path) -> dict[str, dict[str, Any]]:
@@ -377,9 +454,13 @@ def _read_judgments(path: Path) -> dict[str, dict[str, Any]]:
     return {row["key"]: {"reply": row.get("reply"), "error": row.get("error")} for row in rows if row.get("reply") is not None}
 
 
+def _judge_messages(prompt: str) -> list[Message]:
+    return [{"role": "user", "content": prompt}]
+
+
 def _judge_reply(judge: Backend, prompt: str) -> dict[str, Any]:
     try:
-        return {"reply": judge.generate([{"role": "user", "content": prompt}]).text, "error": None}
+        return {"reply": judge.generate(_judge_messages(prompt)).text, "error": None}
     except Exception as error:  # a judge failure is reported on the sample, never replaced
         return {"reply": None, "error": f"judge failed: {type(error).__name__}: {error}"}
 
@@ -390,16 +471,38 @@ def _judge_reply(judge: Backend, prompt: str) -> dict[str, Any]:
 
 def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]],
               config: RunConfig, predictions: Mapping[str, Prediction]) -> dict[str, Any]:  # fmt: skip
-    """The mode's summary plus coverage: items without predictions and samples that needed a judge."""
-    summary = mode.summarize(items, records, {"weights": config.weights})
-    summary["counts"]["items"] = len(items)
-    summary["counts"]["missing_predictions"] = sum(1 for item in items if item.item_id not in predictions)
-    summary["counts"]["needs_judge_unavailable"] = sum(1 for r in records if r.get("needs_judge"))
+    """The mode's summary over the completed items, plus coverage: errored items (no answer: the backend
+    failed), items without predictions, answers the scorer could not handle, samples that needed a judge,
+    the oracle's injected errors. A run with errored or missing items is marked incomplete."""
+    completed = [r for r in records if r.get("error") is None]
+    summary = mode.summarize(items, completed, {"weights": config.weights})
+    counts = summary["counts"]
+    counts.update(items=len(items), completed=len(completed), errors=len(records) - len(completed))
+    counts["missing_predictions"] = sum(1 for item in items if item.item_id not in predictions)
+    counts["scoring_errors"] = sum(1 for r in completed if r.get("scoring_error"))
+    counts["needs_judge_unavailable"] = sum(1 for r in completed if r.get("needs_judge"))
+    injected = [r["injected_error"] for r in completed if r.get("injected_error")]
+    if injected:
+        from policies.backends.oracle import expected_effect
+
+        counts["injected_errors"] = {kind: injected.count(kind) for kind in sorted(set(injected))}
+        counts["injected_unusable"] = sum(1 for kind in injected if expected_effect(kind) == "unusable")
+    summary["status"] = run_status(counts)
     summary["benchmark"], summary["mode"] = spec.name, mode.name
     summary["reference"] = dict(spec.reference)
     if mode.differences:
         summary["mode_differences"] = list(mode.differences)
     return summary
+
+
+def run_status(counts: Mapping[str, Any]) -> str:
+    """``"complete"``, or ``"incomplete: ..."`` saying how many of how many items have no result and why."""
+    errors, missing, total = counts["errors"], counts["missing_predictions"], counts["items"]
+    if not errors and not missing:
+        return "complete"
+    parts = [f"{errors} of {total} items errored"] if errors else []
+    parts += [f"{missing} of {total} items have no prediction"] if missing else []
+    return f"incomplete: {', '.join(parts)}; metrics are over the {counts['completed']} completed items"
 
 
 def write_results(out_dir: Path, spec: BenchmarkSpec, mode: ScoringMode, style: str, config: RunConfig,

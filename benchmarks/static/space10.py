@@ -157,6 +157,11 @@ def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
     return Prompt(official.build_prompt_text(item.question, item.options, item.task == "multi_answer"), item.media)
 
 
+def gold_answer(item: StaticItem, style: str = "paper") -> str:
+    """The key as the prompt asks ("use the letters provided"): "B", or "B, E" for two options."""
+    return ", ".join(item.meta["key"])
+
+
 def score_project(item: StaticItem, response: str) -> SampleScore:
     """Single answer: one letter (or the option's text); multiple answer: exactly the correct set."""
     key = item.meta["key"]
@@ -194,6 +199,16 @@ def judge_score_official(item: StaticItem, response: str, reply: str) -> JudgeSc
     letters, how = official.read_answer(response, item.options, item.task == "multi_answer", judge_text=reply)
     correct = set_exact_match(letters, item.meta["key"])
     return JudgeScore(float(correct), how == "judge", f"judge path gives {''.join(letters)} ({how})")
+
+
+def judge_gold_official(item: StaticItem, response: str) -> str:
+    """A perfect matcher's reply: the option letter(s) the response names (read by the project's parsers),
+    or E / F ("no option matches") when it names none."""
+    if item.task == "multi_answer":
+        result = parse_option_set(response, item.options)
+        return ", ".join(result.value) if result.ok else official.fallback_letter(True)
+    result = parse_option(response, item.options)
+    return str(result.value) if result.ok else official.fallback_letter(False)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -260,14 +275,15 @@ def spec() -> BenchmarkSpec:
     project = ScoringMode(PROJECT_MODE, "project parsers: plain letters, option texts, exact sets", score_project, summarize)
     official = ScoringMode(
         "space10-lmms-eval", "the SpaCE-10 lmms-eval fork: list-string rules, judge, E/F fallback", score_official,
-        summarize, judge_prompt=judge_prompt_official, judge_score=judge_score_official,
+        summarize, judge_prompt=judge_prompt_official, judge_score=judge_score_official, judge_gold=judge_gold_official,
         differences=(
             "the answer is scored as the list string \"['B']\", which the letter rules miss",
             "without a readable answer the item gets E (single) or F (multiple) instead of being counted unparsed",
             "published numbers come from the GPT judge path, reported separately here",
         ),
     )  # fmt: skip
-    return BenchmarkSpec(NAME, "SpaCE-10", load, build_prompt, {m.name: m for m in (project, official)}, max_new_tokens=256, reference=REFERENCE)
+    return BenchmarkSpec(NAME, "SpaCE-10", load, build_prompt, {m.name: m for m in (project, official)}, max_new_tokens=256,
+                         reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
 
 
 register(NAME, spec)

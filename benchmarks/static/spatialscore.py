@@ -19,6 +19,7 @@ from benchmarks.scoring.parsers import (
     ParseResult,
     answer_key_letters,
     failed,
+    is_refusal,
     normalize_text,
     parse_number,
     parse_option,
@@ -31,6 +32,7 @@ from benchmarks.scoring.units import Quantity, unit_stated_in_question
 from benchmarks.static import summary as S
 from benchmarks.static.items import (
     DataError,
+    plain_number,
     MediaRoot,
     StaticItem,
     choose_media_root,
@@ -165,6 +167,21 @@ def _repo_instruction(item: StaticItem) -> str:
     return _REPO_SHORT
 
 
+def gold_answer(item: StaticItem, style: str = "paper") -> str:
+    """The ground truth written as the prompt of ``style`` asks (what ``--model oracle`` answers): "(B)",
+    "yes"/"no", ``\\scalar{2.0} \\distance_unit{m}`` where a distance format is asked, else the published
+    answer as is."""
+    key = item.meta["key"]
+    if item.task == "mcq":
+        return f"({key})"
+    if item.task == "judgment":
+        return str(key)
+    asks_distance = _is_distance(item) if style != "repo" else _repo_instruction(item) == _REPO_MEASURE
+    if item.task == "numeric" and asks_distance and key.unit is not None:
+        return f"\\scalar{{{plain_number(key.value)}}} \\distance_unit{{{key.unit}}}"
+    return item.meta["answer_text"]
+
+
 # --------------------------------------------------------------------------------------------------------
 # Project scoring
 
@@ -179,8 +196,12 @@ def score_project(item: StaticItem, response: str) -> SampleScore:
     if item.task == "numeric":
         return _score_numeric(parse_number(response), key)
     answer = normalize_text(response)
-    result = parsed(answer, "normalized_text") if answer else failed("empty", "the response is empty")
+    result = parsed(answer, "normalized_text") if answer and not is_refusal(response) else _no_text(answer)
     return SampleScore(float(answer == key), answer == key, result, "exact_text", "normalised exact match; a judge suits open text")
+
+
+def _no_text(answer: str) -> ParseResult:
+    return failed("empty", "the response is empty") if not answer else failed("refusal", "the response declines to answer")
 
 
 def _right_or_wrong(result: ParseResult, key: str, scorer: str) -> SampleScore:
@@ -220,6 +241,11 @@ def judge_score(item: StaticItem, response: str, reply: str) -> JudgeScore:
     return judges.parse_output_line(reply)
 
 
+def judge_gold(item: StaticItem, response: str) -> str:
+    """A perfect MRA evaluator's reply: ``output: <the project's rule score of the response>``."""
+    return f"output: {score_project(item, response).score or 0.0}"
+
+
 # --------------------------------------------------------------------------------------------------------
 # Repository scoring
 
@@ -231,17 +257,26 @@ def score_repo(item: StaticItem, response: str) -> SampleScore:
         result = repo.score_item(question_type, source, response, item.meta["answer_text"])
     except ValueError as error:
         return SampleScore(None, None, failed("scorer_error", f"the script raises here: {error}"), "spatialscore-repo")
-    readable = _repo_readable(item.task, result.read)
+    readable = _repo_readable(item.task, result, response)
     parse = ParseResult(result.read if readable else None, readable, result.rule, result.explanation)
     correct = None if result.rule == "vsi_mra" else result.score == 1.0
     return SampleScore(result.score, correct, parse, f"spatialscore-repo/{result.rule}", result.explanation)
 
 
-def _repo_readable(task: str, read: str) -> bool:
+def _repo_readable(task: str, result: repo.RepoScore, response: str) -> bool:
+    """Whether the script found an answer (it scores unread ones as wrong, or as the number 0)."""
     if task == "mcq":
-        return read in tuple("ABCDEF")
+        return result.read in tuple("ABCDEF")
     if task == "judgment":
-        return read in ("Yes", "No")
+        return result.read in ("Yes", "No")
+    if result.rule == "unit_ratio":
+        return not result.explanation.startswith("no number")
+    if result.rule == "exact_text":
+        return bool(response.strip()) and not is_refusal(response)
+    try:
+        float(repo.extract_number(response))  # the script falls back to 0 when this fails
+    except ValueError:
+        return False
     return True
 
 
@@ -293,7 +328,7 @@ def spec() -> BenchmarkSpec:
     """The registered SpatialScore benchmark."""
     project = ScoringMode(
         PROJECT_MODE, "project parsers: option texts, strict yes/no, MRA with unit conversion", score_project, summarize,
-        prompt_style="paper", judge_prompt=judge_prompt, judge_score=judge_score,
+        prompt_style="paper", judge_prompt=judge_prompt, judge_score=judge_score, judge_gold=judge_gold,
     )  # fmt: skip
     official = ScoringMode(
         "spatialscore-repo", "SpatialScore's test_qwen.py parsers, quirks included", score_repo, summarize,
@@ -307,7 +342,7 @@ def spec() -> BenchmarkSpec:
     )  # fmt: skip
     return BenchmarkSpec(
         NAME, "SpatialScore", load, build_prompt, {m.name: m for m in (project, official)},
-        prompt_styles=("paper", "repo"), max_new_tokens=512, reference=REFERENCE,
+        prompt_styles=("paper", "repo"), max_new_tokens=512, reference=REFERENCE, gold_answer=gold_answer,
     )  # fmt: skip
 
 

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks.scoring import judge as judges
 from benchmarks.scoring.aggregate import WeightNode, aggregate_tree, flatten_tree, load_weight_tree, percent
 from benchmarks.scoring.metrics import mean, mra_with_units, orientation_score, relative_error
@@ -25,6 +27,8 @@ from benchmarks.scoring.parsers import (
     ParseResult,
     answer_key_letters,
     failed,
+    is_refusal,
+    normalize_text,
     parse_number,
     parse_option,
     parse_yes_no,
@@ -41,6 +45,7 @@ from benchmarks.static.items import (
     first_present,
     item_ids,
     iter_strings,
+    plain_number,
     read_rows,
     require_fields,
 )
@@ -190,6 +195,37 @@ def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
     return Prompt(_TEMPLATES.get(scorer, "{} ").format(item.question), item.media)
 
 
+def gold_answer(item: StaticItem, style: str = "paper") -> str:
+    """The ground truth in the format the item's template asks: "answer: B", a single number, the
+    orientation parameters as JSON, yes/no, a normalised ``[x, y]`` on the affordance mask, the reference
+    text for open answers, and the published answer as is for what rules do not score (maps, L4 plans)."""
+    key = item.meta.get("key")
+    if item.task == "mcq":
+        return f"answer: {key}"
+    if item.task == "numeric":
+        return plain_number(key.value)
+    if item.task == "orientation":
+        return json.dumps(key["values"])
+    if item.task == "judgment":
+        return str(key)
+    if item.task == "affordance":
+        return _mask_point(str(item.answer))
+    return item.answer if isinstance(item.answer, str) else json.dumps(item.answer)
+
+
+def _mask_point(mask_b64: str) -> str:
+    """``[x, y]`` (0-1) of the middle pixel, in reading order, among the mask's highest-valued pixels."""
+    mask = official.decode_mask(mask_b64)
+    if mask is None:
+        return "[0.5, 0.5]"  # the reference mask itself is unreadable: every answer scores 0
+    rows, cols = np.nonzero(mask == mask.max())
+    row, col = int(rows[len(rows) // 2]), int(cols[len(cols) // 2])
+    height, width = mask.shape[:2]
+    x = col / (width - 1) if width > 1 else 0.5
+    y = row / (height - 1) if height > 1 else 0.5
+    return f"[{plain_number(x)}, {plain_number(y)}]"
+
+
 # --------------------------------------------------------------------------------------------------------
 # Project scoring
 
@@ -236,8 +272,17 @@ def _affordance(item: StaticItem, response: str) -> SampleScore:
     return SampleScore(score, None, result, "affordance_mask", why)
 
 
+def _open_text(response: str) -> ParseResult:
+    """An open answer as read: the text, unless it is empty or a refusal (nothing for a judge to grade)."""
+    if not response.strip():
+        return failed("empty", "the response is empty")
+    if is_refusal(response):
+        return failed("refusal", "the response declines to answer")
+    return parsed(response, "open_text")
+
+
 def _needs_judge(item: StaticItem, response: str) -> SampleScore:
-    return SampleScore(None, None, parsed(response, "open_text"), "judge_required", "open answer: scored only by an LLM judge (--judge-model)")
+    return SampleScore(None, None, _open_text(response), "judge_required", "open answer: scored only by an LLM judge (--judge-model)")
 
 
 def _unsupported(item: StaticItem, response: str) -> SampleScore:
@@ -285,6 +330,13 @@ def judge_score(item: StaticItem, response: str, reply: str) -> JudgeScore:
     return judges.parse_json_score(reply)
 
 
+def judge_gold(item: StaticItem, response: str) -> str:
+    """A perfect rubric judge's reply: full score when the response says the reference answer (normalised
+    text), else 0."""
+    same = normalize_text(response) == normalize_text(str(item.answer))
+    return json.dumps({"score": 1.0 if same else 0.0, "reason": "matches the reference" if same else "differs from the reference"})
+
+
 # --------------------------------------------------------------------------------------------------------
 # lmms-eval scoring
 
@@ -311,7 +363,7 @@ def score_lmms(item: StaticItem, response: str) -> SampleScore:
     if scorer == "affmask":
         return _affordance(item, response)
     if scorer == "gpteval":
-        return SampleScore(0.0, None, parsed(response, "open_text"), name, "no judge in the rule-based path: lmms-eval scores 0 when its judge fails")
+        return SampleScore(0.0, None, _open_text(response), name, "no judge in the rule-based path: lmms-eval scores 0 when its judge fails")
     return _unsupported(item, response)
 
 
@@ -410,15 +462,16 @@ def spec() -> BenchmarkSpec:
     """The registered SpatialTree-Bench benchmark."""
     project = ScoringMode(
         PROJECT_MODE, "project parsers, leaves matched by full path, missing leaves excluded", score_project,
-        summarize_project, judge_prompt=judge_prompt, judge_score=judge_score,
+        summarize_project, judge_prompt=judge_prompt, judge_score=judge_score, judge_gold=judge_gold,
     )  # fmt: skip
     lmms = ScoringMode(
         "spatialtree-lmms-eval", "lmms-eval's spatialtreebench metrics and aggregation", score_lmms, summarize_lmms,
-        judge_prompt=judge_prompt, judge_score=judge_score,
+        judge_prompt=judge_prompt, judge_score=judge_score, judge_gold=judge_gold,
         differences=("missing abilities count as 0", "abilities matched by name only: a tag shared by two levels lands in both",
                      "random letter when no option is found (seeded per item here)", "gpteval items score 0 without a judge"),
     )  # fmt: skip
-    return BenchmarkSpec(NAME, "SpatialTree-Bench", load, build_prompt, {m.name: m for m in (project, lmms)}, max_new_tokens=16000, reference=REFERENCE)
+    return BenchmarkSpec(NAME, "SpatialTree-Bench", load, build_prompt, {m.name: m for m in (project, lmms)}, max_new_tokens=16000,
+                         reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
 
 
 register(NAME, spec)

@@ -70,13 +70,37 @@ def _prose(text: str, rng: np.random.Generator) -> str:
     return f"Let me look at the images carefully.\n\n```json\n{text}\n```\n\nThis should do it."
 
 
+def _empty(text: str, rng: np.random.Generator) -> str:
+    """No text at all (a model that stops at once): nothing to read, whatever the answer format."""
+    return ""
+
+
+def _refusal(text: str, rng: np.random.Generator) -> str:
+    """A refusal instead of the answer (short-answer routes). Worded without option letters a-f, the
+    words yes/no (nor a substring such as "know") or digits, so even the public scorers' lenient rules,
+    which take the first letter a-f anywhere or the last "no" substring, find no answer in it."""
+    return "I'm sorry, I must skip this."
+
+
+def _answer_sentence(text: str, rng: np.random.Generator) -> str:
+    """The right answer said in a short sentence (short-answer routes; usable: parsers read past it)."""
+    return f"Answer: {text}"
+
+
 #: kind -> (corruption, expected effect on the parser: "unusable" or "usable")
 ERROR_KINDS: dict[str, tuple[Corruption, str]] = {
     "unknown_primitive": (_unknown_primitive, "unusable"),
     "malformed_json": (_malformed_json, "unusable"),
     "truncated": (_truncated, "unusable"),
     "prose": (_prose, "usable"),
+    "empty": (_empty, "unusable"),
+    "refusal": (_refusal, "unusable"),
+    "answer_sentence": (_answer_sentence, "usable"),
 }
+#: What the closed-loop routes draw from by default (plans: JSON that can lose its structure or vocabulary).
+DEFAULT_ERROR_KINDS: tuple[str, ...] = ("unknown_primitive", "malformed_json", "truncated", "prose")
+#: What the offline short-answer routes draw from (static benchmarks: a letter, yes/no, a number, a box).
+ANSWER_ERROR_KINDS: tuple[str, ...] = ("truncated", "empty", "refusal")
 
 
 def _rewrite_json(text: str, rewrite: Callable[[Any], Any], *, fallback: str) -> str:
@@ -108,13 +132,14 @@ class OracleBackend(Backend):
             answer longer than ``max_new_tokens`` whitespace-separated tokens is cut there, as a real model's).
         error_rate: probability that an answer is corrupted with one of ``error_kinds``.
         error_seed: seed of the corruption draws.
-        error_kinds: which kinds of :data:`ERROR_KINDS` to draw from (uniformly).
+        error_kinds: which kinds of :data:`ERROR_KINDS` to draw from (uniformly); default
+            :data:`DEFAULT_ERROR_KINDS` (offline short-answer routes pass :data:`ANSWER_ERROR_KINDS`).
     """
 
     privileged = True
 
     def __init__(self, config: GenerationConfig | None = None, *, error_rate: float = 0.0, error_seed: int = 0,
-                 error_kinds: Sequence[str] = tuple(ERROR_KINDS)) -> None:
+                 error_kinds: Sequence[str] = DEFAULT_ERROR_KINDS) -> None:
         if not 0.0 <= error_rate <= 1.0:
             raise ValueError(f"oracle error_rate must be in [0, 1], got {error_rate}")
         unknown = sorted(set(error_kinds) - set(ERROR_KINDS))
