@@ -8,6 +8,7 @@ import hashlib
 import inspect
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,15 @@ from benchmarks.goal_scoring.report import (
 )
 from benchmarks.goal_scoring.sources import generate_dataset, make_source
 from benchmarks.scoring.goal import ManipulationWeights
+from benchmarks.static.spatialtree import MAX_NEW_TOKENS as SPATIALTREE_MAX_NEW_TOKENS
+from policies.backends.oracle import ORACLE_MODEL, expected_effect
 from policies.backends.base import Backend, GenerationConfig
 
 BUILTIN_PREDICTIONS = ("oracle", "blind")
+
+
+class IncompleteRun(RuntimeError):
+    """Results were written, but some units errored: the command exits 1 (``--allow-errors``: 0)."""
 
 # --------------------------------------------------------------------------------------------------------
 # Commands
@@ -53,38 +60,57 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     dataset = load_dataset(config.dataset)
     if config.limit is not None:
         dataset = GoalDataset(dataset.root, dataset.samples[: config.limit], dataset.header)
+    extra: dict[str, Any] = {}
     if config.policy in BUILTIN_PREDICTIONS:
         records, identity = builtin_records(dataset, config.policy), {"policy": config.policy}
     else:
         backend = backend or _backend(config)
         records = predict_with_backend(dataset, backend, num_steps=config.num_steps, batch_size=config.batch_size)
         identity = backend.describe()
+        extra["max_new_tokens"] = backend.config.max_new_tokens  # what the backend uses, not the flag
+    errored = sum(1 for r in records if r.get("error"))
+    extra.update(status="complete" if not errored else "incomplete", errored=errored, samples=len(records))
     config.output.mkdir(parents=True, exist_ok=True)
     path = config.output / "predictions.jsonl"
     write_jsonl(path, records)
     write_manifest(config.output, "predict", dataclasses.asdict(config),
-                   {"dataset": _dataset_identity(dataset), "model": identity})  # fmt: skip
-    print(f"wrote {len(records)} predictions to {path}")
+                   {"dataset": _dataset_identity(dataset), "model": identity, **extra})  # fmt: skip
+    print(f"wrote {len(records)} predictions to {path} ({errored} of {len(records)} samples errored)")
+    if errored and not config.allow_errors:
+        raise IncompleteRun(f"{errored} of {len(records)} samples errored (their records hold the error); "
+                            "rerun the prediction, or pass --allow-errors to exit 0")  # fmt: skip
     return path
 
 
 def _backend(config: PredictConfig) -> Backend:
     if not config.model:
         raise DatasetError("--policy mllm needs --model (a checkpoint path, hub id, or server model name)")
-    generation = GenerationConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed)
-    return make_model_backend(config.model, api_base=config.api_base, generation=generation, cache=config.cache)
+    if config.oracle_error_rate and config.model != ORACLE_MODEL:
+        raise DatasetError("--oracle-error-rate applies to --model oracle only")
+    if not 0.0 <= config.oracle_error_rate <= 1.0:
+        raise DatasetError(f"--oracle-error-rate must be in [0, 1], got {config.oracle_error_rate}")
+    budget = SPATIALTREE_MAX_NEW_TOKENS if config.max_new_tokens is None else config.max_new_tokens
+    if budget < 1:
+        raise DatasetError(f"--max-new-tokens must be at least 1, got {budget}")
+    generation = GenerationConfig(max_new_tokens=budget, temperature=config.temperature, seed=config.seed)
+    return make_model_backend(config.model, api_base=config.api_base, generation=generation, cache=config.cache,
+                              oracle_errors=(config.oracle_error_rate, config.oracle_error_seed))  # fmt: skip
 
 
-def _outputs(config: ScoreConfig, dataset: GoalDataset) -> tuple[dict[str, str], str, dict[str, Any]]:
+def _outputs(config: ScoreConfig, dataset: GoalDataset) -> tuple[dict[str, str], str, dict[str, Any], set[str]]:
+    """Outputs by sample id, the label, the provenance, and the ids whose prediction call errored."""
     if config.predictions in BUILTIN_PREDICTIONS:
         records = builtin_records(dataset, config.predictions, config.scorer)
-        return {r["id"]: r["output"] for r in records}, config.predictions, {"builtin": config.predictions}
+        return {r["id"]: r["output"] for r in records}, config.predictions, {"builtin": config.predictions}, set()
     path = Path(config.predictions)
     records = load_predictions(path)
     models = sorted({str(r.get("model")) for r in records.values() if r.get("model")})
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     label = ", ".join(models) or path.stem
-    return {k: r["output"] for k, r in records.items()}, label, {"path": str(path.resolve()), "sha256": digest}
+    outputs = {k: r["output"] for k, r in records.items() if r["output"] is not None}
+    injected = Counter(str(r["injected_error"]) for r in records.values() if r.get("injected_error") and r["output"] is not None)
+    provenance = {"path": str(path.resolve()), "sha256": digest, "injected_errors": dict(sorted(injected.items()))}
+    return outputs, label, provenance, set(records) - set(outputs)
 
 
 def run_score(config: ScoreConfig) -> dict[str, Any]:
@@ -94,7 +120,13 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
     if config.scorer != "paper" and weights != ManipulationWeights():
         raise DatasetError("--weight-* apply to the paper scorer only; drop them for --scorer lmms-eval")
     weights_arg = weights if config.scorer == "paper" else None
-    outputs, label, provenance = _outputs(config, dataset)
+    outputs, label, provenance, errored = _outputs(config, dataset)
+    unknown = sorted(errored - {s.id for s in dataset})
+    if unknown:
+        raise DatasetError(f"{len(unknown)} prediction(s) name samples not in the dataset, e.g. {unknown[:3]}. "
+                           "Fix: score against the dataset the predictions were made for")  # fmt: skip
+    total = len(dataset)
+    dataset = GoalDataset(dataset.root, [s for s in dataset if s.id not in errored], dataset.header)  # completed only
     texts = match_predictions(dataset, outputs, allow_missing=config.allow_missing)
     scores = score_dataset(dataset, texts, config.scorer, weights_arg)
     baselines = {}
@@ -103,10 +135,21 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
             reference = {r["id"]: r["output"] for r in builtin_records(dataset, name, config.scorer)}
             baselines[name] = score_dataset(dataset, [reference[s.id] for s in dataset], config.scorer, weights_arg)
     summary = summarize(dataset, scores, config.scorer, baselines)
+    summary.update(samples=total, errored=len(errored), errored_ids=sorted(errored))
+    if provenance.get("injected_errors"):  # the oracle's seeded errors, next to the parse failures they cause
+        summary["injected_errors"] = provenance["injected_errors"]
+        summary["injected_unusable"] = sum(n for k, n in provenance["injected_errors"].items() if expected_effect(k) == "unusable")
+    missing = summary["missing"]
+    summary["status"] = "complete" if not errored and not missing else (
+        f"incomplete: {len(errored)} of {total} samples errored (left out of the means), {missing} missing (scored 0)")
     write_report(config.output, dataset, scores, summary, label)
     write_manifest(config.output, "score", dataclasses.asdict(config),
-                   {"dataset": _dataset_identity(dataset), "predictions": provenance})  # fmt: skip
+                   {"dataset": _dataset_identity(load_dataset(config.dataset, check_images=False)), "predictions": provenance,
+                    "status": "complete" if summary["status"] == "complete" else "incomplete"})  # fmt: skip
     print(markdown_table(summary, label), end="")
+    if errored and not config.allow_errors:
+        raise IncompleteRun(f"{len(errored)} of {total} samples have no answer (their prediction call errored), e.g. "
+                            f"{sorted(errored)[:3]}; rerun `predict`, or pass --allow-errors to exit 0")  # fmt: skip
     return summary
 
 
@@ -184,6 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cls, run = COMMANDS[args.command]
     try:
         run(config_from_namespace(cls, args))
+    except IncompleteRun as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except (DatasetError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

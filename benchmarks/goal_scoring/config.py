@@ -23,8 +23,8 @@ class PredictConfig:
     """For --policy mllm: a local checkpoint directory, a hub id, or the model name on the --api-base server."""
     api_base: str | None = None
     """OpenAI-compatible server URL (e.g. http://localhost:8000/v1); unset runs the model locally."""
-    max_new_tokens: int = 512
-    """Token budget of one answer."""
+    max_new_tokens: int | None = None
+    """Token budget of one answer (default: SpatialTree-Bench's published 16000)."""
     temperature: float = 0.0
     """Sampling temperature; 0 is greedy decoding, as the protocols ask."""
     seed: int = 0
@@ -37,6 +37,12 @@ class PredictConfig:
     """Steps the prompt asks for; default: each sample's ground-truth step count (the paper's prompts say 6)."""
     limit: int | None = None
     """Predict only the first N samples (smoke tests)."""
+    oracle_error_rate: float = 0.0
+    """--model oracle: probability of injecting a typical model error (unknown action, malformed JSON, truncation, prose)."""
+    oracle_error_seed: int = 0
+    """--model oracle: seed of the injected errors."""
+    allow_errors: bool = False
+    """Exit 0 even when samples errored (they are still written with their error and counted)."""
 
 
 @dataclass
@@ -61,6 +67,8 @@ class ScoreConfig:
     """Score samples without a prediction as 0 (reported as missing) instead of stopping with an error."""
     baselines: bool = True
     """Also score the oracle and the blind answers and report them next to the predictions."""
+    allow_errors: bool = False
+    """Exit 0 even when predictions errored (they are counted, left out of the means, and the run is marked incomplete)."""
 
 
 @dataclass

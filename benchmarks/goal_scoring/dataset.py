@@ -383,15 +383,18 @@ def save_png(image: np.ndarray | str | Path, path: Path) -> None:
 
 
 def load_predictions(path: str | Path) -> dict[str, dict[str, Any]]:
-    """Predictions by sample id; each record keeps every field it was written with."""
+    """Predictions by sample id; each record keeps every field it was written with. A record of a failed
+    call has ``output`` null and an ``error`` string (``score`` counts it as errored, never as an answer)."""
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"predictions file {path} not found. Fix: run `predict` first, or pass oracle / blind")
     out: dict[str, dict[str, Any]] = {}
     for line_no, obj in _jsonl_objects(path):
         where = f"{path}:{line_no}"
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("output"), str):
-            raise DatasetError(f"{where}: each line must be an object with string 'id' and 'output' (raw model text)")
+        errored = isinstance(obj, dict) and obj.get("output") is None and isinstance(obj.get("error"), str)
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not (isinstance(obj.get("output"), str) or errored):
+            raise DatasetError(f"{where}: each line must be an object with string 'id' and 'output' (raw model text), "
+                               "or 'output' null with the call's 'error'")  # fmt: skip
         if obj["id"] in out:
             raise DatasetError(f"{where}: duplicate prediction for sample {obj['id']!r}. Fix: keep one per sample")
         out[obj["id"]] = obj

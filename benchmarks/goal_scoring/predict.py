@@ -16,7 +16,8 @@ from typing import Any
 from action_mapping import Plan, PlanStep, render_manipulation_prompt, render_navigation_prompt
 from benchmarks.goal_scoring.dataset import GoalDataset, GoalSample
 from benchmarks.scoring.goal import KINDS, render_answer
-from policies.backends.base import Backend, GenerationConfig, Message
+from policies.backends.base import Backend, Generation, GenerationConfig, Message
+from policies.backends.oracle import ORACLE_MODEL, unwrap_oracle
 
 DEFAULT_PROMPT_STEPS = 6  # the paper's prompts ask for 6 steps
 
@@ -42,32 +43,72 @@ def build_messages(dataset: GoalDataset, sample: GoalSample, num_steps: int | No
     return [{"role": "system", "content": system}, {"role": "user", "content": content}]
 
 
+def gold_answer(sample: GoalSample) -> str:
+    """The ground-truth plan written as the prompt asks (``step_1``... JSON with symbols, counts in the
+    sample's step sizes, gripper for manipulation): what ``--model oracle`` answers."""
+    return render_answer(sample.plan, sample.kind, "paper")
+
+
 def predict_with_backend(dataset: GoalDataset, backend: Backend, *, num_steps: int | None = None,
                          batch_size: int = 8) -> list[dict[str, Any]]:  # fmt: skip
-    """One prediction record per sample, in dataset order, through ``backend.generate_batch``."""
+    """One prediction record per sample, in dataset order, through ``backend.generate_batch``.
+
+    When a batch fails, its samples are asked one by one; a sample whose call fails gets a record with
+    ``output`` null and the ``error`` (never a made-up answer), so ``score`` counts it as errored."""
     records: list[dict[str, Any]] = []
     samples = dataset.samples
+    oracle = unwrap_oracle(backend)
     for start in range(0, len(samples), batch_size):
         chunk = samples[start : start + batch_size]
+        conversations = [build_messages(dataset, s, num_steps) for s in chunk]
+        if oracle is not None:  # the offline oracle is told each conversation's truth before it is asked
+            for sample, conversation in zip(chunk, conversations):
+                oracle.expect(conversation, gold_answer(sample))
         began = time.perf_counter()
-        generations = backend.generate_batch([build_messages(dataset, s, num_steps) for s in chunk])
-        if len(generations) != len(chunk):
-            raise RuntimeError(f"{type(backend).__name__}.generate_batch returned {len(generations)} answers for {len(chunk)}")
+        answers = _ask(backend, conversations)
         wall = (time.perf_counter() - began) / len(chunk)
-        for sample, gen in zip(chunk, generations):
-            records.append({
-                "id": sample.id, "output": gen.text, "model": backend.model_id,
-                "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
-                "latency_s": gen.latency_s or wall, "cached": gen.cached, "cost_usd": gen.cost_usd,
-            })  # fmt: skip
+        for sample, answer in zip(chunk, answers):
+            records.append(_record(sample, backend, answer, wall))
     return records
 
 
-def make_model_backend(model: str, *, api_base: str | None, generation: GenerationConfig, cache: bool = True) -> Backend:
+def _ask(backend: Backend, conversations: Sequence[list[Message]]) -> list[Generation | str]:
+    """Generations in order; where a call fails, its error text instead (the batch retried one by one)."""
+    try:
+        generations = backend.generate_batch(conversations)
+        if len(generations) != len(conversations):
+            raise RuntimeError(f"{type(backend).__name__}.generate_batch returned {len(generations)} answers for {len(conversations)}")
+        return list(generations)
+    except Exception:  # any backend failure: ask one by one below, so one bad sample does not sink the others
+        answers: list[Generation | str] = []
+        for conversation in conversations:
+            try:
+                answers.append(backend.generate(conversation))
+            except Exception as error:  # recorded on the sample; never replaced by an answer
+                answers.append(f"{type(error).__name__}: {error}")
+        return answers
+
+
+def _record(sample: GoalSample, backend: Backend, answer: Generation | str, wall: float) -> dict[str, Any]:
+    if isinstance(answer, str):
+        return {"id": sample.id, "output": None, "error": answer, "model": backend.model_id}
+    record = {
+        "id": sample.id, "output": answer.text, "model": backend.model_id,
+        "prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
+        "latency_s": answer.latency_s or wall, "cached": answer.cached, "cost_usd": answer.cost_usd,
+    }  # fmt: skip
+    if answer.injected_error is not None:  # the oracle's seeded error, to check parse-failure counts against
+        record["injected_error"] = answer.injected_error
+    return record
+
+
+def make_model_backend(model: str, *, api_base: str | None, generation: GenerationConfig, cache: bool = True,
+                       oracle_errors: tuple[float, int] = (0.0, 0)) -> Backend:  # fmt: skip
     """Build a backend with ``policies.backends.factory.make_backend`` (imported only when needed).
 
     Optional arguments are passed under the names the factory accepts (``api_base``/``base_url``,
     ``config``/``generation``/``generation_config``, ``cache``), so this stays valid as the factory grows.
+    ``oracle_errors`` is the oracle's (error rate, error seed) for ``model="oracle"``.
     """
     try:
         from policies.backends.factory import make_backend
@@ -76,6 +117,8 @@ def make_model_backend(model: str, *, api_base: str | None, generation: Generati
             f"--policy mllm needs policies.backends.factory.make_backend, which cannot be imported ({e}). "
             "Fix: install the MLLM backends (pip install -e '.[mllm]') in a checkout that has them"
         ) from e
+    if model == ORACLE_MODEL:  # the oracle is never cached and takes no endpoint
+        return make_backend(model, config=generation, error_rate=oracle_errors[0], error_seed=oracle_errors[1])
     accepted = inspect.signature(make_backend).parameters
     kwargs: dict[str, Any] = {}
     if api_base is not None:

@@ -97,16 +97,19 @@ def summarize(dataset: GoalDataset, scores: Sequence[GoalScore | None], scorer: 
 def markdown_table(summary: Mapping[str, Any], label: str) -> str:
     """A markdown table: the predictions, then the baselines, overall and per kind."""
     kinds = list(summary["by_kind"])
-    head = ["predictions", "n", "score", "score (parsed only)", "parse failures", "missing", *[f"{k} score" for k in kinds]]
+    head = ["predictions", "n", "score", "score (parsed only)", "parse failures", "missing", "errored", *[f"{k} score" for k in kinds]]
     lines = [f"# Goal-image scoring ({summary['scorer']} scorer)", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]  # fmt: skip
     row = [label, summary["n"], _fmt(summary["mean_score"]), _fmt(summary["mean_score_parsed"]),
-           summary["parse_failures"], summary["missing"], *[_fmt(summary["by_kind"][k]["mean_score"]) for k in kinds]]  # fmt: skip
+           summary["parse_failures"], summary["missing"], summary.get("errored", 0),
+           *[_fmt(summary["by_kind"][k]["mean_score"]) for k in kinds]]  # fmt: skip
     lines.append("| " + " | ".join(map(str, row)) + " |")
     for name, value in summary["baselines"].items():
         if name == label:
             continue
-        lines.append("| " + " | ".join([f"{name} (reference)", str(summary["n"]), _fmt(value), "", "", ""] + [""] * len(kinds)) + " |")
+        lines.append("| " + " | ".join([f"{name} (reference)", str(summary["n"]), _fmt(value), "", "", "", ""] + [""] * len(kinds)) + " |")
+    if summary.get("status", "complete") != "complete":
+        lines += ["", f"**Run {summary['status']}**"]
     if "binary_success_rate" in summary:
         lines += ["", f"lmms-eval binary success rate (manipulation): {_fmt(summary['binary_success_rate'])}"]
     if summary["failure_reasons"]:

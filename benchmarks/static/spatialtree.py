@@ -52,6 +52,8 @@ from benchmarks.static.items import (
 from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode, register
 
 NAME = "spatialtree"
+#: lmms-eval's ``spatialtreebench`` generation budget (also goal-image ``predict``'s default: the same L4 tasks).
+MAX_NEW_TOKENS = 16000
 DEFAULT_WEIGHTS = Path(__file__).with_name("data") / "spatialtree_weights.json"
 #: lmms-eval scorer name -> the project's task kind.
 SCORERS = {
@@ -470,7 +472,7 @@ def spec() -> BenchmarkSpec:
         differences=("missing abilities count as 0", "abilities matched by name only: a tag shared by two levels lands in both",
                      "random letter when no option is found (seeded per item here)", "gpteval items score 0 without a judge"),
     )  # fmt: skip
-    return BenchmarkSpec(NAME, "SpatialTree-Bench", load, build_prompt, {m.name: m for m in (project, lmms)}, max_new_tokens=16000,
+    return BenchmarkSpec(NAME, "SpatialTree-Bench", load, build_prompt, {m.name: m for m in (project, lmms)}, max_new_tokens=MAX_NEW_TOKENS,
                          reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
 
 
