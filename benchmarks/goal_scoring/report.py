@@ -36,13 +36,28 @@ def match_predictions(dataset: GoalDataset, outputs: Mapping[str, str], *, allow
 
 def score_dataset(dataset: GoalDataset, texts: Sequence[str | None], scorer: str,
                   weights: ManipulationWeights | None = None) -> list[GoalScore | None]:  # fmt: skip
-    """Scores in dataset order; ``None`` where the prediction is missing."""
+    """Scores in dataset order; ``None`` where the prediction is missing. An answer the scorer cannot
+    handle (it raises) scores 0 as a parse failure with the error recorded, and the others are scored."""
     present = [i for i, t in enumerate(texts) if t is not None]
-    scores = get_scorer(scorer, weights=weights)([texts[i] for i in present], [dataset.samples[i].reference() for i in present])  # type: ignore[misc]
+    batch = get_scorer(scorer, weights=weights)
+    answers, refs = [texts[i] for i in present], [dataset.samples[i].reference() for i in present]
+    try:
+        scores = batch(answers, refs)  # type: ignore[arg-type]
+    except Exception:  # some answer breaks the batch: score one by one so only that answer is lost
+        scores = [_score_one(batch, text, ref, scorer) for text, ref in zip(answers, refs)]  # type: ignore[arg-type]
     out: list[GoalScore | None] = [None] * len(texts)
     for i, score in zip(present, scores):
         out[i] = score
     return out
+
+
+def _score_one(batch: Any, text: str, ref: Any, scorer: str) -> GoalScore:
+    try:
+        return batch([text], [ref])[0]
+    except Exception as error:  # recorded on the sample: value 0, a parse failure with code scoring_error
+        why = f"the scorer raised {type(error).__name__}: {str(error)[:200]}"
+        return GoalScore(0.0, scorer, ref.kind, True, f"parse failure, scored 0: {why}", parse_errors=[f"scoring_error: {why}"],
+                         metadata={"failure": "scoring_error"})  # fmt: skip
 
 
 def _values(scores: Sequence[GoalScore | None]) -> np.ndarray:
