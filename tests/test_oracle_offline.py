@@ -96,9 +96,9 @@ def test_parse_failures_equal_injected_unusable_answers(data, tmp_path, bench, m
         else:
             failures = sum(1 for r in records if not r["parse"]["ok"])
             assert failures == sum(1 for r in records if unusable(r)), [(r["response"], r.get("injected_error")) for r in records]
-        for record in records:  # every clean answer still scores full marks
-            if record.get("injected_error") is None and record["score"] is not None and not rule_path_ceiling(bench, mode, record):
-                assert record["score"] == 1.0
+        for record in records:  # every clean or usable answer still scores full marks
+            if not unusable(record) and record["score"] is not None and not rule_path_ceiling(bench, mode, record):
+                assert record["score"] == 1.0, (record["response"], record["explanation"])
     assert injected_total > 0
 
 

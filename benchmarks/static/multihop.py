@@ -145,8 +145,10 @@ def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
 
 def gold_answer(item: StaticItem, style: str = "paper") -> str:
     """The key option and the ground-truth box in the format the prompt of ``style`` asks: ``bbox_2d`` on 0-1
-    (``paper``) or a bare ``[x1, y1, x2, y2]`` on 0-1 (``repo``), with exact digits so IoU is 1."""
-    box = ", ".join(plain_number(v) for v in _gt_unit_box(item))
+    (``paper``) or a bare ``[x1, y1, x2, y2]`` on 0-1 (``repo``), with exact digits so IoU is 1. A published
+    box that reaches past the image edge (a few do, e.g. x = -1.34 px) is clipped to the image, as a model
+    asked for normalised coordinates writes it; its IoU with the unclipped truth is then just below 1."""
+    box = ", ".join(plain_number(min(max(v, 0.0), 1.0)) for v in _gt_unit_box(item))
     answer = f"Answer: {item.meta['answer_text'].strip()}"
     return f"{answer}\nBounding Box: [{box}]" if style == "repo" else f'{answer}\nBounding Box: {{"bbox_2d": [{box}]}}'
 

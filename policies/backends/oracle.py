@@ -100,7 +100,7 @@ ERROR_KINDS: dict[str, tuple[Corruption, str]] = {
 #: What the closed-loop routes draw from by default (plans: JSON that can lose its structure or vocabulary).
 DEFAULT_ERROR_KINDS: tuple[str, ...] = ("unknown_primitive", "malformed_json", "truncated", "prose")
 #: What the offline short-answer routes draw from (static benchmarks: a letter, yes/no, a number, a box).
-ANSWER_ERROR_KINDS: tuple[str, ...] = ("truncated", "empty", "refusal")
+ANSWER_ERROR_KINDS: tuple[str, ...] = ("truncated", "empty", "refusal", "answer_sentence")
 
 
 def _rewrite_json(text: str, rewrite: Callable[[Any], Any], *, fallback: str) -> str:
