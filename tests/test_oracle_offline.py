@@ -106,6 +106,17 @@ def unusable(record: dict) -> bool:
     return expected_effect(record.get("injected_error")) == "unusable"
 
 
+def test_static_cli_with_oracle_model_and_judge(data, tmp_path, capsys):
+    args = ["--bench", "space10", "--data", str(data["space10"]), "--model", "oracle", "--judge-model", "oracle",
+            "--mode", "space10-lmms-eval", "--output", str(tmp_path), "--no-plot"]  # fmt: skip
+    assert static_main(args) == 0
+    assert "items: 3 (3 completed, 0 errored); complete" in capsys.readouterr().out
+    summary = json.loads((tmp_path / "space10" / "oracle-space10-lmms-eval" / "summary.json").read_text())
+    assert summary["judge"]["judge_assisted_single_answer_overall"] == 100.0
+    assert static_main([*args[:6], "--oracle-error-rate", "2", "--output", str(tmp_path)]) == 2
+    assert "--oracle-error-rate must be in [0, 1]" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------------------------------------
 # Generation budgets
 
@@ -219,9 +230,8 @@ def test_goal_parse_failures_equal_injected_unusable(goal_dir, tmp_path, seed):
 
 
 def test_goal_errored_samples_are_counted_and_fail_the_command(goal_dir, tmp_path, capsys):
-    from benchmarks.goal_scoring.cli import run_predict
+    from benchmarks.goal_scoring.cli import IncompleteRun, run_predict
     from benchmarks.goal_scoring.config import PredictConfig
-    from benchmarks.goal_scoring.cli import IncompleteRun
     from policies.backends.oracle import OracleBackend
 
     class Flaky(OracleBackend):

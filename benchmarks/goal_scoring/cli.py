@@ -37,8 +37,8 @@ from benchmarks.goal_scoring.report import (
 from benchmarks.goal_scoring.sources import generate_dataset, make_source
 from benchmarks.scoring.goal import ManipulationWeights
 from benchmarks.static.spatialtree import MAX_NEW_TOKENS as SPATIALTREE_MAX_NEW_TOKENS
-from policies.backends.oracle import ORACLE_MODEL, expected_effect
 from policies.backends.base import Backend, GenerationConfig
+from policies.backends.oracle import ORACLE_MODEL, expected_effect
 
 BUILTIN_PREDICTIONS = ("oracle", "blind")
 
@@ -60,6 +60,9 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     dataset = load_dataset(config.dataset)
     if config.limit is not None:
         dataset = GoalDataset(dataset.root, dataset.samples[: config.limit], dataset.header)
+    if config.policy in BUILTIN_PREDICTIONS and (config.oracle_error_rate or config.model):
+        raise DatasetError(f"--policy {config.policy} writes its answers without a model; drop --model and "
+                           "--oracle-error-rate, or use --policy mllm --model oracle for the oracle backend")  # fmt: skip
     extra: dict[str, Any] = {}
     if config.policy in BUILTIN_PREDICTIONS:
         records, identity = builtin_records(dataset, config.policy), {"policy": config.policy}

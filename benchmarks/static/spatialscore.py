@@ -32,13 +32,13 @@ from benchmarks.scoring.units import Quantity, unit_stated_in_question
 from benchmarks.static import summary as S
 from benchmarks.static.items import (
     DataError,
-    plain_number,
     MediaRoot,
     StaticItem,
     choose_media_root,
     data_files,
     item_ids,
     iter_strings,
+    plain_number,
     read_rows,
     require_fields,
 )
