@@ -73,10 +73,13 @@ def test_oracle_scores_every_item_in_every_mode(data, tmp_path, bench, mode, sty
     elif mode == "spatialtree-lmms-eval":  # lmms-eval counts the tree's leaves without items as 0
         scored = [r for r in records if not rule_path_ceiling(bench, mode, r) and r["score"] is not None]
         assert scored and all(r["score"] == 1.0 for r in scored)
+        assert result.summary["judge"]["judge_assisted_item_mean"] == 100.0
     else:
         numbers = [v for k, v in result.summary["headline"].items() if isinstance(v, float) and k != "box_unreadable"]
         assert numbers and all(v == pytest.approx(100.0) for v in numbers), result.summary["headline"]
         assert counts["parse_failures"] == 0
+        judge = result.summary["judge"] or {}
+        assert all(v == 100.0 for k, v in judge.items() if k.startswith(("judge_assisted", "paper_combined", "mean_judge")))
 
 
 @pytest.mark.parametrize(("bench", "mode", "style"), CASES)

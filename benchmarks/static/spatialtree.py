@@ -407,6 +407,14 @@ def tree_path(tree: WeightNode, tags: Sequence[str]) -> tuple[str, ...] | None:
 def summarize_project(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Leaves matched by full path; parents average their children with data, renormalising the weights."""
     tree = _weights(options)
+    result, missing, unmatched = _aggregate_project(tree, records)
+    notes = ["parents are weighted means of the children that have data (missing leaves excluded, weights renormalised)"]
+    summary = _summary(result, records, missing, unmatched, notes)
+    _add_judge_assisted(summary, records, lambda judged: _aggregate_project(tree, judged)[0])
+    return summary
+
+
+def _aggregate_project(tree: WeightNode, records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str], dict[str, int]]:
     pools: dict[tuple[str, ...], list[float]] = defaultdict(list)
     unmatched: dict[str, int] = defaultdict(int)
     for record in records:
@@ -416,9 +424,7 @@ def summarize_project(items: Sequence[StaticItem], records: Sequence[Mapping[str
         elif record.get("score") is not None:
             pools[path].append(float(record["score"]))
     result = aggregate_tree(tree, lambda p: mean(pools[p]) if pools.get(p) else None, missing="exclude")
-    missing = ["/".join(p) for p in tree.leaves() if not pools.get(p)]
-    notes = ["parents are weighted means of the children that have data (missing leaves excluded, weights renormalised)"]
-    return _summary(result, records, missing, dict(unmatched), notes)
+    return result, ["/".join(p) for p in tree.leaves() if not pools.get(p)], dict(unmatched)
 
 
 def summarize_lmms(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -429,7 +435,22 @@ def summarize_lmms(items: Sequence[StaticItem], records: Sequence[Mapping[str, A
     names = {official.leaf_name(tags) for tags in {json.dumps(t, sort_keys=True): t for t, _ in scored}.values()}
     missing = ["/".join(p) for p in tree.leaves() if p[-1].replace(" ", "") not in names]
     notes = ["lmms-eval: leaves matched by name only (spaces removed); a leaf without items counts as 0"]
-    return _summary(result, records, missing, {}, notes)
+    summary = _summary(result, records, missing, {}, notes)
+    _add_judge_assisted(summary, records, lambda judged: official.aggregate_by_name(
+        tree, [(r["tags"]["spatree"], float(r["score"])) for r in judged if r.get("score") is not None]))  # fmt: skip
+    return summary
+
+
+def _add_judge_assisted(summary: dict[str, Any], records: Sequence[Mapping[str, Any]], aggregate: Any) -> None:
+    """The published pipeline's numbers: open answers (``gpteval``) take the judge's score where it gave a
+    usable one, every other item its rule-based score; added to the judge section, never to the headline."""
+    if summary["judge"] is None:
+        return
+    judged = [{**r, "score": r["judge"]["score"]} if r["task"] == "open_text" and (r.get("judge") or {}).get("ok") else r
+              for r in records]  # fmt: skip
+    result = aggregate(judged)
+    summary["judge"]["judge_assisted_overall"] = percent(result["score"])
+    summary["judge"]["judge_assisted_item_mean"] = S.mean_score(judged)
 
 
 def _summary(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]], missing: list[str], unmatched: Mapping[str, int], notes: list[str]) -> dict[str, Any]:
