@@ -46,6 +46,7 @@ BUILTIN_PREDICTIONS = ("oracle", "blind")
 class IncompleteRun(RuntimeError):
     """Results were written, but some units errored: the command exits 1 (``--allow-errors``: 0)."""
 
+
 # --------------------------------------------------------------------------------------------------------
 # Commands
 
@@ -128,7 +129,7 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
     if unknown:
         raise DatasetError(f"{len(unknown)} prediction(s) name samples not in the dataset, e.g. {unknown[:3]}. "
                            "Fix: score against the dataset the predictions were made for")  # fmt: skip
-    total = len(dataset)
+    full, total = dataset, len(dataset)
     dataset = GoalDataset(dataset.root, [s for s in dataset if s.id not in errored], dataset.header)  # completed only
     texts = match_predictions(dataset, outputs, allow_missing=config.allow_missing)
     scores = score_dataset(dataset, texts, config.scorer, weights_arg)
@@ -147,7 +148,7 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
         f"incomplete: {len(errored)} of {total} samples errored (left out of the means), {missing} missing (scored 0)")
     write_report(config.output, dataset, scores, summary, label)
     write_manifest(config.output, "score", dataclasses.asdict(config),
-                   {"dataset": _dataset_identity(load_dataset(config.dataset, check_images=False)), "predictions": provenance,
+                   {"dataset": _dataset_identity(full), "predictions": provenance,
                     "status": "complete" if summary["status"] == "complete" else "incomplete"})  # fmt: skip
     print(markdown_table(summary, label), end="")
     if errored and not config.allow_errors:

@@ -34,7 +34,13 @@ from benchmarks.static.items import DataError, StaticItem, data_files
 from benchmarks.static.media import load_media
 from benchmarks.static.registry import BenchmarkSpec, LoadOptions, Prompt, ScoringMode, get_benchmark
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
-from policies.backends.oracle import ANSWER_ERROR_KINDS, ORACLE_MODEL, unwrap_oracle
+from policies.backends.oracle import (
+    ANSWER_ERROR_KINDS,
+    ORACLE_MODEL,
+    OracleBackend,
+    expected_effect,
+    unwrap_oracle,
+)
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")
@@ -271,7 +277,7 @@ def generation_budget(config: RunConfig, spec: BenchmarkSpec) -> int:
     return config.max_new_tokens if config.max_new_tokens is not None else spec.max_new_tokens
 
 
-def register_gold(oracle: Any, spec: BenchmarkSpec, style: str, items: Sequence[StaticItem], conversations: Sequence[list[Message]]) -> None:
+def register_gold(oracle: OracleBackend, spec: BenchmarkSpec, style: str, items: Sequence[StaticItem], conversations: Sequence[list[Message]]) -> None:
     """Tell the oracle each conversation's ground truth, written as the benchmark's prompt asks."""
     assert spec.gold_answer is not None  # checked when the run starts
     for item, conversation in zip(items, conversations):
@@ -483,8 +489,6 @@ def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem
     counts["needs_judge_unavailable"] = sum(1 for r in completed if r.get("needs_judge"))
     injected = [r["injected_error"] for r in completed if r.get("injected_error")]
     if injected:
-        from policies.backends.oracle import expected_effect
-
         counts["injected_errors"] = {kind: injected.count(kind) for kind in sorted(set(injected))}
         counts["injected_unusable"] = sum(1 for kind in injected if expected_effect(kind) == "unusable")
     summary["status"] = run_status(counts)
