@@ -256,23 +256,19 @@ def test_goal_errored_samples_are_counted_and_fail_the_command(goal_dir, tmp_pat
     assert code == 0
 
 
-def test_goal_scoring_survives_an_answer_the_scorer_cannot_handle(goal_dir, monkeypatch):
-    from benchmarks.goal_scoring import report
+def test_goal_scoring_survives_an_answer_the_scorer_cannot_handle(goal_dir, tmp_path):
+    """An executable-plan vector with a 401-digit number makes the paper scorer raise OverflowError today;
+    that sample scores 0 with the error and every other sample is scored."""
     from benchmarks.goal_scoring.dataset import load_dataset
     from benchmarks.scoring import goal
 
     dataset = load_dataset(goal_dir)
-    texts = [goal.render_answer(s.plan, s.kind) for s in dataset]
-    texts[3] = "BOOM"
-    real = goal.SCORERS["paper"]
-
-    def fragile(answers, refs):  # stands in for a parser that raises on one answer
-        if "BOOM" in answers:
-            raise OverflowError("int too large to convert to float")
-        return real(answers, refs)
-
-    monkeypatch.setitem(goal.SCORERS, "paper", fragile)
-    scores = report.score_dataset(dataset, texts, "paper")
-    assert scores[3].value == 0.0 and scores[3].parse_failed and scores[3].metadata["failure"] == "scoring_error"
-    assert "OverflowError" in scores[3].parse_errors[0]
-    assert all(s.value == 1.0 for i, s in enumerate(scores) if i != 3)
+    records = [{"id": s.id, "output": goal.render_answer(s.plan, s.kind)} for s in dataset]
+    records[3]["output"] = '{"executable_plan": [{"action": [1' + "0" * 400 + ', 0, 0, 0, 0, 0, 1]}]}'
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    code, summary = goal_score(goal_dir, path, tmp_path / "s")
+    assert code == 0 and summary["parse_failures"] == 1 and summary["failure_reasons"] == {"scoring_error": 1}
+    rows = [json.loads(line) for line in (tmp_path / "s" / "records.jsonl").read_text().splitlines()]
+    assert rows[3]["value"] == 0.0 and "OverflowError" in rows[3]["parse_errors"][0]
+    assert all(r["value"] == 1.0 for i, r in enumerate(rows) if i != 3)
