@@ -20,7 +20,7 @@ class PredictConfig:
     policy: Literal["mllm", "oracle", "blind"] = "mllm"
     """mllm: a model through the backend factory; oracle: the ground truth; blind: the dataset's most common plan."""
     model: str | None = None
-    """For --policy mllm: a local checkpoint directory, a hub id, or the model name on the --api-base server."""
+    """For --policy mllm: a local checkpoint directory, a hub id, the model name on the --api-base server, or 'oracle' (the ground-truth plan through the backend interface)."""
     api_base: str | None = None
     """OpenAI-compatible server URL (e.g. http://localhost:8000/v1); unset runs the model locally."""
     max_new_tokens: int | None = None

@@ -28,7 +28,7 @@ class RunConfig:
     policy: str = "mllm"
     """Policy family answering the questions (static benchmarks take an MLLM)."""
     model: str | None = None
-    """Model for the backend factory (a Hugging Face id, a local path, or a served model name)."""
+    """Model for the backend factory (a Hugging Face id, a local path, or a served model name), or 'oracle': the gold answer of each item, written as its prompt asks."""
     api_base: str | None = None
     """OpenAI-compatible endpoint serving --model (for example http://127.0.0.1:8000/v1)."""
     cache: Path | None = None
@@ -52,7 +52,7 @@ class RunConfig:
     max_new_tokens: int | None = None
     """Generation budget in tokens (default: the benchmark's published one: SpaCE-10 256, SpatialTree-Bench 16000, 512 otherwise)."""
     oracle_error_rate: float = 0.0
-    """--model oracle: probability of injecting a typical model error (empty, truncated, refusal) into an answer."""
+    """--model oracle: probability of injecting a typical model error into an answer (empty, truncated or a refusal: unusable; the answer inside a sentence: usable)."""
     oracle_error_seed: int = 0
     """--model oracle: seed of the injected errors."""
     allow_errors: bool = False
@@ -60,7 +60,7 @@ class RunConfig:
     video_frames: int = 32
     """Frames sampled uniformly from a video file."""
     judge_model: str | None = None
-    """Optional LLM judge for open answers, reported separately from the rule-based score."""
+    """Optional LLM judge for open answers, reported separately from the rule-based score ('oracle': a perfect judge)."""
     judge_api_base: str | None = None
     """OpenAI-compatible endpoint of the judge."""
     weights: Path | None = None
