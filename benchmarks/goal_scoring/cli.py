@@ -111,6 +111,8 @@ def _outputs(config: ScoreConfig, dataset: GoalDataset) -> tuple[dict[str, str],
     models = sorted({str(r.get("model")) for r in records.values() if r.get("model")})
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     label = ", ".join(models) or path.stem
+    if label in BUILTIN_PREDICTIONS:  # answers of the oracle *backend*: keep the built-in reference row apart
+        label = f"{label} (model)"
     outputs = {k: r["output"] for k, r in records.items() if r["output"] is not None}
     injected = Counter(str(r["injected_error"]) for r in records.values() if r.get("injected_error") and r["output"] is not None)
     provenance = {"path": str(path.resolve()), "sha256": digest, "injected_errors": dict(sorted(injected.items()))}

@@ -125,6 +125,9 @@ def markdown_table(summary: Mapping[str, Any], label: str) -> str:
         lines.append("| " + " | ".join([f"{name} (reference)", str(summary["n"]), _fmt(value), "", "", "", ""] + [""] * len(kinds)) + " |")
     if summary.get("status", "complete") != "complete":
         lines += ["", f"**Run {summary['status']}**"]
+    if summary.get("injected_errors"):
+        kinds = ", ".join(f"{k} ×{v}" for k, v in summary["injected_errors"].items())
+        lines += ["", f"Oracle errors injected: {kinds} ({summary['injected_unusable']} unusable)"]
     if "binary_success_rate" in summary:
         lines += ["", f"lmms-eval binary success rate (manipulation): {_fmt(summary['binary_success_rate'])}"]
     if summary["failure_reasons"]:
