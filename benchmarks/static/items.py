@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 Media = str | bytes  # a resolved file path, or encoded image bytes from a parquet column
 
 
@@ -196,6 +198,4 @@ def iter_strings(value: Any) -> Iterator[str]:
 
 def plain_number(value: float) -> str:
     """A number as a model writes it: shortest exact digits, never exponent notation ("2.0", "0.00001")."""
-    import numpy as np
-
     return np.format_float_positional(float(value), trim="0")

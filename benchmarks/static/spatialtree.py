@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -441,7 +441,8 @@ def summarize_lmms(items: Sequence[StaticItem], records: Sequence[Mapping[str, A
     return summary
 
 
-def _add_judge_assisted(summary: dict[str, Any], records: Sequence[Mapping[str, Any]], aggregate: Any) -> None:
+def _add_judge_assisted(summary: dict[str, Any], records: Sequence[Mapping[str, Any]],
+                        aggregate: Callable[[list[Mapping[str, Any]]], Mapping[str, Any]]) -> None:  # fmt: skip
     """The published pipeline's numbers: open answers (``gpteval``) take the judge's score where it gave a
     usable one, every other item its rule-based score; added to the judge section, never to the headline."""
     if summary["judge"] is None:
