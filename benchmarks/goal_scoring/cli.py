@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from action_mapping import StepSizes
-from benchmarks.core.cli import add_config_arguments, config_from_namespace
+from benchmarks.core.cli import OneLineParser, add_config_arguments, config_from_namespace
 from benchmarks.goal_scoring.config import ConvertConfig, GenerateConfig, PredictConfig, ScoreConfig
 from benchmarks.goal_scoring.convert import Conversion, convert_by_pose, convert_by_velocity, read_trajectory
 from benchmarks.goal_scoring.dataset import (
@@ -168,7 +168,7 @@ COMMANDS: dict[str, tuple[type, Callable[[Any], Any]]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m benchmarks.goal_scoring",
         description="SpatialTree L4 goal-image scoring: predict plans from start/goal images, score them offline.",
     )

@@ -21,6 +21,8 @@ how the data was made.
 
 from __future__ import annotations
 
+from benchmarks.core.cli import InputError
+
 import json
 import math
 import re
@@ -47,7 +49,7 @@ _FIELDS = (
 _STEP_SIZES_EXAMPLE = '{"translation": 0.019375, "rotation": 0.4509} (metres and radians per step, as in the paper)'
 
 
-class DatasetError(ValueError):
+class DatasetError(InputError):
     """A dataset, sample or predictions file that cannot be used; the message names it and the fix."""
 
 

@@ -6,6 +6,8 @@ Every loader turns its benchmark's official rows into :class:`StaticItem` s. Pro
 
 from __future__ import annotations
 
+from benchmarks.core.cli import InputError
+
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +17,7 @@ from typing import Any
 Media = str | bytes  # a resolved file path, or encoded image bytes from a parquet column
 
 
-class DataError(ValueError):
+class DataError(InputError):
     """A benchmark file that cannot be used as given; the message names the item and the fix."""
 
 
