@@ -10,6 +10,7 @@ plus the shared run folder (records, manifest, summary, plots, videos).
 from __future__ import annotations
 
 import functools
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
-from benchmarks.core.cli import arg
+from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.rundir import write_json
@@ -36,17 +37,17 @@ class CalvinConfig(ExecutionConfig):
     """Evaluate a policy on CALVIN's long-horizon protocol (chains of 5 subtasks, 360 steps each)."""
 
     policy: str = arg("expert", "expert | random | replay | mllm | vla | package.module:Class (your own policy)")
-    replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed chain-NNNN/i, .npz, .npy)")
-    policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class")
-    num_sequences: int = arg(1000, "the first N of the 1000 public evaluation chains (the protocol uses all 1000)")
-    ep_len: int = arg(360, "step budget per subtask (the protocol uses 360)")
+    replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed chain-NNNN/i, .npz, .npy)", must_exist=True)
+    policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
+    num_sequences: int = arg(1000, "the first N of the 1000 public evaluation chains (the protocol uses all 1000)", minimum=1)
+    ep_len: int = arg(360, "step budget per subtask (the protocol uses 360)", minimum=1)
     seed: int = arg(0, "run seed; each chain's seed derives from it and the chain index")
     backend: Literal["builtin", "official"] = arg("builtin", "built-in play-table, or the official calvin_env if importable")
-    calvin_assets: str | None = arg(None, "a CALVIN data/ folder: load the original table and robot meshes (builtin)")
-    calvin_dataset: str | None = arg(None, "--backend official: the CALVIN split folder (with .hydra/) calvin_env reads")
+    calvin_assets: str | None = arg(None, "a CALVIN data/ folder: load the original table and robot meshes (builtin)", must_exist=True)
+    calvin_dataset: str | None = arg(None, "--backend official: the CALVIN split folder (with .hydra/) calvin_env reads", must_exist=True)
     renderer: Literal["tiny", "egl"] = arg("tiny", "PyBullet renderer for the built-in table (tiny: CPU TinyRenderer)")
     cameras: str = arg("auto", "cameras to render: auto (what the policy needs), none, static, gripper, static,gripper")
-    video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)")
+    video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)", minimum=0)
     output: str = arg("outputs", "results go to OUTPUT/calvin/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
 
@@ -107,7 +108,7 @@ def evaluation_chains(n: int) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
     from envs.calvin.sequences import NUM_SEQUENCES, get_sequences
 
     if n < 1:
-        raise ValueError(f"--num-sequences must be at least 1, got {n}")
+        raise InputError(f"--num-sequences must be at least 1, got {n}")
     return get_sequences(NUM_SEQUENCES)[:n] if n <= NUM_SEQUENCES else get_sequences(n)
 
 
@@ -118,6 +119,10 @@ def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
     """The cameras to render: what the policy looks at, plus both views for videos."""
     if config.cameras != "auto":
         chosen = tuple(c for c in config.cameras.split(",") if c and c != "none")
+        unknown = sorted(set(chosen) - {"static", "gripper"})
+        if unknown:
+            raise InputError(f"--cameras {config.cameras}: unknown camera(s) {unknown}; use auto, none, static, "
+                             f"gripper or static,gripper")
     else:
         blind = spec.name in ("expert", "random", "replay")
         chosen = () if blind else ("static", "gripper")
@@ -220,9 +225,10 @@ class CalvinBenchmark(Benchmark):
 
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin")
+    cameras_for(config, spec)  # bad --cameras is an input error here, not in every worker
     bench = CalvinBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli(main))

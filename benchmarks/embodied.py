@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
-from benchmarks.core.cli import arg
+from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, run_command
@@ -79,16 +79,16 @@ class EmbodiedConfig(ExecutionConfig):
 
     family: str = arg("nav", "nav or manip (given as the first argument)", cli=False)
     policy: str = arg("expert", "expert | random | replay | mllm | package.module:Class (your own policy)")
-    replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed by episode id)")
-    policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class")
+    replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed by episode id)", must_exist=True)
+    policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     subset: str = arg("all", "a subset name, several separated by commas, or all")
-    episodes: int | None = arg(None, "episodes per subset (default: 60 navigation, 12 per task family manipulation)")
-    episodes_file: str | None = arg(None, "evaluate the episodes in this JSONL file instead of generating them")
+    episodes: int | None = arg(None, "episodes per subset (default: 60 navigation, 12 per task family manipulation)", minimum=1)
+    episodes_file: str | None = arg(None, "evaluate the episodes in this JSONL file instead of generating them", must_exist=True)
     episode_seed: int = arg(0, "seed of the generated episode sets")
     seed: int = arg(0, "run seed; each episode's seed derives from it and the episode index")
-    image_size: int | None = arg(None, "camera image size in pixels (default: the env's; EB used 500)")
-    env_kwargs: str = arg("{}", "JSON keyword arguments passed to the env")
-    video: int = arg(0, "write MP4 videos of the first K episodes")
+    image_size: int | None = arg(None, "camera image size in pixels (default: the env's; EB used 500)", minimum=1)
+    env_kwargs: str = arg("{}", "JSON keyword arguments passed to the env", json_kind=dict)
+    video: int = arg(0, "write MP4 videos of the first K episodes", minimum=0)
     output: str = arg("outputs", "results go to OUTPUT/embodied-FAMILY/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
 
@@ -194,7 +194,7 @@ class EmbodiedBenchmark(Benchmark):
         chosen = [s.strip() for s in self.config.subset.split(",") if s.strip()]
         unknown = [s for s in chosen if s not in known]
         if unknown:
-            raise ValueError(f"--subset {','.join(unknown)}: unknown; choose from {known} or all")
+            raise InputError(f"--subset {','.join(unknown)}: unknown; choose from {known} or all")
         return chosen
 
     def _episodes(self) -> list[dict[str, Any]]:
@@ -211,7 +211,7 @@ class EmbodiedBenchmark(Benchmark):
         ids = [str(e["episode_id"]) for e in episodes]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
-            raise ValueError(f"episode ids must be unique; repeated: {duplicates[:5]}")
+            raise InputError(f"--episodes-file: episode ids must be unique; repeated: {duplicates[:5]}")
         return [WorkUnit(i, key, unit_seed(self.config.seed, i), {"episode": e})
                 for i, (key, e) in enumerate(zip(ids, episodes))]
 
@@ -244,7 +244,8 @@ class EmbodiedBenchmark(Benchmark):
 def main(argv: Sequence[str] | None = None) -> Summary:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in FAMILIES:
-        raise SystemExit(f"usage: python -m benchmarks.embodied {{{'|'.join(FAMILIES)}}} [options]  (--help for options)")
+        raise InputError(f"python -m benchmarks.embodied needs a family first: {' or '.join(FAMILIES)} "
+                         f"(e.g. python -m benchmarks.embodied nav --help)")
     family = FAMILIES[argv[0]]
     config, spec = parse_benchmark_args(EmbodiedConfig, argv[1:], prog=f"python -m benchmarks.embodied {argv[0]}",
                                         policy_defaults={"mllm": family.mllm_defaults})
@@ -254,4 +255,4 @@ def main(argv: Sequence[str] | None = None) -> Summary:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli(main))

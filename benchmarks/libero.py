@@ -8,6 +8,7 @@ goal check. Reported: success rate per task and per suite, with every protocol n
 from __future__ import annotations
 
 import functools
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
-from benchmarks.core.cli import arg
+from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, run_command
@@ -32,20 +33,20 @@ class LiberoConfig(ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
     policy: str = arg("random", "random | replay | mllm | vla | package.module:Class (your own policy)")
-    replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed SUITE/TASK/TRIAL, .npz, .npy)")
-    policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class")
+    replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed SUITE/TASK/TRIAL, .npz, .npy)", must_exist=True)
+    policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     suite: Literal["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"] = arg(
         "libero_10", "task suite")
     tasks: str = arg("all", "task indices within the suite, comma-separated, or all")
-    trials_per_task: int = arg(protocol.TRIALS_PER_TASK, "trials per task, one per fixed initial state (protocol: 50)")
-    max_steps: int | None = arg(None, "step budget per episode (default: the suite's, 220/280/300/520/400)")
-    num_steps_wait: int = arg(protocol.NUM_STEPS_WAIT, "no-op settle steps before the policy acts (protocol: 10)")
+    trials_per_task: int = arg(protocol.TRIALS_PER_TASK, "trials per task, one per fixed initial state (protocol: 50)", minimum=1)
+    max_steps: int | None = arg(None, "step budget per episode (default: the suite's, 220/280/300/520/400)", minimum=1)
+    num_steps_wait: int = arg(protocol.NUM_STEPS_WAIT, "no-op settle steps before the policy acts (protocol: 10)", minimum=0)
     seed: int = arg(7, "run seed (the OpenVLA evaluation uses 7); each trial's seed derives from it")
-    image_size: int = arg(protocol.IMAGE_SIZE, "camera image size (protocol: 256; models resize for themselves)")
+    image_size: int = arg(protocol.IMAGE_SIZE, "camera image size (protocol: 256; models resize for themselves)", minimum=1)
     fast_render: bool = arg(True, "shadows, reflections and multisampling off (about 1.8x faster on CPU; changes images)")
     image_orientation: Literal["upright", "rot180", "raw"] = arg(
         "upright", "camera image convention: upright, or rot180 as OpenVLA/LeRobot training data")
-    video: int = arg(0, "write MP4 videos of the first K episodes")
+    video: int = arg(0, "write MP4 videos of the first K episodes", minimum=0)
     output: str = arg("outputs", "results go to OUTPUT/libero/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: SUITE-POLICY)")
 
@@ -59,7 +60,7 @@ class LiberoConfig(ExecutionConfig):
         chosen = [int(t) for t in self.tasks.split(",") if t.strip()]
         bad = [t for t in chosen if not 0 <= t < count]
         if bad:
-            raise ValueError(f"--tasks {bad}: {self.suite} has tasks 0..{count - 1}")
+            raise InputError(f"--tasks {bad}: {self.suite} has tasks 0..{count - 1}")
         return chosen
 
 
@@ -133,7 +134,7 @@ class LiberoBenchmark(Benchmark):
     def units(self) -> list[WorkUnit]:
         c = self.config
         if not 1 <= c.trials_per_task <= protocol.NUM_INIT_STATES:
-            raise ValueError(f"--trials-per-task must be 1..{protocol.NUM_INIT_STATES} (one per fixed initial state)")
+            raise InputError(f"--trials-per-task must be 1..{protocol.NUM_INIT_STATES} (one per fixed initial state)")
         pairs = [(t, k) for t in c.task_indices() for k in range(c.trials_per_task)]
         return [WorkUnit(i, f"{c.suite}/{t:02d}/{k:02d}", unit_seed(c.seed, i), {"task_index": t, "init_state_index": k})
                 for i, (t, k) in enumerate(pairs)]
@@ -185,4 +186,4 @@ def main(argv: Sequence[str] | None = None) -> Summary:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli(main))

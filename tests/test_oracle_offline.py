@@ -159,7 +159,7 @@ def test_static_errored_items_are_counted_and_fail_the_command(data, tmp_path, m
     monkeypatch.setattr(runner, "build_backend", make)
     args = ["--bench", "multihopspatial", "--data", str(data["multihopspatial"]), "--model", "m", "--output", str(tmp_path),
             "--no-plot"]  # fmt: skip
-    assert static_main(args) == 1
+    assert static_main(args) == 3
     out = capsys.readouterr()
     assert "items: 2 (1 completed, 1 errored)" in out.out and "incomplete" in out.err
     folder = tmp_path / "multihopspatial" / "m"
@@ -248,7 +248,7 @@ def test_goal_errored_samples_are_counted_and_fail_the_command(goal_dir, tmp_pat
     records = [json.loads(line) for line in (tmp_path / "p" / "predictions.jsonl").read_text().splitlines()]
     assert sum(1 for r in records if r["output"] is None and "ConnectionError" in r["error"]) == 4
     code, summary = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "s")
-    assert code == 1 and "4 of 10 samples have no answer" in capsys.readouterr().err
+    assert code == 3 and "4 of 10 samples have no answer" in capsys.readouterr().err
     assert summary["errored"] == 4 and summary["n"] == 6 and summary["mean_score"] == 1.0
     assert summary["status"].startswith("incomplete: 4 of 10 samples errored")
     assert "| 4 |" in (tmp_path / "s" / "summary.md").read_text()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.core.cli import arg, parse_config
+from benchmarks.core.cli import arg, parse_config, run_cli
 
 DEFAULT_JOINT_NOISE = 0.1  # radians (std per joint): moves the start TCP by several centimetres
 CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}
@@ -50,15 +51,15 @@ class DemoConfig:
     """Record scripted-expert demonstrations on the play-table as a CALVIN-format dataset."""
 
     task: str = arg("open_drawer", "CALVIN task(s) to demonstrate, comma-separated (e.g. open_drawer,move_slider_left)")
-    episodes: int = arg(10, "successful demonstrations to keep per task")
+    episodes: int = arg(10, "successful demonstrations to keep per task", minimum=1)
     out: str = arg("", "dataset root; frames go to OUT/<split>/ (must not hold frames yet)")
     split: str = arg("training", "split subdirectory (training or validation, as CALVIN's layout)")
     seed: int = arg(0, "seed of the initial states (everything else is deterministic)")
     cameras: str = arg("static,gripper", "cameras to render and store: static, gripper or static,gripper")
-    joint_noise: float = arg(DEFAULT_JOINT_NOISE, "std (radians) of the Gaussian noise added to each start joint")
-    ep_len: int = arg(360, "step budget of the expert per demonstration (CALVIN's subtask budget)")
-    tail_steps: int = arg(9, "steps recorded after success, so the last frames still start full chunks")
-    max_attempts: int | None = arg(None, "attempts per task before giving up (default: 3 x --episodes)")
+    joint_noise: float = arg(DEFAULT_JOINT_NOISE, "std (radians) of the Gaussian noise added to each start joint", minimum=0)
+    ep_len: int = arg(360, "step budget of the expert per demonstration (CALVIN's subtask budget)", minimum=1)
+    tail_steps: int = arg(9, "steps recorded after success, so the last frames still start full chunks", minimum=0)
+    max_attempts: int | None = arg(None, "attempts per task before giving up (default: 3 x --episodes)", minimum=1)
 
     def check(self) -> None:
         if not self.out:
@@ -342,4 +343,4 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli(main))

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from benchmarks.core.cli import arg, parse_config
+from benchmarks.core.cli import arg, parse_config, run_cli
 
 LOG_FILE, STATE_FILE, TRAIN_CONFIG_FILE = "train_log.jsonl", "trainer_state.json", "train_config.json"
 
@@ -42,31 +43,31 @@ class TrainConfig:
     data: str = arg("", "demonstrations: a CALVIN split directory (or its parent with training/), or LIBERO .hdf5 file(s)")
     output: str = arg("outputs/vla", "run directory for checkpoints and logs")
     data_format: Literal["auto", "calvin", "libero"] = arg("auto", "demonstration format (auto: detected from the files)")
-    chunk_size: int | None = arg(None, "actions predicted per query (default: 10 CALVIN, 4 LIBERO)")
+    chunk_size: int | None = arg(None, "actions predicted per query (default: 10 CALVIN, 4 LIBERO)", minimum=1)
     cameras: tuple[str, ...] = arg((), "dataset image keys fed to the model, in order (default: rgb_static / agentview_rgb)")
-    image_size: int = arg(224, "square image side the samples are resized to")
-    num_action_tokens: int = arg(1, "copies of the learnable action token appended to the input ('latent')")
+    image_size: int = arg(224, "square image side the samples are resized to", minimum=1)
+    num_action_tokens: int = arg(1, "copies of the learnable action token appended to the input ('latent')", minimum=1)
     position_ids: Literal["mrope", "plain"] = arg("mrope", "Qwen position ids: mrope (correct M-RoPE) or plain (as the public VLM4VLA Qwen code)")
     action_norm: Literal["published", "quantile"] = arg("published", "arm normalisation bounds: published (+/-0.65) or quantile (training data's 1st/99th percentiles)")
-    norm_max_samples: int = arg(20_000, "most frames whose actions are read for normalisation statistics")
-    epochs: float = arg(2.0, "passes over the data (the paper: 2 on CALVIN)")
-    max_steps: int | None = arg(None, "optimizer steps; overrides --epochs")
-    time_budget_s: float | None = arg(None, "stop (and save) after this many seconds of training")
-    batch_size: int = arg(128, "global batch size (split over processes and accumulation steps)")
-    grad_accum: int = arg(1, "gradient-accumulation steps per optimizer step")
-    lr: float = arg(2e-5, "peak learning rate (Adam)")
-    min_lr_ratio: float = arg(0.01, "cosine decay ends at this fraction of the peak")
-    warmup_epochs: float = arg(0.25, "linear warm-up length in epochs")
-    warmup_steps: int | None = arg(None, "linear warm-up length in steps; overrides --warmup-epochs")
-    weight_decay: float = arg(0.0, "Adam weight decay")
-    grad_clip: float = arg(1.0, "gradient-norm clipping")
+    norm_max_samples: int = arg(20_000, "most frames whose actions are read for normalisation statistics", minimum=1)
+    epochs: float = arg(2.0, "passes over the data (the paper: 2 on CALVIN)", minimum=0.0001)
+    max_steps: int | None = arg(None, "optimizer steps; overrides --epochs", minimum=1)
+    time_budget_s: float | None = arg(None, "stop (and save) after this many seconds of training", minimum=0.001)
+    batch_size: int = arg(128, "global batch size (split over processes and accumulation steps)", minimum=1)
+    grad_accum: int = arg(1, "gradient-accumulation steps per optimizer step", minimum=1)
+    lr: float = arg(2e-5, "peak learning rate (Adam)", minimum=0)
+    min_lr_ratio: float = arg(0.01, "cosine decay ends at this fraction of the peak", minimum=0)
+    warmup_epochs: float = arg(0.25, "linear warm-up length in epochs", minimum=0)
+    warmup_steps: int | None = arg(None, "linear warm-up length in steps; overrides --warmup-epochs", minimum=0)
+    weight_decay: float = arg(0.0, "Adam weight decay", minimum=0)
+    grad_clip: float = arg(1.0, "gradient-norm clipping", minimum=0)
     precision: Literal["auto", "bf16", "fp16", "fp32"] = arg("auto", "auto (bf16 on GPUs that support it, else fp16 on GPUs, fp32 on CPU), bf16, fp16 or fp32")
     freeze_backbone: bool = arg(False, "train only the action token and head (the checkpoint then names the backbone instead of copying it)")
     seed: int = arg(123, "seed for the head's initialisation, data order and dropout")
-    num_workers: int = arg(4, "data-loader worker processes per training process")
-    log_every: int = arg(10, "optimizer steps between log lines")
-    save_every: int = arg(1000, "optimizer steps between checkpoints (one is always written at the end)")
-    keep_checkpoints: int = arg(2, "newest checkpoints kept on disk (0: keep all)")
+    num_workers: int = arg(4, "data-loader worker processes per training process", minimum=0)
+    log_every: int = arg(10, "optimizer steps between log lines", minimum=1)
+    save_every: int = arg(1000, "optimizer steps between checkpoints (one is always written at the end)", minimum=1)
+    keep_checkpoints: int = arg(2, "newest checkpoints kept on disk (0: keep all)", minimum=0)
     resume: bool = arg(False, "continue from <output>/checkpoints/last")
     allow_download: bool = arg(False, "let transformers download a hub id that is not cached locally")
 
@@ -355,4 +356,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli(main))

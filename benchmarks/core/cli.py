@@ -21,20 +21,106 @@ import ast
 import dataclasses
 import inspect
 import itertools
+import json
+import sys
 import textwrap
+import traceback
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
 C = TypeVar("C")
+EXIT_BAD_INPUT = 2
+#: A run that finished with some units (chains, episodes, items) in an error, unless ``--allow-errors``.
+EXIT_UNITS_ERRORED = 3
 
 
-def arg(default: Any, help: str, **metadata: Any) -> Any:
-    """A dataclass field with its CLI help text (mutable defaults are copied per instance)."""
+class InputError(ValueError):
+    """Bad input from the user. The message names the input, says what is wrong and how to fix it."""
+
+
+class RunAborted(RuntimeError):
+    """A run stopped for a reason outside its input (e.g. a model server failing again and again); the
+    message says what happened and how to continue. One line, exit status 1, no traceback."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (the flag, the problem, where the options are listed)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def arg(default: Any, help: str, *, minimum: float | None = None, maximum: float | None = None,
+        json_kind: type | None = None, must_exist: bool = False, **metadata: Any) -> Any:
+    """A dataclass field with its CLI help text (mutable defaults are copied per instance).
+
+    ``minimum``/``maximum`` reject values outside them at parse time (counts and sizes: minimum 1);
+    ``json_kind`` (``dict``/``list``) makes a string field hold JSON of that kind, checked at parse time;
+    ``must_exist`` makes a path field name an existing file or folder.
+    """
+    if must_exist:
+        metadata["must_exist"] = True
+    if minimum is not None:
+        metadata["minimum"] = minimum
+    if maximum is not None:
+        metadata["maximum"] = maximum
+    if json_kind is not None:
+        metadata["json_kind"] = json_kind
     if isinstance(default, (list, dict, set)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata={"help": help, **metadata})
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
+
+
+def check_minimum(flag: str, value: float | None, minimum: float) -> None:
+    """One-line :class:`InputError` when ``value`` is below ``minimum`` (``None`` means "not set")."""
+    if value is not None and value < minimum:
+        raise InputError(f"{flag} must be at least {minimum:g}, got {value:g}")
+
+
+def parse_json_option(flag: str, text: str | None, kind: type = dict) -> Any:
+    """The JSON value of a ``--*-kwargs``-style option, or a one-line :class:`InputError` naming the flag."""
+    try:
+        value = json.loads(text or ("{}" if kind is dict else "[]"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{flag} is not valid JSON ({e.msg} at character {e.pos}): pass e.g. "
+                         f"'{{\"key\": 1}}'") from None
+    if not isinstance(value, kind):
+        raise InputError(f"{flag} must be a JSON {'object' if kind is dict else kind.__name__}, got {text!r}")
+    return value
+
+
+def run_cli(main: Callable[[Sequence[str] | None], Any], argv: Sequence[str] | None = None) -> int:
+    """Run a command's ``main`` with the one error handler every CLI shares; returns the exit status.
+
+    Bad input (:class:`InputError` and its subclasses, a missing or unwritable file) prints one line,
+    ``error: <what and the fix>``, and exits 2. Anything else is a bug or a failed run: it keeps its
+    traceback and exits 1. ``main`` may return an exit status (an ``int``); anything else means 0.
+    """
+    try:
+        result = main(argv)
+    except InputError as e:
+        return _fail(str(e))
+    except RunAborted as e:
+        return _fail(str(e), status=1)
+    except OSError as e:
+        if e.filename is None:
+            raise
+        return _fail(f"{e.filename}: {e.strerror or e}; check the path and its permissions")
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        return 1
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _fail(message: str, status: int = EXIT_BAD_INPUT) -> int:
+    print("error: " + " ".join(message.split()), file=sys.stderr)
+    return status
 
 
 def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
@@ -45,11 +131,28 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _converter(tp: Any, optional: bool) -> Any:
+def _converter(tp: Any, optional: bool, metadata: typing.Mapping[str, Any]) -> Any:
+    minimum, maximum, json_kind = metadata.get("minimum"), metadata.get("maximum"), metadata.get("json_kind")
+
     def convert(text: str) -> Any:
         if optional and text.lower() == "none":
             return None
-        return tp(text)
+        try:
+            value = tp(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"expected {getattr(tp, '__name__', tp)}, got {text!r}") from None
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum:g}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, got {text}")
+        if metadata.get("must_exist") and not Path(value).exists():
+            raise argparse.ArgumentTypeError(f"{value} does not exist; check the path")
+        if json_kind is not None:
+            try:
+                parse_json_option("", value, json_kind)
+            except InputError as e:
+                raise argparse.ArgumentTypeError(str(e).strip()) from None
+        return value
 
     return convert
 
@@ -106,9 +209,9 @@ def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[s
             target.add_argument(*flags, choices=list(get_args(tp)), required=required, **kwargs)
         elif get_origin(tp) in (list, tuple, Sequence):
             (item,) = get_args(tp)[:1] or (str,)
-            target.add_argument(*flags, nargs="*", type=item, required=required, **kwargs)
+            target.add_argument(*flags, nargs="*", type=_converter(item, False, f.metadata), required=required, **kwargs)
         else:
-            target.add_argument(*flags, type=_converter(tp, optional), required=required, **kwargs)
+            target.add_argument(*flags, type=_converter(tp, optional, f.metadata), required=required, **kwargs)
 
 
 def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:
@@ -119,7 +222,6 @@ def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:
 
 def parse_config(cls: type[C], argv: Sequence[str] | None = None, *, prog: str | None = None) -> C:
     """Parse ``argv`` (default: ``sys.argv[1:]``) into the dataclass ``cls``; its docstring is the help."""
-    parser = argparse.ArgumentParser(prog=prog, description=cls.__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_arguments(parser, cls)
     return config_from_namespace(cls, parser.parse_args(argv))

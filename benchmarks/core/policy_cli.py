@@ -16,12 +16,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from benchmarks.core.cli import add_config_arguments, config_from_namespace
+from benchmarks.core.cli import (
+    InputError,
+    OneLineParser,
+    add_config_arguments,
+    config_from_namespace,
+    parse_json_option,
+)
 from policies.base import Policy
 
 C = TypeVar("C")
@@ -68,7 +73,8 @@ def _policy_name(argv: Sequence[str], default: str) -> str:
     known, _ = pre.parse_known_args(argv)
     vla_flag = "--backbone" if known.backbone else "--checkpoint" if known.checkpoint else None
     if vla_flag and known.policy not in (None, "vla"):
-        raise SystemExit(f"{vla_flag} builds a VLA policy; it cannot be combined with --policy {known.policy}")
+        raise InputError(f"{vla_flag} builds a VLA policy; it cannot be combined with --policy {known.policy} "
+                         f"(drop one of them)")
     return "vla" if vla_flag else (known.policy or default)
 
 
@@ -90,8 +96,7 @@ def parse_benchmark_args(
     bench_fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     default_policy = next(f.default for f in dataclasses.fields(cls) if f.name == "policy")  # type: ignore[arg-type]
     name = _policy_name(argv, default_policy)
-    parser = argparse.ArgumentParser(prog=prog, description=cls.__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_arguments(parser, cls)
     policy_cls = None
     if name not in BUILTIN_POLICIES and ":" not in name:
@@ -109,8 +114,26 @@ def parse_benchmark_args(
     if policy_cls is not None:
         options = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(policy_cls)
                    if f.name in vars(namespace)}
-    kwargs = json.loads(getattr(config, "policy_kwargs", "{}") or "{}")
+    kwargs = parse_json_option("--policy-kwargs", getattr(config, "policy_kwargs", "{}"))
+    _check_policy_inputs(name, getattr(config, "replay_file", None))
     return config, PolicySpec(name, _json_safe(options), getattr(config, "replay_file", None), kwargs)
+
+
+def _check_policy_inputs(name: str, replay_file: str | None) -> None:
+    """What would otherwise fail in every worker: a replay without its file, a user class that is not there."""
+    if name == "replay" and not replay_file:
+        raise InputError("--policy replay needs --replay-file PATH (a .jsonl, .hdf5, .npy or .npz of actions)")
+    if ":" in name:
+        import importlib
+
+        module, _, attribute = name.partition(":")
+        try:
+            found = hasattr(importlib.import_module(module), attribute)
+        except ImportError as e:
+            raise InputError(f"--policy {name}: cannot import {module} ({e}); check the module path and that it "
+                             f"is importable from here") from None
+        if not found:
+            raise InputError(f"--policy {name}: {module} has no attribute {attribute!r}")
 
 
 def _json_safe(options: dict[str, Any]) -> dict[str, Any]:

@@ -14,10 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.cli import InputError
 from benchmarks.core.work import RECORD_OK
 
 
-class ResumeError(RuntimeError):
+class ResumeError(InputError):
     """The folder holds a run that cannot be continued with this configuration."""
 
 
@@ -39,6 +40,13 @@ def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+_RECORD_KEYS = ("index", "key", "status")
+
+
+def _is_record(value: Any) -> bool:
+    return isinstance(value, dict) and all(k in value for k in _RECORD_KEYS) and isinstance(value["index"], int)
 
 
 class RunDir:
@@ -64,18 +72,30 @@ class RunDir:
                 f"--output/--run-name"
             )
         if resume and self.manifest.exists():
-            old = json.loads(self.manifest.read_text())["config"]
+            previous = self._previous_manifest()
+            old = previous["config"]
             new = json.loads(json.dumps(manifest["config"], default=_json_default))
             diff = sorted(k for k in set(old) | set(new) if k not in runtime_keys and old.get(k) != new.get(k))
             if diff:
                 changes = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff)
-                raise ResumeError(f"cannot resume {self.path}: configuration changed ({changes})")
-            previous = json.loads(self.manifest.read_text())
-            manifest = {**manifest, "resumed_from": [*previous.get("resumed_from", []), previous["started_at"]]}
+                raise ResumeError(f"cannot resume {self.path}: configuration changed ({changes}); "
+                                  f"run it under another --run-name")
+            manifest = {**manifest, "resumed_from": [*previous.get("resumed_from", []), previous.get("started_at")]}
         self.path.mkdir(parents=True, exist_ok=True)
         if resume:
             self._drop_partial_line()
         write_json(self.manifest, manifest)
+
+    def _previous_manifest(self) -> dict[str, Any]:
+        try:
+            previous = json.loads(self.manifest.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ResumeError(f"{self.manifest} is damaged ({e}); delete it to resume with the configuration you "
+                              f"pass now, or choose another --run-name") from None
+        if not isinstance(previous, dict) or not isinstance(previous.get("config"), dict):
+            raise ResumeError(f"{self.manifest} is not a run manifest (no 'config'); delete it to resume with the "
+                              f"configuration you pass now, or choose another --run-name")
+        return previous
 
     def _drop_partial_line(self) -> None:
         """Cut a record line left unfinished by an interruption, so new records start on a fresh line."""
@@ -99,9 +119,11 @@ class RunDir:
         out = []
         for line in self.records.read_text().splitlines():
             try:
-                out.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if _is_record(record):  # a damaged or foreign line: its unit (if any) simply runs again
+                out.append(record)
         return out
 
     def finished_keys(self, *, retry_errors: bool) -> set[str]:

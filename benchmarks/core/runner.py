@@ -31,14 +31,14 @@ class ExecutionConfig:
 
     Shared by every closed-loop benchmark config: how a run executes, not what it measures."""
 
-    workers: int = arg(1, "parallel local worker processes (units are sharded; results do not depend on it)")
+    workers: int = arg(1, "parallel local worker processes (units are sharded; results do not depend on it)", minimum=1)
     ray: str | None = arg(None, "run workers as Ray actors: 'local', 'auto' or a cluster address")
-    ray_num_cpus: float = arg(1.0, "with --ray: CPUs each worker actor declares (its simulator and renderer)")
+    ray_num_cpus: float = arg(1.0, "with --ray: CPUs each worker actor declares (its simulator and renderer)", minimum=0)
     ray_num_gpus: float = arg(0.0, "with --ray: GPUs each worker actor declares (e.g. 1 for an in-process VLA "
-                                   "on CUDA; 0 when the model is served by policies.serve)")
+                                   "on CUDA; 0 when the model is served by policies.serve)", minimum=0)
     resume: bool = arg(False, "continue an interrupted run in the same folder without redoing finished units")
     retry_errors: bool = arg(False, "with --resume, also rerun units that ended in an error")
-    unit_retries: int = arg(2, "times a unit (chain or episode) is retried after its worker process crashed")
+    unit_retries: int = arg(2, "times a unit (chain or episode) is retried after its worker process crashed", minimum=0)
     progress: bool = arg(True, "show a progress bar")
 
 

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from action_mapping import StepSizes
-from benchmarks.core.cli import add_config_arguments, config_from_namespace
+from benchmarks.core.cli import (
+    EXIT_UNITS_ERRORED,
+    OneLineParser,
+    add_config_arguments,
+    config_from_namespace,
+    run_cli,
+)
 from benchmarks.goal_scoring.config import ConvertConfig, GenerateConfig, PredictConfig, ScoreConfig
 from benchmarks.goal_scoring.convert import Conversion, convert_by_pose, convert_by_velocity, read_trajectory
 from benchmarks.goal_scoring.dataset import (
@@ -217,7 +223,7 @@ COMMANDS: dict[str, tuple[type, Callable[[Any], Any]]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m benchmarks.goal_scoring",
         description="SpatialTree L4 goal-image scoring: predict plans from start/goal images, score them offline.",
     )
@@ -229,14 +235,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand through the shared error handler; returns the exit status."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     cls, run = COMMANDS[args.command]
     try:
         run(config_from_namespace(cls, args))
     except IncompleteRun as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
-    except (DatasetError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_UNITS_ERRORED
     return 0

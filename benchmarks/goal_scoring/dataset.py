@@ -33,6 +33,7 @@ import numpy as np
 from PIL import Image
 
 from action_mapping import Plan, StepSizes, parse_plan, trajectory_to_plan
+from benchmarks.core.cli import InputError
 from benchmarks.scoring.goal import KINDS, GoalReference, check_lmms_eval_extra_info
 
 FORMAT = "spatialarena-goal/1"
@@ -47,7 +48,7 @@ _FIELDS = (
 _STEP_SIZES_EXAMPLE = '{"translation": 0.019375, "rotation": 0.4509} (metres and radians per step, as in the paper)'
 
 
-class DatasetError(ValueError):
+class DatasetError(InputError):
     """A dataset, sample or predictions file that cannot be used; the message names it and the fix."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from action_mapping import Plan, PlanStep, render_manipulation_prompt, render_navigation_prompt
+from benchmarks.core.cli import InputError
 from benchmarks.goal_scoring.dataset import GoalDataset, GoalSample
 from benchmarks.scoring.goal import KINDS, render_answer
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
@@ -113,7 +114,7 @@ def make_model_backend(model: str, *, api_base: str | None, generation: Generati
     try:
         from policies.backends.factory import make_backend
     except ImportError as e:
-        raise RuntimeError(
+        raise InputError(
             f"--policy mllm needs policies.backends.factory.make_backend, which cannot be imported ({e}). "
             "Fix: install the MLLM backends (pip install -e '.[mllm]') in a checkout that has them"
         ) from e

@@ -5,24 +5,25 @@ from __future__ import annotations
 
 import sys
 
+from benchmarks.core.cli import EXIT_UNITS_ERRORED, run_cli
 from benchmarks.static.config import parse_config
-from benchmarks.static.items import DataError
 from benchmarks.static.runner import run
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one benchmark through the shared error handler; returns the exit status."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str] | None = None) -> int:
     """Run one benchmark; print the headline numbers and where the results are."""
-    args = sys.argv[1:] if argv is None else argv
+    args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["generate"]:
         from benchmarks.static.generate import main as generate_main  # needs the `nav` extra (MuJoCo)
 
         return generate_main(args[1:])
-    try:
-        config = parse_config(args)
-        result = run(config)
-    except (ValueError, KeyError, DataError, RuntimeError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    config = parse_config(args)
+    result = run(config)
     for name, value in result.summary["headline"].items():
         print(f"{name}: {'N/A' if value is None else f'{value:.2f}' if isinstance(value, float) else value}")
     counts = result.summary["counts"]
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     if result.summary["status"] != "complete" and not config.allow_errors:
         print("error: the run is incomplete (see the counts above); --resume retries errored items, "
               "--allow-errors exits 0 anyway", file=sys.stderr)  # fmt: skip
-        return 1
+        return EXIT_UNITS_ERRORED
     return 0
 
 

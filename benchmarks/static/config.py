@@ -10,7 +10,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.core.cli import add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
+from benchmarks.core.cli import InputError, OneLineParser, add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
 from benchmarks.static.registry import PROJECT_MODE, benchmark_names
 
 
@@ -73,28 +73,28 @@ class RunConfig:
     def validate(self) -> None:
         """Check combinations the types cannot express, with the fix in the message."""
         if self.bench not in benchmark_names():
-            raise ValueError(f"--bench must be one of {', '.join(benchmark_names())} (got {self.bench!r})")
+            raise InputError(f"--bench must be one of {', '.join(benchmark_names())} (got {self.bench!r})")
         if self.data == Path():
-            raise ValueError("--data is required: the benchmark's data file or folder")
+            raise InputError("--data is required: the benchmark's data file or folder")
         if self.score_only is None and not self.model:
-            raise ValueError("--model is required to query a model (or pass --score-only PREDICTIONS.jsonl)")
+            raise InputError("--model is required to query a model (or pass --score-only PREDICTIONS.jsonl)")
         if self.policy != "mllm":
-            raise ValueError(f"--policy {self.policy!r}: static benchmarks are answered by an MLLM (--policy mllm)")
+            raise InputError(f"--policy {self.policy!r}: static benchmarks are answered by an MLLM (--policy mllm)")
         if self.limit is not None and self.limit < 1:
-            raise ValueError("--limit must be at least 1")
+            raise InputError("--limit must be at least 1")
         if self.batch_size < 1:
-            raise ValueError("--batch-size must be at least 1")
+            raise InputError("--batch-size must be at least 1")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
-            raise ValueError(f"--max-new-tokens must be at least 1 (got {self.max_new_tokens})")
+            raise InputError(f"--max-new-tokens must be at least 1 (got {self.max_new_tokens})")
         if not 0.0 <= self.oracle_error_rate <= 1.0:
-            raise ValueError(f"--oracle-error-rate must be in [0, 1] (got {self.oracle_error_rate})")
+            raise InputError(f"--oracle-error-rate must be in [0, 1] (got {self.oracle_error_rate})")
         if self.oracle_error_rate and self.model != "oracle":
-            raise ValueError("--oracle-error-rate applies to --model oracle only")
+            raise InputError("--oracle-error-rate applies to --model oracle only")
 
 
 def build_parser(cls: type = RunConfig) -> argparse.ArgumentParser:
     """An argparse parser with one flag per dataclass field (help: the docstring under each field)."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.static", description=(cls.__doc__ or "").strip())
+    parser = OneLineParser(prog="python -m benchmarks.static", description=(cls.__doc__ or "").strip())
     add_config_arguments(parser, cls)
     return parser
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from benchmarks.core.cli import InputError
 from benchmarks.static.config import build_parser
 from benchmarks.static.nav_questions import BUILDERS, KINDS, Context, Entity, Question, View, home_entities
 from envs.navigation import measure
@@ -101,7 +102,7 @@ def draw_question(kind: str, rng: np.random.Generator, renderer: HomeRenderer, m
             question = BUILDERS[kind](View(*view, entities, min_pixels), context, rng)
             if question is not None:
                 return question, {"home_seed": home_seed, "scene_key": scene_key(scene)}
-    raise RuntimeError(f"no {kind} question found in {_HOMES_PER_ITEM} homes; lower --min-pixels")
+    raise InputError(f"no {kind} question found in {_HOMES_PER_ITEM} homes; lower --min-pixels")
 
 
 def _aim(kind: str, entities: list[Entity], rng: np.random.Generator) -> Entity | None:

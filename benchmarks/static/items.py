@@ -14,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core.cli import InputError
+
 Media = str | bytes  # a resolved file path, or encoded image bytes from a parquet column
 
 
-class DataError(ValueError):
+class DataError(InputError):
     """A benchmark file that cannot be used as given; the message names the item and the fix."""
 
 

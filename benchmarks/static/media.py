@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.cli import InputError
 from benchmarks.static.items import Media
 
 VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
@@ -40,7 +41,7 @@ def video_frames(path: str, count: int) -> list[Any]:
     try:
         import imageio.v3 as iio
     except ImportError as error:
-        raise RuntimeError(f"reading video {path} needs imageio[ffmpeg]: pip install imageio imageio-ffmpeg ({error})") from None
+        raise InputError(f"reading video {path} needs imageio[ffmpeg]: pip install imageio imageio-ffmpeg ({error})") from None
     from PIL import Image
 
     frames = iio.imread(path, plugin="pyav") if _has_pyav() else iio.imread(path)

@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.cli import InputError, RunAborted
 from benchmarks.scoring.parsers import failed
 from benchmarks.scoring.result import JudgeScore
 from benchmarks.static import report
@@ -268,7 +269,7 @@ def predict(
             sink.flush()
             _progress(sum(1 for item in items if item.item_id in done and done[item.item_id].error is None), len(items))
             if failures >= config.max_consecutive_errors:
-                raise RuntimeError(f"{failures} backend failures in a row (last: {answers[-1].error}); fix the backend and --resume")
+                raise RunAborted(f"{failures} backend failures in a row (last: {answers[-1].error}); fix the backend and --resume")
     return done
 
 
@@ -328,7 +329,7 @@ def build_backend(config: RunConfig, max_new_tokens: int, model: str | None = No
     try:
         from policies.backends.factory import make_backend
     except ImportError as error:
-        raise RuntimeError(f"policies.backends.factory is not available ({error}); install the 'mllm' extra") from None
+        raise InputError(f"policies.backends.factory is not available ({error}); install the 'mllm' extra") from None
     name = model or config.model
     kwargs: dict[str, Any] = {"config": GenerationConfig(max_new_tokens=max_new_tokens)}
     if name == ORACLE_MODEL:  # never cached; short answers get the short-answer error kinds

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.core.cli import arg, parse_config
+from benchmarks.core.cli import InputError, arg, parse_config, run_cli
 
 
 @dataclass
@@ -25,23 +25,23 @@ class ServeConfig:
     model: str = field(metadata={"help": "checkpoint directory or hub id (in the local cache unless --allow-download)"})
     served_model_name: str | None = arg(None, "the name clients send as 'model' (default: --model as given)")
     host: str = arg("127.0.0.1", "interface to bind (loopback by default; 0.0.0.0 for every interface; with --ray, 'node')")
-    port: int = arg(8000, "TCP port (0: any free port; the URL is printed)")
-    max_batch: int = arg(8, "most requests answered in one forward pass")
-    max_wait_ms: float = arg(20.0, "longest the oldest waiting request is held back to fill a batch")
-    max_queue: int = arg(1024, "most requests waiting; more get HTTP 503 (clients retry)")
+    port: int = arg(8000, "TCP port (0: any free port; the URL is printed)", minimum=0)
+    max_batch: int = arg(8, "most requests answered in one forward pass", minimum=1)
+    max_wait_ms: float = arg(20.0, "longest the oldest waiting request is held back to fill a batch", minimum=0)
+    max_queue: int = arg(1024, "most requests waiting; more get HTTP 503 (clients retry)", minimum=1)
     device: str = arg("auto", "cpu, cuda, cuda:N, mps or auto (CUDA when available)")
     dtype: str = arg("auto", "auto (float32 on CPU, the checkpoint's dtype elsewhere), float32, bfloat16, float16")
-    max_new_tokens: int = arg(512, "token budget of requests that do not send max_tokens")
+    max_new_tokens: int = arg(512, "token budget of requests that do not send max_tokens", minimum=1)
     allow_download: bool = arg(False, "download a hub id that is not in the local Hugging Face cache")
     revision: str | None = arg(None, "hub revision (branch, tag or commit)")
     trust_remote_code: bool = arg(False, "run model code shipped with the checkpoint")
-    max_pixels: int | None = arg(None, "largest image area for Qwen-VL processors (default: the checkpoint's)")
+    max_pixels: int | None = arg(None, "largest image area for Qwen-VL processors (default: the checkpoint's)", minimum=1)
     attn_implementation: str | None = arg(None, "e.g. sdpa or eager (default: the transformers default)")
-    threads: int = arg(0, "torch CPU threads of a local server (0: torch's default; a Ray actor gets --num-cpus)")
-    request_timeout_s: float = arg(600.0, "longest a request waits for its answer (then HTTP 504)")
+    threads: int = arg(0, "torch CPU threads of a local server (0: torch's default; a Ray actor gets --num-cpus)", minimum=0)
+    request_timeout_s: float = arg(600.0, "longest a request waits for its answer (then HTTP 504)", minimum=0.001)
     ray: str | None = arg(None, "serve from a Ray actor: 'local', 'auto' or a cluster address")
-    num_gpus: float = arg(1.0, "with --ray: GPUs the server actor declares (0: CPU)")
-    num_cpus: float = arg(1.0, "with --ray: CPUs the server actor declares")
+    num_gpus: float = arg(1.0, "with --ray: GPUs the server actor declares (0: CPU)", minimum=0)
+    num_cpus: float = arg(1.0, "with --ray: CPUs the server actor declares", minimum=0)
 
 
 def server_options(config: ServeConfig) -> dict[str, Any]:
@@ -81,9 +81,9 @@ def _serve_on_ray(config: ServeConfig) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     config = parse_config(ServeConfig, argv, prog="python -m policies.serve")
     if not config.model:
-        raise SystemExit("python -m policies.serve: --model PATH_OR_ID is required")
+        raise InputError("--model PATH_OR_ID is required: the checkpoint to serve")
     if config.host == "node" and not config.ray:
-        raise SystemExit("--host node names a Ray node's address; use it with --ray, or give an address")
+        raise InputError("--host node names a Ray node's address; use it with --ray, or give an address")
     if config.threads:
         import torch
 
@@ -99,4 +99,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(run_cli(main))
