@@ -39,7 +39,9 @@ def test_short_runs_are_prefixes_of_the_public_1000():
 def test_expert_chain_and_results_layout(tmp_path):
     summary = run(tmp_path, "--num-sequences", "1")
     results = json.loads((tmp_path / "calvin" / "expert" / "results.json").read_text())
-    assert set(results["expert"]) == {"avg_seq_len", "chain_sr", "task_info"}
+    assert set(results["expert"]) == {"avg_seq_len", "chain_sr", "task_info", "spatial_arena_run"}
+    assert results["expert"]["spatial_arena_run"] == {"chains_total": 1, "chains_completed": 1, "chains_errored": 0,
+                                                      "complete": True}
     assert list(results["expert"]["chain_sr"]) == ["1", "2", "3", "4", "5"]
     (record,) = records_of(tmp_path, "expert")
     chain = record["result"]

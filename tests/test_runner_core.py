@@ -34,9 +34,9 @@ def test_in_process_run_writes_the_output_folder(tmp_path):
     assert manifest["benchmark"] == "cartpole" and manifest["config"]["episodes"] == 6
     assert manifest["git"]["commit"] and "gymnasium" in manifest["packages"]
     data = json.loads(out.summary_json.read_text())
-    assert data["episodes"] == 6 and data["run"] == {"units_total": 6, "units_done": 6, "units_failed": 0,
-                                                     "failed_keys": []}
-    assert out.summary_md.read_text().startswith("| mean return |")
+    assert data["episodes"] == 6 and data["run"] == {"complete": True, "units_total": 6, "units_completed": 6,
+                                                     "units_errored": 0, "errored_keys": []}
+    assert out.summary_md.read_text().startswith("| mean return | errored |")
 
 
 def test_same_seed_same_records_and_different_seed_differs(tmp_path):
@@ -61,7 +61,7 @@ def test_crashed_worker_loses_only_its_unit(tmp_path):
     assert records["ep-001"]["status"] == "ok" and records["ep-001"]["attempts"] == 2
     assert records["ep-004"]["status"] == "error" and records["ep-004"]["attempts"] == 2
     assert "worker process died (exit code -9)" in records["ep-004"]["error"]
-    assert json.loads(out.summary_json.read_text())["run"]["failed_keys"] == ["ep-004"]
+    assert json.loads(out.summary_json.read_text())["run"]["errored_keys"] == ["ep-004"]
 
 
 def test_exception_in_a_unit_is_recorded_with_its_traceback(tmp_path):
@@ -113,7 +113,7 @@ def test_existing_results_need_resume(tmp_path):
 def test_resume_refuses_a_changed_configuration(tmp_path):
     run(tmp_path, "x")
     bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), seed=5))
-    with pytest.raises(ResumeError, match=r"seed: 0 -> 5"):
+    with pytest.raises(ResumeError, match=r"--seed \(0 -> 5\) changed since that run; .* --run-name"):
         run_benchmark(bench, tmp_path / "x", resume=True, executor=InProcessExecutor(), progress=False)
     # runtime-only fields such as the worker count may change
     bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), workers=3))
