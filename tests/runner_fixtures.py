@@ -25,6 +25,7 @@ class CartPoleConfig:
     marker_dir: str = ""
     crash: dict[str, str] = field(default_factory=dict)
     raise_on: list[str] = field(default_factory=list)
+    raise_once: list[str] = field(default_factory=list)  # raise on the first attempt only (a marker file)
     workers: int = 1
     limit: int | None = None
 
@@ -46,6 +47,10 @@ class CartPoleWorker:
         self.decisions.append({"step": 0, "action": int(rng.integers(2))})  # the random policy's first choice
         if unit.key in self.config.raise_on:
             raise ValueError(f"bad unit {unit.key}")
+        raised = Path(self.config.marker_dir) / f"{unit.key}.raised"
+        if unit.key in self.config.raise_once and not raised.exists():
+            raised.touch()
+            raise ValueError(f"bad unit {unit.key}, this time")
         if self.config.marker_dir:
             with (Path(self.config.marker_dir) / "runs.log").open("a") as f:
                 f.write(unit.key + "\n")
@@ -89,4 +94,5 @@ class CartPoleBenchmark(Benchmark):
                        f"| mean return | errored |\n|---|---|\n| {score_cell(mean, '.2f')} | {tally.errored_cell()} |")
 
     def progress_stats(self, records):
-        return {"mean_return": f"{np.mean([r['result']['return'] for r in records if r['result']]):.1f}"}
+        returns = [r["result"]["return"] for r in records if r["result"]]
+        return {"mean_return": f"{np.mean(returns):.1f}" if returns else "-"}
