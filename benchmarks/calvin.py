@@ -170,12 +170,15 @@ class CalvinWorker:
         if unit.index < self.config.video:
             keys = [f"rgb_{camera}" for camera in self.cameras]
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", keys, fps=30)
-        result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks, [instruction_for(t) for t in tasks],
-                           ep_len=self.config.ep_len, seed=unit.seed, replay_key=unit.key,
-                           on_step=video.add if video else None, decisions=self.decisions)
+        try:
+            result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks,
+                               [instruction_for(t) for t in tasks], ep_len=self.config.ep_len, seed=unit.seed,
+                               replay_key=unit.key, on_step=video.add if video else None, decisions=self.decisions)
+        finally:
+            written = video.write_if_any() if video else None
         result["initial_state"] = unit.spec["initial_state"]
-        if video:
-            result["video"] = str(video.write().relative_to(self.run_dir.path))
+        if written:
+            result["video"] = str(written.relative_to(self.run_dir.path))
         return result
 
     def unit_decisions(self) -> list[dict[str, Any]]:

@@ -127,10 +127,13 @@ class EmbodiedWorker:
         video = None
         if unit.index < self.config.video:
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", self.family.video_keys, fps=2, height=320)
-        result = self._run_episode(self.env, self.policy, unit.spec["episode"], seed=unit.seed,
-                                   on_step=video.add if video else None, decisions=self.decisions)
-        if video:
-            result["video"] = str(video.write().relative_to(self.run_dir.path))
+        try:
+            result = self._run_episode(self.env, self.policy, unit.spec["episode"], seed=unit.seed,
+                                       on_step=video.add if video else None, decisions=self.decisions)
+        finally:
+            written = video.write_if_any() if video else None
+        if written:
+            result["video"] = str(written.relative_to(self.run_dir.path))
         return result
 
     def unit_decisions(self) -> list[dict[str, Any]]:

@@ -104,12 +104,15 @@ class LiberoWorker:
         if unit.index < self.config.video:
             keys = ["agentview_image", "eye_in_hand_image"]
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", keys, fps=20, height=256)
-        result = run_episode(env, self.policy, init_state_index=unit.spec["init_state_index"],
-                             max_steps=self.config.budget(), num_steps_wait=self.config.num_steps_wait,
-                             seed=unit.seed, replay_key=unit.key, on_step=video.add if video else None,
-                             decisions=self.decisions)
-        if video:
-            result["video"] = str(video.write().relative_to(self.run_dir.path))
+        try:
+            result = run_episode(env, self.policy, init_state_index=unit.spec["init_state_index"],
+                                 max_steps=self.config.budget(), num_steps_wait=self.config.num_steps_wait,
+                                 seed=unit.seed, replay_key=unit.key, on_step=video.add if video else None,
+                                 decisions=self.decisions)
+        finally:
+            written = video.write_if_any() if video else None
+        if written:
+            result["video"] = str(written.relative_to(self.run_dir.path))
         return result
 
     def unit_decisions(self) -> list[dict[str, Any]]:

@@ -188,8 +188,10 @@ def test_a_run_whose_every_chain_fails_exits_non_zero_and_shows_no_score(tmp_pat
     assert "| FailingModel | n/a | n/a | n/a | n/a | n/a | n/a | 2 / 2 |" in headline
     assert "(0 of 2 chains completed" in headline and "0.0" not in headline
     assert all("RuntimeError: the model crashed" in r["error"] for r in records_of(tmp_path, "FailingModel"))
-    summary = run(tmp_path, *failing, "--run-name", "allowed", "--allow-errors")
+    summary = run(tmp_path, *failing, "--run-name", "allowed", "--allow-errors", "--video", "1")
     assert summary.data["run"]["units_errored"] == 2
+    # the video of a chain that raised is kept up to the error (here: the reset's frame)
+    assert (tmp_path / "calvin" / "allowed" / "videos" / "chain-0000.mp4").stat().st_size > 1000
 
 
 def test_limit_is_num_sequences_and_resume_extends_a_finished_run(tmp_path, capsys):
