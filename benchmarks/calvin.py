@@ -19,12 +19,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
+from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
 from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.rundir import write_json
-from benchmarks.core.runner import ExecutionConfig, run_command
+from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 
 CHAIN_LENGTH = 5
 # Published reference (VLM4VLA, Qwen3-VL-4B, ABC->D on the official env), from MultihopSpatial Table 3.
@@ -39,7 +39,8 @@ class CalvinConfig(ExecutionConfig):
     policy: str = arg("expert", "expert | random | replay | mllm | vla | package.module:Class (your own policy)")
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed chain-NNNN/i, .npz, .npy)", must_exist=True)
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
-    num_sequences: int = arg(1000, "the first N of the 1000 public evaluation chains (the protocol uses all 1000)", minimum=1)
+    num_sequences: int = arg(1000, "the first N of the 1000 public evaluation chains (the protocol uses all 1000; "
+                                   "--limit N is the same option)", aliases=("--limit",), minimum=1)
     ep_len: int = arg(360, "step budget per subtask (the protocol uses 360)", minimum=1)
     seed: int = arg(0, "run seed; each chain's seed derives from it and the chain index")
     backend: Literal["builtin", "official"] = arg("builtin", "built-in play-table, or the official calvin_env if importable")
@@ -50,16 +51,27 @@ class CalvinConfig(ExecutionConfig):
     video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)", minimum=0)
     output: str = arg("outputs", "results go to OUTPUT/calvin/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
+    limit: int | None = arg(None, "CALVIN's units are the chains: --limit is --num-sequences", cli=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_count("--num-sequences", self.num_sequences)
+        require_count("--ep-len", self.ep_len)
+        require_count("--video", self.video, minimum=0)
+        if self.limit is not None:  # set from Python: the one prefix option is num_sequences
+            self.num_sequences, self.limit = min(self.num_sequences, self.limit), None
 
 
 # ------------------------------------------------------------------------------------------- metrics
 
 
 def chain_metrics(num_completed: Sequence[int], chain_length: int = CHAIN_LENGTH) -> dict[str, Any]:
-    """CALVIN's headline numbers: average completed length and success rate of reaching position i."""
+    """CALVIN's headline numbers: average completed length and success rate of reaching position i.
+
+    Without a completed chain there is no score: every number is ``None`` (JSON null), never 0."""
     completed = np.asarray(num_completed, dtype=float)
     if completed.size == 0:
-        return {"avg_seq_len": 0.0, "chain_sr": {str(i): 0.0 for i in range(1, chain_length + 1)}}
+        return {"avg_seq_len": None, "chain_sr": {str(i): None for i in range(1, chain_length + 1)}}
     return {"avg_seq_len": float(completed.mean()),
             "chain_sr": {str(i): float((completed >= i).mean()) for i in range(1, chain_length + 1)}}
 
@@ -78,18 +90,25 @@ def _ok_results(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r["result"] for r in records if r["status"] == "ok"]
 
 
-def _markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], n: int, backend: str) -> str:
-    sr = [100 * metrics["chain_sr"][str(i)] for i in range(1, CHAIN_LENGTH + 1)]
+def _percent(metrics: dict[str, Any]) -> list[float | None]:
+    return [None if v is None else 100 * v for v in (metrics["chain_sr"][str(i)] for i in range(1, CHAIN_LENGTH + 1))]
+
+
+def _markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally,
+              backend: str) -> str:
     ref = REFERENCE
     lines = [
-        f"## CALVIN long-horizon evaluation: {label} ({n} chains, {backend} env)",
+        f"## CALVIN long-horizon evaluation: {label} ({tally.completed} of {tally.total} chains completed, "
+        f"{backend} env)",
         "",
-        "| policy | 1 | 2 | 3 | 4 | 5 | avg. len |",
-        "|---|---|---|---|---|---|---|",
-        f"| {label} | " + " | ".join(f"{v:.1f}" for v in sr) + f" | {metrics['avg_seq_len']:.2f} |",
-        f"| {ref['label']} | " + " | ".join(f"{v:.1f}" for v in ref["chain_sr"]) + f" | {ref['avg_seq_len']:.2f} |",
+        "| policy | 1 | 2 | 3 | 4 | 5 | avg. len | chains errored |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {label} | " + " | ".join(score_cell(v) for v in _percent(metrics))
+        + f" | {score_cell(metrics['avg_seq_len'], '.2f')} | {tally.errored_cell()} |",
+        f"| {ref['label']} | " + " | ".join(f"{v:.1f}" for v in ref["chain_sr"]) + f" | {ref['avg_seq_len']:.2f} | |",
         "",
-        "Success rate (%) of completing at least i subtasks in a row; avg. len = mean completed subtasks (0-5).",
+        "Success rate (%) of completing at least i subtasks in a row; avg. len = mean completed subtasks (0-5), "
+        "over the chains that ran to their end (an errored chain is not scored; n/a: none did).",
         "",
         "| task | success | attempts | rate |",
         "|---|---|---|---|",
@@ -142,6 +161,7 @@ class CalvinWorker:
                             calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset)
         self.policy = build_policy_from_spec(spec, expert=ScriptedExpert)
         self.policy.bind(self.env)
+        self.decisions: list[dict[str, Any]] = []
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
         from benchmarks.core.video import VideoRecorder
@@ -150,17 +170,25 @@ class CalvinWorker:
 
         robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"])
         tasks = list(unit.spec["tasks"])
+        self.decisions = []
         video = None
         if unit.index < self.config.video:
             keys = [f"rgb_{camera}" for camera in self.cameras]
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", keys, fps=30)
-        result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks, [instruction_for(t) for t in tasks],
-                           ep_len=self.config.ep_len, seed=unit.seed, replay_key=unit.key,
-                           on_step=video.add if video else None)
+        try:
+            result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks,
+                               [instruction_for(t) for t in tasks], ep_len=self.config.ep_len, seed=unit.seed,
+                               replay_key=unit.key, on_step=video.add if video else None, decisions=self.decisions)
+        finally:
+            written = video.write_if_any() if video else None
         result["initial_state"] = unit.spec["initial_state"]
-        if video:
-            result["video"] = str(video.write().relative_to(self.run_dir.path))
+        if written:
+            result["video"] = str(written.relative_to(self.run_dir.path))
         return result
+
+    def unit_decisions(self) -> list[dict[str, Any]]:
+        """The model calls of the chain run last, per subtask (also when it raised)."""
+        return self.decisions
 
     def close(self) -> None:
         self.env.close()
@@ -191,6 +219,8 @@ class CalvinBenchmark(Benchmark):
     def worker_factory(self) -> Any:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
+    prefix_keys = frozenset({"limit", "num_sequences"})
+
     def manifest_extra(self) -> dict[str, Any]:
         return {"policy": {"name": self.spec.name, "options": self.spec.options, "label": self.spec.label,
                            "privileged": self.spec.name == "expert"},
@@ -200,27 +230,29 @@ class CalvinBenchmark(Benchmark):
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         done = [r["num_completed"] for r in _ok_results(records)]
         m = chain_metrics(done)
-        return {"avg_len": f"{m['avg_seq_len']:.2f}",
-                "sr%": "/".join(f"{100 * m['chain_sr'][str(i)]:.0f}" for i in range(1, CHAIN_LENGTH + 1))}
+        return {"avg_len": score_cell(m["avg_seq_len"], ".2f"),
+                "sr%": "/".join(score_cell(v, ".0f") for v in _percent(m))}
 
-    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir) -> Summary:
+    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         chains = _ok_results(records)
         metrics = chain_metrics([c["num_completed"] for c in chains])
         tasks = task_info(chains)
-        results = {self.spec.label: {**metrics, "task_info": tasks}}
-        sr = [100 * metrics["chain_sr"][str(i)] for i in range(1, CHAIN_LENGTH + 1)]
-        files = {
-            "results.json": functools.partial(write_json, data=results),
-            "plots/chain_success.png": lambda p: line_plot(
+        # CALVIN's own keys, plus a marker its tools ignore: scored over the completed chains only.
+        incomplete = {"chains_total": tally.total, "chains_completed": tally.completed,
+                      "chains_errored": tally.errored, "complete": tally.complete}
+        results = {self.spec.label: {**metrics, "task_info": tasks, "spatial_arena_run": incomplete}}
+        files: dict[str, Any] = {"results.json": functools.partial(write_json, data=results)}
+        if chains:  # no plot of scores that do not exist
+            sr = _percent(metrics)
+            files["plots/chain_success.png"] = lambda p: line_plot(
                 p, list(range(1, CHAIN_LENGTH + 1)), {self.spec.label: sr, REFERENCE["label"]: REFERENCE["chain_sr"]},
-                xlabel="subtasks completed in a row", ylabel="success rate (%)", title="CALVIN chain success"),
-            "plots/task_success.png": lambda p: bar_plot(
+                xlabel="subtasks completed in a row", ylabel="success rate (%)", title="CALVIN chain success")
+            files["plots/task_success.png"] = lambda p: bar_plot(
                 p, list(tasks), [100 * v["success"] / v["total"] for v in tasks.values()],
-                ylabel="success rate (%)", title="CALVIN success per task"),
-        }
+                ylabel="success rate (%)", title="CALVIN success per task")
         data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
                 "task_info": tasks, "reference": REFERENCE}
-        return Summary(data, _markdown(self.spec.label, metrics, tasks, len(chains), self.config.backend), files)
+        return Summary(data, _markdown(self.spec.label, metrics, tasks, tally, self.config.backend), files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
+from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
 from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
-from benchmarks.core.runner import ExecutionConfig, run_command
+from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 
 
 def _load(target: str) -> Any:
@@ -92,6 +92,12 @@ class EmbodiedConfig(ExecutionConfig):
     output: str = arg("outputs", "results go to OUTPUT/embodied-FAMILY/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_count("--episodes", self.episodes)
+        require_count("--image-size", self.image_size)
+        require_count("--video", self.video, minimum=0)
+
 
 def _env_kwargs(config: EmbodiedConfig, family: Family) -> dict[str, Any]:
     kwargs = json.loads(config.env_kwargs or "{}")
@@ -112,18 +118,27 @@ class EmbodiedWorker:
         self.policy = build_policy_from_spec(spec, expert=_load(self.family.expert))
         self.policy.bind(self.env)
         self._run_episode = _load(self.family.run_episode)
+        self.decisions: list[dict[str, Any]] = []
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
         from benchmarks.core.video import VideoRecorder
 
+        self.decisions = []
         video = None
         if unit.index < self.config.video:
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", self.family.video_keys, fps=2, height=320)
-        result = self._run_episode(self.env, self.policy, unit.spec["episode"], seed=unit.seed,
-                                   on_step=video.add if video else None)
-        if video:
-            result["video"] = str(video.write().relative_to(self.run_dir.path))
+        try:
+            result = self._run_episode(self.env, self.policy, unit.spec["episode"], seed=unit.seed,
+                                       on_step=video.add if video else None, decisions=self.decisions)
+        finally:
+            written = video.write_if_any() if video else None
+        if written:
+            result["video"] = str(written.relative_to(self.run_dir.path))
         return result
+
+    def unit_decisions(self) -> list[dict[str, Any]]:
+        """The model calls of the episode run last (also when it raised)."""
+        return self.decisions
 
     def close(self) -> None:
         self.env.close()
@@ -169,10 +184,12 @@ def _rows(table: dict[str, dict[str, float]], heading: str) -> list[str]:
     return lines
 
 
-def _markdown(title: str, label: str, table: dict[str, dict[str, float]], average: float,
+def _markdown(title: str, label: str, table: dict[str, dict[str, float]], average: float | None, tally: UnitTally,
               families: dict[str, dict[str, float]] | None = None) -> str:
-    lines = [f"## {title}: {label}", "", *_rows(table, "subset")]
-    lines += [f"| **average over subsets** | | **{average:.1f}** | | | | |", ""]
+    lines = [f"## {title}: {label}", "", f"{tally.completed} of {tally.total} episodes completed; success is over "
+             "completed episodes (errored ones are counted, never scored).", "", *_rows(table, "subset")]
+    lines += [f"| **average over subsets** | | **{score_cell(average)}** | | | | |",
+              f"| **episodes errored** | {tally.errored_cell()} | | | | | |", ""]
     if families:
         lines += [*_rows(families, "task family"), ""]
     lines.append("Planner output errors are model answers that could not be parsed into an action (counted, "
@@ -228,17 +245,17 @@ class EmbodiedBenchmark(Benchmark):
         ok = [r["result"] for r in records if r["status"] == "ok"]
         return {"success%": f"{100 * np.mean([r['task_success'] for r in ok]):.1f}" if ok else "-"}
 
-    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir) -> Summary:
+    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         results = [r["result"] for r in records if r["status"] == "ok"]
         table = subset_table(results)
-        average = float(np.mean([row["success_rate"] for row in table.values()])) if table else 0.0
+        average = float(np.mean([row["success_rate"] for row in table.values()])) if table else None
         families = subset_table(results, "family") if results and "family" in results[0] else None
         data = {"benchmark": self.name, "policy": self.spec.label, "subsets": table,
                 "average_success_rate": average, "episodes": len(results), "families": families}
         files = {"plots/success_by_subset.png": lambda p: bar_plot(
             p, list(table), [row["success_rate"] for row in table.values()], ylabel="success rate (%)",
-            title=f"{self.family.title}: {self.spec.label}")}
-        return Summary(data, _markdown(self.family.title, self.spec.label, table, average, families), files)
+            title=f"{self.family.title}: {self.spec.label}")} if table else {}
+        return Summary(data, _markdown(self.family.title, self.spec.label, table, average, tally, families), files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:

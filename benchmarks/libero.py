@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
+from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
 from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
-from benchmarks.core.runner import ExecutionConfig, run_command
+from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from envs.libero import protocol
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
@@ -50,6 +50,13 @@ class LiberoConfig(ExecutionConfig):
     output: str = arg("outputs", "results go to OUTPUT/libero/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: SUITE-POLICY)")
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_count("--trials-per-task", self.trials_per_task)
+        require_count("--max-steps", self.max_steps)
+        require_count("--num-steps-wait", self.num_steps_wait, minimum=0)
+        require_count("--video", self.video, minimum=0)
+
     def budget(self) -> int:
         return protocol.MAX_STEPS[self.suite] if self.max_steps is None else self.max_steps
 
@@ -72,6 +79,7 @@ class LiberoWorker:
         self.policy = build_policy_from_spec(spec)
         self.env: Any = None
         self.task_index: int | None = None
+        self.decisions: list[dict[str, Any]] = []
 
     def _env_for(self, task_index: int) -> Any:
         from envs.libero import make_libero_env
@@ -91,17 +99,26 @@ class LiberoWorker:
         from benchmarks.core.video import VideoRecorder
         from envs.libero import run_episode
 
+        self.decisions = []
         env = self._env_for(unit.spec["task_index"])
         video = None
         if unit.index < self.config.video:
             keys = ["agentview_image", "eye_in_hand_image"]
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", keys, fps=20, height=256)
-        result = run_episode(env, self.policy, init_state_index=unit.spec["init_state_index"],
-                             max_steps=self.config.budget(), num_steps_wait=self.config.num_steps_wait,
-                             seed=unit.seed, replay_key=unit.key, on_step=video.add if video else None)
-        if video:
-            result["video"] = str(video.write().relative_to(self.run_dir.path))
+        try:
+            result = run_episode(env, self.policy, init_state_index=unit.spec["init_state_index"],
+                                 max_steps=self.config.budget(), num_steps_wait=self.config.num_steps_wait,
+                                 seed=unit.seed, replay_key=unit.key, on_step=video.add if video else None,
+                                 decisions=self.decisions)
+        finally:
+            written = video.write_if_any() if video else None
+        if written:
+            result["video"] = str(written.relative_to(self.run_dir.path))
         return result
+
+    def unit_decisions(self) -> list[dict[str, Any]]:
+        """The model calls of the episode run last (also when it raised)."""
+        return self.decisions
 
     def close(self) -> None:
         if self.env is not None:
@@ -153,18 +170,19 @@ class LiberoBenchmark(Benchmark):
         ok = [r["result"]["success"] for r in records if r["status"] == "ok"]
         return {"success%": f"{100 * np.mean(ok):.1f}" if ok else "-"}
 
-    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir) -> Summary:
+    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         results = [r["result"] for r in records if r["status"] == "ok"]
         table = task_table(results)
-        overall = 100.0 * float(np.mean([r["success"] for r in results])) if results else 0.0
+        overall = 100.0 * float(np.mean([r["success"] for r in results])) if results else None
         c = self.config
         lines = [f"## LIBERO {c.suite}: {self.spec.label}", "",
-                 f"{len(results)} episodes; budget {c.budget()} steps after {c.num_steps_wait} settle steps; "
-                 f"fast rendering {'on' if c.fast_render else 'off'}.", "",
-                 "| task | instruction | trials | success % |", "|---|---|---|---|"]
-        lines += [f"| {t} | {row['instruction']} | {row['trials']} | {row['success_rate']:.1f} |"
+                 f"{tally.completed} of {tally.total} episodes completed; budget {c.budget()} steps after "
+                 f"{c.num_steps_wait} settle steps; fast rendering {'on' if c.fast_render else 'off'}. Success is "
+                 "over completed episodes; errored ones are counted, never scored.", "",
+                 "| task | instruction | trials | success % | episodes errored |", "|---|---|---|---|---|"]
+        lines += [f"| {t} | {row['instruction']} | {row['trials']} | {row['success_rate']:.1f} | |"
                   for t, row in table.items()]
-        lines.append(f"| **suite** | | {len(results)} | **{overall:.1f}** |")
+        lines.append(f"| **suite** | | {len(results)} | **{score_cell(overall)}** | {tally.errored_cell()} |")
         if c.suite in REFERENCE:
             ref = REFERENCE[c.suite]
             lines += ["", f"Reference: {ref['label']}: {ref['success_rate']:.1f} %."]
@@ -172,7 +190,7 @@ class LiberoBenchmark(Benchmark):
                 "success_rate": overall, "tasks": {str(t): row for t, row in table.items()}}
         files = {"plots/success_by_task.png": lambda p: bar_plot(
             p, [str(t) for t in table], [row["success_rate"] for row in table.values()],
-            ylabel="success rate (%)", title=f"LIBERO {c.suite}: {self.spec.label}")}
+            ylabel="success rate (%)", title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}
         return Summary(data, "\n".join(lines), files)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from benchmarks.core import Benchmark, Summary, WorkUnit, unit_seed
+from benchmarks.core import Benchmark, Summary, WorkUnit, score_cell, unit_seed
 
 
 @dataclass
@@ -25,32 +25,48 @@ class CartPoleConfig:
     marker_dir: str = ""
     crash: dict[str, str] = field(default_factory=dict)
     raise_on: list[str] = field(default_factory=list)
+    raise_once: list[str] = field(default_factory=list)  # raise on the first attempt only (a marker file)
     workers: int = 1
+    limit: int | None = None
 
 
 class CartPoleWorker:
     def __init__(self, config: CartPoleConfig) -> None:
         self.config = config
         self.env = gym.make("CartPole-v1")
+        self.decisions: list[dict[str, Any]] = []
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
+        self.decisions = []
         mode = self.config.crash.get(unit.key)
         marker = Path(self.config.marker_dir) / f"{unit.key}.crashed"
         if mode == "always" or (mode == "once" and not marker.exists()):
             marker.touch()
             os.kill(os.getpid(), signal.SIGKILL)
+        rng = np.random.default_rng(unit.seed)
+        self.decisions.append({"step": 0, "action": int(rng.integers(2))})  # the random policy's first choice
         if unit.key in self.config.raise_on:
             raise ValueError(f"bad unit {unit.key}")
+        raised = Path(self.config.marker_dir) / f"{unit.key}.raised"
+        if unit.key in self.config.raise_once and not raised.exists():
+            raised.touch()
+            raise ValueError(f"bad unit {unit.key}, this time")
         if self.config.marker_dir:
             with (Path(self.config.marker_dir) / "runs.log").open("a") as f:
                 f.write(unit.key + "\n")
-        rng = np.random.default_rng(unit.seed)
         self.env.reset(seed=unit.seed)
-        total, steps, done = 0.0, 0, False
+        total, steps, done, action = 0.0, 0, False, self.decisions[0]["action"]
         while not done:
-            _, reward, terminated, truncated, _ = self.env.step(int(rng.integers(2)))
+            _, reward, terminated, truncated, _ = self.env.step(action)
             total, steps, done = total + reward, steps + 1, terminated or truncated
+            action = int(rng.integers(2))
+            if steps < 3:
+                self.decisions.append({"step": steps, "action": action})
         return {"return": total, "steps": steps}
+
+    def unit_decisions(self) -> list[dict[str, Any]]:
+        """The policy's first choices in the unit run last, as an MLLM worker's model calls would be."""
+        return self.decisions
 
     def close(self) -> None:
         self.env.close()
@@ -71,10 +87,12 @@ class CartPoleBenchmark(Benchmark):
 
         return functools.partial(build_worker, self.config)
 
-    def summarize(self, records, run_dir) -> Summary:
+    def summarize(self, records, run_dir, tally) -> Summary:
         returns = [r["result"]["return"] for r in records if r["status"] == "ok"]
-        mean = float(np.mean(returns)) if returns else 0.0
-        return Summary({"mean_return": mean, "episodes": len(returns)}, f"| mean return |\n|---|\n| {mean:.2f} |")
+        mean = float(np.mean(returns)) if returns else None
+        return Summary({"mean_return": mean, "episodes": len(returns)},
+                       f"| mean return | errored |\n|---|---|\n| {score_cell(mean, '.2f')} | {tally.errored_cell()} |")
 
     def progress_stats(self, records):
-        return {"mean_return": f"{np.mean([r['result']['return'] for r in records if r['result']]):.1f}"}
+        returns = [r["result"]["return"] for r in records if r["result"]]
+        return {"mean_return": f"{np.mean(returns):.1f}" if returns else "-"}

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from benchmarks.calvin import CalvinBenchmark, CalvinConfig, chain_metrics, evaluation_chains, main, task_info
-from benchmarks.core import InProcessExecutor, RunDir, comparable, run_benchmark
+from benchmarks.core import EXIT_UNITS_ERRORED, InProcessExecutor, RunDir, comparable, run_benchmark
 from benchmarks.core.policy_cli import PolicySpec
 
 
@@ -39,7 +39,9 @@ def test_short_runs_are_prefixes_of_the_public_1000():
 def test_expert_chain_and_results_layout(tmp_path):
     summary = run(tmp_path, "--num-sequences", "1")
     results = json.loads((tmp_path / "calvin" / "expert" / "results.json").read_text())
-    assert set(results["expert"]) == {"avg_seq_len", "chain_sr", "task_info"}
+    assert set(results["expert"]) == {"avg_seq_len", "chain_sr", "task_info", "spatial_arena_run"}
+    assert results["expert"]["spatial_arena_run"] == {"chains_total": 1, "chains_completed": 1, "chains_errored": 0,
+                                                      "complete": True}
     assert list(results["expert"]["chain_sr"]) == ["1", "2", "3", "4", "5"]
     (record,) = records_of(tmp_path, "expert")
     chain = record["result"]
@@ -122,6 +124,12 @@ def test_tiny_mllm_on_the_play_table(tmp_path, tiny_vlm):
     # Random weights write no plan: every step asks the model, counts a parse error and holds still.
     assert subtask["policy_stats"]["parse_errors"] == subtask["policy_stats"]["model_calls"] == 3
     assert subtask["idle_steps"] == 3 and subtask["success"] is False
+    # What the model said is in the run folder, per subtask, readable without the response cache.
+    decisions = RunDir(tmp_path / "calvin" / f"mllm-{model.rstrip('/').split('/')[-1]}").load_decisions()
+    assert [(d["key"], d["subtask"], d["task"], d["call"]) for d in decisions] == \
+        [("chain-0000", 0, subtask["task"], i) for i in range(3)]
+    assert all(len(d["prompt_id"]) == 64 and d["completion_tokens"] and d["errors"] and not d["usable"]
+               and d["parsed"] == {"format": "none", "steps": {}} for d in decisions)
 
 
 def test_tiny_vla_backbone_on_the_play_table(tmp_path):
@@ -164,3 +172,50 @@ def test_a_chain_does_not_depend_on_the_chains_run_before_it(tmp_path):
     finally:
         fresh.close()
         used.close()
+
+
+def test_a_run_whose_every_chain_fails_exits_non_zero_and_shows_no_score(tmp_path, capsys):
+    failing = ["--policy", "tests.closed_loop_policies:FailingModel", "--num-sequences", "2", "--ep-len", "3"]
+    with pytest.raises(SystemExit) as exit_:
+        run(tmp_path, *failing)
+    assert exit_.value.code == EXIT_UNITS_ERRORED == 3
+    assert "2 of 2 units ended in an error" in capsys.readouterr().err
+    folder = tmp_path / "calvin" / "FailingModel"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["avg_seq_len"] is None and summary["run"]["complete"] is False
+    assert summary["run"]["units_errored"] == 2 and summary["run"]["errored_keys"] == ["chain-0000", "chain-0001"]
+    results = json.loads((folder / "results.json").read_text())["FailingModel"]
+    assert results["avg_seq_len"] is None and results["spatial_arena_run"]["chains_errored"] == 2
+    headline = (folder / "summary.md").read_text()
+    assert "| FailingModel | n/a | n/a | n/a | n/a | n/a | n/a | 2 / 2 |" in headline
+    assert "(0 of 2 chains completed" in headline and "0.0" not in headline
+    assert all("RuntimeError: the model crashed" in r["error"] for r in records_of(tmp_path, "FailingModel"))
+    summary = run(tmp_path, *failing, "--run-name", "allowed", "--allow-errors", "--video", "1")
+    assert summary.data["run"]["units_errored"] == 2
+    # the video of a chain that raised is kept up to the error (here: the reset's frame)
+    assert (tmp_path / "calvin" / "allowed" / "videos" / "chain-0000.mp4").stat().st_size > 1000
+
+
+def test_limit_is_num_sequences_and_resume_extends_a_finished_run(tmp_path, capsys):
+    from benchmarks.core.policy_cli import parse_benchmark_args
+
+    config, _ = parse_benchmark_args(CalvinConfig, ["--limit", "2"])
+    assert config.num_sequences == 2 and config.limit is None
+    base = ["--policy", "random", "--ep-len", "3"]
+    run(tmp_path, *base, "--limit", "2")
+    first = records_of(tmp_path, "random")
+    run(tmp_path, *base, "--num-sequences", "3", "--resume")
+    extended = records_of(tmp_path, "random")
+    assert [r["key"] for r in extended] == ["chain-0000", "chain-0001", "chain-0002"]
+    assert extended[:2] == first  # reused as they were (timing included), not run again
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        run(tmp_path, *base, "--num-sequences", "3", "--resume", "--seed", "1")
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1
+    assert "--seed (0 -> 1) changed since that run" in err and "--run-name" in err
+    for bad in (["--num-sequences", "0"], ["--limit", "-1"], ["--ep-len", "0"], ["--workers", "0"]):
+        with pytest.raises(SystemExit) as exit_:
+            run(tmp_path, *bad)
+        err = capsys.readouterr().err.strip()
+        assert exit_.value.code == 2 and len(err.splitlines()) == 1 and "must be at least" in err

@@ -58,9 +58,62 @@ def test_subset_table_by_hand():
                      "avg_invalid_actions": 1.5, "planner_output_errors": 1.0}
 
 
-def test_unknown_subset_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="--subset kitchen: unknown"):
-        run(tmp_path, "--subset", "kitchen")
+def test_unknown_subset_and_bad_counts_are_one_line_errors(tmp_path, capsys):
+    for args, message in [(["--subset", "kitchen"], "--subset kitchen: unknown"),
+                          (["--limit", "0"], "--limit must be at least 1, got 0"),
+                          (["--episodes", "-2"], "--episodes must be at least 1, got -2")]:
+        with pytest.raises(SystemExit) as exit_:
+            run(tmp_path, *args)
+        err = capsys.readouterr().err.strip()
+        assert exit_.value.code == 2 and message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "embodied-nav").exists()
+
+
+SCRIPTED = "tests.closed_loop_policies:ScriptedEBNavigator"
+
+
+def test_decisions_jsonl_holds_every_model_call_across_resume(tmp_path):
+    run(tmp_path, "--episodes", "1", "--policy", SCRIPTED, "--limit", "1")
+    out = RunDir(tmp_path / "embodied-nav" / "ScriptedEBNavigator")
+    first = out.load_decisions()
+    (record,) = out.merged_records()
+    stats = record["result"]["policy_stats"]
+    assert len(first) == stats["model_calls"] and stats["parse_errors"] == len(first) // 2
+    plan, prose = first[0], first[1]
+    assert (plan["key"], plan["index"], plan["call"], plan["unit_status"]) == (record["key"], 0, 0, "ok")
+    assert plan["parsed"] == ["action id 4, RotateRight", "action id 0, MoveAhead"] and plan["usable"]
+    assert (plan["prompt_tokens"], plan["latency_s"], plan["injected_error"]) == (101, 0.25, None)
+    assert len(plan["prompt_id"]) == 64 and plan["prompt_id"] != prose["prompt_id"]
+    assert prose["text"] == "I would walk towards it." and prose["parsed"] == [] and not prose["usable"]
+    assert prose["errors"] and "decisions" not in out.records.read_text()
+
+    # Extend to 2 episodes: the first unit's lines stay as they were, no unit appears twice (2 worker
+    # processes: tests/test_runner_core.py).
+    run(tmp_path, "--episodes", "1", "--policy", SCRIPTED, "--limit", "2", "--resume")
+    lines = out.load_decisions()
+    records = out.merged_records()
+    assert [r["index"] for r in records] == [0, 1] and records[0] == record
+    assert lines[: len(first)] == first
+    for r in records:
+        mine = [d for d in lines if d["key"] == r["key"]]
+        assert [d["call"] for d in mine] == list(range(int(r["result"]["policy_stats"]["model_calls"])))
+
+
+def test_idle_steps_reach_the_video(tmp_path):
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the ids)
+    from envs.navigation.episodes import make_episode_set
+    from envs.navigation.protocol import run_episode
+    from tests.closed_loop_policies import IdlePolicy
+
+    env = gym.make("SpatialArena/EBNavigation-v0", width=32, height=32)
+    frames = []
+    result = run_episode(env, IdlePolicy(), make_episode_set("base", n=1, seed=0)[0],
+                         on_step=lambda obs, caption: frames.append(caption[-1]))
+    env.close()
+    assert result["num_idle_steps"] == result["num_steps"] == 20
+    assert frames == ["start"] + [f"step {i}: no motion (idle)" for i in range(1, 21)]
 
 
 def test_manipulation_expert_per_family(tmp_path):

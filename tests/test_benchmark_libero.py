@@ -42,3 +42,19 @@ def test_protocol_defaults_and_bad_tasks():
     assert LiberoConfig(suite="libero_10").budget() == 520 and len(LiberoConfig(suite="libero_90").task_indices()) == 90
     with pytest.raises(ValueError, match=r"libero_goal has tasks 0\.\.9"):
         LiberoConfig(suite="libero_goal", tasks="12").task_indices()
+
+
+def test_limit_takes_the_first_trials_and_bad_counts_are_one_line_errors(tmp_path, capsys):
+    from benchmarks.core.policy_cli import PolicySpec
+    from benchmarks.libero import LiberoBenchmark
+
+    bench = LiberoBenchmark(LiberoConfig(suite="libero_goal", tasks="3,4", trials_per_task=2, limit=3),
+                            PolicySpec("random", {}))
+    assert [u.key for u in bench.selected_units()] == ["libero_goal/03/00", "libero_goal/03/01", "libero_goal/04/00"]
+    for bad, message in [(["--limit", "0"], "--limit must be at least 1, got 0"),
+                         (["--trials-per-task", "0"], "--trials-per-task must be at least 1, got 0"),
+                         (["--tasks", "12", "--suite", "libero_goal"], "libero_goal has tasks 0..9")]:
+        with pytest.raises(SystemExit) as exit_:
+            main([*bad, "--output", str(tmp_path), "--no-progress"])
+        err = capsys.readouterr().err.strip()
+        assert exit_.value.code == 2 and message in err and len(err.splitlines()) == 1

@@ -103,6 +103,28 @@ def test_plan_errors_are_kept_per_call():
     assert policy.episode_stats()["parse_repairs"] == 1
 
 
+def test_each_call_records_its_prompt_id_parsed_plan_latency_and_injected_error():
+    import hashlib
+
+    from policies.backends import Generation
+    from policies.backends.cache import canonical_messages
+
+    now, goal = images()
+    answer = Generation(MANIP_PLAN, prompt_tokens=900, completion_tokens=40, latency_s=1.23456, injected_error="prose")
+    backend = ScriptedBackend([answer, MalformedResponseError("not a chat completion")])
+    policy = start(SpatialPlanPolicy(backend, task="manipulation"), goal_image=goal)
+    policy.act({"rgb": now}), policy.act({"rgb": now}), policy.act({"rgb": now})
+    first, second = policy.episode_calls()
+    sent = json.dumps(canonical_messages(backend.calls[0]), sort_keys=True, ensure_ascii=False)
+    assert first["prompt_id"] == hashlib.sha256(sent.encode()).hexdigest()
+    assert first["parsed"] == {"format": "manipulation", "steps": json.loads(MANIP_PLAN)} and first["usable"]
+    assert (first["latency_s"], first["prompt_tokens"], first["completion_tokens"]) == (1.2346, 900, 40)
+    assert first["injected_error"] == "prose" and policy.episode_stats()["injected_errors"] == 1
+    assert second["prompt_id"] == first["prompt_id"]  # same view, same goal: the same prompt
+    assert second["parsed"] is None and second["errors"][0].startswith("malformed_response")
+    json.dumps(policy.episode_calls())  # JSON-safe, as decisions.jsonl needs
+
+
 def test_atomic_depth_correspondence_and_size():
     now, goal = images()
     depth = np.full((32, 40), 2.0, np.float32)

@@ -34,9 +34,9 @@ def test_in_process_run_writes_the_output_folder(tmp_path):
     assert manifest["benchmark"] == "cartpole" and manifest["config"]["episodes"] == 6
     assert manifest["git"]["commit"] and "gymnasium" in manifest["packages"]
     data = json.loads(out.summary_json.read_text())
-    assert data["episodes"] == 6 and data["run"] == {"units_total": 6, "units_done": 6, "units_failed": 0,
-                                                     "failed_keys": []}
-    assert out.summary_md.read_text().startswith("| mean return |")
+    assert data["episodes"] == 6 and data["run"] == {"complete": True, "units_total": 6, "units_completed": 6,
+                                                     "units_errored": 0, "errored_keys": []}
+    assert out.summary_md.read_text().startswith("| mean return | errored |")
 
 
 def test_same_seed_same_records_and_different_seed_differs(tmp_path):
@@ -61,7 +61,7 @@ def test_crashed_worker_loses_only_its_unit(tmp_path):
     assert records["ep-001"]["status"] == "ok" and records["ep-001"]["attempts"] == 2
     assert records["ep-004"]["status"] == "error" and records["ep-004"]["attempts"] == 2
     assert "worker process died (exit code -9)" in records["ep-004"]["error"]
-    assert json.loads(out.summary_json.read_text())["run"]["failed_keys"] == ["ep-004"]
+    assert json.loads(out.summary_json.read_text())["run"]["errored_keys"] == ["ep-004"]
 
 
 def test_exception_in_a_unit_is_recorded_with_its_traceback(tmp_path):
@@ -113,7 +113,7 @@ def test_existing_results_need_resume(tmp_path):
 def test_resume_refuses_a_changed_configuration(tmp_path):
     run(tmp_path, "x")
     bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), seed=5))
-    with pytest.raises(ResumeError, match=r"seed: 0 -> 5"):
+    with pytest.raises(ResumeError, match=r"--seed \(0 -> 5\) changed since that run; .* --run-name"):
         run_benchmark(bench, tmp_path / "x", resume=True, executor=InProcessExecutor(), progress=False)
     # runtime-only fields such as the worker count may change
     bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), workers=3))
@@ -149,3 +149,43 @@ def test_config_cli():
     assert parse_config(DemoConfig, ["--checkpoint", "/x", "--no-resume"]).checkpoint == "/x"
     with pytest.raises(SystemExit):
         parse_config(DemoConfig, ["--backend", "other"])
+
+
+def test_decisions_jsonl_one_run_per_unit_across_workers_resume_and_retries(tmp_path):
+    _, out = run(tmp_path, workers=2, raise_once=["ep-002"])
+    lines = out.load_decisions()
+    assert sorted((d["index"], d["call"]) for d in lines) == [(i, c) for i in range(6) for c in range(1 if i == 2 else 3)]
+    failed = [d for d in lines if d["key"] == "ep-002"]
+    assert [d["unit_status"] for d in failed] == ["error"]  # what was decided before the unit raised is kept
+    assert all("decisions" not in r for r in out.merged_records())
+    # --retry-errors runs ep-002 again: its old lines are replaced, every other unit keeps its own.
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), raise_once=["ep-002"]))
+    run_benchmark(bench, out.path, resume=True, retry_errors=True, executor=InProcessExecutor(), progress=False)
+    again = out.load_decisions()
+    assert [d for d in again if d["key"] != "ep-002"] == [d for d in lines if d["key"] != "ep-002"]
+    assert [(d["call"], d["unit_status"]) for d in again if d["key"] == "ep-002"] == [(0, "ok"), (1, "ok"), (2, "ok")]
+
+
+def test_limit_then_resume_extends_the_prefix(tmp_path):
+    run(tmp_path, "x", limit=2)
+    assert (tmp_path / "runs.log").read_text().split() == ["ep-000", "ep-001"]
+    out = RunDir(tmp_path / "x")
+    assert json.loads(out.summary_json.read_text())["run"]["units_total"] == 2
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), limit=4))
+    run_benchmark(bench, out.path, resume=True, executor=InProcessExecutor(), progress=False)
+    assert (tmp_path / "runs.log").read_text().split() == ["ep-000", "ep-001", "ep-002", "ep-003"]
+    _, fresh = run(tmp_path, "fresh", limit=4)
+    assert [comparable(r) for r in out.merged_records()] == [comparable(r) for r in fresh.merged_records()]
+    # back to 3: the summary covers the run's first 3 units only
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), limit=3))
+    summary = run_benchmark(bench, out.path, resume=True, executor=InProcessExecutor(), progress=False)
+    assert summary.data["episodes"] == 3 and summary.data["run"]["units_total"] == 3
+
+
+def test_a_run_whose_every_unit_failed_has_no_score(tmp_path):
+    summary, out = run(tmp_path, episodes=3, raise_on=["ep-000", "ep-001", "ep-002"])
+    assert summary.data["mean_return"] is None
+    assert summary.data["run"] == {"complete": False, "units_total": 3, "units_completed": 0, "units_errored": 3,
+                                   "errored_keys": ["ep-000", "ep-001", "ep-002"]}
+    text = out.summary_md.read_text()
+    assert "| n/a | 3 / 3 |" in text and "**Incomplete run**: 3 of 3 unit(s) ended in an error" in text

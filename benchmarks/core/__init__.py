@@ -8,22 +8,33 @@ from benchmarks.core.executors import (
     make_executor,
 )
 from benchmarks.core.rundir import ResumeError, RunDir
-from benchmarks.core.runner import Benchmark, Summary, run_benchmark, write_summary
+from benchmarks.core.runner import (
+    EXIT_UNITS_ERRORED,
+    Benchmark,
+    Summary,
+    UnitTally,
+    run_benchmark,
+    score_cell,
+    write_summary,
+)
 from benchmarks.core.work import WorkUnit, comparable, unit_seed
 
 __all__ = [
+    "EXIT_UNITS_ERRORED",
     "Benchmark",
     "InProcessExecutor",
     "ProcessExecutor",
     "ResumeError",
     "RunDir",
     "Summary",
+    "UnitTally",
     "WorkUnit",
     "Worker",
     "WorkerInitError",
     "comparable",
     "make_executor",
     "run_benchmark",
+    "score_cell",
     "unit_seed",
     "write_summary",
 ]

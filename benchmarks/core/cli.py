@@ -50,6 +50,8 @@ class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (the flag, the problem, where the options are listed)."""
 
     def error(self, message: str) -> typing.NoReturn:
+        if message.startswith("argument ") and ": must be" in message:  # our range checks read as sentences
+            message = message[len("argument "):].replace(": must be", " must be", 1)
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
 
 

@@ -8,7 +8,8 @@ is asked again when it is used up. Counting native steps keeps every protocol's 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,28 +77,51 @@ class AgentLoopResult:
 
 
 def run_agent_loop(env: Any, policy: Policy, obs: dict[str, Any], info: dict[str, Any], *,
-                   on_step: Callable[[dict[str, Any], list[str]], None] | None = None) -> AgentLoopResult:
+                   on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
+                   decisions: list[dict[str, Any]] | None = None) -> AgentLoopResult:
     """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the
     episode, ``env.unwrapped.max_steps`` steps are spent, or the policy has ``stopped``.
 
     EB has no no-op action, so a request for no motion spends one step of the budget without moving.
     Invalid actions are counted from ``info["last_action_success"]``; ``on_step(obs, captions)`` sees every
-    observation (for videos)."""
+    step, idle ones included (for videos); the policy's model calls are appended to ``decisions``."""
     stream = ActionStream(env, policy)
     max_steps = env.unwrapped.max_steps
     steps = invalid = 0
     total_reward, done = 0.0, False
     if on_step:
         on_step(obs, [obs["instruction"], "start"])
-    while not done and steps < max_steps and not policy.stopped:
-        action = stream.next_action(obs)
-        steps += 1
-        if action is None:
-            continue
-        obs, reward, terminated, truncated, info = env.step(action)
-        invalid += int(not info["last_action_success"])
-        total_reward += float(reward)
-        done = terminated or truncated
-        if on_step:
-            on_step(obs, [obs["instruction"], f"step {steps}: {info['feedback']}"])
+    with logging_decisions(policy, decisions):
+        while not done and steps < max_steps and not policy.stopped:
+            action = stream.next_action(obs)
+            steps += 1
+            if action is None:  # the step is spent standing still; the video still gets its frame
+                caption = f"step {steps}: no motion (idle)"
+            else:
+                obs, reward, terminated, truncated, info = env.step(action)
+                invalid += int(not info["last_action_success"])
+                total_reward += float(reward)
+                done = terminated or truncated
+                caption = f"step {steps}: {info['feedback']}"
+            if on_step:
+                on_step(obs, [obs["instruction"], caption])
     return AgentLoopResult(steps, invalid, total_reward, info, stream)
+
+
+def policy_decisions(policy: Policy, **tags: Any) -> list[dict[str, Any]]:
+    """The policy's model calls of the current episode (``episode_calls()``, which MLLM policies and any
+    user policy may define), each with ``tags`` (e.g. the CALVIN subtask) in front."""
+    calls = getattr(policy, "episode_calls", None)
+    return [{**tags, **call} for call in calls()] if callable(calls) else []
+
+
+@contextmanager
+def logging_decisions(policy: Policy, sink: list[dict[str, Any]] | None, **tags: Any) -> Iterator[None]:
+    """Append the policy's decisions to ``sink`` when the block ends, also when it raised (the model's
+    answers before a crash are what explains it). Enter only after ``policy.reset``, so that a failed reset
+    never logs the previous episode's calls."""
+    try:
+        yield
+    finally:
+        if sink is not None:
+            sink.extend(policy_decisions(policy, **tags))

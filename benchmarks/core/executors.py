@@ -22,11 +22,14 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
-from benchmarks.core.work import WorkUnit, error_record, format_exception, ok_record
+from benchmarks.core.work import DECISIONS, WorkUnit, error_record, format_exception, ok_record
 
 
 class Worker(Protocol):
-    """Runs units in one process; built by a factory, closed when the executor is done with it."""
+    """Runs units in one process; built by a factory, closed when the executor is done with it.
+
+    A worker may also define ``unit_decisions() -> list[dict]``: the model decisions of the unit it ran
+    last (also when that unit raised), which the runner writes to ``decisions.jsonl``."""
 
     def run(self, unit: WorkUnit) -> dict[str, Any]: ...
 
@@ -50,8 +53,12 @@ def execute_unit(worker: Worker, unit: WorkUnit, *, attempt: int, worker_id: str
         result, raised = {"exception": format_exception(exc)}, True
     timing = {"wall_s": round(time.perf_counter() - start, 4), "worker": worker_id}
     if raised:
-        return error_record(unit, result["exception"], attempts=attempt, timing=timing), True
-    return ok_record(unit, result, attempts=attempt, timing=timing), False
+        record = error_record(unit, result["exception"], attempts=attempt, timing=timing)
+    else:
+        record = ok_record(unit, result, attempts=attempt, timing=timing)
+    decisions = getattr(worker, "unit_decisions", None)
+    record[DECISIONS] = list(decisions()) if decisions is not None else []
+    return record, raised
 
 
 class Executor(ABC):

@@ -109,7 +109,10 @@ def parse_benchmark_args(
         parser.set_defaults(**(policy_defaults or {}).get(name, {}))
     namespace = parser.parse_args(argv)
     namespace.policy = name
-    config = config_from_namespace(cls, namespace)
+    try:
+        config = config_from_namespace(cls, namespace)
+    except ValueError as exc:  # a value the config rejects (e.g. --limit 0): one line, argparse's exit status
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     options: dict[str, Any] = {}
     if policy_cls is not None:
         options = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(policy_cls)

@@ -1,9 +1,9 @@
 """The output folder of one run: ``<output>/<benchmark>/<run-name>/``.
 
-It holds ``manifest.json``, ``records.jsonl`` (appended as units finish), ``summary.json``,
-``summary.md``, ``plots/``, ``videos/`` and any benchmark-native files. Only the parent process writes
-here, so appends need no locking; each record is flushed and fsynced so an interruption loses at most
-the unit in flight.
+It holds ``manifest.json``, ``records.jsonl`` (appended as units finish), ``decisions.jsonl`` (every
+model call of every unit, written just before the unit's record), ``summary.json``, ``summary.md``,
+``plots/``, ``videos/`` and any benchmark-native files. Only the parent process writes here, so appends
+need no locking; each line is flushed and fsynced so an interruption loses at most the unit in flight.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class RunDir:
         self.path = Path(path)
         self.manifest = self.path / "manifest.json"
         self.records = self.path / "records.jsonl"
+        self.decisions = self.path / "decisions.jsonl"
         self.summary_json = self.path / "summary.json"
         self.summary_md = self.path / "summary.md"
         self.plots = self.path / "plots"
@@ -73,13 +74,13 @@ class RunDir:
             )
         if resume and self.manifest.exists():
             previous = self._previous_manifest()
-            old = previous["config"]
-            new = json.loads(json.dumps(manifest["config"], default=_json_default))
+            old = _settings(previous)
+            new = _settings(json.loads(json.dumps(manifest, default=_json_default)))
             diff = sorted(k for k in set(old) | set(new) if k not in runtime_keys and old.get(k) != new.get(k))
             if diff:
-                changes = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff)
-                raise ResumeError(f"cannot resume {self.path}: configuration changed ({changes}); "
-                                  f"run it under another --run-name")
+                changes = ", ".join(f"--{k.replace('_', '-')} ({old.get(k)!r} -> {new.get(k)!r})" for k in diff)
+                raise ResumeError(f"cannot resume {self.path}: {changes} changed since that run; resume with the "
+                                  f"same value, or start a new run with --run-name NAME")
             manifest = {**manifest, "resumed_from": [*previous.get("resumed_from", []), previous.get("started_at")]}
         self.path.mkdir(parents=True, exist_ok=True)
         if resume:
@@ -107,24 +108,29 @@ class RunDir:
                 f.truncate(data.rfind(b"\n") + 1)
 
     def append_record(self, record: dict[str, Any]) -> None:
-        with self.records.open("a") as f:
-            f.write(json.dumps(record, default=_json_default) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        _append_lines(self.records, [record])
+
+    def append_decisions(self, lines: list[dict[str, Any]]) -> None:
+        if lines:
+            _append_lines(self.decisions, lines)
+
+    def keep_decisions(self, keys: set[str]) -> None:
+        """Keep only the decision lines of units in ``keys`` (the finished ones): a unit that runs again
+        writes its lines afresh, so the file never holds two runs of one unit."""
+        if not self.decisions.exists():
+            return
+        kept = [line for line in _read_jsonl(self.decisions) if line.get("key") in keys]
+        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{self.decisions.name}.")
+        with os.fdopen(fd, "w") as f:
+            f.writelines(json.dumps(line, default=_json_default) + "\n" for line in kept)
+        os.replace(tmp, self.decisions)
+
+    def load_decisions(self) -> list[dict[str, Any]]:
+        return _read_jsonl(self.decisions)
 
     def load_records(self) -> list[dict[str, Any]]:
         """Every complete record line; a line cut off by an interruption is ignored (its unit reruns)."""
-        if not self.records.exists():
-            return []
-        out = []
-        for line in self.records.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if _is_record(record):  # a damaged or foreign line: its unit (if any) simply runs again
-                out.append(record)
-        return out
+        return [r for r in _read_jsonl(self.records) if _is_record(r)]  # a damaged or foreign line: its unit reruns
 
     def finished_keys(self, *, retry_errors: bool) -> set[str]:
         return {r["key"] for r in self.load_records() if r["status"] == RECORD_OK or not retry_errors}
@@ -135,3 +141,29 @@ class RunDir:
         for r in self.load_records():
             latest[r["key"]] = r
         return sorted(latest.values(), key=lambda r: r["index"])
+
+
+def _settings(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What must match to resume: the command's configuration and the policy's options (flat, as flags)."""
+    options = (manifest.get("policy") or {}).get("options") or {}
+    return {**options, **manifest["config"]}
+
+
+def _append_lines(path: Path, items: list[dict[str, Any]]) -> None:
+    with path.open("a") as f:
+        f.write("".join(json.dumps(item, default=_json_default) + "\n" for item in items))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every complete JSON line of ``path``; a line cut off by an interruption is skipped."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out

@@ -7,22 +7,34 @@ merging records in unit order, and writing the summary.
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from benchmarks.core.cli import arg
+from benchmarks.core.cli import EXIT_UNITS_ERRORED, arg
 from benchmarks.core.executors import Executor, WorkerFactory, make_executor
 from benchmarks.core.manifest import build_manifest
 from benchmarks.core.progress import Progress
-from benchmarks.core.rundir import RunDir, write_json
-from benchmarks.core.work import RECORD_ERROR, WorkUnit
+from benchmarks.core.rundir import ResumeError, RunDir, write_json
+from benchmarks.core.work import DECISIONS, RECORD_ERROR, RECORD_OK, WorkUnit
 
 # Config fields that may change between an interrupted run and its resumption.
 RUNTIME_KEYS = {"workers", "resume", "retry_errors", "output", "run_name", "progress", "ray", "ray_num_cpus",
-                "ray_num_gpus", "unit_retries", "video"}
+                "ray_num_gpus", "unit_retries", "video", "allow_errors"}
+# Policy options that change how the model is reached, never what it answers (a moved server, a new cache).
+POLICY_RUNTIME_KEYS = {"api_base", "api_key_env", "cache", "cache_path", "timeout_s", "max_retries",
+                       "max_concurrency", "price_prompt_per_mtok", "price_completion_per_mtok"}
+#: Exit status of a benchmark command when some unit ended in an error (``--allow-errors``: 0). Distinct
+#: from 1 (a crash) and 2 (bad command-line input), so scripts can tell "ran, but incomplete" apart.
+
+
+def require_count(flag: str, value: int | None, *, minimum: int = 1) -> None:
+    """A count option must be at least ``minimum`` (``None`` means its default)."""
+    if value is not None and value < minimum:
+        raise ValueError(f"{flag} must be at least {minimum}, got {value}")
 
 
 @dataclass
@@ -36,10 +48,47 @@ class ExecutionConfig:
     ray_num_cpus: float = arg(1.0, "with --ray: CPUs each worker actor declares (its simulator and renderer)", minimum=0)
     ray_num_gpus: float = arg(0.0, "with --ray: GPUs each worker actor declares (e.g. 1 for an in-process VLA "
                                    "on CUDA; 0 when the model is served by policies.serve)", minimum=0)
-    resume: bool = arg(False, "continue an interrupted run in the same folder without redoing finished units")
+    resume: bool = arg(False, "continue a run in the same folder without redoing finished units; with a larger "
+                              "--limit it extends a finished run")
     retry_errors: bool = arg(False, "with --resume, also rerun units that ended in an error")
     unit_retries: int = arg(2, "times a unit (chain or episode) is retried after its worker process crashed", minimum=0)
+    limit: int | None = arg(None, "run only the first N units (chains, trials, episodes) in the protocol's order",
+                            minimum=1)
+    allow_errors: bool = arg(False, f"exit 0 even when some units ended in an error (default: exit status "
+                                    f"{EXIT_UNITS_ERRORED}; errored units are never scored either way)")
     progress: bool = arg(True, "show a progress bar")
+
+    def __post_init__(self) -> None:
+        require_count("--workers", self.workers)
+        require_count("--unit-retries", self.unit_retries, minimum=0)
+        require_count("--limit", self.limit)
+
+
+@dataclass(frozen=True)
+class UnitTally:
+    """How many of a run's units completed, errored, or have not run (an interrupted run)."""
+
+    total: int
+    completed: int
+    errored: int
+
+    @classmethod
+    def of(cls, records: Sequence[dict[str, Any]], total: int) -> UnitTally:
+        return cls(total, sum(r["status"] == RECORD_OK for r in records),
+                   sum(r["status"] == RECORD_ERROR for r in records))
+
+    @property
+    def complete(self) -> bool:
+        return self.completed == self.total
+
+    def errored_cell(self) -> str:
+        """The headline table's cell, e.g. ``3 / 20``: errored units of all units."""
+        return f"{self.errored} / {self.total}"
+
+
+def score_cell(value: float | None, fmt: str = ".1f") -> str:
+    """A metric in a table; ``None`` (no completed unit to compute it from) shows as ``n/a``, never as 0."""
+    return "n/a" if value is None else format(value, fmt)
 
 
 @dataclass
@@ -67,9 +116,22 @@ class Benchmark(ABC):
     def worker_factory(self) -> WorkerFactory:
         """A picklable callable that builds a worker (env + policy) inside a worker process."""
 
+    #: Config fields that only choose how long a prefix of the protocol's units runs: ``--resume`` may
+    #: change them (4 -> 6 chains reuses the 4).
+    prefix_keys: ClassVar[frozenset[str]] = frozenset({"limit"})
+
     @abstractmethod
-    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir) -> Summary:
-        """Aggregate records (sorted by unit index, one per unit) into the run's summary."""
+    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
+        """Aggregate records (sorted by unit index, one per unit) into the run's summary.
+
+        Metrics come from the completed (``ok``) records only; the headline table shows
+        ``tally.errored_cell()`` (errored of all units), and a metric with no completed unit is ``None``."""
+
+    def selected_units(self) -> list[WorkUnit]:
+        """The units this run covers: :meth:`units`, cut to ``--limit``."""
+        limit = getattr(self.config, "limit", None)
+        units = self.units()
+        return units if limit is None else units[:limit]
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """Running statistics shown next to the progress bar."""
@@ -92,15 +154,18 @@ def run_benchmark(
     ray_resources: dict[str, float] | None = None,
     progress: bool = True,
     max_retries: int = 2,
+    units: Sequence[WorkUnit] | None = None,
 ) -> Summary:
-    """Run every unit not yet finished in ``run_dir``, then summarise all records there.
+    """Run every unit not yet finished in ``run_dir``, then summarise the records of this run's units.
 
-    ``ray_resources`` (``num_cpus``, ``num_gpus``) is what each Ray worker actor declares."""
+    ``ray_resources`` (``num_cpus``, ``num_gpus``) is what each Ray worker actor declares; ``units``
+    (default: ``benchmark.selected_units()``) saves building them twice."""
     out = RunDir(run_dir)
+    units = list(benchmark.selected_units() if units is None else units)
     manifest = build_manifest(benchmark.name, benchmark.config, benchmark.manifest_extra())
-    out.prepare(manifest, resume=resume, runtime_keys=RUNTIME_KEYS)
-    units = benchmark.units()
+    out.prepare(manifest, resume=resume, runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys)
     finished = out.finished_keys(retry_errors=retry_errors) if resume else set()
+    out.keep_decisions(finished)  # lines of units about to run (again) go; theirs are written afresh
     todo = [u for u in units if u.key not in finished]
     records = out.merged_records()
     bar = Progress(len(units), len(units) - len(todo), f"{benchmark.name}", enabled=progress)
@@ -108,23 +173,41 @@ def run_benchmark(
         for record in (executor or make_executor(workers, ray=ray, max_retries=max_retries, **(ray_resources or {}))).run(
             benchmark.worker_factory(), todo
         ):
+            # Decisions first: a unit whose record is missing after an interruption runs again, and
+            # keep_decisions then drops its orphaned lines.
+            out.append_decisions(decision_lines(record))
             out.append_record(record)
             records.append(record)
             bar.update(benchmark.progress_stats(records))
     finally:
         bar.close()
-    return write_summary(benchmark, out, len(units))
+    return write_summary(benchmark, out, units)
 
 
-def write_summary(benchmark: Benchmark, out: RunDir, total_units: int) -> Summary:
-    """Merge records in unit order and write summary.json, summary.md and the benchmark's own files."""
-    records = out.merged_records()
-    summary = benchmark.summarize(records, out)
+def decision_lines(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Take the unit's model decisions out of ``record`` as ``decisions.jsonl`` lines (unit key, index and
+    status first, then the call number within the unit and the policy's fields)."""
+    calls = record.pop(DECISIONS, None) or []
+    head = {"key": record["key"], "index": record["index"], "unit_status": record["status"]}
+    return [{**head, "call": i, **call} for i, call in enumerate(calls)]
+
+
+def write_summary(benchmark: Benchmark, out: RunDir, units: Sequence[WorkUnit]) -> Summary:
+    """Merge the records of ``units`` in unit order and write summary.json, summary.md and the benchmark's
+    own files. Errored units are counted, never scored; ``run.complete`` is false unless every unit completed."""
+    keys = {u.key for u in units}
+    records = [r for r in out.merged_records() if r["key"] in keys]
+    tally = UnitTally.of(records, len(units))
+    summary = benchmark.summarize(records, out, tally)
     errors = [r for r in records if r["status"] == RECORD_ERROR]
-    summary.data["run"] = {"units_total": total_units, "units_done": len(records), "units_failed": len(errors),
-                           "failed_keys": [r["key"] for r in errors]}
+    summary.data["run"] = {"complete": tally.complete, "units_total": tally.total, "units_completed": tally.completed,
+                           "units_errored": tally.errored, "errored_keys": [r["key"] for r in errors]}
     write_json(out.summary_json, summary.data)
-    notes = f"\n\n{len(errors)} unit(s) ended in an error; see records.jsonl.\n" if errors else "\n"
+    notes = "\n"
+    if errors:
+        notes = (f"\n\n**Incomplete run**: {tally.errored} of {tally.total} unit(s) ended in an error and are not "
+                 f"scored ({', '.join(r['key'] for r in errors[:5])}{', ...' if len(errors) > 5 else ''}); "
+                 f"the causes are in records.jsonl.\n")
     out.summary_md.write_text(summary.markdown.rstrip() + notes)
     for name, writer in summary.files.items():
         writer(out.path / name)
@@ -132,11 +215,30 @@ def write_summary(benchmark: Benchmark, out: RunDir, total_units: int) -> Summar
 
 
 def run_command(benchmark: Benchmark, run_path: str | Path) -> Summary:
-    """Run a benchmark from its CLI config (the fields every benchmark config shares) and print the summary."""
+    """Run a benchmark from its CLI config (the fields every benchmark config shares) and print the summary.
+
+    Exits with :data:`EXIT_UNITS_ERRORED` when a unit ended in an error (unless ``--allow-errors``), and
+    with a one-line message (status 2) when the run's settings are unusable or cannot resume the folder."""
     c = benchmark.config
-    summary = run_benchmark(benchmark, run_path, workers=c.workers, ray=c.ray, resume=c.resume,
-                            ray_resources={"num_cpus": c.ray_num_cpus, "num_gpus": c.ray_num_gpus},
-                            retry_errors=c.retry_errors, progress=c.progress, max_retries=c.unit_retries)
+    try:
+        units = benchmark.selected_units()
+    except ValueError as exc:  # a bad --subset, --tasks, --num-sequences: one line, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    try:
+        summary = run_benchmark(benchmark, run_path, workers=c.workers, ray=c.ray, resume=c.resume,
+                                ray_resources={"num_cpus": c.ray_num_cpus, "num_gpus": c.ray_num_gpus},
+                                retry_errors=c.retry_errors, progress=c.progress, max_retries=c.unit_retries,
+                                units=units)
+    except ResumeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(Path(run_path, "summary.md").read_text())
     print(f"results: {run_path}")
+    run = summary.data["run"]
+    if run["units_errored"] and not c.allow_errors:
+        print(f"error: {run['units_errored']} of {run['units_total']} units ended in an error (see "
+              f"{Path(run_path, 'records.jsonl')}); exit status {EXIT_UNITS_ERRORED} (--allow-errors exits 0)",
+              file=sys.stderr)
+        raise SystemExit(EXIT_UNITS_ERRORED)
     return summary

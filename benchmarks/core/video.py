@@ -80,6 +80,11 @@ class VideoRecorder:
     def add(self, observation: Mapping[str, Any], caption: str | Sequence[str]) -> None:
         self.frames.append(compose_frame(observation, self.keys, caption, self.height))
 
+    def write_if_any(self) -> Path | None:
+        """Write what was recorded, if anything: called in ``finally`` so that a unit that raised keeps
+        its video up to the error."""
+        return self.write() if self.frames else None
+
     def write(self) -> Path:
         import imageio.v2 as imageio
 

@@ -14,6 +14,9 @@ from typing import Any
 
 RECORD_OK = "ok"
 RECORD_ERROR = "error"
+#: Record field carrying a unit's model decisions from the worker to the runner, which moves them to
+#: ``decisions.jsonl`` (they never reach ``records.jsonl``).
+DECISIONS = "decisions"
 
 
 @dataclass(frozen=True)
@@ -51,5 +54,6 @@ def format_exception(exc: BaseException) -> str:
 
 
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
-    """A record without its timing and attempt count: what must match across worker counts."""
-    return {k: v for k, v in record.items() if k not in ("timing", "attempts")}
+    """A record without its timing, attempt count and decision log (which holds model latencies): what must
+    match across worker counts."""
+    return {k: v for k, v in record.items() if k not in ("timing", "attempts", DECISIONS)}

@@ -16,7 +16,8 @@ StepHook = Callable[[dict[str, Any], list[str]], None]
 
 def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], initial_scene_obs: Sequence[float],
               tasks: Sequence[str], instructions: Sequence[str], ep_len: int = EP_LEN, seed: int = 0, *,
-              replay_key: str | None = None, on_step: StepHook | None = None) -> dict:
+              replay_key: str | None = None, on_step: StepHook | None = None,
+              decisions: list[dict[str, Any]] | None = None) -> dict:
     """Run one chain as the CALVIN protocol does and return a JSON-safe record.
 
     The robot and scene are reset once (not between subtasks). Each subtask gets ``policy.reset`` with its
@@ -24,13 +25,18 @@ def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], init
     env's oracle (subtask-start snapshot vs current snapshot, ``info["is_success"]``) reports the task.
     The chain stops at the first failed subtask. Policies may return native actions or plans (run through
     the env's ``native_actions``); "no motion" holds still for one step. Privileged policies must already
-    be bound to ``env``. ``on_step(obs, caption_lines)`` sees every observation (videos).
+    be bound to ``env``. ``on_step(obs, caption_lines)`` sees every observation, the reset's first (videos).
+    The policy's model calls are appended to ``decisions``, each tagged with its subtask and task.
     """
+    from benchmarks.core.episode import logging_decisions
+
     if len(tasks) != len(instructions):
         raise ValueError(f"run_chain: {len(tasks)} tasks but {len(instructions)} instructions")
     base = env.unwrapped
     options = {"robot_obs": np.asarray(initial_robot_obs, float), "scene_obs": np.asarray(initial_scene_obs, float)}
     obs, info = env.reset(seed=seed, options=options)
+    if on_step:
+        on_step(obs, [f"subtask 1: {instructions[0]}" if instructions else "", "start"])
     subtasks: list[dict[str, Any]] = []
     for index, (task, instruction) in enumerate(zip(tasks, instructions)):
         base.begin_subtask(task)
@@ -38,7 +44,8 @@ def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], init
         context = EpisodeContext(instruction=instruction, seed=seed + index, info=info,
                                  extras={"task": task, "subtask_index": index, "replay_key": key})
         policy.reset(context)
-        record, obs, info = _run_subtask(env, policy, obs, info, ep_len, _captioner(on_step, index, instruction))
+        with logging_decisions(policy, decisions, subtask=index, task=task):
+            record, obs, info = _run_subtask(env, policy, obs, info, ep_len, _captioner(on_step, index, instruction))
         subtasks.append({"task": task, "instruction": instruction, **record})
         if not record["success"]:
             break

@@ -26,6 +26,7 @@ def run_episode(
     seed: int,
     replay_key: str | None = None,
     on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
+    decisions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run one episode of a LIBERO env; the policy must already be bound to ``env``.
 
@@ -33,9 +34,10 @@ def run_episode(
     (run through the env's ``native_actions``); "no motion" holds still for one step. Returns a JSON-safe
     record: ``success``, ``steps`` (native policy steps, settle steps excluded), ``decisions``
     (``policy.act`` calls), ``idle_steps``, ``truncated``, the episode settings, ``policy_stats`` and
-    ``wall_time_s``. ``on_step(obs, caption_lines)`` sees every observation (videos).
+    ``wall_time_s``. ``on_step(obs, caption_lines)`` sees every observation, the first after the settle
+    steps included (videos); the policy's model calls are appended to ``decisions``.
     """
-    from benchmarks.core.episode import ActionStream
+    from benchmarks.core.episode import ActionStream, logging_decisions
 
     start = time.perf_counter()
     libero = env.unwrapped
@@ -46,10 +48,13 @@ def run_episode(
                                         "init_state_index": int(init_state_index)}))
     stream = ActionStream(env, policy)
     terminated = truncated = False
-    while not (terminated or truncated or policy.stopped):
-        observation, _, terminated, truncated, info = env.step(stream.next_action(observation))
-        if on_step:
-            on_step(observation, [libero.instruction, f"step {libero.elapsed_steps}"])
+    if on_step:
+        on_step(observation, [libero.instruction, "start"])
+    with logging_decisions(policy, decisions):
+        while not (terminated or truncated or policy.stopped):
+            observation, _, terminated, truncated, info = env.step(stream.next_action(observation))
+            if on_step:
+                on_step(observation, [libero.instruction, f"step {libero.elapsed_steps}"])
     return {
         "suite": libero.suite,
         "task_index": libero.task_index,

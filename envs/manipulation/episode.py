@@ -18,11 +18,13 @@ from policies.base import EpisodeContext, Policy
 
 
 def run_episode(env: Any, policy: Policy, episode: dict[str, Any], seed: int = 0, *,
-                on_step: Callable[[dict[str, Any], list[str]], None] | None = None) -> dict[str, Any]:
+                on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
+                decisions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or EB's 15 steps; a JSON-safe record.
 
     A request for no motion (a STOP-only plan) spends one step of the budget without moving; a policy that
-    has ``stopped`` ends the episode. ``on_step(obs, captions)`` sees every observation (for videos).
+    has ``stopped`` ends the episode. ``on_step(obs, captions)`` sees every observation (for videos);
+    the policy's model calls are appended to ``decisions``.
     """
     start = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"episode": episode})
@@ -31,7 +33,7 @@ def run_episode(env: Any, policy: Policy, episode: dict[str, Any], seed: int = 0
                                         "subset": episode.get("subset"), "replay_key": episode.get("episode_id")}))
     from benchmarks.core.episode import run_agent_loop
 
-    loop = run_agent_loop(env, policy, obs, info, on_step=on_step)
+    loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info
     return {
         "episode_id": episode.get("episode_id"), "family": episode.get("family"), "subset": episode.get("subset"),

@@ -12,7 +12,8 @@ from policies.base import EpisodeContext, Policy
 
 
 def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: int = 0,
-                on_step: Callable[[dict[str, Any], list[str]], None] | None = None) -> dict[str, Any]:
+                on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
+                decisions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or the step budget; a JSON-safe record.
 
     Native actions go to ``env.step`` one per step; a policy's ``Plan`` runs through the env's
@@ -20,7 +21,8 @@ def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: 
     plan, an MLLM's no-op fallback) spends one step of the budget without moving; a policy that has
     ``stopped`` ends the episode. The record follows EmbodiedBench's per-episode fields (``task_success``,
     ``num_steps``, ``num_invalid_actions``) plus the final distance, the target's visibility, and the
-    policy's own counters from ``episode_stats()``. ``on_step(obs, caption)`` sees every observation.
+    policy's own counters from ``episode_stats()``. ``on_step(obs, caption)`` sees every observation;
+    the policy's model calls are appended to ``decisions``.
     """
     from benchmarks.core.episode import run_agent_loop
 
@@ -29,7 +31,7 @@ def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: 
     policy.reset(EpisodeContext(instruction=obs["instruction"], seed=seed, info=info,
                                 extras={"episode_id": episode.get("episode_id"), "subset": episode.get("subset"),
                                         "replay_key": episode.get("episode_id")}))
-    loop = run_agent_loop(env, policy, obs, info, on_step=on_step)
+    loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info
     return {
         "episode_id": episode.get("episode_id"), "subset": episode.get("subset"),

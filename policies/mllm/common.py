@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -10,6 +12,7 @@ import numpy as np
 
 from action_mapping import Plan, PlanStep, Primitive
 from policies.backends.base import Backend, Generation, Message
+from policies.backends.cache import canonical_messages
 from policies.backends.errors import MalformedResponseError
 
 FALLBACKS = ("noop", "stop")
@@ -53,19 +56,40 @@ class EpisodeCounters:
 
 @dataclass
 class ModelCall:
-    """One model call of an episode, for the record: what came back and what the parser made of it."""
+    """One model call of an episode, for the run folder's ``decisions.jsonl``: which prompt was sent
+    (``prompt_id``), what came back, what the parser made of it (``parsed``, JSON-safe) and its accounting."""
 
     step: int
     text: str
+    prompt_id: str = ""
+    parsed: Any = None
     errors: list[str] = field(default_factory=list)
     usable: bool = False
     cached: bool = False
+    latency_s: float = 0.0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     injected_error: str | None = None
 
+    @classmethod
+    def of(cls, step: int, messages: Sequence[Message], generation: Generation | None) -> ModelCall:
+        """The call's record before parsing; ``generation is None`` is a malformed server response."""
+        if generation is None:
+            return cls(step=step, text="", prompt_id=prompt_id(messages),
+                       errors=["malformed_response: the server's answer was not a chat completion"])
+        return cls(step=step, text=generation.text, prompt_id=prompt_id(messages), cached=generation.cached,
+                   latency_s=round(generation.latency_s, 4), prompt_tokens=generation.prompt_tokens,
+                   completion_tokens=generation.completion_tokens, injected_error=generation.injected_error)
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def prompt_id(messages: Sequence[Message]) -> str:
+    """SHA-256 of the conversation (images as pixel hashes, :func:`canonical_messages`): the same prompt
+    has the same id for every model and run, so decisions can be matched across runs."""
+    blob = json.dumps(canonical_messages(messages), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def query(backend: Backend, messages: Sequence[Message], counters: EpisodeCounters) -> Generation | None:

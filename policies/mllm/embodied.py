@@ -155,13 +155,10 @@ class EBAgentPolicy(Policy):
         generation = query(self.backend, messages, self.counters)
         text = generation.text if generation else ""
         self.chat.append({"role": "assistant", "content": text})
-        call = ModelCall(step=self.steps_taken + 1, text=text)
-        if generation is None:
-            call.errors = ["malformed_response: the server's answer was not a chat completion"]
-        else:
-            call.cached, call.prompt_tokens, call.completion_tokens = (
-                generation.cached, generation.prompt_tokens, generation.completion_tokens)  # fmt: skip
+        call = ModelCall.of(self.steps_taken + 1, messages, generation)
+        if generation is not None:
             self.queue, call.errors = self._actions(text)
+            call.parsed = [action.shown for action in self.queue]
             call.usable = bool(self.queue)
             repaired = any(not e.startswith("truncated") for e in call.errors)  # cutting to the budget is no repair
             self.counters.parse_repairs += int(call.usable and repaired)

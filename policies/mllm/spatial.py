@@ -112,16 +112,14 @@ class SpatialPlanPolicy(Policy):
 
     def _plan(self, observation: Mapping[str, Any]) -> None:
         self.queue, self.since_plan = [], 0
-        generation = query(self.backend, self.messages(observation), self.counters)
-        call = ModelCall(step=self.steps_taken, text=generation.text if generation else "")
-        if generation is None:
-            call.errors = ["malformed_response: the server's answer was not a chat completion"]
-        else:
+        messages = self.messages(observation)
+        generation = query(self.backend, messages, self.counters)
+        call = ModelCall.of(self.steps_taken, messages, generation)
+        if generation is not None:
             plan = parse_plan(generation.text, max_step_num=self.max_step_num, max_steps=self.num_steps)
             self.queue, self.plan_format = list(plan.steps), plan.format
             call.errors, call.usable = list(plan.errors), plan.usable
-            call.cached, call.prompt_tokens, call.completion_tokens = (
-                generation.cached, generation.prompt_tokens, generation.completion_tokens)  # fmt: skip
+            call.parsed = {"format": plan.format, "steps": plan.to_json()}
             self.counters.parse_repairs += int(plan.usable and not plan.ok)
         self.counters.parse_errors += int(not call.usable)
         self.calls.append(call)
