@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks.core.work import RECORD_OK
+from envs.files import atomic_write_text
 
 
 class ResumeError(RuntimeError):
@@ -22,13 +22,8 @@ class ResumeError(RuntimeError):
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=False, default=_json_default)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Write JSON atomically (a reader never sees half a file), readable like any file the run writes."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")
 
 
 def _json_default(obj: Any) -> Any:
