@@ -48,7 +48,8 @@ class ServeConfig:
     max_images: int = arg(8, "most images in one request (then HTTP 400)")
     max_image_pixels: int = arg(2**21, "most pixels (width x height) of one image, read from its header before "
                                        "decoding (then HTTP 400)")
-    max_connections: int = arg(64, "most connections open at once; more get HTTP 503 (clients retry)")
+    max_connections: int = arg(32, "most connections open at once; one more waits up to 5 s for a slot, then gets "
+                                       "HTTP 503 (clients retry)")
     read_timeout_s: float = arg(30.0, "longest a client may take to send one request; slower connections are closed")
     ray: str | None = arg(None, "serve from a Ray actor: 'local', 'auto' or a cluster address")
     num_gpus: float = arg(1.0, "with --ray: GPUs the server actor declares (0: CPU)")

@@ -212,7 +212,8 @@ def decode_data_url(url: Any, where: str, max_pixels: int = RequestLimits.max_im
         data = base64.b64decode(url[url.index(";base64,") + len(";base64,") :], validate=True)
         with Image.open(io.BytesIO(data), formats=IMAGE_FORMATS) as image:
             _check_pixels(image.size, where, max_pixels)
-            return np.asarray(image.convert("RGB"))
+            rgb = image if image.mode == "RGB" else image.convert("RGB")  # no copy when it is RGB already
+            return np.asarray(rgb)
     except RequestError:
         raise
     except Image.DecompressionBombError as err:  # PIL's own limit, met in the header of a huge image

@@ -5,7 +5,7 @@ counters, not part of the OpenAI API). Standard library only: a ``ThreadingHTTPS
 connection a thread that parses the request and waits while the :class:`DynamicBatcher` answers it.
 
 Safe to expose: every request is bounded (body size, images per request, pixels per image: HTTP 413/400),
-open connections are capped (HTTP 503 beyond ``max_connections``), a request must arrive within
+open connections are capped (beyond ``max_connections`` a connection waits briefly, then gets HTTP 503), a request must arrive within
 ``read_timeout_s`` (a client that sends headers and then nothing, or drips bytes, is disconnected), and an
 optional API key is required as ``Authorization: Bearer <key>`` (HTTP 401 without it). Binding an address
 other than loopback without a key warns (:class:`ExposedServerWarning`).
@@ -38,6 +38,7 @@ from policies.serve.protocol import (
 )
 
 LOOPBACK = "127.0.0.1"
+ADMISSION_WAIT_S = 5.0  # longest a connection over the cap waits for a free slot before HTTP 503
 OPEN_ROUTES = ("/health",)  # answered without the API key (it tells nothing about the model)
 
 
@@ -69,9 +70,13 @@ class ModelServer:
         max_body_mb: largest request body accepted (HTTP 413 beyond it).
         max_images / max_image_pixels: images per request and pixels per image (HTTP 400 beyond them), see
             :class:`~policies.serve.protocol.RequestLimits`.
-        max_connections: most connections open at once; more are answered HTTP 503 and closed (clients retry).
+        max_connections: most connections open at once; one more waits up to 5 s (at most ``read_timeout_s``)
+            for a slot, then is answered HTTP 503 and closed (clients retry).
         read_timeout_s: longest a connection may take to send one whole request (headers and body), and to
             take each part of the answer; slower connections are closed.
+        parse_slots: requests parsed (JSON and image decoding) at once; the others wait with their raw body.
+            Parsing briefly takes several times a request's size, so this bounds that peak (more would not
+            run faster: JSON parsing holds the GIL).
         api_key: when set, every route but ``/health`` requires ``Authorization: Bearer <api_key>`` (HTTP
             401 otherwise). Without one, binding a non-loopback ``host`` warns (:class:`ExposedServerWarning`).
     """
@@ -80,7 +85,8 @@ class ModelServer:
                  max_batch: int = 8, max_wait_ms: float = 20.0, max_queue: int = 1024,
                  defaults: GenerationConfig | None = None, request_timeout_s: float = 600.0,
                  max_body_mb: float = 16.0, max_images: int = 8, max_image_pixels: int = 2**21,
-                 max_connections: int = 64, read_timeout_s: float = 30.0, api_key: str | None = None) -> None:
+                 max_connections: int = 32, read_timeout_s: float = 30.0, parse_slots: int = 2,
+                 api_key: str | None = None) -> None:
         if max_body_mb <= 0 or max_connections < 1 or read_timeout_s <= 0:
             raise ValueError(f"need max_body_mb > 0, max_connections >= 1 and read_timeout_s > 0, got "
                              f"{max_body_mb}, {max_connections}, {read_timeout_s}")
@@ -90,6 +96,7 @@ class ModelServer:
         self.request_timeout_s, self.max_body_bytes = request_timeout_s, int(max_body_mb * 2**20)
         self.limits = RequestLimits(max_images=max_images, max_image_pixels=max_image_pixels)
         self.read_timeout_s, self.api_key = read_timeout_s, api_key or None
+        self._parsing = threading.BoundedSemaphore(max(1, parse_slots))
         self.batcher = DynamicBatcher(backend, max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue)
         self.created = int(time.time())
         try:
@@ -176,7 +183,8 @@ class ModelServer:
 
     def parse(self, raw: bytes) -> ChatRequest:
         """A request body as a :class:`ChatRequest` under this server's limits; raises :class:`RequestError`."""
-        return parse_chat_request(raw, self.model_name, self.defaults, self.limits)
+        with self._parsing:
+            return parse_chat_request(raw, self.model_name, self.defaults, self.limits)
 
     def answer(self, request: ChatRequest | bytes) -> dict[str, Any]:
         """The chat completion for a request (or its body); raises :class:`RequestError` for the client."""
@@ -197,8 +205,10 @@ class _Connections:
 
     def __init__(self, cap: int, read_timeout_s: float) -> None:
         self.cap, self.read_timeout_s = cap, read_timeout_s
+        self.admission_wait_s = min(ADMISSION_WAIT_S, read_timeout_s)
         self._deadlines: dict[socket.socket, float | None] = {}
         self._lock, self._stop = threading.Lock(), threading.Event()
+        self._freed = threading.Condition(self._lock)
         self.refused = self.timed_out = 0
         self._thread = threading.Thread(target=self._watch, name="read-deadlines", daemon=True)
 
@@ -210,17 +220,19 @@ class _Connections:
         self._stop.set()
 
     def open(self, conn: socket.socket) -> bool:
-        """Register a new connection; False (and counted as refused) when ``cap`` are already open."""
-        with self._lock:
-            if len(self._deadlines) >= self.cap:
+        """Register a new connection, waiting up to ``admission_wait_s`` for a free slot when ``cap`` are open
+        (new connections queue in the listen backlog meanwhile); False, counted as refused, if none frees."""
+        with self._freed:
+            if not self._freed.wait_for(lambda: len(self._deadlines) < self.cap, self.admission_wait_s):
                 self.refused += 1
                 return False
             self._deadlines[conn] = None
             return True
 
     def close(self, conn: socket.socket) -> None:
-        with self._lock:
-            self._deadlines.pop(conn, None)
+        with self._freed:
+            if self._deadlines.pop(conn, False) is not False:
+                self._freed.notify()
 
     def reading(self, conn: socket.socket, reading: bool) -> None:
         """Start (or end) the clock for the request ``conn`` is sending."""
@@ -311,9 +323,10 @@ class _Handler(BaseHTTPRequestHandler):
             if not self.server.app.authorized(self.headers.get("Authorization")):
                 self.close_connection = True  # the body is left unread
                 raise _unauthorized()
-            request = self.server.app.parse(self._body())  # the raw body is freed once parsed
             if self._route() != "/v1/chat/completions":
+                self.close_connection = True  # the body is left unread
                 raise RequestError(404, f"no route POST {self._route()}; the endpoint is /v1/chat/completions")
+            request = self.server.app.parse(self._body())  # the raw body is freed once parsed
             self._send(200, self.server.app.answer(request))
         except RequestError as err:
             self._send_error(err)
