@@ -7,10 +7,10 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from huggingface_hub import constants  # noqa: E402
-from huggingface_hub.utils import _detect_agent, build_hf_headers  # noqa: E402
+from huggingface_hub import constants
+from huggingface_hub.utils import _detect_agent, build_hf_headers
 
-from policies.backends.hub import hub_access  # noqa: E402
+from policies.backends.hub import hub_access
 
 MISSING = "spatial-arena-tests/not-a-cached-model"
 
