@@ -27,7 +27,8 @@ class DripServer:
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
         self.head, self.body, self.every_s, self.drip_head = head, body, every_s, drip_head
         self.stop = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
 
     def _serve(self):
         self.sock.settimeout(0.2)
@@ -54,6 +55,7 @@ class DripServer:
 
     def close(self):
         self.stop.set()
+        self.thread.join(5)  # the accept loop sees the flag within its 0.2 s timeout
         self.sock.close()
 
 

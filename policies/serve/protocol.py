@@ -4,9 +4,9 @@ Requests: ``{"model", "messages", "max_tokens" | "max_completion_tokens", "tempe
 with message content as a string or a list of ``{"type": "text", "text"}`` and
 ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` parts. Images must be inline
 data URLs: the server never fetches a remote URL. :class:`RequestLimits` bounds what one request may hold
-(images per request, pixels per image, checked from the image header before any pixel is decoded). Anything it cannot answer faithfully (``stream``,
-``n > 1``, stop sequences, penalties, JSON mode, tool calls; see :data:`UNSUPPORTED`) is refused with a
-:class:`RequestError` naming the field, never ignored.
+(images per request, pixels per image, checked from the image header before any pixel is decoded).
+Anything it cannot answer faithfully (``stream``, ``n > 1``, stop sequences, penalties, JSON mode, tool
+calls; see :data:`UNSUPPORTED`) is refused with a :class:`RequestError` naming the field, never ignored.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from policies.backends.base import Generation, GenerationConfig, Message
 from policies.backends.images import validate_messages
 
 ROLES = ("system", "user", "assistant")
-# Fields that would change the answer and that this server does not implement: refused, never ignored.
 # Image formats decoded (the data URL's bytes decide, not its media type): what OpenAI-compatible APIs accept.
 IMAGE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
+# Fields that would change the answer and that this server does not implement: refused, never ignored.
 UNSUPPORTED = ("stop", "response_format", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
                "top_logprobs", "tools", "functions", "tool_choice")
 

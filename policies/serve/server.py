@@ -5,10 +5,10 @@ counters, not part of the OpenAI API). Standard library only: a ``ThreadingHTTPS
 connection a thread that parses the request and waits while the :class:`DynamicBatcher` answers it.
 
 Safe to expose: every request is bounded (body size, images per request, pixels per image: HTTP 413/400),
-open connections are capped (beyond ``max_connections`` a connection waits briefly, then gets HTTP 503), a request must arrive within
-``read_timeout_s`` (a client that sends headers and then nothing, or drips bytes, is disconnected), and an
-optional API key is required as ``Authorization: Bearer <key>`` (HTTP 401 without it). Binding an address
-other than loopback without a key warns (:class:`ExposedServerWarning`).
+open connections are capped (beyond ``max_connections`` a connection waits briefly, then gets HTTP 503), a
+request must arrive within ``read_timeout_s`` (a client that sends headers and then nothing, or drips
+bytes, is disconnected), and an optional API key is required as ``Authorization: Bearer <key>`` (HTTP 401
+without it). Binding an address other than loopback without a key warns (:class:`ExposedServerWarning`).
 """
 
 from __future__ import annotations
