@@ -131,3 +131,23 @@ def test_atomic_writes_get_the_umask_mode(tmp_path):
         os.umask(previous)
         process_umask.cache_clear()
     assert stat.S_IMODE(atomic_write_text(tmp_path / "b.txt", "x").stat().st_mode) == 0o666 & ~previous
+
+
+def test_tiny_model_cache_folders_get_the_umask_mode(tmp_path, monkeypatch):
+    """``mkdtemp`` makes its folder 0700; the renamed cache entry must be readable like any folder."""
+    import policies.tiny as tiny
+
+    def build(arch, out, seed):  # the folder handling is under test, not the model
+        (out / "config.json").write_text("{}")
+
+    monkeypatch.setattr(tiny, "build_tiny_vlm", build)
+    previous = os.umask(0o022)
+    try:
+        from envs.files import process_umask
+
+        process_umask.cache_clear()
+        target = tiny.cached_tiny_vlm("qwen2_5_vl", 0, tmp_path)
+    finally:
+        os.umask(previous)
+        process_umask.cache_clear()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755 and (target / "config.json").is_file()
