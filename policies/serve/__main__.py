@@ -45,8 +45,8 @@ class ServeConfig:
     api_key_env: str | None = arg(None, "environment variable holding an API key clients must send as "
                                         "'Authorization: Bearer <key>' (HTTP 401 without it)")
     max_body_mb: float = arg(16.0, "largest request body (then HTTP 413)")
-    max_images: int = arg(8, "most images in one request (then HTTP 400)")
-    max_image_pixels: int = arg(2**21, "most pixels (width x height) of one image, read from its header before "
+    max_images: int = arg(16, "most images in one request (then HTTP 400)")
+    max_image_pixels: int = arg(2**20, "most pixels (width x height) of one image, read from its header before "
                                        "decoding (then HTTP 400)")
     max_connections: int = arg(32, "most connections open at once; one more waits up to 5 s for a slot, then gets "
                                        "HTTP 503 (clients retry)")

@@ -57,12 +57,12 @@ class RequestLimits:
     Args:
         max_images: image parts in one request (all messages together).
         max_image_pixels: width x height of one image, read from its header before decoding (a 200 KB PNG
-            can hold a 20,000 x 20,000 image: about 1.2 GB once decoded). The default, 2**21, admits a
-            1920 x 1080 frame.
+            can hold a 20,000 x 20,000 image: about 1.2 GB once decoded). The default, 2**20 (1024 x 1024),
+            admits a 1280 x 720 frame.
     """
 
-    max_images: int = 8
-    max_image_pixels: int = 2**21
+    max_images: int = 16  # EB-style chat history sends several turns of several cameras
+    max_image_pixels: int = 2**20
 
     def __post_init__(self) -> None:
         if self.max_images < 0 or self.max_image_pixels < 1:

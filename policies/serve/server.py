@@ -84,7 +84,7 @@ class ModelServer:
     def __init__(self, backend: Backend, *, model_name: str | None = None, host: str = LOOPBACK, port: int = 8000,
                  max_batch: int = 8, max_wait_ms: float = 20.0, max_queue: int = 1024,
                  defaults: GenerationConfig | None = None, request_timeout_s: float = 600.0,
-                 max_body_mb: float = 16.0, max_images: int = 8, max_image_pixels: int = 2**21,
+                 max_body_mb: float = 16.0, max_images: int = 16, max_image_pixels: int = 2**20,
                  max_connections: int = 32, read_timeout_s: float = 30.0, parse_slots: int = 2,
                  api_key: str | None = None) -> None:
         if max_body_mb <= 0 or max_connections < 1 or read_timeout_s <= 0:
