@@ -131,7 +131,9 @@ def test_atomic_writes_get_the_umask_mode(tmp_path):
         os.umask(previous)
         process_umask.cache_clear()
     assert stat.S_IMODE(atomic_write_text(tmp_path / "b.txt", "x").stat().st_mode) == 0o666 & ~previous
-    from benchmarks.core.rundir import write_json  # manifest.json, summary.json and results.json go through it
+    from benchmarks.core.rundir import (
+        write_json,  # manifest.json, summary.json and results.json go through it
+    )
 
     write_json(tmp_path / "run" / "summary.json", {"score": 1.0})
     assert stat.S_IMODE((tmp_path / "run" / "summary.json").stat().st_mode) == 0o666 & ~previous
