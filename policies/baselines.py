@@ -75,9 +75,9 @@ class ReplayPolicy(Policy):
                     raise ValueError(f"{path} has no 'data' group (expected LIBERO/robomimic data/demo_i/actions)")
                 return cls({name: f["data"][name]["actions"][()] for name in f["data"]})
         if path.suffix == ".npy":
-            return cls({"*": np.load(path)})
+            return cls({"*": np.load(path, allow_pickle=False)})
         if path.suffix == ".npz":
-            data = np.load(path)
+            data = np.load(path, allow_pickle=False)
             key = next((k for k in ("actions", "rel_actions") if k in data), None)
             if key is None:
                 raise ValueError(f"{path} has no 'actions' or 'rel_actions' array (found {list(data)})")

@@ -330,7 +330,10 @@ def cached_tiny_vlm(arch: str, seed: int = 0, root: str | os.PathLike[str] | Non
     if (target / "config.json").is_file():
         return target
     root.mkdir(parents=True, exist_ok=True)
+    from envs.files import process_umask
+
     staging = Path(tempfile.mkdtemp(prefix=f".{arch}-", dir=root))
+    staging.chmod(0o777 & ~process_umask())  # mkdtemp makes it 0700: the cache would be its owner's alone
     try:
         build_tiny_vlm(arch, staging, seed)
         os.replace(staging, target)

@@ -126,7 +126,7 @@ BAD_IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,bm
     ({"model": "M"}, 400, "'messages' is required"),
     ({"model": "M", "messages": []}, 400, "non-empty list"),
     ({"model": "M", "messages": [{"role": "robot", "content": "hi"}]}, 400, "role must be one of"),
-    ({"model": "M", "messages": [{"role": "user", "content": [BAD_IMAGE]}]}, 400, "does not hold a readable image"),
+    ({"model": "M", "messages": [{"role": "user", "content": [BAD_IMAGE]}]}, 400, "does not hold a readable"),
     ({"model": "M", "messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}]}, 400, "fetches nothing"),
     ({"model": "M", "messages": [{"role": "user", "content": [{"type": "audio"}]}]}, 400, "parts must be"),

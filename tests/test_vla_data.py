@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from envs.files import load_pickled_npy
 from tests.vla_helpers import calvin_frame, write_calvin_split, write_libero_file
 from vla.data import CalvinDataset, CalvinWriter, LiberoDataset, detect_format, open_dataset
 
@@ -70,7 +71,7 @@ def test_calvin_writer_round_trips_through_reader(tmp_path):
     assert writer.write_episode(frames, "open_drawer", "pull the handle to open the drawer") == (5, 16)
     assert writer.write_episode(frames[:11], "close_drawer", "push the handle to close the drawer") == (17, 27)
     writer.close()
-    lang = np.load(tmp_path / "demos" / "lang_annotations" / "auto_lang_ann.npy", allow_pickle=True).item()
+    lang = load_pickled_npy(tmp_path / "demos" / "lang_annotations" / "auto_lang_ann.npy")
     assert lang["info"]["indx"] == [(5, 16), (17, 27)] and lang["language"]["task"] == ["open_drawer", "close_drawer"]
     np.testing.assert_array_equal(np.load(tmp_path / "demos" / "ep_start_end_ids.npy"), [[5, 16], [17, 27]])
     ds = open_dataset(tmp_path / "demos")

@@ -8,6 +8,7 @@ import pytest
 from envs.calvin import constants as C
 from envs.calvin.instructions import instruction_for
 from envs.calvin.sequences import is_valid_chain
+from envs.files import load_pickled_npy
 from vla.data import CalvinWriter, open_dataset
 from vla.data.calvin import EPISODES_FILE, frame_path
 from vla.demos import DemoConfig, _setups, attempt_rng, generate, main, sample_start, sent_action, task_list
@@ -35,7 +36,7 @@ def test_dataset_layout_and_reader_chunks(two_demos):
     report = json.loads((root / "demos_training.json").read_text())
     assert report == json.loads(json.dumps(summary)) and report["kept"] == 2
     assert report["kept_fraction"] == 2 / report["attempts"]
-    lang = np.load(split / "lang_annotations" / "auto_lang_ann.npy", allow_pickle=True).item()
+    lang = load_pickled_npy(split / "lang_annotations" / "auto_lang_ann.npy")
     assert lang["language"]["ann"] == [instruction_for(TASK)] * 2 and lang["language"]["task"] == [TASK] * 2
     assert [tuple(w) for w in lang["info"]["indx"]] == [tuple(e) for e in episodes]
 
@@ -101,7 +102,7 @@ def test_same_seed_same_dataset_and_several_tasks(tmp_path):
         a, b = np.load(split_a / name), np.load(split_b / name)
         assert sorted(a.files) == ["actions", "rel_actions", "rgb_gripper", "robot_obs", "scene_obs"]
         assert all(np.array_equal(a[k], b[k]) for k in a.files)
-    lang = np.load(split_a / "lang_annotations" / "auto_lang_ann.npy", allow_pickle=True).item()
+    lang = load_pickled_npy(split_a / "lang_annotations" / "auto_lang_ann.npy")
     assert lang["language"]["task"] == ["turn_on_led", "move_slider_left"]
     # only the gripper view was rendered: asking the reader for the static view is a clear error
     assert len(open_dataset(split_a, cameras=["rgb_gripper"])) > 0

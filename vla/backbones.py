@@ -314,17 +314,19 @@ def load_backbone(
     from transformers import AutoConfig, AutoModelForImageTextToText
 
     from policies.backends.hf_processing import load_processor
+    from policies.backends.hub import hub_access
 
     location = resolve_backbone(name_or_path, tiny_root)
     load = {"local_files_only": not allow_download}
-    try:
-        config = AutoConfig.from_pretrained(location, **load)
-    except OSError as err:
-        hint = "" if allow_download or Path(location).exists() else " (not a local directory; downloads are off)"
-        raise OSError(f"cannot load VLA backbone {str(name_or_path)!r}{hint}: {err}") from err
-    cls = backbone_class(config.model_type)
-    processor = load_processor(location, **load)
-    vlm = AutoModelForImageTextToText.from_pretrained(location, dtype=dtype, **load)
+    with hub_access(allow_download):  # local_files_only alone still lets huggingface_hub look the Hub up
+        try:
+            config = AutoConfig.from_pretrained(location, **load)
+        except OSError as err:
+            hint = "" if allow_download or Path(location).exists() else " (not a local directory; downloads are off)"
+            raise OSError(f"cannot load VLA backbone {str(name_or_path)!r}{hint}: {err}") from err
+        cls = backbone_class(config.model_type)
+        processor = load_processor(location, **load)
+        vlm = AutoModelForImageTextToText.from_pretrained(location, dtype=dtype, **load)
     return cls(vlm, processor, position_ids=position_ids)
 
 

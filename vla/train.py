@@ -159,7 +159,8 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: lr_factor(s, self.warmup, self.total_steps, config.min_lr_ratio)
         )
-        self.accelerator.register_for_checkpointing(self.scheduler)
+        # The schedule's state is saved in STATE_FILE (JSON), not with register_for_checkpointing: accelerate
+        # loads such objects with torch.load(weights_only=False), which runs any code a checkpoint holds.
         self.step, self.epoch, self.batches_done = 0, 0, 0
 
     # ---- set-up
@@ -314,7 +315,8 @@ class Trainer:
             self.accelerator.unwrap_model(self.model).save_pretrained(target)
         self.accelerator.save_state(str(target / "training_state"))
         if self.accelerator.is_main_process:
-            state = {"step": self.step, "epoch": self.epoch, "batches_done": self.batches_done}
+            state = {"step": self.step, "epoch": self.epoch, "batches_done": self.batches_done,
+                     "scheduler": self.scheduler.state_dict()}  # plain numbers (the lambda is not saved)
             (target / STATE_FILE).write_text(json.dumps(state) + "\n")
             _point_last(target)
             self._prune()
@@ -328,6 +330,10 @@ class Trainer:
         for old in steps[:-keep] if keep > 0 else []:
             shutil.rmtree(old, ignore_errors=True)
 
+    def _restore_schedule(self, saved: dict[str, Any] | None) -> None:
+        lrs = [group["lr"] for group in self.optimizer.param_groups]
+        self.scheduler.load_state_dict(_schedule_state(saved, self.scheduler.state_dict(), self.step, lrs))
+
     def _resume(self) -> None:
         last = self.out / "checkpoints" / "last"
         if not (last / STATE_FILE).is_file():
@@ -335,7 +341,16 @@ class Trainer:
         self.accelerator.load_state(str(last.resolve() / "training_state"))
         state = json.loads((last / STATE_FILE).read_text())
         self.step, self.epoch, self.batches_done = state["step"], state["epoch"], state["batches_done"]
+        self._restore_schedule(state.get("scheduler"))
         self._print(f"resumed from {last.resolve()} at step {self.step}")
+
+
+def _schedule_state(saved: dict[str, Any] | None, current: dict[str, Any], step: int, lrs: list[float]) -> dict[str, Any]:
+    """The LR schedule's state to resume with: the saved one, or for checkpoints written before it was saved,
+    the state after ``step`` scheduler steps (one per optimizer step) at the optimizer's restored rates."""
+    if saved is not None:
+        return saved
+    return {**current, "last_epoch": step, "_step_count": step + 1, "_last_lr": list(lrs)}
 
 
 def _point_last(target: Path) -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks.core.cli import InputError
 from benchmarks.core.work import RECORD_OK
+from envs.files import atomic_write_text
 
 
 class ResumeError(InputError):
@@ -23,13 +23,8 @@ class ResumeError(InputError):
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=False, default=_json_default)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Write JSON atomically (a reader never sees half a file), readable like any file the run writes."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")
 
 
 def _json_default(obj: Any) -> Any:
@@ -120,10 +115,7 @@ class RunDir:
         if not self.decisions.exists():
             return
         kept = [line for line in _read_jsonl(self.decisions) if line.get("key") in keys]
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{self.decisions.name}.")
-        with os.fdopen(fd, "w") as f:
-            f.writelines(json.dumps(line, default=_json_default) + "\n" for line in kept)
-        os.replace(tmp, self.decisions)
+        atomic_write_text(self.decisions, "".join(json.dumps(line, default=_json_default) + "\n" for line in kept))
 
     def load_decisions(self) -> list[dict[str, Any]]:
         return _read_jsonl(self.decisions)

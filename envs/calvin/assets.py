@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from envs.calvin import constants as C
+from envs.files import atomic_write_text
 
 Vec3 = tuple[float, float, float]
 RGBA = tuple[float, float, float, float]
@@ -349,11 +349,7 @@ def write_cached(directory: Path, stem: str, text: str) -> str:
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = directory / f"{stem}-{digest}.urdf"
     if not path.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        atomic_write_text(path, text)
     return path.as_posix()
 
 

@@ -30,7 +30,6 @@ import json
 import logging
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache, lru_cache
@@ -41,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from envs.calvin.instructions import CALVIN_TASKS
+from envs.files import atomic_write_text
 
 logger = logging.getLogger(__name__)
 
@@ -516,25 +516,13 @@ def _write_cache(
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(path, json.dumps(payload, separators=(",", ":")))
+        atomic_write_text(path, json.dumps(payload, separators=(",", ":")), fsync=True)
     except OSError as error:
         logger.warning(
             "could not cache CALVIN sequences at %s (%s); they will be regenerated next time", path, error
         )
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, then rename: readers never see a partial file."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 # ----------------------------------------------------------------------------------------------------

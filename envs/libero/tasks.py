@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import pickle
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -51,9 +52,19 @@ def load_init_states(task: LiberoTask) -> np.ndarray:
     """The task's fixed initial simulator states, ``(50, 1 + nq + nv)`` float64 (time, qpos, qvel)."""
     import torch
 
-    # The files are numpy arrays pickled by torch.save inside the installed LIBERO package. torch >= 2.6
-    # loads with weights_only=True by default, which rejects numpy objects, hence the explicit False.
-    states = np.asarray(torch.load(task.init_states_file, weights_only=False), dtype=np.float64)
+    from envs.files import TORCH_NUMPY_GLOBALS
+
+    # The files are numpy arrays pickled by torch.save inside the installed LIBERO package. weights_only=True
+    # rejects numpy objects unless allowed: allow only numpy's array and dtype rebuilders, so a file can
+    # hold arrays but never run code.
+    with torch.serialization.safe_globals(TORCH_NUMPY_GLOBALS):
+        try:
+            loaded = torch.load(task.init_states_file, weights_only=True)
+        except pickle.UnpicklingError as err:
+            reason = next((ln for ln in str(err).splitlines() if "Unpickler error" in ln), str(err)[:200])
+            raise ValueError(f"{task.init_states_file}: refused to load ({reason.strip()[:200]}); "
+                             "only arrays are read from initial-state files") from None
+    states = np.asarray(loaded, dtype=np.float64)
     if states.ndim != 2 or states.shape[0] != NUM_INIT_STATES:
         raise ValueError(f"{task.init_states_file}: expected {NUM_INIT_STATES} initial states, got {states.shape}")
     return states

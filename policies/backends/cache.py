@@ -3,7 +3,8 @@
 Answers are stored in SQLite (WAL mode, so several worker processes can read and write one file at once),
 keyed by a SHA-256 of the backend's identity (weights fingerprint or server URL + model name), the
 :class:`GenerationConfig` and the messages, with every image replaced by the hash of its pixels. A cached
-answer comes back with ``cached=True`` and the token counts of the original call.
+answer comes back with ``cached=True`` and the token counts of the original call. Empty (or blank) answers
+are never stored: replaying one forever would turn a passing glitch into a permanent failure.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ class CachedBackend(Backend):
         missing = [i for i in range(len(keys)) if i not in found]
         fresh = self.inner.generate_batch([conversations[i] for i in missing]) if missing else []
         for i, generation in zip(missing, fresh):
-            self._put(keys[i], generation)
+            if generation.text.strip():  # an empty answer (a refusal, a glitch) is asked again next time
+                self._put(keys[i], generation)
             found[i] = generation
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)

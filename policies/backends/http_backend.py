@@ -4,14 +4,24 @@ Standard library only (``urllib`` + ``concurrent.futures``). Images travel as PN
 server sees the exact pixels. Retryable failures (HTTP 5xx and 429, timeouts, connection errors) are retried
 with exponential backoff; anything else raises a :mod:`policies.backends.errors` exception with the server's
 message. Every outcome is counted in :attr:`HTTPBackend.stats`.
+
+``timeout_s`` is a total deadline per attempt (connect, send, headers and body together): a watchdog shuts
+the socket when it passes, so a server that drips a byte at a time cannot hold an attempt past it. Every
+field of the answer is checked: text that is not text, token counts or a cost that are not finite
+non-negative numbers make the response malformed (:class:`MalformedResponseError`, counted), never a
+``ValueError`` or a NaN in the run's cost.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import http.client
 import json
+import math
 import os
 import random
+import socket
 import threading
 import time
 import urllib.error
@@ -50,6 +60,80 @@ class HTTPStats:
     cost_usd: float = 0.0
 
 
+MAX_TOKENS_REPORTED = 2**53  # a token count beyond this is not a count (and would overflow cost arithmetic)
+
+
+class _Deadline:
+    """Shuts the attempt's socket down when ``seconds`` have passed (a per-read timeout never fires for a
+    server that sends a byte now and then); :attr:`expired` tells the attempt why its read ended."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired, self._sock = False, None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def attach(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sock = sock
+            late = self.expired
+        if late:  # connecting alone took the whole budget
+            _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired, sock = True, self._sock
+        if sock is not None:
+            _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _watched(connection_class: type, request: urllib.request.Request) -> Any:
+    """A connection factory for ``do_open`` whose connections hand their socket to the request's deadline."""
+    deadline: _Deadline | None = getattr(request, "deadline", None)
+
+    def make(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
+        conn = connection_class(*args, **kwargs)
+        if deadline is not None:
+            connect = conn.connect
+
+            def connect_and_watch() -> None:
+                connect()
+                deadline.attach(conn.sock)
+
+            conn.connect = connect_and_watch  # type: ignore[method-assign]
+        return conn
+
+    return make
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_watched(http.client.HTTPConnection, req), req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        kwargs: dict[str, Any] = {"context": self._context}  # type: ignore[attr-defined]
+        if getattr(self, "_check_hostname", None) is not None:  # Python < 3.12
+            kwargs["check_hostname"] = self._check_hostname  # type: ignore[attr-defined]
+        return self.do_open(_watched(http.client.HTTPSConnection, req), req, **kwargs)
+
+
+@functools.cache
+def _opener() -> urllib.request.OpenerDirector:
+    """``urlopen``'s opener (proxies from the environment included) with deadline-aware connections."""
+    return urllib.request.build_opener(_DeadlineHTTPHandler, _DeadlineHTTPSHandler)
+
+
 class _Retryable(Exception):
     def __init__(self, reason: str, retry_after: float | None = None) -> None:
         super().__init__(reason)
@@ -64,7 +148,7 @@ class HTTPBackend(Backend):
         api_base: base URL up to the version, e.g. ``"http://localhost:8000/v1"``.
         config: decoding settings (greedy by default).
         api_key_env: environment variable holding the API key (no ``Authorization`` header when unset).
-        timeout_s: socket timeout of one attempt (connect and each read).
+        timeout_s: total time one attempt may take (connect, send and the whole answer).
         max_retries: retries after the first attempt for 5xx, 429, timeouts and connection errors.
         backoff_s / backoff_max_s: first and largest delay between attempts (doubling, with jitter); a
             ``Retry-After`` header from the server is honoured up to ``backoff_max_s``.
@@ -163,24 +247,48 @@ class HTTPBackend(Backend):
 
     def _post_once(self, body: bytes) -> bytes:
         request = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
+        request.deadline = deadline = _Deadline(self.timeout_s)  # type: ignore[attr-defined]
         self._count(requests=1)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            return self._send(request)
+        except _Retryable:
+            raise
+        except (OSError, http.client.HTTPException) as err:
+            if not deadline.expired:
+                raise
+            self._count(timeouts=1)
+            raise _Retryable(f"no complete answer within {self.timeout_s:g} s (timeout_s, the deadline of one "
+                             f"attempt; {type(err).__name__})") from err
+        finally:
+            deadline.cancel()
+
+    def _send(self, request: urllib.request.Request) -> bytes:
+        deadline: _Deadline = request.deadline  # type: ignore[attr-defined]
+        try:
+            with _opener().open(request, timeout=self.timeout_s) as response:
                 data = response.read()
         except urllib.error.HTTPError as err:
+            if deadline.expired:  # the error body was cut off by the deadline: a timeout, not the server's word
+                raise TimeoutError("deadline") from err
             self._raise_for_status(err)
         except TimeoutError as err:  # socket.timeout is TimeoutError
             self._count(timeouts=1)
             raise _Retryable(f"timed out after {self.timeout_s:g} s ({err})") from err
         except urllib.error.URLError as err:
+            if deadline.expired:  # connecting or sending was cut off by our own deadline
+                raise TimeoutError("deadline") from err
             if isinstance(err.reason, TimeoutError):
                 self._count(timeouts=1)
                 raise _Retryable(f"timed out after {self.timeout_s:g} s ({err.reason})") from err
             self._count(connection_errors=1)
             raise _Retryable(f"connection error: {err.reason}") from err
         except (ConnectionError, OSError, http.client.HTTPException) as err:  # reset or cut off mid-response
+            if deadline.expired:  # cut off by our own deadline
+                raise TimeoutError("deadline") from err
             self._count(connection_errors=1)
             raise _Retryable(f"connection error: {type(err).__name__}: {err}") from err
+        if deadline.expired:  # the socket was shut as the last bytes came: a short body reads as complete
+            raise TimeoutError("deadline")
         return data
 
     def _raise_for_status(self, err: urllib.error.HTTPError) -> None:
@@ -215,8 +323,8 @@ class HTTPBackend(Backend):
     def _parse(self, raw: bytes, latency: float) -> Generation:
         try:
             payload = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as err:
-            self._malformed(f"body is not JSON ({err}): {raw[:200]!r}")
+        except (ValueError, UnicodeDecodeError, RecursionError) as err:
+            self._malformed(f"body is not JSON ({type(err).__name__}: {str(err)[:100]}): {raw[:200]!r}")
         if not isinstance(payload, dict):
             self._malformed(f"body is a JSON {type(payload).__name__}, not an object: {raw[:200]!r}")
         if "error" in payload and "choices" not in payload:
@@ -238,22 +346,49 @@ class HTTPBackend(Backend):
         if content is None:  # refusals and tool calls carry no text: an empty answer, counted as such
             return ""
         if isinstance(content, list):  # some servers return content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            content = "".join(self._part_text(p, i) for i, p in enumerate(content))
         if not isinstance(content, str):
             self._malformed(f"message content is a {type(content).__name__}, not text")
         return content
 
+    def _part_text(self, part: Any, i: int) -> str:
+        """The text of one content part; a refusal part carries none. Anything else is not an answer."""
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("text", "output_text") and isinstance(part.get("text"), str):
+            return part["text"]
+        if kind == "refusal":
+            return ""
+        return self._malformed(f"content part {i} is not text: {json.dumps(part)[:200]}")
+
     def _usage(self, usage: Any) -> tuple[int | None, int | None, float | None]:
         if not isinstance(usage, dict):
             return None, None, None
-        prompt, completion = _int_or_none(usage.get("prompt_tokens")), _int_or_none(usage.get("completion_tokens"))
-        cost = usage.get("cost")  # OpenRouter and some gateways report it
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-            return prompt, completion, float(cost)
+        prompt, completion = self._count_field(usage, "prompt_tokens"), self._count_field(usage, "completion_tokens")
+        if usage.get("cost") is not None:  # OpenRouter and some gateways report it
+            return prompt, completion, self._cost_field(usage["cost"])
         p_in, p_out = self.prices
         if p_in is not None and p_out is not None and prompt is not None and completion is not None:
             return prompt, completion, (prompt * p_in + completion * p_out) / 1e6
         return prompt, completion, None
+
+    def _count_field(self, usage: dict[str, Any], name: str) -> int | None:
+        """A token count: absent or null is unknown; anything but a whole number in [0, 2**53] is malformed."""
+        value = usage.get(name)
+        if value is None:
+            return None
+        whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+        if isinstance(value, bool) or not whole or not 0 <= value <= MAX_TOKENS_REPORTED:
+            return self._malformed(f"usage.{name} is not a token count: {json.dumps(value)[:60]}")
+        return int(value)
+
+    def _cost_field(self, value: Any) -> float:
+        number = math.nan
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            with contextlib.suppress(OverflowError):  # an integer too large for a float
+                number = float(value)
+        if not math.isfinite(number) or number < 0:
+            self._malformed(f"usage.cost is not a finite non-negative number: {json.dumps(value)[:60]}")
+        return number
 
     def _malformed(self, detail: str) -> Any:
         self._count(malformed=1)
@@ -315,6 +450,3 @@ def _retry_after(err: urllib.error.HTTPError) -> float | None:
     except ValueError:  # an HTTP date: fall back to our own backoff
         return None
 
-
-def _int_or_none(x: Any) -> int | None:
-    return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None

@@ -4,7 +4,8 @@ Loads ``AutoModelForImageTextToText`` and the checkpoint's processor (image-only
 is missing, see :mod:`policies.backends.hf_processing`), renders chat messages with the processor's chat
 template, and decodes greedily unless the :class:`GenerationConfig` asks for sampling. Conversations are
 batched with left padding in :meth:`TransformersBackend.generate_batch`. Nothing is downloaded unless
-``allow_download=True``.
+``allow_download=True``: without it the Hub is offline while loading (:mod:`policies.backends.hub`), so an
+id that is not in the local cache fails at once, without a DNS lookup.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
+from policies.backends.hub import hub_access
 from policies.backends.images import is_image_part, to_pil, validate_messages
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -71,8 +73,9 @@ class TransformersBackend(Backend):
         self.batch_size = batch_size
         self._image_kwargs = {k: v for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v}
         load = {"local_files_only": not allow_download, "revision": revision, "trust_remote_code": trust_remote_code}
-        self._load(load, device, dtype, attn_implementation)
-        self.fingerprint = checkpoint_fingerprint(self.model_id, revision)
+        with hub_access(allow_download):  # local_files_only alone still lets huggingface_hub look the Hub up
+            self._load(load, device, dtype, attn_implementation)
+            self.fingerprint = checkpoint_fingerprint(self.model_id, revision)
 
     # ----------------------------------------------------------------------------------------- loading
 

@@ -5,10 +5,13 @@
         --api-base http://127.0.0.1:8000/v1
 
     python -m policies.serve --model /ckpt/Qwen2.5-VL-7B-Instruct --ray auto --num-gpus 1 --host node
+
+    SERVE_KEY=... python -m policies.serve --model /ckpt/q --host 0.0.0.0 --api-key-env SERVE_KEY
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -39,9 +42,29 @@ class ServeConfig:
     attn_implementation: str | None = arg(None, "e.g. sdpa or eager (default: the transformers default)")
     threads: int = arg(0, "torch CPU threads of a local server (0: torch's default; a Ray actor gets --num-cpus)", minimum=0)
     request_timeout_s: float = arg(600.0, "longest a request waits for its answer (then HTTP 504)", minimum=0.001)
+    api_key_env: str | None = arg(None, "environment variable holding an API key clients must send as "
+                                        "'Authorization: Bearer <key>' (HTTP 401 without it)")
+    max_body_mb: float = arg(16.0, "largest request body (then HTTP 413)", minimum=0.001)
+    max_images: int = arg(16, "most images in one request (then HTTP 400)", minimum=1)
+    max_image_pixels: int = arg(2**20, "most pixels (width x height) of one image, read from its header before "
+                                       "decoding (then HTTP 400)", minimum=1)
+    max_connections: int = arg(32, "most connections open at once; one more waits up to 5 s for a slot, then gets "
+                                       "HTTP 503 (clients retry)", minimum=1)
+    read_timeout_s: float = arg(30.0, "longest a client may take to send one request; slower connections are closed", minimum=0.001)
     ray: str | None = arg(None, "serve from a Ray actor: 'local', 'auto' or a cluster address")
     num_gpus: float = arg(1.0, "with --ray: GPUs the server actor declares (0: CPU)", minimum=0)
     num_cpus: float = arg(1.0, "with --ray: CPUs the server actor declares", minimum=0)
+
+
+def api_key(config: ServeConfig) -> str | None:
+    """The API key from ``$<api_key_env>``; an unset or empty variable is an error, never an open server."""
+    if not config.api_key_env:
+        return None
+    key = os.environ.get(config.api_key_env, "")
+    if not key.strip():
+        raise SystemExit(f"python -m policies.serve: --api-key-env {config.api_key_env}: the variable is not set or "
+                         f"empty; export {config.api_key_env}=<key> first")
+    return key.strip()
 
 
 def server_options(config: ServeConfig) -> dict[str, Any]:
@@ -55,7 +78,10 @@ def server_options(config: ServeConfig) -> dict[str, Any]:
             "model_name": config.served_model_name or config.model, "max_batch": config.max_batch,
             "max_wait_ms": config.max_wait_ms, "max_queue": config.max_queue,
             "defaults": GenerationConfig(max_new_tokens=config.max_new_tokens),
-            "request_timeout_s": config.request_timeout_s}  # fmt: skip
+            "request_timeout_s": config.request_timeout_s, "max_body_mb": config.max_body_mb,
+            "max_images": config.max_images, "max_image_pixels": config.max_image_pixels,
+            "max_connections": config.max_connections, "read_timeout_s": config.read_timeout_s,
+            "api_key": api_key(config)}  # fmt: skip
 
 
 def _announce(url: str, config: ServeConfig, where: str) -> None:

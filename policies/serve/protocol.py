@@ -3,9 +3,10 @@
 Requests: ``{"model", "messages", "max_tokens" | "max_completion_tokens", "temperature", "top_p", "seed"}``
 with message content as a string or a list of ``{"type": "text", "text"}`` and
 ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` parts. Images must be inline
-data URLs: the server never fetches a remote URL. Anything it cannot answer faithfully (``stream``,
-``n > 1``, stop sequences, penalties, JSON mode, tool calls; see :data:`UNSUPPORTED`) is refused with a
-:class:`RequestError` naming the field, never ignored.
+data URLs: the server never fetches a remote URL. :class:`RequestLimits` bounds what one request may hold
+(images per request, pixels per image, checked from the image header before any pixel is decoded).
+Anything it cannot answer faithfully (``stream``, ``n > 1``, stop sequences, penalties, JSON mode, tool
+calls; see :data:`UNSUPPORTED`) is refused with a :class:`RequestError` naming the field, never ignored.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from policies.backends.base import Generation, GenerationConfig, Message
 from policies.backends.images import validate_messages
 
 ROLES = ("system", "user", "assistant")
+# Image formats decoded (the data URL's bytes decide, not its media type): what OpenAI-compatible APIs accept.
+IMAGE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
 # Fields that would change the answer and that this server does not implement: refused, never ignored.
 UNSUPPORTED = ("stop", "response_format", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
                "top_logprobs", "tools", "functions", "tool_choice")
@@ -48,6 +51,26 @@ def error_body(message: str, kind: str, param: str | None, status: int) -> dict[
 
 
 @dataclass(frozen=True)
+class RequestLimits:
+    """What one request may hold; with the body-size and connection caps they bound the server's memory.
+
+    Args:
+        max_images: image parts in one request (all messages together).
+        max_image_pixels: width x height of one image, read from its header before decoding (a 200 KB PNG
+            can hold a 20,000 x 20,000 image: about 1.2 GB once decoded). The default, 2**20 (1024 x 1024),
+            admits a 1280 x 720 frame.
+    """
+
+    max_images: int = 16  # EB-style chat history sends several turns of several cameras
+    max_image_pixels: int = 2**20
+
+    def __post_init__(self) -> None:
+        if self.max_images < 0 or self.max_image_pixels < 1:
+            raise ValueError(f"need max_images >= 0 and max_image_pixels >= 1, got {self.max_images}, "
+                             f"{self.max_image_pixels}")
+
+
+@dataclass(frozen=True)
 class ChatRequest:
     """A parsed request: backend-ready messages (images as arrays) and its decoding settings."""
 
@@ -60,12 +83,15 @@ class ChatRequest:
                    for m in self.messages)
 
 
-def parse_chat_request(raw: bytes, served_model: str, defaults: GenerationConfig) -> ChatRequest:
+def parse_chat_request(raw: bytes, served_model: str, defaults: GenerationConfig,
+                       limits: RequestLimits = RequestLimits()) -> ChatRequest:  # fmt: skip
     """Validate a ``/v1/chat/completions`` body; fields the client leaves out take ``defaults``."""
     body = _json_object(raw)
     _check_model(body, served_model)
     _refuse_unsupported(body)
-    messages = [_message(m, i) for i, m in enumerate(_field(body, "messages", list))]
+    raw_messages = _field(body, "messages", list)
+    _check_image_count(raw_messages, limits.max_images)
+    messages = [_message(m, i, limits.max_image_pixels) for i, m in enumerate(raw_messages)]
     try:
         validate_messages(messages)
     except (TypeError, ValueError) as err:
@@ -77,7 +103,9 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
-        raise RequestError(400, f"the request body is not valid JSON ({err})") from err
+        raise RequestError(400, f"the request body is not valid JSON ({str(err)[:200]})") from None
+    except RecursionError:
+        raise RequestError(400, "the request body nests JSON arrays/objects too deeply to be a chat request") from None
     if not isinstance(body, dict):
         raise RequestError(400, f"the request body must be a JSON object, got a JSON {type(body).__name__}")
     return body
@@ -131,7 +159,16 @@ def _generation_config(body: dict[str, Any], defaults: GenerationConfig) -> Gene
     return GenerationConfig(max_new_tokens=max_new, temperature=temperature, top_p=top_p, seed=seed)
 
 
-def _message(message: Any, i: int) -> Message:
+def _check_image_count(messages: list[Any], max_images: int) -> None:
+    """Refuse a request with more than ``max_images`` image parts before decoding any of them."""
+    count = sum(1 for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
+                for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url")  # fmt: skip
+    if count > max_images:
+        raise RequestError(400, f"the request holds {count} images; this server accepts at most {max_images} per "
+                                f"request (--max-images); send fewer images", "messages")
+
+
+def _message(message: Any, i: int, max_pixels: int) -> Message:
     where = f"messages[{i}]"
     if not isinstance(message, dict) or message.get("role") not in ROLES:
         role = message.get("role") if isinstance(message, dict) else None
@@ -143,24 +180,28 @@ def _message(message: Any, i: int) -> Message:
         return {"role": message["role"], "content": content}
     if not isinstance(content, list) or not content:
         raise RequestError(400, f"{where}.content must be a string or a non-empty list of parts", "messages")
-    return {"role": message["role"], "content": [_part(p, f"{where}.content[{j}]") for j, p in enumerate(content)]}
+    parts = [_part(p, f"{where}.content[{j}]", max_pixels) for j, p in enumerate(content)]
+    return {"role": message["role"], "content": parts}
 
 
-def _part(part: Any, where: str) -> dict[str, Any]:
+def _part(part: Any, where: str, max_pixels: int) -> dict[str, Any]:
     kind = part.get("type") if isinstance(part, dict) else None
     if kind == "text" and isinstance(part.get("text"), str):
         return {"type": "text", "text": part["text"]}
     if kind == "image_url":
         url = part.get("image_url")
         url = url.get("url") if isinstance(url, dict) else url
-        return {"type": "image", "image": decode_data_url(url, where)}
+        return {"type": "image", "image": decode_data_url(url, where, max_pixels)}
     raise RequestError(400, f"{where}: parts must be {{'type': 'text', 'text': ...}} or "
                             f"{{'type': 'image_url', 'image_url': {{'url': 'data:image/png;base64,...'}}}}, "
                             f"got {json.dumps(part)[:80]}", "messages")
 
 
-def decode_data_url(url: Any, where: str) -> np.ndarray:
-    """A ``data:image/...;base64,`` URL as an RGB ``uint8`` array; remote URLs are refused (no network)."""
+def decode_data_url(url: Any, where: str, max_pixels: int = RequestLimits.max_image_pixels) -> np.ndarray:
+    """A ``data:image/...;base64,`` URL as an RGB ``uint8`` array; remote URLs are refused (no network).
+
+    The size comes from the image header (``Image.open`` reads no pixels): an image over ``max_pixels`` is
+    refused before its pixels are decoded, so a small compressed file cannot expand into gigabytes."""
     if not isinstance(url, str) or not url.startswith("data:image/") or ";base64," not in url:
         shown = url[:60] if isinstance(url, str) else type(url).__name__
         raise RequestError(400, f"{where}: images must be inline base64 data URLs ('data:image/png;base64,...'); "
@@ -168,11 +209,27 @@ def decode_data_url(url: Any, where: str) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        data = base64.b64decode(url.split(";base64,", 1)[1], validate=True)
-        with Image.open(io.BytesIO(data)) as image:
-            return np.asarray(image.convert("RGB"))
+        data = base64.b64decode(url[url.index(";base64,") + len(";base64,") :], validate=True)
+        with Image.open(io.BytesIO(data), formats=IMAGE_FORMATS) as image:
+            _check_pixels(image.size, where, max_pixels)
+            rgb = image if image.mode == "RGB" else image.convert("RGB")  # no copy when it is RGB already
+            return np.asarray(rgb)
+    except RequestError:
+        raise
+    except Image.DecompressionBombError as err:  # PIL's own limit, met in the header of a huge image
+        raise RequestError(400, f"{where}: the image is larger than this server accepts ({max_pixels} pixels per "
+                                f"image, --max-image-pixels): {str(err)[:120]}", "messages") from None
     except (binascii.Error, ValueError, UnidentifiedImageError, OSError) as err:
-        raise RequestError(400, f"{where}: the data URL does not hold a readable image ({err})", "messages") from err
+        raise RequestError(400, f"{where}: the data URL does not hold a readable {'/'.join(IMAGE_FORMATS)} image "
+                                f"({str(err)[:200]})", "messages") from None
+
+
+def _check_pixels(size: tuple[int, int], where: str, max_pixels: int) -> None:
+    width, height = size
+    if width * height > max_pixels:
+        raise RequestError(400, f"{where}: the image is {width}x{height} = {width * height} pixels; this server "
+                                f"accepts at most {max_pixels} per image (--max-image-pixels); send a smaller image",
+                           "messages")
 
 
 def completion_body(generation: Generation, model: str, max_new_tokens: int) -> dict[str, Any]:

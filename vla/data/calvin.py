@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.files import load_pickled_npy
 from vla.data.common import IMAGE_SIZE, Sample, check_actions, chunk_starts, resize_image, subsample
 
 CALVIN_CHUNK = 10
@@ -57,7 +58,7 @@ def load_language(root: Path) -> tuple[list[tuple[int, int]], list[str], list[st
     path = root / LANG_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: VLA training needs CALVIN's language annotations")
-    data = np.load(path, allow_pickle=True).item()
+    data = load_pickled_npy(path)  # a pickled dict, read through an allow-list: a crafted file runs nothing
     try:
         windows = [(int(a), int(b)) for a, b in data["info"]["indx"]]
         anns, tasks = [str(s) for s in data["language"]["ann"]], [str(s) for s in data["language"]["task"]]
@@ -92,7 +93,7 @@ class CalvinDataset:
         unknown = [c for c in self.cameras if c not in CALVIN_CAMERAS]
         if unknown or not self.cameras:
             raise ValueError(f"CALVIN cameras must be some of {CALVIN_CAMERAS}, got {list(cameras)}")
-        episodes = np.asarray(np.load(self.root / EPISODES_FILE), dtype=np.int64).reshape(-1, 2)
+        episodes = np.asarray(np.load(self.root / EPISODES_FILE, allow_pickle=False), dtype=np.int64).reshape(-1, 2)
         self.episodes = episodes[np.argsort(episodes[:, 0])]
         self._episode_starts = self.episodes[:, 0].tolist()
         windows, self.instructions, self.tasks = load_language(self.root)
@@ -121,7 +122,7 @@ class CalvinDataset:
         path = frame_path(self.root, frame)
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing (frame {frame} of {self.root})")
-        with np.load(path) as npz:
+        with np.load(path, allow_pickle=False) as npz:
             missing = [k for k in keys if k not in npz.files]
             if missing:
                 raise KeyError(f"{path} has no {missing}; it has {sorted(npz.files)}")
