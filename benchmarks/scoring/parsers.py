@@ -12,9 +12,12 @@ These are the project's parsers. The public scorers' own behaviours (quirks incl
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +62,18 @@ def failed(method: str, explanation: str) -> ParseResult:
 # --------------------------------------------------------------------------------------------------------
 # Shared clean-up
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+#: Longest response the parsers read, in characters (1 MB of ASCII). Real answers are a few KB; a longer one
+#: is runaway generation. It is cut to this length, read, and reported as a failed parse (method
+#: ``input_truncated``, what was read from the kept part in the value and explanation), so each parser's
+#: time stays bounded: every parser here runs in time linear in its input (``bench/parser_speed.py``).
+MAX_RESPONSE_CHARS = 1_000_000
+
+# Tags are found by position and paired by a linear scan (a lazy ``<think>.*?</think>`` rescans the rest of
+# the text from every unclosed ``<think>``: quadratic time).
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_ANSWER_OPEN = re.compile(r"<answer>", re.IGNORECASE)
+_ANSWER_CLOSE = re.compile(r"</answer>", re.IGNORECASE)
 _REFUSALS = re.compile(
     r"\b(?:cannot|can ?not|can't|unable to|not possible to|impossible to)\s+(?:be\s+)?"
     r"(?:determine|determined|tell|answer|say|know|identify|see|infer|judge)"
@@ -75,13 +88,65 @@ def clean_response(text: Any) -> str:
     """Drop reasoning blocks, keep the last ``<answer>`` block if any, remove markdown emphasis."""
     if not isinstance(text, str):
         return ""
-    body = _THINK.sub(" ", text)
-    if "<think>" in body.lower():  # an unclosed reasoning block: the answer, if any, is not in it
-        body = body[: body.lower().index("<think>")]
-    tagged = _ANSWER_TAG.findall(body)
+    body = _drop_blocks(text, _THINK_OPEN, _THINK_CLOSE)
+    unclosed = _THINK_OPEN.search(body)
+    if unclosed:  # an unclosed reasoning block: the answer, if any, is not in it
+        body = body[: unclosed.start()]
+    tagged = [body[inner_start:inner_end] for _, inner_start, inner_end, _ in _tag_blocks(body, _ANSWER_OPEN, _ANSWER_CLOSE)]
     if tagged:
         body = tagged[-1]
     return body.replace("**", "").replace("__", "").strip()
+
+
+def _tag_blocks(text: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> Iterator[tuple[int, int, int, int]]:
+    """``(start, inner_start, inner_end, end)`` of each ``<tag>...</tag>`` block, as a lazy regex
+    ``<tag>.*?</tag>`` scanning left to right finds them, in linear time."""
+    opens = [m.span() for m in opening.finditer(text)]
+    closes = [m.span() for m in closing.finditer(text)]
+    close_starts = [start for start, _ in closes]
+    pos = 0
+    for start, inner_start in opens:
+        if start < pos:
+            continue  # inside the previous block
+        k = bisect.bisect_left(close_starts, inner_start)
+        if k == len(closes):
+            return  # no closing tag after this one, hence none after any later one either
+        yield start, inner_start, closes[k][0], closes[k][1]
+        pos = closes[k][1]
+
+
+def _drop_blocks(text: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> str:
+    """``text`` with each ``<tag>...</tag>`` block replaced by one space."""
+    parts, pos = [], 0
+    for start, _, _, end in _tag_blocks(text, opening, closing):
+        parts += [text[pos:start], " "]
+        pos = end
+    return "".join(parts) + text[pos:] if parts else text
+
+
+def bounded(text: str) -> tuple[str, str]:
+    """``text`` cut to :data:`MAX_RESPONSE_CHARS`, and a note saying so (``""`` when nothing was cut)."""
+    if len(text) <= MAX_RESPONSE_CHARS:
+        return text, ""
+    return text[:MAX_RESPONSE_CHARS], f"response of {len(text):,} characters cut to the first {MAX_RESPONSE_CHARS:,}"
+
+
+def _truncated(result: ParseResult, note: str) -> ParseResult:
+    """A parse of a cut response: a failure whatever was read (kept in ``value`` to show what it was)."""
+    return ParseResult(result.value, False, "input_truncated", f"{note}; read there: {result.method}, {result.explanation}")
+
+
+def _bounded_parser(parse: Callable[..., ParseResult]) -> Callable[..., ParseResult]:
+    """Wrap a parser so it reads at most :data:`MAX_RESPONSE_CHARS` and reports a cut as a parse error."""
+
+    @functools.wraps(parse)
+    def run(text: Any, *args: Any, **kwargs: Any) -> ParseResult:
+        if not isinstance(text, str) or len(text) <= MAX_RESPONSE_CHARS:
+            return parse(text, *args, **kwargs)
+        kept, note = bounded(text)
+        return _truncated(parse(kept, *args, **kwargs), note)
+
+    return run
 
 
 def is_refusal(text: str) -> bool:
@@ -107,16 +172,19 @@ def _clip(text: str, limit: int = 80) -> str:
 
 OptionSpec = Mapping[str, str] | Sequence[str] | str
 
+# Regexes here never put two quantified runs that can match the same characters side by side (``\s*\s*``):
+# on a long run of spaces the engine would try every split, quadratic or worse. Optional tokens carry their
+# own trailing whitespace instead, which matches the same strings.
 _MARKER = re.compile(
     r"\b(?:final\s+answer|answer|correct\s+(?:option|choice|answer))\b(?:\s+is)?\s*(?:[:=\-]\s*)?"
-    r"(?:option\s+|choice\s+)?(?P<open>[(\[])?\s*(?P<letter>[A-Za-z])\s*(?P<close>[)\]])?(?=$|[\s.,:;!)\]])",
+    r"(?:option\s+|choice\s+)?(?:(?P<open>[(\[])\s*)?(?P<letter>[A-Za-z])\s*(?P<close>[)\]])?(?=$|[\s.,:;!)\]])",
     re.IGNORECASE,
 )
 _CHOICE_WORD = re.compile(
     r"\b(?:option|choice|choose|select|pick)\s+(?P<open>\()?(?P<letter>[A-Za-z])(?P<close>\))?(?=$|[\s.,:;!)])",
     re.IGNORECASE,
 )
-_BARE = re.compile(r"^[(\[]?\s*([A-Za-z])\s*[)\]]?\s*[.:]?$")
+_BARE = re.compile(r"^[(\[]?\s*([A-Za-z])\s*(?:[)\]]\s*)?[.:]?$")
 _LEADING = re.compile(r"^(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Za-z])\s*[.):])\s*(\S.*)?$", re.DOTALL)
 _PAREN = re.compile(r"\(([A-Za-z])\)")
 _STANDALONE = re.compile(r"(?<![A-Za-z0-9'’])([A-Z])(?![A-Za-z0-9'’])")
@@ -130,6 +198,7 @@ def option_letters(options: OptionSpec) -> tuple[str, ...]:
     return tuple(str(k).upper() for k in options)
 
 
+@_bounded_parser
 def parse_option(text: Any, options: OptionSpec = "ABCD") -> ParseResult:
     """Read one option letter: ``"(b)"``, ``"B."``, ``"Answer: b"``, ``"B) chair"``, or the option's text alone.
 
@@ -247,13 +316,24 @@ def _standalone_letters(body: str, letters: tuple[str, ...]) -> list[str]:
     return found
 
 
+_FOLLOWING_WORD = re.compile(r" ([a-z]+)")
+
+
 def _opens_sentence(body: str, match: re.Match[str]) -> bool:
     """"A cat ..." at a sentence start is an article; "A and C" or "A, because" is an option letter."""
-    following = re.match(r" ([a-z]+)", body[match.end() :])
+    following = _FOLLOWING_WORD.match(body, match.end())  # no slicing: a copy per letter is quadratic
     if following is None or following.group(1) in ("and", "or", "is", "because", "since"):
         return False
-    before = body[: match.start()].rstrip()
-    return before == "" or before[-1] in ".!?:\n"
+    before = _last_non_space(body, match.start())
+    return before == "" or before in ".!?:\n"
+
+
+def _last_non_space(text: str, end: int) -> str:
+    """The last character of ``text[:end].rstrip()`` ("" when there is none), without copying the text."""
+    i = end - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return text[i] if i >= 0 else ""
 
 
 def _by_standalone_letter(body: str, letters: tuple[str, ...]) -> ParseResult | None:
@@ -272,6 +352,7 @@ _COMPACT = re.compile(r"^[(\[]?([A-Z]{2,8})[)\]]?\.?$")
 _SET_MARKER = re.compile(r"\b(?:final\s+answers?|answers?|correct\s+(?:options|choices|answers))\b(?:\s+(?:is|are))?\s*[:=\-]?", re.IGNORECASE)
 
 
+@_bounded_parser
 def parse_option_set(text: Any, options: OptionSpec = "ABCDE") -> ParseResult:
     """Read a set of option letters (``"A, C"``, ``"AC"``, ``"['A', 'C']"``, ``"A and C"``), sorted.
 
@@ -310,13 +391,26 @@ def _set_from_literal(segment: str, letters: tuple[str, ...]) -> list[str] | Non
     match = re.search(r"\[[^\[\]]*\]", segment)
     if match is None:
         return None
+    value = _literal_or_none(match.group(0))
+    if not isinstance(value, list) or not all(isinstance(v, str | int | float) for v in value):
+        return None  # letters are strings; anything else (nested lists, huge numbers, ...) is not a key
     try:
-        value = ast.literal_eval(match.group(0))
-    except (ValueError, SyntaxError):
+        items = [str(v).strip().upper() for v in value]
+    except ValueError:  # str() of an int over 4,300 digits
         return None
-    items = [str(v).strip().upper() for v in value] if isinstance(value, list) else []
     split = [p.strip().strip("()") for item in items for p in re.split(r"[,\s]+", item) if p.strip()]
     return split if split and all(re.fullmatch(r"[A-Z]", p) for p in split) else None
+
+
+def _literal_or_none(span: str) -> Any:
+    """``ast.literal_eval(span)``, or None when it fails in any way (model text is not code: it can nest
+    deeply enough for a RecursionError or hold a literal that warns)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            return ast.literal_eval(span)
+    except Exception:
+        return None
 
 
 def _set_compact(segment: str, letters: tuple[str, ...]) -> list[str] | None:
@@ -408,12 +502,14 @@ def _option_texts(question: str, markers: list[re.Match[str]]) -> dict[str, str]
 # Yes / no
 
 _LEADING_YES_NO = re.compile(r"^\W*(yes|no|true|false)\b", re.IGNORECASE)
-_MARKED_YES_NO = re.compile(r"\banswer\b(?:\s+is)?\s*[:=\-]?\s*\W*(yes|no|true|false)\b", re.IGNORECASE)
+# "\s*[:=\-]?\s*\W*" matched exactly the strings "\W*" matches, with cubic backtracking on spaces.
+_MARKED_YES_NO = re.compile(r"\banswer\b(?:\s+is)?\W*(yes|no|true|false)\b", re.IGNORECASE)
 _YES_NO_WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _TRUE_FALSE_WORD = re.compile(r"\b(not\s+true|true|false)\b", re.IGNORECASE)
 _AS_YES_NO = {"yes": "yes", "no": "no", "true": "yes", "false": "no", "not true": "no"}
 
 
+@_bounded_parser
 def parse_yes_no(text: Any) -> ParseResult:
     """Read ``"yes"`` or ``"no"`` (also true/false). "No, that is not correct." is no."""
     body = clean_response(text)
@@ -439,7 +535,10 @@ def parse_yes_no(text: Any) -> ParseResult:
 
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(?![\w.]\d)")
 _RANGE_JOIN = re.compile(r"^\s*(?:-|–|—|~|to)\s*$", re.IGNORECASE)
-_SCALAR_TAG = re.compile(r"\\?scalar\s*\{\s*([^}]*)\}(?:\s*\\?distance_unit\s*\{\s*([^}]*)\})?", re.IGNORECASE)
+# "\s*([^}]*)" is written "\s*([^\s}][^}]*|)" (same groups): the two runs never compete for spaces.
+_SCALAR_TAG = re.compile(
+    r"\\?scalar\s*\{\s*([^\s}][^}]*|)\}(?:\s*\\?distance_unit\s*\{\s*([^\s}][^}]*|)\})?", re.IGNORECASE
+)
 _NUMBER_MARKER = re.compile(r"\b(?:final\s+answer|answer|estimate|result)\b(?:\s+is)?\s*[:=\-]?", re.IGNORECASE)
 _ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
@@ -459,26 +558,58 @@ class _Number:
 def _numbers(text: str) -> list[_Number]:
     found = []
     for match in _NUMBER.finditer(text):
-        value = float(match.group(1).replace(",", "")) * (10 ** int(match.group(2)) if match.group(2) else 1)
+        value = _magnitude(match.group(1).replace(",", ""), match.group(2))
         if _is_negative(text, match.start()):
             value = -value
         found.append(_Number(value, match.start(), match.end()))
     return found
 
 
+#: Beyond this decimal exponent every float is inf (or 0.0 for a negative one); 10 ** 400 is still cheap.
+_EXPONENT_LIMIT = 400
+
+
+def _magnitude(mantissa: str, exponent: str | None) -> float:
+    """``mantissa * 10 ** exponent`` as a float, inf when it overflows; never a huge intermediate integer
+    (``10 ** 9999999`` takes seconds) nor an ``int()`` of more than 4,300 digits (a ValueError)."""
+    value = float(mantissa)
+    if not exponent:
+        return value
+    digits = exponent.lstrip("+-").lstrip("0") or "0"
+    power = int(digits) if len(digits) <= 4 else _EXPONENT_LIMIT + 1
+    if exponent.startswith("-"):
+        power = -power
+    if abs(power) <= _EXPONENT_LIMIT:
+        try:
+            return value * 10**power  # as written before: the same floats for every usual exponent
+        except OverflowError:  # int too large to convert to float
+            return math.inf if value else 0.0
+    if power < 0 or value == 0:
+        return 0.0
+    return math.inf
+
+
 def _is_negative(text: str, start: int) -> bool:
     """A minus sign counts unless it joins a range ("10-15" is a range, "-3" is negative)."""
     if start == 0 or text[start - 1] not in "-−":
         return False
-    before = text[: start - 1].rstrip()
-    return not (before and before[-1].isdigit())
+    return not _last_non_space(text, start - 1).isdigit()
 
 
+@_bounded_parser
 def parse_number(text: Any) -> ParseResult:
     """Read a number with its unit (``Quantity``): "2.5 m", "between 3 and 4 feet" (ranges take the maximum),
     "three", ``\\scalar{1.2} \\distance_unit{m}``. With several numbers and no answer marker, the last one is
-    taken and the explanation says so.
+    taken and the explanation says so. A number beyond the float range ("1e400") is a failed parse
+    (``number_out_of_range``), never an infinity in a score.
     """
+    result = _parse_number(text)
+    if result.ok and not math.isfinite(result.value.value):
+        return failed("number_out_of_range", f"{result.explanation}: {result.value.value} is not a finite float")
+    return result
+
+
+def _parse_number(text: Any) -> ParseResult:
     body = clean_response(text)
     if not body:
         return _no_answer(body, "number")
@@ -575,6 +706,7 @@ _COORD = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 BOX_SCALES = ("auto", "0-1", "0-1000", "pixel")
 
 
+@_bounded_parser
 def parse_box(text: Any, *, scale: str = "auto", image_size: tuple[float, float] | None = None) -> ParseResult:
     """Read an ``[x1, y1, x2, y2]`` box and normalise it to 0-1.
 
