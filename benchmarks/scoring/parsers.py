@@ -136,7 +136,7 @@ def _truncated(result: ParseResult, note: str) -> ParseResult:
     return ParseResult(result.value, False, "input_truncated", f"{note}; read there: {result.method}, {result.explanation}")
 
 
-def _bounded_parser(parse: Callable[..., ParseResult]) -> Callable[..., ParseResult]:
+def bounded_parser(parse: Callable[..., ParseResult]) -> Callable[..., ParseResult]:
     """Wrap a parser so it reads at most :data:`MAX_RESPONSE_CHARS` and reports a cut as a parse error."""
 
     @functools.wraps(parse)
@@ -147,6 +147,13 @@ def _bounded_parser(parse: Callable[..., ParseResult]) -> Callable[..., ParseRes
         return _truncated(parse(kept, *args, **kwargs), note)
 
     return run
+
+
+def outer_braces(text: str) -> str | None:
+    """The first ``{`` to the last ``}`` (what ``re.search(r"\\{.*\\}", text, re.DOTALL)`` matches), or None;
+    found with two string searches (the regex rescans the rest from every unclosed ``{``: quadratic)."""
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if 0 <= start < end else None
 
 
 def is_refusal(text: str) -> bool:
@@ -198,7 +205,7 @@ def option_letters(options: OptionSpec) -> tuple[str, ...]:
     return tuple(str(k).upper() for k in options)
 
 
-@_bounded_parser
+@bounded_parser
 def parse_option(text: Any, options: OptionSpec = "ABCD") -> ParseResult:
     """Read one option letter: ``"(b)"``, ``"B."``, ``"Answer: b"``, ``"B) chair"``, or the option's text alone.
 
@@ -352,7 +359,7 @@ _COMPACT = re.compile(r"^[(\[]?([A-Z]{2,8})[)\]]?\.?$")
 _SET_MARKER = re.compile(r"\b(?:final\s+answers?|answers?|correct\s+(?:options|choices|answers))\b(?:\s+(?:is|are))?\s*[:=\-]?", re.IGNORECASE)
 
 
-@_bounded_parser
+@bounded_parser
 def parse_option_set(text: Any, options: OptionSpec = "ABCDE") -> ParseResult:
     """Read a set of option letters (``"A, C"``, ``"AC"``, ``"['A', 'C']"``, ``"A and C"``), sorted.
 
@@ -509,7 +516,7 @@ _TRUE_FALSE_WORD = re.compile(r"\b(not\s+true|true|false)\b", re.IGNORECASE)
 _AS_YES_NO = {"yes": "yes", "no": "no", "true": "yes", "false": "no", "not true": "no"}
 
 
-@_bounded_parser
+@bounded_parser
 def parse_yes_no(text: Any) -> ParseResult:
     """Read ``"yes"`` or ``"no"`` (also true/false). "No, that is not correct." is no."""
     body = clean_response(text)
@@ -596,7 +603,7 @@ def _is_negative(text: str, start: int) -> bool:
     return not _last_non_space(text, start - 1).isdigit()
 
 
-@_bounded_parser
+@bounded_parser
 def parse_number(text: Any) -> ParseResult:
     """Read a number with its unit (``Quantity``): "2.5 m", "between 3 and 4 feet" (ranges take the maximum),
     "three", ``\\scalar{1.2} \\distance_unit{m}``. With several numbers and no answer marker, the last one is
@@ -626,7 +633,9 @@ def _parse_number(text: Any) -> ParseResult:
 
 
 def _from_scalar_tag(body: str) -> ParseResult | None:
-    match = _SCALAR_TAG.search(body)
+    # A tag ends with "}": searching only up to the last one keeps each "scalar{" from scanning to the end of
+    # the text when no "}" follows (quadratic on "scalar{scalar{..."). Same first match.
+    match = _SCALAR_TAG.search(body, 0, body.rfind("}") + 1)
     if match is None:
         return None
     numbers = _numbers(match.group(1))
@@ -706,7 +715,7 @@ _COORD = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 BOX_SCALES = ("auto", "0-1", "0-1000", "pixel")
 
 
-@_bounded_parser
+@bounded_parser
 def parse_box(text: Any, *, scale: str = "auto", image_size: tuple[float, float] | None = None) -> ParseResult:
     """Read an ``[x1, y1, x2, y2]`` box and normalise it to 0-1.
 
