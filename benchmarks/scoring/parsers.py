@@ -12,8 +12,9 @@ These are the project's parsers. The public scorers' own behaviours (quirks incl
 from __future__ import annotations
 
 import ast
-import bisect
+import collections
 import functools
+import itertools
 import math
 import re
 import warnings
@@ -62,11 +63,12 @@ def failed(method: str, explanation: str) -> ParseResult:
 # --------------------------------------------------------------------------------------------------------
 # Shared clean-up
 
-#: Longest response the parsers read, in characters (1 MB of ASCII). Real answers are a few KB; a longer one
-#: is runaway generation. It is cut to this length, read, and reported as a failed parse (method
-#: ``input_truncated``, what was read from the kept part in the value and explanation), so each parser's
-#: time stays bounded: every parser here runs in time linear in its input (``bench/parser_speed.py``).
-MAX_RESPONSE_CHARS = 1_000_000
+#: Longest response the parsers read, in characters (about 50,000 tokens of English: room for a long
+#: reasoning block before the answer). A longer one is runaway generation: it is cut to this length, read,
+#: and reported as a failed parse (method ``input_truncated``; what was read from the kept part stays in the
+#: value and explanation). Every parser runs in time linear in its input, and this cap bounds that time:
+#: under 0.3 s for any input on a loaded 2-core machine (``bench/parser_speed.py``).
+MAX_RESPONSE_CHARS = 200_000
 
 # Tags are found by position and paired by a linear scan (a lazy ``<think>.*?</think>`` rescans the rest of
 # the text from every unclosed ``<think>``: quadratic time).
@@ -100,19 +102,15 @@ def clean_response(text: Any) -> str:
 
 def _tag_blocks(text: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> Iterator[tuple[int, int, int, int]]:
     """``(start, inner_start, inner_end, end)`` of each ``<tag>...</tag>`` block, as a lazy regex
-    ``<tag>.*?</tag>`` scanning left to right finds them, in linear time."""
-    opens = [m.span() for m in opening.finditer(text)]
-    closes = [m.span() for m in closing.finditer(text)]
-    close_starts = [start for start, _ in closes]
+    ``<tag>.*?</tag>`` scanning left to right finds them, in linear time: each search starts where the
+    previous block ended, and when an opening has no closing after it, no later opening has one either."""
     pos = 0
-    for start, inner_start in opens:
-        if start < pos:
-            continue  # inside the previous block
-        k = bisect.bisect_left(close_starts, inner_start)
-        if k == len(closes):
-            return  # no closing tag after this one, hence none after any later one either
-        yield start, inner_start, closes[k][0], closes[k][1]
-        pos = closes[k][1]
+    while (start := opening.search(text, pos)) is not None:
+        end = closing.search(text, start.end())
+        if end is None:
+            return
+        yield start.start(), start.end(), end.start(), end.end()
+        pos = end.end()
 
 
 def _drop_blocks(text: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> str:
@@ -131,7 +129,7 @@ def bounded(text: str) -> tuple[str, str]:
     return text[:MAX_RESPONSE_CHARS], f"response of {len(text):,} characters cut to the first {MAX_RESPONSE_CHARS:,}"
 
 
-def _truncated(result: ParseResult, note: str) -> ParseResult:
+def truncated_result(result: ParseResult, note: str) -> ParseResult:
     """A parse of a cut response: a failure whatever was read (kept in ``value`` to show what it was)."""
     return ParseResult(result.value, False, "input_truncated", f"{note}; read there: {result.method}, {result.explanation}")
 
@@ -144,7 +142,7 @@ def bounded_parser(parse: Callable[..., ParseResult]) -> Callable[..., ParseResu
         if not isinstance(text, str) or len(text) <= MAX_RESPONSE_CHARS:
             return parse(text, *args, **kwargs)
         kept, note = bounded(text)
-        return _truncated(parse(kept, *args, **kwargs), note)
+        return truncated_result(parse(kept, *args, **kwargs), note)
 
     return run
 
@@ -194,7 +192,6 @@ _CHOICE_WORD = re.compile(
 _BARE = re.compile(r"^[(\[]?\s*([A-Za-z])\s*(?:[)\]]\s*)?[.:]?$")
 _LEADING = re.compile(r"^(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Za-z])\s*[.):])\s*(\S.*)?$", re.DOTALL)
 _PAREN = re.compile(r"\(([A-Za-z])\)")
-_STANDALONE = re.compile(r"(?<![A-Za-z0-9'’])([A-Z])(?![A-Za-z0-9'’])")
 _WORD = re.compile(r"[a-z0-9]+(?:[.'’-][a-z0-9]+)*")
 
 
@@ -245,11 +242,14 @@ def _checked(letter: str, letters: tuple[str, ...], method: str, how: str) -> Pa
 
 
 def _by_marker(body: str, letters: tuple[str, ...]) -> ParseResult | None:
-    found = [(m, _accept_letter(m, body)) for m in _MARKER.finditer(body)]
-    found = [(m, letter) for m, letter in found if letter is not None]
-    if not found:
+    found = None  # the last accepted marker
+    for m in _MARKER.finditer(body):
+        letter = _accept_letter(m, body)
+        if letter is not None:
+            found = (m, letter)
+    if found is None:
         return None
-    match, letter = found[-1]
+    match, letter = found
     return _checked(letter, letters, "answer_marker", f"answer marker {match.group(0).strip()!r}")
 
 
@@ -311,16 +311,26 @@ def _by_option_text(body: str, texts: Mapping[str, str]) -> ParseResult | None:
     return None
 
 
-def _standalone_letters(body: str, letters: tuple[str, ...]) -> list[str]:
-    found = []
-    for match in _STANDALONE.finditer(body):
-        letter = match.group(1)
-        if letter not in letters:
-            continue
-        if letter in "AI" and _opens_sentence(body, match):
-            continue  # the article "A" / pronoun "I" opening a sentence
-        found.append(letter)
+def _standalone_letters(body: str, letters: tuple[str, ...]) -> set[str]:
+    """The option letters that stand alone somewhere in ``body`` (the article "A" and pronoun "I" opening a
+    sentence do not count). Each letter is searched for until one occurrence counts: checking every
+    standalone capital of a long text in Python costs about a second per megabyte."""
+    found = set()
+    for letter in dict.fromkeys(letters):
+        if len(letter) != 1 or not "A" <= letter <= "Z":
+            continue  # only single capitals can stand alone
+        for match in _standalone_pattern(letter).finditer(body):
+            if letter in "AI" and _opens_sentence(body, match):
+                continue
+            found.add(letter)
+            break
     return found
+
+
+@functools.lru_cache(maxsize=32)
+def _standalone_pattern(letter: str) -> re.Pattern[str]:
+    """The letter with no letter, digit or apostrophe on either side."""
+    return re.compile(rf"(?<![A-Za-z0-9'’]){letter}(?![A-Za-z0-9'’])")
 
 
 _FOLLOWING_WORD = re.compile(r" ([a-z]+)")
@@ -344,7 +354,7 @@ def _last_non_space(text: str, end: int) -> str:
 
 
 def _by_standalone_letter(body: str, letters: tuple[str, ...]) -> ParseResult | None:
-    found = sorted(set(_standalone_letters(body, letters)))
+    found = sorted(_standalone_letters(body, letters))
     if len(found) == 1:
         return parsed(found[0], "standalone_letter", f"the only option letter in the response is {found[0]}")
     if len(found) > 1:
@@ -427,7 +437,7 @@ def _set_compact(segment: str, letters: tuple[str, ...]) -> list[str] | None:
 
 def _set_from_letters(segment: str, letters: tuple[str, ...]) -> list[str] | None:
     found = [m.group(1).upper() for m in _PAREN.finditer(segment)]
-    found += _standalone_letters(segment, tuple("ABCDEFGH"))
+    found += sorted(_standalone_letters(segment, tuple("ABCDEFGH")))
     return found or None
 
 
@@ -562,14 +572,27 @@ class _Number:
     end: int
 
 
-def _numbers(text: str) -> list[_Number]:
-    found = []
-    for match in _NUMBER.finditer(text):
-        value = _magnitude(match.group(1).replace(",", ""), match.group(2))
-        if _is_negative(text, match.start()):
-            value = -value
-        found.append(_Number(value, match.start(), match.end()))
-    return found
+def _numbers(text: str, *, last: bool) -> tuple[list[_Number], int]:
+    """The first two numbers in ``text`` (the last two with ``last``) and how many there are in all.
+
+    Only these can be the chosen number or join it in a range; building every number of a long text would
+    cost seconds per megabyte. The count is exact with ``last``, else it is that of the numbers returned.
+    """
+    if not last:
+        kept = list(itertools.islice(_NUMBER.finditer(text), 2))
+        return [_number(text, m) for m in kept], len(kept)
+    tail: collections.deque[re.Match[str]] = collections.deque(maxlen=2)
+    count = 0
+    for count, match in enumerate(_NUMBER.finditer(text), 1):
+        tail.append(match)
+    return [_number(text, m) for m in tail], count
+
+
+def _number(text: str, match: re.Match[str]) -> _Number:
+    value = _magnitude(match.group(1).replace(",", ""), match.group(2))
+    if _is_negative(text, match.start()):
+        value = -value
+    return _Number(value, match.start(), match.end())
 
 
 #: Beyond this decimal exponent every float is inf (or 0.0 for a negative one); 10 ** 400 is still cheap.
@@ -638,7 +661,7 @@ def _from_scalar_tag(body: str) -> ParseResult | None:
     match = _SCALAR_TAG.search(body, 0, body.rfind("}") + 1)
     if match is None:
         return None
-    numbers = _numbers(match.group(1))
+    numbers, _ = _numbers(match.group(1), last=True)
     if not numbers:
         return failed("no_number", f"empty scalar tag {match.group(0)!r}")
     unit, _ = read_unit(match.group(2) or "")
@@ -646,7 +669,7 @@ def _from_scalar_tag(body: str) -> ParseResult | None:
 
 
 def _quantity_in(text: str, method: str, where: str, *, last: bool = False) -> ParseResult | None:
-    numbers = _numbers(text)
+    numbers, count = _numbers(text, last=last)
     if not numbers:
         return None
     index = len(numbers) - 1 if last else 0
@@ -654,12 +677,15 @@ def _quantity_in(text: str, method: str, where: str, *, last: bool = False) -> P
     unit, _ = read_unit(text[number.end :])
     if span:
         return parsed(Quantity(number.value, unit), "range_max", f"range {span!r} {where}: took the maximum")
-    note = f"{len(numbers)} numbers {where}; took the last" if last and len(numbers) > 1 else f"number {where}"
-    return parsed(Quantity(number.value, unit), method if not (last and len(numbers) > 1) else "last_number", note)
+    note = f"{count} numbers {where}; took the last" if last and count > 1 else f"number {where}"
+    return parsed(Quantity(number.value, unit), method if not (last and count > 1) else "last_number", note)
 
 
 def _with_range(text: str, numbers: list[_Number], index: int) -> tuple[_Number, str]:
-    """The chosen number, or the larger end of a range it belongs to (with the range's text)."""
+    """The chosen number, or the larger end of a range it belongs to (with the range's text).
+
+    ``numbers`` holds the chosen number and its neighbour(s): only a pair holding it can be its range.
+    """
     number = numbers[index]
     pairs = [(numbers[i], numbers[i + 1]) for i in range(len(numbers) - 1)]
     for low, high in pairs:

@@ -33,7 +33,7 @@ from benchmarks.scoring.parsers import (
     parse_yes_no,
     parsed,
 )
-from benchmarks.scoring.result import JudgeScore, SampleScore
+from benchmarks.scoring.result import JudgeScore, SampleScore, bounded_scorer
 from benchmarks.static import summary as S
 from benchmarks.static.items import (
     DataError,
@@ -306,6 +306,7 @@ def judge_score(item: StaticItem, response: str, reply: str) -> JudgeScore:
 # lmms-eval scoring
 
 
+@bounded_scorer
 def score_lmms(item: StaticItem, response: str) -> SampleScore:
     """lmms-eval's metric for the item's scorer (see :mod:`benchmarks.scoring.official.spatialtree`)."""
     scorer, name = item.meta["scorer"], f"spatialtree-lmms-eval/{item.meta['scorer']}"
