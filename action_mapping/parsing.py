@@ -22,10 +22,15 @@ from action_mapping.plan import Plan, PlanStep
 from action_mapping.primitives import EB_NAV_ACTIONS, Primitive, lookup_symbol
 
 DEFAULT_MAX_STEP_NUM = 10
-#: Longest output ``parse_plan`` reads, in characters. A plan is a few hundred characters; longer output is
-#: runaway generation. It is cut to this length (error ``input_truncated``) before parsing, which bounds the
-#: time of the repair cascade (up to ~50 decodes of the text, all linear; ``bench/parser_speed.py``).
-MAX_PLAN_CHARS = 100_000
+#: Longest output ``parse_plan`` reads, in characters (about 12,000 tokens; the prompting policies allow
+#: 1,024 by default). A plan is a few hundred characters; longer output is runaway generation. It is cut to
+#: this length (error ``input_truncated``) before parsing, which bounds the time of the repair cascade
+#: (every step of it is linear in the text; ``bench/parser_speed.py``).
+MAX_PLAN_CHARS = 50_000
+#: Most characters the Python-literal repairs hand to ``ast.literal_eval`` in one call, over all spans: the
+#: parser behind it costs a few microseconds per character, twenty times ``json.loads``. Python-style plans
+#: are short; past this budget the other repairs are still tried.
+LITERAL_REPAIR_BUDGET = 20_000
 _EB_NAV_TABLE: tuple[Primitive, ...] = tuple(p for _, p in EB_NAV_ACTIONS)
 
 # Fenced blocks are found by a scanner (_fenced_blocks), not by r"```\s*json\s*\n?(.*?)```": on an unclosed fence
@@ -164,10 +169,15 @@ def _extract_json(text: str, errors: list[str]) -> tuple[Any, bool]:
     if not any(s[0] in "{[" for s, _ in spans):
         errors.append("no_json: no '{' or '[' in the output")
         return None, False
+    literal_budget = LITERAL_REPAIR_BUDGET
     for span, note in spans:
         if span[0] not in "{[":
             continue
         for repair_name, repair in _REPAIRS:
+            if repair.literal:
+                if len(span) > literal_budget:
+                    continue
+                literal_budget -= len(span)
             ok, value = repair(span)
             if ok and isinstance(value, (dict, list)):
                 names = f"{note}, {repair_name}" if note else repair_name
@@ -272,6 +282,7 @@ def _via(*transforms: Any, literal: bool = False) -> Any:
             s = t(s)
         return _literal(s) if literal else _loads(s)
 
+    run.literal = literal  # type: ignore[attr-defined]  # these draw on LITERAL_REPAIR_BUDGET
     return run
 
 

@@ -122,4 +122,6 @@ PATTERNS: dict[str, Callable[[int], str]] = {
     "unclosed braces": _fill("", "{"),
     "numbers with commas": _fill("", "1,"),
     "unclosed <conclusion>(a)": _fill("", "<conclusion>(a)\n"),
+    "many fenced lists to repair": _fill("", "```\n[a, b, 'c', (1, 2),\n```\n"),
+    "Python-literal plan": _fill("{'step_1': {'actions': ['W'], 'step_nums': [1]}, 'step_2': {'actions': [", "'W', "),
 }
