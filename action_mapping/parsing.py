@@ -200,6 +200,7 @@ def _literal(s: str) -> tuple[bool, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)  # "invalid escape sequence" before Python 3.12
             return True, ast.literal_eval(s)
     except Exception:
         return False, None

@@ -26,7 +26,14 @@ from benchmarks.scoring import judge, parsers
 from benchmarks.scoring.goal import GoalReference, lmms_eval_decode, score_goal
 from benchmarks.scoring.official import multihop, spatialscore, spatialtree
 from benchmarks.scoring.parser_catalog import PARSERS, PATTERNS
-from benchmarks.scoring.parsers import ParseResult, parse_box, parse_number, parse_option, parse_option_set, parse_yes_no
+from benchmarks.scoring.parsers import (
+    ParseResult,
+    parse_box,
+    parse_number,
+    parse_option,
+    parse_option_set,
+    parse_yes_no,
+)
 from benchmarks.scoring.result import JudgeScore, SampleScore, bounded_scorer
 
 LIMIT_S = 2.0  # for 100-200 KB inputs; each takes well under 0.3 s on an idle machine
@@ -282,7 +289,7 @@ def test_official_scorers_score_a_cut_response_zero():
 # --------------------------------------------------------------------------------------------------------
 # Fuzzing: every parser, no exception, a well-formed result
 
-_PARSE_KINDS = ParseResult, Plan, JudgeScore
+_PLAN_FORMATS = ("navigation", "manipulation", "single_step", "executable_plan", "list", "none")
 
 
 def check_well_formed(name: str, result: Any) -> None:
@@ -293,7 +300,7 @@ def check_well_formed(name: str, result: Any) -> None:
         json.dumps(result.to_dict())
     elif isinstance(result, Plan):
         assert all(code in ERROR_CODES for code in result.error_codes), result.errors
-        assert result.steps or not result.ok or result.format == "none"
+        assert result.format in _PLAN_FORMATS and all(len(s.actions) == len(s.step_nums) for s in result.steps)
         json.dumps(result.to_json())
     elif isinstance(result, JudgeScore):
         assert result.score is None or 0.0 <= result.score <= 1.0

@@ -461,6 +461,7 @@ def _literal_eval_quietly(span: str) -> Any:
     """``ast.literal_eval`` without the SyntaxWarnings it prints for model text such as ``5m``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)  # "invalid escape sequence" before Python 3.12
         return ast.literal_eval(span)
 
 

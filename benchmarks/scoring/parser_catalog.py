@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from action_mapping.parsing import parse_plan
-from benchmarks.scoring import judge
+from benchmarks.scoring import judge, parsers
 from benchmarks.scoring.goal import lmms_eval_decode
 from benchmarks.scoring.official import multihop, space10, spatialscore, spatialtree
 from benchmarks.scoring.parsers import (
@@ -35,6 +35,12 @@ def _parameters(text: str) -> Any:
     return parse_parameters(text, {"pitch": 1.0, "roll": 2.0})
 
 
+def _capped(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` behind the cap the static runner applies to official-compatible scorers
+    (``result.bounded_scorer``), read at call time so that a benchmark can lift it."""
+    return lambda text: parse(parsers.bounded(text)[0])
+
+
 def _repo_box(text: str) -> Any:
     try:
         return multihop.parse_box_repo(text)
@@ -49,7 +55,8 @@ def _answer_key(text: str) -> Any:
         return str(error)
 
 
-#: name -> parser of one model response (fixed options / truths where the parser needs them).
+#: name -> parser of one model response (fixed options / truths where the parser needs them). The
+#: official-compatible scorers come behind the runner's cap, as the static benchmarks call them.
 PARSERS: dict[str, Callable[[str], Any]] = {
     "parse_option": lambda t: parse_option(t, _OPTIONS),
     "parse_option_set": lambda t: parse_option_set(t, _OPTIONS),
@@ -58,20 +65,20 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "parse_box": parse_box,
     "parse_plan": parse_plan,
     "goal.lmms_eval_decode": lmms_eval_decode,
-    "multihop.parse_answer": multihop.parse_answer,
-    "multihop.parse_box_lmms": multihop.parse_box_lmms,
-    "multihop.parse_box_repo": _repo_box,
-    "space10.read_answer": lambda t: space10.read_answer(t, _OPTIONS, False),
-    "space10.read_answer_multiple": lambda t: space10.read_answer(t, _OPTIONS, True),
-    "spatialscore.extract_option": spatialscore.extract_option,
-    "spatialscore.extract_yes_no": spatialscore.extract_yes_no,
-    "spatialscore.extract_number": spatialscore.extract_number,
-    "spatialscore.numeric_with_unit": lambda t: spatialscore.numeric_with_unit_correct(t, "3 m"),
-    "spatialtree.parse_multiple_choice": lambda t: spatialtree.parse_multiple_choice(t, list(_OPTIONS.values()), "item-1"),
-    "spatialtree.mean_relative_accuracy": lambda t: spatialtree.mean_relative_accuracy(t, "3"),
-    "spatialtree.gravity_score": lambda t: spatialtree.gravity_score(t, _GRAVITY_TRUTH, _GRAVITY_HINT),
-    "spatialtree.last_yes_no": spatialtree.last_yes_no,
-    "spatialtree.last_point": spatialtree._last_point,
+    "multihop.parse_answer": _capped(multihop.parse_answer),
+    "multihop.parse_box_lmms": _capped(multihop.parse_box_lmms),
+    "multihop.parse_box_repo": _capped(_repo_box),
+    "space10.read_answer": _capped(lambda t: space10.read_answer(t, _OPTIONS, False)),
+    "space10.read_answer_multiple": _capped(lambda t: space10.read_answer(t, _OPTIONS, True)),
+    "spatialscore.extract_option": _capped(spatialscore.extract_option),
+    "spatialscore.extract_yes_no": _capped(spatialscore.extract_yes_no),
+    "spatialscore.extract_number": _capped(spatialscore.extract_number),
+    "spatialscore.numeric_with_unit": _capped(lambda t: spatialscore.numeric_with_unit_correct(t, "3 m")),
+    "spatialtree.parse_multiple_choice": _capped(lambda t: spatialtree.parse_multiple_choice(t, list(_OPTIONS.values()), "item-1")),
+    "spatialtree.mean_relative_accuracy": _capped(lambda t: spatialtree.mean_relative_accuracy(t, "3")),
+    "spatialtree.gravity_score": _capped(lambda t: spatialtree.gravity_score(t, _GRAVITY_TRUTH, _GRAVITY_HINT)),
+    "spatialtree.last_yes_no": _capped(spatialtree.last_yes_no),
+    "spatialtree.last_point": _capped(spatialtree._last_point),
     "static.spatialtree.parse_parameters": _parameters,
     "judge.parse_output_line": judge.parse_output_line,
     "judge.parse_json_score": judge.parse_json_score,

@@ -425,6 +425,7 @@ def _literal_or_none(span: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)  # "invalid escape sequence" before Python 3.12
             return ast.literal_eval(span)
     except Exception:
         return None
@@ -583,8 +584,9 @@ def _numbers(text: str, *, last: bool) -> tuple[list[_Number], int]:
         return [_number(text, m) for m in kept], len(kept)
     tail: collections.deque[re.Match[str]] = collections.deque(maxlen=2)
     count = 0
-    for count, match in enumerate(_NUMBER.finditer(text), 1):
+    for match in _NUMBER.finditer(text):
         tail.append(match)
+        count += 1
     return [_number(text, m) for m in tail], count
 
 
