@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from action_mapping import ERROR_CODES, Plan, Primitive, parse_plan
+from action_mapping import ERROR_CODES, NAVIGATION_STEP_SIZES, Plan, Primitive, parse_plan
 from action_mapping import parsing as plan_parsing
 from benchmarks.scoring import judge, parsers
 from benchmarks.scoring.goal import GoalReference, lmms_eval_decode, score_goal
@@ -179,7 +179,7 @@ def test_plans_with_huge_integers_never_raise(text, code):
 
 
 def test_goal_scorers_score_huge_integers_zero_and_write_json():
-    ref = GoalReference("nav", parse_plan('{"step_1": {"actions": ["W"], "step_nums": [2]}}'), plan_parsing_step_sizes())
+    ref = GoalReference("nav", parse_plan('{"step_1": {"actions": ["W"], "step_nums": [2]}}'), NAVIGATION_STEP_SIZES)
     stepped = '{"step_1": {"actions": ["W"], "step_nums": [0x' + "f" * 5000 + "]}}"  # what the paper scorer reads
     top_level = '{"actions": ["W"], "step_nums": [0x' + "f" * 5000 + "]}"  # what lmms-eval's navigation reads
     for scorer in ("paper", "lmms-eval"):
@@ -191,12 +191,6 @@ def test_goal_scorers_score_huge_integers_zero_and_write_json():
     assert any(e.startswith("step_num_capped") for e in paper.parse_errors) and not paper.parse_failed  # read as 10
     lmms = score_goal(top_level, ref, "lmms-eval")
     assert (lmms.value, lmms.parse_failed, lmms.metadata["failure"]) == (0.0, True, "scorer_raises")
-
-
-def plan_parsing_step_sizes():
-    from action_mapping import NAVIGATION_STEP_SIZES
-
-    return NAVIGATION_STEP_SIZES
 
 
 def test_goal_lmms_eval_fences():
