@@ -22,15 +22,33 @@ from action_mapping.plan import Plan, PlanStep
 from action_mapping.primitives import EB_NAV_ACTIONS, Primitive, lookup_symbol
 
 DEFAULT_MAX_STEP_NUM = 10
+#: Longest output ``parse_plan`` reads, in characters (about 12,000 tokens; the prompting policies allow
+#: 1,024 by default). A plan is a few hundred characters; longer output is runaway generation. It is cut to
+#: this length (error ``input_truncated``) before parsing, which bounds the time of the repair cascade
+#: (every step of it is linear in the text; ``bench/parser_speed.py``).
+MAX_PLAN_CHARS = 50_000
+#: Most characters the Python-literal repairs hand to ``ast.literal_eval`` in one call, over all spans: the
+#: parser behind it costs a few microseconds per character, twenty times ``json.loads``. Python-style plans
+#: are short; past this budget the other repairs are still tried.
+LITERAL_REPAIR_BUDGET = 20_000
 _EB_NAV_TABLE: tuple[Primitive, ...] = tuple(p for _, p in EB_NAV_ACTIONS)
 
-_FENCE_JSON = re.compile(r"```\s*json\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
-_FENCE_ANY = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
+# Fenced blocks are found by a scanner (_fenced_blocks), not by r"```\s*json\s*\n?(.*?)```": on an unclosed fence
+# the lazy group rescans the rest of the text once per backtracking step (quadratic).
+_FENCE_JSON_OPENING = re.compile(r"```\s*json\s*", re.IGNORECASE)
+_FENCE_INFO = re.compile(r"[^\n`]*")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _STEP_KEY = re.compile(r"^\s*step[\s_\-]*(\d+)\s*$", re.IGNORECASE)
 _FIRST_STEP_KEY = re.compile(r"[\"']step[\s_\-]*\d+[\"']\s*:", re.IGNORECASE)
 # An unquoted item inside a list, e.g. [W, ←, space]: anything that is not a number, literal or string.
-_BARE_ITEM = re.compile(r"(?<=[\[,])(\s*)([^\s\"',\[\]{}:][^,\[\]{}\"':]*?)(\s*)(?=[,\]])")
+# Found by _bare_items (the regex r"(?<=[\[,])(\s*)([^\s\"',\[\]{}:][^,\[\]{}\"':]*?)(\s*)(?=[,\]])" is
+# quadratic on whitespace inside an item).
+_ITEM_START = re.compile(r"[\[,]")
+_ITEM_STOP = re.compile(r"[,\[\]{}\"':]")
+_PLAIN_LITERAL = re.compile(r"-?\d+(\.\d*)?([eE][-+]?\d+)?|true|false|null|True|False|None")
+# An action id written as a string: decimal digits int() reads, at most 4,000 of them (int() raises past
+# 4,300, and on digits such as "²" that str.isdigit() accepts).
+_ACTION_ID = re.compile(r"-?\d{1,4000}")
 _NUMBER_WORDS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"])}
 _GRIPPER_WORDS = {"open": 0, "opened": 0, "close": 1, "closed": 1}
 
@@ -57,6 +75,9 @@ def parse_plan(
     if not isinstance(text, str) or not text.strip():
         plan.errors.append("empty_output: no text to parse")
         return plan
+    if len(text) > MAX_PLAN_CHARS:
+        plan.errors.append(f"input_truncated: {len(text):,} characters, read the first {MAX_PLAN_CHARS:,}")
+        text = text[:MAX_PLAN_CHARS]
     value, found = _extract_json(text, plan.errors)
     if not found:
         return plan
@@ -79,14 +100,43 @@ def _candidate_spans(text: str) -> Iterator[tuple[str, str | None]]:
 
     Lazy and deduplicated: extraction usually succeeds on the first span, so the rest is never built.
     """
-    fenced = [m.group(1) for m in _FENCE_JSON.finditer(text)]
-    fenced += [m.group(1) for m in _FENCE_ANY.finditer(text) if m.group(1) not in fenced]
+    fenced = _fenced_blocks(text, json_only=True)
+    json_blocks = set(fenced)  # a set: testing each block against a list is quadratic in the block count
+    fenced += [block for block in _fenced_blocks(text, json_only=False) if block not in json_blocks]
     seen: set[str] = set()
     for span, note in _raw_spans(text, fenced):
         span = span.strip()
         if span and span not in seen:
             seen.add(span)
             yield span, note
+
+
+def _fenced_blocks(text: str, *, json_only: bool) -> list[str]:
+    """The contents of fenced blocks, exactly as ``re.finditer`` finds ``r"```\\s*json\\s*\\n?(.*?)```"``
+    (``json_only``, case-insensitive) or ``r"```[^\\n`]*\\n?(.*?)```"`` (DOTALL), in linear time.
+
+    Each opening's header is matched greedily; the content then runs to the first closing fence after it.
+    When there is none, no later opening can have one either, so the scan stops.
+    """
+    blocks: list[str] = []
+    pos = text.find("```")
+    while pos >= 0:
+        if json_only:
+            header = _FENCE_JSON_OPENING.match(text, pos)
+            if header is None:  # not a json fence; the next opening may overlap this one ("````json")
+                pos = text.find("```", pos + 1)
+                continue
+            start = header.end()  # the greedy \s* has taken any newline, so \n? matches nothing
+        else:
+            start = _FENCE_INFO.match(text, pos + 3).end()
+            if text.startswith("\n", start):
+                start += 1
+        end = text.find("```", start)
+        if end < 0:
+            break
+        blocks.append(text[start:end])
+        pos = text.find("```", end + 3)
+    return blocks
 
 
 def _raw_spans(text: str, fenced: list[str]) -> Iterator[tuple[str, str | None]]:
@@ -119,10 +169,15 @@ def _extract_json(text: str, errors: list[str]) -> tuple[Any, bool]:
     if not any(s[0] in "{[" for s, _ in spans):
         errors.append("no_json: no '{' or '[' in the output")
         return None, False
+    literal_budget = LITERAL_REPAIR_BUDGET
     for span, note in spans:
         if span[0] not in "{[":
             continue
         for repair_name, repair in _REPAIRS:
+            if repair.literal:
+                if len(span) > literal_budget:
+                    continue
+                literal_budget -= len(span)
             ok, value = repair(span)
             if ok and isinstance(value, (dict, list)):
                 names = f"{note}, {repair_name}" if note else repair_name
@@ -145,6 +200,7 @@ def _literal(s: str) -> tuple[bool, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)  # "invalid escape sequence" before Python 3.12
             return True, ast.literal_eval(s)
     except Exception:
         return False, None
@@ -155,13 +211,32 @@ def _strip_trailing_commas(s: str) -> str:
 
 
 def _quote_bare_items(s: str) -> str:
-    def quote(m: re.Match[str]) -> str:
-        item = m.group(2).strip()
-        if re.fullmatch(r"-?\d+(\.\d*)?([eE][-+]?\d+)?|true|false|null|True|False|None", item):
-            return m.group(0)
-        return f'{m.group(1)}"{item}"{m.group(3)}'
+    """Quote each unquoted list item that is not a number or literal: ``[W, ←]`` -> ``["W", "←"]``."""
+    parts: list[str] = []
+    done = 0
+    for first, last in _bare_items(s):
+        item = s[first:last]
+        if not _PLAIN_LITERAL.fullmatch(item):
+            parts += [s[done:first], '"', item, '"']
+            done = last
+    return "".join(parts) + s[done:] if parts else s
 
-    return _BARE_ITEM.sub(quote, s)
+
+def _bare_items(s: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each item that follows ``[`` or ``,`` and runs, trimmed of whitespace, to the next
+    ``,`` or ``]``, with none of ``[]{}"':`` inside (where the old lookbehind regex matched), in linear time."""
+    for opener in _ITEM_START.finditer(s):
+        begin = opener.end()
+        stop = _ITEM_STOP.search(s, begin)
+        if stop is None or stop.group() not in ",]":
+            continue
+        first, last = begin, stop.start()
+        while first < last and s[first].isspace():
+            first += 1
+        while last > first and s[last - 1].isspace():
+            last -= 1
+        if first < last:
+            yield first, last
 
 
 def _close_truncated(s: str) -> str:
@@ -208,6 +283,7 @@ def _via(*transforms: Any, literal: bool = False) -> Any:
             s = t(s)
         return _literal(s) if literal else _loads(s)
 
+    run.literal = literal  # type: ignore[attr-defined]  # these draw on LITERAL_REPAIR_BUDGET
     return run
 
 
@@ -275,7 +351,7 @@ def _interpret(value: Any, ctx: _StepContext, depth: int = 0) -> tuple[list[Plan
 
 
 def _numbered_steps(items: list[tuple[str, Any]], ctx: _StepContext) -> tuple[list[PlanStep], str]:
-    numbered = [(int(_STEP_KEY.match(k).group(1)), k, v) for k, v in items]  # type: ignore[union-attr]
+    numbered = [(_step_number(_STEP_KEY.match(k).group(1)), k, v) for k, v in items]  # type: ignore[union-attr]
     order = sorted(numbered, key=lambda t: t[0])
     numbers = [n for n, _, _ in order]
     if numbers != list(range(1, len(numbers) + 1)) or order != numbered:
@@ -293,9 +369,25 @@ def _numbered_steps(items: list[tuple[str, Any]], ctx: _StepContext) -> tuple[li
     return steps, "manipulation" if has_gripper else "navigation"
 
 
+def _step_number(digits: str) -> float:
+    """The number in a ``step_N`` key; past 4,000 digits (``int()`` raises beyond 4,300) it sorts last."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 4000 else math.inf
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` for an error message; a description when repr fails (an int over 4,300 digits
+    raises ValueError, a deeply nested list RecursionError), so a message never raises."""
+    try:
+        return repr(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__} too large to print>"
+
+
 def _as_list(x: Any) -> list[Any]:
     if isinstance(x, str):
-        parts = [p for p in re.split(r"\s*,\s*", x.strip()) if p]
+        # Split on commas and strip: the same parts as re.split(r"\s*,\s*"), which is quadratic on spaces.
+        parts = [p for p in (part.strip() for part in x.strip().split(",")) if p]
         return parts if len(parts) > 1 else [x]
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
@@ -319,7 +411,7 @@ def _step(obj: dict[str, Any], where: str, ctx: _StepContext) -> PlanStep | None
     for sym, n in zip(actions, nums):
         prim = lookup_symbol(sym, gesture=ctx.gesture) if isinstance(sym, str) else None
         if prim is None:
-            ctx.flag("unknown_action", where, f"{sym!r}")
+            ctx.flag("unknown_action", where, _shown(sym))
             continue
         count = _count(n, where, ctx)
         if count is None:
@@ -347,16 +439,18 @@ def _count(n: Any, where: str, ctx: _StepContext) -> int | None:
         s = n.strip().lower()
         if re.fullmatch(r"[+-]?\d+(\.\d+)?", s):
             value = float(s)
+            if not math.isfinite(value):  # "1" * 400 is inf as a float
+                value = None
         elif s in _NUMBER_WORDS:
             value = _NUMBER_WORDS[s]
         if value is not None:
             ctx.flag("bad_step_num", where, f"{n!r} is a string")
     if value is None or value < 0:
-        ctx.flag("bad_step_num", where, f"{n!r} dropped with its action")
+        ctx.flag("bad_step_num", where, f"{_shown(n)} dropped with its action")
         return None
     count = int(round(value))
     if count > ctx.cap:
-        ctx.flag("step_num_capped", where, f"{count} -> {ctx.cap}")
+        ctx.flag("step_num_capped", where, f"{_shown(count)} -> {ctx.cap}")
         count = ctx.cap
     return count
 
@@ -374,9 +468,9 @@ def _gripper(obj: dict[str, Any], where: str, ctx: _StepContext) -> int | None:
         s = g.strip().lower()
         coerced = {"0": 0, "1": 1, **_GRIPPER_WORDS}.get(s)
     if coerced is None:
-        ctx.flag("bad_gripper", where, f"{g!r} ignored")
+        ctx.flag("bad_gripper", where, f"{_shown(g)} ignored")
     else:
-        ctx.flag("bad_gripper", where, f"{g!r} read as {coerced}")
+        ctx.flag("bad_gripper", where, f"{_shown(g)} read as {coerced}")
     return coerced
 
 
@@ -396,7 +490,7 @@ def _executable_plan(entries: Any, ctx: _StepContext) -> list[PlanStep]:
         elif "action" in entry:
             vector = _vector(entry["action"])
             if vector is None:
-                ctx.flag("bad_vector", where, f"{entry['action']!r}")
+                ctx.flag("bad_vector", where, _shown(entry["action"]))
             else:
                 steps.append(PlanStep(vector=vector))
         else:
@@ -408,12 +502,12 @@ def _action_id_step(raw: Any, where: str, ctx: _StepContext) -> PlanStep | None:
     action_id: int | None = None
     if isinstance(raw, int) and not isinstance(raw, bool):
         action_id = raw
-    elif isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+    elif isinstance(raw, str) and _ACTION_ID.fullmatch(raw.strip()):
         action_id = int(raw.strip())
         ctx.flag("bad_action_id", where, f"{raw!r} is a string")
     table = ctx.action_table
     if action_id is None or (table is not None and not 0 <= action_id < len(table)):
-        ctx.flag("bad_action_id", where, f"{raw!r} dropped")
+        ctx.flag("bad_action_id", where, f"{_shown(raw)} dropped")
         return None
     if table is None:
         return PlanStep(action_id=action_id)
@@ -427,6 +521,14 @@ def _vector(raw: Any) -> list[float] | None:
             return None
     if not isinstance(raw, (list, tuple)) or len(raw) != 7:
         return None
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in raw):
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and _finite(x) for x in raw):
         return None
     return [float(x) for x in raw]
+
+
+def _finite(x: float) -> bool:
+    """``math.isfinite`` that says False, instead of raising OverflowError, for an int beyond the float range."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False

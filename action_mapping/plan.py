@@ -96,6 +96,7 @@ class Plan:
 
 ERROR_CODES: dict[str, str] = {
     "empty_output": "the model returned no text",
+    "input_truncated": "the output was longer than parsing.MAX_PLAN_CHARS; only its beginning was read",
     "no_json": "no JSON object or list could be found in the text",
     "invalid_json": "a JSON-like span was found but could not be decoded, even after repairs",
     "repaired_json": "the JSON decoded only after a repair (trailing commas, single quotes, Python literals)",

@@ -56,6 +56,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from action_mapping import LMMS_EVAL_STEP_SIZES, Plan, Primitive, StepSizes, parse_plan
+from action_mapping import parsing as plan_parsing
 from action_mapping.se3 import rotation_error_angles
 from action_mapping.trajectory import step_count_rows
 
@@ -142,6 +143,9 @@ class GoalScore:
         )  # fmt: skip
 
 
+_PRINTABLE_INT_BITS = 13_000  # about 3,900 decimal digits, under Python's 4,300-digit str() limit
+
+
 def json_safe(x: Any) -> Any:
     """Recursively make ``x`` strict-JSON: non-finite floats -> None, tuples/sets -> lists, numpy -> Python."""
     if isinstance(x, dict):
@@ -155,7 +159,8 @@ def json_safe(x: Any) -> Any:
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
     if isinstance(x, (int, np.integer)):
-        return int(x)
+        # JSON writers print ints in decimal, which raises past 4,300 digits: name such an int instead.
+        return int(x) if int(x).bit_length() <= _PRINTABLE_INT_BITS else f"<int of {int(x).bit_length()} bits>"
     if isinstance(x, (float, np.floating)):
         return float(x) if math.isfinite(x) else None
     if x is None or isinstance(x, str):
@@ -417,8 +422,8 @@ _LMMS_SYMBOL_OF: dict[Primitive, str] = {
     Primitive.PAN_LEFT: "←", Primitive.TILT_UP: "↑", Primitive.TILT_DOWN: "↓", Primitive.ROLL_CW: "↻",
     Primitive.ROLL_CCW: "↺", Primitive.STOP: "STOP",
 }  # fmt: skip
-_LMMS_FENCE_JSON = re.compile(r"```json\s*(.*?)\s*```", re.DOTALL)
-_LMMS_FENCE_ANY = re.compile(r"```\s*(.*?)\s*```", re.DOTALL)
+# lmms-eval finds its fenced block with r"```json\s*(.*?)\s*```" (else r"```\s*(.*?)\s*```"), DOTALL, first match;
+# _lmms_fenced finds the same block by scanning (the regex is quadratic on whitespace and on an unclosed fence).
 _LMMS_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _LMMS_NAV_TARGET_INDEX = 6  # agenticnaveval compares with pose min(6, N - 1)
 
@@ -432,8 +437,11 @@ def lmms_eval_decode(text: str) -> tuple[Any, str]:
 
     First ```json block, else first fenced block, else first ``{`` to last ``}``, else the whole text;
     then ``json.loads``, then ``json.loads`` with trailing commas removed, then ``ast.literal_eval`` of the
-    unrepaired span.
+    unrepaired span. Text beyond ``parsing.MAX_PLAN_CHARS`` is not read: the answer is then undecodable
+    (``None``), with the cut named in ``how``.
     """
+    if len(text) > plan_parsing.MAX_PLAN_CHARS:  # read at call time, so that a benchmark can lift the cap
+        return None, f"input_truncated: {len(text):,} characters, over the {plan_parsing.MAX_PLAN_CHARS:,} read"
     span, where = _lmms_span(text)
     for how, decode in (
         ("json", json.loads),
@@ -453,18 +461,40 @@ def _literal_eval_quietly(span: str) -> Any:
     """``ast.literal_eval`` without the SyntaxWarnings it prints for model text such as ``5m``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)  # "invalid escape sequence" before Python 3.12
         return ast.literal_eval(span)
 
 
 def _lmms_span(text: str) -> tuple[str, str]:
-    for pattern, where in ((_LMMS_FENCE_JSON, "```json block"), (_LMMS_FENCE_ANY, "fenced block")):
-        m = pattern.search(text)
-        if m:
-            return m.group(1), where
+    for opening, where in (("```json", "```json block"), ("```", "fenced block")):
+        block = _lmms_fenced(text, opening)
+        if block is not None:
+            return block, where
     i, j = text.find("{"), text.rfind("}")
     if i != -1 and j != -1 and j > i:
         return text[i : j + 1], "outermost braces"
     return text, "whole text"
+
+
+def _lmms_fenced(text: str, opening: str) -> str | None:
+    """The group of ``re.search(opening + r"\\s*(.*?)\\s*```", text, re.DOTALL)``, in linear time.
+
+    Only the first opening can match: when no closing fence follows it, none follows a later one either.
+    The lazy group ends where the whitespace before the first closing fence begins.
+    """
+    start = text.find(opening)
+    if start < 0:
+        return None
+    begin = start + len(opening)
+    while begin < len(text) and text[begin].isspace():
+        begin += 1
+    close = text.find("```", begin)
+    if close < 0:
+        return None
+    end = close
+    while end > begin and text[end - 1].isspace():
+        end -= 1
+    return text[begin:end]
 
 
 def _lmms_step_delta(step: Mapping[str, Any], t_size: float, r_size: float, where: str, notes: list[str]) -> list[float]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 
+from benchmarks.scoring.parsers import bounded, outer_braces
 from benchmarks.scoring.result import JudgeScore
 
 #: SpatialScore's published evaluator prompt (paper, Appendix B.1), with VSI-Bench's MRA settings.
@@ -60,7 +61,10 @@ def open_answer_judge_prompt(question: str, reference: str, response: str) -> st
 
 def parse_output_line(reply: str) -> JudgeScore:
     """Read SpatialScore's ``output: <float>`` (the last such line); the value must lie in [0, 1]."""
-    found = re.findall(r"output\s*:\s*([-+]?\d*\.?\d+)", reply or "", re.IGNORECASE)
+    reply, cut = bounded(reply or "")
+    if cut:
+        return JudgeScore(None, False, f"judge reply not read: {cut}")
+    found = re.findall(r"output\s*:\s*([-+]?\d*\.?\d+)", reply, re.IGNORECASE)
     if not found:
         return JudgeScore(None, False, "no 'output: <float>' line in the judge reply")
     return _in_unit_range(float(found[-1]), "output line")
@@ -68,17 +72,24 @@ def parse_output_line(reply: str) -> JudgeScore:
 
 def parse_json_score(reply: str) -> JudgeScore:
     """Read ``{"score": x}`` from a judge reply (fenced or bare JSON); x must lie in [0, 1]."""
-    match = re.search(r"\{.*\}", reply or "", re.DOTALL)
-    if match is None:
+    reply, cut = bounded(reply or "")
+    if cut:
+        return JudgeScore(None, False, f"judge reply not read: {cut}")
+    block = outer_braces(reply)
+    if block is None:
         return JudgeScore(None, False, "no JSON object in the judge reply")
     try:
-        data = json.loads(match.group(0))
-    except json.JSONDecodeError as error:
+        data = json.loads(block)
+    except (ValueError, RecursionError) as error:  # ValueError: also an int over 4,300 digits
         return JudgeScore(None, False, f"judge JSON does not parse: {error}")
     value = data.get("score") if isinstance(data, dict) else None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return JudgeScore(None, False, f"judge JSON has no numeric 'score': {match.group(0)[:80]!r}")
-    return _in_unit_range(float(value), str(data.get("reason", "")))
+        return JudgeScore(None, False, f"judge JSON has no numeric 'score': {block[:80]!r}")
+    try:
+        score, reason = float(value), str(data.get("reason", ""))
+    except (OverflowError, ValueError) as error:  # an int beyond the float range or too long to print
+        return JudgeScore(None, False, f"judge JSON 'score' or 'reason' is unreadable: {error}")
+    return _in_unit_range(score, reason)
 
 
 def _in_unit_range(value: float, why: str) -> JudgeScore:

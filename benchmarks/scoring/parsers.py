@@ -12,9 +12,13 @@ These are the project's parsers. The public scorers' own behaviours (quirks incl
 from __future__ import annotations
 
 import ast
+import collections
+import functools
+import itertools
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +63,19 @@ def failed(method: str, explanation: str) -> ParseResult:
 # --------------------------------------------------------------------------------------------------------
 # Shared clean-up
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+#: Longest response the parsers read, in characters (about 50,000 tokens of English: room for a long
+#: reasoning block before the answer). A longer one is runaway generation: it is cut to this length, read,
+#: and reported as a failed parse (method ``input_truncated``; what was read from the kept part stays in the
+#: value and explanation). Every parser runs in time linear in its input, and this cap bounds that time:
+#: under 0.3 s for any input on a loaded 2-core machine (``bench/parser_speed.py``).
+MAX_RESPONSE_CHARS = 200_000
+
+# Tags are found by position and paired by a linear scan (a lazy ``<think>.*?</think>`` rescans the rest of
+# the text from every unclosed ``<think>``: quadratic time).
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_ANSWER_OPEN = re.compile(r"<answer>", re.IGNORECASE)
+_ANSWER_CLOSE = re.compile(r"</answer>", re.IGNORECASE)
 _REFUSALS = re.compile(
     r"\b(?:cannot|can ?not|can't|unable to|not possible to|impossible to)\s+(?:be\s+)?"
     r"(?:determine|determined|tell|answer|say|know|identify|see|infer|judge)"
@@ -75,13 +90,68 @@ def clean_response(text: Any) -> str:
     """Drop reasoning blocks, keep the last ``<answer>`` block if any, remove markdown emphasis."""
     if not isinstance(text, str):
         return ""
-    body = _THINK.sub(" ", text)
-    if "<think>" in body.lower():  # an unclosed reasoning block: the answer, if any, is not in it
-        body = body[: body.lower().index("<think>")]
-    tagged = _ANSWER_TAG.findall(body)
+    body = _drop_blocks(text, _THINK_OPEN, _THINK_CLOSE)
+    unclosed = _THINK_OPEN.search(body)
+    if unclosed:  # an unclosed reasoning block: the answer, if any, is not in it
+        body = body[: unclosed.start()]
+    tagged = [body[inner_start:inner_end] for _, inner_start, inner_end, _ in _tag_blocks(body, _ANSWER_OPEN, _ANSWER_CLOSE)]
     if tagged:
         body = tagged[-1]
     return body.replace("**", "").replace("__", "").strip()
+
+
+def _tag_blocks(text: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> Iterator[tuple[int, int, int, int]]:
+    """``(start, inner_start, inner_end, end)`` of each ``<tag>...</tag>`` block, as a lazy regex
+    ``<tag>.*?</tag>`` scanning left to right finds them, in linear time: each search starts where the
+    previous block ended, and when an opening has no closing after it, no later opening has one either."""
+    pos = 0
+    while (start := opening.search(text, pos)) is not None:
+        end = closing.search(text, start.end())
+        if end is None:
+            return
+        yield start.start(), start.end(), end.start(), end.end()
+        pos = end.end()
+
+
+def _drop_blocks(text: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> str:
+    """``text`` with each ``<tag>...</tag>`` block replaced by one space."""
+    parts, pos = [], 0
+    for start, _, _, end in _tag_blocks(text, opening, closing):
+        parts += [text[pos:start], " "]
+        pos = end
+    return "".join(parts) + text[pos:] if parts else text
+
+
+def bounded(text: str) -> tuple[str, str]:
+    """``text`` cut to :data:`MAX_RESPONSE_CHARS`, and a note saying so (``""`` when nothing was cut)."""
+    if len(text) <= MAX_RESPONSE_CHARS:
+        return text, ""
+    return text[:MAX_RESPONSE_CHARS], f"response of {len(text):,} characters cut to the first {MAX_RESPONSE_CHARS:,}"
+
+
+def truncated_result(result: ParseResult, note: str) -> ParseResult:
+    """A parse of a cut response: a failure whatever was read (kept in ``value`` to show what it was)."""
+    return ParseResult(result.value, False, "input_truncated", f"{note}; read there: {result.method}, {result.explanation}")
+
+
+def bounded_parser(parse: Callable[..., ParseResult]) -> Callable[..., ParseResult]:
+    """Wrap a parser so it reads at most :data:`MAX_RESPONSE_CHARS` and reports a cut as a parse error."""
+
+    @functools.wraps(parse)
+    def run(text: Any, *args: Any, **kwargs: Any) -> ParseResult:
+        if not isinstance(text, str) or len(text) <= MAX_RESPONSE_CHARS:
+            return parse(text, *args, **kwargs)
+        kept, note = bounded(text)
+        return truncated_result(parse(kept, *args, **kwargs), note)
+
+    return run
+
+
+def outer_braces(text: str) -> str | None:
+    """The first ``{`` to the last ``}`` (what ``re.search(r"\\{.*\\}", text, re.DOTALL)`` matches), or None;
+    found with two string searches (the regex rescans the rest from every unclosed ``{``: quadratic)."""
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if 0 <= start < end else None
 
 
 def is_refusal(text: str) -> bool:
@@ -107,19 +177,21 @@ def _clip(text: str, limit: int = 80) -> str:
 
 OptionSpec = Mapping[str, str] | Sequence[str] | str
 
+# Regexes here never put two quantified runs that can match the same characters side by side (``\s*\s*``):
+# on a long run of spaces the engine would try every split, quadratic or worse. Optional tokens carry their
+# own trailing whitespace instead, which matches the same strings.
 _MARKER = re.compile(
     r"\b(?:final\s+answer|answer|correct\s+(?:option|choice|answer))\b(?:\s+is)?\s*(?:[:=\-]\s*)?"
-    r"(?:option\s+|choice\s+)?(?P<open>[(\[])?\s*(?P<letter>[A-Za-z])\s*(?P<close>[)\]])?(?=$|[\s.,:;!)\]])",
+    r"(?:option\s+|choice\s+)?(?:(?P<open>[(\[])\s*)?(?P<letter>[A-Za-z])\s*(?P<close>[)\]])?(?=$|[\s.,:;!)\]])",
     re.IGNORECASE,
 )
 _CHOICE_WORD = re.compile(
     r"\b(?:option|choice|choose|select|pick)\s+(?P<open>\()?(?P<letter>[A-Za-z])(?P<close>\))?(?=$|[\s.,:;!)])",
     re.IGNORECASE,
 )
-_BARE = re.compile(r"^[(\[]?\s*([A-Za-z])\s*[)\]]?\s*[.:]?$")
+_BARE = re.compile(r"^[(\[]?\s*([A-Za-z])\s*(?:[)\]]\s*)?[.:]?$")
 _LEADING = re.compile(r"^(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Za-z])\s*[.):])\s*(\S.*)?$", re.DOTALL)
 _PAREN = re.compile(r"\(([A-Za-z])\)")
-_STANDALONE = re.compile(r"(?<![A-Za-z0-9'’])([A-Z])(?![A-Za-z0-9'’])")
 _WORD = re.compile(r"[a-z0-9]+(?:[.'’-][a-z0-9]+)*")
 
 
@@ -130,6 +202,7 @@ def option_letters(options: OptionSpec) -> tuple[str, ...]:
     return tuple(str(k).upper() for k in options)
 
 
+@bounded_parser
 def parse_option(text: Any, options: OptionSpec = "ABCD") -> ParseResult:
     """Read one option letter: ``"(b)"``, ``"B."``, ``"Answer: b"``, ``"B) chair"``, or the option's text alone.
 
@@ -169,11 +242,14 @@ def _checked(letter: str, letters: tuple[str, ...], method: str, how: str) -> Pa
 
 
 def _by_marker(body: str, letters: tuple[str, ...]) -> ParseResult | None:
-    found = [(m, _accept_letter(m, body)) for m in _MARKER.finditer(body)]
-    found = [(m, letter) for m, letter in found if letter is not None]
-    if not found:
+    found = None  # the last accepted marker
+    for m in _MARKER.finditer(body):
+        letter = _accept_letter(m, body)
+        if letter is not None:
+            found = (m, letter)
+    if found is None:
         return None
-    match, letter = found[-1]
+    match, letter = found
     return _checked(letter, letters, "answer_marker", f"answer marker {match.group(0).strip()!r}")
 
 
@@ -235,29 +311,50 @@ def _by_option_text(body: str, texts: Mapping[str, str]) -> ParseResult | None:
     return None
 
 
-def _standalone_letters(body: str, letters: tuple[str, ...]) -> list[str]:
-    found = []
-    for match in _STANDALONE.finditer(body):
-        letter = match.group(1)
-        if letter not in letters:
-            continue
-        if letter in "AI" and _opens_sentence(body, match):
-            continue  # the article "A" / pronoun "I" opening a sentence
-        found.append(letter)
+def _standalone_letters(body: str, letters: tuple[str, ...]) -> set[str]:
+    """The option letters that stand alone somewhere in ``body`` (the article "A" and pronoun "I" opening a
+    sentence do not count). Each letter is searched for until one occurrence counts: checking every
+    standalone capital of a long text in Python costs about a second per megabyte."""
+    found = set()
+    for letter in dict.fromkeys(letters):
+        if len(letter) != 1 or not "A" <= letter <= "Z":
+            continue  # only single capitals can stand alone
+        for match in _standalone_pattern(letter).finditer(body):
+            if letter in "AI" and _opens_sentence(body, match):
+                continue
+            found.add(letter)
+            break
     return found
+
+
+@functools.lru_cache(maxsize=32)
+def _standalone_pattern(letter: str) -> re.Pattern[str]:
+    """The letter with no letter, digit or apostrophe on either side."""
+    return re.compile(rf"(?<![A-Za-z0-9'’]){letter}(?![A-Za-z0-9'’])")
+
+
+_FOLLOWING_WORD = re.compile(r" ([a-z]+)")
 
 
 def _opens_sentence(body: str, match: re.Match[str]) -> bool:
     """"A cat ..." at a sentence start is an article; "A and C" or "A, because" is an option letter."""
-    following = re.match(r" ([a-z]+)", body[match.end() :])
+    following = _FOLLOWING_WORD.match(body, match.end())  # no slicing: a copy per letter is quadratic
     if following is None or following.group(1) in ("and", "or", "is", "because", "since"):
         return False
-    before = body[: match.start()].rstrip()
-    return before == "" or before[-1] in ".!?:\n"
+    before = _last_non_space(body, match.start())
+    return before == "" or before in ".!?:\n"
+
+
+def _last_non_space(text: str, end: int) -> str:
+    """The last character of ``text[:end].rstrip()`` ("" when there is none), without copying the text."""
+    i = end - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return text[i] if i >= 0 else ""
 
 
 def _by_standalone_letter(body: str, letters: tuple[str, ...]) -> ParseResult | None:
-    found = sorted(set(_standalone_letters(body, letters)))
+    found = sorted(_standalone_letters(body, letters))
     if len(found) == 1:
         return parsed(found[0], "standalone_letter", f"the only option letter in the response is {found[0]}")
     if len(found) > 1:
@@ -272,6 +369,7 @@ _COMPACT = re.compile(r"^[(\[]?([A-Z]{2,8})[)\]]?\.?$")
 _SET_MARKER = re.compile(r"\b(?:final\s+answers?|answers?|correct\s+(?:options|choices|answers))\b(?:\s+(?:is|are))?\s*[:=\-]?", re.IGNORECASE)
 
 
+@bounded_parser
 def parse_option_set(text: Any, options: OptionSpec = "ABCDE") -> ParseResult:
     """Read a set of option letters (``"A, C"``, ``"AC"``, ``"['A', 'C']"``, ``"A and C"``), sorted.
 
@@ -310,13 +408,27 @@ def _set_from_literal(segment: str, letters: tuple[str, ...]) -> list[str] | Non
     match = re.search(r"\[[^\[\]]*\]", segment)
     if match is None:
         return None
+    value = _literal_or_none(match.group(0))
+    if not isinstance(value, list) or not all(isinstance(v, str | int | float) for v in value):
+        return None  # letters are strings; anything else (nested lists, huge numbers, ...) is not a key
     try:
-        value = ast.literal_eval(match.group(0))
-    except (ValueError, SyntaxError):
+        items = [str(v).strip().upper() for v in value]
+    except ValueError:  # str() of an int over 4,300 digits
         return None
-    items = [str(v).strip().upper() for v in value] if isinstance(value, list) else []
     split = [p.strip().strip("()") for item in items for p in re.split(r"[,\s]+", item) if p.strip()]
     return split if split and all(re.fullmatch(r"[A-Z]", p) for p in split) else None
+
+
+def _literal_or_none(span: str) -> Any:
+    """``ast.literal_eval(span)``, or None when it fails in any way (model text is not code: it can nest
+    deeply enough for a RecursionError or hold a literal that warns)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)  # "invalid escape sequence" before Python 3.12
+            return ast.literal_eval(span)
+    except Exception:
+        return None
 
 
 def _set_compact(segment: str, letters: tuple[str, ...]) -> list[str] | None:
@@ -326,7 +438,7 @@ def _set_compact(segment: str, letters: tuple[str, ...]) -> list[str] | None:
 
 def _set_from_letters(segment: str, letters: tuple[str, ...]) -> list[str] | None:
     found = [m.group(1).upper() for m in _PAREN.finditer(segment)]
-    found += _standalone_letters(segment, tuple("ABCDEFGH"))
+    found += sorted(_standalone_letters(segment, tuple("ABCDEFGH")))
     return found or None
 
 
@@ -408,12 +520,14 @@ def _option_texts(question: str, markers: list[re.Match[str]]) -> dict[str, str]
 # Yes / no
 
 _LEADING_YES_NO = re.compile(r"^\W*(yes|no|true|false)\b", re.IGNORECASE)
-_MARKED_YES_NO = re.compile(r"\banswer\b(?:\s+is)?\s*[:=\-]?\s*\W*(yes|no|true|false)\b", re.IGNORECASE)
+# "\s*[:=\-]?\s*\W*" matched exactly the strings "\W*" matches, with cubic backtracking on spaces.
+_MARKED_YES_NO = re.compile(r"\banswer\b(?:\s+is)?\W*(yes|no|true|false)\b", re.IGNORECASE)
 _YES_NO_WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _TRUE_FALSE_WORD = re.compile(r"\b(not\s+true|true|false)\b", re.IGNORECASE)
 _AS_YES_NO = {"yes": "yes", "no": "no", "true": "yes", "false": "no", "not true": "no"}
 
 
+@bounded_parser
 def parse_yes_no(text: Any) -> ParseResult:
     """Read ``"yes"`` or ``"no"`` (also true/false). "No, that is not correct." is no."""
     body = clean_response(text)
@@ -439,7 +553,10 @@ def parse_yes_no(text: Any) -> ParseResult:
 
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(?![\w.]\d)")
 _RANGE_JOIN = re.compile(r"^\s*(?:-|–|—|~|to)\s*$", re.IGNORECASE)
-_SCALAR_TAG = re.compile(r"\\?scalar\s*\{\s*([^}]*)\}(?:\s*\\?distance_unit\s*\{\s*([^}]*)\})?", re.IGNORECASE)
+# "\s*([^}]*)" is written "\s*([^\s}][^}]*|)" (same groups): the two runs never compete for spaces.
+_SCALAR_TAG = re.compile(
+    r"\\?scalar\s*\{\s*([^\s}][^}]*|)\}(?:\s*\\?distance_unit\s*\{\s*([^\s}][^}]*|)\})?", re.IGNORECASE
+)
 _NUMBER_MARKER = re.compile(r"\b(?:final\s+answer|answer|estimate|result)\b(?:\s+is)?\s*[:=\-]?", re.IGNORECASE)
 _ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
@@ -456,29 +573,75 @@ class _Number:
     end: int
 
 
-def _numbers(text: str) -> list[_Number]:
-    found = []
+def _numbers(text: str, *, last: bool) -> tuple[list[_Number], int]:
+    """The first two numbers in ``text`` (the last two with ``last``) and how many there are in all.
+
+    Only these can be the chosen number or join it in a range; building every number of a long text would
+    cost seconds per megabyte. The count is exact with ``last``, else it is that of the numbers returned.
+    """
+    if not last:
+        kept = list(itertools.islice(_NUMBER.finditer(text), 2))
+        return [_number(text, m) for m in kept], len(kept)
+    tail: collections.deque[re.Match[str]] = collections.deque(maxlen=2)
+    count = 0
     for match in _NUMBER.finditer(text):
-        value = float(match.group(1).replace(",", "")) * (10 ** int(match.group(2)) if match.group(2) else 1)
-        if _is_negative(text, match.start()):
-            value = -value
-        found.append(_Number(value, match.start(), match.end()))
-    return found
+        tail.append(match)
+        count += 1
+    return [_number(text, m) for m in tail], count
+
+
+def _number(text: str, match: re.Match[str]) -> _Number:
+    value = _magnitude(match.group(1).replace(",", ""), match.group(2))
+    if _is_negative(text, match.start()):
+        value = -value
+    return _Number(value, match.start(), match.end())
+
+
+#: Beyond this decimal exponent every float is inf (or 0.0 for a negative one); 10 ** 400 is still cheap.
+_EXPONENT_LIMIT = 400
+
+
+def _magnitude(mantissa: str, exponent: str | None) -> float:
+    """``mantissa * 10 ** exponent`` as a float, inf when it overflows; never a huge intermediate integer
+    (``10 ** 9999999`` takes seconds) nor an ``int()`` of more than 4,300 digits (a ValueError)."""
+    value = float(mantissa)
+    if not exponent:
+        return value
+    digits = exponent.lstrip("+-").lstrip("0") or "0"
+    power = int(digits) if len(digits) <= 4 else _EXPONENT_LIMIT + 1
+    if exponent.startswith("-"):
+        power = -power
+    if abs(power) <= _EXPONENT_LIMIT:
+        try:
+            return value * 10**power  # as written before: the same floats for every usual exponent
+        except OverflowError:  # int too large to convert to float
+            return math.inf if value else 0.0
+    if power < 0 or value == 0:
+        return 0.0
+    return math.inf
 
 
 def _is_negative(text: str, start: int) -> bool:
     """A minus sign counts unless it joins a range ("10-15" is a range, "-3" is negative)."""
     if start == 0 or text[start - 1] not in "-−":
         return False
-    before = text[: start - 1].rstrip()
-    return not (before and before[-1].isdigit())
+    return not _last_non_space(text, start - 1).isdigit()
 
 
+@bounded_parser
 def parse_number(text: Any) -> ParseResult:
     """Read a number with its unit (``Quantity``): "2.5 m", "between 3 and 4 feet" (ranges take the maximum),
     "three", ``\\scalar{1.2} \\distance_unit{m}``. With several numbers and no answer marker, the last one is
-    taken and the explanation says so.
+    taken and the explanation says so. A number beyond the float range ("1e400") is a failed parse
+    (``number_out_of_range``), never an infinity in a score.
     """
+    result = _parse_number(text)
+    if result.ok and not math.isfinite(result.value.value):
+        return failed("number_out_of_range", f"{result.explanation}: {result.value.value} is not a finite float")
+    return result
+
+
+def _parse_number(text: Any) -> ParseResult:
     body = clean_response(text)
     if not body:
         return _no_answer(body, "number")
@@ -495,10 +658,12 @@ def parse_number(text: Any) -> ParseResult:
 
 
 def _from_scalar_tag(body: str) -> ParseResult | None:
-    match = _SCALAR_TAG.search(body)
+    # A tag ends with "}": searching only up to the last one keeps each "scalar{" from scanning to the end of
+    # the text when no "}" follows (quadratic on "scalar{scalar{..."). Same first match.
+    match = _SCALAR_TAG.search(body, 0, body.rfind("}") + 1)
     if match is None:
         return None
-    numbers = _numbers(match.group(1))
+    numbers, _ = _numbers(match.group(1), last=True)
     if not numbers:
         return failed("no_number", f"empty scalar tag {match.group(0)!r}")
     unit, _ = read_unit(match.group(2) or "")
@@ -506,7 +671,7 @@ def _from_scalar_tag(body: str) -> ParseResult | None:
 
 
 def _quantity_in(text: str, method: str, where: str, *, last: bool = False) -> ParseResult | None:
-    numbers = _numbers(text)
+    numbers, count = _numbers(text, last=last)
     if not numbers:
         return None
     index = len(numbers) - 1 if last else 0
@@ -514,12 +679,15 @@ def _quantity_in(text: str, method: str, where: str, *, last: bool = False) -> P
     unit, _ = read_unit(text[number.end :])
     if span:
         return parsed(Quantity(number.value, unit), "range_max", f"range {span!r} {where}: took the maximum")
-    note = f"{len(numbers)} numbers {where}; took the last" if last and len(numbers) > 1 else f"number {where}"
-    return parsed(Quantity(number.value, unit), method if not (last and len(numbers) > 1) else "last_number", note)
+    note = f"{count} numbers {where}; took the last" if last and count > 1 else f"number {where}"
+    return parsed(Quantity(number.value, unit), method if not (last and count > 1) else "last_number", note)
 
 
 def _with_range(text: str, numbers: list[_Number], index: int) -> tuple[_Number, str]:
-    """The chosen number, or the larger end of a range it belongs to (with the range's text)."""
+    """The chosen number, or the larger end of a range it belongs to (with the range's text).
+
+    ``numbers`` holds the chosen number and its neighbour(s): only a pair holding it can be its range.
+    """
     number = numbers[index]
     pairs = [(numbers[i], numbers[i + 1]) for i in range(len(numbers) - 1)]
     for low, high in pairs:
@@ -575,6 +743,7 @@ _COORD = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 BOX_SCALES = ("auto", "0-1", "0-1000", "pixel")
 
 
+@bounded_parser
 def parse_box(text: Any, *, scale: str = "auto", image_size: tuple[float, float] | None = None) -> ParseResult:
     """Read an ``[x1, y1, x2, y2]`` box and normalise it to 0-1.
 

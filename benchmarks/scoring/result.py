@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.scoring.parsers import ParseResult
+from benchmarks.scoring.parsers import ParseResult, bounded, truncated_result
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,28 @@ class SampleScore:
             "explanation": self.explanation,
             "metrics": self.metrics,
         }
+
+
+def bounded_scorer(score: Callable[[Any, str], SampleScore]) -> Callable[[Any, str], SampleScore]:
+    """Wrap ``score(item, response)`` so it reads at most ``parsers.MAX_RESPONSE_CHARS`` of the response.
+
+    A longer response is scored on its beginning, then recorded as a failed parse (``input_truncated``) that
+    scores 0, like the project parsers' answer to it. For the official-compatible scorers, which return no
+    parse result of their own.
+    """
+
+    @functools.wraps(score)
+    def run(item: Any, response: str) -> SampleScore:
+        kept, cut = bounded(response)
+        if not cut:
+            return score(item, response)
+        inner = score(item, kept)
+        return SampleScore(
+            None if inner.score is None else 0.0, None if inner.correct is None else False,
+            truncated_result(inner.parse, cut), inner.scorer, f"{cut}: scored 0 ({inner.explanation})", inner.metrics,
+        )  # fmt: skip
+
+    return run
 
 
 @dataclass(frozen=True)

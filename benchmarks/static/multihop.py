@@ -24,7 +24,7 @@ from benchmarks.scoring.parsers import (
     parse_option,
     split_lettered_options,
 )
-from benchmarks.scoring.result import SampleScore
+from benchmarks.scoring.result import SampleScore, bounded_scorer
 from benchmarks.static import summary as S
 from benchmarks.static.items import (
     DataError,
@@ -181,6 +181,7 @@ def _official_metrics(record: official.HopRecord) -> dict[str, Any]:
 
 
 def _score_with(scorer: Callable[..., official.HopRecord], name: str, drops_unread: bool) -> Callable[[StaticItem, str], SampleScore]:
+    @bounded_scorer
     def score(item: StaticItem, response: str) -> SampleScore:
         width, height = item.meta["image_size"]
         record = scorer(response, item.meta["answer_text"], item.meta["gt_xywh"], width, height)

@@ -19,7 +19,7 @@ from benchmarks.scoring.aggregate import capability_scores, percent
 from benchmarks.scoring.metrics import set_exact_match
 from benchmarks.scoring.official import space10 as official
 from benchmarks.scoring.parsers import ParseResult, answer_key_letters, parse_option, parse_option_set
-from benchmarks.scoring.result import JudgeScore, SampleScore
+from benchmarks.scoring.result import JudgeScore, SampleScore, bounded_scorer
 from benchmarks.static import summary as S
 from benchmarks.static.items import (
     DataError,
@@ -174,6 +174,7 @@ def score_project(item: StaticItem, response: str) -> SampleScore:
     return SampleScore(float(correct), correct, result, "mcq", f"read {result.value!r}, key {key[0]!r}")
 
 
+@bounded_scorer
 def score_official(item: StaticItem, response: str) -> SampleScore:
     """The lmms-eval fork without a judge: rules on the list string, else the fallback letter."""
     letters, how = official.read_answer(response, item.options, item.task == "multi_answer")

@@ -27,7 +27,7 @@ from benchmarks.scoring.parsers import (
     parsed,
     split_lettered_options,
 )
-from benchmarks.scoring.result import JudgeScore, SampleScore
+from benchmarks.scoring.result import JudgeScore, SampleScore, bounded_scorer
 from benchmarks.scoring.units import Quantity, unit_stated_in_question
 from benchmarks.static import summary as S
 from benchmarks.static.items import (
@@ -250,6 +250,7 @@ def judge_gold(item: StaticItem, response: str) -> str:
 # Repository scoring
 
 
+@bounded_scorer
 def score_repo(item: StaticItem, response: str) -> SampleScore:
     """``test_qwen.py``'s rules (see :mod:`benchmarks.scoring.official.spatialscore`)."""
     question_type, source = item.tags["question_type"], item.tags["source"]

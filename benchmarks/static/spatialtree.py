@@ -11,6 +11,7 @@ and the tags ``spatree0`` = level, ``spatree1`` = ability, ``spatree2`` = sub-ab
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -26,15 +27,17 @@ from benchmarks.scoring.official import spatialtree as official
 from benchmarks.scoring.parsers import (
     ParseResult,
     answer_key_letters,
+    bounded_parser,
     failed,
     is_refusal,
     normalize_text,
+    outer_braces,
     parse_number,
     parse_option,
     parse_yes_no,
     parsed,
 )
-from benchmarks.scoring.result import JudgeScore, SampleScore
+from benchmarks.scoring.result import JudgeScore, SampleScore, bounded_scorer
 from benchmarks.static import summary as S
 from benchmarks.static.items import (
     DataError,
@@ -299,25 +302,39 @@ _PROJECT_SCORERS = {
 }  # fmt: skip
 
 
+@bounded_parser
 def parse_parameters(text: str, expected: Mapping[str, Any]) -> ParseResult:
     """Named numbers (``"pitch": 3.2``...) from a JSON object or ``name: value`` text; at least one expected."""
-    block = re.search(r"\{.*\}", text or "", re.DOTALL)
+    block = outer_braces(text or "")
     values: dict[str, float] = {}
+    in_json: set[str] = set()  # read from the JSON, even when unusable (1e400): no second reading from the text
     if block:
         try:
-            data = json.loads(re.sub(r",\s*([}\]])", r"\1", block.group(0)))
-            values = {k: float(v) for k, v in data.items() if k in expected and isinstance(v, int | float)} if isinstance(data, dict) else {}
-        except json.JSONDecodeError:
-            values = {}
+            data = json.loads(re.sub(r",\s*([}\]])", r"\1", block))
+        except (ValueError, RecursionError):  # bad JSON, an int over 4,300 digits, deep nesting
+            data = None
+        if isinstance(data, dict):
+            found = {k: _finite_float(v) for k, v in data.items() if k in expected and isinstance(v, int | float)}
+            values, in_json = {k: v for k, v in found.items() if v is not None}, set(found)
     for name in expected:
-        if name not in values:
+        if name not in values and name not in in_json:
             match = re.search(rf"[\"']?{re.escape(name)}[\"']?\s*[:=]\s*(-?\d+(?:\.\d+)?)", text or "", re.IGNORECASE)
-            if match:
-                values[name] = float(match.group(1))
+            value = _finite_float(match.group(1)) if match else None
+            if value is not None:
+                values[name] = value
     if not values:
         return failed("no_parameters", f"none of {', '.join(expected)} found")
     missing = [k for k in expected if k not in values]
     return parsed(values, "named_numbers", f"missing {', '.join(missing)} (scored 0)" if missing else "all parameters read")
+
+
+def _finite_float(value: Any) -> float | None:
+    """``float(value)`` when finite; None for a number beyond the float range (e.g. 400 digits), never a raise."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def judge_prompt(item: StaticItem, response: str) -> str | None:
@@ -343,6 +360,7 @@ def judge_gold(item: StaticItem, response: str) -> str:
 # lmms-eval scoring
 
 
+@bounded_scorer
 def score_lmms(item: StaticItem, response: str) -> SampleScore:
     """lmms-eval's metric for the item's scorer (see :mod:`benchmarks.scoring.official.spatialtree`)."""
     scorer, name = item.meta["scorer"], f"spatialtree-lmms-eval/{item.meta['scorer']}"

@@ -27,7 +27,9 @@ _ANY_PAREN_OPTION = re.compile(r"(\([a-d]\)\s*[^\n,\[\]]*)", re.IGNORECASE)
 _LETTER_IN_PARENS = re.compile(r"\(([a-d])\)", re.IGNORECASE)
 
 _REPO_NUM = r"([\d.]+)"
-_LMMS_NUM = r"(\d*\.?\d+)"
+# lmms-eval writes r"(\d*\.?\d+)"; this matches the same strings without splitting a digit run two ways
+# (quadratic backtracking on a long run of digits).
+_LMMS_NUM = r"(\d+(?:\.\d+)?|\.\d+)"
 
 
 def _four(num: str) -> str:

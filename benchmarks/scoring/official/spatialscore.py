@@ -16,6 +16,7 @@ Behaviours that differ from the project's parsers (all deliberate here):
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -23,10 +24,11 @@ import numpy as np
 
 _TAGS = re.compile(r"</?(?:CONCLUSION|conclusion|ANSWER|answer|ASSISTANT|assistant)>")
 _ASSISTANT_LETTER = re.compile(r"ASSISTANT:\s*\(?([A-Fa-f])\)?")
-_OPTION_CONCLUSIONS = (
-    re.compile(r"<conclusion>\s*\(([A-Fa-f])\).*?</conclusion>", re.IGNORECASE),
-    re.compile(r"<conclusion>\s*\(?([A-Fa-f])\)?\.?\s*</conclusion>", re.IGNORECASE),
-)
+# The scorer's first pattern is r"<conclusion>\s*\(([A-Fa-f])\).*?</conclusion>" (one line after the letter);
+# _conclusion_letter finds its match by position (the lazy scan is quadratic over many unclosed tags).
+_CONCLUSION_LETTER = re.compile(r"<conclusion>\s*\(([A-Fa-f])\)", re.IGNORECASE)
+_CONCLUSION_CLOSE = re.compile(r"</conclusion>", re.IGNORECASE)
+_CONCLUSION_BARE = re.compile(r"<conclusion>\s*\(?([A-Fa-f])\)?\.?\s*</conclusion>", re.IGNORECASE)
 _OPTION_PATTERNS = (
     re.compile(r"(?i)(?:answer|option)[:\s]*\(?([A-Fa-f])\)?\.?"),
     re.compile(r"(?i)(?:^|\s)\(?([A-Fa-f])\)\.?(?:$|\s|\.)"),
@@ -66,12 +68,29 @@ def extract_option(text: str) -> str:
     assistant = _ASSISTANT_LETTER.search(text)
     if assistant:
         return assistant.group(1).upper()
-    for pattern in (*_OPTION_CONCLUSIONS, *_OPTION_PATTERNS):
+    concluded = _conclusion_letter(text)
+    if concluded:
+        return concluded.upper()
+    for pattern in (_CONCLUSION_BARE, *_OPTION_PATTERNS):
         match = pattern.search(text)
         if match:
             return match.group(1).upper()
     anywhere = _ANY_LETTER.search(text)
     return anywhere.group(0).upper() if anywhere else _without_tags(text)
+
+
+def _conclusion_letter(text: str) -> str | None:
+    """The letter of the first ``<conclusion>(x)`` with a ``</conclusion>`` later on the same line."""
+    closes = [m.start() for m in _CONCLUSION_CLOSE.finditer(text)]
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    for match in _CONCLUSION_LETTER.finditer(text):
+        k = bisect.bisect_left(closes, match.end())
+        if k == len(closes):
+            return None  # no closing tag after this one, hence after none of the later ones
+        n = bisect.bisect_left(newlines, match.end())
+        if n == len(newlines) or newlines[n] >= closes[k]:  # no line break before the closing tag
+            return match.group(1)
+    return None
 
 
 def extract_yes_no(text: str) -> str:
@@ -122,24 +141,33 @@ def extract_number(text: str) -> str:
 
 
 def _first_group(patterns: tuple[tuple[str, int], ...], text: str) -> re.Match[str] | None:
+    # Every match ends at a "}" or later; searching only up to the last "}" stops r"\\scalar\{([^}]+)\}" from
+    # scanning to the end from every unclosed tag (quadratic). The other patterns search the whole text.
+    braces_end = text.rfind("}") + 1
     for pattern, flags in patterns:
-        match = re.search(pattern, text, flags)
+        compiled = re.compile(pattern, flags)
+        match = compiled.search(text, 0, braces_end) if pattern.endswith("\\}") else compiled.search(text)
         if match:
             return match
     return None
 
 
+# The scorer's patterns, with its number r"\d+\.?\d*" written r"\d+(?:\.\d*)?" (the same strings, without splitting
+# a digit run two ways) and, where a number is not anchored by a word, started only where a digit run begins
+# "(?<!\d)" (a start inside a run finds nothing the run's own start does not find first). Both keep the
+# backtracking linear on long runs of digits; the matches are the scorer's.
+_NUM = r"\d+(?:\.\d*)?"
 _VALUE_PATTERNS = (
     (r"\\scalar\{([^}]+)\}", 0),
     (r"\*\*([\d.]+)\s*(?:[a-zA-Z]+)\*\*", 0),
     (r"(?:approximately|about|roughly)\s*\**([\d.]+)\s*(?:[a-zA-Z]+)\**", re.IGNORECASE),
-    (r"(\d+\.?\d*)\s*(?:[a-zA-Z]+)", 0),
+    (rf"(?<!\d)({_NUM})\s*(?:[a-zA-Z]+)", 0),
 )
 _UNIT_PATTERNS = (
     (r"\\distance_unit\{([^}]+)\}", 0),
-    (r"\*\*\d+\.?\d*\s*([a-zA-Z]+)\*\*", 0),
-    (r"(?:approximately|about|roughly)\s*\**\d+\.?\d*\s*([a-zA-Z]+)\**", re.IGNORECASE),
-    (r"\d+\.?\d*\s*([a-zA-Z]+)", 0),
+    (rf"\*\*{_NUM}\s*([a-zA-Z]+)\*\*", 0),
+    (rf"(?:approximately|about|roughly)\s*\**{_NUM}\s*([a-zA-Z]+)\**", re.IGNORECASE),
+    (rf"(?<!\d){_NUM}\s*([a-zA-Z]+)", 0),
 )
 
 
@@ -152,7 +180,7 @@ def numeric_with_unit_correct(pred: str, gt: str, tolerance: float = 2.0) -> tup
     if not numbers or unit_match is None:
         return False, "no number followed by a unit in the response"
     value, unit = float(numbers[0]), unit_match.group(1).lower().strip()
-    gt_match = re.search(r"(\d+\.?\d*)\s*([a-zA-Z]+)", gt)
+    gt_match = re.search(rf"(?<!\d)({_NUM})\s*([a-zA-Z]+)", gt)
     if gt_match is None:
         return False, "ground truth has no number followed by a unit"
     gt_value, gt_unit = float(gt_match.group(1)), gt_match.group(2).lower().strip()

@@ -100,10 +100,14 @@ def _by_tokens(response: str, letters: list[str], texts: Mapping[str, str], seed
     return candidates[int(np.argmax(positions))], "last_of_several"
 
 
-_COORDINATE_PATTERNS = (
-    r"\(\s*-?\d+\.?\d*\s*,\s*-?\d+\.?\d*\s*\)", r"\[\s*-?\d+\.?\d*\s*,\s*-?\d+\.?\d*\s*\]",
-    r"\{\s*-?\d+\.?\d*\s*,\s*-?\d+\.?\d*\s*\}", r"\b-?\d+\.?\d*\s*,\s*-?\d+\.?\d*\b",
-)  # fmt: skip
+# The scorer's number is r"-?\d+\.?\d*"; written r"-?\d+(?:\.\d*)?" (the same strings) so that a digit run is not
+# split two ways by backtracking (quadratic on a long run of digits).
+_NUM = r"-?\d+(?:\.\d*)?"
+_COORDINATE_PATTERNS = tuple(
+    re.compile(p.replace("N", _NUM))
+    for p in (r"\(\s*N\s*,\s*N\s*\)", r"\[\s*N\s*,\s*N\s*\]", r"\{\s*N\s*,\s*N\s*\}", r"\bN\s*,\s*N\b")
+)
+_FIRST_NUMBER = re.compile(_NUM)
 
 
 # The scorer's thresholds: numpy.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2)), floats as numpy makes them.
@@ -115,12 +119,9 @@ def find_number(response: str) -> str:
     text = response.replace(",", "")
     stripped = text
     for pattern in _COORDINATE_PATTERNS:
-        stripped = re.sub(pattern, "", stripped)
-    match = re.search(r"-?\d+\.?\d*", stripped)
-    if match:
-        return match.group()
-    found = list(re.finditer(r"-?\d+\.?\d*", text))
-    return found[0].group() if found else ""
+        stripped = pattern.sub("", stripped)
+    match = _FIRST_NUMBER.search(stripped) or _FIRST_NUMBER.search(text)
+    return match.group() if match else ""
 
 
 def mean_relative_accuracy(response: str, answer: Any) -> tuple[float, str]:
@@ -135,10 +136,14 @@ def mean_relative_accuracy(response: str, answer: Any) -> tuple[float, str]:
 
 
 def _json_block(response: str) -> str:
-    for pattern in (r"```json\n(.*?)\n```", r"```\n(.*?)\n```"):
-        match = re.search(pattern, response, re.DOTALL)
-        if match:
-            return match.group(1)
+    # The scorer searches r"```json\n(.*?)\n```" then r"```\n(.*?)\n```" (DOTALL); found here by position: only
+    # the first opening can match (if no closing follows it, none follows a later one), and the lazy group
+    # ends at the first closing after it. The regexes rescan the text from every unclosed opening.
+    for opening in ("```json\n", "```\n"):
+        start = response.find(opening)
+        end = response.find("\n```", start + len(opening)) if start >= 0 else -1
+        if end >= 0:
+            return response[start + len(opening) : end]
     start, end = response.find("{"), response.rfind("}")
     if start != -1 and end != -1 and start < end:
         return response[start : end + 1]
@@ -153,17 +158,17 @@ def gravity_score(response: str, answer: str, hint: Mapping[str, Any]) -> tuple[
     block = _json_block(response)
     try:
         pred = json.loads(block)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # a JSONDecodeError, an int over 4,300 digits, deep nesting
         try:
             pred = json.loads(re.sub(r",\s*([}\]])", r"\1", block))
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return 0.0, "unparsable JSON"
     if not isinstance(pred, dict) or any(pred.get(k) is None for k in ("roll", "pitch", "vfov")):
         return 0.0, "missing roll, pitch or vfov"
     try:  # any error here makes lmms-eval's process_results score the item 0
         gt = json.loads(answer)
         scores = [_kernel(pred[k], gt[k], hint[f"{k}_unc"]) for k in ("roll", "pitch", "vfov")]
-    except (TypeError, KeyError, ValueError) as error:
+    except (TypeError, KeyError, ValueError, OverflowError) as error:  # OverflowError: an int beyond float range
         return 0.0, f"scorer error: {error!r}"
     return sum(scores) / 3.0, "gaussian kernel over roll, pitch, vfov"
 
@@ -205,7 +210,9 @@ _POINT_PATTERNS = (
     (re.compile(r"(?i)y\s*[:=]\s*([-+]?\d+(?:\.\d+)?)\D+?x\s*[:=]\s*([-+]?\d+(?:\.\d+)?)"), True),
     (re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)\s*\)"), False),
     (re.compile(r"\[\s*([-+]?\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)\s*\]"), False),
-    (re.compile(r"([-+]?\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)"), False),
+    # "(?:[-+]|(?<!\d))" starts a number only at a sign or where a digit run begins: a start inside a run finds
+    # nothing the run's own start does not find first, and trying every one is quadratic in the run's length.
+    (re.compile(r"((?:[-+]|(?<!\d))\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)"), False),
 )
 
 
