@@ -21,7 +21,7 @@ import numpy as np
 from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
 from benchmarks.core.cli import arg
 from benchmarks.core.plots import bar_plot, line_plot
-from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
+from benchmarks.core.policy_cli import BLIND_POLICIES, PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, run_command
 
@@ -35,7 +35,7 @@ REFERENCE = {"label": "VLM4VLA Qwen3-VL-4B, ABC→D (published)", "chain_sr": [9
 class CalvinConfig(ExecutionConfig):
     """Evaluate a policy on CALVIN's long-horizon protocol (chains of 5 subtasks, 360 steps each)."""
 
-    policy: str = arg("expert", "expert | random | replay | mllm | vla | package.module:Class (your own policy)")
+    policy: str = arg("expert", "expert | random | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)")
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed chain-NNNN/i, .npz, .npy)")
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class")
     num_sequences: int = arg(1000, "the first N of the 1000 public evaluation chains (the protocol uses all 1000)")
@@ -119,7 +119,7 @@ def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
     if config.cameras != "auto":
         chosen = tuple(c for c in config.cameras.split(",") if c and c != "none")
     else:
-        blind = spec.name in ("expert", "random", "replay")
+        blind = spec.name in BLIND_POLICIES
         chosen = () if blind else ("static", "gripper")
     return ("static", "gripper") if config.video and not chosen else chosen
 

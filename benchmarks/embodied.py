@@ -78,7 +78,7 @@ class EmbodiedConfig(ExecutionConfig):
     """Evaluate a policy on EB-style navigation or manipulation (first argument: nav or manip)."""
 
     family: str = arg("nav", "nav or manip (given as the first argument)", cli=False)
-    policy: str = arg("expert", "expert | random | replay | mllm | package.module:Class (your own policy)")
+    policy: str = arg("expert", "expert | random | constant --action JSON | replay | mllm | package.module:Class (your own policy)")
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed by episode id)")
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class")
     subset: str = arg("all", "a subset name, several separated by commas, or all")

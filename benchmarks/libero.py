@@ -31,7 +31,7 @@ REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_
 class LiberoConfig(ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
-    policy: str = arg("random", "random | replay | mllm | vla | package.module:Class (your own policy)")
+    policy: str = arg("random", "random | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)")
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed SUITE/TASK/TRIAL, .npz, .npy)")
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class")
     suite: Literal["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"] = arg(
