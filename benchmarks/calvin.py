@@ -87,6 +87,7 @@ def _markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, in
         "|---|---|---|---|---|---|---|",
         f"| {label} | " + " | ".join(f"{v:.1f}" for v in sr) + f" | {metrics['avg_seq_len']:.2f} |",
         f"| {ref['label']} | " + " | ".join(f"{v:.1f}" for v in ref["chain_sr"]) + f" | {ref['avg_seq_len']:.2f} |",
+        *_blind_rows(),
         "",
         "Success rate (%) of completing at least i subtasks in a row; avg. len = mean completed subtasks (0-5).",
         "",
@@ -96,6 +97,14 @@ def _markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, in
     lines += [f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
               for t, v in tasks.items()]
     return "\n".join(lines)
+
+
+def _blind_rows() -> list[str]:
+    """Random and the best constant action (``bench/results/blind_baselines.json``), with their provenance."""
+    from benchmarks.core.blind import blind_table_rows
+
+    rows, note = blind_table_rows("calvin", lambda v: [f"{x:.1f}" for x in v["chain_sr"]] + [f"{v['avg_seq_len']:.2f}"])
+    return [*rows, "", note] if note else rows
 
 
 def evaluation_chains(n: int) -> list[tuple[dict[str, Any], tuple[str, ...]]]:

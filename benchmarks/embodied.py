@@ -170,14 +170,28 @@ def _rows(table: dict[str, dict[str, float]], heading: str) -> list[str]:
 
 
 def _markdown(title: str, label: str, table: dict[str, dict[str, float]], average: float,
-              families: dict[str, dict[str, float]] | None = None) -> str:
+              families: dict[str, dict[str, float]] | None = None, family: str | None = None) -> str:
     lines = [f"## {title}: {label}", "", *_rows(table, "subset")]
-    lines += [f"| **average over subsets** | | **{average:.1f}** | | | | |", ""]
+    lines.append(f"| **average over subsets** | | **{average:.1f}** | | | | |")
+    blind, note = _blind_rows(family, list(table)) if family else ([], None)
+    lines += [*blind, "", *([note, ""] if note else [])]
     if families:
         lines += [*_rows(families, "task family"), ""]
     lines.append("Planner output errors are model answers that could not be parsed into an action (counted, "
                  "and handled by the policy's recorded fallback).")
     return "\n".join(lines)
+
+
+def _blind_rows(family: str, subsets: list[str]) -> tuple[list[str], str | None]:
+    """Random and the best constant action (``bench/results/blind_baselines.json``), averaged over the
+    subsets this run has, as rows under the run's average."""
+    from benchmarks.core.blind import blind_table_rows
+
+    def cells(values: dict[str, Any]) -> list[str]:
+        rates = [values["by_subset"][s] for s in subsets if s in values.get("by_subset", {})]
+        return ["", f"{np.mean(rates):.1f}" if len(rates) == len(subsets) else "-", "", "", "", ""]
+
+    return blind_table_rows(family, cells)
 
 
 class EmbodiedBenchmark(Benchmark):
@@ -238,7 +252,8 @@ class EmbodiedBenchmark(Benchmark):
         files = {"plots/success_by_subset.png": lambda p: bar_plot(
             p, list(table), [row["success_rate"] for row in table.values()], ylabel="success rate (%)",
             title=f"{self.family.title}: {self.spec.label}")}
-        return Summary(data, _markdown(self.family.title, self.spec.label, table, average, families), files)
+        return Summary(data, _markdown(self.family.title, self.spec.label, table, average, families, self.family.name),
+                       files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:

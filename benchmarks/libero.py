@@ -164,6 +164,7 @@ class LiberoBenchmark(Benchmark):
         lines += [f"| {t} | {row['instruction']} | {row['trials']} | {row['success_rate']:.1f} |"
                   for t, row in table.items()]
         lines.append(f"| **suite** | | {len(results)} | **{overall:.1f}** |")
+        lines += _blind_rows(c.suite)
         if c.suite in REFERENCE:
             ref = REFERENCE[c.suite]
             lines += ["", f"Reference: {ref['label']}: {ref['success_rate']:.1f} %."]
@@ -173,6 +174,17 @@ class LiberoBenchmark(Benchmark):
             p, [str(t) for t in table], [row["success_rate"] for row in table.values()],
             ylabel="success rate (%)", title=f"LIBERO {c.suite}: {self.spec.label}")}
         return Summary(data, "\n".join(lines), files)
+
+
+def _blind_rows(suite: str) -> list[str]:
+    """Random and the best constant action (``bench/results/blind_baselines.json``) when measured on ``suite``."""
+    from benchmarks.core.blind import blind_baselines, blind_table_rows
+
+    entry = blind_baselines("libero")
+    if entry is None or entry.get("suite") != suite:
+        return []
+    rows, note = blind_table_rows("libero", lambda v: ["", str(v["units"]), f"{v['success_rate']:.1f}"])
+    return [*rows, "", note] if note else rows
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:
