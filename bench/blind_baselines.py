@@ -77,23 +77,23 @@ _DOWN = [0, 60, 90]
 FAMILIES: dict[str, FamilySpec] = {
     "nav": FamilySpec(
         "benchmarks.embodied", ("nav", "--image-size", "64"), lambda n: ["--episodes", str(n)], lambda n: 5 * n,
-        "episodes", "5 subsets x n episodes of the default sets (episode seed 0)", tuple(range(8)),
+        "episodes", "5 subsets x {n} episodes of the default sets (episode seed 0)", tuple(range(8)),
         _embodied_metrics, "--seed"),
     "manip": FamilySpec(
         "benchmarks.embodied", ("manip", "--image-size", "64"), lambda n: ["--episodes", str(n)],
-        lambda n: 20 * n, "episodes", "4 task families x 5 subsets x n episodes (episode seed 0)",
+        lambda n: 20 * n, "episodes", "4 task families x 5 subsets x {n} episodes (episode seed 0)",
         tuple([50, 50, z, *_DOWN, g] for z, g in ((50, 1), (20, 0))),
         _embodied_metrics, "--seed"),
     "calvin": FamilySpec(
         "benchmarks.calvin", ("--cameras", "none"), lambda n: ["--num-sequences", str(n)], lambda n: n, "chains",
-        "the first n of the 1000 evaluation chains (built-in table)",
+        "the first {n} of the 1000 evaluation chains (built-in table)",
         tuple([*move, 0, 0, 0, g] for move, g in (((0, 0, 0), 1), ((0, 0, 0), -1), ((1, 0, 0), 1), ((-1, 0, 0), 1),
                                                     ((0, 1, 0), 1), ((0, -1, 0), 1), ((0, 0, 1), 1), ((0, 0, -1), 1))),
         _calvin_metrics, "--seed"),
     "libero": FamilySpec(
         "benchmarks.libero", ("--suite", "libero_spatial", "--trials-per-task", "1"),
         lambda n: ["--tasks", ",".join(str(t) for t in range(n))], lambda n: n, "episodes",
-        "libero_spatial, the first n tasks x 1 trial (fixed initial state 0)",
+        "libero_spatial, the first {n} tasks x 1 trial (fixed initial state 0)",
         tuple([*move, 0, 0, 0, g] for move, g in (((0, 0, 0), -1), ((0, 0, 0), 1), ((0, 0, -1), -1), ((0, 0, -1), 1))),
         _libero_metrics, "--seed", (("suite", "libero_spatial"),)),
 }
@@ -154,8 +154,48 @@ def measure(family: str, n: int, seed: int, output: Path, reference: list[str]) 
         print(f"[{family}] {name}: {json.dumps({k: v for k, v in policies[name].items() if k != 'argv'})}", flush=True)
     scored = [k for k, v in policies.items() if k.startswith("constant-") and "error" not in v and "errored_units" not in v]
     best = max(scored, key=lambda k: policies[k]["score"], default=None)  # first of equals: candidate order
-    return {**dict(spec.extra), "n": n, "units": spec.unit_name, "scope": spec.scope, "seed": seed, "command": f"python -m {spec.module}",
+    return {**dict(spec.extra), "n": n, "units": spec.unit_name, "total_units": spec.units(n), "scope": spec.scope.format(n=n), "seed": seed, "command": f"python -m {spec.module}",
             "best_constant": best, "policies": policies}
+
+
+_METRIC = {"calvin": ("avg. len", "{:.2f}"), "nav": ("success %", "{:.1f}"), "manip": ("success %", "{:.1f}"),
+           "libero": ("success %", "{:.1f}")}
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    """The README's table: per family, random, the best constant action and any reference policy."""
+    lines = ["| family | units | metric | random | best constant action | reference | measured |",
+             "|---|---|---|---|---|---|---|"]
+    for family, entry in results["families"].items():
+        name, fmt = _METRIC[family]
+        policies = entry["policies"]
+
+        def value(key: str) -> str:
+            v = policies.get(key, {})
+            return "error" if "error" in v else fmt.format(v["score"]) if "score" in v else "-"
+
+        best = entry.get("best_constant")
+        constants = sum(k.startswith("constant-") for k in policies)
+        best_cell = f"{value(best)} (`{json.dumps(policies[best]['action'])}`, best of {constants})" if best else "-"
+        refs = ", ".join(f"{k} {value(k)}" for k, v in policies.items() if not v.get("blind", True)) or "-"
+        lines.append(f"| {family} | {entry.get('total_units', '?')} {entry['units']}: {entry['scope']} | {name} | {value('random')} | {best_cell} | "
+                     f"{refs} | {entry['date']} |")
+    return "\n".join(lines)
+
+
+def merge(target: Path, sources: list[Path]) -> None:
+    """Copy each source file's families into ``target`` (the newest date and machine go on top)."""
+    results = json.loads(target.read_text()) if target.exists() else {"families": {}}
+    for source in sources:
+        data = json.loads(source.read_text())
+        for family, entry in data["families"].items():
+            spec = FAMILIES[family]
+            entry.setdefault("total_units", spec.units(entry["n"]))
+            entry["scope"] = spec.scope.format(n=entry["n"])
+            results["families"][family] = entry
+            results["date"], results["machine"] = entry["date"], entry["machine"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
 
 
 def machine() -> str:
@@ -174,7 +214,15 @@ def main() -> None:
     p.add_argument("--reference", default="", help="also run these non-blind policies: expert, oracle, oracle-errors-0.2 (comma-separated)")
     p.add_argument("--results", type=Path, default=BLIND_RESULTS, help="JSON file the families are merged into")
     p.add_argument("--output", type=Path, default=None, help="run folders (default: a temporary folder)")
+    p.add_argument("--table", action="store_true", help="print the README table of --results and exit")
+    p.add_argument("--merge", type=Path, nargs="+", default=[],
+                   help="merge the families of these results files (runs made in parallel) into --results and exit")
     args = p.parse_args()
+    if args.merge:
+        merge(args.results, args.merge)
+    if args.table or args.merge:
+        print(markdown_table(json.loads(args.results.read_text())))
+        return
     reference = [r for r in args.reference.split(",") if r]
     unknown = sorted(set(reference) - set(REFERENCE_ARGS))
     if unknown:

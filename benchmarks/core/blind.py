@@ -44,8 +44,8 @@ def blind_policies(entry: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def blind_note(entry: dict[str, Any]) -> str:
     """Where the blind rows come from (one line under the table)."""
     constants = [k for k in entry["policies"] if k.startswith("constant-")]
-    return (f"Blind rows: `bench/blind_baselines.py`, {entry.get('n')} {entry.get('units', 'episodes')} each "
-            f"({entry.get('scope', 'default set')}), seed {entry.get('seed')}, measured {entry.get('date')}; "
+    return (f"Blind rows: `bench/blind_baselines.py`, {entry.get('total_units')} {entry.get('units', 'episodes')} "
+            f"each ({entry.get('scope')}), seed {entry.get('seed')}, measured {entry.get('date')}; "
             f"best of {len(constants)} constant actions. They look at no image: a model must beat them.")
 
 
