@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import importlib
 import json
 import os
@@ -35,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.core.blind import BLIND_RESULTS  # noqa: E402
+from benchmarks.core.blind import BLIND_RESULTS
 
 Metrics = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -115,7 +116,7 @@ def run_policy(spec: FamilySpec, policy_args: list[str], n: int, seed: int, outp
     start = time.perf_counter()
     try:
         summary = main(argv)
-    except (Exception, SystemExit) as error:  # noqa: BLE001 - record any failure of the command, go on
+    except (Exception, SystemExit) as error:
         return {"error": f"{type(error).__name__}: {error}", "argv": argv}
     values = spec.metrics(summary.data)
     values["seconds"] = round(time.perf_counter() - start, 1)
@@ -127,7 +128,8 @@ def run_policy(spec: FamilySpec, policy_args: list[str], n: int, seed: int, outp
 def episodes_file(family: str, n: int, output: Path) -> Path:
     """EB families: the default episode sets (seed 0) written once, so every policy runs the same episodes
     without regenerating them (navigation scenes take a while to draw)."""
-    from benchmarks.embodied import FAMILIES as EMBODIED, _load
+    from benchmarks.embodied import FAMILIES as EMBODIED
+    from benchmarks.embodied import _load
 
     fam = EMBODIED[family]
     make, save = _load(fam.make_episodes), _load(fam.load_episodes.replace("load_episodes", "save_episodes"))
@@ -162,6 +164,11 @@ _METRIC = {"calvin": ("avg. len", "{:.2f}"), "nav": ("success %", "{:.1f}"), "ma
            "libero": ("success %", "{:.1f}")}
 
 
+def _cell(policies: dict[str, Any], fmt: str, key: str) -> str:
+    v = policies.get(key, {})
+    return "error" if "error" in v else fmt.format(v["score"]) if "score" in v else "-"
+
+
 def markdown_table(results: dict[str, Any]) -> str:
     """The README's table: per family, random, the best constant action and any reference policy."""
     lines = ["| family | units | metric | random | best constant action | reference | measured |",
@@ -169,11 +176,7 @@ def markdown_table(results: dict[str, Any]) -> str:
     for family, entry in results["families"].items():
         name, fmt = _METRIC[family]
         policies = entry["policies"]
-
-        def value(key: str) -> str:
-            v = policies.get(key, {})
-            return "error" if "error" in v else fmt.format(v["score"]) if "score" in v else "-"
-
+        value = functools.partial(_cell, policies, fmt)
         best = entry.get("best_constant")
         constants = sum(k.startswith("constant-") for k in policies)
         best_cell = f"{value(best)} (`{json.dumps(policies[best]['action'])}`, best of {constants})" if best else "-"

@@ -21,7 +21,12 @@ import numpy as np
 from benchmarks.core import Benchmark, RunDir, Summary, WorkUnit, unit_seed
 from benchmarks.core.cli import arg
 from benchmarks.core.plots import bar_plot, line_plot
-from benchmarks.core.policy_cli import BLIND_POLICIES, PolicySpec, build_policy_from_spec, parse_benchmark_args
+from benchmarks.core.policy_cli import (
+    BLIND_POLICIES,
+    PolicySpec,
+    build_policy_from_spec,
+    parse_benchmark_args,
+)
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, run_command
 

@@ -85,7 +85,7 @@ def test_constant_policy_from_the_command_line():
     from benchmarks.core.policy_cli import build_policy_from_spec, parse_benchmark_args
     from benchmarks.embodied import EmbodiedConfig
 
-    config, spec = parse_benchmark_args(EmbodiedConfig, ["--policy", "constant", "--action", "[0, 0.5, -1]"])
+    _, spec = parse_benchmark_args(EmbodiedConfig, ["--policy", "constant", "--action", "[0, 0.5, -1]"])
     assert spec.options == {"action": [0, 0.5, -1]} and spec.label == "constant-0_0.5_-1"
     assert isinstance(build_policy_from_spec(spec), ConstantPolicy)
     for bad in ([], ["--action", "forward"], ["--action", "[true]"]):
