@@ -4,8 +4,10 @@ Each policy runs through the benchmark's own command (``benchmarks.embodied nav|
 ``benchmarks.calvin``, ``benchmarks.libero``), so the numbers are what a user of that command gets.
 "Best constant" is the best of the candidate constant actions measured: every action id for EB
 navigation (``Discrete(8)``); for the 7-D spaces, which have too many constants to try them all, no
-motion with the gripper open or closed and a full step along a translation axis (CALVIN, LIBERO) or the
-gripper parked above the table's middle, high and open or low and closed (EB manipulation). ``--reference`` also runs non-blind
+motion with the gripper open or closed (CALVIN, LIBERO; CALVIN also a full step along each translation
+axis) or the gripper parked above the table's middle, high and open or low and closed (EB manipulation).
+EB manipulation and LIBERO episodes are slow on a shared CPU, so their defaults are small (the base
+subset; one trial of the first tasks). ``--reference`` also runs non-blind
 policies (the expert, the oracle model) on the same units, for comparison. Results merge into
 ``bench/results/blind_baselines.json`` (date, machine, n, seeds) per family; the benchmarks' summaries
 and the README read them from there.
@@ -13,7 +15,7 @@ and the README read them from there.
     python bench/blind_baselines.py --families nav --n 60 --reference expert,oracle
     python bench/blind_baselines.py --families manip --n 1
     python bench/blind_baselines.py --families calvin --n 20
-    python bench/blind_baselines.py --families libero --n 2
+    python bench/blind_baselines.py --families libero --n 1
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class FamilySpec:
     metrics: Metrics
     seed_flag: str
     extra: tuple[tuple[str, Any], ...] = ()  # recorded with the family's results
+    subsets: tuple[str, ...] | None = None  # EB families: the subsets measured (None: all)
 
 
 # Manipulation poses: [X, Y, Z] voxels (0-99) with the gripper pointing down (Roll, Pitch, Yaw = 0, 60, 90
@@ -82,9 +85,9 @@ FAMILIES: dict[str, FamilySpec] = {
         _embodied_metrics, "--seed"),
     "manip": FamilySpec(
         "benchmarks.embodied", ("manip", "--image-size", "64"), lambda n: ["--episodes", str(n)],
-        lambda n: 20 * n, "episodes", "4 task families x 5 subsets x {n} episodes (episode seed 0)",
+        lambda n: 4 * n, "episodes", "the base subset, 4 task families x {n} episodes (episode seed 0)",
         tuple([50, 50, z, *_DOWN, g] for z, g in ((50, 1), (20, 0))),
-        _embodied_metrics, "--seed"),
+        _embodied_metrics, "--seed", subsets=("base",)),
     "calvin": FamilySpec(
         "benchmarks.calvin", ("--cameras", "none"), lambda n: ["--num-sequences", str(n)], lambda n: n, "chains",
         "the first {n} of the 1000 evaluation chains (built-in table)",
@@ -95,7 +98,7 @@ FAMILIES: dict[str, FamilySpec] = {
         "benchmarks.libero", ("--suite", "libero_spatial", "--trials-per-task", "1"),
         lambda n: ["--tasks", ",".join(str(t) for t in range(n))], lambda n: n, "episodes",
         "libero_spatial, the first {n} tasks x 1 trial (fixed initial state 0)",
-        tuple([*move, 0, 0, 0, g] for move, g in (((0, 0, 0), -1), ((0, 0, 0), 1), ((0, 0, -1), -1), ((0, 0, -1), 1))),
+        tuple([0, 0, 0, 0, 0, 0, g] for g in (-1, 1)),
         _libero_metrics, "--seed", (("suite", "libero_spatial"),)),
 }
 REFERENCE_ARGS = {"expert": ["--policy", "expert"], "oracle": ["--policy", "mllm", "--model", "oracle"],
@@ -125,7 +128,7 @@ def run_policy(spec: FamilySpec, policy_args: list[str], n: int, seed: int, outp
     return values
 
 
-def episodes_file(family: str, n: int, output: Path) -> Path:
+def episodes_file(family: str, n: int, output: Path, subsets: tuple[str, ...] | None) -> Path:
     """EB families: the default episode sets (seed 0) written once, so every policy runs the same episodes
     without regenerating them (navigation scenes take a while to draw)."""
     from benchmarks.embodied import FAMILIES as EMBODIED
@@ -133,7 +136,7 @@ def episodes_file(family: str, n: int, output: Path) -> Path:
 
     fam = EMBODIED[family]
     make, save = _load(fam.make_episodes), _load(fam.load_episodes.replace("load_episodes", "save_episodes"))
-    episodes = [e for subset in _load(fam.subsets) for e in make(subset, n=n, seed=0)]
+    episodes = [e for subset in subsets or _load(fam.subsets) for e in make(subset, n=n, seed=0)]
     output.mkdir(parents=True, exist_ok=True)
     return save(episodes, output / f"{family}-episodes.jsonl")
 
@@ -141,7 +144,7 @@ def episodes_file(family: str, n: int, output: Path) -> Path:
 def measure(family: str, n: int, seed: int, output: Path, reference: list[str]) -> dict[str, Any]:
     spec = FAMILIES[family]
     if spec.module == "benchmarks.embodied":
-        path = episodes_file(family, n, output)
+        path = episodes_file(family, n, output, spec.subsets)
         spec = dataclasses.replace(spec, size=lambda _: ["--episodes-file", str(path)])
     policies: dict[str, dict[str, Any]] = {}
     runs = [("random", ["--policy", "random"], None)]
@@ -211,8 +214,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--families", nargs="+", choices=sorted(FAMILIES), default=["nav"])
     p.add_argument("--n", type=int, default=None,
-                   help="episodes per subset (nav), per task family and subset (manip), chains (calvin), tasks "
-                        "with one trial each (libero); default 60 / 1 / 20 / 2")
+                   help="episodes per subset (nav), per task family of the base subset (manip), chains (calvin), tasks "
+                        "with one trial each (libero); default 60 / 1 / 20 / 1")
     p.add_argument("--seed", type=int, default=0, help="run seed of every command")
     p.add_argument("--reference", default="", help="also run these non-blind policies: expert, oracle, oracle-errors-0.2 (comma-separated)")
     p.add_argument("--results", type=Path, default=BLIND_RESULTS, help="JSON file the families are merged into")
@@ -230,7 +233,7 @@ def main() -> None:
     unknown = sorted(set(reference) - set(REFERENCE_ARGS))
     if unknown:
         p.error(f"--reference {','.join(unknown)}: choose from {sorted(REFERENCE_ARGS)}")
-    defaults = {"nav": 60, "manip": 1, "calvin": 20, "libero": 2}
+    defaults = {"nav": 60, "manip": 1, "calvin": 20, "libero": 1}
     output = args.output or Path(tempfile.mkdtemp(prefix="blind-baselines-"))
     results = json.loads(args.results.read_text()) if args.results.exists() else {"families": {}}
     for family in args.families:
