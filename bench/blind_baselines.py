@@ -176,7 +176,7 @@ def markdown_table(results: dict[str, Any]) -> str:
     """The README's table: per family, random, the best constant action and any reference policy."""
     lines = ["| family | units | metric | random | best constant action | reference | measured |",
              "|---|---|---|---|---|---|---|"]
-    for family, entry in results["families"].items():
+    for family, entry in sorted(results["families"].items(), key=lambda kv: list(FAMILIES).index(kv[0])):
         name, fmt = _METRIC[family]
         policies = entry["policies"]
         value = functools.partial(_cell, policies, fmt)

@@ -53,3 +53,19 @@ def test_summary_rows_come_from_the_results_file(tmp_path):
     assert blind_baselines("calvin", path) is None
     path.write_text("{not json")
     assert blind_baselines("nav", path) is None
+
+
+def test_summaries_show_the_blind_rows_under_the_model_row(committed):
+    from benchmarks.calvin import _markdown as calvin_markdown
+    from benchmarks.calvin import chain_metrics
+    from benchmarks.embodied import _markdown as embodied_markdown
+
+    table = {"base": {"episodes": 1, "success_rate": 100.0, "avg_steps": 5.0, "avg_planner_calls": 1.0,
+                      "avg_invalid_actions": 0.0, "planner_output_errors": 0.0}}
+    lines = embodied_markdown("EB-Navigation", "mllm-x", table, 100.0, family="nav").splitlines()
+    at = lines.index("| **average over subsets** | | **100.0** | | | | |")
+    random_base = committed["families"]["nav"]["policies"]["random"]["by_subset"]["base"]
+    assert lines[at + 1].split("|") == ["", " blind: random ", "  ", f" {random_base:.1f} ", *["  "] * 4, ""]
+    assert lines[at + 2].startswith("| blind: best constant action (")
+    calvin = calvin_markdown("vla-x", chain_metrics([2, 3]), {}, 2, "builtin")
+    assert "| blind: random | " in calvin and "| blind: best constant action ([" in calvin
