@@ -188,8 +188,11 @@ def _blind_rows(family: str, subsets: list[str]) -> tuple[list[str], str | None]
     from benchmarks.core.blind import blind_table_rows
 
     def cells(values: dict[str, Any]) -> list[str]:
-        rates = [values["by_subset"][s] for s in subsets if s in values.get("by_subset", {})]
-        return ["", f"{np.mean(rates):.1f}" if len(rates) == len(subsets) else "-", "", "", "", ""]
+        measured = [s for s in subsets if s in values.get("by_subset", {})]
+        rate = f"{np.mean([values['by_subset'][s] for s in measured]):.1f}" if measured else "-"
+        if measured and len(measured) < len(subsets):
+            rate += f" ({', '.join(measured)} only)"
+        return ["", rate, "", "", "", ""]
 
     return blind_table_rows(family, cells)
 
