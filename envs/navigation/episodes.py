@@ -24,7 +24,8 @@ that walking straight ahead, back, left or right from the start neither passes w
 distance of the target nor is stopped there by a wall: every episode needs at least two kinds of action,
 and which turn or side-step comes first is what the image tells. In EmbodiedBench the target is placed
 so that seeing matters; without this rule "always move ahead" solved 32 % of the default sets (55 % of
-visual_appearance), where random solves 2 %.
+visual_appearance; issue 16) where random solved 2 %. With it every constant action scores 0 % on the
+default sets (5 x 60 episodes) and random 0.3 %, while the expert keeps 100 % (README, EB navigation).
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ class _SceneEpisodes:
         reaches success (``dist`` 0). Only the four moves can: turns and looks leave the position alone, and
         a move's direction stays fixed, so each move is a walk along one lattice direction until blocked."""
         reached = np.zeros(len(nodes), dtype=bool)
-        for offset in (0, 1, 2, 3):  # ahead, right, back, left relative to the heading (lattice order)
+        for offset in (0, 1, 2, 3):  # every move direction relative to the heading (ahead, left, back, right)
             direction = (heads + offset) % 4
             at = nodes.copy()
             for _ in range(MAX_STEPS):
