@@ -22,7 +22,12 @@ import numpy as np
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
 from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot, line_plot
-from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
+from benchmarks.core.policy_cli import (
+    BLIND_POLICIES,
+    PolicySpec,
+    build_policy_from_spec,
+    parse_benchmark_args,
+)
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 
@@ -36,7 +41,7 @@ REFERENCE = {"label": "VLM4VLA Qwen3-VL-4B, ABC→D (published)", "chain_sr": [9
 class CalvinConfig(ExecutionConfig):
     """Evaluate a policy on CALVIN's long-horizon protocol (chains of 5 subtasks, 360 steps each)."""
 
-    policy: str = arg("expert", "expert | random | replay | mllm | vla | package.module:Class (your own policy)")
+    policy: str = arg("expert", "expert | random | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)")
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed chain-NNNN/i, .npz, .npy)", must_exist=True)
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     num_sequences: int = arg(1000, "the first N of the 1000 public evaluation chains (the protocol uses all 1000; "
@@ -106,6 +111,7 @@ def _markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, in
         f"| {label} | " + " | ".join(score_cell(v) for v in _percent(metrics))
         + f" | {score_cell(metrics['avg_seq_len'], '.2f')} | {tally.errored_cell()} |",
         f"| {ref['label']} | " + " | ".join(f"{v:.1f}" for v in ref["chain_sr"]) + f" | {ref['avg_seq_len']:.2f} | |",
+        *_blind_rows(),
         "",
         "Success rate (%) of completing at least i subtasks in a row; avg. len = mean completed subtasks (0-5), "
         "over the chains that ran to their end (an errored chain is not scored; n/a: none did).",
@@ -116,6 +122,14 @@ def _markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, in
     lines += [f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
               for t, v in tasks.items()]
     return "\n".join(lines)
+
+
+def _blind_rows() -> list[str]:
+    """Random and the best constant action (``bench/results/blind_baselines.json``), with their provenance."""
+    from benchmarks.core.blind import blind_table_rows
+
+    rows, note = blind_table_rows("calvin", lambda v: [f"{x:.1f}" for x in v["chain_sr"]] + [f"{v['avg_seq_len']:.2f}", ""])
+    return [*rows, "", note] if note else rows
 
 
 def evaluation_chains(n: int) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
@@ -143,7 +157,7 @@ def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
             raise InputError(f"--cameras {config.cameras}: unknown camera(s) {unknown}; use auto, none, static, "
                              f"gripper or static,gripper")
     else:
-        blind = spec.name in ("expert", "random", "replay")
+        blind = spec.name in BLIND_POLICIES
         chosen = () if blind else ("static", "gripper")
     return ("static", "gripper") if config.video and not chosen else chosen
 

@@ -78,7 +78,7 @@ class EmbodiedConfig(ExecutionConfig):
     """Evaluate a policy on EB-style navigation or manipulation (first argument: nav or manip)."""
 
     family: str = arg("nav", "nav or manip (given as the first argument)", cli=False)
-    policy: str = arg("expert", "expert | random | replay | mllm | package.module:Class (your own policy)")
+    policy: str = arg("expert", "expert | random | constant --action JSON | replay | mllm | package.module:Class (your own policy)")
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed by episode id)", must_exist=True)
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     subset: str = arg("all", "a subset name, several separated by commas, or all")
@@ -185,16 +185,33 @@ def _rows(table: dict[str, dict[str, float]], heading: str) -> list[str]:
 
 
 def _markdown(title: str, label: str, table: dict[str, dict[str, float]], average: float | None, tally: UnitTally,
-              families: dict[str, dict[str, float]] | None = None) -> str:
+              families: dict[str, dict[str, float]] | None = None, family: str | None = None) -> str:
     lines = [f"## {title}: {label}", "", f"{tally.completed} of {tally.total} episodes completed; success is over "
              "completed episodes (errored ones are counted, never scored).", "", *_rows(table, "subset")]
     lines += [f"| **average over subsets** | | **{score_cell(average)}** | | | | |",
-              f"| **episodes errored** | {tally.errored_cell()} | | | | | |", ""]
+              f"| **episodes errored** | {tally.errored_cell()} | | | | | |"]
+    blind, note = _blind_rows(family, list(table)) if family else ([], None)
+    lines += [*blind, "", *([note, ""] if note else [])]
     if families:
         lines += [*_rows(families, "task family"), ""]
     lines.append("Planner output errors are model answers that could not be parsed into an action (counted, "
                  "and handled by the policy's recorded fallback).")
     return "\n".join(lines)
+
+
+def _blind_rows(family: str, subsets: list[str]) -> tuple[list[str], str | None]:
+    """Random and the best constant action (``bench/results/blind_baselines.json``), averaged over the
+    subsets this run has, as rows under the run's average."""
+    from benchmarks.core.blind import blind_table_rows
+
+    def cells(values: dict[str, Any]) -> list[str]:
+        measured = [s for s in subsets if s in values.get("by_subset", {})]
+        rate = f"{np.mean([values['by_subset'][s] for s in measured]):.1f}" if measured else "-"
+        if measured and len(measured) < len(subsets):
+            rate += f" ({', '.join(measured)} only)"
+        return ["", rate, "", "", "", ""]
+
+    return blind_table_rows(family, cells)
 
 
 class EmbodiedBenchmark(Benchmark):
@@ -255,7 +272,8 @@ class EmbodiedBenchmark(Benchmark):
         files = {"plots/success_by_subset.png": lambda p: bar_plot(
             p, list(table), [row["success_rate"] for row in table.values()], ylabel="success rate (%)",
             title=f"{self.family.title}: {self.spec.label}")} if table else {}
-        return Summary(data, _markdown(self.family.title, self.spec.label, table, average, tally, families), files)
+        return Summary(data, _markdown(self.family.title, self.spec.label, table, average, tally, families,
+                                       self.family.name), files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:

@@ -32,7 +32,7 @@ REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_
 class LiberoConfig(ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
-    policy: str = arg("random", "random | replay | mllm | vla | package.module:Class (your own policy)")
+    policy: str = arg("random", "random | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)")
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed SUITE/TASK/TRIAL, .npz, .npy)", must_exist=True)
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     suite: Literal["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"] = arg(
@@ -183,6 +183,7 @@ class LiberoBenchmark(Benchmark):
         lines += [f"| {t} | {row['instruction']} | {row['trials']} | {row['success_rate']:.1f} | |"
                   for t, row in table.items()]
         lines.append(f"| **suite** | | {len(results)} | **{score_cell(overall)}** | {tally.errored_cell()} |")
+        lines += _blind_rows(c.suite)
         if c.suite in REFERENCE:
             ref = REFERENCE[c.suite]
             lines += ["", f"Reference: {ref['label']}: {ref['success_rate']:.1f} %."]
@@ -192,6 +193,17 @@ class LiberoBenchmark(Benchmark):
             p, [str(t) for t in table], [row["success_rate"] for row in table.values()],
             ylabel="success rate (%)", title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}
         return Summary(data, "\n".join(lines), files)
+
+
+def _blind_rows(suite: str) -> list[str]:
+    """Random and the best constant action (``bench/results/blind_baselines.json``) when measured on ``suite``."""
+    from benchmarks.core.blind import blind_baselines, blind_table_rows
+
+    entry = blind_baselines("libero")
+    if entry is None or entry.get("suite") != suite:
+        return []
+    rows, note = blind_table_rows("libero", lambda v: ["", str(v["units"]), f"{v['success_rate']:.1f}", ""])
+    return [*rows, "", note] if note else rows
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:

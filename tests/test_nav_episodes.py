@@ -41,6 +41,23 @@ def test_regenerates_identically_and_independently(sets):
     assert make_episode("base", 0, seed=1) != sets["base"][0]
 
 
+def test_no_single_repeated_action_solves_an_episode_in_the_env(sets):
+    """The no-blind-success rule, checked in the env itself: each move repeated for the whole budget walks
+    straight until blocked and never succeeds (turns and looks leave the position alone, and every start
+    is at least 3 actions from success)."""
+    env = EBNavigationEnv(width=16, height=16)  # success does not depend on the image
+    for episodes in sets.values():
+        for ep in episodes[:2]:  # the generator applies the rule to every start (kept short: seconds)
+            for action in range(4):
+                env.reset(options={"episode": ep})
+                for _ in range(ep["max_steps"]):
+                    _, _, terminated, truncated, info = env.step(action)
+                    assert not info["is_success"], (ep["episode_id"], action)
+                    if terminated or truncated:
+                        break
+    env.close()
+
+
 def test_scene_groups_share_scenes(sets):
     episodes = sets["base"]
     assert episodes[0]["scene"] == episodes[EPISODES_PER_SCENE - 1]["scene"]

@@ -6,7 +6,7 @@ import pytest
 
 from action_mapping import Plan
 from policies.base import EpisodeContext, Policy
-from policies.baselines import RandomPolicy, ReplayPolicy
+from policies.baselines import ConstantPolicy, RandomPolicy, ReplayPolicy
 from policies.user import InstructionPolicy, load_user_policy
 
 
@@ -15,7 +15,16 @@ class Spaces:
         self.action_space = space
 
 
-@pytest.mark.parametrize("space", [gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(8)])
+SPACES = [
+    gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(8), gym.spaces.Discrete(3, start=-1),
+    gym.spaces.MultiDiscrete([100, 100, 100, 120, 120, 120, 2]), gym.spaces.MultiBinary(5),
+    gym.spaces.Box(0, 5, (3,), np.int64), gym.spaces.Box(np.array([-np.inf, 0.0, -np.inf]), np.array([np.inf, np.inf, 1.0]), dtype=np.float64),
+    gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Box(0, 1, (2,), np.float32)]),
+    gym.spaces.Dict({"arm": gym.spaces.Box(-1, 1, (3,), np.float32), "grip": gym.spaces.Discrete(2)}),
+]
+
+
+@pytest.mark.parametrize("space", SPACES, ids=lambda s: type(s).__name__)
 def test_random_policy_is_seeded_and_in_space(space):
     def rollout(seed):
         policy = RandomPolicy()
@@ -24,8 +33,64 @@ def test_random_policy_is_seeded_and_in_space(space):
         return [policy.act({}) for _ in range(20)]
 
     a, b, c = rollout(3), rollout(3), rollout(4)
-    assert all(space.contains(np.asarray(x, dtype=space.dtype) if hasattr(space, "low") else x) for x in a)
-    assert np.array_equal(np.asarray(a), np.asarray(b)) and not np.array_equal(np.asarray(a), np.asarray(c))
+    assert all(space.contains(x) for x in a)
+    assert repr(a) == repr(b) and repr(a) != repr(c)
+
+
+def test_random_policy_draws_every_value_of_a_discrete_space():
+    policy = RandomPolicy()
+    policy.bind(Spaces(gym.spaces.MultiDiscrete([2, 3])))
+    policy.reset(EpisodeContext("x", 0))
+    seen = {tuple(policy.act({})) for _ in range(200)}
+    assert seen == {(i, j) for i in range(2) for j in range(3)}
+
+
+def test_random_policy_refuses_an_unknown_space():
+    policy = RandomPolicy()
+    policy.bind(Spaces(gym.spaces.Text(5)))
+    policy.reset(EpisodeContext("x", 0))
+    with pytest.raises(TypeError, match="RandomPolicy supports Discrete, MultiDiscrete"):
+        policy.act({})
+
+
+@pytest.mark.parametrize(("space", "value", "expected"), [
+    (gym.spaces.Discrete(8), 0, 0),
+    (gym.spaces.Discrete(8), 4.0, 4),
+    (gym.spaces.MultiDiscrete([100, 100, 100, 120, 120, 120, 2]), [50, 50, 50, 0, 60, 90, 1], [50, 50, 50, 0, 60, 90, 1]),
+    (gym.spaces.Box(-1, 1, (7,), np.float32), [0, 0, 1, 0, 0, 0, -1], [0, 0, 1, 0, 0, 0, -1]),
+])
+def test_constant_policy_sends_one_action_in_the_space(space, value, expected):
+    policy = ConstantPolicy(value)
+    policy.bind(Spaces(space))
+    policy.reset(EpisodeContext("x", 0))
+    actions = [policy.act({}) for _ in range(3)]
+    assert all(space.contains(a) and np.array_equal(a, expected) for a in actions)
+    if isinstance(actions[0], np.ndarray):
+        actions[0][0] = 1  # the caller's copy: the next action is unchanged
+        assert np.array_equal(policy.act({}), expected)
+    assert policy.describe()["action"] == value
+
+
+@pytest.mark.parametrize(("space", "value"), [
+    (gym.spaces.Discrete(8), 8), (gym.spaces.Discrete(8), 1.5), (gym.spaces.Discrete(8), [0]),
+    (gym.spaces.MultiDiscrete([3, 3]), [1, 2.5]), (gym.spaces.MultiDiscrete([3, 3]), [1, 2, 0]),
+    (gym.spaces.Box(-1, 1, (7,), np.float32), [2, 0, 0, 0, 0, 0, 0]),
+])
+def test_constant_policy_rejects_actions_outside_the_space(space, value):
+    with pytest.raises(ValueError, match=r"--action .* is not an action of the env's space"):
+        ConstantPolicy(value).bind(Spaces(space))
+
+
+def test_constant_policy_from_the_command_line():
+    from benchmarks.core.policy_cli import build_policy_from_spec, parse_benchmark_args
+    from benchmarks.embodied import EmbodiedConfig
+
+    _, spec = parse_benchmark_args(EmbodiedConfig, ["--policy", "constant", "--action", "[0, 0.5, -1]"])
+    assert spec.options == {"action": [0, 0.5, -1]} and spec.label == "constant-0_0.5_-1"
+    assert isinstance(build_policy_from_spec(spec), ConstantPolicy)
+    for bad in ([], ["--action", "forward"], ["--action", "[true]"]):
+        with pytest.raises(SystemExit):
+            parse_benchmark_args(EmbodiedConfig, ["--policy", "constant", *bad])
 
 
 def test_random_policy_needs_the_env():

@@ -6,7 +6,8 @@ turned into flags the same way (``benchmarks.core.cli``)::
     python -m benchmarks.calvin --num-sequences 100 --policy mllm --model /ckpt --api-base http://...:8000/v1
 
 ``--policy`` names a registered policy (``policies.registry``: ``mllm``, ``vla``, ...), one of the
-built-ins every benchmark has (``expert``, ``random``, ``replay``), or a user class ``module:Name``.
+built-ins every benchmark has (``expert``, ``random``, ``replay``, ``constant --action JSON``), or a user
+class ``module:Name``.
 ``--backbone X`` is short for ``--policy vla --backbone X`` (the VLM4VLA way of comparing backbones), and
 ``--checkpoint DIR`` for ``--policy vla --checkpoint DIR`` (a model trained with ``vla.train``).
 A policy option whose name the benchmark already has (e.g. ``seed``) takes the benchmark's value.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -30,7 +32,9 @@ from benchmarks.core.cli import (
 from policies.base import Policy
 
 C = TypeVar("C")
-BUILTIN_POLICIES = ("expert", "random", "replay")
+BUILTIN_POLICIES = ("expert", "random", "replay", "constant")
+#: Built-ins that look at no image (a benchmark renders no camera for them unless it records videos).
+BLIND_POLICIES = ("expert", "random", "replay", "constant")
 
 
 @dataclass(frozen=True)
@@ -50,11 +54,19 @@ class PolicySpec:
             return "vla-" + (_checkpoint_label(checkpoint) if checkpoint else _last_part(self.options.get("backbone")))
         if self.name == "mllm":
             return "mllm-" + str(self.options.get("model", "")).rstrip("/").split("/")[-1]
+        if self.name == "constant":
+            return "constant-" + _action_label(self.options.get("action"))
         return self.name.rsplit(":", 1)[-1]
 
 
 def _last_part(path: object) -> str:
     return str(path or "").rstrip("/").split("/")[-1]
+
+
+def _action_label(action: object) -> str:
+    """``0`` -> ``0``; ``[0, 0.5, -1]`` -> ``0_0.5_-1`` (safe in a folder name)."""
+    values = action if isinstance(action, list) else [action]
+    return "_".join(f"{v:g}" if isinstance(v, (int, float)) else str(v) for v in values)
 
 
 def _checkpoint_label(checkpoint: str) -> str:
@@ -107,6 +119,11 @@ def parse_benchmark_args(
         group = parser.add_argument_group(f"--policy {name} options")
         add_config_arguments(group, policy_cls, skip=bench_fields)  # type: ignore[arg-type]
         parser.set_defaults(**(policy_defaults or {}).get(name, {}))
+    if name == "constant":
+        group = parser.add_argument_group("--policy constant options")
+        group.add_argument("--action", required=True, type=_json_action, metavar="JSON",
+                           help="the native action sent at every step: an integer (Discrete spaces, e.g. 0) or a "
+                                "JSON list (e.g. '[0, 0, 1, 0, 0, 0, -1]')")
     namespace = parser.parse_args(argv)
     namespace.policy = name
     try:
@@ -117,6 +134,8 @@ def parse_benchmark_args(
     if policy_cls is not None:
         options = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(policy_cls)
                    if f.name in vars(namespace)}
+    if name == "constant":
+        options = {"action": namespace.action}
     kwargs = parse_json_option("--policy-kwargs", getattr(config, "policy_kwargs", "{}"))
     _check_policy_inputs(name, getattr(config, "replay_file", None))
     return config, PolicySpec(name, _json_safe(options), getattr(config, "replay_file", None), kwargs)
@@ -139,13 +158,25 @@ def _check_policy_inputs(name: str, replay_file: str | None) -> None:
             raise InputError(f"--policy {name}: {module} has no attribute {attribute!r}")
 
 
+def _json_action(text: str) -> int | float | list[Any]:
+    """``--action`` value: a JSON number or a flat list of numbers."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    numbers = value if isinstance(value, list) else [value]
+    if not numbers or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number or a JSON list of numbers (e.g. 0 or '[0, 0, 1]')")
+    return value
+
+
 def _json_safe(options: dict[str, Any]) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}
 
 
 def build_policy_from_spec(spec: PolicySpec, *, expert: Callable[[], Policy] | None = None) -> Policy:
     """Build the policy a spec describes (called inside each worker process)."""
-    from policies.baselines import RandomPolicy, ReplayPolicy
+    from policies.baselines import ConstantPolicy, RandomPolicy, ReplayPolicy
     from policies.registry import build_policy, policy_config_class
     from policies.user import load_user_policy
 
@@ -155,6 +186,10 @@ def build_policy_from_spec(spec: PolicySpec, *, expert: Callable[[], Policy] | N
         return expert()
     if spec.name == "random":
         return RandomPolicy()
+    if spec.name == "constant":
+        if "action" not in spec.options:
+            raise ValueError("--policy constant needs --action VALUE (an integer or a JSON list)")
+        return ConstantPolicy(spec.options["action"])
     if spec.name == "replay":
         if not spec.replay_file:
             raise ValueError("--policy replay needs --replay-file PATH")

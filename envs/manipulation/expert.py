@@ -64,10 +64,17 @@ class EBManipulationExpert(Policy):
 
     def act(self, observation: Mapping[str, Any]) -> np.ndarray:
         if not self._queue:
-            self._plans += 1
-            self._start_plan()
-            self._queue = self._plan() if self._plans <= self.max_replans else self._move(self._at, self._yaw)
+            self._queue = self.next_skill()
         return self._queue.pop(0)
+
+    def next_skill(self) -> list[np.ndarray]:
+        """The EB actions of the next skill, planned from the current simulator state (what :meth:`act`
+        queues when its queue runs out); after ``max_replans`` plans, one action that holds the pose."""
+        if self._env is None:
+            raise RuntimeError("the expert reads simulator state: call bind(env) before next_skill()")
+        self._plans += 1
+        self._start_plan()
+        return self._plan() if self._plans <= self.max_replans else self._move(self._at, self._yaw)
 
     def episode_stats(self) -> dict[str, float]:
         return {"expert_plans": float(self._plans)}

@@ -54,14 +54,33 @@ class ShortestPathExpert(Policy):
             return np.asarray(_AS_CONTINUOUS[action], dtype=np.float32)
         return np.asarray(action, dtype=np.int64)
 
-    def _next_action(self, nav: Any) -> int:
+    def remaining_plan(self) -> list[int]:
+        """The whole shortest sequence of EB action ids from the agent's current pose to success (privileged):
+        what :meth:`act` sends step by step while nothing goes wrong. ``[5]`` (turn) where no path exists."""
+        if self._env is None:
+            raise RuntimeError("ShortestPathExpert needs bind(env) before remaining_plan()")
+        state = self._state(self._env.unwrapped)
+        assert self._lattice is not None and self._dist is not None
+        actions = self._lattice.plan(self._dist, *state)
+        if not actions:
+            self._stuck += 1
+            return [5]
+        return actions
+
+    def _state(self, nav: Any) -> tuple[int, int]:
+        """The agent's lattice state, (re)planning when the episode changed or the agent left the lattice."""
         pose, target = nav.agent_pose, nav.target
         state = self._locate(pose)
         key = (nav.world.key, target["id"])
         if state is None or key != self._key:
             self._plan(nav, pose, target, key)
             state = self._locate(pose)
-        assert self._lattice is not None and self._dist is not None and state is not None
+        assert state is not None
+        return state
+
+    def _next_action(self, nav: Any) -> int:
+        state = self._state(nav)
+        assert self._lattice is not None and self._dist is not None
         action = self._lattice.best_action(self._dist, *state)
         if action is None:  # unreachable from here (or already there): turn in place, and say so in the stats
             self._stuck += 1

@@ -102,6 +102,14 @@ class EBAgentPolicy(Policy):
 
     # ------------------------------------------------------------------------------------------ episode
 
+    def bind(self, env: Any) -> None:
+        """With the oracle backend, attach the env's privileged expert as the source of its answers
+        (:mod:`policies.mllm.eb_oracle`); a real model is left alone."""
+        from policies.backends.oracle import attach_oracle
+        from policies.mllm.eb_oracle import eb_oracle_source
+
+        attach_oracle(self.backend, lambda: eb_oracle_source(self.task, env))
+
     def reset(self, context: EpisodeContext) -> None:
         self.context = context
         self.max_steps = int(context.extras.get("max_steps", self.default_max_steps))
