@@ -104,10 +104,8 @@ def strip_thinking(text: str) -> str:
     if "</think>" in text:
         return text.split("</think>", 1)[1].strip()
     if "<think>" in text:
-        last = None
-        for last in _THINK_ANSWER.finditer(text):
-            pass
-        return text[last.start():].strip() if last is not None else ""
+        starts = [match.start() for match in _THINK_ANSWER.finditer(text)]
+        return text[starts[-1]:].strip() if starts else ""
     return text
 
 
