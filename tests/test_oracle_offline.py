@@ -29,10 +29,10 @@ from tests import static_helpers as H
 from tests.goal_data import WallPairSource
 
 WRITERS = {"spatialscore": H.write_spatialscore, "space10": H.write_space10, "multihopspatial": H.write_multihop,
-           "spatialtree": H.write_spatialtree}  # fmt: skip
+           "spatialtree": H.write_spatialtree, "vsibench": H.write_vsibench}  # fmt: skip
 #: every (benchmark, mode, prompt style): each mode with its own style, and the other style in the project mode
 CASES = [(b, m, None) for b in WRITERS for m in get_benchmark(b).modes] + [
-    ("spatialscore", "project", "repo"), ("multihopspatial", "project", "repo")]  # fmt: skip
+    ("spatialscore", "project", "repo"), ("multihopspatial", "project", "repo"), ("vsibench", "project", "api")]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,11 @@ def rule_path_ceiling(bench: str, mode: str, record: dict) -> bool:
     if mode == "space10-lmms-eval":  # the list string "['B']" defeats the letter rules; the judge path reads it
         return True
     return mode == "spatialtree-lmms-eval" and record["tags"]["scorer_type"] == "gpteval"  # 0 without a judge
+
+
+def first_token_miss(mode: str, record: dict) -> bool:
+    """lmms-eval's VSI-Bench scorer reads a letter only as the first token: "Answer: B" scores 0 there."""
+    return mode == "vsibench-lmms-eval" and record["task"] == "mcq" and record.get("injected_error") == "answer_sentence"
 
 
 @pytest.mark.parametrize(("bench", "mode", "style"), CASES)
@@ -98,9 +103,12 @@ def test_parse_failures_equal_injected_unusable_answers(data, tmp_path, bench, m
             assert sum(1 for r in records if r["judge"]["reply"] in ("E", "F")) == sum(1 for r in records if unusable(r))
         else:
             failures = sum(1 for r in records if not r["parse"]["ok"])
-            assert failures == sum(1 for r in records if unusable(r)), [(r["response"], r.get("injected_error")) for r in records]
+            expected = sum(1 for r in records if unusable(r) or first_token_miss(mode, r))
+            assert failures == expected, [(r["response"], r.get("injected_error")) for r in records]
         for record in records:  # every clean or usable answer still scores full marks
-            if not unusable(record) and record["score"] is not None and not rule_path_ceiling(bench, mode, record):
+            if first_token_miss(mode, record):
+                assert record["score"] == 0.0
+            elif not unusable(record) and record["score"] is not None and not rule_path_ceiling(bench, mode, record):
                 assert record["score"] == 1.0, (record["response"], record["explanation"])
     assert injected_total > 0
 

@@ -30,10 +30,10 @@ def load(name: str, path: Path, **options) -> list:
     return get_benchmark(name).load(path, LoadOptions(**options))
 
 
-def test_registry_lists_the_four_benchmarks() -> None:
-    assert benchmark_names() == ["multihopspatial", "space10", "spatialscore", "spatialtree"]
+def test_registry_lists_the_five_benchmarks() -> None:
+    assert benchmark_names() == ["multihopspatial", "space10", "spatialscore", "spatialtree", "vsibench"]
     with pytest.raises(KeyError, match="registered: multihopspatial"):
-        get_benchmark("vsibench")
+        get_benchmark("vsi-bench")
     with pytest.raises(KeyError, match="choose one of project, spatialscore-repo"):
         get_benchmark("spatialscore").mode("official")
 
