@@ -215,8 +215,9 @@ def test_spatialtree_errors(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="item mcq-1: a multichoiceeval item needs an 'option' list"):
         load("spatialtree", write([{**row, "option": []}]), check_media=False)
     gravity = spatialtree_rows()[2]
-    with pytest.raises(DataError, match=r"item grav-1: orientation items need .* \(bad: \['vfov'\]\)"):
-        load("spatialtree", write([{**gravity, "hint": json.dumps({"roll_unc": 1.0, "pitch_unc": 1.0})}]), check_media=False)
+    # An annotation lmms-eval still scores (0 for the item) is loaded with its problem recorded, not refused.
+    odd = load("spatialtree", write([{**gravity, "hint": json.dumps({"roll_unc": 1.0, "pitch_unc": 1.0})}]), check_media=False)
+    assert odd[0].meta["key"]["problems"] == ["hint has no numeric 'vfov_unc'"]
     with pytest.raises(DataError, match="item mcq-1: extra_info is not a JSON object"):
         load("spatialtree", write([{**row, "extra_info": "{oops"}]), check_media=False)
     with pytest.raises(DataError, match=r"media file 'images/a\.png' of the first item not found"):
