@@ -49,14 +49,26 @@ def oracle_run(data: dict[str, Path], out: Path, bench: str, mode: str, style: s
 
 def rule_path_ceiling(bench: str, mode: str, record: dict) -> bool:
     """Items the mode's rules never credit, whatever the answer: documented official behaviour, not errors."""
-    if mode == "space10-lmms-eval":  # the list string "['B']" defeats the letter rules; the judge path reads it
+    if mode in JUDGE_PATH_MODES:  # the list string "['B']" defeats the letter rules; the judge path reads it
         return True
     return mode == "spatialtree-lmms-eval" and record["tags"]["scorer_type"] == "gpteval"  # 0 without a judge
 
 
+#: SpaCE-10 modes whose rules read the list string, so the judge path is what credits an answer.
+JUDGE_PATH_MODES = ("space10-lmms-eval", "space10-single", "space10-double")
+
+
+def never_credited(mode: str, record: dict) -> bool:
+    """Items a SpaCE-10 task can never credit, whatever the answer: a two-letter key under the single-answer
+    task, and "B, E" (letters without "X.") under the fork's statistics script."""
+    return mode in ("space10-single", "space10-stats") and record["tags"].get("answer_kind") == "multiple"
+
+
 def first_token_miss(mode: str, record: dict) -> bool:
-    """lmms-eval's VSI-Bench scorer reads a letter only as the first token: "Answer: B" scores 0 there."""
-    return mode == "vsibench-lmms-eval" and record["task"] == "mcq" and record.get("injected_error") == "answer_sentence"
+    """Public scorers that cannot read "Answer: B": lmms-eval's VSI-Bench scorer reads a letter only as the
+    first token, and SpaCE-10's statistics script only a one-character answer or letters written "X."."""
+    sentence = record.get("injected_error") == "answer_sentence"
+    return sentence and ((mode == "vsibench-lmms-eval" and record["task"] == "mcq") or mode == "space10-stats")
 
 
 @pytest.mark.parametrize(("bench", "mode", "style"), CASES)
@@ -66,13 +78,19 @@ def test_oracle_scores_every_item_in_every_mode(data, tmp_path, bench, mode, sty
     assert result.summary["status"] == "complete" and counts["errors"] == 0 and counts["scoring_errors"] == 0
     assert len(records) == counts["items"] > 0
     for record in records:
-        if rule_path_ceiling(bench, mode, record):
+        if never_credited(mode, record):
+            assert record["score"] == 0.0 and (record["judge"] is None or record["judge"]["score"] == 0.0), record
+        elif rule_path_ceiling(bench, mode, record):
             assert record["judge"]["ok"] and record["judge"]["score"] == 1.0, record
         elif record["score"] is not None:
             assert record["score"] == 1.0 and record["parse"]["ok"], record
         else:  # open answers, scored by the judge only
             assert record["judge"] is None or record["judge"]["score"] == 1.0, record
-    if mode == "space10-lmms-eval":
+    if mode == "space10-stats":
+        assert result.summary["headline"]["single_accuracy"] == 100.0
+    elif mode == "space10-single":
+        assert result.summary["judge"]["judge_assisted_single_answer_overall"] == 100.0
+    elif mode in JUDGE_PATH_MODES:
         judge = result.summary["judge"]
         assert judge["judge_assisted_single_answer_overall"] == judge["judge_assisted_multiple_answer_overall"] == 100.0
     elif mode == "spatialtree-lmms-eval":  # lmms-eval counts the tree's leaves without items as 0
@@ -98,8 +116,8 @@ def test_parse_failures_equal_injected_unusable_answers(data, tmp_path, bench, m
         for record in everything:  # open answers have no parser: text cut short is still text, for the judge to grade
             if record["task"] == "open_text" and unusable(record):
                 assert record["judge"]["score"] == 0.0
-        records = [r for r in everything if r["task"] != "open_text"]
-        if mode == "space10-lmms-eval":  # rules read nothing here by design; the judge finds no option instead
+        records = [r for r in everything if r["task"] != "open_text" and not never_credited(mode, r)]
+        if mode in JUDGE_PATH_MODES:  # rules read nothing here by design; the judge finds no option instead
             assert sum(1 for r in records if r["judge"]["reply"] in ("E", "F")) == sum(1 for r in records if unusable(r))
         else:
             failures = sum(1 for r in records if not r["parse"]["ok"])
