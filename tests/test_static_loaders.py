@@ -212,8 +212,10 @@ def test_spatialtree_errors(tmp_path: Path) -> None:
     row = spatialtree_rows()[0]
     with pytest.raises(DataError, match="item mcq-1: scorer 'bleu' is not one of"):
         load("spatialtree", write([{**row, "extra_info": json.dumps({"metricfunc": "bleu", "spatree0": "L1", "spatree1": "X"})}]), check_media=False)
-    with pytest.raises(DataError, match="item mcq-1: a multichoiceeval item needs an 'option' list"):
-        load("spatialtree", write([{**row, "option": []}]), check_media=False)
+    # A key lmms-eval still scores (never matched) is kept with the problem; the project leaves it unscored.
+    no_options = load("spatialtree", write([{**row, "option": []}]), check_media=False)[0]
+    assert "item mcq-1: a multichoiceeval item needs an 'option' list" in no_options.meta["key_problem"]
+    assert get_benchmark("spatialtree").mode("project").score(no_options, "answer: A").score is None
     gravity = spatialtree_rows()[2]
     # An annotation lmms-eval still scores (0 for the item) is loaded with its problem recorded, not refused.
     odd = load("spatialtree", write([{**gravity, "hint": json.dumps({"roll_unc": 1.0, "pitch_unc": 1.0})}]), check_media=False)

@@ -149,9 +149,17 @@ def test_loader_layouts_and_errors(tmp_path: Path):
     with pytest.raises(DataError, match=r"arkitscenes/42446540.*--image-root"):
         SPEC.load(bare, LoadOptions())
     assert len(SPEC.load(bare, LoadOptions(check_media=False))) == 10
-    # Unknown question type, and a letter that is not an option.
-    for change, message in (({"question_type": "object_color"}, "unknown question_type"), ({"ground_truth": "E"}, "not one of the option letters")):
-        bad = tmp_path / f"bad-{message[:6]}.jsonl"
-        bad.write_text(json.dumps({**rows[4], **change}) + "\n")
-        with pytest.raises(DataError, match=message):
-            SPEC.load(bad, LoadOptions(check_media=False))
+    # Unknown question type: lmms-eval raises on it too, so the loader refuses it.
+    bad = tmp_path / "bad-type.jsonl"
+    bad.write_text(json.dumps({**rows[4], "question_type": "object_color"}) + "\n")
+    with pytest.raises(DataError, match="unknown question_type"):
+        SPEC.load(bad, LoadOptions(check_media=False))
+    # Ground truths lmms-eval scores (never matched) are kept with the problem: 0 there, unscored in the project.
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(json.dumps({**rows[4], "ground_truth": "E"}) + "\n" + json.dumps({**rows[0], "id": 99, "ground_truth": "many"}) + "\n")
+    letter, number = SPEC.load(odd, LoadOptions(check_media=False))
+    for item, answer in ((letter, "B"), (number, "4")):
+        official_score = SPEC.mode("vsibench-lmms-eval").score(item, answer)
+        assert official_score.score == 0.0 and official_score.metrics["problem"]
+        assert SPEC.mode("project").score(item, answer).score is None
+    assert SPEC.mode("vsibench-lmms-eval").score(letter, "E").score == 1.0  # upstream compares strings only

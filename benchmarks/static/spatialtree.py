@@ -15,6 +15,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,12 @@ def _item(row: Mapping[str, Any], item_id: str, index: int, media_root: MediaRoo
     if scorer == "multichoiceeval" and str(row.get("question_type", "")) == "open":
         task = "numeric"  # lmms-eval scores open-typed multiple-choice items with MRA
     meta = {"scorer": scorer, "hint": hint, "option_list": option_list, "question_type": str(row.get("question_type", ""))}
-    meta.update(_key(task, row["answer"], option_list, hint, where))
+    try:
+        meta.update(_key(task, row["answer"], option_list, hint, where))
+    except DataError as error:
+        # lmms-eval scores such an item (0: its metric finds nothing to match); the official mode must too,
+        # so the item is kept with the problem, and the project's mode leaves it unscored (counted).
+        meta.update(key=None, key_problem=str(error))
     media = tuple(media_root.resolve(p, where) for p in (*iter_strings(row.get("image")), *iter_strings(row.get("video"))))
     return StaticItem(
         benchmark=NAME, item_id=item_id, index=index, question=str(row["question"]), answer=row["answer"], task=task,
@@ -252,7 +258,11 @@ def _mask_point(mask_b64: str) -> str:
 
 
 def score_project(item: StaticItem, response: str) -> SampleScore:
-    """One rule per task kind; open answers, cognitive maps and L4 trajectories are not scored by rules."""
+    """One rule per task kind; open answers, cognitive maps and L4 trajectories are not scored by rules, nor
+    items whose answer key is unusable (recorded on the item by the loader)."""
+    problem = item.meta.get("key_problem")
+    if problem:
+        return SampleScore(None, None, failed("bad_annotation", problem), "unscorable", f"not scored: {problem}", {"problem": problem})
     return _PROJECT_SCORERS[item.task](item, response)
 
 
@@ -383,7 +393,14 @@ def judge_gold(item: StaticItem, response: str) -> str:
 
 
 def score_lmms(item: StaticItem, response: str) -> SampleScore:
-    """lmms-eval's metric for the item's scorer (see :mod:`benchmarks.scoring.official.spatialtree`)."""
+    """lmms-eval's metric for the item's scorer (see :mod:`benchmarks.scoring.official.spatialtree`); an item
+    whose answer key is unusable gets upstream's score all the same, with the problem recorded."""
+    result = _score_lmms(item, response)
+    problem = item.meta.get("key_problem")
+    return replace(result, metrics={**result.metrics, "problem": problem}) if problem else result
+
+
+def _score_lmms(item: StaticItem, response: str) -> SampleScore:
     scorer, name = item.meta["scorer"], f"spatialtree-lmms-eval/{item.meta['scorer']}"
     if item.task == "numeric":
         score, number = official.mean_relative_accuracy(response, item.answer)

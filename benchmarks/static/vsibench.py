@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -80,16 +81,16 @@ def _item(row: Mapping[str, Any], file: Path, item_id: str, index: int, roots: S
     if question_type in official.MCA_QUESTION_TYPES:
         options = _options(row.get("options"), where)
         key = str(row["ground_truth"]).strip().upper()
-        if key not in options:
-            raise DataError(f"{where}: ground truth {row['ground_truth']!r} is not one of the option letters {sorted(options)}")
         task, meta = "mcq", {"key": key, "option_lines": [str(o) for o in row["options"]]}
+        if key not in options:  # lmms-eval scores it (never a match): kept, with the problem
+            meta["key_problem"] = f"ground truth {row['ground_truth']!r} is not one of the option letters {sorted(options)}"
     elif question_type in official.NA_QUESTION_TYPES:
         value = official.to_float(row["ground_truth"])
-        if value is None:
-            raise DataError(f"{where}: numerical ground truth {row['ground_truth']!r} is not a number")
         options, task = {}, "numeric"
         unit = unit_stated_in_question(str(row["question"])) or DEFAULT_UNITS[question_type]
         meta = {"value": value, "unit": unit}
+        if value is None:  # lmms-eval scores it 0 (its TypeError path): kept, with the problem
+            meta["key_problem"] = f"numerical ground truth {row['ground_truth']!r} is not a number"
     else:
         known = ", ".join(official.MCA_QUESTION_TYPES + official.NA_QUESTION_TYPES)
         raise DataError(f"{where}: unknown question_type {question_type!r}; VSI-Bench has {known}")
@@ -152,8 +153,8 @@ def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
 
 def gold_answer(item: StaticItem, style: str = "paper") -> str:
     """The letter alone, or the number as the benchmark writes it ("4", "2.3"): what both prompts ask for."""
-    if item.task == "mcq":
-        return item.meta["key"]
+    if item.task == "mcq" or item.meta["value"] is None:
+        return str(item.meta["key"] if item.task == "mcq" else item.answer)
     written = str(item.answer).strip()
     return written if official.to_float(written) == item.meta["value"] else plain_number(item.meta["value"])
 
@@ -164,7 +165,10 @@ def gold_answer(item: StaticItem, style: str = "paper") -> str:
 
 def score_project(item: StaticItem, response: str) -> SampleScore:
     """Letter or option text by the project's parser; numbers with their unit (converted to the question's),
-    ranges at their maximum, MRA with the exact-threshold tolerance."""
+    ranges at their maximum, MRA with the exact-threshold tolerance. An unusable ground truth: not scored."""
+    problem = item.meta.get("key_problem")
+    if problem:
+        return SampleScore(None, None, failed("bad_annotation", problem), "unscorable", f"not scored: {problem}", {"problem": problem})
     if item.task == "mcq":
         result = parse_option(response, item.options)
         correct = result.ok and result.value == item.meta["key"]
@@ -178,16 +182,23 @@ def score_project(item: StaticItem, response: str) -> SampleScore:
 
 
 def score_official(item: StaticItem, response: str) -> SampleScore:
+    """lmms-eval's score (an unusable ground truth too: it is never matched, the problem is recorded)."""
+    result = _score_official(item, response)
+    problem = item.meta.get("key_problem")
+    return replace(result, metrics={**result.metrics, "problem": problem}) if problem else result
+
+
+def _score_official(item: StaticItem, response: str) -> SampleScore:
     """lmms-eval's score: first token against the letter; first number (words included), MRA, no units."""
     if item.task == "mcq":
         token = official.fuzzy_matching(response)
-        value = official.mca_score(response, item.meta["key"])
+        value = official.mca_score(response, str(item.answer))
         # Upstream has no notion of "unreadable"; a first token that is no option letter is what it can never
         # credit, so it is counted as a parse failure here (still scored 0, as upstream).
         readable = token.upper() in item.options
         parse = parsed(token.upper(), "first_token", f"first token {token!r}") if readable else failed("first_token", f"first token {token!r} is not an option letter")
         return SampleScore(value, value == 1.0, parse, "vsibench-lmms-eval/exact_match", f"first token {token!r} vs {item.meta['key']!r}")
-    numeric = official.na_score(response, item.answer)
+    numeric = official.na_score(response, item.answer)  # a non-numeric truth scores 0 there, problem noted
     parse: ParseResult = (parsed(numeric.prediction, "first_number", f"first number {numeric.prediction}")
                           if numeric.prediction is not None else failed("first_number", "no number in the response"))  # fmt: skip
     why = numeric.problem or f"MRA {numeric.score:.2f} of {numeric.prediction} against {item.answer}"
