@@ -289,7 +289,7 @@ def _orientation(item: StaticItem, response: str) -> SampleScore:
     unusable = [p for p in key["problems"] if "not > 0" not in p]
     if unusable or not key["values"]:
         why = "; ".join(unusable) or "no parameters"
-        return SampleScore(None, None, failed("bad_annotation", why), "orientation", f"not scored: {why}", {"problems": key["problems"]})
+        return SampleScore(None, None, failed("bad_annotation", why), "orientation", f"not scored: {why}", {"problem": "; ".join(key["problems"])})
     result = parse_parameters(response, key["values"])
     if not result.ok:
         return SampleScore(0.0, None, result, "orientation", "no parameters read: 0")
@@ -298,7 +298,7 @@ def _orientation(item: StaticItem, response: str) -> SampleScore:
         scores = [_exact_or_kernel(result.value.get(k), v, key["sigma"][k]) for k, v in key["values"].items()]
         score = sum(scores) / len(scores)
         note = f"; {', '.join(sharp)} with uncertainty <= 0 scored as exact match (the kernel's limit)"
-        return SampleScore(score, None, result, "orientation", f"Gaussian kernel over {', '.join(key['values'])}{note}", {"problems": key["problems"]})
+        return SampleScore(score, None, result, "orientation", f"Gaussian kernel over {', '.join(key['values'])}{note}", {"problem": "; ".join(key["problems"])})
     score = orientation_score(result.value, key["values"], key["sigma"])
     return SampleScore(score, None, result, "orientation", f"Gaussian kernel over {', '.join(key['values'])}")
 
@@ -416,7 +416,7 @@ def _score_lmms(item: StaticItem, response: str) -> SampleScore:
         problems = item.meta["key"]["problems"]
         if problems:  # upstream scores the item all the same (0 for the affected fields, or 0 on its error)
             why += f"; annotation: {'; '.join(problems)}"
-        metrics = {"problems": problems} if problems else {}
+        metrics = {"problem": "; ".join(problems)} if problems else {}
         return SampleScore(score, None, ParseResult(None, read, "json" if read else "unreadable", why), name, why, metrics)
     if scorer == "judge":
         read = official.last_yes_no(response)
