@@ -337,7 +337,7 @@ def _needs_judge(item: StaticItem, response: str) -> SampleScore:
 
 
 def _unsupported(item: StaticItem, response: str) -> SampleScore:
-    why = {"cognitive_map": "cognitive-map scoring (MindCube graphs) is not implemented here",
+    why = {"cognitive_map": "cognitive maps are scored by the spatialtree-lmms-eval mode only (cogmapeval), not by the project's rules",
            "l4_trajectory": "L4 trajectories are scored by goal-image scoring (benchmarks.scoring.goal), not here"}[item.task]  # fmt: skip
     return SampleScore(None, None, parsed(response, "unscored"), "unsupported", why)
 
