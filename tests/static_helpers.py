@@ -192,3 +192,37 @@ def write_spatialtree(root: Path, images: bool = True) -> Path:
     if images:
         write_png(root / "images" / "a.png")
     return path
+
+
+def vsibench_rows() -> list[dict[str, Any]]:
+    """One VSI-Bench row per question type (the hub's ``test.jsonl`` fields), over two scenes."""
+    directions = ["A. front-left", "B. front-right", "C. back-left", "D. back-right"]
+
+    def row(i: int, qtype: str, question: str, truth: str, options: list[str] | None, scene: str = "42446540") -> dict[str, Any]:
+        return {"id": i, "dataset": "arkitscenes" if scene == "42446540" else "scannet", "scene_name": scene,
+                "question_type": qtype, "question": question, "ground_truth": truth, "options": options}
+
+    return [
+        row(0, "object_counting", "How many chair(s) are in this room?", "4", None),
+        row(1, "object_abs_distance", "What is the direct distance between the sofa and the tv (in meters)?", "2.3", None),
+        row(2, "object_size_estimation", "What is the length of the longest dimension of the bed, measured in centimeters?", "195", None),
+        row(3, "room_size_estimation", "What is the size of this room (in square meters)?", "16", None, scene="scene0011_00"),
+        row(4, "object_rel_distance", "Which is closest to the lamp?", "B", ["A. sofa", "B. tv", "C. bed", "D. sink"]),
+        row(5, "object_rel_direction_easy", "Is the sofa left or right of the bed?", "A", ["A. left", "B. right"]),
+        row(6, "object_rel_direction_medium", "Is the tv left, right or behind?", "C", ["A. left", "B. right", "C. back"]),
+        row(7, "object_rel_direction_hard", "Standing by the bed facing the tv, where is the sink?", "D", directions),
+        row(8, "route_planning", "How do you get from the bed to the door?", "A", ["A. Turn left", "B. Turn right", "C. Go back"], scene="scene0011_00"),
+        row(9, "obj_appearance_order", "What is the first-time appearance order?", "B", ["A. tv, bed", "B. bed, tv"], scene="scene0011_00"),
+    ]  # fmt: skip
+
+
+def write_vsibench(root: Path, frames: bool = True, name: str = "test.jsonl") -> Path:
+    """``root/<name>`` with each scene as a folder of two PNG frames (``<dataset>/<scene_name>/``)."""
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in vsibench_rows()), encoding="utf-8")
+    if frames:
+        for dataset, scene in {("arkitscenes", "42446540"), ("scannet", "scene0011_00")}:
+            for i in range(2):
+                write_png(root / dataset / scene / f"{i:03d}.png")
+    return path

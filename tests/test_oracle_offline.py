@@ -29,10 +29,10 @@ from tests import static_helpers as H
 from tests.goal_data import WallPairSource
 
 WRITERS = {"spatialscore": H.write_spatialscore, "space10": H.write_space10, "multihopspatial": H.write_multihop,
-           "spatialtree": H.write_spatialtree}  # fmt: skip
+           "spatialtree": H.write_spatialtree, "vsibench": H.write_vsibench}  # fmt: skip
 #: every (benchmark, mode, prompt style): each mode with its own style, and the other style in the project mode
 CASES = [(b, m, None) for b in WRITERS for m in get_benchmark(b).modes] + [
-    ("spatialscore", "project", "repo"), ("multihopspatial", "project", "repo")]  # fmt: skip
+    ("spatialscore", "project", "repo"), ("multihopspatial", "project", "repo"), ("vsibench", "project", "api")]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +49,26 @@ def oracle_run(data: dict[str, Path], out: Path, bench: str, mode: str, style: s
 
 def rule_path_ceiling(bench: str, mode: str, record: dict) -> bool:
     """Items the mode's rules never credit, whatever the answer: documented official behaviour, not errors."""
-    if mode == "space10-lmms-eval":  # the list string "['B']" defeats the letter rules; the judge path reads it
+    if mode in JUDGE_PATH_MODES:  # the list string "['B']" defeats the letter rules; the judge path reads it
         return True
     return mode == "spatialtree-lmms-eval" and record["tags"]["scorer_type"] == "gpteval"  # 0 without a judge
+
+
+#: SpaCE-10 modes whose rules read the list string, so the judge path is what credits an answer.
+JUDGE_PATH_MODES = ("space10-lmms-eval", "space10-single", "space10-double")
+
+
+def never_credited(mode: str, record: dict) -> bool:
+    """Items a SpaCE-10 task can never credit, whatever the answer: a two-letter key under the single-answer
+    task, and "B, E" (letters without "X.") under the fork's statistics script."""
+    return mode in ("space10-single", "space10-stats") and record["tags"].get("answer_kind") == "multiple"
+
+
+def first_token_miss(mode: str, record: dict) -> bool:
+    """Public scorers that cannot read "Answer: B": lmms-eval's VSI-Bench scorer reads a letter only as the
+    first token, and SpaCE-10's statistics script only a one-character answer or letters written "X."."""
+    sentence = record.get("injected_error") == "answer_sentence"
+    return sentence and ((mode == "vsibench-lmms-eval" and record["task"] == "mcq") or mode == "space10-stats")
 
 
 @pytest.mark.parametrize(("bench", "mode", "style"), CASES)
@@ -61,13 +78,19 @@ def test_oracle_scores_every_item_in_every_mode(data, tmp_path, bench, mode, sty
     assert result.summary["status"] == "complete" and counts["errors"] == 0 and counts["scoring_errors"] == 0
     assert len(records) == counts["items"] > 0
     for record in records:
-        if rule_path_ceiling(bench, mode, record):
+        if never_credited(mode, record):
+            assert record["score"] == 0.0 and (record["judge"] is None or record["judge"]["score"] == 0.0), record
+        elif rule_path_ceiling(bench, mode, record):
             assert record["judge"]["ok"] and record["judge"]["score"] == 1.0, record
         elif record["score"] is not None:
             assert record["score"] == 1.0 and record["parse"]["ok"], record
         else:  # open answers, scored by the judge only
             assert record["judge"] is None or record["judge"]["score"] == 1.0, record
-    if mode == "space10-lmms-eval":
+    if mode == "space10-stats":
+        assert result.summary["headline"]["single_accuracy"] == 100.0
+    elif mode == "space10-single":
+        assert result.summary["judge"]["judge_assisted_single_answer_overall"] == 100.0
+    elif mode in JUDGE_PATH_MODES:
         judge = result.summary["judge"]
         assert judge["judge_assisted_single_answer_overall"] == judge["judge_assisted_multiple_answer_overall"] == 100.0
     elif mode == "spatialtree-lmms-eval":  # lmms-eval counts the tree's leaves without items as 0
@@ -93,14 +116,17 @@ def test_parse_failures_equal_injected_unusable_answers(data, tmp_path, bench, m
         for record in everything:  # open answers have no parser: text cut short is still text, for the judge to grade
             if record["task"] == "open_text" and unusable(record):
                 assert record["judge"]["score"] == 0.0
-        records = [r for r in everything if r["task"] != "open_text"]
-        if mode == "space10-lmms-eval":  # rules read nothing here by design; the judge finds no option instead
+        records = [r for r in everything if r["task"] != "open_text" and not never_credited(mode, r)]
+        if mode in JUDGE_PATH_MODES:  # rules read nothing here by design; the judge finds no option instead
             assert sum(1 for r in records if r["judge"]["reply"] in ("E", "F")) == sum(1 for r in records if unusable(r))
         else:
             failures = sum(1 for r in records if not r["parse"]["ok"])
-            assert failures == sum(1 for r in records if unusable(r)), [(r["response"], r.get("injected_error")) for r in records]
+            expected = sum(1 for r in records if unusable(r) or first_token_miss(mode, r))
+            assert failures == expected, [(r["response"], r.get("injected_error")) for r in records]
         for record in records:  # every clean or usable answer still scores full marks
-            if not unusable(record) and record["score"] is not None and not rule_path_ceiling(bench, mode, record):
+            if first_token_miss(mode, record):
+                assert record["score"] == 0.0
+            elif not unusable(record) and record["score"] is not None and not rule_path_ceiling(bench, mode, record):
                 assert record["score"] == 1.0, (record["response"], record["explanation"])
     assert injected_total > 0
 
@@ -171,8 +197,19 @@ def test_static_errored_items_are_counted_and_fail_the_command(data, tmp_path, m
     assert static_main([*args, "--run-name", "again", "--allow-errors"]) == 0
 
 
-def test_static_answer_the_scorer_cannot_handle_scores_zero(data, tmp_path):
-    """``parse_number`` raises OverflowError on 1e400 today; the item scores 0 and the others are scored."""
+def test_static_answer_the_scorer_cannot_handle_scores_zero(data, tmp_path, monkeypatch):
+    """A scorer that raises on one answer (``parse_number`` did on 1e400 before the parsers were bounded;
+    here it is made to again): the item scores 0 and the others are scored."""
+    from benchmarks.static import spatialscore
+
+    real = spatialscore.parse_number
+
+    def parse_number(text, *args, **kwargs):
+        if "1e400" in str(text):
+            raise OverflowError("int too large to convert to float")
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(spatialscore, "parse_number", parse_number)
     backend = H.ScriptedBackend(lambda text: "Roughly 1e400 m" if "distance" in text else "(A)")
     result = run(RunConfig(bench="spatialscore", data=data["spatialscore"], output=tmp_path, model="fake", plot=False), backend=backend)
     broken = [r for r in result.records if r.get("scoring_error")]
@@ -256,11 +293,26 @@ def test_goal_errored_samples_are_counted_and_fail_the_command(goal_dir, tmp_pat
     assert code == 0
 
 
-def test_goal_scoring_survives_an_answer_the_scorer_cannot_handle(goal_dir, tmp_path):
-    """An executable-plan vector with a 401-digit number makes the paper scorer raise OverflowError today;
-    that sample scores 0 with the error and every other sample is scored."""
+def test_goal_scoring_survives_an_answer_the_scorer_cannot_handle(goal_dir, tmp_path, monkeypatch):
+    """A scorer that raises on one answer (a 401-digit number did before the parsers were bounded; here the
+    scorer is made to raise on it again): that sample scores 0 with the error and every other one is scored."""
+    from benchmarks.goal_scoring import report
     from benchmarks.goal_scoring.dataset import load_dataset
     from benchmarks.scoring import goal
+
+    real_get_scorer = report.get_scorer
+
+    def get_scorer(*args, **kwargs):
+        batch = real_get_scorer(*args, **kwargs)
+
+        def score(answers, refs):
+            if any("0" * 400 in a for a in answers):
+                raise OverflowError("int too large to convert to float")
+            return batch(answers, refs)
+
+        return score
+
+    monkeypatch.setattr(report, "get_scorer", get_scorer)
 
     dataset = load_dataset(goal_dir)
     records = [{"id": s.id, "output": goal.render_answer(s.plan, s.kind)} for s in dataset]

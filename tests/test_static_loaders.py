@@ -30,10 +30,10 @@ def load(name: str, path: Path, **options) -> list:
     return get_benchmark(name).load(path, LoadOptions(**options))
 
 
-def test_registry_lists_the_four_benchmarks() -> None:
-    assert benchmark_names() == ["multihopspatial", "space10", "spatialscore", "spatialtree"]
+def test_registry_lists_the_five_benchmarks() -> None:
+    assert benchmark_names() == ["multihopspatial", "space10", "spatialscore", "spatialtree", "vsibench"]
     with pytest.raises(KeyError, match="registered: multihopspatial"):
-        get_benchmark("vsibench")
+        get_benchmark("vsi-bench")
     with pytest.raises(KeyError, match="choose one of project, spatialscore-repo"):
         get_benchmark("spatialscore").mode("official")
 
@@ -212,11 +212,14 @@ def test_spatialtree_errors(tmp_path: Path) -> None:
     row = spatialtree_rows()[0]
     with pytest.raises(DataError, match="item mcq-1: scorer 'bleu' is not one of"):
         load("spatialtree", write([{**row, "extra_info": json.dumps({"metricfunc": "bleu", "spatree0": "L1", "spatree1": "X"})}]), check_media=False)
-    with pytest.raises(DataError, match="item mcq-1: a multichoiceeval item needs an 'option' list"):
-        load("spatialtree", write([{**row, "option": []}]), check_media=False)
+    # A key lmms-eval still scores (never matched) is kept with the problem; the project leaves it unscored.
+    no_options = load("spatialtree", write([{**row, "option": []}]), check_media=False)[0]
+    assert "item mcq-1: a multichoiceeval item needs an 'option' list" in no_options.meta["key_problem"]
+    assert get_benchmark("spatialtree").mode("project").score(no_options, "answer: A").score is None
     gravity = spatialtree_rows()[2]
-    with pytest.raises(DataError, match=r"item grav-1: orientation items need .* \(bad: \['vfov'\]\)"):
-        load("spatialtree", write([{**gravity, "hint": json.dumps({"roll_unc": 1.0, "pitch_unc": 1.0})}]), check_media=False)
+    # An annotation lmms-eval still scores (0 for the item) is loaded with its problem recorded, not refused.
+    odd = load("spatialtree", write([{**gravity, "hint": json.dumps({"roll_unc": 1.0, "pitch_unc": 1.0})}]), check_media=False)
+    assert odd[0].meta["key"]["problems"] == ["hint has no numeric 'vfov_unc'"]
     with pytest.raises(DataError, match="item mcq-1: extra_info is not a JSON object"):
         load("spatialtree", write([{**row, "extra_info": "{oops"}]), check_media=False)
     with pytest.raises(DataError, match=r"media file 'images/a\.png' of the first item not found"):

@@ -20,6 +20,7 @@ from tests.static_helpers import (
     write_space10,
     write_spatialscore,
     write_spatialtree,
+    write_vsibench,
 )
 
 EXCERPT = Path("/work/shared/data/multihop_results_ckpt800_excerpt.json")
@@ -184,7 +185,8 @@ def test_config_fields_are_documented_flags() -> None:
 
 
 def _prompt_snapshot(tmp_path: Path) -> dict[str, str]:
-    writers = {"spatialscore": write_spatialscore, "space10": write_space10, "multihopspatial": write_multihop, "spatialtree": write_spatialtree}
+    writers = {"spatialscore": write_spatialscore, "space10": write_space10, "multihopspatial": write_multihop, "spatialtree": write_spatialtree,
+               "vsibench": write_vsibench}  # fmt: skip
     snapshot = {}
     for name, writer in writers.items():
         spec = get_benchmark(name)

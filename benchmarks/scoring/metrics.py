@@ -113,13 +113,28 @@ def iou(a: Sequence[float], b: Sequence[float]) -> float:
     return inter / union if union > 0 else 0.0
 
 
-def giou(a: Sequence[float], b: Sequence[float]) -> float:
-    """Generalised IoU (Rezatofighi et al. 2019): IoU - |C \\ (A u B)| / |C|, C the enclosing box. In [-1, 1]."""
+def order_corners(box: Sequence[float]) -> Box:
+    """``(min x, min y, max x, max y)``: a box written with swapped corners, read as the box it spans."""
+    return (min(box[0], box[2]), min(box[1], box[3]), max(box[0], box[2]), max(box[1], box[3]))
+
+
+def giou(a: Sequence[float], b: Sequence[float], *, sort_corners: bool = False) -> float:
+    """Generalised IoU (Rezatofighi et al. 2019): IoU - |C \\ (A u B)| / |C|, C the enclosing box. In [-1, 1].
+
+    Args:
+        sort_corners: read each box as the box its corners span (``(x2, y2, x1, y1)`` = ``(x1, y1, x2, y2)``),
+            as MultihopSpatial's training reward does; by default a box with x2 < x1 or y2 < y1 is empty
+            (area 0), which is what the project's own scoring wants from a malformed box.
+    """
+    if sort_corners:
+        a, b = order_corners(a), order_corners(b)
     inter, union = _overlap(a, b)
     hull = (max(a[2], b[2]) - min(a[0], b[0])) * (max(a[3], b[3]) - min(a[1], b[1]))
+    overlap = inter / union if union > 0 else 0.0
     if hull <= 0:
-        return 0.0
-    return (inter / union if union > 0 else 0.0) - (hull - union) / hull
+        # Both boxes degenerate on one line or point: no enclosing area, GIoU falls back to IoU (0 here).
+        return overlap
+    return overlap - (hull - union) / hull
 
 
 def bbox_reward(giou_value: float) -> float:

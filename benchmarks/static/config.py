@@ -20,7 +20,7 @@ class RunConfig:
     (``python -m benchmarks.static generate --help``: fresh SpatialScore-style sets from the simulator.)"""
 
     bench: str = ""
-    """Benchmark to run: spatialscore, space10, multihopspatial or spatialtree."""
+    """Benchmark to run: spatialscore, space10, multihopspatial, spatialtree or vsibench."""
     data: Path = Path()
     """The benchmark's data file or folder (JSON, JSONL or parquet, in the benchmark's official layout)."""
     output: Path = Path("outputs")

@@ -122,4 +122,5 @@ def _ensure_builtins() -> None:
     import benchmarks.static.multihop
     import benchmarks.static.space10
     import benchmarks.static.spatialscore
-    import benchmarks.static.spatialtree  # noqa: F401  (each module registers itself)
+    import benchmarks.static.spatialtree
+    import benchmarks.static.vsibench  # noqa: F401  (each module registers itself)

@@ -18,6 +18,7 @@ from typing import Any
 from benchmarks.scoring.aggregate import capability_scores, percent
 from benchmarks.scoring.metrics import set_exact_match
 from benchmarks.scoring.official import space10 as official
+from benchmarks.scoring.official import space10_stats as stats
 from benchmarks.scoring.parsers import ParseResult, answer_key_letters, parse_option, parse_option_set
 from benchmarks.scoring.result import JudgeScore, SampleScore, bounded_scorer
 from benchmarks.static import summary as S
@@ -152,9 +153,19 @@ def _media(value: Any, media_root: MediaRoot, where: str) -> tuple[Media, ...]:
 # Prompts and scoring
 
 
+#: Prompt styles: ``paper`` picks the fork's task by the item (single- or multiple-answer); ``single`` and
+#: ``double`` are the fork's ``space-10-single`` and ``space-10-double`` tasks' prompts for every item.
+PROMPT_STYLES = ("paper", "single", "double")
+
+
+def _wants_two(item: StaticItem, style: str) -> bool:
+    """Whether the prompt (and parsing) of ``style`` is the double-answer task's for this item."""
+    return item.task == "multi_answer" if style == "paper" else style == "double"
+
+
 def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
-    """The lmms-eval task's prompt: question, "There are several options:", options, post-prompt."""
-    return Prompt(official.build_prompt_text(item.question, item.options, item.task == "multi_answer"), item.media)
+    """The fork's task prompt: question, "There are several options:", options, the task's post-prompt."""
+    return Prompt(official.build_prompt_text(item.question, item.options, _wants_two(item, style)), item.media)
 
 
 def gold_answer(item: StaticItem, style: str = "paper") -> str:
@@ -174,10 +185,9 @@ def score_project(item: StaticItem, response: str) -> SampleScore:
     return SampleScore(float(correct), correct, result, "mcq", f"read {result.value!r}, key {key[0]!r}")
 
 
-@bounded_scorer
-def score_official(item: StaticItem, response: str) -> SampleScore:
-    """The lmms-eval fork without a judge: rules on the list string, else the fallback letter."""
-    letters, how = official.read_answer(response, item.options, item.task == "multi_answer")
+def _score_official(item: StaticItem, response: str, style: str) -> SampleScore:
+    """The fork's task without a judge: rules on the list string, else the fallback letter."""
+    letters, how = official.read_answer(response, item.options, _wants_two(item, style))
     correct = set_exact_match(letters, item.meta["key"])
     note = {"rule": "rule-based extraction", "fallback": "nothing read: fallback letter"}[how]
     seen = official.as_prediction_string(response)
@@ -186,30 +196,77 @@ def score_official(item: StaticItem, response: str) -> SampleScore:
     return SampleScore(float(correct), correct, parse, f"space10-lmms-eval/{how}", explanation)
 
 
-def judge_prompt_official(item: StaticItem, response: str) -> str | None:
+def _judge_prompt_official(item: StaticItem, response: str, style: str) -> str | None:
     """The pipeline asks its judge only when the rules fail."""
-    multiple = item.task == "multi_answer"
+    multiple = _wants_two(item, style)
     _, how = official.read_answer(response, item.options, multiple)
     if how == "rule":
         return None
     return official.judge_prompt(item.question, item.options, official.as_prediction_string(response), multiple)
 
 
-def judge_score_official(item: StaticItem, response: str, reply: str) -> JudgeScore:
+def _judge_score_official(item: StaticItem, response: str, reply: str, style: str) -> JudgeScore:
     """Judge-assisted official score of an item the rules could not read."""
-    letters, how = official.read_answer(response, item.options, item.task == "multi_answer", judge_text=reply)
+    letters, how = official.read_answer(response, item.options, _wants_two(item, style), judge_text=reply)
     correct = set_exact_match(letters, item.meta["key"])
     return JudgeScore(float(correct), how == "judge", f"judge path gives {''.join(letters)} ({how})")
 
 
-def judge_gold_official(item: StaticItem, response: str) -> str:
+def _judge_gold_official(item: StaticItem, response: str, style: str) -> str:
     """A perfect matcher's reply: the option letter(s) the response names (read by the project's parsers),
     or E / F ("no option matches") when it names none."""
-    if item.task == "multi_answer":
+    if _wants_two(item, style):
         result = parse_option_set(response, item.options)
         return ", ".join(result.value) if result.ok else official.fallback_letter(True)
     result = parse_option(response, item.options)
     return str(result.value) if result.ok else official.fallback_letter(False)
+
+
+@bounded_scorer
+def score_official(item: StaticItem, response: str) -> SampleScore:
+    """``space10-lmms-eval``: each item scored by the fork's task for its kind."""
+    return _score_official(item, response, "paper")
+
+
+def _official_mode(name: str, description: str, style: str, differences: tuple[str, ...]) -> ScoringMode:
+    return ScoringMode(
+        name, description, bounded_scorer(lambda item, response: _score_official(item, response, style)), summarize,
+        prompt_style=style,
+        judge_prompt=lambda item, response: _judge_prompt_official(item, response, style),
+        judge_score=lambda item, response, reply: _judge_score_official(item, response, reply, style),
+        judge_gold=lambda item, response: _judge_gold_official(item, response, style), differences=differences,
+    )  # fmt: skip
+
+
+def answer_string(item: StaticItem) -> str:
+    """The published answer as the fork's statistics script sees it: the letter string ("B", "AC")."""
+    answer = item.answer
+    return "".join(str(a) for a in answer) if isinstance(answer, list | tuple) else str(answer)
+
+
+@bounded_scorer
+def score_stats(item: StaticItem, response: str) -> SampleScore:
+    """The fork's statistics script (``space_10/evaluator.py``): a one-character answer, else "X." letters."""
+    read = stats.predicted_options(response)
+    answer = answer_string(item)
+    correct = stats.is_correct(response, answer)
+    parse = ParseResult(read or None, bool(read), "statistics_script", f"read {read} from {response[:60]!r}")
+    group = "single" if stats.is_single(answer) else "multiple"
+    return SampleScore(float(correct), correct, parse, f"space10-stats/{group}", f"read {read} vs sorted answer {sorted(answer)}")
+
+
+def summarize_stats(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The script's three accuracies (single, multiple, all; percent), plus the project's per-type tables."""
+    by_id = S.by_item(items)
+    answered = [r for r in records if r.get("score") is not None]
+    result = stats.statistics((r.get("response") or "", answer_string(by_id[r["item_id"]])) for r in answered)
+    base = summarize(items, records, options)
+    base["headline"] = {f"{g}_accuracy": percent(result[g]["accuracy"]) for g in stats.GROUPS}
+    base["tables"]["statistics_script"] = S.table([{"group": g, **result[g], "accuracy": percent(result[g]["accuracy"])} for g in stats.GROUPS],
+                                                  ["group", "total", "correct", "accuracy"])  # fmt: skip
+    base["notes"] = ["the fork's statistics script: single/multiple by answer length; errored items are left out, as the script never sees them",
+                     "a response longer than one character counts only letters written 'X.'"]  # fmt: skip
+    return base
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -274,16 +331,35 @@ REFERENCE = {
 def spec() -> BenchmarkSpec:
     """The registered SpaCE-10 benchmark."""
     project = ScoringMode(PROJECT_MODE, "project parsers: plain letters, option texts, exact sets", score_project, summarize)
-    official = ScoringMode(
-        "space10-lmms-eval", "the SpaCE-10 lmms-eval fork: list-string rules, judge, E/F fallback", score_official,
-        summarize, judge_prompt=judge_prompt_official, judge_score=judge_score_official, judge_gold=judge_gold_official,
-        differences=(
-            "the answer is scored as the list string \"['B']\", which the letter rules miss",
-            "without a readable answer the item gets E (single) or F (multiple) instead of being counted unparsed",
-            "published numbers come from the GPT judge path, reported separately here",
-        ),
+    common = (
+        "the answer is scored as the list string \"['B']\", which the letter rules miss",
+        "published numbers come from the GPT judge path, reported separately here",
+    )
+    by_kind = _official_mode(
+        "space10-lmms-eval", "the SpaCE-10 lmms-eval fork, each item by its own task: space-10-single for single-answer "
+        "items, space-10-double for multiple-answer items (list-string rules, judge, E/F fallback)", "paper",
+        (*common, "without a readable answer the item gets E (single) or F (multiple) instead of being counted unparsed"),
     )  # fmt: skip
-    return BenchmarkSpec(NAME, "SpaCE-10", load, build_prompt, {m.name: m for m in (project, official)}, max_new_tokens=256,
+    single = _official_mode(
+        "space10-single", "the fork's space-10-single task for every item: 'You only need to output one choice', "
+        "MMBench letter/text rules, judge, E fallback", "single",
+        (*common, "without a readable answer the item gets E; a multiple-answer item can never be right"),
+    )  # fmt: skip
+    double = _official_mode(
+        "space10-double", "the fork's space-10-double task for every item: 'You need to choose two options', comma-split "
+        "letters, judge, F fallback", "double",
+        (*common, "without a readable answer the item gets F",
+         "the fork's own hit test compares the letter list with the answer string and never hits; sets are compared "
+         "here, and the published multiple-answer numbers come from its statistics script (mode space10-stats)"),
+    )  # fmt: skip
+    script = ScoringMode(
+        "space10-stats", "the fork's statistics script (space_10/evaluator.py): single/multiple by answer length, a "
+        "one-character answer or 'X.' letters, no judge", score_stats, summarize_stats,
+        differences=("only letters written 'X.' count in a longer answer ('B, E' and 'The answer is B' read nothing)",
+                     "an answer key written 'A, C' can never be matched (its characters are compared)"),
+    )  # fmt: skip
+    modes = {m.name: m for m in (project, by_kind, single, double, script)}
+    return BenchmarkSpec(NAME, "SpaCE-10", load, build_prompt, modes, prompt_styles=PROMPT_STYLES, max_new_tokens=256,
                          reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
 
 

@@ -15,6 +15,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import numpy as np
 from benchmarks.scoring import judge as judges
 from benchmarks.scoring.aggregate import WeightNode, aggregate_tree, flatten_tree, load_weight_tree, percent
 from benchmarks.scoring.metrics import mean, mra_with_units, orientation_score, relative_error
+from benchmarks.scoring.official import cogmap
 from benchmarks.scoring.official import spatialtree as official
 from benchmarks.scoring.parsers import (
     ParseResult,
@@ -108,7 +110,12 @@ def _item(row: Mapping[str, Any], item_id: str, index: int, media_root: MediaRoo
     if scorer == "multichoiceeval" and str(row.get("question_type", "")) == "open":
         task = "numeric"  # lmms-eval scores open-typed multiple-choice items with MRA
     meta = {"scorer": scorer, "hint": hint, "option_list": option_list, "question_type": str(row.get("question_type", ""))}
-    meta.update(_key(task, row["answer"], option_list, hint, where))
+    try:
+        meta.update(_key(task, row["answer"], option_list, hint, where))
+    except DataError as error:
+        # lmms-eval scores such an item (0: its metric finds nothing to match); the official mode must too,
+        # so the item is kept with the problem, and the project's mode leaves it unscored (counted).
+        meta.update(key=None, key_problem=str(error))
     media = tuple(media_root.resolve(p, where) for p in (*iter_strings(row.get("image")), *iter_strings(row.get("video"))))
     return StaticItem(
         benchmark=NAME, item_id=item_id, index=index, question=str(row["question"]), answer=row["answer"], task=task,
@@ -161,12 +168,25 @@ def _mcq_key(answer: Any, option_list: Sequence[str], where: str) -> str:
 
 
 def _orientation_key(answer: Any, hint: Mapping[str, Any], where: str) -> dict[str, Any]:
-    gt = _json_field(answer, "answer", where)
-    sigma = {k: hint.get(f"{k}_unc") for k in gt}
-    bad = [k for k, v in sigma.items() if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0]
-    if not gt or bad:
-        raise DataError(f"{where}: orientation items need a JSON answer and hint '<param>_unc' > 0 for each parameter (bad: {bad or 'empty answer'})")
-    return {"values": {k: float(v) for k, v in gt.items()}, "sigma": {k: float(v) for k, v in sigma.items()}}
+    """The parameters and their uncertainties. Annotation problems do not refuse the item: lmms-eval scores
+    such items (a zero or missing uncertainty, an answer that is no JSON object) and so must its mode; the
+    problems are kept on the item, and the project's mode says what it makes of them."""
+    try:
+        gt = _json_field(answer, "answer", where)
+    except DataError as error:
+        return {"values": {}, "sigma": {}, "problems": [str(error)]}
+    values = {k: float(v) for k, v in gt.items() if _is_number(v)}
+    sigma = {k: float(hint[f"{k}_unc"]) for k in gt if _is_number(hint.get(f"{k}_unc"))}
+    problems = [f"answer {k!r} is not a number" for k in gt if k not in values]
+    problems += [f"hint has no numeric '{k}_unc'" for k in gt if k not in sigma]
+    problems += [f"'{k}_unc' is {v:g} (not > 0)" for k, v in sigma.items() if not v > 0]
+    if not gt:
+        problems.append("the answer names no parameter")
+    return {"values": values, "sigma": sigma, "problems": problems}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -215,6 +235,10 @@ def gold_answer(item: StaticItem, style: str = "paper") -> str:
         return str(key)
     if item.task == "affordance":
         return _mask_point(str(item.answer))
+    if item.task == "cognitive_map" and item.meta["hint"].get("cogmap") is not None:
+        reference = item.meta["hint"]["cogmap"]
+        text = reference if isinstance(reference, str) else json.dumps(reference)
+        return f"{text}\n{item.answer}."  # the map, then the letter as "X." (the answer reader's first rule)
     return item.answer if isinstance(item.answer, str) else json.dumps(item.answer)
 
 
@@ -236,7 +260,11 @@ def _mask_point(mask_b64: str) -> str:
 
 
 def score_project(item: StaticItem, response: str) -> SampleScore:
-    """One rule per task kind; open answers, cognitive maps and L4 trajectories are not scored by rules."""
+    """One rule per task kind; open answers, cognitive maps and L4 trajectories are not scored by rules, nor
+    items whose answer key is unusable (recorded on the item by the loader)."""
+    problem = item.meta.get("key_problem")
+    if problem:
+        return SampleScore(None, None, failed("bad_annotation", problem), "unscorable", f"not scored: {problem}", {"problem": problem})
     return _PROJECT_SCORERS[item.task](item, response)
 
 
@@ -257,12 +285,32 @@ def _numeric(item: StaticItem, response: str) -> SampleScore:
 
 
 def _orientation(item: StaticItem, response: str) -> SampleScore:
-    result = parse_parameters(response, item.meta["key"]["values"])
+    """Mean Gaussian kernel over the parameters. An uncertainty of 0 (or below) is the kernel's limit, exact
+    match; an item whose annotation lacks a number or an uncertainty cannot be scored (None, counted)."""
+    key = item.meta["key"]
+    unusable = [p for p in key["problems"] if "not > 0" not in p]
+    if unusable or not key["values"]:
+        why = "; ".join(unusable) or "no parameters"
+        return SampleScore(None, None, failed("bad_annotation", why), "orientation", f"not scored: {why}", {"problem": "; ".join(key["problems"])})
+    result = parse_parameters(response, key["values"])
     if not result.ok:
         return SampleScore(0.0, None, result, "orientation", "no parameters read: 0")
-    key = item.meta["key"]
+    sharp = {k: v for k, v in key["sigma"].items() if not v > 0}
+    if sharp:
+        scores = [_exact_or_kernel(result.value.get(k), v, key["sigma"][k]) for k, v in key["values"].items()]
+        score = sum(scores) / len(scores)
+        note = f"; {', '.join(sharp)} with uncertainty <= 0 scored as exact match (the kernel's limit)"
+        return SampleScore(score, None, result, "orientation", f"Gaussian kernel over {', '.join(key['values'])}{note}", {"problem": "; ".join(key["problems"])})
     score = orientation_score(result.value, key["values"], key["sigma"])
     return SampleScore(score, None, result, "orientation", f"Gaussian kernel over {', '.join(key['values'])}")
+
+
+def _exact_or_kernel(pred: float | None, gt: float, sigma: float) -> float:
+    if pred is None:
+        return 0.0
+    if not sigma > 0:
+        return 1.0 if pred == gt else 0.0
+    return orientation_score({"p": pred}, {"p": gt}, {"p": sigma})
 
 
 def _judgment(item: StaticItem, response: str) -> SampleScore:
@@ -291,7 +339,7 @@ def _needs_judge(item: StaticItem, response: str) -> SampleScore:
 
 
 def _unsupported(item: StaticItem, response: str) -> SampleScore:
-    why = {"cognitive_map": "cognitive-map scoring (MindCube graphs) is not implemented here",
+    why = {"cognitive_map": "cognitive maps are scored by the spatialtree-lmms-eval mode only (cogmapeval), not by the project's rules",
            "l4_trajectory": "L4 trajectories are scored by goal-image scoring (benchmarks.scoring.goal), not here"}[item.task]  # fmt: skip
     return SampleScore(None, None, parsed(response, "unscored"), "unsupported", why)
 
@@ -362,7 +410,14 @@ def judge_gold(item: StaticItem, response: str) -> str:
 
 @bounded_scorer
 def score_lmms(item: StaticItem, response: str) -> SampleScore:
-    """lmms-eval's metric for the item's scorer (see :mod:`benchmarks.scoring.official.spatialtree`)."""
+    """lmms-eval's metric for the item's scorer (see :mod:`benchmarks.scoring.official.spatialtree`); an item
+    whose answer key is unusable gets upstream's score all the same, with the problem recorded."""
+    result = _score_lmms(item, response)
+    problem = item.meta.get("key_problem")
+    return replace(result, metrics={**result.metrics, "problem": problem}) if problem else result
+
+
+def _score_lmms(item: StaticItem, response: str) -> SampleScore:
     scorer, name = item.meta["scorer"], f"spatialtree-lmms-eval/{item.meta['scorer']}"
     if item.task == "numeric":
         score, number = official.mean_relative_accuracy(response, item.answer)
@@ -375,7 +430,11 @@ def score_lmms(item: StaticItem, response: str) -> SampleScore:
     if scorer == "gravityeval":
         score, why = official.gravity_score(response, str(item.answer), item.meta["hint"])
         read = why.startswith("gaussian kernel")
-        return SampleScore(score, None, ParseResult(None, read, "json" if read else "unreadable", why), name, why)
+        problems = item.meta["key"]["problems"]
+        if problems:  # upstream scores the item all the same (0 for the affected fields, or 0 on its error)
+            why += f"; annotation: {'; '.join(problems)}"
+        metrics = {"problem": "; ".join(problems)} if problems else {}
+        return SampleScore(score, None, ParseResult(None, read, "json" if read else "unreadable", why), name, why, metrics)
     if scorer == "judge":
         read = official.last_yes_no(response)
         correct = read == str(item.answer).lower()
@@ -384,7 +443,47 @@ def score_lmms(item: StaticItem, response: str) -> SampleScore:
         return _affordance(item, response)
     if scorer == "gpteval":
         return SampleScore(0.0, None, _open_text(response), name, "no judge in the rule-based path: lmms-eval scores 0 when its judge fails")
-    return _unsupported(item, response)
+    if scorer == "cogmapeval":
+        return _cogmap_lmms(item, response, name)
+    return _l4_lmms(item, response, name)
+
+
+def _cogmap_lmms(item: StaticItem, response: str, name: str) -> SampleScore:
+    """lmms-eval's ``cogmapeval`` (:mod:`benchmarks.scoring.official.cogmap`): 0.2 answer + 0.6 map similarity
+    + 0.2 isomorphism; where upstream's metric raises, the item scores 0 with the problem recorded."""
+    try:
+        result = cogmap.score(response, item.answer, item.meta["hint"])
+    except cogmap.CogmapError as error:
+        problem = f"upstream's metric raises here and the item scores 0: {error}"
+        return SampleScore(0.0, None, failed("cogmap", problem), name, problem, {"problem": problem})
+    sim = result.similarity
+    read = result.answer is not None or sim.parsable_json
+    parse = ParseResult(result.answer, read, "cogmap", f"answer {result.answer!r}; map parsable {sim.parsable_json}, valid {sim.valid_graph}")
+    why = (f"0.2 x answer {int(result.answer_correct)} + 0.6 x similarity {sim.overall:.3f} + 0.2 x isomorphic "
+           f"{int(sim.isomorphic)} (rotation {sim.best_rotation}, coverage {sim.coverage:.2f})")  # fmt: skip
+    metrics = {"answer_correct": result.answer_correct, "overall_similarity": sim.overall, "rotation_invariant_isomorphic": sim.isomorphic,
+               "directional_similarity": sim.directional, "facing_similarity": sim.facing, "coverage": sim.coverage,
+               "parsable_json": sim.parsable_json, "valid_format": sim.valid_format, "valid_graph": sim.valid_graph}  # fmt: skip
+    return SampleScore(result.score, None, parse, name, why, metrics)
+
+
+def _l4_lmms(item: StaticItem, response: str, name: str) -> SampleScore:
+    """L4 trajectories through the project's goal scorer in its lmms-eval mode, the ground truth being the
+    item's ``hint`` (``optimal_rel_pose`` and ``"i->j"`` segments), which upstream passes to its metric. A
+    ground truth that scorer cannot use makes upstream's metric raise, and its ``process_results`` scores
+    the item 0: so does this mode, with the problem recorded."""
+    from benchmarks.scoring import goal
+
+    kind = "nav" if item.meta["scorer"] == "agenticnaveval" else "manip"
+    try:
+        reference = goal.lmms_eval_reference(kind, item.meta["hint"])
+    except ValueError as error:
+        problem = f"upstream's metric raises here and the item scores 0: {error}"
+        return SampleScore(0.0, None, parsed(response, "unscorable_truth", problem), name, problem, {"problem": problem})
+    result = goal.score_goal(response, reference, scorer="lmms-eval")
+    parse = failed("l4_plan", result.explanation) if result.parse_failed else parsed(result.parsed, "l4_plan", "plan read")
+    metrics = {"components": {k: float(v) for k, v in result.components.items()}, "notes": list(result.parse_errors)}
+    return SampleScore(result.value, None, parse, name, result.explanation, metrics)
 
 
 # --------------------------------------------------------------------------------------------------------
