@@ -17,6 +17,7 @@ import ast
 import importlib.util
 import runpy
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -53,7 +54,9 @@ def run_module(module: str, args: Sequence[str], prog: str) -> int:
     saved = sys.argv
     sys.argv = [prog, *args]
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        with warnings.catch_warnings():  # imported earlier in this process (tests): runpy runs a fresh copy anyway
+            warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as done:
         return exit_status(done.code)
     finally:

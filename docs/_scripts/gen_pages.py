@@ -24,6 +24,7 @@ import runpy
 import sys
 import textwrap
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -101,9 +102,9 @@ def docstring_markdown(doc: str) -> str:
     out = [lines[0], ""]
     section: list[str] = []
     for line in lines[1:]:
-        heading = re.fullmatch(r"([A-Z][A-Za-z /]+):", line)
+        heading = re.fullmatch(r"([A-Z][A-Za-z /]+):", line) or re.fullmatch(r"#+ +([A-Z][A-Za-z /]+)", line)
         if heading:
-            out += _section_body(section) + [f"### {heading.group(1)}", ""]
+            out += [*_section_body(section), f"### {heading.group(1)}", ""]
             section = []
         else:
             section.append(line)
@@ -118,7 +119,14 @@ def _section_body(lines: list[str]) -> list[str]:
     items = re.split(r"\n(?=[A-Za-z_][\w, ]*: )", body)
     if len(items) > 1 and all(re.match(r"[A-Za-z_][\w, ]*: ", item) for item in items):
         return [f"- {' '.join(item.split())}" for item in items] + [""]
-    return [" ".join(paragraph.split()) for paragraph in body.split("\n\n")] + [""]
+    return [_paragraph(paragraph) for paragraph in body.split("\n\n")] + [""]
+
+
+def _paragraph(text: str) -> str:
+    """Wrapped lines joined; a ``- item`` list keeps one line per item."""
+    if not text.lstrip().startswith("- "):
+        return " ".join(text.split())
+    return "\n".join("- " + " ".join(item.split()) for item in re.split(r"(?:^|\n)\s*- ", text) if item.strip())
 
 
 def env_page(entry_point: str, ids: Sequence[str], spaces: Mapping[str, Any]) -> str:
@@ -170,7 +178,7 @@ def env_pages() -> dict[str, str]:
 # ------------------------------------------------------------------------------------------- CLI reference
 
 
-class _Captured(BaseException):  # noqa: N818  (BaseException: passes through run_cli's `except Exception`)
+class _Captured(BaseException):  # a BaseException passes through run_cli's `except Exception`
     """Raised instead of printing help, carrying the parser that would have printed it."""
 
     def __init__(self, parser: argparse.ArgumentParser) -> None:
@@ -187,7 +195,9 @@ def captured_parser(module: str, args: Sequence[str]) -> argparse.ArgumentParser
     saved_argv, saved_help = sys.argv, argparse.ArgumentParser.print_help
     sys.argv, argparse.ArgumentParser.print_help = [module, *args, "--help"], capture  # type: ignore[method-assign]
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        with warnings.catch_warnings():  # a module imported earlier in this process: runpy runs a fresh copy
+            warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     except _Captured as found:
         return found.parser
     finally:
@@ -207,7 +217,8 @@ def parser_markdown(parser: argparse.ArgumentParser) -> list[str]:
                 and not isinstance(a, argparse._HelpAction)]
         if not rows:
             continue
-        lines += [f"**{group.title}**", "", "| option | default | help |", "|---|---|---|"]
+        header = "| option | default | help |" if group._group_actions[0].option_strings else "| command | | what |"
+        lines += [f"**{group.title}**", "", header, "|---|---|---|"]
         for action in rows:
             if isinstance(action, argparse._SubParsersAction):
                 lines += [f"| `{name}` | | {_cell(sub.description or '')} |" for name, sub in action.choices.items()]
@@ -215,8 +226,9 @@ def parser_markdown(parser: argparse.ArgumentParser) -> list[str]:
             flags = ", ".join(f"`{flag}`" for flag in action.option_strings) or f"`{action.dest}`"
             choices = f" (one of: {', '.join(map(str, action.choices))})" if action.choices else ""
             default = "" if action.default in (None, argparse.SUPPRESS) or action.required else f"`{action.default}`"
+            help_text = (action.help or "").removesuffix(f" (default: {action.default})")  # the column says it
             lines.append(f"| {flags} | {_cell(default) if default else ('required' if action.required else '')} "
-                         f"| {_cell((action.help or '') + choices)} |")
+                         f"| {_cell(help_text + choices)} |")
         lines.append("")
     return lines
 
