@@ -68,6 +68,8 @@ def measure_spaces(env_id: str) -> dict[str, Any]:
     """``gym.make(env_id)``'s spaces, described, and how long making it took."""
     import gymnasium as gym
 
+    import envs  # noqa: F401  (registers the ids)
+
     start = time.perf_counter()
     env = gym.make(env_id)
     try:
