@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +25,7 @@ HEAVY = ("torch", "transformers", "pybullet", "mujoco", "robosuite", "libero")
 def _python(code: str) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter from the repository root (so imports are this checkout's)."""
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def test_the_console_script_points_at_the_dispatcher():
@@ -31,6 +33,16 @@ def test_the_console_script_points_at_the_dispatcher():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     module, _, attribute = scripts["spatial-arena"].partition(":")
     assert callable(getattr(importlib.import_module(module), attribute))
+
+
+def test_the_installed_script_lists_what_the_module_lists():
+    script = shutil.which("spatial-arena", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the console script is not installed in this environment (pip install -e . installs it)")
+    done = subprocess.run([script, "list"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == _python("from benchmarks.command import main; main(['list'])").stdout.strip()
 
 
 def test_every_subcommand_runs_an_existing_python_m_module():

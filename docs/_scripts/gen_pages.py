@@ -227,7 +227,8 @@ def parser_markdown(parser: argparse.ArgumentParser) -> list[str]:
                 continue
             flags = ", ".join(f"`{flag}`" for flag in action.option_strings) or f"`{action.dest}`"
             choices = f" (one of: {', '.join(map(str, action.choices))})" if action.choices else ""
-            default = "" if action.default in (None, argparse.SUPPRESS) or action.required else f"`{action.default}`"
+            unset = action.default in (None, "", argparse.SUPPRESS) or action.required
+            default = "" if unset else f"`{action.default}`"
             help_text = (action.help or "").removesuffix(f" (default: {action.default})")  # the column says it
             lines.append(f"| {flags} | {_cell(default) if default else ('required' if action.required else '')} "
                          f"| {_cell(help_text + choices)} |")
