@@ -122,6 +122,8 @@ def test_exit_statuses_are_the_modules(tmp_path, capsys):
     assert "--num-sequences/--limit must be at least 1" in capsys.readouterr().err
     assert main(["embodied"]) == 2  # the module's own one-line error: a family is needed
     assert "needs a family first" in capsys.readouterr().err
+    assert main(["embodied", "--help"]) == 0
+    assert "nav: EB-Navigation" in capsys.readouterr().out
     failing = ["calvin", "--policy", "tests.closed_loop_policies:FailingModel", "--num-sequences", "1",
                "--ep-len", "2", "--output", str(tmp_path)]
     assert main(failing) == 3
