@@ -13,7 +13,7 @@ export MUJOCO_GL ?= egl
 export PYOPENGL_PLATFORM ?= egl
 DEMO_ARGS ?= --policy expert --num-sequences 10 --output outputs
 
-.PHONY: demo test test-slow lint bench system-deps clean
+.PHONY: demo test test-slow lint docs bench system-deps clean
 
 demo: $(VENV)/.stamp-calvin
 	$(PY) -m benchmarks.calvin $(DEMO_ARGS)
@@ -27,6 +27,10 @@ test-slow: $(VENV)/.stamp-all system-deps
 
 lint: $(VENV)/.stamp-all
 	$(VENV)/bin/ruff check .
+
+# The documentation site (mkdocs-material, dev extra) into site/; `$(VENV)/bin/mkdocs serve` to browse it.
+docs: $(VENV)/.stamp-all
+	$(VENV)/bin/mkdocs build --strict
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -189,6 +189,23 @@ def markdown_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def table_rows(results: dict[str, Any]) -> list[list[str]]:
+    """The rows of :func:`markdown_table`, for the docs' results page."""
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in markdown_table(results).splitlines()[2:]]
+
+
+def write_results(path: Path, results: dict[str, Any]) -> None:
+    """Write the results file with the provenance and table the docs' results pages read."""
+    results = {**results, "title": "Blind baselines: random and the best constant action per family",
+               "source": "bench/blind_baselines.py (each family's date, machine and command are under families)",
+               "command": "python bench/blind_baselines.py --families nav manip calvin libero",
+               "tables": [{"caption": "blind baselines (and reference policies) per family",
+                           "columns": ["family", "units", "metric", "random", "best constant action", "reference",
+                                       "measured"], "rows": table_rows(results)}]}  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+
+
 def merge(target: Path, sources: list[Path]) -> None:
     """Copy each source file's families into ``target`` (the newest date and machine go on top)."""
     results = json.loads(target.read_text()) if target.exists() else {"families": {}}
@@ -200,8 +217,7 @@ def merge(target: Path, sources: list[Path]) -> None:
             entry["scope"] = spec.scope.format(n=entry["n"])
             results["families"][family] = entry
             results["date"], results["machine"] = entry["date"], entry["machine"]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    write_results(target, results)
 
 
 def machine() -> str:
@@ -242,8 +258,7 @@ def main() -> None:
         entry["machine"] = machine()
         results["families"][family] = entry
         results["date"], results["machine"] = entry["date"], entry["machine"]
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")  # after each family
+        write_results(args.results, results)  # after each family
         print(f"[{family}] best constant: {entry['best_constant']}; written to {args.results}", flush=True)
 
 

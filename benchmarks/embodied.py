@@ -276,8 +276,13 @@ class EmbodiedBenchmark(Benchmark):
                                        self.family.name), files)
 
 
-def main(argv: Sequence[str] | None = None) -> Summary:
+def main(argv: Sequence[str] | None = None) -> Summary | int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):  # the options depend on the family: say which there are
+        print(f"usage: python -m benchmarks.embodied {{{','.join(FAMILIES)}}} [options]\n\n"
+              + "\n".join(f"  {name}: {family.title}" for name, family in FAMILIES.items())
+              + "\n\nThe options: python -m benchmarks.embodied FAMILY --help")
+        return 0
     if not argv or argv[0] not in FAMILIES:
         raise InputError(f"python -m benchmarks.embodied needs a family first: {' or '.join(FAMILIES)} "
                          f"(e.g. python -m benchmarks.embodied nav --help)")

@@ -124,6 +124,8 @@ def parse_benchmark_args(
         group.add_argument("--action", required=True, type=_json_action, metavar="JSON",
                            help="the native action sent at every step: an integer (Discrete spaces, e.g. 0) or a "
                                 "JSON list (e.g. '[0, 0, 1, 0, 0, 0, -1]')")
+    elif policy_cls is None and {"-h", "--help"} & set(argv):
+        parser.epilog = policy_options_help(bench_fields)
     namespace = parser.parse_args(argv)
     namespace.policy = name
     try:
@@ -139,6 +141,23 @@ def parse_benchmark_args(
     kwargs = parse_json_option("--policy-kwargs", getattr(config, "policy_kwargs", "{}"))
     _check_policy_inputs(name, getattr(config, "replay_file", None))
     return config, PolicySpec(name, _json_safe(options), getattr(config, "replay_file", None), kwargs)
+
+
+def policy_options_help(skip: set[str] | frozenset[str] = frozenset()) -> str:
+    """Every registered policy's options, one section per policy, for a help page where none is chosen.
+
+    Policy options are parsed only once ``--policy NAME`` (or ``--backbone`` / ``--checkpoint``) picks the
+    policy, so without this text ``--help`` would not show ``--model``, ``--backbone`` or ``--checkpoint``."""
+    from policies.registry import policy_config_class, registered_policies
+
+    sections = []
+    for name in registered_policies():  # one parser each: two policies may share an option name (--device)
+        listing = argparse.ArgumentParser(add_help=False, usage=argparse.SUPPRESS)
+        shortcut = " (--backbone / --checkpoint select it)" if name == "vla" else ""
+        group = listing.add_argument_group(f"--policy {name} options{shortcut}")
+        add_config_arguments(group, policy_config_class(name), skip=skip)  # type: ignore[arg-type]
+        sections.append(listing.format_help().strip())
+    return "\n\n".join(["policy options (accepted once --policy picks the policy):", *sections])
 
 
 def _check_policy_inputs(name: str, replay_file: str | None) -> None:

@@ -1,0 +1,385 @@
+"""Generated documentation pages, as a mkdocs hook: env pages, CLI reference, results.
+
+Every page here is built from the code or from committed data, never typed by hand:
+
+- ``envs/``: one page per env class, from the registered ``SpatialArena/*`` ids (``import envs``), the class
+  docstring (Gymnasium's sections: Description, Action Space, ...) and the spaces each id builds. Making a
+  LIBERO or robosuite env takes 5-17 s, so the spaces come from ``env_spaces.json`` beside this file,
+  written by ``python docs/_scripts/gen_pages.py --update-spaces`` (``gym.make`` of every id, or of the
+  first id of a class with more than :data:`MAX_IDS_MADE`) and checked against ``gym.make`` by the tests.
+- ``cli/``: one page per ``spatial-arena`` subcommand, from the parser its ``python -m`` module builds from
+  its config dataclass (captured at ``--help``), and one for the registered policies' config dataclasses.
+- ``results/``: one page per committed ``bench/results/*.json`` file (numbers with date, machine, command).
+
+mkdocs runs :func:`on_config` (generate, extend the nav) and :func:`on_files` (add the pages).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import re
+import runpy
+import sys
+import textwrap
+import time
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SPACES_FILE = Path(__file__).with_name("env_spaces.json")
+RESULTS_DIR = ROOT / "bench" / "results"
+MAX_IDS_MADE = 8  # a class with more ids (LIBERO: 130 tasks) is documented by the spaces of its first id
+RESULT_KEYS = ("title", "date", "machine", "source")
+_PAGES: dict[str, str] = {}
+
+
+# ------------------------------------------------------------------------------------------- environments
+
+
+def env_classes() -> dict[str, list[str]]:
+    """Registered env ids grouped by entry point (``"module:Class"``), in registration-module order."""
+    from benchmarks.command import env_families
+
+    return env_families()
+
+
+def ids_to_make(ids: Sequence[str]) -> list[str]:
+    """The ids whose spaces are recorded: all of a class's ids, or its first when there are many."""
+    return list(ids) if len(ids) <= MAX_IDS_MADE else list(ids[:1])
+
+
+def describe_space(space: Any) -> list[str]:
+    """One line per leaf of a space; ``Text`` spaces without their (long) charset."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Dict):
+        return [f"{key}: {line}" for key, sub in space.spaces.items() for line in describe_space(sub)]
+    if isinstance(space, spaces.Text):
+        return [f"Text(min_length={space.min_length}, max_length={space.max_length}, "
+                f"{len(space.character_set)} characters)"]
+    return [" ".join(repr(space).split())]  # Box reprs of arrays wrap over lines
+
+
+def measure_spaces(env_id: str) -> dict[str, Any]:
+    """``gym.make(env_id)``'s spaces, described, and how long making it took."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the ids)
+
+    start = time.perf_counter()
+    env = gym.make(env_id)
+    try:
+        return {"action_space": describe_space(env.action_space),
+                "observation_space": describe_space(env.observation_space),
+                "make_s": round(time.perf_counter() - start, 2)}
+    finally:
+        env.close()
+
+
+def update_spaces() -> dict[str, Any]:
+    """Make every env whose spaces the pages show and write :data:`SPACES_FILE`."""
+    recorded = {env_id: measure_spaces(env_id) for ids in env_classes().values() for env_id in ids_to_make(ids)}
+    SPACES_FILE.write_text(json.dumps(recorded, indent=1) + "\n")
+    return recorded
+
+
+def load_spaces(classes: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """The recorded spaces, checked to cover exactly the ids the registry has now."""
+    recorded = json.loads(SPACES_FILE.read_text())
+    wanted = {env_id for ids in classes.values() for env_id in ids_to_make(ids)}
+    if set(recorded) != wanted:
+        raise ValueError(f"{SPACES_FILE.name} is stale (missing {sorted(wanted - set(recorded))}, extra "
+                         f"{sorted(set(recorded) - wanted)}): run python docs/_scripts/gen_pages.py --update-spaces")
+    return recorded
+
+
+def docstring_markdown(doc: str) -> str:
+    """A Gymnasium-style docstring as Markdown: ``Section:`` lines become headings, roles become code."""
+    text = re.sub(r":(?:meth|class|func|mod|attr|data):`~?([^`]+)`", r"`\1`", inspect.cleandoc(doc))
+    lines = text.splitlines()
+    out = [lines[0], ""]
+    section: list[str] = []
+    for line in lines[1:]:
+        heading = re.fullmatch(r"([A-Z][A-Za-z /]+):", line) or re.fullmatch(r"#+ +([A-Z][A-Za-z /]+)", line)
+        if heading:
+            out += [*_section_body(section), f"### {heading.group(1)}", ""]
+            section = []
+        else:
+            section.append(line)
+    return "\n".join(out + _section_body(section)).strip() + "\n"
+
+
+def _section_body(lines: list[str]) -> list[str]:
+    """A section's indented body, dedented; ``name: text`` argument lines become a list."""
+    body = textwrap.dedent("\n".join(lines)).strip("\n")
+    if not body:
+        return []
+    items = re.split(r"\n(?=[A-Za-z_][\w, ]*: )", body)
+    if len(items) > 1 and all(re.match(r"[A-Za-z_][\w, ]*: ", item) for item in items):
+        return [f"- {' '.join(item.split())}" for item in items] + [""]
+    return [_paragraph(paragraph) for paragraph in body.split("\n\n")] + [""]
+
+
+def _paragraph(text: str) -> str:
+    """Wrapped lines joined; a ``- item`` list keeps one line per item."""
+    if not text.lstrip().startswith("- "):
+        return " ".join(text.split())
+    return "\n".join("- " + " ".join(item.split()) for item in re.split(r"(?:^|\n)\s*- ", text) if item.strip())
+
+
+def env_page(entry_point: str, ids: Sequence[str], spaces: Mapping[str, Any]) -> str:
+    """The page of one env class: docstring, registered ids with their kwargs, recorded spaces."""
+    import gymnasium as gym
+
+    module, _, name = entry_point.partition(":")
+    cls = getattr(__import__(module, fromlist=[name]), name)
+    lines = [f"# {name}", "", f"`{entry_point}`", "", docstring_markdown(cls.__doc__ or "(no docstring)"),
+             "## Registered ids", "", "| id | kwargs | max_episode_steps |", "|---|---|---|"]
+    for env_id in ids:
+        spec = gym.spec(env_id)
+        lines.append(f"| `{env_id}` | `{json.dumps(spec.kwargs)}` | {spec.max_episode_steps} |")
+    lines += ["", "## Spaces", ""]
+    if len(ids) > MAX_IDS_MADE:
+        lines += [f"Spaces recorded for the first of the {len(ids)} ids; the others differ in the kwargs "
+                  f"listed above.", ""]
+    for group, env_ids in _same_spaces(ids_to_make(ids), spaces):
+        lines += [", ".join(f"`{i}`" for i in env_ids) + ":", "", "```text", "action_space:",
+                  *(f"  {line}" for line in group["action_space"]), "observation_space:",
+                  *(f"  {line}" for line in group["observation_space"]), "```", ""]
+    return "\n".join(lines)
+
+
+def _same_spaces(ids: Sequence[str], spaces: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], list[str]]]:
+    """Ids grouped by identical spaces, so variants that share them are shown once."""
+    groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for env_id in ids:
+        record = {k: spaces[env_id][k] for k in ("action_space", "observation_space")}
+        groups.setdefault(json.dumps(record), (record, []))[1].append(env_id)
+    yield from groups.values()
+
+
+def env_pages() -> dict[str, str]:
+    """``envs/index.md`` and one page per env class."""
+    classes = env_classes()
+    spaces = load_spaces(classes)
+    pages, index = {}, ["# Environments", "",
+                        "Every id is made with `gym.make(ID)` after `import envs`. Pages are generated from the "
+                        "registry and the classes' docstrings (see [Add an env](../howto/add-env.md)).", "",
+                        "| class | ids |", "|---|---|"]
+    for entry_point, ids in classes.items():
+        slug = entry_point.partition(":")[2].lower()
+        pages[f"envs/{slug}.md"] = env_page(entry_point, ids, spaces)
+        index.append(f"| [{entry_point.partition(':')[2]}]({slug}.md) | {len(ids)} |")
+    return {"envs/index.md": "\n".join(index) + "\n", **pages}
+
+
+# ------------------------------------------------------------------------------------------- CLI reference
+
+
+class _Captured(BaseException):  # a BaseException passes through run_cli's `except Exception`
+    """Raised instead of printing help, carrying the parser that would have printed it."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        super().__init__()
+        self.parser = parser
+
+
+def captured_parser(module: str, args: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser ``python -m module ARGS --help`` prints: the command's config dataclass as flags."""
+
+    def capture(parser: argparse.ArgumentParser, file: Any = None) -> None:
+        raise _Captured(parser)
+
+    saved_argv, saved_help = sys.argv, argparse.ArgumentParser.print_help
+    sys.argv, argparse.ArgumentParser.print_help = [module, *args, "--help"], capture  # type: ignore[method-assign]
+    try:
+        with warnings.catch_warnings():  # a module imported earlier in this process: runpy runs a fresh copy
+            warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except _Captured as found:
+        return found.parser
+    finally:
+        sys.argv, argparse.ArgumentParser.print_help = saved_argv, saved_help  # type: ignore[method-assign]
+    raise RuntimeError(f"python -m {module} {' '.join(args)} --help printed no help")
+
+
+def _cell(text: object) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def parser_markdown(parser: argparse.ArgumentParser) -> list[str]:
+    """Each option group of a parser as a table: flags, default, help."""
+    lines = []
+    for group in parser._action_groups:
+        rows = [a for a in group._group_actions if a.help != argparse.SUPPRESS
+                and not isinstance(a, argparse._HelpAction)]
+        if not rows:
+            continue
+        header = "| option | default | help |" if group._group_actions[0].option_strings else "| command | | what |"
+        lines += [f"**{group.title}**", "", header, "|---|---|---|"]
+        for action in rows:
+            if isinstance(action, argparse._SubParsersAction):
+                lines += [f"| `{name}` | | {_cell(sub.description or '')} |" for name, sub in action.choices.items()]
+                continue
+            flags = ", ".join(f"`{flag}`" for flag in action.option_strings) or f"`{action.dest}`"
+            choices = f" (one of: {', '.join(map(str, action.choices))})" if action.choices else ""
+            unset = action.default in (None, "", argparse.SUPPRESS) or action.required
+            default = "" if unset else f"`{action.default}`"
+            help_text = (action.help or "").removesuffix(f" (default: {action.default})")  # the column says it
+            lines.append(f"| {flags} | {_cell(default) if default else ('required' if action.required else '')} "
+                         f"| {_cell(help_text + choices)} |")
+        lines.append("")
+    return lines
+
+
+def command_page(name: str) -> str:
+    """The reference of ``spatial-arena NAME``: one section per help page the command has."""
+    from benchmarks.command import SUBCOMMANDS
+
+    command = SUBCOMMANDS[name]
+    lines = [f"# spatial-arena {name}", "", f"{command.summary}. Same as `python -m {command.module}`.", ""]
+    for args in command.help_pages:
+        parser = captured_parser(command.module, args)
+        if args:
+            lines += [f"## spatial-arena {name} {' '.join(args)}", ""]
+        lines += [_cell(parser.description or ""), "", *parser_markdown(parser)]
+        if parser.epilog and parser.epilog.startswith("policy options"):
+            lines += ["Once `--policy NAME` picks a registered policy, its options apply too: "
+                      "see [policy options](policies.md).", ""]
+    return "\n".join(lines)
+
+
+def policies_page() -> str:
+    """Every registered policy's options, from its config dataclass."""
+    from benchmarks.command import policy_names
+    from benchmarks.core.cli import add_config_arguments
+    from policies.registry import policy_config_class, registered_policies
+
+    lines = ["# Policy options", "", f"Policies: {', '.join(f'`{n}`' for n in policy_names())}, or a class of "
+             "your own as `--policy package.module:Class`. A registered policy's options are accepted by every "
+             "benchmark command once `--policy NAME` picks it (`--backbone` and `--checkpoint` pick `vla`); an "
+             "option the benchmark also has (e.g. `--seed`) takes the benchmark's value.", ""]
+    for name in registered_policies():
+        cls = policy_config_class(name)
+        parser = argparse.ArgumentParser(add_help=False)
+        add_config_arguments(parser, cls)
+        parser._action_groups[1].title = f"--policy {name} ({cls.__module__}.{cls.__name__})"
+        lines += [f"## {name}", "", _cell((cls.__doc__ or "").strip()), "", *parser_markdown(parser)]
+    return "\n".join(lines)
+
+
+def cli_pages() -> dict[str, str]:
+    """``cli/index.md``, one page per subcommand and the policy options."""
+    from benchmarks.command import SUBCOMMANDS
+
+    index = ["# Command-line reference", "", "One command, `spatial-arena`, with a subcommand per entry point; "
+             "each is the same as its `python -m` module. `spatial-arena list` prints the benchmarks, env "
+             "ids, policies, VLA backbones, static benchmarks and scoring modes. Exit status: 0 done, 1 a "
+             "failure outside the input, 2 bad input, 3 a run with errored units (unless `--allow-errors`).",
+             "", "| command | what | module |", "|---|---|---|"]
+    pages = {f"cli/{name}.md": command_page(name) for name in SUBCOMMANDS}
+    index += [f"| [{name}]({name}.md) | {_cell(c.summary)} | `python -m {c.module}` |" for name, c in SUBCOMMANDS.items()]
+    index += ["", "[Policy options](policies.md): the options of every registered policy.", ""]
+    return {"cli/index.md": "\n".join(index), **pages, "cli/policies.md": policies_page()}
+
+
+# ------------------------------------------------------------------------------------------- results
+
+
+def load_result(path: Path) -> dict[str, Any]:
+    """A committed results file, checked for its provenance keys."""
+    data = json.loads(path.read_text())
+    missing = [key for key in RESULT_KEYS if not data.get(key)]
+    if missing:
+        raise ValueError(f"{path}: missing {', '.join(missing)}; every results file states its provenance")
+    return data
+
+
+def result_page(name: str, data: Mapping[str, Any]) -> str:
+    """One results file as a page: provenance, headline metrics, tables, notes."""
+    lines = [f"# {data['title']}", "", "| | |", "|---|---|"]
+    lines += [f"| {key} | {_cell(data[key])} |" for key in ("date", "machine", "setup", "source") if data.get(key)]
+    if data.get("command"):
+        lines.append(f"| command | `{_cell(data['command'])}` |")
+    lines += [f"| file | `bench/results/{name}.json` |", ""]
+    if data.get("metrics"):
+        lines += ["| metric | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in data["metrics"].items()), ""]
+    for table in data.get("tables", []):
+        lines += [f"**{table['caption']}**", "", "| " + " | ".join(map(_cell, table["columns"])) + " |",
+                  "|" + "---|" * len(table["columns"]),
+                  *("| " + " | ".join(map(_cell, row)) + " |" for row in table["rows"]), ""]
+    if data.get("notes"):
+        lines += [data["notes"], ""]
+    return "\n".join(lines)
+
+
+def results_pages() -> dict[str, str]:
+    """``results/index.md`` and one page per ``bench/results/*.json``."""
+    files = sorted(RESULTS_DIR.glob("*.json"))
+    pages, index = {}, ["# Results", "", "Measured numbers, each read from a committed file in `bench/results/` "
+                        "that states when, where and how it was measured.", "", "| result | date | machine |",
+                        "|---|---|---|"]
+    for path in files:
+        data = load_result(path)
+        pages[f"results/{path.stem}.md"] = result_page(path.stem, data)
+        index.append(f"| [{_cell(data['title'])}]({path.stem}.md) | {data['date']} | {_cell(data['machine'])} |")
+    return {"results/index.md": "\n".join(index) + "\n", **pages}
+
+
+# ------------------------------------------------------------------------------------------- mkdocs hook
+
+
+def generate() -> dict[str, str]:
+    """Every generated page, by its path under docs/."""
+    return {**env_pages(), **cli_pages(), **results_pages()}
+
+
+def on_config(config: Any) -> Any:
+    """Generate the pages and list them in the nav under their section's index page."""
+    if str(ROOT) not in sys.path[:1]:  # document this checkout, not another installed copy of the packages
+        sys.path.insert(0, str(ROOT))
+    _PAGES.clear()
+    _PAGES.update(generate())
+    config["nav"] = [_expand(item) for item in config["nav"] or []]
+    return config
+
+
+def _expand(item: Any) -> Any:
+    """A nav entry ``{Title: section/index.md}`` of a generated section becomes the section's page list."""
+    if isinstance(item, dict) and len(item) == 1:
+        (title, target), = item.items()
+        if isinstance(target, str) and target.endswith("/index.md") and target in _PAGES:
+            folder = target[: -len("index.md")]
+            children = [p for p in _PAGES if p.startswith(folder) and p != target]
+            return {title: [target, *children]}
+    return item
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """Add the generated pages to the site."""
+    from mkdocs.structure.files import File
+
+    for path, content in _PAGES.items():
+        files.append(File.generated(config, path, content=content))
+    return files
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``--update-spaces``: re-make the envs and rewrite env_spaces.json; else print the pages' paths."""
+    parser = argparse.ArgumentParser(prog="python docs/_scripts/gen_pages.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--update-spaces", action="store_true", help="gym.make each documented id, write the file")
+    args = parser.parse_args(argv)
+    if args.update_spaces:
+        print(f"recorded the spaces of {len(update_spaces())} ids in {SPACES_FILE}")
+    else:
+        print("\n".join(generate()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())

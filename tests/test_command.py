@@ -1,0 +1,140 @@
+"""The ``spatial-arena`` console script: subcommands forward to their ``python -m`` module, ``list`` is cheap."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import envs
+from benchmarks.command import SUBCOMMANDS, env_families, main, policy_names, vla_backbones
+from benchmarks.static.registry import benchmark_names, get_benchmark
+from policies.registry import registered_policies
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("torch", "transformers", "pybullet", "mujoco", "robosuite", "libero")
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter from the repository root (so imports are this checkout's)."""
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_the_console_script_points_at_the_dispatcher():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, attribute = scripts["spatial-arena"].partition(":")
+    assert callable(getattr(importlib.import_module(module), attribute))
+
+
+def test_the_installed_script_lists_what_the_module_lists():
+    script = shutil.which("spatial-arena", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the console script is not installed in this environment (pip install -e . installs it)")
+    done = subprocess.run([script, "list"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == _python("from benchmarks.command import main; main(['list'])").stdout.strip()
+
+
+def test_every_subcommand_runs_an_existing_python_m_module():
+    assert set(SUBCOMMANDS) == {"calvin", "libero", "embodied", "static", "goal", "serve", "train", "demos", "tiny"}
+    for name, command in SUBCOMMANDS.items():
+        assert importlib.util.find_spec(command.module) is not None, name
+
+
+def test_list_prints_everything_registered_without_importing_torch_or_a_simulator():
+    done = _python("import sys; from benchmarks.command import main; code = main(['list']); "
+                   f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules]); sys.exit(code)")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "HEAVY []" in out
+    for env_id in envs.registered_ids():
+        assert f"    {env_id}\n" in out
+    for name in ("expert", "random", "replay", *registered_policies()):
+        assert name in out.split("policies")[1].splitlines()[0]
+    for name in benchmark_names():
+        assert f"  {name}: modes {', '.join(get_benchmark(name).modes)}" in out
+    for kind, names in vla_backbones().items():
+        assert f"  {kind}: {', '.join(names)}" in out
+
+
+def test_list_groups_env_ids_by_their_class():
+    families = env_families()
+    assert sorted(i for ids in families.values() for i in ids) == envs.registered_ids()
+    for entry_point, ids in families.items():
+        assert all(gym.spec(i).entry_point == entry_point for i in ids)
+
+
+def test_policies_are_the_builtins_then_the_registered_ones():
+    assert policy_names() == ["expert", "random", "replay", "constant", *registered_policies()]
+
+
+def test_backbones_read_from_source_match_the_registry():
+    pytest.importorskip("torch")
+    from vla import backbones
+
+    found = vla_backbones()
+    assert found["tiny"] == list(backbones.TINY_BACKBONES)
+    assert found["native"] == list(backbones.NATIVE_BACKBONES)
+    assert found["transformers"] == backbones.supported_model_types()
+
+
+@pytest.mark.parametrize("argv", [["calvin"], ["libero"], ["embodied", "nav"], ["embodied", "manip"]])
+def test_benchmark_help_shows_every_policy_option_without_heavy_imports(argv):
+    done = _python("import sys; from benchmarks.command import main; code = main("
+                   f"{[*argv, '--help']!r}); print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules]); sys.exit(code)")
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stdout
+    assert done.stdout.startswith(f"usage: python -m benchmarks.{argv[0]}")
+    for flag in ("--backbone", "--checkpoint", "--model", "--api-base", "--policy mllm options", "--policy vla options"):
+        assert flag in done.stdout, flag
+
+
+def test_help_of_a_chosen_policy_has_no_listing_of_the_others(capsys):
+    assert main(["calvin", "--policy", "mllm", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--policy mllm options:" in out and "--policy vla options" not in out
+
+
+def test_top_level_help_and_an_unknown_command(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert all(f"    {name} " in out for name in [*SUBCOMMANDS, "list"])
+    with pytest.raises(SystemExit) as done:
+        main(["calvn"])
+    assert done.value.code == 2
+    assert "invalid choice: 'calvn'" in capsys.readouterr().err
+
+
+def test_exit_statuses_are_the_modules(tmp_path, capsys):
+    assert main(["calvin", "--num-sequences", "0"]) == 2
+    assert "--num-sequences/--limit must be at least 1" in capsys.readouterr().err
+    assert main(["embodied"]) == 2  # the module's own one-line error: a family is needed
+    assert "needs a family first" in capsys.readouterr().err
+    assert main(["embodied", "--help"]) == 0
+    assert "nav: EB-Navigation" in capsys.readouterr().out
+    failing = ["calvin", "--policy", "tests.closed_loop_policies:FailingModel", "--num-sequences", "1",
+               "--ep-len", "2", "--output", str(tmp_path)]
+    assert main(failing) == 3
+    assert "1 of 1 units ended in an error" in capsys.readouterr().err
+    assert sys.argv[0] != "spatial-arena calvin"  # the caller's argv is restored
+
+
+def test_a_subprocess_gets_the_same_status_as_python_m():
+    ours = subprocess.run([sys.executable, "-m", "benchmarks.command", "static", "--bench", "nope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    theirs = subprocess.run([sys.executable, "-m", "benchmarks.static", "--bench", "nope"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert ours.returncode == theirs.returncode == 2
+    assert ours.stderr == theirs.stderr and "--bench must be one of" in ours.stderr

@@ -1,0 +1,102 @@
+"""The documentation site: it builds with ``mkdocs build --strict``, and its generated pages follow the code."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("gen_pages", ROOT / "docs" / "_scripts" / "gen_pages.py")
+gen_pages = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen_pages)
+SPACES = json.loads(gen_pages.SPACES_FILE.read_text())
+
+
+def test_mkdocs_build_strict(tmp_path):
+    pytest.importorskip("material", reason="the docs need the dev extra (mkdocs-material)")
+    mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent)) or shutil.which("mkdocs")
+    site = tmp_path / "site"
+    done = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(site)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    calvin = (site / "envs" / "playtableenv" / "index.html").read_text()
+    assert "SpatialArena/CalvinPlayTable-Abs-v0" in calvin and "Observation Space" in calvin
+    assert "--num-sequences" in (site / "cli" / "calvin" / "index.html").read_text()
+    assert "--backbone" in (site / "cli" / "policies" / "index.html").read_text()
+    results = (site / "results" / "calvin_expert_100" / "index.html").read_text()
+    assert "4.97" in results and "2026-11-21" in results
+    for page in ("howto/add-env", "howto/add-benchmark", "howto/add-policy", "howto/add-backend"):
+        assert (site / page / "index.html").is_file()
+
+
+def test_every_results_file_states_its_provenance():
+    for path in sorted(gen_pages.RESULTS_DIR.glob("*.json")):
+        data = gen_pages.load_result(path)
+        assert all(data[key] for key in gen_pages.RESULT_KEYS)
+
+
+def test_a_results_file_without_provenance_is_rejected(tmp_path):
+    path = tmp_path / "numbers.json"
+    path.write_text(json.dumps({"title": "t", "date": "2026-01-01", "metrics": {"x": 1}}))
+    with pytest.raises(ValueError, match=r"numbers\.json: missing machine, source"):
+        gen_pages.load_result(path)
+
+
+def test_results_pages_show_the_files_numbers():
+    pages = gen_pages.results_pages()
+    data = json.loads((gen_pages.RESULTS_DIR / "eb_navigation_expert_random.json").read_text())
+    page = pages["results/eb_navigation_expert_random.md"]
+    for row in data["tables"][0]["rows"]:
+        assert "| " + " | ".join(map(str, row)) + " |" in page
+
+
+def test_the_spaces_file_covers_the_registry():
+    gen_pages.load_spaces(gen_pages.env_classes())  # raises when an id was added or removed
+    with pytest.raises(ValueError, match="--update-spaces"):
+        gen_pages.load_spaces({"envs.x:Y": ["SpatialArena/Nope-v0"]})
+
+
+@pytest.mark.parametrize("env_id", [pytest.param(i, id=i, marks=[] if SPACES[i]["make_s"] < 1 else pytest.mark.slow)
+                                    for i in SPACES])
+def test_recorded_spaces_are_what_gym_make_builds(env_id):
+    measured = gen_pages.measure_spaces(env_id)
+    assert {k: measured[k] for k in ("action_space", "observation_space")} == \
+        {k: SPACES[env_id][k] for k in ("action_space", "observation_space")}
+
+
+def test_docstring_sections_become_headings_and_argument_lists():
+    doc = """Summary line.
+
+    Description:
+        A body that wraps
+        over two lines.
+
+    Arguments:
+        size: image size.
+        mode: "a" or "b",
+            continued.
+    """
+    assert gen_pages.docstring_markdown(doc) == (
+        "Summary line.\n\n### Description\n\nA body that wraps over two lines.\n\n### Arguments\n\n"
+        "- size: image size.\n- mode: \"a\" or \"b\", continued.\n")
+    assert "### Action Space\n\nBox `evaluate` here." in gen_pages.docstring_markdown(
+        "S.\n\n## Action Space\nBox :meth:`evaluate` here.\n")
+
+
+def test_cli_pages_are_the_parsers_options():
+    from benchmarks.calvin import CalvinConfig  # the page is generated from this dataclass's parser
+
+    page = gen_pages.command_page("calvin")
+    for field in ("num_sequences", "ep_len", "workers", "resume"):
+        assert f"`--{field.replace('_', '-')}`" in page
+    assert "at most 360 steps" not in page and CalvinConfig.__doc__.strip() in page
+    assert "[policy options](policies.md)" in page
+    policies = gen_pages.policies_page()
+    assert "`--backbone`" in policies and "`--model`" in policies
