@@ -11,6 +11,7 @@ import numpy as np
 from action_mapping import Plan, PlanStep, Primitive
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.errors import MalformedResponseError
+from policies.backends.oracle import expected_effect
 
 FALLBACKS = ("noop", "stop")
 
@@ -37,6 +38,8 @@ class EpisodeCounters:
     model_latency_s: float = 0.0
     #: Answers the oracle corrupted on purpose (``--oracle-error-rate``); 0 for every real model.
     injected_errors: int = 0
+    #: Of those, the ones whose kind must leave nothing usable: each must show up as one parse error.
+    injected_unusable: int = 0
 
     def add_generation(self, g: Generation) -> None:
         self.model_calls += 1
@@ -46,6 +49,7 @@ class EpisodeCounters:
         self.cost_usd += 0.0 if g.cached else (g.cost_usd or 0.0)
         self.model_latency_s += g.latency_s
         self.injected_errors += int(g.injected_error is not None)
+        self.injected_unusable += int(expected_effect(g.injected_error) == "unusable")
 
     def as_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in asdict(self).items()}
