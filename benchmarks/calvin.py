@@ -39,6 +39,8 @@ class CalvinConfig(ExecutionConfig):
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed chain-NNNN/i, .npz, .npy)")
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class")
     num_sequences: int = arg(1000, "the first N of the 1000 public evaluation chains (the protocol uses all 1000)")
+    tasks: str | None = arg(None, "evaluate only these tasks (comma-separated names): one-subtask episodes from the "
+                                  "first --num-sequences evaluation chains that start with one of them")
     ep_len: int = arg(360, "step budget per subtask (the protocol uses 360)")
     seed: int = arg(0, "run seed; each chain's seed derives from it and the chain index")
     backend: Literal["builtin", "official"] = arg("builtin", "built-in play-table, or the official calvin_env if importable")
@@ -98,6 +100,37 @@ def _markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, in
     return "\n".join(lines)
 
 
+def model_call_totals(chains: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Model calls, parse errors and injected errors summed over every subtask ({} for model-free policies)."""
+    keys = ("model_calls", "parse_errors", "parse_repairs", "fallbacks", "injected_errors", "injected_unusable")
+    totals: Counter[str] = Counter()
+    for chain in chains:
+        for subtask in chain["subtasks"]:
+            stats = subtask.get("policy_stats", {})
+            totals.update({k: int(stats[k]) for k in keys if k in stats})
+    return {k: totals[k] for k in keys} if totals["model_calls"] else {}
+
+
+def _calls_markdown(calls: dict[str, int]) -> str:
+    if not calls:
+        return ""
+    line = (f"\n\nModel calls: {calls['model_calls']}, parse errors: {calls['parse_errors']} "
+            f"(repaired: {calls['parse_repairs']}), fallbacks: {calls['fallbacks']}")
+    if calls["injected_errors"]:
+        line += (f"; injected errors: {calls['injected_errors']}, of which must be unusable: "
+                 f"{calls['injected_unusable']}")
+    return line + "."
+
+
+def _task_markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], n: int, backend: str) -> str:
+    lines = [f"## CALVIN single-task episodes: {label} ({n} episodes, {backend} env)", "",
+             f"Success rate: {100 * metrics['chain_sr']['1']:.1f}% (one subtask per episode, from the evaluation "
+             "chains that start with it)", "", "| task | success | episodes | rate |", "|---|---|---|---|"]
+    lines += [f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
+              for t, v in tasks.items()]
+    return "\n".join(lines)
+
+
 def evaluation_chains(n: int) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
     """The first ``n`` of the 1000 published evaluation chains (all of CALVIN's own list beyond 1000).
 
@@ -109,6 +142,36 @@ def evaluation_chains(n: int) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
     if n < 1:
         raise ValueError(f"--num-sequences must be at least 1, got {n}")
     return get_sequences(NUM_SEQUENCES)[:n] if n <= NUM_SEQUENCES else get_sequences(n)
+
+
+def parse_tasks(text: str) -> tuple[str, ...]:
+    """``--tasks`` as task names, checked: each must be a CALVIN task that starts some evaluation chain."""
+    from envs.calvin.sequences import NUM_SEQUENCES, get_sequences
+    from envs.calvin.tasks import TASKS
+
+    chosen = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    unknown = [t for t in chosen if t not in TASKS]
+    if unknown or not chosen:
+        raise ValueError(f"--tasks {','.join(unknown) or repr(text)}: unknown CALVIN task; valid: {', '.join(TASKS)}")
+    starters = {tasks[0] for _, tasks in get_sequences(NUM_SEQUENCES)}
+    alone = [t for t in TASKS if t in starters]
+    never = [t for t in chosen if t not in starters]
+    if never:
+        raise ValueError(f"--tasks {','.join(never)}: no evaluation chain starts with it (it needs an earlier subtask, "
+                         f"e.g. a block in the hand); tasks that can be evaluated alone: {', '.join(alone)}")
+    return chosen
+
+
+def task_episodes(tasks: Sequence[str], n: int) -> list[tuple[int, dict[str, Any], tuple[str, ...]]]:
+    """``(chain index, initial state, (task,))`` for the first ``n`` public evaluation chains whose first
+    subtask is one of ``tasks``: CALVIN's own initial states, in which that subtask is feasible as it is."""
+    from envs.calvin.sequences import NUM_SEQUENCES, get_sequences
+
+    if n < 1:
+        raise ValueError(f"--num-sequences must be at least 1, got {n}")
+    chosen = set(tasks)
+    found = [(i, state, seq[:1]) for i, (state, seq) in enumerate(get_sequences(NUM_SEQUENCES)) if seq[0] in chosen]
+    return found[:n]
 
 
 # ------------------------------------------------------------------------------------------- worker
@@ -178,7 +241,19 @@ class CalvinBenchmark(Benchmark):
         self.spec = spec
         self.run_path = str(Path(config.output) / self.name / (config.run_name or spec.label))
 
+    @property
+    def chain_length(self) -> int:
+        """Subtasks per unit: 5 for chains, 1 for ``--tasks`` episodes."""
+        return 1 if self.config.tasks else CHAIN_LENGTH
+
     def units(self) -> list[WorkUnit]:
+        """Chains in the public order; with ``--tasks``, one-subtask episodes keyed by their chain's index
+        (same key and seed as in the full evaluation, so a task run can be compared chain by chain)."""
+        if self.config.tasks:
+            episodes = task_episodes(parse_tasks(self.config.tasks), self.config.num_sequences)
+            return [WorkUnit(j, f"chain-{i:04d}", unit_seed(self.config.seed, i),
+                             {"initial_state": state, "tasks": list(tasks)})
+                    for j, (i, state, tasks) in enumerate(episodes)]
         return [WorkUnit(i, f"chain-{i:04d}", unit_seed(self.config.seed, i),
                          {"initial_state": state, "tasks": list(tasks)})
                 for i, (state, tasks) in enumerate(evaluation_chains(self.config.num_sequences))]
@@ -189,37 +264,49 @@ class CalvinBenchmark(Benchmark):
     def manifest_extra(self) -> dict[str, Any]:
         return {"policy": {"name": self.spec.name, "options": self.spec.options, "label": self.spec.label,
                            "privileged": self.spec.name == "expert"},
-                "protocol": {"num_sequences": self.config.num_sequences, "chain_length": CHAIN_LENGTH,
-                             "ep_len": self.config.ep_len, "backend": self.config.backend}}
+                "protocol": {"num_sequences": self.config.num_sequences, "chain_length": self.chain_length,
+                             "ep_len": self.config.ep_len, "backend": self.config.backend,
+                             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}}
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         done = [r["num_completed"] for r in _ok_results(records)]
-        m = chain_metrics(done)
+        m = chain_metrics(done, self.chain_length)
         return {"avg_len": f"{m['avg_seq_len']:.2f}",
-                "sr%": "/".join(f"{100 * m['chain_sr'][str(i)]:.0f}" for i in range(1, CHAIN_LENGTH + 1))}
+                "sr%": "/".join(f"{100 * m['chain_sr'][str(i)]:.0f}" for i in range(1, self.chain_length + 1))}
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir) -> Summary:
         chains = _ok_results(records)
-        metrics = chain_metrics([c["num_completed"] for c in chains])
+        n = self.chain_length
+        metrics = chain_metrics([c["num_completed"] for c in chains], n)
         tasks = task_info(chains)
         results = {self.spec.label: {**metrics, "task_info": tasks}}
-        sr = [100 * metrics["chain_sr"][str(i)] for i in range(1, CHAIN_LENGTH + 1)]
+        sr = [100 * metrics["chain_sr"][str(i)] for i in range(1, n + 1)]
+        calls = model_call_totals(chains)
         files = {
             "results.json": functools.partial(write_json, data=results),
             "plots/chain_success.png": lambda p: line_plot(
-                p, list(range(1, CHAIN_LENGTH + 1)), {self.spec.label: sr, REFERENCE["label"]: REFERENCE["chain_sr"]},
+                p, list(range(1, n + 1)), {self.spec.label: sr, **({REFERENCE["label"]: REFERENCE["chain_sr"]}
+                                                                   if n == CHAIN_LENGTH else {})},
                 xlabel="subtasks completed in a row", ylabel="success rate (%)", title="CALVIN chain success"),
             "plots/task_success.png": lambda p: bar_plot(
                 p, list(tasks), [100 * v["success"] / v["total"] for v in tasks.values()],
                 ylabel="success rate (%)", title="CALVIN success per task"),
         }
         data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
-                "task_info": tasks, "reference": REFERENCE}
-        return Summary(data, _markdown(self.spec.label, metrics, tasks, len(chains), self.config.backend), files)
+                "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
+                **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
+        text = (_markdown(self.spec.label, metrics, tasks, len(chains), self.config.backend) if n == CHAIN_LENGTH
+                else _task_markdown(self.spec.label, metrics, tasks, len(chains), self.config.backend))
+        return Summary(data, text + _calls_markdown(calls), files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin")
+    if config.tasks is not None:
+        try:
+            parse_tasks(config.tasks)
+        except ValueError as error:  # one line naming the bad input and the valid names
+            raise SystemExit(f"python -m benchmarks.calvin: {error}") from None
     bench = CalvinBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 

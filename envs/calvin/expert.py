@@ -683,6 +683,19 @@ class ScriptedExpert(Policy):
         if self._tracker is not None and not self._tracker.done:
             self._tracker.index, self._tracker.waited = self._tracker.index + 1, 0
 
+    def checkpoint(self) -> tuple[Any, ...]:
+        """The planning state (stage, waypoint, attempts), for :meth:`restore`."""
+        tracker = self._tracker
+        return (tracker, None if tracker is None else (tracker.index, tracker.waited), list(self._stages),
+                self._attempts)
+
+    def restore(self, checkpoint: tuple[Any, ...]) -> None:
+        """Go back to a :meth:`checkpoint` of the same subtask (motion the driver planned but never ran)."""
+        self._tracker, progress, stages, self._attempts = checkpoint
+        self._stages = list(stages)
+        if self._tracker is not None and progress is not None:
+            self._tracker.index, self._tracker.waited = progress
+
     def _advance(self, env: Any) -> bool:
         """Plan the next stage (starting a new attempt when needed); False when there is nothing left."""
         if not self._stages:

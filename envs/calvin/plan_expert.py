@@ -57,17 +57,29 @@ class PlanExpert:
         self.expert.bind(env)
         self._arrived = False  # the commanded pose has reached the current waypoint
         self._waited = 0  # control steps held at it since
+        self._last: tuple[np.ndarray, tuple[Any, ...]] | None = None  # target and state before the last plan
 
     def reset(self, context: EpisodeContext) -> None:
         """A new subtask starts (call after the env's ``begin_subtask``)."""
         self.expert.reset(context)
-        self._arrived, self._waited = False, 0
+        self._arrived, self._waited, self._last = False, 0, None
+
+    def _undo_unexecuted(self, target_pos: np.ndarray, target_euler: np.ndarray) -> None:
+        """If the last plan moved but the commanded target is exactly where it was (the answer never ran,
+        e.g. an injected error made it unusable), go back to the state before it."""
+        target = np.concatenate([target_pos, target_euler])
+        if self._last is not None and np.array_equal(self._last[0], target):
+            self.expert.restore(self._last[1][0])
+            self._arrived, self._waited = self._last[1][1:]
+        self._last = None
+        self._checkpoint = (target, (self.expert.checkpoint(), self._arrived, self._waited))
 
     def next_plan(self, sizes: StepSizes, max_steps: int, max_step_num: int) -> Plan:
         """Up to ``max_steps`` plan steps of the expert's motion from the robot's current state."""
         env = self.env.unwrapped
         robot_obs = np.asarray(env.snapshot()["robot_obs"], dtype=float)
-        target_pos, _ = env.target_pose()
+        target_pos, target_euler = env.target_pose()
+        self._undo_unexecuted(np.asarray(target_pos, float), np.asarray(target_euler, float))
         # The frame a relative action moves in is the real TCP orientation; the position it adds to is the
         # accumulated target (see envs.calvin.env.PlayTableInterface.native_actions).
         current = pose(Rotation.from_euler("xyz", robot_obs[3:6]).as_matrix(), np.asarray(target_pos, float))
@@ -97,6 +109,8 @@ class PlanExpert:
             gripper = step.gripper  # type: ignore[assignment]
         if not steps:  # solved or out of attempts: stay
             steps = [PlanStep([Primitive.STOP], [1], gripper=gripper)]
+        if any(a.is_motion for step in steps for a in step.actions):
+            self._last = self._checkpoint  # only a plan that moves can be told apart from one never run
         return Plan(steps=steps, format="manipulation", step_sizes=sizes)
 
     # ------------------------------------------------------------------------------------- waypoints

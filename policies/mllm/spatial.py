@@ -150,12 +150,14 @@ class SpatialPlanPolicy(Policy):
             call.errors = ["malformed_response: the server's answer was not a chat completion"]
         else:
             plan = parse_plan(generation.text, max_step_num=self.max_step_num, max_steps=self.num_steps)
-            self.queue, self.plan_format = list(plan.steps), plan.format
-            call.errors, call.usable = list(plan.errors), plan.usable
+            # The parser keeps a step whose every action was unknown (so step positions stay aligned for
+            # scoring); here such a step does nothing, and an answer of only such steps is unusable.
+            self.queue, self.plan_format = [s for s in plan.steps if _does_something(s)], plan.format
+            call.errors, call.usable = list(plan.errors), bool(self.queue)
             call.cached, call.prompt_tokens, call.completion_tokens = (
                 generation.cached, generation.prompt_tokens, generation.completion_tokens)  # fmt: skip
             call.injected_error = generation.injected_error
-            self.counters.parse_repairs += int(plan.usable and not plan.ok)
+            self.counters.parse_repairs += int(call.usable and not plan.ok)
         self.counters.parse_errors += int(not call.usable)
         self.calls.append(call)
 
@@ -209,6 +211,11 @@ class SpatialPlanPolicy(Policy):
             "image_keys": list(self.image_keys), "goal_key": self.goal_key, "atomic": self.atomic.enabled,
             "fallback": self.fallback,
         }  # fmt: skip
+
+
+def _does_something(step: PlanStep) -> bool:
+    """A step with an action, a gripper state, or an EB action id / vector (not one emptied by the parser)."""
+    return bool(step.actions) or step.gripper is not None or step.action_id is not None or step.vector is not None
 
 
 def _goal_image(extras: Mapping[str, Any], key: str) -> np.ndarray | None:
