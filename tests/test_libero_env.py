@@ -12,7 +12,7 @@ pytest.importorskip("libero", reason="the libero extra is not installed")
 
 from gymnasium.utils.env_checker import check_env
 
-from action_mapping import StepMotion
+from action_mapping import StepMotion, StepSizes
 from envs.libero import make_libero_env, protocol, run_episode
 from envs.libero.rendering import is_fast
 from policies.base import EpisodeContext, Policy
@@ -310,7 +310,6 @@ def test_run_episode_stops_at_success(env_of):
 
 def test_spatial_action_wrapper_moves_the_end_effector(env_of):
     """A SpatialTree plan through the generic wrapper: dolly in along the gripper's approach axis."""
-    from action_mapping import StepSizes
     from envs.wrappers import SpatialActionWrapper
 
     env = env_of("libero_goal")
@@ -325,3 +324,23 @@ def test_spatial_action_wrapper_moves_the_end_effector(env_of):
     # steps move it about 1.5 cm, along the commanded axis.
     assert 0.005 < moved @ approach < 0.06
     assert np.linalg.norm(moved - (moved @ approach) * approach) < 0.2 * (moved @ approach)
+
+
+def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
+    """Regression (issue 16): a parseable SpatialTree plan died with "no step sizes". The policy now takes
+    the env's units; the oracle refuses LIBERO in one line (no privileged expert, see README)."""
+    from policies.backends import make_backend
+    from policies.backends.scripted import ScriptedBackend
+    from policies.mllm.spatial import SpatialPlanPolicy
+
+    env = env_of("libero_goal")
+    answer = '{"step_1": {"actions": ["space"], "step_nums": [4], "gripper": 0}}'
+    backend = ScriptedBackend(lambda messages: answer)
+    policy = SpatialPlanPolicy(backend)
+    policy.bind(env)
+    assert policy.step_sizes == env.plan_step_sizes == StepSizes(0.01, 0.05)
+    result = run_episode(env, policy, init_state_index=0, max_steps=2, num_steps_wait=2, seed=0)
+    assert result["steps"] == 2 and result["idle_steps"] == 0 and result["policy_stats"]["parse_errors"] == 0
+    assert "0.01 m per step" in backend.calls[0][0]["content"]
+    with pytest.raises(ValueError, match="no privileged plan expert for LiberoEnv"):
+        SpatialPlanPolicy(make_backend("oracle")).bind(env)

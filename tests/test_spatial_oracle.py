@@ -217,3 +217,4 @@ def test_tasks_flag_selects_single_subtask_episodes():
         parse_tasks("open_drawr")
     with pytest.raises(ValueError, match="no evaluation chain starts with it"):
         parse_tasks("place_in_slider")
+

@@ -35,7 +35,7 @@ class PlayTableInterface:
     action_mode: str = "relative"
     #: What one count of a SpatialTree primitive means here: the plan-execution contract, with
     #: :meth:`native_actions` and :meth:`noop_action`. Policies prompt with these units.
-    plan_step_sizes: StepSizes = PLAN_STEP_SIZES
+    plan_step_sizes: ClassVar[StepSizes] = PLAN_STEP_SIZES
     _task: str | None = None
     _start: dict | None = None
     _snapshot: dict | None = None
