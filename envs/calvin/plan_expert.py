@@ -23,7 +23,6 @@ answers any step sizes the user prompts with.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -57,7 +56,9 @@ class PlanExpert:
         self.expert.bind(env)
         self._arrived = False  # the commanded pose has reached the current waypoint
         self._waited = 0  # control steps held at it since
-        self._last: tuple[np.ndarray, tuple[Any, ...]] | None = None  # target and state before the last plan
+        # (commanded target, (expert checkpoint, arrived, waited)) before this call / before the last plan
+        self._checkpoint: tuple[np.ndarray, tuple[Any, ...]] | None = None
+        self._last: tuple[np.ndarray, tuple[Any, ...]] | None = None
 
     def reset(self, context: EpisodeContext) -> None:
         """A new subtask starts (call after the env's ``begin_subtask``)."""
@@ -173,8 +174,3 @@ def _rounded_step(counts: np.ndarray, sizes: StepSizes, cap: int, gripper: int) 
     step.gripper = gripper
     return step
 
-
-def describe_plan_expert() -> Mapping[str, Any]:
-    """What the oracle's answers are made of (recorded with the backend)."""
-    return {"expert": "envs.calvin.expert.ScriptedExpert", "driver": "envs.calvin.plan_expert.PlanExpert",
-            "transit_tol": TRANSIT_TOL, "catch_up_waits": CATCH_UP_WAITS}

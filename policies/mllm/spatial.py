@@ -3,8 +3,9 @@
 The model sees the current camera image and either the goal image (``EpisodeContext.extras["goal_image"]``,
 the paper's goal-driven navigation/manipulation) or the episode's instruction, with the SpatialTree system
 prompt for the task's format and step sizes. Its answer is parsed by :func:`action_mapping.parse_plan`.
-``act`` returns one :class:`~action_mapping.Plan` step at a time (the env's ``SpatialActionWrapper`` turns it
-into native actions) and asks the model again after ``replan_every`` steps or when the plan runs out.
+``act`` returns one plan step at a time (the env's ``native_actions`` turn it into native actions, see
+``benchmarks.core.episode.ActionStream``) and asks the model again after ``replan_every`` steps or when
+the plan runs out.
 
 The counts' units are the env's (``plan_step_sizes``, adopted in :meth:`SpatialPlanPolicy.bind` unless the
 user set ``step_sizes``): the prompt shows them and every plan step leaves the policy as an
@@ -104,12 +105,11 @@ class SpatialPlanPolicy(Policy):
     def bind(self, env: Any) -> None:
         """Adopt the env's plan units (unless set by the user); give an oracle backend the env's expert."""
         from envs.wrappers import plan_step_sizes
+        from policies.mllm.spatial_oracle import spatial_oracle_source
 
         env_sizes = plan_step_sizes(env)
         if self.sizes_from_env and env_sizes is not None:
             self.step_sizes = env_sizes
-        from policies.mllm.spatial_oracle import spatial_oracle_source
-
         self.oracle_source = None
         attach_oracle(self.backend, lambda: self._keep_source(spatial_oracle_source(env, self.task)))
 
