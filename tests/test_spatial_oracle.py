@@ -19,6 +19,8 @@ from policies.base import EpisodeContext
 from policies.mllm.spatial import SpatialPlanPolicy
 from policies.mllm.spatial_oracle import CalvinPlanSource, read_prompt_format
 
+pytest.importorskip("pybullet")
+
 TASK = "turn_on_led"  # one of the easiest subtasks; its first evaluation chain is chain 0013
 
 
