@@ -57,6 +57,23 @@ class PlanSource(Protocol):
     def answer(self, messages: Sequence[Message]) -> str: ...
 
 
+class LiberoPlanSource:
+    """A scripted pick-and-place from LIBERO's object poses (privileged; LIBERO has no expert of its own)."""
+
+    def __init__(self, env: Any) -> None:
+        from envs.libero.plan_expert import LiberoPlanExpert
+
+        self.expert = LiberoPlanExpert(env)
+
+    def reset(self, context: EpisodeContext) -> None:
+        self.expert.reset(context)
+
+    def answer(self, messages: Sequence[Message]) -> str:
+        fmt = read_prompt_format(messages)
+        return json.dumps(self.expert.next_plan(fmt.sizes, fmt.max_steps, fmt.max_step_num).to_json(),
+                          ensure_ascii=False)
+
+
 class CalvinPlanSource:
     """The CALVIN scripted expert's next motion as a manipulation plan (built-in play-table)."""
 
@@ -85,5 +102,7 @@ def spatial_oracle_source(env: Any, task: str) -> PlanSource:
 
         if isinstance(unwrapped, PlayTableEnv):
             return CalvinPlanSource(env)
+    if type(unwrapped).__module__ == "envs.libero.env":
+        return LiberoPlanSource(env)
     raise ValueError(f"--model oracle: no privileged plan expert for {family} in the spatial loop; it runs on "
                      "CALVIN's built-in play-table (benchmarks.calvin --backend builtin)")
