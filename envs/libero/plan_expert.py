@@ -40,11 +40,24 @@ def pick_and_place_goal(raw_env: Any) -> tuple[str, str, str]:
     if len(goal) != 1 or len(goal[0]) != 3 or goal[0][0].lower() not in ("in", "on"):
         raise ValueError(f"the LIBERO plan oracle handles one In/On goal (put X in/on Y), not {goal}")
     predicate, obj, region = goal[0]
-    objects = raw_env.env.objects_dict
-    container = next((name for name in objects if region == name or region.startswith(name + "_")), None)
-    if obj not in objects or container is None:
+    env = raw_env.env
+    bodies = {**env.fixtures_dict, **env.objects_dict}
+    container = next((name for name in bodies if region == name or region.startswith(name + "_")), None)
+    if obj not in env.objects_dict or container is None:
         raise ValueError(f"the LIBERO plan oracle needs a movable object and a container in {goal}")
-    return predicate.lower(), obj, container
+    return predicate.lower(), obj, region
+
+
+def place_of(raw_env: Any, name: str) -> np.ndarray:
+    """World position of a region (its site, where the scene has one) or of an object / fixture body."""
+    env = raw_env.env
+    try:
+        return np.array(env.sim.data.site_xpos[env.sim.model.site_name2id(name)])
+    except ValueError:
+        pass
+    bodies = {**env.fixtures_dict, **env.objects_dict}
+    owner = next(n for n in bodies if name == n or name.startswith(n + "_"))
+    return np.array(env.sim.data.body_xpos[env.obj_body_id[owner]])
 
 
 class LiberoPlanExpert:
@@ -59,14 +72,12 @@ class LiberoPlanExpert:
     def reset(self, context: EpisodeContext) -> None:
         """Plan the waypoints from the object poses at the episode start (after the settle steps)."""
         raw = self.env.unwrapped.raw_env
-        predicate, obj, container = pick_and_place_goal(raw)
-        sim, env = raw.env.sim, raw.env
-        where = {name: np.array(sim.data.body_xpos[env.obj_body_id[name]]) for name in (obj, container)}
-        grasp = where[obj] + np.array([0.0, 0.0, 0.0])
+        predicate, obj, region = pick_and_place_goal(raw)
+        grasp, goal = place_of(raw, obj), place_of(raw, region)
         grasp[2] = max(grasp[2], GRASP_MIN_Z)
-        above = np.array([*grasp[:2], LIFT_Z])
-        over = np.array([*where[container][:2], LIFT_Z])
-        release = np.array([*where[container][:2], where[container][2] + (0.12 if predicate == "in" else 0.10)])
+        above = np.array([*grasp[:2], max(LIFT_Z, grasp[2] + 0.15)])
+        over = np.array([*goal[:2], max(LIFT_Z, goal[2] + 0.15)])
+        release = np.array([*goal[:2], goal[2] + (0.12 if predicate == "in" else 0.10)])
         self.waypoints = [Waypoint(above, 0), Waypoint(grasp, 0), Waypoint(grasp, 1, SETTLE),
                           Waypoint(above, 1), Waypoint(over, 1), Waypoint(release, 1), Waypoint(release, 0, SETTLE)]
         self.index = self.held = 0
