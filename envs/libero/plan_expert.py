@@ -5,8 +5,7 @@ LIBERO). This one reads the simulator's object poses and handles the goals of th
 / on Y" (one ``In``/``On`` predicate over a movable object: all of libero_object, several libero_goal and
 libero_spatial tasks): above X with the gripper open, down to X's centre, close, lift, over Y, down to a
 release height, open. Each planning call moves the end effector straight toward the current waypoint
-in the prompt's units (the end-effector frame, counts capped; 2 cm per step while carrying), from the
-*measured* pose, so OSC_POSE's
+in the prompt's units (the end-effector frame, counts capped), from the *measured* pose, so OSC_POSE's
 tracking error is corrected at every call; a waypoint is passed once the hand is within ``TOL`` of it.
 Orientation is held (no rotation primitives): the hand starts pointing down.
 """
@@ -26,7 +25,6 @@ TOL = 0.015  # metres: a waypoint is reached when the hand is this close
 LIFT_Z = 0.25  # carrying height above the floor / table origin (world z)
 GRASP_MIN_Z = 0.012  # the fingers stay this far above the object's base plane
 SETTLE = 8  # control steps to let the fingers close / open
-CARRY_SPEED = 0.02  # metres per plan step while holding: faster moves shake thin boxes out of the fingers
 
 
 @dataclass(frozen=True)
@@ -103,10 +101,9 @@ class LiberoPlanExpert:
             self.held += n
             return _plan([PlanStep([Primitive.STOP], [1], gripper=wp.gripper) for _ in range(n)], sizes)
         rotation = libero.end_effector_rotation()  # base frame; LIBERO's robot base is not rotated
-        cap = max_step_num if wp.gripper == 0 else max(1, min(max_step_num, round(CARRY_SPEED / sizes.translation)))
         steps, position = [], hand
         while len(steps) < max_steps:
-            step = _toward(rotation.T @ (wp.pos - position), sizes, cap, wp.gripper)
+            step = _toward(rotation.T @ (wp.pos - position), sizes, max_step_num, wp.gripper)
             if step is None:
                 break
             steps.append(step)
