@@ -349,7 +349,7 @@ def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
 @pytest.mark.slow  # a whole pick-and-place: about a minute on the shared 2-core machine
 def test_oracle_pick_and_place_with_injected_errors(env_of):
     """The spatial loop with the oracle (scripted pick-and-place from object poses, LIBERO has no expert):
-    it succeeds where random never does (README), and every unusable injected answer is one parse error."""
+    it succeeds where random does not (README, LIBERO), and every unusable injected answer is one parse error."""
     from policies.registry import build_policy
 
     env = env_of("libero_object")  # task 0: pick up the alphabet soup and place it in the basket
