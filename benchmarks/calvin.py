@@ -24,6 +24,7 @@ from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, run_command
+from policies.mllm.common import model_call_totals, model_calls_markdown
 
 CHAIN_LENGTH = 5
 # Published reference (VLM4VLA, Qwen3-VL-4B, ABC->D on the official env), from MultihopSpatial Table 3.
@@ -98,28 +99,6 @@ def _markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, in
     lines += [f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
               for t, v in tasks.items()]
     return "\n".join(lines)
-
-
-def model_call_totals(chains: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """Model calls, parse errors and injected errors summed over every subtask ({} for model-free policies)."""
-    keys = ("model_calls", "parse_errors", "parse_repairs", "fallbacks", "injected_errors", "injected_unusable")
-    totals: Counter[str] = Counter()
-    for chain in chains:
-        for subtask in chain["subtasks"]:
-            stats = subtask.get("policy_stats", {})
-            totals.update({k: int(stats[k]) for k in keys if k in stats})
-    return {k: totals[k] for k in keys} if totals["model_calls"] else {}
-
-
-def _calls_markdown(calls: dict[str, int]) -> str:
-    if not calls:
-        return ""
-    line = (f"\n\nModel calls: {calls['model_calls']}, parse errors: {calls['parse_errors']} "
-            f"(repaired: {calls['parse_repairs']}), fallbacks: {calls['fallbacks']}")
-    if calls["injected_errors"]:
-        line += (f"; injected errors: {calls['injected_errors']}, of which must be unusable: "
-                 f"{calls['injected_unusable']}")
-    return line + "."
 
 
 def _task_markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], n: int, backend: str) -> str:
@@ -281,7 +260,7 @@ class CalvinBenchmark(Benchmark):
         tasks = task_info(chains)
         results = {self.spec.label: {**metrics, "task_info": tasks}}
         sr = [100 * metrics["chain_sr"][str(i)] for i in range(1, n + 1)]
-        calls = model_call_totals(chains)
+        calls = model_call_totals(s.get("policy_stats", {}) for c in chains for s in c["subtasks"])
         files = {
             "results.json": functools.partial(write_json, data=results),
             "plots/chain_success.png": lambda p: line_plot(
@@ -297,7 +276,7 @@ class CalvinBenchmark(Benchmark):
                 **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
         text = (_markdown(self.spec.label, metrics, tasks, len(chains), self.config.backend) if n == CHAIN_LENGTH
                 else _task_markdown(self.spec.label, metrics, tasks, len(chains), self.config.backend))
-        return Summary(data, text + _calls_markdown(calls), files)
+        return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:

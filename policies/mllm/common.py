@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -53,6 +53,32 @@ class EpisodeCounters:
 
     def as_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in asdict(self).items()}
+
+
+MODEL_CALL_TOTALS = ("model_calls", "parse_errors", "parse_repairs", "fallbacks", "injected_errors",
+                     "injected_unusable")
+
+
+def model_call_totals(episode_stats: Iterable[Mapping[str, float]]) -> dict[str, int]:
+    """:data:`MODEL_CALL_TOTALS` summed over episodes' ``policy_stats`` ({} when no model was called), for
+    benchmark summaries: parse errors next to the injected ones, so a reader can check them."""
+    totals = dict.fromkeys(MODEL_CALL_TOTALS, 0)
+    for stats in episode_stats:
+        for key in MODEL_CALL_TOTALS:
+            totals[key] += int(stats.get(key, 0))
+    return totals if totals["model_calls"] else {}
+
+
+def model_calls_markdown(totals: Mapping[str, int]) -> str:
+    """One summary line for :func:`model_call_totals` ("" when there were no model calls)."""
+    if not totals:
+        return ""
+    line = (f"Model calls: {totals['model_calls']}, parse errors: {totals['parse_errors']} "
+            f"(repaired: {totals['parse_repairs']}), fallbacks: {totals['fallbacks']}")
+    if totals["injected_errors"]:
+        line += (f"; injected errors: {totals['injected_errors']}, of which must be unusable: "
+                 f"{totals['injected_unusable']}")
+    return line + "."
 
 
 @dataclass
