@@ -83,8 +83,9 @@ class LiberoWorker:
             self.env = make_libero_env(c.suite, task_index, image_size=c.image_size, max_steps=c.budget(),
                                        num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
                                        image_orientation=c.image_orientation)
-            self.task_index = task_index
+            self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
+            self.task_index = task_index
         return self.env
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
