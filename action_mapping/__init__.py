@@ -8,7 +8,7 @@ Pure Python/NumPy/SciPy and independent of any simulator::
 """
 
 from action_mapping.parsing import parse_plan
-from action_mapping.plan import ERROR_CODES, Plan, PlanStep, StepSizes
+from action_mapping.plan import ERROR_CODES, ExecutablePlan, Plan, PlanStep, StepSizes
 from action_mapping.primitives import EB_NAV_ACTIONS, Category, Primitive, lookup_symbol
 from action_mapping.prompts import render_manipulation_prompt, render_navigation_prompt
 from action_mapping.trajectory import (
@@ -27,6 +27,7 @@ __all__ = [
     "LMMS_EVAL_STEP_SIZES",
     "NAVIGATION_STEP_SIZES",
     "Category",
+    "ExecutablePlan",
     "Plan",
     "PlanStep",
     "Primitive",

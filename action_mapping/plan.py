@@ -20,7 +20,6 @@ class StepSizes:
             raise ValueError(f"step sizes must be positive, got {self}")
 
 
-
 @dataclass
 class PlanStep:
     """One plan step. ``actions[i]`` is repeated ``step_nums[i]`` times (its intensity).
@@ -92,6 +91,37 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """The navigation/manipulation output format (``step_1`` ... keys), as a model would write it."""
         return {f"step_{i + 1}": step.to_json() for i, step in enumerate(self.steps)}
+
+    def executable(self, default_sizes: StepSizes | None = None) -> ExecutablePlan:
+        """This plan as execution takes it: with its own ``step_sizes``, else ``default_sizes``.
+
+        Raises ``TypeError`` (from :class:`ExecutablePlan`) when a step moves and neither is set.
+        """
+        return ExecutablePlan(tuple(self.steps), self.step_sizes or default_sizes, self.format, tuple(self.errors))
+
+
+@dataclass(frozen=True)
+class ExecutablePlan:
+    """Plan steps together with the units their counts are in: the only plan form execution accepts.
+
+    :class:`Plan` is what a parser (or a dataset) produced, and may not know its units; execution
+    (``benchmarks.core.episode.ActionStream``, ``envs.wrappers.expand_plan_step``) takes this type, and
+    this type cannot be built with motion primitives but no ``step_sizes``: a count without a unit is
+    refused where the plan is made, never deep inside a run. Steps without motion (STOP, a gripper change,
+    an EB ``action_id`` or ``vector``) need no units, so ``step_sizes`` may be ``None`` for them only.
+    """
+
+    steps: tuple[PlanStep, ...]
+    step_sizes: StepSizes | None
+    format: str = "none"
+    errors: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.step_sizes is not None and not isinstance(self.step_sizes, StepSizes):
+            raise TypeError(f"ExecutablePlan.step_sizes must be a StepSizes, got {type(self.step_sizes).__name__}")
+        if self.step_sizes is None and any(a.is_motion for s in self.steps for a in s.actions):
+            raise TypeError("a plan with motion primitives needs step sizes (metres / radians per count): set "
+                            "them where the plan is made, e.g. plan.executable(env.unwrapped.plan_step_sizes)")
 
 
 ERROR_CODES: dict[str, str] = {

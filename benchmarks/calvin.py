@@ -30,6 +30,7 @@ from benchmarks.core.policy_cli import (
 )
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from policies.mllm.common import model_call_totals, model_calls_markdown
 
 CHAIN_LENGTH = 5
 # Published reference (VLM4VLA, Qwen3-VL-4B, ABC->D on the official env), from MultihopSpatial Table 3.
@@ -46,6 +47,8 @@ class CalvinConfig(ExecutionConfig):
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     num_sequences: int = arg(1000, "the first N of the 1000 public evaluation chains (the protocol uses all 1000; "
                                    "--limit N is the same option)", aliases=("--limit",), minimum=1)
+    tasks: str | None = arg(None, "evaluate only these tasks (comma-separated names): one-subtask episodes from the "
+                                  "first --num-sequences evaluation chains that start with one of them")
     ep_len: int = arg(360, "step budget per subtask (the protocol uses 360)", minimum=1)
     seed: int = arg(0, "run seed; each chain's seed derives from it and the chain index")
     backend: Literal["builtin", "official"] = arg("builtin", "built-in play-table, or the official calvin_env if importable")
@@ -95,8 +98,8 @@ def _ok_results(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r["result"] for r in records if r["status"] == "ok"]
 
 
-def _percent(metrics: dict[str, Any]) -> list[float | None]:
-    return [None if v is None else 100 * v for v in (metrics["chain_sr"][str(i)] for i in range(1, CHAIN_LENGTH + 1))]
+def _percent(metrics: dict[str, Any], chain_length: int = CHAIN_LENGTH) -> list[float | None]:
+    return [None if v is None else 100 * v for v in (metrics["chain_sr"][str(i)] for i in range(1, chain_length + 1))]
 
 
 def _markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally,
@@ -132,6 +135,19 @@ def _blind_rows() -> list[str]:
     return [*rows, "", note] if note else rows
 
 
+def _task_markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally,
+                   backend: str) -> str:
+    rate = metrics["chain_sr"]["1"]
+    lines = [f"## CALVIN single-task episodes: {label} ({tally.completed} of {tally.total} episodes completed, "
+             f"{backend} env)", "",
+             f"Success rate: {score_cell(None if rate is None else 100 * rate)}% (one subtask per episode, from the "
+             f"evaluation chains that start with it); episodes errored: {tally.errored_cell()}", "",
+             "| task | success | episodes | rate |", "|---|---|---|---|"]
+    lines += [f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
+              for t, v in tasks.items()]
+    return "\n".join(lines)
+
+
 def evaluation_chains(n: int) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
     """The first ``n`` of the 1000 published evaluation chains (all of CALVIN's own list beyond 1000).
 
@@ -143,6 +159,36 @@ def evaluation_chains(n: int) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
     if n < 1:
         raise InputError(f"--num-sequences must be at least 1, got {n}")
     return get_sequences(NUM_SEQUENCES)[:n] if n <= NUM_SEQUENCES else get_sequences(n)
+
+
+def parse_tasks(text: str) -> tuple[str, ...]:
+    """``--tasks`` as task names, checked: each must be a CALVIN task that starts some evaluation chain."""
+    from envs.calvin.sequences import NUM_SEQUENCES, get_sequences
+    from envs.calvin.tasks import TASKS
+
+    chosen = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    unknown = [t for t in chosen if t not in TASKS]
+    if unknown or not chosen:
+        raise ValueError(f"--tasks {','.join(unknown) or repr(text)}: unknown CALVIN task; valid: {', '.join(TASKS)}")
+    starters = {tasks[0] for _, tasks in get_sequences(NUM_SEQUENCES)}
+    alone = [t for t in TASKS if t in starters]
+    never = [t for t in chosen if t not in starters]
+    if never:
+        raise ValueError(f"--tasks {','.join(never)}: no evaluation chain starts with it (it needs an earlier subtask, "
+                         f"e.g. a block in the hand); tasks that can be evaluated alone: {', '.join(alone)}")
+    return chosen
+
+
+def task_episodes(tasks: Sequence[str], n: int) -> list[tuple[int, dict[str, Any], tuple[str, ...]]]:
+    """``(chain index, initial state, (task,))`` for the first ``n`` public evaluation chains whose first
+    subtask is one of ``tasks``: CALVIN's own initial states, in which that subtask is feasible as it is."""
+    from envs.calvin.sequences import NUM_SEQUENCES, get_sequences
+
+    if n < 1:
+        raise ValueError(f"--num-sequences must be at least 1, got {n}")
+    chosen = set(tasks)
+    found = [(i, state, seq[:1]) for i, (state, seq) in enumerate(get_sequences(NUM_SEQUENCES)) if seq[0] in chosen]
+    return found[:n]
 
 
 # ------------------------------------------------------------------------------------------- worker
@@ -225,7 +271,19 @@ class CalvinBenchmark(Benchmark):
         self.spec = spec
         self.run_path = str(Path(config.output) / self.name / (config.run_name or spec.label))
 
+    @property
+    def chain_length(self) -> int:
+        """Subtasks per unit: 5 for chains, 1 for ``--tasks`` episodes."""
+        return 1 if self.config.tasks else CHAIN_LENGTH
+
     def units(self) -> list[WorkUnit]:
+        """Chains in the public order; with ``--tasks``, one-subtask episodes keyed by their chain's index
+        (same key and seed as in the full evaluation, so a task run can be compared chain by chain)."""
+        if self.config.tasks:
+            episodes = task_episodes(parse_tasks(self.config.tasks), self.config.num_sequences)
+            return [WorkUnit(j, f"chain-{i:04d}", unit_seed(self.config.seed, i),
+                             {"initial_state": state, "tasks": list(tasks)})
+                    for j, (i, state, tasks) in enumerate(episodes)]
         return [WorkUnit(i, f"chain-{i:04d}", unit_seed(self.config.seed, i),
                          {"initial_state": state, "tasks": list(tasks)})
                 for i, (state, tasks) in enumerate(evaluation_chains(self.config.num_sequences))]
@@ -238,40 +296,52 @@ class CalvinBenchmark(Benchmark):
     def manifest_extra(self) -> dict[str, Any]:
         return {"policy": {"name": self.spec.name, "options": self.spec.options, "label": self.spec.label,
                            "privileged": self.spec.name == "expert"},
-                "protocol": {"num_sequences": self.config.num_sequences, "chain_length": CHAIN_LENGTH,
-                             "ep_len": self.config.ep_len, "backend": self.config.backend}}
+                "protocol": {"num_sequences": self.config.num_sequences, "chain_length": self.chain_length,
+                             "ep_len": self.config.ep_len, "backend": self.config.backend,
+                             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}}
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         done = [r["num_completed"] for r in _ok_results(records)]
-        m = chain_metrics(done)
+        m = chain_metrics(done, self.chain_length)
         return {"avg_len": score_cell(m["avg_seq_len"], ".2f"),
-                "sr%": "/".join(score_cell(v, ".0f") for v in _percent(m))}
+                "sr%": "/".join(score_cell(v, ".0f") for v in _percent(m, self.chain_length))}
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         chains = _ok_results(records)
-        metrics = chain_metrics([c["num_completed"] for c in chains])
+        n = self.chain_length
+        metrics = chain_metrics([c["num_completed"] for c in chains], n)
         tasks = task_info(chains)
         # CALVIN's own keys, plus a marker its tools ignore: scored over the completed chains only.
         incomplete = {"chains_total": tally.total, "chains_completed": tally.completed,
                       "chains_errored": tally.errored, "complete": tally.complete}
         results = {self.spec.label: {**metrics, "task_info": tasks, "spatial_arena_run": incomplete}}
+        calls = model_call_totals(s.get("policy_stats", {}) for c in chains for s in c["subtasks"])
         files: dict[str, Any] = {"results.json": functools.partial(write_json, data=results)}
         if chains:  # no plot of scores that do not exist
-            sr = _percent(metrics)
+            sr = _percent(metrics, n)
+            reference = {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
             files["plots/chain_success.png"] = lambda p: line_plot(
-                p, list(range(1, CHAIN_LENGTH + 1)), {self.spec.label: sr, REFERENCE["label"]: REFERENCE["chain_sr"]},
+                p, list(range(1, n + 1)), {self.spec.label: sr, **reference},
                 xlabel="subtasks completed in a row", ylabel="success rate (%)", title="CALVIN chain success")
             files["plots/task_success.png"] = lambda p: bar_plot(
                 p, list(tasks), [100 * v["success"] / v["total"] for v in tasks.values()],
                 ylabel="success rate (%)", title="CALVIN success per task")
         data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
-                "task_info": tasks, "reference": REFERENCE}
-        return Summary(data, _markdown(self.spec.label, metrics, tasks, tally, self.config.backend), files)
+                "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
+                **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
+        text = (_markdown(self.spec.label, metrics, tasks, tally, self.config.backend) if n == CHAIN_LENGTH
+                else _task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend))
+        return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin")
     cameras_for(config, spec)  # bad --cameras is an input error here, not in every worker
+    if config.tasks is not None:
+        try:
+            parse_tasks(config.tasks)
+        except ValueError as error:  # one line naming the bad input and the valid names
+            raise InputError(str(error)) from None
     bench = CalvinBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 

@@ -23,6 +23,7 @@ from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from envs.libero import protocol
+from policies.mllm.common import model_call_totals, model_calls_markdown
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
 REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_rate": 35.8}}
@@ -91,8 +92,9 @@ class LiberoWorker:
             self.env = make_libero_env(c.suite, task_index, image_size=c.image_size, max_steps=c.budget(),
                                        num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
                                        image_orientation=c.image_orientation)
-            self.task_index = task_index
+            self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
+            self.task_index = task_index
         return self.env
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
@@ -187,8 +189,12 @@ class LiberoBenchmark(Benchmark):
         if c.suite in REFERENCE:
             ref = REFERENCE[c.suite]
             lines += ["", f"Reference: {ref['label']}: {ref['success_rate']:.1f} %."]
+        calls = model_call_totals(r.get("policy_stats", {}) for r in results)
+        if calls:
+            lines += ["", model_calls_markdown(calls)]
         data = {"benchmark": "libero", "suite": c.suite, "policy": self.spec.label, "episodes": len(results),
-                "success_rate": overall, "tasks": {str(t): row for t, row in table.items()}}
+                "success_rate": overall, "tasks": {str(t): row for t, row in table.items()},
+                **({"model_calls": calls} if calls else {})}
         files = {"plots/success_by_task.png": lambda p: bar_plot(
             p, [str(t) for t in table], [row["success_rate"] for row in table.values()],
             ylabel="success rate (%)", title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}

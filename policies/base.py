@@ -2,8 +2,9 @@
 
 A policy owns its episode lifecycle: the runner calls ``reset(context)`` at the start of every episode
 (for CALVIN: every subtask, with that subtask's instruction) and ``act(observation)`` once per decision.
-An action is either native (an array in the env's action space) or a :class:`action_mapping.Plan`,
-which the env family's adapter turns into native actions, so one MLLM policy serves every env.
+An action is either native (an array in the env's action space) or a plan (an
+:class:`action_mapping.ExecutablePlan`, or a :class:`action_mapping.Plan` that knows its units or does not
+move), which the env family's adapter turns into native actions, so one MLLM policy serves every env.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from action_mapping import Plan
+from action_mapping import ExecutablePlan, Plan
 
-Action = np.ndarray | Plan
+Action = np.ndarray | ExecutablePlan | Plan
 
 
 @dataclass

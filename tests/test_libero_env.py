@@ -12,7 +12,7 @@ pytest.importorskip("libero", reason="the libero extra is not installed")
 
 from gymnasium.utils.env_checker import check_env
 
-from action_mapping import StepMotion
+from action_mapping import StepMotion, StepSizes
 from envs.libero import make_libero_env, protocol, run_episode
 from envs.libero.rendering import is_fast
 from policies.base import EpisodeContext, Policy
@@ -310,7 +310,6 @@ def test_run_episode_stops_at_success(env_of):
 
 def test_spatial_action_wrapper_moves_the_end_effector(env_of):
     """A SpatialTree plan through the generic wrapper: dolly in along the gripper's approach axis."""
-    from action_mapping import StepSizes
     from envs.wrappers import SpatialActionWrapper
 
     env = env_of("libero_goal")
@@ -325,3 +324,39 @@ def test_spatial_action_wrapper_moves_the_end_effector(env_of):
     # steps move it about 1.5 cm, along the commanded axis.
     assert 0.005 < moved @ approach < 0.06
     assert np.linalg.norm(moved - (moved @ approach) * approach) < 0.2 * (moved @ approach)
+
+
+def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
+    """Regression (issue 16): a parseable SpatialTree plan died with "no step sizes". The policy now takes
+    the env's units. The plan oracle refuses goals its pick-and-place cannot do, in one line."""
+    from policies.backends import make_backend
+    from policies.backends.scripted import ScriptedBackend
+    from policies.mllm.spatial import SpatialPlanPolicy
+
+    env = env_of("libero_goal")
+    answer = '{"step_1": {"actions": ["space"], "step_nums": [4], "gripper": 0}}'
+    backend = ScriptedBackend(lambda messages: answer)
+    policy = SpatialPlanPolicy(backend)
+    policy.bind(env)
+    assert policy.step_sizes == env.plan_step_sizes == StepSizes(0.01, 0.05)
+    result = run_episode(env, policy, init_state_index=0, max_steps=2, num_steps_wait=2, seed=0)
+    assert result["steps"] == 2 and result["idle_steps"] == 0 and result["policy_stats"]["parse_errors"] == 0
+    assert "0.01 m per step" in backend.calls[0][0]["content"]
+    with pytest.raises(ValueError, match=r"handles one In/On goal \(put X in/on Y\), not \[\['turnon'"):
+        SpatialPlanPolicy(make_backend("oracle")).bind(env)  # libero_goal 7: "turn on the stove"
+
+
+@pytest.mark.slow  # a whole pick-and-place: about a minute on the shared 2-core machine
+def test_oracle_pick_and_place_with_injected_errors(env_of):
+    """The spatial loop with the oracle (scripted pick-and-place from object poses, LIBERO has no expert):
+    it succeeds where random does not (README, LIBERO), and every unusable injected answer is one parse error."""
+    from policies.registry import build_policy
+
+    env = env_of("libero_object")  # task 0: pick up the alphabet soup and place it in the basket
+    policy = build_policy("mllm", model="oracle", oracle_error_rate=0.2, oracle_error_seed=0)
+    policy.bind(env)
+    result = run_episode(env, policy, init_state_index=0, max_steps=protocol.MAX_STEPS["libero_object"],
+                         num_steps_wait=protocol.NUM_STEPS_WAIT, seed=0)
+    stats = result["policy_stats"]
+    assert result["success"] and stats["injected_unusable"] >= 1
+    assert stats["parse_errors"] == stats["fallbacks"] == stats["injected_unusable"]

@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from action_mapping import NAVIGATION_STEP_SIZES, Plan, Primitive, StepSizes, render_navigation_prompt
+from action_mapping import (
+    NAVIGATION_STEP_SIZES,
+    ExecutablePlan,
+    Primitive,
+    StepSizes,
+    render_navigation_prompt,
+)
 from policies.backends import MalformedResponseError
 from policies.backends.scripted import ScriptedBackend
 from policies.base import EpisodeContext
@@ -39,7 +45,7 @@ def test_goal_image_plan_is_executed_step_by_step_then_replanned():
     backend = ScriptedBackend([NAV_PLAN, NAV_PLAN])
     policy = start(SpatialPlanPolicy(backend, task="navigation"), goal_image=goal)
     steps = [policy.act({"rgb": now}) for _ in range(7)]
-    assert all(isinstance(p, Plan) and len(p.steps) == 1 and p.format == "navigation" for p in steps)
+    assert all(isinstance(p, ExecutablePlan) and p.step_sizes == NAVIGATION_STEP_SIZES and len(p.steps) == 1 and p.format == "navigation" for p in steps)
     assert [p.steps[0].step_nums for p in steps[:6]] == [[i, 1] for i in range(1, 7)]
     assert steps[0].steps[0].actions == [Primitive.DOLLY_IN, Primitive.PAN_LEFT]
     assert len(backend.calls) == 2  # the 7th step asked again

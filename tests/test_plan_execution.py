@@ -8,7 +8,15 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from action_mapping import Plan, PlanStep, Primitive, StepSizes, parse_plan, plan_to_trajectory
+from action_mapping import (
+    ExecutablePlan,
+    Plan,
+    PlanStep,
+    Primitive,
+    StepSizes,
+    parse_plan,
+    plan_to_trajectory,
+)
 from benchmarks.core.episode import ActionStream
 from envs.wrappers import SpatialActionWrapper
 from policies.base import EpisodeContext, Policy
@@ -84,9 +92,29 @@ def test_action_stream_executes_plans_open_loop_then_asks_again():
     assert stream.next_action({}) is None  # an empty plan asks for no motion
 
 
-def test_plan_without_step_sizes_is_an_error():
+def test_motion_without_units_cannot_reach_execution():
+    """Regression (issue 16): plans without step sizes died deep in a chain with a ValueError. Now the
+    executable form cannot be built without units, and a policy's bare Plan is checked as it is returned."""
+    motion = PlanStep([Primitive.DOLLY_IN], [1])
+    with pytest.raises(TypeError, match="needs step sizes"):
+        ExecutablePlan((motion,), None)
+    with pytest.raises(TypeError, match="must be a StepSizes"):
+        ExecutablePlan((motion,), (0.01, 0.05))
     env = PoseEnv()
     env.reset()
-    stream = ActionStream(env, ScriptedPlanPolicy([Plan(steps=[PlanStep([Primitive.DOLLY_IN], [1])])]))
-    with pytest.raises(ValueError, match="no step sizes"):
+    stream = ActionStream(env, ScriptedPlanPolicy([Plan(steps=[motion])]))
+    with pytest.raises(TypeError, match="needs step sizes"):
         stream.next_action({})
+    # steps that do not move need no units (STOP with a gripper state, EB ids)
+    assert ExecutablePlan((PlanStep([Primitive.STOP], [1], gripper=1),), None).step_sizes is None
+    executable = Plan(steps=[motion]).executable(SIZES)
+    assert executable.step_sizes == SIZES and Plan(steps=[motion], step_sizes=StepSizes(1, 1)).executable(SIZES).step_sizes == StepSizes(1, 1)
+
+
+def test_wrapper_takes_the_env_units_or_refuses():
+    class UnitEnv(PoseEnv):
+        plan_step_sizes = SIZES
+
+    assert SpatialActionWrapper(UnitEnv()).step_sizes == SIZES
+    with pytest.raises(TypeError, match="declares no plan_step_sizes"):
+        SpatialActionWrapper(PoseEnv())

@@ -2,7 +2,9 @@
 
 Policies return either native actions or :class:`Plan`s. A plan runs open loop, step by step (each plan
 step expanded with the env state at its start, see :func:`envs.wrappers.expand_plan_step`); the policy
-is asked again when it is used up. Counting native steps keeps every protocol's step budget exact.
+is asked again when it is used up. Counting native steps keeps every protocol's step budget exact. A
+:class:`Plan` becomes an :class:`ExecutablePlan` the moment the policy returns it, so a plan that moves
+without units is refused there (``TypeError``), never half-way through an episode.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from action_mapping import Plan, PlanStep, StepSizes
+from action_mapping import ExecutablePlan, Plan
 from policies.base import Policy
 
 
@@ -28,7 +30,7 @@ class ActionStream:
     def __init__(self, env: Any, policy: Policy) -> None:
         self.env, self.policy = env, policy
         self._native: deque[Any] = deque()
-        self._steps: deque[tuple[PlanStep, StepSizes | None]] = deque()
+        self._steps: deque[tuple[ExecutablePlan, int]] = deque()
         self.policy_calls = 0
         self.idle_steps = 0
 
@@ -49,17 +51,19 @@ class ActionStream:
 
         while not self._native:
             if self._steps:
-                step, sizes = self._steps.popleft()
-                self._native.extend(expand_plan_step(self.env, step, sizes))
+                plan, index = self._steps.popleft()
+                self._native.extend(expand_plan_step(self.env, plan, index))
                 if not self._native and not self._steps:
                     return None  # the plan ended with a STOP/empty step
                 continue
             action = self.policy.act(observation)
             self.policy_calls += 1
             if isinstance(action, Plan):
+                action = action.executable()
+            if isinstance(action, ExecutablePlan):
                 if not action.steps:
                     return None
-                self._steps.extend((s, action.step_sizes) for s in action.steps)
+                self._steps.extend((action, i) for i in range(len(action.steps)))
             else:
                 self._native.append(action)
         return self._native.popleft()

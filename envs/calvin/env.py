@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from action_mapping.adapters import calvin_relative_actions
+from action_mapping.plan import StepSizes
 from action_mapping.trajectory import StepMotion
 from envs.calvin import constants as C
 from envs.calvin.scene import random_scene_state, scene_obs_for_state
@@ -17,6 +18,8 @@ from envs.calvin.sim import PlayTableSim
 from envs.calvin.tasks import TASKS, completed_tasks
 
 ACTION_MODES = ("relative", "absolute")
+#: Units of one primitive count in plans run on the play-table (see README, "Plan units per env family").
+PLAN_STEP_SIZES = StepSizes(translation=0.01, rotation=0.05)
 _OPTION_KEYS = ("robot_obs", "scene_obs", "task")
 OBS_BOUND = 16.0
 
@@ -30,6 +33,9 @@ class PlayTableInterface:
     """
 
     action_mode: str = "relative"
+    #: What one count of a SpatialTree primitive means here: the plan-execution contract, with
+    #: :meth:`native_actions` and :meth:`noop_action`. Policies prompt with these units.
+    plan_step_sizes: ClassVar[StepSizes] = PLAN_STEP_SIZES
     _task: str | None = None
     _start: dict | None = None
     _snapshot: dict | None = None

@@ -662,6 +662,40 @@ class ScriptedExpert(Policy):
         tcp = np.asarray(env.snapshot()["robot_obs"][:3])
         return self._tracker.action(target_pos, target_euler, tcp, absolute).astype(np.float32)
 
+    # The waypoint interface, for drivers that execute the expert's motion their own way (the plan oracle
+    # of the spatial loop turns it into SpatialTree primitives instead of one action per control step).
+
+    def current_waypoint(self) -> Waypoint | None:
+        """The waypoint being tracked; plans the next stage (or attempt) from the current scene when the
+        current one is used up. ``None`` when the task is solved or out of attempts."""
+        env = self.env.unwrapped
+        while self._tracker is None or self._tracker.done:
+            if not self._advance(env):
+                return None
+        return self._tracker.waypoints[self._tracker.index]
+
+    def waypoints_left(self) -> int:
+        """Waypoints left in the current stage, the current one included (0 before the first is planned)."""
+        return 0 if self._tracker is None else len(self._tracker.waypoints) - self._tracker.index
+
+    def pass_waypoint(self) -> None:
+        """Count the current waypoint as reached (the driver decided the robot got there)."""
+        if self._tracker is not None and not self._tracker.done:
+            self._tracker.index, self._tracker.waited = self._tracker.index + 1, 0
+
+    def checkpoint(self) -> tuple[Any, ...]:
+        """The planning state (stage, waypoint, attempts), for :meth:`restore`."""
+        tracker = self._tracker
+        return (tracker, None if tracker is None else (tracker.index, tracker.waited), list(self._stages),
+                self._attempts)
+
+    def restore(self, checkpoint: tuple[Any, ...]) -> None:
+        """Go back to a :meth:`checkpoint` of the same subtask (motion the driver planned but never ran)."""
+        self._tracker, progress, stages, self._attempts = checkpoint
+        self._stages = list(stages)
+        if self._tracker is not None and progress is not None:
+            self._tracker.index, self._tracker.waited = progress
+
     def _advance(self, env: Any) -> bool:
         """Plan the next stage (starting a new attempt when needed); False when there is nothing left."""
         if not self._stages:

@@ -14,6 +14,7 @@ import numpy as np
 from gymnasium import spaces
 
 from action_mapping.adapters import osc_pose_actions
+from action_mapping.plan import StepSizes
 from action_mapping.trajectory import StepMotion
 from envs.libero import protocol
 from envs.libero.rendering import apply_fast_rendering, free_render_context, is_fast
@@ -91,6 +92,10 @@ class LiberoEnv(gym.Env):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": protocol.CONTROL_FREQ}
+    #: One count of a SpatialTree primitive in plans run here (the plan-execution contract, with
+    #: :meth:`native_actions` and :meth:`noop_action`): 1 cm and 0.05 rad, a fifth and a tenth of one
+    #: OSC_POSE unit, the precision a grasp needs; see README, "Plan units per env family".
+    plan_step_sizes: ClassVar[StepSizes] = StepSizes(translation=0.01, rotation=0.05)
 
     def __init__(
         self,

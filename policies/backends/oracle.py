@@ -50,7 +50,8 @@ Corruption = Callable[[str, np.random.Generator], str]
 
 
 def _unknown_primitive(text: str, rng: np.random.Generator) -> str:
-    """Every action name replaced by a word no parser knows (a model inventing its own vocabulary)."""
+    """Every action name replaced by a word no parser knows (a model inventing its own vocabulary); a
+    manipulation step's gripper state too, since parsers rightly keep a step whose gripper alone is valid."""
     return _rewrite_json(text, lambda value: _replace_actions(value, "teleport"), fallback="teleport")
 
 
@@ -115,7 +116,7 @@ def _replace_actions(value: Any, word: str) -> Any:
     if isinstance(value, dict):
         # EB navigation names an action twice ({"action_id": 4, "action_name": ...}): both are invented
         return {k: ([word] * len(v) if k == "actions" and isinstance(v, list) else
-                    word if k in ("action", "action_name", "action_id") else _replace_actions(v, word))
+                    word if k in ("action", "action_name", "action_id", "gripper") else _replace_actions(v, word))
                 for k, v in value.items()}  # fmt: skip
     if isinstance(value, list):
         return [_replace_actions(v, word) for v in value]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -14,6 +14,7 @@ from action_mapping import Plan, PlanStep, Primitive
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.cache import canonical_messages
 from policies.backends.errors import MalformedResponseError
+from policies.backends.oracle import expected_effect
 
 FALLBACKS = ("noop", "stop")
 
@@ -40,6 +41,8 @@ class EpisodeCounters:
     model_latency_s: float = 0.0
     #: Answers the oracle corrupted on purpose (``--oracle-error-rate``); 0 for every real model.
     injected_errors: int = 0
+    #: Of those, the ones whose kind must leave nothing usable: each must show up as one parse error.
+    injected_unusable: int = 0
 
     def add_generation(self, g: Generation) -> None:
         self.model_calls += 1
@@ -49,9 +52,36 @@ class EpisodeCounters:
         self.cost_usd += 0.0 if g.cached else (g.cost_usd or 0.0)
         self.model_latency_s += g.latency_s
         self.injected_errors += int(g.injected_error is not None)
+        self.injected_unusable += int(expected_effect(g.injected_error) == "unusable")
 
     def as_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in asdict(self).items()}
+
+
+MODEL_CALL_TOTALS = ("model_calls", "parse_errors", "parse_repairs", "fallbacks", "injected_errors",
+                     "injected_unusable")
+
+
+def model_call_totals(episode_stats: Iterable[Mapping[str, float]]) -> dict[str, int]:
+    """:data:`MODEL_CALL_TOTALS` summed over episodes' ``policy_stats`` ({} when no model was called), for
+    benchmark summaries: parse errors next to the injected ones, so a reader can check them."""
+    totals = dict.fromkeys(MODEL_CALL_TOTALS, 0)
+    for stats in episode_stats:
+        for key in MODEL_CALL_TOTALS:
+            totals[key] += int(stats.get(key, 0))
+    return totals if totals["model_calls"] else {}
+
+
+def model_calls_markdown(totals: Mapping[str, int]) -> str:
+    """One summary line for :func:`model_call_totals` ("" when there were no model calls)."""
+    if not totals:
+        return ""
+    line = (f"Model calls: {totals['model_calls']}, parse errors: {totals['parse_errors']} "
+            f"(repaired: {totals['parse_repairs']}), fallbacks: {totals['fallbacks']}")
+    if totals["injected_errors"]:
+        line += (f"; injected errors: {totals['injected_errors']}, of which must be unusable: "
+                 f"{totals['injected_unusable']}")
+    return line + "."
 
 
 @dataclass

@@ -50,8 +50,10 @@ class MLLMPolicyConfig:
     price_prompt_per_mtok: float | None = _opt(None, "USD per million prompt tokens, for cost accounting", minimum=0)
     price_completion_per_mtok: float | None = _opt(None, "USD per million completion tokens, for cost accounting", minimum=0)
     # loop 'spatial'
-    translation_step: float = _opt(0.019375, "metres per translation step count (SpatialTree Listing 2)", minimum=1e-09)
-    rotation_step: float = _opt(0.4509, "radians per rotation step count (SpatialTree Listing 2)", minimum=1e-09)
+    translation_step: float | None = _opt(None, "metres per translation step count (default: the env's plan_step_sizes, "
+                                                "else SpatialTree Listing 2's 0.019375)", minimum=1e-09)
+    rotation_step: float | None = _opt(None, "radians per rotation step count (default: the env's plan_step_sizes, "
+                                             "else SpatialTree Listing 2's 0.4509)", minimum=1e-09)
     num_steps: int = _opt(6, "plan steps asked for", minimum=1)
     max_step_num: int = _opt(10, "cap on one action's step count", minimum=1)
     replan_every: int | None = _opt(None, "plan steps executed before asking again (default: the whole plan)", minimum=1)
@@ -85,7 +87,6 @@ class MLLMPolicyConfig:
 
 def build_mllm_policy(config: MLLMPolicyConfig, backend: Any = None) -> Policy:
     """The policy ``config`` describes; ``backend`` replaces the one it would build (tests, shared models)."""
-    from action_mapping import StepSizes
     from policies.mllm.atomic import AtomicPrompting
 
     if config.loop not in ("spatial", "eb"):
@@ -106,7 +107,20 @@ def build_mllm_policy(config: MLLMPolicyConfig, backend: Any = None) -> Policy:
     from policies.mllm.spatial import SpatialPlanPolicy
 
     return SpatialPlanPolicy(
-        backend, task=config.task, step_sizes=StepSizes(config.translation_step, config.rotation_step),
+        backend, task=config.task, step_sizes=_step_sizes(config),
         num_steps=config.num_steps, max_step_num=config.max_step_num, replan_every=config.replan_every,
         image_keys=config.image_keys, goal_key=config.goal_key, atomic=atomic, fallback=config.fallback,
     )  # fmt: skip
+
+
+def _step_sizes(config: MLLMPolicyConfig) -> Any:
+    """The user's step sizes, or ``None`` (the policy then takes the env's ``plan_step_sizes`` in ``bind``)."""
+    from action_mapping import StepSizes
+
+    given = (config.translation_step, config.rotation_step)
+    if given == (None, None):
+        return None
+    if None in given:
+        raise ValueError("set both --translation-step and --rotation-step, or neither (then the env's plan units "
+                         "are used)")
+    return StepSizes(float(config.translation_step), float(config.rotation_step))  # type: ignore[arg-type]

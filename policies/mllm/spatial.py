@@ -3,8 +3,15 @@
 The model sees the current camera image and either the goal image (``EpisodeContext.extras["goal_image"]``,
 the paper's goal-driven navigation/manipulation) or the episode's instruction, with the SpatialTree system
 prompt for the task's format and step sizes. Its answer is parsed by :func:`action_mapping.parse_plan`.
-``act`` returns one :class:`~action_mapping.Plan` step at a time (the env's ``SpatialActionWrapper`` turns it
-into native actions) and asks the model again after ``replan_every`` steps or when the plan runs out.
+``act`` returns one plan step at a time (the env's ``native_actions`` turn it into native actions, see
+``benchmarks.core.episode.ActionStream``) and asks the model again after ``replan_every`` steps or when
+the plan runs out.
+
+The counts' units are the env's (``plan_step_sizes``, adopted in :meth:`SpatialPlanPolicy.bind` unless the
+user set ``step_sizes``): the prompt shows them and every plan step leaves the policy as an
+:class:`~action_mapping.ExecutablePlan` carrying them, so what the model was told is what runs. With the
+oracle backend, ``bind`` also attaches the privileged expert of the env as the oracle's source
+(:mod:`policies.mllm.spatial_oracle`).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import numpy as np
 
 from action_mapping import (
     NAVIGATION_STEP_SIZES,
+    ExecutablePlan,
     Plan,
     PlanStep,
     StepSizes,
@@ -24,6 +32,7 @@ from action_mapping import (
     render_navigation_prompt,
 )
 from policies.backends.base import Backend, Message
+from policies.backends.oracle import attach_oracle
 from policies.base import EpisodeContext, Policy
 from policies.mllm.atomic import AtomicPrompting
 from policies.mllm.common import (
@@ -47,7 +56,9 @@ class SpatialPlanPolicy(Policy):
     Args:
         backend: the model.
         task: ``"navigation"`` (camera motion, Listing 2) or ``"manipulation"`` (end-effector + gripper).
-        step_sizes: metres / radians per step count, shown in the prompt and used by the executor.
+        step_sizes: metres / radians per step count, shown in the prompt and used by the executor
+            (``None``: the units of the env the policy is bound to, its ``plan_step_sizes``; SpatialTree
+            Listing 2's navigation sizes until then, or when the env declares none).
         num_steps: steps the model is asked for (the paper: 6); longer plans are cut.
         max_step_num: cap of one action's count (the paper: 10).
         replan_every: plan steps executed before the model is asked again (``None``: the whole plan).
@@ -65,7 +76,7 @@ class SpatialPlanPolicy(Policy):
         backend: Backend,
         *,
         task: str = "manipulation",
-        step_sizes: StepSizes = NAVIGATION_STEP_SIZES,
+        step_sizes: StepSizes | None = None,
         num_steps: int = 6,
         max_step_num: int = 10,
         replan_every: int | None = None,
@@ -78,7 +89,10 @@ class SpatialPlanPolicy(Policy):
             raise ValueError(f"task must be one of {TASKS}, got {task!r}")
         if replan_every is not None and replan_every < 1:
             raise ValueError(f"replan_every must be >= 1 or None, got {replan_every}")
-        self.backend, self.task, self.step_sizes = backend, task, step_sizes
+        self.backend, self.task = backend, task
+        self.sizes_from_env = step_sizes is None
+        self.step_sizes: StepSizes = step_sizes or NAVIGATION_STEP_SIZES
+        self.oracle_source: Any = None
         self.num_steps, self.max_step_num = num_steps, max_step_num
         self.replan_every = replan_every or num_steps
         self.image_keys, self.goal_key = tuple(image_keys), goal_key
@@ -87,6 +101,21 @@ class SpatialPlanPolicy(Policy):
         self.reset(EpisodeContext(instruction="", seed=0))
 
     # ------------------------------------------------------------------------------------------ episode
+
+    def bind(self, env: Any) -> None:
+        """Adopt the env's plan units (unless set by the user); give an oracle backend the env's expert."""
+        from envs.wrappers import plan_step_sizes
+        from policies.mllm.spatial_oracle import spatial_oracle_source
+
+        env_sizes = plan_step_sizes(env)
+        if self.sizes_from_env and env_sizes is not None:
+            self.step_sizes = env_sizes
+        self.oracle_source = None
+        attach_oracle(self.backend, lambda: self._keep_source(spatial_oracle_source(env, self.task)))
+
+    def _keep_source(self, source: Any) -> Any:
+        self.oracle_source = source  # told about each new episode in reset (privileged wiring, oracle only)
+        return source
 
     def reset(self, context: EpisodeContext) -> None:
         self.context = context
@@ -97,9 +126,12 @@ class SpatialPlanPolicy(Policy):
         self.plan_format = "none"
         self.steps_taken = self.since_plan = 0
         self.stopped = False
+        if self.oracle_source is not None:
+            self.oracle_source.reset(context)
 
-    def act(self, observation: Mapping[str, Any]) -> Plan:
-        """The next plan step (as a one-step :class:`Plan`), planning first when needed."""
+    def act(self, observation: Mapping[str, Any]) -> ExecutablePlan | Plan:
+        """The next plan step with its units (a one-step :class:`ExecutablePlan`), planning first when
+        needed; the fallback "stay" (a :class:`Plan` that does not move) after unusable output."""
         self.steps_taken += 1
         if self.stopped:
             return stay_plan("stopped after unusable model output")
@@ -108,7 +140,7 @@ class SpatialPlanPolicy(Policy):
             if not self.queue:
                 return self._fall_back()
         self.since_plan += 1
-        return Plan(steps=[self.queue.pop(0)], format=self.plan_format)
+        return ExecutablePlan((self.queue.pop(0),), self.step_sizes, self.plan_format)
 
     def _plan(self, observation: Mapping[str, Any]) -> None:
         self.queue, self.since_plan = [], 0
@@ -117,10 +149,12 @@ class SpatialPlanPolicy(Policy):
         call = ModelCall.of(self.steps_taken, messages, generation)
         if generation is not None:
             plan = parse_plan(generation.text, max_step_num=self.max_step_num, max_steps=self.num_steps)
-            self.queue, self.plan_format = list(plan.steps), plan.format
-            call.errors, call.usable = list(plan.errors), plan.usable
+            # The parser keeps a step whose every action was unknown (so step positions stay aligned for
+            # scoring); here such a step does nothing, and an answer of only such steps is unusable.
+            self.queue, self.plan_format = [s for s in plan.steps if _does_something(s)], plan.format
+            call.errors, call.usable = list(plan.errors), bool(self.queue)
             call.parsed = {"format": plan.format, "steps": plan.to_json()}
-            self.counters.parse_repairs += int(plan.usable and not plan.ok)
+            self.counters.parse_repairs += int(call.usable and not plan.ok)
         self.counters.parse_errors += int(not call.usable)
         self.calls.append(call)
 
@@ -174,6 +208,11 @@ class SpatialPlanPolicy(Policy):
             "image_keys": list(self.image_keys), "goal_key": self.goal_key, "atomic": self.atomic.enabled,
             "fallback": self.fallback,
         }  # fmt: skip
+
+
+def _does_something(step: PlanStep) -> bool:
+    """A step with an action, a gripper state, or an EB action id / vector (not one emptied by the parser)."""
+    return bool(step.actions) or step.gripper is not None or step.action_id is not None or step.vector is not None
 
 
 def _goal_image(extras: Mapping[str, Any], key: str) -> np.ndarray | None:
