@@ -20,6 +20,9 @@ from envs.calvin.tasks import TASKS, completed_tasks
 ACTION_MODES = ("relative", "absolute")
 #: Units of one primitive count in plans run on the play-table (see README, "Plan units per env family").
 PLAN_STEP_SIZES = StepSizes(translation=0.01, rotation=0.05)
+#: The table links :meth:`PlayTableInterface.link_pose` reports.
+TABLE_LINKS = ("base_link", "slide_link", "drawer_link", "button_link", "switch_link", "led_link", "light_link",
+               "plank_link")
 _OPTION_KEYS = ("robot_obs", "scene_obs", "task")
 OBS_BOUND = 16.0
 
@@ -60,6 +63,14 @@ class PlayTableInterface:
 
     def target_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """The accumulated TCP target (xyz, Euler xyz) that relative actions move."""
+        raise NotImplementedError
+
+    def link_pose(self, link: str) -> tuple[np.ndarray, np.ndarray]:
+        """World position and 3x3 rotation of a table link's frame (``slide_link``, ``drawer_link``,
+        ``switch_link``, ``button_link``, ``led_link``, ``light_link``, ``plank_link``, ``base_link``),
+        in the built-in table's frame convention (see :data:`TABLE_LINKS`). Privileged policies (the
+        scripted expert, plan oracles) read the scene through this and :meth:`snapshot` only, so they
+        run on every backend."""
         raise NotImplementedError
 
     def noop_action(self) -> np.ndarray:
@@ -232,6 +243,11 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
 
     def target_pose(self) -> tuple[np.ndarray, np.ndarray]:
         return self.sim.robot.target_pos.copy(), self.sim.robot.target_orn.copy()
+
+    def link_pose(self, link: str) -> tuple[np.ndarray, np.ndarray]:
+        if link not in TABLE_LINKS:
+            raise ValueError(f"unknown table link {link!r}; known: {', '.join(TABLE_LINKS)}")
+        return self.sim.scene.link_pose(link)
 
 
 def _vector(values: Any, size: int, name: str) -> np.ndarray:

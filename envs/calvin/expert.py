@@ -163,14 +163,14 @@ class View:
 
 
 def read_view(env: Any, start: Mapping[str, Any] | None = None) -> View:
-    """Everything the planner needs from the (unwrapped) built-in env."""
+    """Everything the planner needs from the (unwrapped) env: its snapshot, target pose and table link
+    poses (:class:`envs.calvin.env.PlayTableInterface`, which the built-in and official backends implement)."""
     snap = env.snapshot()
-    scene = env.sim.scene
     robot_obs = snap["robot_obs"]
     def on(link: str, local: tuple[float, float, float]) -> np.ndarray:
-        pos, rot = scene.link_pose(link)
+        pos, rot = env.link_pose(link)
         return pos + rot @ np.asarray(local)
-    _, switch_rot = scene.link_pose("switch_link")
+    _, switch_rot = env.link_pose("switch_link")
     target_rot = Rotation.from_euler("xyz", env.target_pose()[1]).as_matrix()
     return View(snap, np.asarray(robot_obs[:3]), tcp_yaw(np.asarray(robot_obs[3:6])), float(robot_obs[13]),
                 on("slide_link", SLIDE_HANDLE), on("drawer_link", DRAWER_HANDLE), on("switch_link", SWITCH_LEVER),
@@ -622,7 +622,7 @@ def task_from_instruction(instruction: str) -> str:
 
 
 class ScriptedExpert(Policy):
-    """Privileged IK expert for the built-in play-table (``envs.calvin.env.PlayTableEnv``)."""
+    """Privileged IK expert for the CALVIN play-table, on either backend (it reads :class:`envs.calvin.env.PlayTableInterface`)."""
 
     name = "calvin_expert"
     privileged = True

@@ -9,8 +9,12 @@ backends are scored by one oracle.
 
 from __future__ import annotations
 
+import hashlib
+import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from importlib import import_module
+from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -23,22 +27,128 @@ from envs.calvin.tasks import TASKS
 LinkNamer = Callable[[int, int], str]
 
 
-def calvin_env_available() -> bool:
-    """True when the official ``calvin_env`` package can be imported."""
+def calvin_env_available(checkout: str | None = None) -> bool:
+    """True when the official ``calvin_env`` package (and the packages it needs) can be imported; with
+    ``checkout`` (a calvin_env git checkout), after putting it on ``sys.path``."""
+    if checkout is not None:
+        _use_checkout(checkout)
     try:
-        import_module("calvin_env")
+        import_module("calvin_env.envs.play_table_env")
     except ImportError:
         return False
     return True
 
 
-def _require_calvin_env() -> None:
-    if not calvin_env_available():
+def _use_checkout(checkout: str) -> None:
+    """Put a calvin_env checkout first on ``sys.path`` (it runs from its source tree, not from a wheel)."""
+    root = Path(checkout).resolve()
+    if not (root / "calvin_env" / "__init__.py").is_file() or not (root / "conf").is_dir():
+        raise FileNotFoundError(f"--calvin-env {checkout}: not a calvin_env checkout (needs calvin_env/ and conf/); "
+                                "clone https://github.com/mees/calvin_env")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+
+
+def _require_calvin_env(checkout: str | None = None) -> None:
+    if not calvin_env_available(checkout):
         raise ImportError(
-            "the official CALVIN env is not installed: clone https://github.com/mees/calvin with "
-            "--recurse-submodules and `pip install -e calvin_env` (it cannot come from a package registry); "
-            "or use the built-in table, SpatialArena/CalvinPlayTable-v0"
+            "the official CALVIN env is not importable: clone https://github.com/mees/calvin_env, "
+            "`pip install -e '.[calvin-official]'` for its dependencies and pass --calvin-env PATH to the clone "
+            "(it cannot come from a package registry); or use the built-in table, SpatialArena/CalvinPlayTable-v0"
         )
+
+
+# ------------------------------------------------------------------------------ configuration, provenance
+
+#: What :func:`compose_config` overrides in calvin_env's ``conf/config_data_collection.yaml``: scene D,
+#: the evaluation robot, no VR, no GUI, TinyRenderer (EGL off), static and gripper cameras.
+COMPOSE_OVERRIDES = ("cameras=static_and_gripper", "scene=calvin_scene_D", "robot=panda_longer_finger",
+                     "use_vr=false", "env.use_egl=false", "env.show_gui=false", "env.use_scene_info=true")
+#: calvin_env names its cameras as these (the built-in env's names are the same).
+CAMERA_NAMES = ("static", "gripper")
+
+
+def checkout_root() -> Path:
+    """The calvin_env checkout the imported package comes from (the folder holding ``conf/`` and ``data/``)."""
+    return Path(import_module("calvin_env").__file__).resolve().parents[1]
+
+
+def compose_config(root: Path, cameras: Sequence[str] | None = None) -> Any:
+    """calvin_env's own configuration for scene D (:data:`COMPOSE_OVERRIDES`), with ``data_path`` at the
+    checkout's ``data/`` and only ``cameras`` kept (None: both); no dataset split needed."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(root / "conf"), version_base=None):
+        cfg = compose("config_data_collection", overrides=[*COMPOSE_OVERRIDES, f"data_path={root / 'data'}"])
+    return _keep_cameras(cfg, cameras)
+
+
+def dataset_config(dataset_path: str, cameras: Sequence[str] | None = None) -> Any:
+    """The configuration a CALVIN dataset split records (``.hydra/merged_config.yaml``), as CALVIN's own
+    evaluation reads it, with only ``cameras`` kept (None: the ones it lists)."""
+    from omegaconf import OmegaConf
+
+    path = Path(dataset_path) / ".hydra" / "merged_config.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"--calvin-dataset {dataset_path}: no .hydra/merged_config.yaml; point it at a "
+                                "CALVIN split folder (e.g. task_D_D/validation) or use --calvin-env PATH instead")
+    cfg = OmegaConf.load(path)
+    cfg.env.use_egl, cfg.env.show_gui, cfg.env.use_vr, cfg.env.use_scene_info = False, False, False, True
+    return _keep_cameras(cfg, cameras)
+
+
+def _keep_cameras(cfg: Any, cameras: Sequence[str] | None) -> Any:
+    from omegaconf import OmegaConf
+
+    OmegaConf.set_struct(cfg, False)  # composed configs are read-only in structure; cameras are removed
+    if cameras is not None:
+        unknown = set(cameras) - set(CAMERA_NAMES)
+        if unknown:
+            raise ValueError(f"unknown camera(s) {sorted(unknown)} for calvin_env; use {', '.join(CAMERA_NAMES)}")
+        for name in [k for k in cfg.cameras.keys() if k not in cameras]:
+            del cfg.cameras[name]
+    return cfg
+
+
+def instantiate_env(cfg: Any) -> Any:
+    """calvin_env's ``PlayTableSimEnv`` from a composed or dataset configuration."""
+    from hydra.utils import instantiate
+
+    return instantiate(cfg.env, show_gui=False, use_vr=False, use_scene_info=True)
+
+
+#: Asset files whose hashes the manifest records (relative to the checkout's ``data/``).
+PROVENANCE_ASSETS = ("calvin_table_D/urdf/calvin_table_D.urdf", "franka_panda/panda_longer_finger.urdf",
+                     "blocks/block_red_middle.urdf", "blocks/block_blue_small.urdf", "blocks/block_pink_big.urdf",
+                     "plane/plane.urdf")
+
+
+def git_commit(root: Path) -> str | None:
+    """The checkout's commit (``git rev-parse HEAD``), or None when it is not a git work tree."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def provenance(root: Path) -> dict[str, Any]:
+    """Path, commit and asset hashes (sha256 prefixes) of a calvin_env checkout: results depend on them
+    (e.g. 1431a46 needs two presses to turn off an LED that was on at reset; 797142c does not)."""
+    hashes = {}
+    for rel in PROVENANCE_ASSETS:
+        f = root / "data" / rel
+        hashes[rel] = hashlib.sha256(f.read_bytes()).hexdigest()[:16] if f.is_file() else None
+    return {"path": str(root), "commit": git_commit(root), "asset_sha256": hashes}
+
+
+#: calvin_env's frames of these table links are turned +90 degrees about their x axis relative to the
+#: built-in table's (origins agree); :meth:`OfficialPlayTableEnv.link_pose` turns them back.
+ROTATED_LINKS = ("drawer_link", "button_link", "led_link", "light_link", "plank_link")
+_UNROTATE = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # rotation of -90 degrees about x
 
 
 # ---------------------------------------------------------------------------------------- snapshots
@@ -106,14 +216,18 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}
 
-    def __init__(self, *, dataset_path: str | None = None, env: Any = None, action_mode: str = "relative",
+    def __init__(self, *, dataset_path: str | None = None, calvin_env_path: str | None = None, env: Any = None,
+                 cameras: Sequence[str] | None = None, action_mode: str = "relative",
                  render_mode: str | None = None) -> None:
-        _require_calvin_env()
+        _require_calvin_env(calvin_env_path)
         if env is None:
-            if dataset_path is None:
-                raise ValueError("OfficialPlayTableEnv needs dataset_path (a CALVIN split with .hydra/) or env")
-            env = import_module("calvin_env.envs.play_table_env").get_env(dataset_path, show_gui=False)
+            if dataset_path is not None:
+                cfg = dataset_config(dataset_path, cameras)
+            else:
+                cfg = compose_config(checkout_root(), cameras)
+            env = instantiate_env(cfg)
         self._env, self.action_mode, self.render_mode = env, action_mode, render_mode
+        self.provenance = provenance(checkout_root())
         self.cameras = tuple(cam.name for cam in env.cameras)
         self.action_space = _action_space(action_mode)
         self.observation_space = _observation_space(self.cameras, depth=False)
@@ -172,5 +286,22 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
         robot = self._env.robot
         return np.array(robot.target_pos, dtype=float), np.array(robot.target_orn, dtype=float)
 
+    def link_pose(self, link: str) -> tuple[np.ndarray, np.ndarray]:
+        """A table link's world frame, turned into the built-in table's convention (:data:`ROTATED_LINKS`)."""
+        p, cid = self._env.p, self._env.cid
+        table = self._env.scene.fixed_objects[0]  # scene D has one fixed object, the table
+        links = {p.getJointInfo(table.uid, i, physicsClientId=cid)[12].decode(): i
+                 for i in range(p.getNumJoints(table.uid, physicsClientId=cid))}
+        if link == "base_link":
+            pos, orn = p.getBasePositionAndOrientation(table.uid, physicsClientId=cid)
+        elif link in links:
+            state = p.getLinkState(table.uid, links[link], computeForwardKinematics=True, physicsClientId=cid)
+            pos, orn = state[4], state[5]
+        else:
+            raise ValueError(f"unknown table link {link!r}; calvin_env's table has {', '.join(sorted(links))}")
+        rot = np.asarray(p.getMatrixFromQuaternion(orn)).reshape(3, 3)
+        return np.asarray(pos, dtype=float), rot @ _UNROTATE if link in ROTATED_LINKS else rot
 
-__all__ = ["TASKS", "OfficialPlayTableEnv", "calvin_env_available", "snapshot_from_official"]
+
+__all__ = ["TASKS", "OfficialPlayTableEnv", "calvin_env_available", "compose_config", "dataset_config", "provenance",
+           "snapshot_from_official"]
