@@ -52,8 +52,10 @@ class CalvinConfig(ExecutionConfig):
     ep_len: int = arg(360, "step budget per subtask (the protocol uses 360)", minimum=1)
     seed: int = arg(0, "run seed; each chain's seed derives from it and the chain index")
     backend: Literal["builtin", "official"] = arg("builtin", "built-in play-table, or the official calvin_env if importable")
-    calvin_assets: str | None = arg(None, "a CALVIN data/ folder: load the original table and robot meshes (builtin)", must_exist=True)
-    calvin_dataset: str | None = arg(None, "--backend official: the CALVIN split folder (with .hydra/) calvin_env reads", must_exist=True)
+    calvin_assets: str | None = arg(None, "a calvin_env checkout or its data/ folder: load the original table and robot meshes (builtin)", must_exist=True)
+    calvin_env: str | None = arg(None, "--backend official: the calvin_env checkout to run (default: the importable one); "
+                                       "configured for scene D from its own conf/", must_exist=True)
+    calvin_dataset: str | None = arg(None, "--backend official: configure calvin_env from a CALVIN split folder's .hydra/ instead", must_exist=True)
     renderer: Literal["tiny", "egl"] = arg("tiny", "PyBullet renderer for the built-in table (tiny: CPU TinyRenderer)")
     cameras: str = arg("auto", "cameras to render: auto (what the policy needs), none, static, gripper, static,gripper")
     video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)", minimum=0)
@@ -208,6 +210,21 @@ def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
     return ("static", "gripper") if config.video and not chosen else chosen
 
 
+def calvin_sources(config: CalvinConfig) -> dict[str, Any]:
+    """What the manifest records about CALVIN's own code and files: the calvin_env checkout (path, commit,
+    asset hashes) on the official backend, the asset folder's hashes with --calvin-assets."""
+    from envs.calvin.official import calvin_env_sources
+
+    out: dict[str, Any] = {}
+    if config.backend == "official":
+        out["calvin_env"] = calvin_env_sources(config.calvin_env)
+    if config.calvin_assets:
+        from envs.calvin.assets import official_asset_hashes
+
+        out["calvin_assets"] = official_asset_hashes(config.calvin_assets)
+    return out
+
+
 class CalvinWorker:
     """One env and one policy, reused for every chain this process runs."""
 
@@ -218,7 +235,8 @@ class CalvinWorker:
         self.config, self.run_dir = config, RunDir(run_path)
         self.cameras = cameras_for(config, spec)
         self.env = make_env(config.backend, cameras=self.cameras, renderer=config.renderer,
-                            calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset)
+                            calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
+                            calvin_env=config.calvin_env)
         self.policy = build_policy_from_spec(spec, expert=ScriptedExpert)
         self.policy.bind(self.env)
         self.decisions: list[dict[str, Any]] = []
@@ -298,7 +316,8 @@ class CalvinBenchmark(Benchmark):
                            "privileged": self.spec.name == "expert"},
                 "protocol": {"num_sequences": self.config.num_sequences, "chain_length": self.chain_length,
                              "ep_len": self.config.ep_len, "backend": self.config.backend,
-                             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}}
+                             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})},
+                **calvin_sources(self.config)}
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         done = [r["num_completed"] for r in _ok_results(records)]

@@ -370,7 +370,7 @@ def generated_assets(pybullet_data_dir: str, robot_detail: str = "collision",
 OFFICIAL_LAYOUT = {
     "table": "calvin_table_D/urdf/calvin_table_D.urdf",
     "robot": "franka_panda/panda_longer_finger.urdf",
-    "plane": "plane.urdf",
+    "plane": "plane/plane.urdf",
     "red": "blocks/block_red_middle.urdf",
     "blue": "blocks/block_blue_small.urdf",
     "pink": "blocks/block_pink_big.urdf",
@@ -378,14 +378,28 @@ OFFICIAL_LAYOUT = {
 OFFICIAL_SCALING = 0.8
 
 
+def official_data_dir(path: str | os.PathLike[str]) -> Path:
+    """A calvin_env ``data/`` folder, given it or the checkout holding it."""
+    root = Path(path)
+    return root / "data" if (root / "data" / "calvin_table_D").is_dir() else root
+
+
 def official_assets(data_dir: str | os.PathLike[str]) -> AssetPaths:
-    """Paths of CALVIN's original assets under ``data_dir``; a clear error names any missing file."""
-    root = Path(data_dir)
+    """Paths of CALVIN's original assets under ``data_dir`` (a calvin_env checkout or its ``data/``);
+    a clear error names any missing file."""
+    root = official_data_dir(data_dir)
     missing = [rel for rel in OFFICIAL_LAYOUT.values() if not (root / rel).is_file()]
     if missing:
         raise FileNotFoundError(
-            f"--calvin-assets {root}: missing {', '.join(missing)}; point it at the `data/` folder of a "
-            "calvin_env checkout (the one holding calvin_table_D/, franka_panda/ and blocks/)"
+            f"--calvin-assets {data_dir}: missing {', '.join(missing)}; point it at a calvin_env checkout or its "
+            "`data/` folder (the one holding calvin_table_D/, franka_panda/, blocks/ and plane/)"
         )
     p = {k: (root / rel).as_posix() for k, rel in OFFICIAL_LAYOUT.items()}
     return AssetPaths(p["table"], p["robot"], p["plane"], {c: p[c] for c in C.BLOCK_COLORS})
+
+
+def official_asset_hashes(data_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """sha256 prefixes of the CALVIN asset files :func:`official_assets` loads, keyed by relative path."""
+    official_assets(data_dir)  # the same error for a wrong folder
+    root = official_data_dir(data_dir)
+    return {rel: hashlib.sha256((root / rel).read_bytes()).hexdigest()[:16] for rel in OFFICIAL_LAYOUT.values()}

@@ -145,6 +145,12 @@ def provenance(root: Path) -> dict[str, Any]:
     return {"path": str(root), "commit": git_commit(root), "asset_sha256": hashes}
 
 
+def calvin_env_sources(checkout: str | None = None) -> dict[str, Any]:
+    """:func:`provenance` of ``checkout`` (or of the importable calvin_env); an ImportError names the fix."""
+    _require_calvin_env(checkout)
+    return provenance(checkout_root())
+
+
 #: calvin_env's frames of these table links are turned +90 degrees about their x axis relative to the
 #: built-in table's (origins agree); :meth:`OfficialPlayTableEnv.link_pose` turns them back.
 ROTATED_LINKS = ("drawer_link", "button_link", "led_link", "light_link", "plank_link")
