@@ -18,6 +18,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from envs.calvin import constants as C
 from envs.files import atomic_write_text
 
@@ -376,6 +378,15 @@ OFFICIAL_LAYOUT = {
     "pink": "blocks/block_pink_big.urdf",
 }
 OFFICIAL_SCALING = 0.8
+#: In CALVIN's table URDF the frames of these links are turned +90 degrees about their x axis relative to
+#: the built-in table's (their origins agree); ``link_pose`` reports them in the built-in convention.
+OFFICIAL_ROTATED_LINKS = ("drawer_link", "button_link", "led_link", "light_link", "plank_link")
+_UNROTATE_X90 = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # -90 degrees about x
+
+
+def builtin_frame(link: str, rot: np.ndarray) -> np.ndarray:
+    """A link rotation of CALVIN's table URDF in the built-in table's frame convention."""
+    return rot @ _UNROTATE_X90 if link in OFFICIAL_ROTATED_LINKS else rot
 
 
 def official_data_dir(path: str | os.PathLike[str]) -> Path:

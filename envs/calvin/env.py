@@ -13,6 +13,7 @@ from action_mapping.adapters import calvin_relative_actions
 from action_mapping.plan import StepSizes
 from action_mapping.trajectory import StepMotion
 from envs.calvin import constants as C
+from envs.calvin.assets import builtin_frame
 from envs.calvin.scene import random_scene_state, scene_obs_for_state
 from envs.calvin.sim import PlayTableSim
 from envs.calvin.tasks import TASKS, completed_tasks
@@ -146,6 +147,7 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
         self.render_mode = render_mode
         self.sim = PlayTableSim(renderer=renderer, robot_detail=robot_detail, calvin_assets=calvin_assets,
                                 cache_dir=cache_dir)
+        self._calvin_assets = calvin_assets is not None  # CALVIN's URDF: some link frames are turned
         self.action_space = _action_space(action_mode)
         self.observation_space = _observation_space(self.cameras, self.depth)
         self._frames: dict[str, np.ndarray] = {}
@@ -247,7 +249,8 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     def link_pose(self, link: str) -> tuple[np.ndarray, np.ndarray]:
         if link not in TABLE_LINKS:
             raise ValueError(f"unknown table link {link!r}; known: {', '.join(TABLE_LINKS)}")
-        return self.sim.scene.link_pose(link)
+        pos, rot = self.sim.scene.link_pose(link)
+        return (pos, builtin_frame(link, rot)) if self._calvin_assets else (pos, rot)
 
 
 def _vector(values: Any, size: int, name: str) -> np.ndarray:

@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.calvin import constants as C
+from envs.calvin.assets import builtin_frame
 from envs.calvin.env import PlayTableInterface, _action_space, _observation_space, _vector
 from envs.calvin.tasks import TASKS
 
@@ -151,10 +152,6 @@ def calvin_env_sources(checkout: str | None = None) -> dict[str, Any]:
     return provenance(checkout_root())
 
 
-#: calvin_env's frames of these table links are turned +90 degrees about their x axis relative to the
-#: built-in table's (origins agree); :meth:`OfficialPlayTableEnv.link_pose` turns them back.
-ROTATED_LINKS = ("drawer_link", "button_link", "led_link", "light_link", "plank_link")
-_UNROTATE = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # rotation of -90 degrees about x
 
 
 # ---------------------------------------------------------------------------------------- snapshots
@@ -271,6 +268,7 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
     def close(self) -> None:
         if self._env is not None:
             self._env.close()
+            self._env.ownsPhysicsClient = False  # calvin_env's __del__ closes again, on a dead client
             self._env = None
 
     def _absorb(self, raw: Mapping[str, Any], info: Mapping[str, Any]) -> None:
@@ -293,7 +291,7 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
         return np.array(robot.target_pos, dtype=float), np.array(robot.target_orn, dtype=float)
 
     def link_pose(self, link: str) -> tuple[np.ndarray, np.ndarray]:
-        """A table link's world frame, turned into the built-in table's convention (:data:`ROTATED_LINKS`)."""
+        """A table link's world frame in the built-in table's convention (:func:`envs.calvin.assets.builtin_frame`)."""
         p, cid = self._env.p, self._env.cid
         table = self._env.scene.fixed_objects[0]  # scene D has one fixed object, the table
         links = {p.getJointInfo(table.uid, i, physicsClientId=cid)[12].decode(): i
@@ -306,7 +304,7 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
         else:
             raise ValueError(f"unknown table link {link!r}; calvin_env's table has {', '.join(sorted(links))}")
         rot = np.asarray(p.getMatrixFromQuaternion(orn)).reshape(3, 3)
-        return np.asarray(pos, dtype=float), rot @ _UNROTATE if link in ROTATED_LINKS else rot
+        return np.asarray(pos, dtype=float), builtin_frame(link, rot)
 
 
 __all__ = ["TASKS", "OfficialPlayTableEnv", "calvin_env_available", "compose_config", "dataset_config", "provenance",
