@@ -68,6 +68,12 @@ class CalvinConfig(ExecutionConfig):
         require_count("--num-sequences", self.num_sequences)
         require_count("--ep-len", self.ep_len)
         require_count("--video", self.video, minimum=0)
+        if self.backend != "official" and (self.calvin_env or self.calvin_dataset):
+            raise ValueError("--calvin-env and --calvin-dataset configure calvin_env: add --backend official "
+                             "(or use --calvin-assets PATH to load CALVIN's files into the built-in table)")
+        if self.backend == "official" and self.calvin_assets:
+            raise ValueError("--calvin-assets is for the built-in table; with --backend official calvin_env loads "
+                             "its own files (point --calvin-env at the checkout)")
         if self.limit is not None:  # set from Python: the one prefix option is num_sequences
             self.num_sequences, self.limit = min(self.num_sequences, self.limit), None
 

@@ -101,3 +101,12 @@ def test_expert_needs_only_the_interface(env):
         if done:
             break
     assert done and env.snapshot()["scene_obs"][1] > 0.12
+
+
+def test_calvin_env_flags_need_the_official_backend(tmp_path):
+    from benchmarks.calvin import CalvinConfig
+
+    with pytest.raises(ValueError, match="--calvin-env and --calvin-dataset configure calvin_env: add --backend official"):
+        CalvinConfig(calvin_env=str(tmp_path))
+    with pytest.raises(ValueError, match="--calvin-assets is for the built-in table"):
+        CalvinConfig(backend="official", calvin_assets=str(tmp_path))
