@@ -46,7 +46,7 @@ class PlanExpert:
     """Answers "the next plan" for the CALVIN subtask the env is on, with the privileged scripted expert.
 
     Args:
-        env: the built-in play-table env (wrapped or not); the expert reads its scene.
+        env: the play-table env of either backend (wrapped or not); the expert reads its scene interface.
         max_attempts: the expert's attempts per subtask.
     """
 

@@ -97,12 +97,12 @@ def spatial_oracle_source(env: Any, task: str) -> PlanSource:
     family = type(unwrapped).__name__
     if task != "manipulation":
         raise ValueError(f"--model oracle with the spatial loop writes manipulation plans; got --task {task}")
-    if type(unwrapped).__module__ == "envs.calvin.env":  # imported only then: PyBullet is the calvin extra
-        from envs.calvin.env import PlayTableEnv
+    if type(unwrapped).__module__ in ("envs.calvin.env", "envs.calvin.official"):  # PyBullet: the calvin extra
+        from envs.calvin.env import PlayTableInterface
 
-        if isinstance(unwrapped, PlayTableEnv):
+        if isinstance(unwrapped, PlayTableInterface):  # the built-in table or calvin_env: one scene interface
             return CalvinPlanSource(env)
     if type(unwrapped).__module__ == "envs.libero.env":
         return LiberoPlanSource(env)
     raise ValueError(f"--model oracle: no privileged plan expert for {family} in the spatial loop; it runs on "
-                     "CALVIN's built-in play-table (benchmarks.calvin --backend builtin)")
+                     "CALVIN's play-table (benchmarks.calvin, either backend) and LIBERO")
