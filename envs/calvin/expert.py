@@ -37,6 +37,8 @@ DRAWER_TILT = 0.3  # fingers tipped toward the table when reaching into the draw
 SLIDER_TILT = 0.5  # fingers tipped into the cabinet keep the hand outside it, clear of walls and door
 Q7_PER_YAW = -0.92  # how the last joint moves per radian of TCP yaw (measured), to respect its limits
 Q7_LIMIT = 2.6
+SWITCH_TILT = 1.0  # hand tipped toward the panel so the fingers close across the switch's thickness
+SWITCH_GRIP = (-0.007, 0.008)  # grip point from the lever point: along out-of-panel, along up-slope (m)
 
 
 # ------------------------------------------------------------------------------------------ geometry
@@ -400,15 +402,22 @@ def plan_button(view: View) -> list[Waypoint]:
 
 
 def plan_switch(view: View, on: bool) -> list[Waypoint]:
-    """Grip the switch lever (fingers across x) and slide it up (on) or down (off) its slope."""
-    grip = view.switch_lever
-    rot = down(choose_yaw(math.pi / 2, math.pi, view.yaw, view.q7), 0.6, (1.0, 0.0))
+    """Grip the switch across its thickness, the hand coming in from the front, and slide it up (on) or
+    down (off) its slope. Closing across the thickness (2-3 cm) fits both CALVIN's 12 cm wide bar and the
+    built-in 3 cm lever, which a grip across the width would not."""
+    up = view.switch_up
+    out = np.array([0.0, -up[2], up[1]])  # out of the panel: the switch moves in the world y-z plane
+    grip = view.switch_lever + SWITCH_GRIP[0] * out + SWITCH_GRIP[1] * up
+    rot = down(choose_yaw(0.0, math.pi, view.yaw, view.q7), SWITCH_TILT, (0.0, 1.0))
     state = float(view.scene_obs[3])
     distance = (C.SWITCH_RANGE[1] - state + 0.01) if on else -(state + 0.01)
-    goal = grip + view.switch_up * distance
-    return [*travel(view, grip, rot, 1), Waypoint(grip, rot, -1, SLOW, settle=6),
+    goal = grip + up * distance
+    hover = grip + 0.08 * out
+    return [*lift_off(view), Waypoint(np.array([hover[0], hover[1], max(SAFE_Z, hover[2])]), rot, 1, FAST, tol=0.02),
+            Waypoint(hover, rot, 1, FAST, tol=0.01), Waypoint(grip, rot, 1, SLOW, tol=0.006),
+            Waypoint(grip, rot, -1, SLOW, settle=6),
             Waypoint(goal, rot, -1, 0.004, tol=0.015, max_wait=15), Waypoint(goal, rot, 1, SLOW, settle=4),
-            Waypoint(goal + np.array([0.0, -0.06, 0.06]), rot, 1, FAST, tol=0.03)]
+            Waypoint(goal + 0.08 * out, rot, 1, FAST, tol=0.03)]
 
 
 def plan_place(view: View, where: str) -> list[Waypoint]:
