@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from envs.calvin import constants as C
 from envs.calvin.chain import run_chain
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.expert import ScriptedExpert
@@ -141,7 +140,7 @@ def print_expert(results: dict[str, dict[str, Any]], chains: int) -> list[int]:
     tasks = sorted(set().union(*(r["per_task"] for r in results.values())))
     print("\n| task | " + " | ".join(results) + " |\n|---|" + "---|" * len(results))
     for task in tasks:
-        cells = [("%d/%d" % r["per_task"][task]) if task in r["per_task"] else "-" for r in results.values()]
+        cells = ["{}/{}".format(*r["per_task"][task]) if task in r["per_task"] else "-" for r in results.values()]
         print(f"| {task} | " + " | ".join(cells) + " |")
     official = results["official"]["lengths"]
     differ = [i for i in range(chains) if results["builtin"]["lengths"][i] != official[i]]

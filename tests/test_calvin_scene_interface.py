@@ -84,7 +84,7 @@ def test_calvin_assets_accept_a_checkout_or_its_data_folder(tmp_path):
     assert official_data_dir(tmp_path / "data") == tmp_path / "data"
     from envs.calvin.assets import official_assets
 
-    with pytest.raises(FileNotFoundError, match="plane/plane.urdf"):
+    with pytest.raises(FileNotFoundError, match=r"plane/plane\.urdf"):
         official_assets(tmp_path)
 
 

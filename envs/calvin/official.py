@@ -108,7 +108,7 @@ def _keep_cameras(cfg: Any, cameras: Sequence[str] | None) -> Any:
         unknown = set(cameras) - set(CAMERA_NAMES)
         if unknown:
             raise ValueError(f"unknown camera(s) {sorted(unknown)} for calvin_env; use {', '.join(CAMERA_NAMES)}")
-        for name in [k for k in cfg.cameras.keys() if k not in cameras]:
+        for name in [k for k in list(cfg.cameras) if k not in cameras]:
             del cfg.cameras[name]
     return cfg
 
