@@ -100,19 +100,22 @@ def initial_images(make: Factory, starts: list[tuple[np.ndarray, np.ndarray]]) -
     return images
 
 
-def step_rate(make: Factory, cameras: Sequence[str], start: tuple[np.ndarray, np.ndarray], actions: np.ndarray,
-              repeats: int) -> float:
-    """Median env steps/s over ``repeats`` runs of the fixed action sequence."""
-    env = make(cameras)
-    rates = []
+def step_rates(makes: dict[str, Factory], camera_sets: dict[str, tuple[str, ...]],
+               start: tuple[np.ndarray, np.ndarray], actions: np.ndarray, repeats: int) -> dict[str, dict[str, float]]:
+    """Median env steps/s over ``repeats`` runs of the fixed action sequence, per env and camera set; the
+    configurations are timed in alternation so that load from other processes hits all alike."""
+    built = {(name, k): make(cams) for name, make in makes.items() for k, cams in camera_sets.items()}
+    rates: dict[tuple[str, str], list[float]] = {key: [] for key in built}
     for _ in range(repeats):
-        env.reset(options={"robot_obs": start[0], "scene_obs": start[1]})
-        t = time.perf_counter()
-        for a in actions:
-            env.step(a)
-        rates.append(len(actions) / (time.perf_counter() - t))
-    env.close()
-    return statistics.median(rates)
+        for key, env in built.items():
+            env.reset(options={"robot_obs": start[0], "scene_obs": start[1]})
+            t = time.perf_counter()
+            for a in actions:
+                env.step(a)
+            rates[key].append(len(actions) / (time.perf_counter() - t))
+    for env in built.values():
+        env.close()
+    return {name: {k: statistics.median(rates[(name, k)]) for k in camera_sets} for name in makes}
 
 
 def reset_ms(make: Factory, starts: list[tuple[np.ndarray, np.ndarray]]) -> float:
@@ -158,7 +161,7 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=20, help="first N public evaluation chains for the expert")
     parser.add_argument("--image-chains", type=int, default=10, help="initial states compared as images")
     parser.add_argument("--steps", type=int, default=120, help="length of the fixed action sequence")
-    parser.add_argument("--repeats", type=int, default=3, help="timings per env and camera set (median)")
+    parser.add_argument("--repeats", type=int, default=5, help="timings per env and camera set (median)")
     parser.add_argument("--machine", default=platform.node(), help="machine label for the JSON line")
     parser.add_argument("--json", default="", help="also write the JSON line to this file")
     args = parser.parse_args()
@@ -201,8 +204,7 @@ def main() -> None:
         out[f"static_mad_{name}"], out[f"gripper_mad_{name}"] = round(mads["static"], 3), round(mads["gripper"], 3)
 
     camera_sets = {"both_cameras": ("static", "gripper"), "static": ("static",), "no_camera": ()}
-    rates = {name: {k: step_rate(make[name], cams, starts[0], actions, args.repeats) for k, cams in camera_sets.items()}
-             for name in ENVS}
+    rates = step_rates({name: make[name] for name in ENVS}, camera_sets, starts[0], actions, args.repeats)
     resets = {name: reset_ms(make[name], starts[:args.image_chains]) for name in ENVS}
     print("\n## Speed: env steps/s (ratio to official), reset ms without cameras\n")
     print("| env | " + " | ".join(camera_sets) + " | reset ms |\n|---|" + "---|" * (len(camera_sets) + 1))
