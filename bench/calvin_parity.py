@@ -25,6 +25,7 @@ import datetime
 import json
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,6 +39,9 @@ from envs.calvin.official import OfficialPlayTableEnv, calvin_env_sources
 from envs.calvin.sequences import get_sequences, initial_env_state
 
 ENVS = ("builtin", "assets", "official")
+#: The JSON line's headline numbers, repeated under "metrics" for the docs' results pages.
+HEADLINE = ("avg_len_builtin", "avg_len_assets", "avg_len_official", "static_mad_builtin", "gripper_mad_builtin",
+            "static_mad_assets", "speed_ratio_both_cameras", "speed_ratio_static", "speed_ratio_no_camera")
 Factory = Callable[[Sequence[str]], Any]
 
 
@@ -170,7 +174,9 @@ def main() -> None:
     print(f"calvin_env {sources['path']} commit {sources['commit']}")
     sequences = [(s, list(t)) for s, t in get_sequences(args.chains)]
     starts = [initial_env_state(s) for s, _ in get_sequences(max(args.image_chains, 1))]
-    out: dict[str, Any] = {"chains": args.chains, "calvin_env_commit": sources["commit"],
+    out: dict[str, Any] = {"title": f"CALVIN parity: built-in table vs calvin_env ({args.chains} chains)",
+                           "source": "bench/calvin_parity.py", "command": " ".join(["python", *sys.argv]),
+                           "chains": args.chains, "calvin_env_commit": sources["commit"],
                            "date": datetime.date.today().isoformat(), "machine": args.machine}
 
     results = {name: expert_chains(make[name], sequences) for name in ENVS}
@@ -217,6 +223,7 @@ def main() -> None:
     for k in camera_sets:
         out[f"speed_ratio_{k}"] = round(rates["builtin"][k] / rates["official"][k], 3)
         out[f"speed_ratio_{k}_assets"] = round(rates["assets"][k] / rates["official"][k], 3)
+    out["metrics"] = {k: out[k] for k in HEADLINE}
     line = json.dumps(out)
     if args.json:
         with open(args.json, "w") as f:
