@@ -110,3 +110,20 @@ def test_calvin_env_flags_need_the_official_backend(tmp_path):
         CalvinConfig(calvin_env=str(tmp_path))
     with pytest.raises(ValueError, match="--calvin-assets is for the built-in table"):
         CalvinConfig(backend="official", calvin_assets=str(tmp_path))
+
+
+def test_manifest_hashes_the_calvin_asset_files(tmp_path):
+    """--calvin-assets runs record which CALVIN files they loaded (results depend on them)."""
+    import hashlib
+
+    from benchmarks.calvin import CalvinConfig, calvin_sources
+    from envs.calvin.assets import OFFICIAL_LAYOUT
+
+    for rel in OFFICIAL_LAYOUT.values():
+        (tmp_path / "data" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "data" / rel).write_text(f"<robot name='{rel}'/>")
+    sources = calvin_sources(CalvinConfig(calvin_assets=str(tmp_path)))
+    table = OFFICIAL_LAYOUT["table"]
+    expected = hashlib.sha256(f"<robot name='{table}'/>".encode()).hexdigest()[:16]
+    assert set(sources["calvin_assets"]) == set(OFFICIAL_LAYOUT.values())
+    assert sources["calvin_assets"][table] == expected and "calvin_env" not in sources
