@@ -294,8 +294,7 @@ class CalvinBenchmark(Benchmark):
     prefix_keys = frozenset({"limit", "num_sequences"})
 
     def manifest_extra(self) -> dict[str, Any]:
-        return {"policy": {"name": self.spec.name, "options": self.spec.options, "label": self.spec.label,
-                           "privileged": self.spec.name == "expert"},
+        return {"policy": self.spec.manifest(),
                 "protocol": {"num_sequences": self.config.num_sequences, "chain_length": self.chain_length,
                              "ep_len": self.config.ep_len, "backend": self.config.backend,
                              **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}}

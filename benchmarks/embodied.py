@@ -253,8 +253,7 @@ class EmbodiedBenchmark(Benchmark):
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     def manifest_extra(self) -> dict[str, Any]:
-        return {"policy": {"name": self.spec.name, "options": self.spec.options, "label": self.spec.label,
-                           "privileged": self.spec.name == "expert"},
+        return {"policy": self.spec.manifest(),
                 "env": {"id": self.family.env_id, "kwargs": _env_kwargs(self.config, self.family)},
                 "subsets": self._subsets()}
 

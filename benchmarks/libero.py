@@ -163,7 +163,7 @@ class LiberoBenchmark(Benchmark):
 
     def manifest_extra(self) -> dict[str, Any]:
         c = self.config
-        return {"policy": {"name": self.spec.name, "options": self.spec.options, "label": self.spec.label},
+        return {"policy": self.spec.manifest(),
                 "protocol": {"suite": c.suite, "tasks": c.task_indices(), "trials_per_task": c.trials_per_task,
                              "max_steps": c.budget(), "num_steps_wait": c.num_steps_wait, "image_size": c.image_size,
                              "fast_render": c.fast_render, "image_orientation": c.image_orientation}}
