@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
@@ -47,6 +47,12 @@ TINY_BACKBONES: dict[str, str] = {
     "tiny-smolvlm": "smolvlm",
     "tiny-llava-onevision": "llava_onevision",
 }
+#: The model_type each tiny architecture of :mod:`policies.tiny` builds.
+TINY_MODEL_TYPES: dict[str, str] = {
+    "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl_moe", "paligemma": "paligemma",
+    "paligemma2": "paligemma", "kosmos2": "kosmos-2", "internvl": "internvl", "gemma3": "gemma3", "smolvlm": "smolvlm",
+    "llava_onevision": "llava_onevision",
+}  # fmt: skip
 #: Backbones that are not transformers checkpoints: a name builds a fresh one (name -> model_type), and a saved
 #: directory holds ``vla_backbone.json`` naming its ``model_type``; each model_type's module is imported on use.
 NATIVE_BACKBONES: dict[str, str] = {"efficientnet-lite0": "efficientnet_lite", "efficientnet-lite0-frozen": "efficientnet_lite"}
@@ -63,6 +69,14 @@ QWEN_TEMPLATE = (
 _BACKBONES: dict[str, type[VLMBackbone]] = {}
 
 ImageLike = np.ndarray | Image.Image
+
+
+class Checkpoint(NamedTuple):
+    """A published checkpoint a backbone class loads: hub id, size as published, used by VLM4VLA's configs."""
+
+    hub_id: str
+    size: str
+    vlm4vla: bool = False
 
 
 def register_backbone(cls: type[VLMBackbone]) -> type[VLMBackbone]:
@@ -100,6 +114,11 @@ class VLMBackbone(nn.Module):
     """A transformers VLM whose last hidden states at the appended action tokens feed the action head."""
 
     model_types: ClassVar[tuple[str, ...]] = ()
+    #: For the backbone table (:func:`backbone_table`): the family's name, its position-id scheme, and the
+    #: published checkpoints this class loads.
+    label: ClassVar[str] = ""
+    positions: ClassVar[str] = "1-D, from 0, left padding skipped"
+    checkpoints: ClassVar[tuple[Checkpoint, ...]] = ()
     #: Per-token tensors of the processor's output, and the value each takes at the appended action tokens.
     action_token_values: ClassVar[dict[str, int]] = {}
     #: Processor outputs the base model's forward takes besides the embeddings, mask and positions.
@@ -237,6 +256,8 @@ def plain_positions(attention_mask: torch.Tensor, start: int = 0) -> torch.Tenso
 class QwenVLBackbone(VLMBackbone):
     """Qwen-VL models: ChatML prompt, M-RoPE positions over (temporal, height, width)."""
 
+    positions = "M-RoPE (temporal, height, width) from get_rope_index"
+
     @classmethod
     def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         image = "<|vision_start|><|image_pad|><|vision_end|>"  # the processor expands <|image_pad|> per image
@@ -264,11 +285,16 @@ class QwenVLBackbone(VLMBackbone):
 @register_backbone
 class Qwen2_5_VLBackbone(QwenVLBackbone):
     model_types = ("qwen2_5_vl",)
+    label = "Qwen2.5-VL"
+    checkpoints = (Checkpoint("Qwen/Qwen2.5-VL-3B-Instruct", "3B", True), Checkpoint("Qwen/Qwen2.5-VL-7B-Instruct", "7B", True))
 
 
 @register_backbone
 class Qwen3VLBackbone(QwenVLBackbone):
     model_types = ("qwen3_vl",)
+    label = "Qwen3-VL"
+    checkpoints = (Checkpoint("Qwen/Qwen3-VL-2B-Instruct", "2B", True), Checkpoint("Qwen/Qwen3-VL-4B-Instruct", "4B", True),
+                   Checkpoint("Qwen/Qwen3-VL-8B-Instruct", "8B", True))  # fmt: skip
 
 
 @register_backbone
@@ -276,6 +302,8 @@ class Qwen3VLMoeBackbone(QwenVLBackbone):
     """Qwen3-VL-MoE (30B-A3B): Qwen3-VL's vision side and M-RoPE over a mixture-of-experts text model."""
 
     model_types = ("qwen3_vl_moe",)
+    label = "Qwen3-VL-MoE"
+    checkpoints = (Checkpoint("Qwen/Qwen3-VL-30B-A3B-Instruct", "30B (3B active)", True),)
 
 
 # ------------------------------------------------------------------------------------------- PaliGemma
@@ -286,6 +314,10 @@ class PaliGemmaBackbone(VLMBackbone):
     """PaliGemma / PaliGemma 2: image tokens, ``<bos>``, instruction, newline; prefix-LM attention."""
 
     model_types = ("paligemma",)
+    label = "PaliGemma / PaliGemma 2"
+    positions = "1-D, from 1, left padding skipped; image + prompt bidirectional prefix, action tokens causal"
+    checkpoints = (Checkpoint("google/paligemma-3b-pt-224", "3B", True), Checkpoint("google/paligemma2-3b-pt-224", "3B", True),
+                   Checkpoint("google/paligemma2-10b-pt-224", "10B"))  # fmt: skip
     action_token_values = {"token_type_ids": 1}  # the causal suffix
     forward_keys = ("pixel_values", "token_type_ids")
 
@@ -316,6 +348,9 @@ class InternVLBackbone(VLMBackbone):
     ``<img>`` + one token per tile feature + ``</img>``); plain 1-D positions from 0."""
 
     model_types = ("internvl",)
+    label = "InternVL 3 / 3.5"
+    checkpoints = (Checkpoint("OpenGVLab/InternVL3_5-4B-HF", "4B", True), Checkpoint("OpenGVLab/InternVL3-1B-hf", "1B"),
+                   Checkpoint("OpenGVLab/InternVL3-2B-hf", "2B"), Checkpoint("OpenGVLab/InternVL3-8B-hf", "8B"))  # fmt: skip
 
     @classmethod
     def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
@@ -329,6 +364,9 @@ class LlavaOnevisionBackbone(VLMBackbone):
     newline (expanded by the processor to the tiles' unpadded feature grid); plain 1-D positions from 0."""
 
     model_types = ("llava_onevision",)
+    label = "LLaVA-OneVision"
+    checkpoints = (Checkpoint("llava-hf/llava-onevision-qwen2-0.5b-ov-hf", "0.5B"),
+                   Checkpoint("llava-hf/llava-onevision-qwen2-7b-ov-hf", "7B"))  # fmt: skip
     forward_keys = ("pixel_values", "image_sizes", "batch_num_images")
 
     @classmethod
@@ -343,6 +381,9 @@ class SmolVLMBackbone(VLMBackbone):
     ``<|im_start|>User:<image>...{question}<end_of_utterance>\nAssistant:``; plain 1-D positions from 0."""
 
     model_types = ("smolvlm",)
+    label = "SmolVLM / SmolVLM2"
+    checkpoints = (Checkpoint("HuggingFaceTB/SmolVLM-256M-Instruct", "256M"), Checkpoint("HuggingFaceTB/SmolVLM-500M-Instruct", "500M"),
+                   Checkpoint("HuggingFaceTB/SmolVLM2-2.2B-Instruct", "2.2B"))  # fmt: skip
     forward_keys = ("pixel_values", "pixel_attention_mask")
     nested_images = True
 
@@ -359,6 +400,9 @@ class Gemma3Backbone(VLMBackbone):
     1; the action tokens are text, 0); plain 1-D positions from 0."""
 
     model_types = ("gemma3",)
+    label = "Gemma 3"
+    positions = "1-D, from 0, left padding skipped; each image's tokens bidirectional"
+    checkpoints = (Checkpoint("google/gemma-3-4b-it", "4B"), Checkpoint("google/gemma-3-12b-it", "12B"))
     action_token_values = {"token_type_ids": 0}
     forward_keys = ("pixel_values", "token_type_ids")
     nested_images = True
@@ -381,6 +425,9 @@ class Kosmos2Backbone(VLMBackbone):
     the decoder's own (1-D, counted from ``pad_token_id + 1``, left padding skipped)."""
 
     model_types = ("kosmos-2",)
+    label = "Kosmos-2"
+    positions = "1-D sinusoidal, from pad_token_id + 1, left padding skipped"
+    checkpoints = (Checkpoint("microsoft/kosmos-2-patch14-224", "1.6B", True),)
     action_token_values = {"image_embeds_position_mask": 0}
     max_images = 1
 
@@ -483,3 +530,57 @@ def _native_class(model_type: str) -> type[VLMBackbone]:
 
 
 InputBuilder = Callable[[Sequence[Sequence[ImageLike]], Sequence[str]], dict[str, torch.Tensor]]
+
+
+# ------------------------------------------------------------------------------------------- table
+
+
+def backbone_table() -> list[dict[str, Any]]:
+    """One row per registered transformers backbone class: family, model_type(s), positions, tiny test
+    names, and the published checkpoints it loads (the README's table is this, checked by a test)."""
+    from vla.vision_backbones import EfficientNetLiteBackbone  # noqa: F401  (registers the native backbone)
+
+    tiny: dict[str, list[str]] = {}
+    for name, arch in TINY_BACKBONES.items():
+        tiny.setdefault(TINY_MODEL_TYPES[arch], []).append(name)
+    rows, seen = [], set()
+    for model_type in supported_model_types():
+        cls = _BACKBONES[model_type]
+        if cls in seen or not cls.checkpoints:
+            continue
+        seen.add(cls)
+        rows.append({
+            "backbone": cls.label, "class": cls.__name__, "model_types": list(cls.model_types), "positions": cls.positions,
+            "tiny": sorted(n for t in cls.model_types for n in tiny.get(t, [])),
+            "checkpoints": [c._asdict() for c in cls.checkpoints],
+        })  # fmt: skip
+    return sorted(rows, key=lambda r: r["backbone"].lower())
+
+
+def backbone_table_markdown() -> str:
+    """:func:`backbone_table` as a Markdown table (checkpoints marked * are VLM4VLA's public configs)."""
+    lines = ["| backbone | model_type | positions | published checkpoints (size) | tiny test model |", "|---|---|---|---|---|"]
+    for row in backbone_table():
+        ckpts = ", ".join(f"`{c['hub_id']}` ({c['size']}){'*' if c['vlm4vla'] else ''}" for c in row["checkpoints"])
+        types = ", ".join(f"`{t}`" for t in row["model_types"])
+        tiny = ", ".join(f"`{t}`" for t in row["tiny"])
+        lines.append(f"| {row['backbone']} | {types} | {row['positions']} | {ckpts} | {tiny} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m vla.backbones --list [--json]``: the registered backbones and the checkpoints they load."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m vla.backbones", description=main.__doc__)
+    parser.add_argument("--list", action="store_true", help="print the table of backbones (Markdown)")
+    parser.add_argument("--json", action="store_true", help="print it as JSON instead")
+    args = parser.parse_args(argv)
+    if not (args.list or args.json):
+        parser.error("nothing to do: pass --list (or --json)")
+    print(json.dumps(backbone_table(), indent=2) if args.json else backbone_table_markdown(), end="")
+
+
+if __name__ == "__main__":
+    main()
