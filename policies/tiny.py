@@ -477,6 +477,7 @@ def build_tiny_vlm(arch: str, out_dir: str | os.PathLike[str], seed: int = 0) ->
     config = spec.build_config(processor.tokenizer)
     torch.manual_seed(seed)
     model = AutoModelForImageTextToText.from_config(config)
+    _fill_zero_matrices(model)
     _set_generation_defaults(model, processor.tokenizer)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -498,6 +499,17 @@ def _quiet_progress() -> Iterator[None]:
     finally:
         if not was_disabled:
             hf_logging.enable_progress_bar()
+
+
+def _fill_zero_matrices(model: Any) -> None:
+    """Weight matrices that initialise to zero (Gemma 3's image projection) get small random values: in a
+    random-weight model they would cut the image off from the text, and trained checkpoints never have them."""
+    import torch
+
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.ndim >= 2 and not param.any():
+                param.normal_(0.0, 0.02)
 
 
 def _set_generation_defaults(model: Any, tok: Any) -> None:
