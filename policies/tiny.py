@@ -149,7 +149,7 @@ def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None)
 
         ordered = ["<s>", "<pad>", "</s>", "<unk>", *(t for t in pieces if t not in ("<s>", "<pad>", "</s>", "<unk>"))]
         scores = [(t, 0.0 if i < 4 else -float(i)) for i, t in enumerate(ordered)]  # earlier pieces are likelier
-        return XLMRobertaTokenizer(vocab=scores + [("<mask>", 0.0)], model_specific_special_tokens=named)
+        return XLMRobertaTokenizer(vocab=[*scores, ("<mask>", 0.0)], model_specific_special_tokens=named)
     raise ValueError(f"unknown tokenizer family {family!r}; expected 'qwen', 'gemma' or 'xlmr'")
 
 

@@ -102,3 +102,14 @@ def test_backbone_table_is_the_registry_and_the_readme_shows_it(capsys):
     table = capsys.readouterr().out
     assert table == backbone_table_markdown()
     assert table in README.read_text(), "README's backbone table is stale: paste `python -m vla.backbones --list`"
+
+
+@pytest.mark.parametrize("arch", ["kosmos2", "gemma3", "smolvlm"])
+def test_tiny_builds_are_deterministic(tmp_path, arch):
+    """Same (arch, seed), same files: weights (Gemma 3's zero-initialised projection filled from the seed
+    too), tokenizer (Kosmos-2's Unigram, SmolVLM's named special tokens) and processor."""
+    from policies.tiny import build_tiny_vlm
+
+    first, second = build_tiny_vlm(arch, tmp_path / "a"), build_tiny_vlm(arch, tmp_path / "b")
+    for name in ("model.safetensors", "tokenizer.json", "processor_config.json"):
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name

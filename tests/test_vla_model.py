@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from vla.backbones import TINY_MODEL_TYPES, backbone_class, plain_positions, resolve_backbone, supported_model_types
+from vla.backbones import (
+    TINY_MODEL_TYPES,
+    backbone_class,
+    plain_positions,
+    resolve_backbone,
+    supported_model_types,
+)
 from vla.head import FCDecoder, action_loss
 from vla.model import VLAModel
 

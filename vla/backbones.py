@@ -264,7 +264,7 @@ class QwenVLBackbone(VLMBackbone):
         return [QWEN_TEMPLATE.format(images=image * count, instruction=instruction.strip())
                 for instruction, count in zip(instructions, image_counts)]  # fmt: skip
 
-    action_token_values = {"mm_token_type_ids": 0}  # text
+    action_token_values: ClassVar[dict[str, int]] = {"mm_token_type_ids": 0}  # text
     forward_keys = ("pixel_values", "image_grid_thw")
 
     @classmethod
@@ -318,7 +318,7 @@ class PaliGemmaBackbone(VLMBackbone):
     positions = "1-D, from 1, left padding skipped; image + prompt bidirectional prefix, action tokens causal"
     checkpoints = (Checkpoint("google/paligemma-3b-pt-224", "3B", True), Checkpoint("google/paligemma2-3b-pt-224", "3B", True),
                    Checkpoint("google/paligemma2-10b-pt-224", "10B"))  # fmt: skip
-    action_token_values = {"token_type_ids": 1}  # the causal suffix
+    action_token_values: ClassVar[dict[str, int]] = {"token_type_ids": 1}  # the causal suffix
     forward_keys = ("pixel_values", "token_type_ids")
 
     @classmethod
@@ -403,7 +403,7 @@ class Gemma3Backbone(VLMBackbone):
     label = "Gemma 3"
     positions = "1-D, from 0, left padding skipped; each image's tokens bidirectional"
     checkpoints = (Checkpoint("google/gemma-3-4b-it", "4B"), Checkpoint("google/gemma-3-12b-it", "12B"))
-    action_token_values = {"token_type_ids": 0}
+    action_token_values: ClassVar[dict[str, int]] = {"token_type_ids": 0}
     forward_keys = ("pixel_values", "token_type_ids")
     nested_images = True
 
@@ -428,7 +428,7 @@ class Kosmos2Backbone(VLMBackbone):
     label = "Kosmos-2"
     positions = "1-D sinusoidal, from pad_token_id + 1, left padding skipped"
     checkpoints = (Checkpoint("microsoft/kosmos-2-patch14-224", "1.6B", True),)
-    action_token_values = {"image_embeds_position_mask": 0}
+    action_token_values: ClassVar[dict[str, int]] = {"image_embeds_position_mask": 0}
     max_images = 1
 
     @classmethod
