@@ -113,3 +113,34 @@ def test_tiny_builds_are_deterministic(tmp_path, arch):
     first, second = build_tiny_vlm(arch, tmp_path / "a"), build_tiny_vlm(arch, tmp_path / "b")
     for name in ("model.safetensors", "tokenizer.json", "processor_config.json"):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_prompts_of_the_new_architectures(tiny_vlm):
+    """InternVL gets VLM4VLA's published InternVL prompt; Gemma 3 exactly one <bos>; Kosmos-2 its image
+    slots after <s><image>; SmolVLM its User/Assistant turn; every prompt ends in the action slot."""
+    from vla.backbones import InternVLBackbone
+
+    image = [[np.zeros((224, 224, 3), np.uint8)]]
+    internvl = VLAModel.build(str(tiny_vlm("internvl")))
+    assert InternVLBackbone.render_prompts(internvl.backbone.processor, [" open the drawer "], [1]) == [
+        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n<IMG_CONTEXT>"
+        "What action should the robotic arm take to open the drawer<|im_end|>\n<|im_start|>assistant\n"
+    ]
+    expected = {
+        "internvl": ("<|im_start|>", "<img>", "<|im_start|>assistant\n"),
+        "gemma3": ("<bos>", "<start_of_image>", "<start_of_turn>model\n"),
+        "kosmos2": ("<s>", "<image>", "take to open the drawer"),
+        "smolvlm": ("<|im_start|>", "<fake_token_around_image>", "<end_of_utterance>\nAssistant:"),
+        "llava_onevision": ("<|im_start|>", "<image>", "<|im_start|>assistant\n"),
+    }
+    for arch, (first, image_start, ending) in expected.items():
+        model = internvl if arch == "internvl" else VLAModel.build(str(tiny_vlm(arch)))
+        tok = model.backbone.processor.tokenizer
+        inputs = model.input_builder()(image, ["open the drawer"])
+        ids = inputs["input_ids"][0][:-1].tolist()  # without the action slot
+        tokens = tok.convert_ids_to_tokens(ids)
+        assert tokens[0] == first and image_start in tokens, arch
+        assert tok.decode(ids).endswith(ending), (arch, tok.decode(ids)[-60:])
+        if tok.bos_token:  # Qwen-family tokenizers have none
+            assert tokens.count(tok.bos_token) <= 1, arch
+        assert inputs["action_mask"][0, -1] and int(inputs["action_mask"].sum()) == 1

@@ -344,8 +344,9 @@ def _questions(
 @register_backbone
 class InternVLBackbone(VLMBackbone):
     """InternVL 3 / 3.5 (transformers format, ``-hf`` checkpoints): InternViT tiles + pixel-shuffle projector +
-    Qwen2.5 / Qwen3. ChatML prompt, each image ``<IMG_CONTEXT>`` + newline (the processor expands it to
-    ``<img>`` + one token per tile feature + ``</img>``); plain 1-D positions from 0."""
+    Qwen2.5 / Qwen3. The published VLM4VLA prompt: Qwen's ChatML text with ``<IMG_CONTEXT>`` per image (the
+    processor expands it to ``<img>`` + one token per tile feature + ``</img>``; a 224 px image is one
+    tile, as in VLM4VLA); plain 1-D positions from 0."""
 
     model_types = ("internvl",)
     label = "InternVL 3 / 3.5"
@@ -354,8 +355,7 @@ class InternVLBackbone(VLMBackbone):
 
     @classmethod
     def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
-        template = "<|im_start|>user\n{images}{question}<|im_end|>\n<|im_start|>assistant\n"
-        return _questions(template, processor.image_token + "\n", instructions, image_counts)
+        return _questions(QWEN_TEMPLATE.replace(QUESTION, "{question}"), processor.image_token, instructions, image_counts)
 
 
 @register_backbone
