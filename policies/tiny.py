@@ -2,9 +2,10 @@
 
 ``python -m policies.tiny --arch qwen2_5_vl --out DIR`` writes a directory that the normal loading code
 (``AutoModelForImageTextToText`` + ``AutoProcessor``, or :mod:`policies.backends.transformers_backend`) reads
-like any Hugging Face checkpoint: random weights from a tiny config of the real architecture, a byte-level
-BPE tokenizer trained in-process with the architecture's special tokens and a chat template, and an
-image-only processor. Everything is a deterministic function of ``(arch, seed)``.
+like any Hugging Face checkpoint: random weights from a tiny config of the real architecture, a tokenizer
+trained in-process (byte-level BPE, SentencePiece-style BPE or Unigram, by family) with the architecture's
+special tokens and a chat template, and its processor (image-only where the stock one needs torchvision).
+Everything is a deterministic function of ``(arch, seed)``.
 
 Adding an architecture is one entry in :data:`TINY_ARCHS`: a config builder and a processor builder.
 """
