@@ -8,18 +8,28 @@ embeds the tokens, writes the learnable action vector into the placeholders and 
 on ``inputs_embeds`` only (Qwen3-VL rejects ``input_ids`` together with ``inputs_embeds``; the image
 placeholders are found by comparing embeddings with the image token's), with explicit position ids:
 
-- Qwen2.5-VL / Qwen3-VL: M-RoPE ids from the model's ``get_rope_index`` with ``mm_token_type_ids`` (left
+- Qwen2.5-VL / Qwen3-VL / Qwen3-VL-MoE: M-RoPE ids from the model's ``get_rope_index`` with ``mm_token_type_ids`` (left
   without them, transformers silently falls back to plain 1-D positions). ``position_ids="plain"``
   reproduces the public VLM4VLA Qwen code, which feeds ``arange`` positions to all three M-RoPE axes.
-- PaliGemma: 1-indexed plain positions that skip left padding; image + prompt form the bidirectional
-  prefix and the action tokens the causal suffix (``token_type_ids`` 0 / 1), PaliGemma's prefix-LM layout.
+- PaliGemma / PaliGemma 2: 1-indexed plain positions that skip left padding; image + prompt form the
+  bidirectional prefix and the action tokens the causal suffix (``token_type_ids`` 0 / 1), PaliGemma's
+  prefix-LM layout.
+- Kosmos-2: its decoder's sinusoidal positions, counted from ``pad_token_id + 1`` over attended tokens;
+  image features go where ``image_embeds_position_mask`` says (0 at the action tokens).
+- Gemma 3: plain positions from 0; each image's tokens attend to each other both ways (``token_type_ids``
+  1), the action tokens are text (0).
+- InternVL, LLaVA-OneVision, SmolVLM: plain positions from 0.
 
-Prompts are the published ones: Qwen's ChatML text with the image(s) and "What action should the robotic
-arm take to {instruction}" as the user turn and the assistant turn opened; PaliGemma
-``<image>... <bos>{instruction}\\n``.
+Prompts: Qwen's ChatML text with the image(s) and "What action should the robotic arm take to
+{instruction}" as the user turn and the assistant turn opened (the published Qwen prompt; VLM4VLA's
+InternVL prompt is the same with ``<IMG_CONTEXT>`` per image; LLaVA-OneVision uses it with ``<image>``);
+PaliGemma ``<image>... <bos>{instruction}\\n`` (published); Kosmos-2, Gemma 3 and SmolVLM put the same
+question in their own chat format (see each class).
 
-Adding an architecture: subclass :class:`VLMBackbone`, set ``model_types``, implement ``render_prompts`` and
-(if needed) ``extra_inputs`` / ``position_ids``, and decorate it with :func:`register_backbone`.
+Adding an architecture: subclass :class:`VLMBackbone`, set ``model_types`` (and ``label`` / ``checkpoints``
+for the table), implement ``render_prompts`` and, if needed, set ``action_token_values`` / ``forward_keys``
+and override ``position_ids`` / ``run_base``; decorate it with :func:`register_backbone`. ``python -m
+vla.backbones --list`` prints the table of registered backbones.
 """
 
 from __future__ import annotations
