@@ -173,9 +173,10 @@ def test_registry_and_names(tmp_path):
         VLAModel.build("no-such-org/no-such-model")
 
 
-def test_tiny_names_build_through_policies_tiny(tmp_path, tiny_vlm):
-    built = resolve_backbone("tiny-paligemma", tiny_root=tmp_path)
-    assert json.loads((tmp_path / built.split("/")[-1] / "config.json").read_text())["model_type"] == "paligemma"
+@pytest.mark.parametrize(("name", "model_type"), [("tiny-paligemma", "paligemma"), ("tiny-kosmos2", "kosmos-2")])
+def test_tiny_names_build_through_policies_tiny(tmp_path, name, model_type):
+    built = resolve_backbone(name, tiny_root=tmp_path)
+    assert json.loads((tmp_path / built.split("/")[-1] / "config.json").read_text())["model_type"] == model_type
 
 
 def test_prompts_are_the_published_ones(models):
