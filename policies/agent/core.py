@@ -56,10 +56,14 @@ class AgentConfig:
 class AgentResult:
     """The final response (what the benchmark's parser reads), the full trace and the counts."""
 
-    response: str
+    response: str | None
     answered: bool
     trace: list[dict[str, Any]]
     counters: dict[str, Any]
+
+
+class _CoreFailed(Exception):
+    """The core's backend raised: the question ends without an answer (recorded in the trace)."""
 
 
 @dataclass
@@ -85,13 +89,16 @@ class SpatialAgent:
         return {"paradigm": self.config.paradigm, "budgets": {"max_attempts": self.config.max_attempts,
                 "max_turns": self.config.max_turns, "max_tokens": self.config.max_tokens}, "tools": self.toolbox.describe()}  # fmt: skip
 
-    def answer(self, question: str, images: Sequence[np.ndarray], privileged: Any = None) -> AgentResult:
-        """Answer one question about ``images`` (RGB arrays); ``privileged`` reaches simulator-truth tools only."""
-        run = _Run(images, ToolContext(images, privileged))
-        if self.config.paradigm == "plan-execute":
-            text = self._plan_execute(question, run)
-        else:
-            text = self._react(question, run)
+    def answer(self, question: str, images: Sequence[np.ndarray], privileged: Any = None,
+               meta: dict[str, Any] | None = None) -> AgentResult:  # fmt: skip
+        """Answer one question about ``images`` (RGB arrays). ``privileged`` reaches simulator-truth tools only;
+        ``meta`` is what every tool may know (e.g. the camera calibration). ``response`` is ``None`` only when
+        the core failed (a backend error: the item errored, as for a plain model)."""
+        run = _Run(images, ToolContext(images, privileged, dict(meta or {})))
+        try:
+            text = self._plan_execute(question, run) if self.config.paradigm == "plan-execute" else self._react(question, run)
+        except _CoreFailed:
+            return AgentResult(None, False, run.trace, self._counters(run, False))
         answered = text is not None
         if text is None:  # nothing readable: the last output goes to the benchmark's parser as it is
             text = next((e["response"] for e in reversed(run.trace) if e.get("response") is not None), "")
@@ -190,10 +197,10 @@ class SpatialAgent:
         started = time.perf_counter()
         try:
             generation: Generation = self.backend.generate(messages)
-        except Exception as error:  # a backend failure ends this question, recorded; the runner counts it
+        except Exception as error:  # a backend failure ends this question: errored, never answered by a fallback
             run.trace.append({"role": role, "step": step, "error": f"{type(error).__name__}: {str(error)[:300]}"})
             run.stopped = "backend_error"
-            return None
+            raise _CoreFailed from error
         used = generation.completion_tokens if generation.completion_tokens is not None else len(generation.text.split())
         run.tokens += used
         run.counts[f"calls.{role}"] += 1
