@@ -126,3 +126,13 @@ def test_truth_tools_need_a_generated_set(qa_set, tmp_path, capsys):
     assert len(err) == 1 and "ground_truth.jsonl" in err[0] and "--agent-tools cv" in err[0]
     assert main([*argv, "--agent-paradigm", "reflexion"]) == 2
     assert "--agent-paradigm" in capsys.readouterr().err
+
+
+def test_ablation_separates_perception_from_reasoning(qa_set, tmp_path):
+    assert main(["agent-ablation", "--data", str(qa_set), "--output", str(tmp_path), "--tool-sets", "none,truth"]) == 0
+    report = json.loads((tmp_path / "agent-ablation-plan-execute" / "ablation.json").read_text())
+    rows = {row["kind"]: row for row in report["table"]}
+    assert len(rows) == len(KINDS) + 1 and all(row["reasoning_error"] == 0.0 for row in rows.values())  # the sanity row
+    assert rows["overall"]["perception_error"]["none"] == pytest.approx(100.0 - rows["overall"]["scores"]["none"])
+    assert rows["overall"]["scores"]["none"] < 100.0 and rows["Camera Motion"]["scores"]["none"] < 100.0
+    assert (tmp_path / "agent-ablation-plan-execute" / "ablation.md").read_text().startswith("# SpatialAgent ablation: oracle")

@@ -12,7 +12,8 @@ Tool sets (``--agent-tools``):
 - ``cv``: OpenCV only (SIFT matching, homography, optical flow, essential-matrix camera pose); questions that
   need depth, boxes or counts get no tool, as a core with only these tools would;
 - ``mixed``: OpenCV where it has a tool, simulator truth for the rest: the gap to ``truth`` is the error of the
-  classical motion tools alone.
+  classical motion tools alone;
+- ``none``: only ``Terminate``: the same core and prompts without perception (the ablation's no-tool row).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from policies.agent.cv_tools import OpenCVTools
 from policies.backends.base import Backend
 from policies.backends.oracle import unwrap_oracle
 
-TOOL_SETS = ("truth", "cv", "mixed")
+TOOL_SETS = ("truth", "cv", "mixed", "none")
 #: Oracle error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled.
 AGENT_ERROR_KINDS: tuple[str, ...] = ("malformed_json", "truncated", "empty", "prose")
 AGENT_MAX_NEW_TOKENS = 4096  # the paper's per-call budget for agent roles (Appendix B.1)
@@ -94,7 +95,7 @@ class AgentAnswerer:
             self._attach_oracle(item, truth)
         question = prompt.text if prompt.preamble is None else f"{prompt.preamble}\n{prompt.text}"
         meta = {"intrinsics": _calibration(truth["camera"])} if truth is not None else {}
-        return self.agent.answer(question, images, truth if self.tools != "cv" else None, meta)
+        return self.agent.answer(question, images, truth if self.tools in ("truth", "mixed") else None, meta)
 
     def _attach_oracle(self, item: StaticItem, truth: Mapping[str, Any] | None) -> None:
         from benchmarks.static.agent_oracle import AgentOracleSource, task_of

@@ -72,7 +72,7 @@ class RunConfig:
     agent_paradigm: str = "plan-execute"
     """--policy agent: plan-execute (planner -> tools -> executor -> summarizer) or react (observer <-> tools until Terminate, then the summarizer)."""
     agent_tools: str = "truth"
-    """--policy agent: truth (simulator ground truth; generated sets), cv (OpenCV only) or mixed (OpenCV where it has a tool, truth elsewhere)."""
+    """--policy agent: truth (simulator ground truth; generated sets), cv (OpenCV only), mixed (OpenCV where it has a tool, truth elsewhere) or none (Terminate only)."""
     agent_max_attempts: int = 3
     """--policy agent, plan-execute: plans asked before answering without tools."""
     agent_max_turns: int = 10
@@ -93,8 +93,8 @@ class RunConfig:
         if self.policy == "agent":
             if self.agent_paradigm not in ("plan-execute", "react"):
                 raise InputError(f"--agent-paradigm must be plan-execute or react (got {self.agent_paradigm!r})")
-            if self.agent_tools not in ("truth", "cv", "mixed"):
-                raise InputError(f"--agent-tools must be truth, cv or mixed (got {self.agent_tools!r})")
+            if self.agent_tools not in ("truth", "cv", "mixed", "none"):
+                raise InputError(f"--agent-tools must be truth, cv, mixed or none (got {self.agent_tools!r})")
             if min(self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens) < 1:
                 raise InputError("--agent-max-attempts, --agent-max-turns and --agent-max-tokens must be at least 1")
             if self.score_only is not None:
