@@ -136,3 +136,30 @@ def test_ablation_separates_perception_from_reasoning(qa_set, tmp_path):
     assert rows["overall"]["perception_error"]["none"] == pytest.approx(100.0 - rows["overall"]["scores"]["none"])
     assert rows["overall"]["scores"]["none"] < 100.0 and rows["Camera Motion"]["scores"]["none"] < 100.0
     assert (tmp_path / "agent-ablation-plan-execute" / "ablation.md").read_text().startswith("# SpatialAgent ablation: oracle")
+
+
+def _tiny_depth_model(folder: Path) -> Path:
+    """A random-weight Depth Anything (metric head) saved as a local model folder, loaded by the real code."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    backbone = transformers.Dinov2Config(image_size=56, patch_size=14, hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
+                                         intermediate_size=64, out_features=["stage1", "stage2", "stage3", "stage4"],
+                                         reshape_hidden_states=False)  # fmt: skip
+    config = transformers.DepthAnythingConfig(backbone_config=backbone, reassemble_hidden_size=32, neck_hidden_sizes=[16, 16, 16, 16],
+                                              fusion_hidden_size=16, head_hidden_size=8, depth_estimation_type="metric", max_depth=20)  # fmt: skip
+    torch.manual_seed(0)
+    transformers.DepthAnythingForDepthEstimation(config).save_pretrained(folder)
+    transformers.DPTImageProcessor(size={"height": 56, "width": 56}, keep_aspect_ratio=False, do_pad=False).save_pretrained(folder)
+    return folder
+
+
+def test_learned_depth_tools_load_a_local_model_and_tiny_weights_answer_wrong(qa_set, tmp_path):
+    model = _tiny_depth_model(tmp_path / "tiny-depth")
+    result = _run(qa_set, tmp_path / "out", "--agent-tools", "learned", "--agent-depth-model", str(model), "--limit", "2")
+    records = [json.loads(line) for line in (result["folder"] / "samples.jsonl").read_text().splitlines()]
+    assert [r["tags"]["subcategory"] for r in records] == ["Absolute Depth", "Relative Depth"]
+    assert records[0]["score"] < 1.0  # random weights do not see depth; truth tools answer this item (test above)
+    traces = [json.loads(line) for line in (result["folder"] / "traces.jsonl").read_text().splitlines()]
+    depth_runs = [e for t in traces for e in t["trace"] if e["role"] == "tool" and e["call"]["name"] == "EstimateObjectDepth"]
+    assert len(depth_runs) == 2 and {e["backend"] for e in depth_runs} == {"depth-model:tiny-depth"}
+    assert all(r["depth"] is not None for e in depth_runs for r in e["result"]["results"])

@@ -2,7 +2,7 @@
 
 The same core (``--model``) answers the set through SpatialAgent once per tool set: ``none`` (no perception
 tools), ``cv`` (OpenCV only), ``mixed`` (OpenCV where it has a tool, simulator truth elsewhere) and ``truth``
-(every tool from the simulator). With truth tools the remaining error is the core's reasoning (reading,
+(every tool from the simulator), and ``learned`` with ``--depth-model`` (depth from that model). With truth tools the remaining error is the core's reasoning (reading,
 planning, combining); the gap between truth tools and a perception backend is that backend's perception error.
 Writes ``ablation.json`` and ``ablation.md`` next to the four runs (each a normal run folder).
 """
@@ -20,7 +20,7 @@ from typing import Any
 from benchmarks.core.cli import InputError
 from benchmarks.static.config import RunConfig, build_parser
 
-ORDER = ("none", "cv", "mixed", "truth")
+ORDER = ("none", "cv", "mixed", "learned", "truth")
 
 
 @dataclass
@@ -37,8 +37,10 @@ class AblationConfig:
     """Results root; the runs go to OUTPUT/agent-ablation-PARADIGM/spatialscore/TOOLS/."""
     agent_paradigm: str = "plan-execute"
     """plan-execute or react."""
-    tool_sets: str = ",".join(ORDER)
-    """Comma-separated tool sets to compare (truth must be one: it is the reference)."""
+    tool_sets: str = "none,cv,mixed,truth"
+    """Comma-separated tool sets to compare (truth must be one: it is the reference; learned needs --depth-model)."""
+    depth_model: Path | None = None
+    """Local depth-model folder for the learned tool set."""
     limit: int | None = None
     """Only the first N items."""
     oracle_error_rate: float = 0.0
@@ -58,6 +60,7 @@ def run_ablation(config: AblationConfig) -> dict[str, Any]:
     for tools in sets:
         result = run(RunConfig(bench="spatialscore", data=config.data, output=root, model=config.model, api_base=config.api_base,
                                policy="agent", agent_paradigm=config.agent_paradigm, agent_tools=tools, run_name=tools,
+                               agent_depth_model=config.depth_model if tools == "learned" else None,
                                limit=config.limit, plot=False, oracle_error_rate=config.oracle_error_rate))  # fmt: skip
         rows[tools] = by_kind(result.records)
         overall[tools] = result.summary["headline"]["overall"]

@@ -13,6 +13,9 @@ Tool sets (``--agent-tools``):
   need depth, boxes or counts get no tool, as a core with only these tools would;
 - ``mixed``: OpenCV where it has a tool, simulator truth for the rest: the gap to ``truth`` is the error of the
   classical motion tools alone;
+- ``learned``: the depth tools from a local depth model (``--agent-depth-model``; object regions from the
+  simulator, so the gap to ``truth`` on depth questions is the depth model's), OpenCV's motion tools, simulator
+  truth for the rest;
 - ``none``: only ``Terminate``: the same core and prompts without perception (the ablation's no-tool row).
 """
 
@@ -35,7 +38,7 @@ from policies.agent.cv_tools import OpenCVTools
 from policies.backends.base import Backend
 from policies.backends.oracle import unwrap_oracle
 
-TOOL_SETS = ("truth", "cv", "mixed", "none")
+TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
 #: Oracle error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled.
 AGENT_ERROR_KINDS: tuple[str, ...] = ("malformed_json", "truncated", "empty", "prose")
 AGENT_MAX_NEW_TOKENS = 4096  # the paper's per-call budget for agent roles (Appendix B.1)
@@ -44,20 +47,31 @@ AGENT_MAX_NEW_TOKENS = 4096  # the paper's per-call budget for agent roles (Appe
 class AgentAnswerer:
     """Answers benchmark items with a :class:`SpatialAgent`, writing each item's trace."""
 
-    def __init__(self, backend: Backend, tools: str, config: AgentConfig, data: Path, out_dir: Path, video_frames: int) -> None:
+    def __init__(self, backend: Backend, tools: str, config: AgentConfig, data: Path, out_dir: Path, video_frames: int,
+                 depth_model: Path | None = None) -> None:  # fmt: skip
         if tools not in TOOL_SETS:
             raise InputError(f"--agent-tools must be one of {', '.join(TOOL_SETS)} (got {tools!r})")
+        if (tools == "learned") != (depth_model is not None):
+            raise InputError("--agent-tools learned needs --agent-depth-model FOLDER (a local depth model), and only it takes one")
         self.oracle = unwrap_oracle(backend)
         self.truth: dict[str, dict[str, Any]] = {}
         self.scenes: Any = None
-        if tools in ("truth", "mixed") or self.oracle is not None:
+        if tools in ("truth", "mixed", "learned") or self.oracle is not None:
             from benchmarks.static.agent_truth import SimScenes, min_pixels_of, read_truth
 
             self.truth, self.scenes = read_truth(data), SimScenes(min_pixels_of(data))
         backends: list[Any] = []
-        if tools in ("cv", "mixed"):
+        if tools == "learned":
+            from benchmarks.static.agent_truth import SimTruthTools
+            from policies.agent.learned_tools import LearnedDepthTools
+
+            try:
+                backends.append(LearnedDepthTools(depth_model, regions=SimTruthTools(self.scenes)))
+            except (ValueError, OSError) as error:
+                raise InputError(f"--agent-depth-model: {error}") from None
+        if tools in ("cv", "mixed", "learned"):
             backends.append(OpenCVTools())
-        if tools in ("truth", "mixed"):
+        if tools in ("truth", "mixed", "learned"):
             from benchmarks.static.agent_truth import SimTruthTools
 
             backends.append(SimTruthTools(self.scenes))
@@ -95,7 +109,7 @@ class AgentAnswerer:
             self._attach_oracle(item, truth)
         question = prompt.text if prompt.preamble is None else f"{prompt.preamble}\n{prompt.text}"
         meta = {"intrinsics": _calibration(truth["camera"])} if truth is not None else {}
-        return self.agent.answer(question, images, truth if self.tools in ("truth", "mixed") else None, meta)
+        return self.agent.answer(question, images, truth if self.tools in ("truth", "mixed", "learned") else None, meta)
 
     def _attach_oracle(self, item: StaticItem, truth: Mapping[str, Any] | None) -> None:
         from benchmarks.static.agent_oracle import AgentOracleSource, task_of

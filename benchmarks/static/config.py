@@ -72,7 +72,9 @@ class RunConfig:
     agent_paradigm: str = "plan-execute"
     """--policy agent: plan-execute (planner -> tools -> executor -> summarizer) or react (observer <-> tools until Terminate, then the summarizer)."""
     agent_tools: str = "truth"
-    """--policy agent: truth (simulator ground truth; generated sets), cv (OpenCV only), mixed (OpenCV where it has a tool, truth elsewhere) or none (Terminate only)."""
+    """--policy agent: truth (simulator ground truth; generated sets), cv (OpenCV only), mixed (OpenCV where it has a tool, truth elsewhere), learned (depth from --agent-depth-model, OpenCV motion, truth elsewhere) or none (Terminate only)."""
+    agent_depth_model: Path | None = None
+    """--agent-tools learned: local folder of a transformers depth-estimation model (metric depth; never downloaded)."""
     agent_max_attempts: int = 3
     """--policy agent, plan-execute: plans asked before answering without tools."""
     agent_max_turns: int = 10
@@ -93,8 +95,10 @@ class RunConfig:
         if self.policy == "agent":
             if self.agent_paradigm not in ("plan-execute", "react"):
                 raise InputError(f"--agent-paradigm must be plan-execute or react (got {self.agent_paradigm!r})")
-            if self.agent_tools not in ("truth", "cv", "mixed", "none"):
-                raise InputError(f"--agent-tools must be truth, cv, mixed or none (got {self.agent_tools!r})")
+            if self.agent_tools not in ("truth", "cv", "mixed", "learned", "none"):
+                raise InputError(f"--agent-tools must be truth, cv, mixed, learned or none (got {self.agent_tools!r})")
+            if (self.agent_tools == "learned") != (self.agent_depth_model is not None):
+                raise InputError("--agent-tools learned needs --agent-depth-model FOLDER, and only it takes one")
             if min(self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens) < 1:
                 raise InputError("--agent-max-attempts, --agent-max-turns and --agent-max-tokens must be at least 1")
             if self.score_only is not None:

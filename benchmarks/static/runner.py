@@ -289,7 +289,7 @@ def _agent(config: RunConfig, backend: Backend, out_dir: Path) -> Any:
     from policies.agent import AgentConfig
 
     agent_config = AgentConfig(config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens)
-    return AgentAnswerer(backend, config.agent_tools, agent_config, config.data, out_dir, config.video_frames)
+    return AgentAnswerer(backend, config.agent_tools, agent_config, config.data, out_dir, config.video_frames, config.agent_depth_model)
 
 
 def generation_budget(config: RunConfig, spec: BenchmarkSpec) -> int:
