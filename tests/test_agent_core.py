@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from policies.agent import AgentConfig, SpatialAgent, Toolbox, ToolCall, ToolContext, ToolError
-from policies.agent import prompts
+from policies.agent import AgentConfig, SpatialAgent, Toolbox, ToolCall, ToolContext, ToolError, prompts
 from policies.agent.calls import MAX_CALLS, parse_answer, parse_calls
 from policies.agent.cv_tools import OpenCVTools
 from policies.agent.tools import SPECS, check_arguments

@@ -16,7 +16,7 @@ from benchmarks.static.__main__ import main
 from benchmarks.static.agent_oracle import motion_primitive
 from benchmarks.static.agent_truth import SimScenes, SimTruthTools, read_truth
 from benchmarks.static.nav_questions import KINDS
-from policies.agent import ToolCall, ToolContext, Toolbox
+from policies.agent import Toolbox, ToolCall, ToolContext
 
 SEED = 3
 N_ITEMS = 2 * len(KINDS)
@@ -48,7 +48,10 @@ def test_truth_tools_agree_with_the_ground_truth_file(qa_set):
             context = ToolContext([np.zeros((1, 1, 3), np.uint8)] * len(truth["cameras_c2w"]), truth)
             scenes.load(truth)
             names = scenes.names()
-            run = lambda name, **args: toolbox.run(ToolCall(name, args), context)  # noqa: E731
+
+            def run(name: str, context: ToolContext = context, **args: Any) -> dict[str, Any]:
+                return toolbox.run(ToolCall(name, args), context)
+
             if kind == "absolute_depth":
                 depth = run("EstimateObjectDepth", image="image-0", objects=[names[t["entity"]]])["results"][0]["depth"]
                 assert depth == pytest.approx(t["median_depth_m"], abs=1e-4)

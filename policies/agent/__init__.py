@@ -3,7 +3,7 @@
 ``calls`` parses the core's output, ``prompts`` the role prompts, ``cv_tools`` the OpenCV backend."""
 
 from policies.agent.core import PARADIGMS, AgentConfig, AgentResult, SpatialAgent
-from policies.agent.tools import SPECS, ToolBackend, ToolCall, ToolContext, ToolError, Toolbox
+from policies.agent.tools import SPECS, ToolBackend, Toolbox, ToolCall, ToolContext, ToolError
 
 __all__ = ["PARADIGMS", "SPECS", "AgentConfig", "AgentResult", "SpatialAgent", "ToolBackend", "ToolCall", "ToolContext",
            "ToolError", "Toolbox"]

@@ -25,7 +25,7 @@ import numpy as np
 
 from policies.agent import prompts
 from policies.agent.calls import ParsedCalls, parse_answer, parse_calls
-from policies.agent.tools import TERMINATE, ToolCall, ToolContext, ToolError, Toolbox
+from policies.agent.tools import TERMINATE, Toolbox, ToolCall, ToolContext, ToolError
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.oracle import expected_effect
 
