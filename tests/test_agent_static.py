@@ -166,3 +166,13 @@ def test_learned_depth_tools_load_a_local_model_and_tiny_weights_answer_wrong(qa
     depth_runs = [e for t in traces for e in t["trace"] if e["role"] == "tool" and e["call"]["name"] == "EstimateObjectDepth"]
     assert len(depth_runs) == 2 and {e["backend"] for e in depth_runs} == {"depth-model:tiny-depth"}
     assert all(r["depth"] is not None for e in depth_runs for r in e["result"]["results"])
+
+
+def test_a_run_resumes_only_with_the_same_paradigm_and_tools(qa_set, tmp_path, capsys):
+    argv = ["--bench", "spatialscore", "--data", str(qa_set), "--model", "oracle", "--policy", "agent", "--output", str(tmp_path),
+            "--run-name", "r", "--limit", "1", "--no-plot"]  # fmt: skip
+    assert main(argv) == 0
+    assert "SpatialAgent plan-execute, truth tools" in (tmp_path / "spatialscore" / "r" / "summary.md").read_text()
+    assert main([*argv, "--resume", "--agent-paradigm", "react"]) == 2
+    assert "agent-paradigm='plan-execute'" in capsys.readouterr().err
+    assert main([*argv, "--resume"]) == 0

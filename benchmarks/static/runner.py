@@ -187,6 +187,9 @@ def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], ou
             raise ValueError(f"cannot resume {out_dir}: it ran {key}={previous.get(key)!r}, this run asks {current.get(key)!r}")
     if previous["config"].get("model") != current["config"].get("model"):
         raise ValueError(f"cannot resume {out_dir}: it ran model {previous['config'].get('model')!r}; use another --run-name")
+    for key in ("policy", "agent_paradigm", "agent_tools", "agent_depth_model"):  # an agent run is its tools and paradigm too
+        if key in previous["config"] and previous["config"][key] != current["config"].get(key):
+            raise InputError(f"cannot resume {out_dir}: it ran {key.replace('_', '-')}={previous['config'][key]!r}; use another --run-name")
     if previous["data"]["sha256"] != current["data"]["sha256"]:
         raise ValueError(f"cannot resume {out_dir}: the data file changed since the run started")
 
@@ -546,6 +549,8 @@ def write_results(out_dir: Path, spec: BenchmarkSpec, mode: ScoringMode, style: 
     report.write_jsonl(out_dir / "samples.jsonl", report.records_in_order(records))
     report.write_json(out_dir / "summary.json", summary)
     context = {"benchmark": spec.title, "mode": mode.name, "prompt_style": style, "model": config.model or f"predictions {config.score_only.name if config.score_only else ''}"}
+    if config.policy == "agent":
+        context["policy"] = f"SpatialAgent {config.agent_paradigm}, {config.agent_tools} tools"
     (out_dir / "summary.md").write_text(report.summary_markdown(f"{spec.title}: {mode.name}", summary, context), encoding="utf-8")
     report.write_tables(out_dir / "tables", summary["tables"])
     chart = summary.get("chart")
