@@ -25,7 +25,7 @@ def _cv2() -> Any:
     try:
         import cv2
     except ImportError as error:
-        raise ToolError("unavailable", f"the OpenCV tools need opencv-python ({error})") from None
+        raise ToolError("unavailable", f"the OpenCV tools need opencv-python: pip install 'spatial-arena[agent]' ({error})") from None
     return cv2
 
 
