@@ -22,6 +22,10 @@ def _main(argv: list[str] | None = None) -> int:
         from benchmarks.static.generate import main as generate_main  # needs the `nav` extra (MuJoCo)
 
         return generate_main(args[1:])
+    if args[:1] == ["agent-ablation"]:
+        from benchmarks.static.agent_ablation import main as ablation_main
+
+        return ablation_main(args[1:])
     config = parse_config(args)
     result = run(config)
     for name, value in result.summary["headline"].items():
