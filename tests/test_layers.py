@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("importlinter", reason="import-linter is in the dev extra: pip install -c constraints.txt -e '.[dev]'")
-from importlinter.cli import lint_imports  # noqa: E402
+from importlinter.cli import lint_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 
