@@ -91,7 +91,7 @@ def evaluate(model: Any, starts: list, args: argparse.Namespace) -> dict[str, An
     """Closed-loop success on the shared held-out starts, and the median wall time of one policy query."""
     import numpy as np
 
-    from envs.calvin.chain import run_chain
+    from benchmarks.calvin.chain import run_chain
     from envs.calvin.env import PlayTableEnv
     from envs.calvin.instructions import instruction_for
     from vla.policy import VLAPolicy

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.core.cli import EXIT_BAD_INPUT, run_cli
+from policies.cli import EXIT_BAD_INPUT, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 

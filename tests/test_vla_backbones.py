@@ -36,8 +36,8 @@ def play_table():
 @pytest.mark.parametrize("arch", ARCHS)
 def test_closed_loop_chain_on_the_play_table(play_table, tiny_vlm, arch):
     """A few CALVIN steps with each backbone's VLA policy: observation -> model -> chunk queue -> env."""
+    from benchmarks.calvin.chain import run_chain
     from envs.calvin import constants as C
-    from envs.calvin.chain import run_chain
     from tests.test_calvin_expert import SCENE
 
     model = VLAModel.build(str(tiny_vlm(arch)), chunk_size=10, seed=0).eval()

@@ -1,7 +1,7 @@
 """Command-line construction of benchmark + policy configs, and building the policy inside a worker.
 
 A benchmark command takes its own config dataclass plus the config dataclass of the chosen policy, both
-turned into flags the same way (``benchmarks.core.cli``)::
+turned into flags the same way (``policies.cli``)::
 
     python -m benchmarks.calvin --num-sequences 100 --policy mllm --model /ckpt --api-base http://...:8000/v1
 
@@ -22,14 +22,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from benchmarks.core.cli import (
+from policies.base import Policy
+from policies.cli import (
     InputError,
     OneLineParser,
     add_config_arguments,
     config_from_namespace,
     parse_json_option,
 )
-from policies.base import Policy
 
 C = TypeVar("C")
 BUILTIN_POLICIES = ("expert", "random", "replay", "constant")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks.core.cli import EXIT_UNITS_ERRORED, run_cli
 from benchmarks.static.config import parse_config
 from benchmarks.static.runner import run
+from policies.cli import EXIT_UNITS_ERRORED, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:

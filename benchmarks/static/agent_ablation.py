@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.core.cli import InputError
 from benchmarks.static.config import RunConfig, build_parser
+from policies.cli import InputError
 
 ORDER = ("none", "cv", "mixed", "learned", "truth")
 

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.core.cli import InputError
 from benchmarks.static.items import StaticItem
 from benchmarks.static.media import load_media
 from benchmarks.static.registry import Prompt
@@ -37,6 +36,7 @@ from policies.agent import AgentConfig, SpatialAgent, Toolbox
 from policies.agent.cv_tools import OpenCVTools
 from policies.backends.base import Backend
 from policies.backends.oracle import unwrap_oracle
+from policies.cli import InputError
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
 #: Oracle error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled.

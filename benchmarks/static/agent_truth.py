@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.core.cli import InputError
 from benchmarks.static.generate import TRUTH_FILE
 from benchmarks.static.nav_questions import UNNAMEABLE_NOUNS, Entity, home_entities, plural
 from policies.agent.tools import ToolContext, ToolError
+from policies.cli import InputError
 
 _DEFAULT_MIN_PIXELS = 150
 

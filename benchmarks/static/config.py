@@ -10,8 +10,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.core.cli import InputError, OneLineParser, add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
 from benchmarks.static.registry import PROJECT_MODE, benchmark_names
+from policies.cli import InputError, OneLineParser, add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
 
 
 @dataclass

@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from benchmarks.core.cli import InputError
 from benchmarks.static.config import build_parser
 from benchmarks.static.nav_questions import BUILDERS, KINDS, Context, Entity, Question, View, home_entities
 from envs.navigation import measure
 from envs.navigation.scene import generate_scene, scene_key
 from envs.navigation.views import HomeRenderer, sample_view
+from policies.cli import InputError
 
 FORMAT = "spatialarena-simqa/1"
 SOURCE = "SpatialArena-Nav"

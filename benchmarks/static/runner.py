@@ -26,7 +26,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks.core.cli import InputError, RunAborted
 from benchmarks.scoring.parsers import failed
 from benchmarks.scoring.result import JudgeScore
 from benchmarks.static import report
@@ -42,6 +41,7 @@ from policies.backends.oracle import (
     expected_effect,
     unwrap_oracle,
 )
+from policies.cli import InputError, RunAborted
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")

@@ -8,7 +8,6 @@ goal check. Reported: success rate per task and per suite, with every protocol n
 from __future__ import annotations
 
 import functools
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,11 +17,11 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
-from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from envs.libero import protocol
+from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
@@ -99,7 +98,7 @@ class LiberoWorker:
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
         from benchmarks.core.video import VideoRecorder
-        from envs.libero import run_episode
+        from benchmarks.libero.episode import run_episode
 
         self.decisions = []
         env = self._env_for(unit.spec["task_index"])
@@ -220,6 +219,3 @@ def main(argv: Sequence[str] | None = None) -> Summary:
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 
-
-if __name__ == "__main__":
-    sys.exit(run_cli(main))

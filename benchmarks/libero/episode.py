@@ -13,6 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from benchmarks.core.episode import ActionStream, logging_decisions
 from policies.base import EpisodeContext, Policy
 
 
@@ -37,7 +38,6 @@ def run_episode(
     ``wall_time_s``. ``on_step(obs, caption_lines)`` sees every observation, the first after the settle
     steps included (videos); the policy's model calls are appended to ``decisions``.
     """
-    from benchmarks.core.episode import ActionStream, logging_decisions
 
     start = time.perf_counter()
     libero = env.unwrapped

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core.episode import ActionStream, logging_decisions
 from policies.base import EpisodeContext, Policy
 
 EP_LEN = 360  # CALVIN's step budget per subtask
@@ -28,7 +29,6 @@ def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], init
     be bound to ``env``. ``on_step(obs, caption_lines)`` sees every observation, the reset's first (videos).
     The policy's model calls are appended to ``decisions``, each tagged with its subtask and task.
     """
-    from benchmarks.core.episode import logging_decisions
 
     if len(tasks) != len(instructions):
         raise ValueError(f"run_chain: {len(tasks)} tasks but {len(instructions)} instructions")
@@ -61,7 +61,6 @@ def _captioner(on_step: StepHook | None, index: int, instruction: str) -> Callab
 
 def _run_subtask(env: Any, policy: Policy, obs: Any, info: dict, ep_len: int,
                  show: Callable[[Any, int], None] | None) -> tuple[dict, Any, dict]:
-    from benchmarks.core.episode import ActionStream
 
     start, steps, success = time.perf_counter(), 0, False
     stream = ActionStream(env, policy)

@@ -10,7 +10,6 @@ plus the shared run folder (records, manifest, summary, plots, videos).
 from __future__ import annotations
 
 import functools
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +19,6 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
-from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import (
     BLIND_POLICIES,
@@ -30,6 +28,7 @@ from benchmarks.core.policy_cli import (
 )
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 CHAIN_LENGTH = 5
@@ -213,7 +212,7 @@ class CalvinWorker:
 
     def __init__(self, config: CalvinConfig, spec: PolicySpec, run_path: str) -> None:
         from envs.calvin import make_env
-        from envs.calvin.expert import ScriptedExpert
+        from policies.experts.calvin import ScriptedExpert
 
         self.config, self.run_dir = config, RunDir(run_path)
         self.cameras = cameras_for(config, spec)
@@ -224,8 +223,9 @@ class CalvinWorker:
         self.decisions: list[dict[str, Any]] = []
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
+        from benchmarks.calvin.chain import run_chain
         from benchmarks.core.video import VideoRecorder
-        from envs.calvin import initial_env_state, run_chain
+        from envs.calvin import initial_env_state
         from envs.calvin.instructions import instruction_for
 
         robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"])
@@ -344,6 +344,3 @@ def main(argv: Sequence[str] | None = None) -> Summary:
     bench = CalvinBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 
-
-if __name__ == "__main__":
-    sys.exit(run_cli(main))
