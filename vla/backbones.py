@@ -548,7 +548,10 @@ InputBuilder = Callable[[Sequence[Sequence[ImageLike]], Sequence[str]], dict[str
 def backbone_table() -> list[dict[str, Any]]:
     """One row per registered transformers backbone class: family, model_type(s), positions, tiny test
     names, and the published checkpoints it loads (the README's table is this, checked by a test)."""
-    from vla.vision_backbones import EfficientNetLiteBackbone  # noqa: F401  (registers the native backbone)
+    import importlib
+
+    for module in NATIVE_MODULES.values():  # registers the native backbones (lazily, as load_native does)
+        importlib.import_module(module)
 
     tiny: dict[str, list[str]] = {}
     for name, arch in TINY_BACKBONES.items():
