@@ -34,7 +34,6 @@ generator uses (theirs are ``[seed, i]``): the same seed writes the same corpus.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -238,17 +237,21 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
 def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
     """Write the corpus; returns the stats written to ``corpus.json`` (items/s, category mix)."""
     from datasets import Dataset, DatasetDict
+    from datasets.exceptions import DatasetGenerationError
 
     config.validate()
     n_val = max(1, round(config.n * config.validation))
     splits = {"train": range(config.n - n_val), "validation": range(config.n - n_val, config.n)}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="corpus-cache-") as cache:
-        built = DatasetDict({
-            name: Dataset.from_generator(corpus_rows, features=features(), cache_dir=cache,
-                                         gen_kwargs={"config": config, "indices": list(indices)})
-            for name, indices in splits.items()
-        })  # fmt: skip
+        try:
+            built = DatasetDict({
+                name: Dataset.from_generator(corpus_rows, features=features(), cache_dir=cache,
+                                             gen_kwargs={"config": config, "indices": list(indices)})
+                for name, indices in splits.items()
+            })  # fmt: skip
+        except DatasetGenerationError as error:  # datasets wraps the generator's own error: show that one
+            raise error.__cause__ if isinstance(error.__cause__, ValueError) else error
         seconds = time.perf_counter() - start
         built.save_to_disk(str(config.out))
     mix = Counter(built["train"]["kind"]) + Counter(built["validation"]["kind"])
