@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("datasets")
 pytest.importorskip("trl")
 
-from benchmarks.scoring.multihop_rewards import msr_total_reward  # noqa: E402
-from benchmarks.static.corpus import (  # noqa: E402
+from benchmarks.scoring.multihop_rewards import msr_total_reward
+from benchmarks.static.corpus import (
     CORPUS_HOME_SEEDS,
     CORPUS_KINDS,
     CorpusConfig,
@@ -51,7 +51,9 @@ def test_corpus_rows_cover_every_kind_with_exact_targets(corpus):
             assert 0 <= x1 < x2 <= 1000 and 0 <= y1 < y2 <= 1000
         if row["kind"] == "multihop":  # the gold answer earns the paper's full reward: format + letter + box
             text = assistant["content"][0]["text"]
-            reward = msr_total_reward([text], response=[row["response"]], bbox_normalized=[row["bbox_normalized"]])
+            reward = msr_total_reward(
+                [text], response=[row["response"]], bbox_normalized=[row["bbox_normalized"]]
+            )
             assert reward == [3.0]
             assert row["response"].split(") ", 1)[1] in user["content"][-1]["text"]
 
@@ -60,7 +62,12 @@ def test_corpus_items_are_deterministic():
     config = CorpusConfig(n=2, width=96, height=96, kinds="multihop,counting", min_pixels=30)
     first = [r["truth"] for r in corpus_rows(config, [1])]
     again = [r["truth"] for r in corpus_rows(config, [1])]
-    other = [r["truth"] for r in corpus_rows(CorpusConfig(n=2, width=96, height=96, kinds="multihop,counting", min_pixels=30, seed=1), [1])]
+    other = [
+        r["truth"]
+        for r in corpus_rows(
+            CorpusConfig(n=2, width=96, height=96, kinds="multihop,counting", min_pixels=30, seed=1), [1]
+        )
+    ]
     assert first == again and first != other
 
 
@@ -74,7 +81,9 @@ def _goal_nav_test_homes(n: int) -> list[tuple[int, str]]:
     from benchmarks.goal_scoring.nav_source import NavigationPairSource
 
     source = NavigationPairSource()
-    pairs = [source.sample(np.random.default_rng([0, i])) for i in range(n)]  # sources.generate_dataset's streams
+    pairs = [
+        source.sample(np.random.default_rng([0, i])) for i in range(n)
+    ]  # sources.generate_dataset's streams
     return [(p.metadata["home_seed"], p.metadata["scene_key"]) for p in pairs]
 
 
@@ -111,7 +120,9 @@ def _run(tiny_vlm, corpus, tmp_path, mode, *extra):
     from vla.posttrain import main, read_metrics
 
     out = tmp_path / mode
-    main([mode, "--model", str(tiny_vlm("qwen2_5_vl")), "--data", str(corpus[0]), "--output", str(out), *extra])
+    main(
+        [mode, "--model", str(tiny_vlm("qwen2_5_vl")), "--data", str(corpus[0]), "--output", str(out), *extra]
+    )
     return out, read_metrics(out)
 
 

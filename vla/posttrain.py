@@ -46,9 +46,13 @@ GRPO_COLUMNS = ("images", "prompt", "response", "bbox_normalized")
 class PostTrainConfig:
     """Post-train an image-text-to-text model on a spatial corpus with TRL (SFT or GRPO)."""
 
-    mode: Literal["sft", "grpo"] = arg("sft", "sft (SFTTrainer) or grpo (GRPOTrainer with MultihopSpatial rewards)")
+    mode: Literal["sft", "grpo"] = arg(
+        "sft", "sft (SFTTrainer) or grpo (GRPOTrainer with MultihopSpatial rewards)"
+    )
     model: str = arg("", "model to start from: a checkpoint directory (AutoModelForImageTextToText)")
-    data: str = arg("", "corpus directory written by python -m benchmarks.static.corpus (datasets.load_from_disk)")
+    data: str = arg(
+        "", "corpus directory written by python -m benchmarks.static.corpus (datasets.load_from_disk)"
+    )
     output: str = arg("outputs/posttrain", "run folder: config, metrics.jsonl, checkpoints, final/")
     split: str = arg("train", "split of the corpus to train on")
     eval_split: str = arg("validation", "split evaluated every --eval-steps (SFT; '' for none)")
@@ -59,16 +63,26 @@ class PostTrainConfig:
     batch_size: int = arg(4, "per-device batch size", minimum=1)
     grad_accum: int = arg(1, "gradient-accumulation steps", minimum=1)
     lr: float = arg(1e-5, "peak learning rate", minimum=0)
-    max_length: int | None = arg(None, "SFT: truncate sequences to this many tokens (default: none; truncation can cut image tokens)", minimum=1)
-    num_generations: int = arg(4, "GRPO: completions per prompt (the batch must be a multiple of it)", minimum=2)
+    max_length: int | None = arg(
+        None,
+        "SFT: truncate sequences to this many tokens (default: none; truncation can cut image tokens)",
+        minimum=1,
+    )
+    num_generations: int = arg(
+        4, "GRPO: completions per prompt (the batch must be a multiple of it)", minimum=2
+    )
     max_completion_length: int = arg(64, "GRPO: most tokens generated per completion", minimum=1)
     temperature: float = arg(1.0, "GRPO: sampling temperature", minimum=0)
     beta: float = arg(0.0, "GRPO: KL coefficient (0: no reference model, TRL's default)", minimum=0)
-    rewards: Literal["paper", "recipe"] = arg("paper", "GRPO rewards: paper (format, mcq, bbox) or recipe (+ truncation penalty)")
+    rewards: Literal["paper", "recipe"] = arg(
+        "paper", "GRPO rewards: paper (format, mcq, bbox) or recipe (+ truncation penalty)"
+    )
     logging_steps: int = arg(1, "log every N steps", minimum=1)
     save_steps: int = arg(100, "checkpoint every N steps", minimum=1)
     save_total_limit: int | None = arg(2, "keep at most this many checkpoints", minimum=1)
-    eval_steps: int | None = arg(None, "SFT: evaluate on --eval-split every N steps (default: never)", minimum=1)
+    eval_steps: int | None = arg(
+        None, "SFT: evaluate on --eval-split every N steps (default: never)", minimum=1
+    )
     resume: bool = arg(False, "continue from the newest checkpoint in --output")
     report_to: str = arg("none", "also report to: none, tensorboard, wandb (comma-separated)")
     seed: int = arg(0, "seed of data order, sampling and initialisation")
@@ -78,14 +92,20 @@ class PostTrainConfig:
     def validate(self) -> None:
         """Check paths and combinations, with the fix in the message."""
         if not self.model or not Path(self.model).is_dir():
-            raise InputError(f"--model {self.model!r}: not a checkpoint directory; pass a folder with config.json")
+            raise InputError(
+                f"--model {self.model!r}: not a checkpoint directory; pass a folder with config.json"
+            )
         if not self.data or not Path(self.data).is_dir():
-            raise InputError(f"--data {self.data!r}: not a folder; write one with python -m benchmarks.static.corpus --out DIR")
+            raise InputError(
+                f"--data {self.data!r}: not a folder; write one with python -m benchmarks.static.corpus --out DIR"
+            )
         if self.mode == "grpo" and (self.batch_size * self.grad_accum) % self.num_generations:
             raise InputError(f"--batch-size x --grad-accum ({self.batch_size * self.grad_accum}) must be a multiple of "
                              f"--num-generations ({self.num_generations})")  # fmt: skip
         if self.resume and last_checkpoint(Path(self.output)) is None:
-            raise InputError(f"--resume: no checkpoint-* folder in {self.output}; train without --resume first")
+            raise InputError(
+                f"--resume: no checkpoint-* folder in {self.output}; train without --resume first"
+            )
 
 
 # -------------------------------------------------------------------------------------------- data
@@ -98,7 +118,9 @@ def load_split(config: PostTrainConfig, split: str) -> Any:
     try:
         loaded = load_from_disk(config.data)
     except FileNotFoundError as error:
-        raise InputError(f"--data {config.data}: not a datasets folder ({error}); write one with python -m benchmarks.static.corpus") from None
+        raise InputError(
+            f"--data {config.data}: not a datasets folder ({error}); write one with python -m benchmarks.static.corpus"
+        ) from None
     if isinstance(loaded, DatasetDict):
         if split not in loaded:
             raise InputError(f"--data {config.data} has no split {split!r}; it has {sorted(loaded)}")
@@ -111,7 +133,9 @@ def load_split(config: PostTrainConfig, split: str) -> Any:
     if config.max_items is not None:
         loaded = loaded.select(range(min(config.max_items, len(loaded))))
     if len(loaded) == 0:
-        raise InputError(f"--data {config.data}: no {split} items of kinds {kinds}; change --kinds or generate more")
+        raise InputError(
+            f"--data {config.data}: no {split} items of kinds {kinds}; change --kinds or generate more"
+        )
     return loaded
 
 
@@ -120,7 +144,9 @@ def as_prompt_completion(dataset: Any) -> Any:
     SFT's loss covers the answer only; keeps ``images``."""
     missing = {"images", "messages"} - set(dataset.column_names)
     if missing:
-        raise InputError(f"SFT data lacks columns {sorted(missing)}; use a corpus from python -m benchmarks.static.corpus")
+        raise InputError(
+            f"SFT data lacks columns {sorted(missing)}; use a corpus from python -m benchmarks.static.corpus"
+        )
     split = dataset.map(lambda m: {"prompt": m[:-1], "completion": m[-1:]}, input_columns="messages",
                         remove_columns=["messages"] + [c for c in ("prompt",) if c in dataset.column_names])  # fmt: skip
     return split.select_columns(list(SFT_COLUMNS))
@@ -130,7 +156,9 @@ def grpo_columns(dataset: Any) -> Any:
     """The columns GRPO reads: the prompt with its images, and the reward functions' references."""
     missing = set(GRPO_COLUMNS) - set(dataset.column_names)
     if missing:
-        raise InputError(f"GRPO data lacks columns {sorted(missing)}; use a corpus from python -m benchmarks.static.corpus")
+        raise InputError(
+            f"GRPO data lacks columns {sorted(missing)}; use a corpus from python -m benchmarks.static.corpus"
+        )
     return dataset.select_columns(list(GRPO_COLUMNS))
 
 
@@ -139,7 +167,9 @@ def grpo_columns(dataset: Any) -> Any:
 
 def last_checkpoint(output: Path) -> Path | None:
     """The newest ``checkpoint-<step>`` folder in ``output``, or ``None``."""
-    steps = [(int(p.name.split("-")[1]), p) for p in output.glob("checkpoint-*") if p.name.split("-")[1].isdigit()]
+    steps = [
+        (int(p.name.split("-")[1]), p) for p in output.glob("checkpoint-*") if p.name.split("-")[1].isdigit()
+    ]
     return max(steps)[1] if steps else None
 
 
@@ -149,7 +179,9 @@ def metrics_callback(path: Path) -> Any:
     from transformers import TrainerCallback
 
     class JsonlMetrics(TrainerCallback):
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any
+        ) -> None:
             if logs and state.is_world_process_zero:
                 with path.open("a", encoding="utf-8") as handle:
                     handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
@@ -229,8 +261,12 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m vla.posttrain sft|grpo --model DIR --data DIR --output DIR [...]``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in ("sft", "grpo"):
-        raise InputError("first argument must be the mode: python -m vla.posttrain sft|grpo --model DIR --data DIR --output DIR")
-    config = parse_config(PostTrainConfig, ["--mode", args[0], *args[1:]], prog=f"python -m vla.posttrain {args[0]}")
+        raise InputError(
+            "first argument must be the mode: python -m vla.posttrain sft|grpo --model DIR --data DIR --output DIR"
+        )
+    config = parse_config(
+        PostTrainConfig, ["--mode", args[0], *args[1:]], prog=f"python -m vla.posttrain {args[0]}"
+    )
     print(f"saved {posttrain(config)}")
 
 

@@ -47,7 +47,16 @@ import numpy as np
 
 from benchmarks.static.config import build_parser
 from benchmarks.static.generate import draw_question, truth_record
-from benchmarks.static.nav_questions import BUILDERS, Builder, Context, Entity, Question, View, _pick, bearing_deg
+from benchmarks.static.nav_questions import (
+    BUILDERS,
+    Builder,
+    Context,
+    Entity,
+    Question,
+    View,
+    _pick,
+    bearing_deg,
+)
 from envs.navigation.views import HomeRenderer
 
 FORMAT = "spatialarena-corpus/1"
@@ -105,7 +114,9 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
                and sign * (bearings[e.label] - ref_bearing) >= 10.0]  # fmt: skip
     if len(on_side) < 2:
         return None
-    depths = sorted(((view.median_depth(e), e) for e in on_side), key=lambda d: d[0], reverse=extreme != "closest to")
+    depths = sorted(
+        ((view.median_depth(e), e) for e in on_side), key=lambda d: d[0], reverse=extreme != "closest to"
+    )
     (best_depth, best), (next_depth, _) = depths[0], depths[1]
     near, far = sorted((best_depth, next_depth))
     if far < _MIN_DEPTH_RATIO * near or far - near < _MIN_DEPTH_GAP:
@@ -162,7 +173,9 @@ class CorpusConfig:
         kinds = [k.strip() for k in self.kinds.split(",") if k.strip()]
         unknown = [k for k in kinds if k not in CORPUS_BUILDERS]
         if not kinds or unknown:
-            raise ValueError(f"--kinds {self.kinds!r}: unknown {unknown or 'empty list'}; choose from {', '.join(CORPUS_KINDS)}")
+            raise ValueError(
+                f"--kinds {self.kinds!r}: unknown {unknown or 'empty list'}; choose from {', '.join(CORPUS_KINDS)}"
+            )
         return kinds
 
     def validate(self) -> None:
@@ -172,7 +185,9 @@ class CorpusConfig:
         if self.out.exists() and any(self.out.iterdir()):
             raise ValueError(f"{self.out} is not empty; choose a new --out folder or delete it")
         if self.n < 2 or self.min_pixels < 1:
-            raise ValueError(f"--n must be at least 2 and --min-pixels at least 1 (got {self.n}, {self.min_pixels})")
+            raise ValueError(
+                f"--n must be at least 2 and --min-pixels at least 1 (got {self.n}, {self.min_pixels})"
+            )
         if not 0.0 < self.validation < 1.0:
             raise ValueError(f"--validation must be in (0, 1), got {self.validation}")
         self.kind_list()
@@ -183,14 +198,22 @@ class CorpusConfig:
 
 def chat_messages(question: Question, answer_text: str) -> list[dict[str, Any]]:
     """The user turn (one image part per image, then the question) and the assistant's answer."""
-    user = [*({"type": "image", "text": None} for _ in question.images), {"type": "text", "text": question.question}]
-    return [{"role": "user", "content": user}, {"role": "assistant", "content": [{"type": "text", "text": answer_text}]}]
+    user = [
+        *({"type": "image", "text": None} for _ in question.images),
+        {"type": "text", "text": question.question},
+    ]
+    return [
+        {"role": "user", "content": user},
+        {"role": "assistant", "content": [{"type": "text", "text": answer_text}]},
+    ]
 
 
 def assistant_text(question: Question) -> str:
     """What the model should say: the recipe's two-line format for multi-hop items, else the answer."""
     if question.kind == "multihop":
-        return f"Answer: {question.answer}\nBounding Box: [{', '.join(map(str, question.truth['bbox_1000']))}]"
+        return (
+            f"Answer: {question.answer}\nBounding Box: [{', '.join(map(str, question.truth['bbox_1000']))}]"
+        )
     return question.answer
 
 
@@ -251,7 +274,9 @@ def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
                 for name, indices in splits.items()
             })  # fmt: skip
         except DatasetGenerationError as error:  # datasets wraps the generator's own error: show that one
-            raise error.__cause__ if isinstance(error.__cause__, ValueError) else error
+            if isinstance(error.__cause__, ValueError):
+                raise error.__cause__ from None
+            raise
         seconds = time.perf_counter() - start
         built.save_to_disk(str(config.out))
     mix = Counter(built["train"]["kind"]) + Counter(built["validation"]["kind"])
@@ -279,7 +304,9 @@ def check_disjoint(corpus_homes: Iterable[tuple[int, str]], test_homes: Iterable
     n = 0
     for seed, key in corpus_homes:
         if not low <= seed < high:
-            raise ValueError(f"corpus home seed {seed} (scene {key}) is outside [{low}, {high}); regenerate the corpus")
+            raise ValueError(
+                f"corpus home seed {seed} (scene {key}) is outside [{low}, {high}); regenerate the corpus"
+            )
         if key in test_keys:
             raise ValueError(f"corpus scene {key} (seed {seed}) is also a test scene; regenerate the corpus")
         n += 1
@@ -312,7 +339,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:
         if len(argv) < 3:
-            print("usage: python -m benchmarks.static.corpus check CORPUS_DIR TEST_TRUTH.jsonl [...]", file=sys.stderr)
+            print(
+                "usage: python -m benchmarks.static.corpus check CORPUS_DIR TEST_TRUTH.jsonl [...]",
+                file=sys.stderr,
+            )
             return 2
         test = [home for path in argv[2:] for home in truth_file_homes(path)]
         try:

@@ -32,7 +32,16 @@ from PIL import Image
 
 from benchmarks.core.cli import InputError
 from benchmarks.static.config import build_parser
-from benchmarks.static.nav_questions import BUILDERS, KINDS, Builder, Context, Entity, Question, View, home_entities
+from benchmarks.static.nav_questions import (
+    BUILDERS,
+    KINDS,
+    Builder,
+    Context,
+    Entity,
+    Question,
+    View,
+    home_entities,
+)
 from envs.navigation import measure
 from envs.navigation.scene import generate_scene, scene_key
 from envs.navigation.views import HomeRenderer, sample_view
