@@ -246,14 +246,26 @@ def features() -> Any:
     })  # fmt: skip
 
 
+#: Homes searched per corpus item before it is given up (and counted in ``corpus.json``'s ``failed``):
+#: more than the test sets' 10, since a corpus of thousands meets the rare hard multi-hop draw.
+CORPUS_HOMES_PER_ITEM = 30
+
+
 def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[str, Any]]:
-    """The rows of the given item indices, in order (each from its own seeded stream)."""
+    """The rows of the given item indices, in order (each from its own seeded stream). An item whose kind
+    finds no unambiguous question in :data:`CORPUS_HOMES_PER_ITEM` homes is left out; its index is missing
+    from the ``index`` column, and :func:`generate_corpus` counts it."""
+    from benchmarks.core.cli import InputError
+
     kinds = config.kind_list()
     with HomeRenderer(config.width, config.height, config.fov) as renderer:
         for index in indices:
             rng = np.random.default_rng([CORPUS_STREAM, config.seed, index])
-            question, home = draw_question(kinds[index % len(kinds)], rng, renderer, config.min_pixels,
-                                           CORPUS_BUILDERS, CORPUS_HOME_SEEDS)  # fmt: skip
+            try:
+                question, home = draw_question(kinds[index % len(kinds)], rng, renderer, config.min_pixels,
+                                               CORPUS_BUILDERS, CORPUS_HOME_SEEDS, CORPUS_HOMES_PER_ITEM)  # fmt: skip
+            except InputError:
+                continue
             yield corpus_row(index, question, home, config)
 
 
@@ -280,9 +292,14 @@ def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
         seconds = time.perf_counter() - start
         built.save_to_disk(str(config.out))
     mix = Counter(built["train"]["kind"]) + Counter(built["validation"]["kind"])
+    present = set(built["train"]["index"]) | set(built["validation"]["index"])
+    failed = [i for i in range(config.n) if i not in present]
+    if len(failed) == config.n:
+        raise ValueError(f"no item of kinds {config.kinds} could be generated; lower --min-pixels")
     stats = {"format": FORMAT, **asdict(config), "out": None, "kinds": config.kind_list(),
              "home_seeds": list(CORPUS_HOME_SEEDS), "splits": {k: len(v) for k, v in built.items()},
-             "seconds": round(seconds, 2), "items_per_second": round(config.n / seconds, 3),
+             "failed": {"count": len(failed), "indices": failed},
+             "seconds": round(seconds, 2), "items_per_second": round((config.n - len(failed)) / seconds, 3),
              "kind_mix": dict(sorted(mix.items()))}  # fmt: skip
     (config.out / "corpus.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     return stats

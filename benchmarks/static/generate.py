@@ -101,11 +101,12 @@ TEST_HOME_SEEDS = (0, 2**31 - 1)
 
 def draw_question(kind: str, rng: np.random.Generator, renderer: HomeRenderer, min_pixels: int,
                   builders: Mapping[str, Builder] = BUILDERS,
-                  home_seeds: tuple[int, int] = TEST_HOME_SEEDS) -> tuple[Question, dict[str, Any]]:  # fmt: skip
-    """One question of ``kind``: homes (seeds in ``[low, high)`` of ``home_seeds``) and views are drawn until
-    the builder finds something unambiguous."""
+                  home_seeds: tuple[int, int] = TEST_HOME_SEEDS,
+                  max_homes: int = _HOMES_PER_ITEM) -> tuple[Question, dict[str, Any]]:  # fmt: skip
+    """One question of ``kind``: up to ``max_homes`` homes (seeds in ``[low, high)`` of ``home_seeds``) and
+    views in each are drawn until the builder finds something unambiguous."""
     context = Context(renderer)
-    for _ in range(_HOMES_PER_ITEM):
+    for _ in range(max_homes):
         home_seed = int(rng.integers(*home_seeds))
         scene = generate_scene(home_seed)
         world = renderer.load(scene)
@@ -118,7 +119,7 @@ def draw_question(kind: str, rng: np.random.Generator, renderer: HomeRenderer, m
             question = builders[kind](View(*view, entities, min_pixels), context, rng)
             if question is not None:
                 return question, {"home_seed": home_seed, "scene_key": scene_key(scene)}
-    raise InputError(f"no {kind} question found in {_HOMES_PER_ITEM} homes; lower --min-pixels")
+    raise InputError(f"no {kind} question found in {max_homes} homes; lower --min-pixels")
 
 
 def _aim(kind: str, entities: list[Entity], rng: np.random.Generator) -> Entity | None:
