@@ -21,7 +21,8 @@ Launch: the trainers run on accelerate, so the same command runs
   (``accelerate config`` selects DeepSpeed/FSDP; ``--batch-size`` is per device).
 
 Run folder: ``posttrain_config.json``; ``metrics.jsonl`` (every log TRL emits: loss, learning rate,
-per-reward means and standard deviations, mean reward, eval loss; one JSON line each, with the step);
+per-reward means and standard deviations, mean reward, eval loss and token accuracy, from step 0 when
+``--eval-steps`` is given; one JSON line each, with the step);
 ``checkpoint-<step>/`` every ``--save-steps`` (``--resume`` continues from the newest); ``final/`` (model
 and processor, loadable by ``AutoModelForImageTextToText`` and the project's transformers backend).
 ``--report-to tensorboard`` or ``wandb`` also sends the curves there.
@@ -83,6 +84,7 @@ class PostTrainConfig:
     eval_steps: int | None = arg(
         None, "SFT: evaluate on --eval-split every N steps (default: never)", minimum=1
     )
+    time_budget_s: float | None = arg(None, "stop (and save) after this many seconds of training", minimum=0.001)
     resume: bool = arg(False, "continue from the newest checkpoint in --output")
     report_to: str = arg("none", "also report to: none, tensorboard, wandb (comma-separated)")
     seed: int = arg(0, "seed of data order, sampling and initialisation")
@@ -189,6 +191,25 @@ def metrics_callback(path: Path) -> Any:
     return JsonlMetrics()
 
 
+def time_budget_callback(seconds: float) -> Any:
+    """A ``TrainerCallback`` that ends training (the trainer then saves as usual) once ``seconds`` of
+    training have passed, checked after every optimizer step."""
+    import time
+
+    from transformers import TrainerCallback
+
+    class TimeBudget(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.start = time.monotonic()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if time.monotonic() - self.start >= seconds:
+                control.should_training_stop = True
+                control.should_save = True
+
+    return TimeBudget()
+
+
 def read_metrics(output: str | Path) -> list[dict[str, Any]]:
     """The run's ``metrics.jsonl`` as a list of dicts."""
     path = Path(output) / METRICS_FILE
@@ -220,13 +241,16 @@ def build_trainer(config: PostTrainConfig) -> Any:
     processor = load_processor(config.model)
     common = _common_args(config)
     callbacks = [metrics_callback(Path(config.output) / METRICS_FILE)]
+    if config.time_budget_s is not None:
+        callbacks.append(time_budget_callback(config.time_budget_s))
     if config.mode == "sft":
         from trl import SFTConfig, SFTTrainer
 
         train = as_prompt_completion(load_split(config, config.split))
         evaluate = config.eval_steps is not None and bool(config.eval_split)
         args = SFTConfig(**common, max_length=config.max_length, completion_only_loss=True,
-                         eval_strategy="steps" if evaluate else "no", eval_steps=config.eval_steps)  # fmt: skip
+                         eval_strategy="steps" if evaluate else "no", eval_steps=config.eval_steps,
+                         eval_on_start=evaluate)  # fmt: skip
         eval_set = as_prompt_completion(load_split(config, config.eval_split)) if evaluate else None
         return SFTTrainer(model=config.model, args=args, train_dataset=train, eval_dataset=eval_set,
                           processing_class=processor, callbacks=callbacks)  # fmt: skip
