@@ -148,3 +148,17 @@ def test_grpo_logs_multihop_rewards_and_resumes(tiny_vlm, corpus, tmp_path):
     assert [e["step"] for e in logs if "reward" in e] == [1, 2, 3]  # the resumed run did step 3 only
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
     assert state["global_step"] == 3
+
+
+def test_bad_input_is_one_line_naming_the_fix(tmp_path, capsys):
+    from benchmarks.core.cli import run_cli
+    from benchmarks.static.corpus import main as corpus_main
+    from vla.posttrain import main
+
+    assert run_cli(main, ["sft", "--model", str(tmp_path / "none"), "--data", str(tmp_path)]) == 2
+    assert run_cli(main, ["train", "--model", "x"]) == 2
+    assert corpus_main(["--out", str(tmp_path / "c"), "--kinds", "depth"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3
+    assert "--model" in lines[0] and "config.json" in lines[0]
+    assert "sft|grpo" in lines[1] and "unknown ['depth']" in lines[2]
