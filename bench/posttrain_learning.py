@@ -56,7 +56,7 @@ def _static_accuracy(model: Path, testset: Path, out: Path, threads: int) -> dic
     _python("-m", "benchmarks.static", "--bench", "spatialscore", "--data", str(testset / "SpatialScore.json"),
             "--model", str(model), "--output", str(out), "--max-new-tokens", "32", threads=threads)  # fmt: skip
     summary = json.loads(next(out.rglob("summary.json")).read_text())
-    return {"overall": summary.get("overall"), "counts": summary.get("counts")}
+    return {**summary["headline"], "parse_failures": summary["counts"]["parse_failures"], "items": summary["counts"]["items"]}
 
 
 def _plot(sft: list[dict], grpo: list[dict], path: Path) -> None:
