@@ -157,8 +157,9 @@ def test_bad_input_is_one_line_naming_the_fix(tmp_path, capsys):
 
     assert run_cli(main, ["sft", "--model", str(tmp_path / "none"), "--data", str(tmp_path)]) == 2
     assert run_cli(main, ["train", "--model", "x"]) == 2
+    assert run_cli(main, ["sft", "--model", str(tmp_path), "--data", str(tmp_path), "--report-to", "mlflow"]) == 2
     assert corpus_main(["--out", str(tmp_path / "c"), "--kinds", "depth"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert "--model" in lines[0] and "config.json" in lines[0]
-    assert "sft|grpo" in lines[1] and "unknown ['depth']" in lines[2]
+    assert "sft|grpo" in lines[1] and "--report-to 'mlflow'" in lines[2] and "unknown ['depth']" in lines[3]

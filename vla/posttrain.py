@@ -104,6 +104,13 @@ class PostTrainConfig:
         if self.mode == "grpo" and (self.batch_size * self.grad_accum) % self.num_generations:
             raise InputError(f"--batch-size x --grad-accum ({self.batch_size * self.grad_accum}) must be a multiple of "
                              f"--num-generations ({self.num_generations})")  # fmt: skip
+        import importlib.util
+
+        for target in (r for r in self.report_to.split(",") if r and r != "none"):
+            if target not in ("tensorboard", "wandb"):
+                raise InputError(f"--report-to {target!r}: choose none, tensorboard or wandb")
+            if importlib.util.find_spec(target) is None and importlib.util.find_spec("tensorboardX" if target == "tensorboard" else target) is None:
+                raise InputError(f"--report-to {target}: the {target} package is not installed; pip install {target}")
         if self.resume and last_checkpoint(Path(self.output)) is None:
             raise InputError(
                 f"--resume: no checkpoint-* folder in {self.output}; train without --resume first"
