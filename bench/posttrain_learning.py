@@ -14,7 +14,9 @@
 Outputs under ``--out``: ``corpus/``, ``testset/``, ``sft/`` and ``grpo/`` (run folders with
 ``metrics.jsonl``), ``static-<model>/`` (benchmark outputs), ``curves.png`` and ``results.json``.
 
-    python bench/posttrain_learning.py --out outputs/posttrain_learning --sft-min 5 --grpo-min 3
+    python bench/posttrain_learning.py --out outputs/posttrain_learning --corpus-n 180 --test-n 42 --sft-min 4 --grpo-min 3
+    python bench/posttrain_learning.py --out outputs/posttrain_learning_mh --corpus-kinds multihop --corpus-n 150 \
+        --corpus-seed 1 --test-n 42 --sft-min 4 --grpo-min 4
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("outputs/posttrain_learning"))
     p.add_argument("--corpus-n", type=int, default=400, help="corpus items (5 %% held out)")
+    p.add_argument("--corpus-kinds", default="", help="corpus question kinds (default: all nine)")
+    p.add_argument("--corpus-seed", type=int, default=0)
     p.add_argument("--test-n", type=int, default=63, help="items of the static test set (seed 0)")
     p.add_argument("--sft-min", type=float, default=5.0)
     p.add_argument("--grpo-min", type=float, default=3.0)
@@ -100,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     model = cached_tiny_vlm("qwen2_5_vl", 0, default_cache_root())
     corpus, testset = out / "corpus", out / "testset"
     if not (corpus / "corpus.json").exists():
-        _python("-m", "benchmarks.static.corpus", "--out", str(corpus), "--n", str(args.corpus_n), threads=t)
+        kinds = ["--kinds", args.corpus_kinds] if args.corpus_kinds else []
+        _python("-m", "benchmarks.static.corpus", "--out", str(corpus), "--n", str(args.corpus_n),
+                "--seed", str(args.corpus_seed), *kinds, threads=t)  # fmt: skip
     if not (testset / "SpatialScore.json").exists():
         _python("-m", "benchmarks.static", "generate", "--out", str(testset), "--n", str(args.test_n), threads=t)
     disjoint = check_disjoint(dataset_homes(corpus), truth_file_homes(testset / "ground_truth.jsonl"))

@@ -163,3 +163,17 @@ def test_bad_input_is_one_line_naming_the_fix(tmp_path, capsys):
     assert len(lines) == 4
     assert "--model" in lines[0] and "config.json" in lines[0]
     assert "sft|grpo" in lines[1] and "--report-to 'mlflow'" in lines[2] and "unknown ['depth']" in lines[3]
+
+
+def test_check_command_proves_or_refuses(corpus, tmp_path, capsys):
+    from benchmarks.static.corpus import main as corpus_main
+
+    out, _ = corpus
+    _, key = dataset_homes(out)[0]
+    clean, dirty = tmp_path / "clean.jsonl", tmp_path / "dirty.jsonl"
+    clean.write_text(json.dumps({"index": 0, "home_seed": 7, "scene_key": "0123456789abcdef"}) + "\n")
+    dirty.write_text(json.dumps({"index": 0, "home_seed": 7, "scene_key": key}) + "\n")
+    assert corpus_main(["check", str(out), str(clean)]) == 0
+    assert "no shared home" in capsys.readouterr().out
+    assert corpus_main(["check", str(out), str(clean), str(dirty)]) == 1
+    assert key in capsys.readouterr().err
