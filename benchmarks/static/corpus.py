@@ -8,7 +8,8 @@ exactly. Nine kinds of question, asked in turn:
 - ``localisation``: the box of one named entity, ``[x1, y1, x2, y2]`` on 0-1000, the tight box of its
   visible pixels in the entity mask;
 - ``multihop``: MultihopSpatial-style two-hop questions with a box, composing relative direction and
-  relative depth ("of the things to the left of the sofa, which is closest to the camera?"), four or three
+  relative depth ("of the things to the left of the sofa, which is closest to the camera?"; bearings of
+  the centres >= 10 deg from the reference's and the visible pixels on the same side), four or three
   lettered options, the answer ``(c) red mug`` and the box of that entity; the assistant turn is the
   recipe's ``Answer: (c) red mug`` / ``Bounding Box: [x1, y1, x2, y2]`` format that
   :mod:`benchmarks.scoring.multihop_rewards` scores.
@@ -113,6 +114,9 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
     on_side = [e for e in named if e is not reference and bearings[e.label] is not None
                and sign * (bearings[e.label] - ref_bearing) >= 10.0]  # fmt: skip
     if len(on_side) < 2:
+        return None
+    ref_column = view.mean_column(reference)  # the image must agree with the centres, as in relative_direction
+    if any((view.mean_column(e) - ref_column) * sign <= 0 for e in on_side):
         return None
     depths = sorted(
         ((view.median_depth(e), e) for e in on_side), key=lambda d: d[0], reverse=extreme != "closest to"
