@@ -26,6 +26,7 @@ from benchmarks.core.policy_cli import (
     build_policy_from_spec,
     parse_benchmark_args,
 )
+from benchmarks.core.latency import Latency, latency_stats, parse_latency
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from policies.cli import InputError, arg
@@ -56,6 +57,10 @@ class CalvinConfig(ExecutionConfig):
     renderer: Literal["tiny", "egl"] = arg("tiny", "PyBullet renderer for the built-in table (tiny: CPU TinyRenderer)")
     cameras: str = arg("auto", "cameras to render: auto (what the policy needs), none, static, gripper, static,gripper")
     video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)", minimum=0)
+    latency: str = arg("off", "off (the protocol: the world waits for the policy) | real | fixed:MS: the env runs on "
+                              "at 30 Hz while the policy computes each decision (measured wall time, or MS ms)")
+    latency_mode: Literal["continue", "hold"] = arg("continue", "with --latency: during inference keep executing the "
+                                                                "previous chunk's remaining actions, or hold still")
     output: str = arg("outputs", "results go to OUTPUT/calvin/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
     limit: int | None = arg(None, "CALVIN's units are the chains: --limit is --num-sequences", cli=False)
@@ -65,8 +70,18 @@ class CalvinConfig(ExecutionConfig):
         require_count("--num-sequences", self.num_sequences)
         require_count("--ep-len", self.ep_len)
         require_count("--video", self.video, minimum=0)
+        try:
+            self.latency_setting()
+        except ValueError as error:
+            raise InputError(str(error)) from None
         if self.limit is not None:  # set from Python: the one prefix option is num_sequences
             self.num_sequences, self.limit = min(self.num_sequences, self.limit), None
+
+    def latency_setting(self) -> Latency | None:
+        """The parsed ``--latency`` at CALVIN's 30 Hz control rate (``None``: the published protocol)."""
+        from envs.calvin.constants import CONTROL_HZ
+
+        return parse_latency(self.latency, self.latency_mode, CONTROL_HZ)
 
 
 # ------------------------------------------------------------------------------------------- metrics
@@ -91,6 +106,16 @@ def task_info(chains: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
             total[subtask["task"]] += 1
             success[subtask["task"]] += int(subtask["success"])
     return {task: {"success": success[task], "total": total[task]} for task in sorted(total)}
+
+
+def _latency_summary(chains: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per-decision latency over every subtask of a ``--latency`` run (empty without one)."""
+    recorded = [s["latency"] for c in chains for s in c["subtasks"] if "latency" in s]
+    if not recorded:
+        return {}
+    stats = latency_stats([v for r in recorded for v in r["latencies_ms"]])
+    return {"latency": {k: recorded[0][k] for k in ("latency", "mode", "control_hz")} | stats
+            | {"steps": sum(r["steps"] for r in recorded), "held_steps": sum(r["held_steps"] for r in recorded)}}
 
 
 def _ok_results(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -238,7 +263,8 @@ class CalvinWorker:
         try:
             result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks,
                                [instruction_for(t) for t in tasks], ep_len=self.config.ep_len, seed=unit.seed,
-                               replay_key=unit.key, on_step=video.add if video else None, decisions=self.decisions)
+                               replay_key=unit.key, on_step=video.add if video else None, decisions=self.decisions,
+                               latency=self.config.latency_setting())
         finally:
             written = video.write_if_any() if video else None
         result["initial_state"] = unit.spec["initial_state"]
@@ -297,6 +323,7 @@ class CalvinBenchmark(Benchmark):
         return {"policy": self.spec.manifest(),
                 "protocol": {"num_sequences": self.config.num_sequences, "chain_length": self.chain_length,
                              "ep_len": self.config.ep_len, "backend": self.config.backend,
+                             **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
                              **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}}
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -327,6 +354,7 @@ class CalvinBenchmark(Benchmark):
                 ylabel="success rate (%)", title="CALVIN success per task")
         data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
                 "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
+                **_latency_summary(chains),
                 **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
         text = (_markdown(self.spec.label, metrics, tasks, tally, self.config.backend) if n == CHAIN_LENGTH
                 else _task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend))
