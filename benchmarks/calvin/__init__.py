@@ -358,6 +358,11 @@ class CalvinBenchmark(Benchmark):
                 **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
         text = (_markdown(self.spec.label, metrics, tasks, tally, self.config.backend) if n == CHAIN_LENGTH
                 else _task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend))
+        if "latency" in data:
+            lat = data["latency"]
+            text += (f"\n\nLatency {lat['latency']} ({lat['mode']}, {lat['control_hz']:g} Hz): {lat['decisions']} "
+                     f"decisions, mean {lat['mean_ms']} ms, p50 {lat['p50_ms']} ms, p90 {lat['p90_ms']} ms; "
+                     f"{lat['steps']} env steps ran during inference ({lat['held_steps']} holding still).")
         return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
 
 
