@@ -14,6 +14,7 @@ machines while absolute times do not.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -70,7 +71,8 @@ def bench_backbone(name: str, sizes: list[int], repeats: int) -> dict[str, float
     for size in sizes:
         images, texts, _ = batch(size)
         with torch.no_grad():
-            result[f"decision_b{size}_s"] = median_time(lambda: model.predict(images, texts), repeats) / size
+            decide = functools.partial(model.predict, images, texts)
+            result[f"decision_b{size}_s"] = median_time(decide, repeats) / size
     images, texts, actions = batch(max(sizes))
     inputs = model.input_builder()(images, texts)
     arm, gripper = (torch.from_numpy(t) for t in model.normalizer.targets(actions))

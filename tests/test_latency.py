@@ -4,7 +4,6 @@ filled with the previous chunk's remaining actions (``continue``) or holding sti
 from collections import deque
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 from benchmarks.core.episode import ActionStream

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core.latency import Latency, latency_stats, parse_latency
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import (
     BLIND_POLICIES,
@@ -26,7 +27,6 @@ from benchmarks.core.policy_cli import (
     build_policy_from_spec,
     parse_benchmark_args,
 )
-from benchmarks.core.latency import Latency, latency_stats, parse_latency
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from policies.cli import InputError, arg
