@@ -115,3 +115,20 @@ def test_tiny_vla_calvin_chain_with_fixed_latency(tiny_vlm):
         assert "latency" not in plain and policy.model_calls == 4  # steps 0, 3, 6, 9
     finally:
         env.close()
+
+
+def test_libero_run_with_latency(tmp_path):
+    """``python -m benchmarks.libero --latency fixed:100 --latency-mode hold`` at LIBERO's 20 Hz: a policy
+    without a model_calls stat decides every call, each decision holds 2 steps, recorded and summarised."""
+    pytest.importorskip("robosuite")
+    from benchmarks.core import RunDir
+    from benchmarks.libero import main
+
+    summary = main(["--policy", "random", "--suite", "libero_goal", "--tasks", "3", "--trials-per-task", "1",
+                    "--max-steps", "6", "--image-size", "64", "--no-progress", "--output", str(tmp_path),
+                    "--latency", "fixed:100", "--latency-mode", "hold"])  # fmt: skip
+    (record,) = RunDir(tmp_path / "libero" / "libero_goal-random").merged_records()
+    lat = record["result"]["latency"]
+    assert record["result"]["decisions"] == 2 and lat["steps"] == lat["held_steps"] == 4  # H H A H H A
+    assert lat["latencies_ms"] == [100.0, 100.0] and lat["control_hz"] == 20.0
+    assert summary.data["latency"]["decisions"] == 2 and summary.data["latency"]["p90_ms"] == 100.0

@@ -19,7 +19,15 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
-from benchmarks.core.latency import Latency, latency_stats, parse_latency
+from benchmarks.core.latency import (
+    Latency,
+    checked_latency,
+    latency_arg,
+    latency_markdown,
+    latency_mode_arg,
+    parse_latency,
+    summarize_latency,
+)
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import (
     BLIND_POLICIES,
@@ -29,6 +37,7 @@ from benchmarks.core.policy_cli import (
 )
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from envs.calvin.constants import CONTROL_HZ
 from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
@@ -57,10 +66,8 @@ class CalvinConfig(ExecutionConfig):
     renderer: Literal["tiny", "egl"] = arg("tiny", "PyBullet renderer for the built-in table (tiny: CPU TinyRenderer)")
     cameras: str = arg("auto", "cameras to render: auto (what the policy needs), none, static, gripper, static,gripper")
     video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)", minimum=0)
-    latency: str = arg("off", "off (the protocol: the world waits for the policy) | real | fixed:MS: the env runs on "
-                              "at 30 Hz while the policy computes each decision (measured wall time, or MS ms)")
-    latency_mode: Literal["continue", "hold"] = arg("continue", "with --latency: during inference keep executing the "
-                                                                "previous chunk's remaining actions, or hold still")
+    latency: str = latency_arg(CONTROL_HZ)
+    latency_mode: Literal["continue", "hold"] = latency_mode_arg()
     output: str = arg("outputs", "results go to OUTPUT/calvin/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
     limit: int | None = arg(None, "CALVIN's units are the chains: --limit is --num-sequences", cli=False)
@@ -70,17 +77,12 @@ class CalvinConfig(ExecutionConfig):
         require_count("--num-sequences", self.num_sequences)
         require_count("--ep-len", self.ep_len)
         require_count("--video", self.video, minimum=0)
-        try:
-            self.latency_setting()
-        except ValueError as error:
-            raise InputError(str(error)) from None
+        checked_latency(self.latency, self.latency_mode, CONTROL_HZ)
         if self.limit is not None:  # set from Python: the one prefix option is num_sequences
             self.num_sequences, self.limit = min(self.num_sequences, self.limit), None
 
     def latency_setting(self) -> Latency | None:
         """The parsed ``--latency`` at CALVIN's 30 Hz control rate (``None``: the published protocol)."""
-        from envs.calvin.constants import CONTROL_HZ
-
         return parse_latency(self.latency, self.latency_mode, CONTROL_HZ)
 
 
@@ -106,16 +108,6 @@ def task_info(chains: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
             total[subtask["task"]] += 1
             success[subtask["task"]] += int(subtask["success"])
     return {task: {"success": success[task], "total": total[task]} for task in sorted(total)}
-
-
-def _latency_summary(chains: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per-decision latency over every subtask of a ``--latency`` run (empty without one)."""
-    recorded = [s["latency"] for c in chains for s in c["subtasks"] if "latency" in s]
-    if not recorded:
-        return {}
-    stats = latency_stats([v for r in recorded for v in r["latencies_ms"]])
-    return {"latency": {k: recorded[0][k] for k in ("latency", "mode", "control_hz")} | stats
-            | {"steps": sum(r["steps"] for r in recorded), "held_steps": sum(r["held_steps"] for r in recorded)}}
 
 
 def _ok_results(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -354,15 +346,12 @@ class CalvinBenchmark(Benchmark):
                 ylabel="success rate (%)", title="CALVIN success per task")
         data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
                 "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
-                **_latency_summary(chains),
+                **summarize_latency([s["latency"] for c in chains for s in c["subtasks"] if "latency" in s]),
                 **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
         text = (_markdown(self.spec.label, metrics, tasks, tally, self.config.backend) if n == CHAIN_LENGTH
                 else _task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend))
         if "latency" in data:
-            lat = data["latency"]
-            text += (f"\n\nLatency {lat['latency']} ({lat['mode']}, {lat['control_hz']:g} Hz): {lat['decisions']} "
-                     f"decisions, mean {lat['mean_ms']} ms, p50 {lat['p50_ms']} ms, p90 {lat['p90_ms']} ms; "
-                     f"{lat['steps']} env steps ran during inference ({lat['held_steps']} holding still).")
+            text += f"\n\n{latency_markdown(data)}"
         return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
 
 

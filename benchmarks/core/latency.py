@@ -16,9 +16,9 @@ decision (deterministic, so results do not depend on the machine).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -72,3 +72,48 @@ def latency_stats(latencies_ms: Sequence[float]) -> dict[str, float | int | None
     return {"decisions": int(values.size), "mean_ms": round(float(values.mean()), 3),
             "p50_ms": round(float(np.percentile(values, 50)), 3), "p90_ms": round(float(np.percentile(values, 90)), 3),
             "max_ms": round(float(values.max()), 3)}
+
+
+def latency_arg(control_hz: float) -> Any:
+    """The ``--latency`` option of a closed-loop benchmark config whose env runs at ``control_hz``."""
+    from policies.cli import arg
+
+    return arg("off", f"off (the protocol: the world waits for the policy) | real | fixed:MS: the env runs on at "
+                      f"{control_hz:g} Hz while the policy computes each decision (measured wall time, or MS ms)")
+
+
+def latency_mode_arg() -> Any:
+    """The ``--latency-mode`` option (``continue`` or ``hold``) that goes with :func:`latency_arg`."""
+    from policies.cli import arg
+
+    return arg("continue", "with --latency: during inference keep executing the previous chunk's remaining "
+                           "actions, or hold still")
+
+
+def checked_latency(text: str, mode: str, control_hz: float) -> Latency | None:
+    """:func:`parse_latency` for a config's ``__post_init__``: a bad value is a one-line input error."""
+    from policies.cli import InputError
+
+    try:
+        return parse_latency(text, mode, control_hz)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+
+
+def summarize_latency(recorded: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"latency": ...}`` over the ``latency`` entries of a run's records (``{}`` when none has one):
+    the setting, the distribution over every decision, and the env steps spent during inference."""
+    if not recorded:
+        return {}
+    stats = latency_stats([v for r in recorded for v in r["latencies_ms"]])
+    setting = {k: recorded[0][k] for k in ("latency", "mode", "control_hz")}
+    return {"latency": {**setting, **stats, "steps": sum(r["steps"] for r in recorded),
+                        "held_steps": sum(r["held_steps"] for r in recorded)}}
+
+
+def latency_markdown(summary: Mapping[str, Any]) -> str:
+    """One summary line for the ``latency`` entry of :func:`summarize_latency`."""
+    lat = summary["latency"]
+    return (f"Latency {lat['latency']} ({lat['mode']}, {lat['control_hz']:g} Hz): {lat['decisions']} decisions, "
+            f"mean {lat['mean_ms']} ms, p50 {lat['p50_ms']} ms, p90 {lat['p90_ms']} ms; {lat['steps']} env steps "
+            f"ran during inference ({lat['held_steps']} holding still).")
