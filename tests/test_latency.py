@@ -48,9 +48,9 @@ def _run(latency, steps=12):
 
 def test_steps_at_control_rate():
     latency = Latency(100.0, "continue", 30.0)
-    assert latency.steps(100.0) == 3  # 100 ms at 30 Hz: exactly 3 ticks, no float round-up to 4
-    assert latency.steps(34.0) == 2  # finished after the tick at 33.3 ms: first applied at the next one
-    assert latency.steps(0.0) == 0
+    assert latency.steps(100.0) == 3  # 100 ms at 30 Hz: exactly 3 periods, no float round-off to 2
+    assert Latency(300.0, "hold", 30.0).steps(300.0) == 9 and latency.steps(70.0) == 2
+    assert latency.steps(33.0) == latency.steps(0.0) == 0  # shorter than one period: the frozen protocol
 
 
 def test_fixed_latency_continue_runs_the_previous_chunk_then_holds():

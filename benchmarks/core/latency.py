@@ -1,9 +1,10 @@
 """Latency-aware closed loop: simulated time advances while the policy thinks (off by default).
 
 Every published protocol freezes the world during inference. With a :class:`Latency`, the shared step loop
-(:class:`benchmarks.core.episode.ActionStream`) charges each policy decision ``ceil(latency * control_hz)``
-control steps: the inference starts at the decision's observation and its first action can only be applied
-at the first control tick after it finished. Those steps are spent in the env before the new actions run:
+(:class:`benchmarks.core.episode.ActionStream`) charges each policy decision ``floor(latency * control_hz)``
+control steps, the whole control periods that passed while it ran from the decision's observation (an
+inference shorter than one period costs nothing, as in the frozen protocol). Those steps are spent in the
+env before the new actions run:
 
 - ``continue``: the previous chunk's not-yet-executed actions (a policy's ``pending_actions()``, e.g. the
   tail of a VLA chunk beyond ``execute_steps``), then holding still once they run out;
@@ -35,8 +36,8 @@ class Latency:
     control_hz: float
 
     def steps(self, latency_ms: float) -> int:
-        """Control steps that pass during an inference of ``latency_ms`` (the first tick after it ends)."""
-        return max(0, math.ceil(latency_ms * self.control_hz / 1000.0 - 1e-9))  # 100 ms at 30 Hz is 3, not 4
+        """Whole control periods that pass during an inference of ``latency_ms``."""
+        return max(0, math.floor(latency_ms * self.control_hz / 1000.0 + 1e-9))  # 100 ms at 30 Hz: 3.0, not 2.999
 
     def describe(self) -> dict[str, object]:
         """JSON-safe description for manifests and records."""
