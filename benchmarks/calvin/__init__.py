@@ -19,6 +19,15 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core.latency import (
+    Latency,
+    checked_latency,
+    latency_arg,
+    latency_markdown,
+    latency_mode_arg,
+    parse_latency,
+    summarize_latency,
+)
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import (
     BLIND_POLICIES,
@@ -28,6 +37,7 @@ from benchmarks.core.policy_cli import (
 )
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from envs.calvin.constants import CONTROL_HZ
 from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
@@ -56,6 +66,8 @@ class CalvinConfig(ExecutionConfig):
     renderer: Literal["tiny", "egl"] = arg("tiny", "PyBullet renderer for the built-in table (tiny: CPU TinyRenderer)")
     cameras: str = arg("auto", "cameras to render: auto (what the policy needs), none, static, gripper, static,gripper")
     video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)", minimum=0)
+    latency: str = latency_arg(CONTROL_HZ)
+    latency_mode: Literal["continue", "hold"] = latency_mode_arg()
     output: str = arg("outputs", "results go to OUTPUT/calvin/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
     limit: int | None = arg(None, "CALVIN's units are the chains: --limit is --num-sequences", cli=False)
@@ -65,8 +77,13 @@ class CalvinConfig(ExecutionConfig):
         require_count("--num-sequences", self.num_sequences)
         require_count("--ep-len", self.ep_len)
         require_count("--video", self.video, minimum=0)
+        checked_latency(self.latency, self.latency_mode, CONTROL_HZ)
         if self.limit is not None:  # set from Python: the one prefix option is num_sequences
             self.num_sequences, self.limit = min(self.num_sequences, self.limit), None
+
+    def latency_setting(self) -> Latency | None:
+        """The parsed ``--latency`` at CALVIN's 30 Hz control rate (``None``: the published protocol)."""
+        return parse_latency(self.latency, self.latency_mode, CONTROL_HZ)
 
 
 # ------------------------------------------------------------------------------------------- metrics
@@ -238,7 +255,8 @@ class CalvinWorker:
         try:
             result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks,
                                [instruction_for(t) for t in tasks], ep_len=self.config.ep_len, seed=unit.seed,
-                               replay_key=unit.key, on_step=video.add if video else None, decisions=self.decisions)
+                               replay_key=unit.key, on_step=video.add if video else None, decisions=self.decisions,
+                               latency=self.config.latency_setting())
         finally:
             written = video.write_if_any() if video else None
         result["initial_state"] = unit.spec["initial_state"]
@@ -297,6 +315,7 @@ class CalvinBenchmark(Benchmark):
         return {"policy": self.spec.manifest(),
                 "protocol": {"num_sequences": self.config.num_sequences, "chain_length": self.chain_length,
                              "ep_len": self.config.ep_len, "backend": self.config.backend,
+                             **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
                              **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}}
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -327,9 +346,12 @@ class CalvinBenchmark(Benchmark):
                 ylabel="success rate (%)", title="CALVIN success per task")
         data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
                 "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
+                **summarize_latency([s["latency"] for c in chains for s in c["subtasks"] if "latency" in s]),
                 **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
         text = (_markdown(self.spec.label, metrics, tasks, tally, self.config.backend) if n == CHAIN_LENGTH
                 else _task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend))
+        if "latency" in data:
+            text += f"\n\n{latency_markdown(data)}"
         return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
 
 
