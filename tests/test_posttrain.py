@@ -27,7 +27,7 @@ from benchmarks.static.corpus import (
 def corpus(tmp_path_factory):
     """Ten items: every kind once in train, one validation item."""
     out = tmp_path_factory.mktemp("corpus") / "c"
-    stats = generate_corpus(CorpusConfig(out=out, n=len(CORPUS_KINDS) + 1, validation=0.1))
+    stats = generate_corpus(CorpusConfig(out=out, n=len(CORPUS_KINDS) + 1, validation=0.1, families="nav"))
     return out, stats
 
 
@@ -59,13 +59,13 @@ def test_corpus_rows_cover_every_kind_with_exact_targets(corpus):
 
 
 def test_corpus_items_are_deterministic():
-    config = CorpusConfig(n=2, width=96, height=96, kinds="multihop,counting", min_pixels=30)
+    config = CorpusConfig(n=2, width=96, height=96, kinds="multihop,counting", min_pixels=30, families="nav")
     first = [r["truth"] for r in corpus_rows(config, [1])]
     again = [r["truth"] for r in corpus_rows(config, [1])]
     other = [
         r["truth"]
         for r in corpus_rows(
-            CorpusConfig(n=2, width=96, height=96, kinds="multihop,counting", min_pixels=30, seed=1), [1]
+            CorpusConfig(n=2, width=96, height=96, kinds="multihop,counting", min_pixels=30, seed=1, families="nav"), [1]
         )
     ]
     assert first == again and first != other

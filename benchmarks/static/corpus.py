@@ -58,6 +58,14 @@ from benchmarks.static.nav_questions import (
     _pick,
     bearing_deg,
 )
+from benchmarks.static.calvin_corpus import (
+    CALVIN_KINDS,
+    CALVIN_STREAM,
+    CalvinScenes,
+    check_calvin_disjoint,
+    draw_calvin_question,
+    scene_key,
+)
 from envs.navigation.views import HomeRenderer
 
 FORMAT = "spatialarena-corpus/1"
@@ -144,6 +152,8 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
 
 CORPUS_BUILDERS: dict[str, Builder] = {**BUILDERS, "localisation": localisation, "multihop": multihop}
 CORPUS_KINDS: tuple[str, ...] = tuple(CORPUS_BUILDERS)
+#: The simulator families and their kinds (``calvin``: :mod:`benchmarks.static.calvin_corpus`).
+FAMILY_KINDS: dict[str, tuple[str, ...]] = {"nav": CORPUS_KINDS, "calvin": CALVIN_KINDS}
 
 
 # ------------------------------------------------------------------------------------------ config
@@ -161,8 +171,10 @@ class CorpusConfig:
     """Share of the items held out as the 'validation' split (the last ones)."""
     seed: int = 0
     """Seed; item i draws from numpy.random.default_rng([CORPUS_STREAM, seed, i])."""
-    kinds: str = ",".join(CORPUS_KINDS)
-    """Comma-separated question kinds, asked in turn (default: all nine)."""
+    families: str = "nav,calvin"
+    """Comma-separated simulator families, alternated item by item: nav (MuJoCo homes), calvin (play-table)."""
+    kinds: str = ",".join((*CORPUS_KINDS, *CALVIN_KINDS))
+    """Comma-separated question kinds, asked in turn within each family (default: all of both families)."""
     width: int = 224
     """Image width in pixels."""
     height: int = 224
@@ -175,12 +187,32 @@ class CorpusConfig:
     def kind_list(self) -> list[str]:
         """The question kinds, checked."""
         kinds = [k.strip() for k in self.kinds.split(",") if k.strip()]
-        unknown = [k for k in kinds if k not in CORPUS_BUILDERS]
+        known = (*CORPUS_KINDS, *CALVIN_KINDS)
+        unknown = [k for k in kinds if k not in known]
         if not kinds or unknown:
-            raise ValueError(
-                f"--kinds {self.kinds!r}: unknown {unknown or 'empty list'}; choose from {', '.join(CORPUS_KINDS)}"
-            )
+            raise ValueError(f"--kinds {self.kinds!r}: unknown {unknown or 'empty list'}; choose from {', '.join(known)}")
         return kinds
+
+    def family_kinds(self) -> dict[str, list[str]]:
+        """Each requested family and its requested kinds, checked (every family needs one kind)."""
+        families = [f.strip() for f in self.families.split(",") if f.strip()]
+        unknown = [f for f in families if f not in FAMILY_KINDS]
+        if not families or unknown:
+            raise ValueError(f"--families {self.families!r}: unknown {unknown or 'empty list'}; choose from nav, calvin")
+        kinds = self.kind_list()
+        chosen = {f: [k for k in kinds if k in FAMILY_KINDS[f]] for f in dict.fromkeys(families)}
+        empty = [f for f, ks in chosen.items() if not ks]
+        if empty:
+            raise ValueError(f"--kinds {self.kinds!r} has no kind of family {empty[0]!r}; add one or drop the family")
+        return chosen
+
+    def item_kind(self, index: int) -> tuple[str, str]:
+        """``(family, kind)`` of item ``index``: families alternate, kinds cycle within each family."""
+        chosen = self.family_kinds()
+        families = list(chosen)
+        family = families[index % len(families)]
+        kinds = chosen[family]
+        return family, kinds[(index // len(families)) % len(kinds)]
 
     def validate(self) -> None:
         """Check the settings, with the fix in the message."""
@@ -194,7 +226,7 @@ class CorpusConfig:
             )
         if not 0.0 < self.validation < 1.0:
             raise ValueError(f"--validation must be in (0, 1), got {self.validation}")
-        self.kind_list()
+        self.family_kinds()
 
 
 # ------------------------------------------------------------------------------------------- rows
@@ -232,7 +264,30 @@ def corpus_row(index: int, question: Question, home: dict[str, Any], config: Cor
         "prompt": messages[:1], "response": question.answer, "bbox_normalized": question.truth.get("bbox_1000"),
         "kind": question.kind, "category": question.category, "subcategory": question.subcategory,
         "question_type": question.question_type, "answer": question.answer, "home_seed": home["home_seed"],
-        "scene_key": home["scene_key"], "truth": json.dumps(truth, sort_keys=True),
+        "scene_key": home["scene_key"], "truth": json.dumps(truth, sort_keys=True), "family": "nav",
+    }  # fmt: skip
+
+
+def calvin_row(index: int, question: Question, scene: Any) -> dict[str, Any]:
+    """One CALVIN-family row, in the nav rows' schema; ``home_seed``/``scene_key`` name the play-table scene
+    and ``truth`` holds the exact values, the scene's ``scene_obs``/``robot_obs`` and the block poses."""
+    from PIL import Image
+
+    from benchmarks.static.generate import _plain
+
+    scene_obs = scene.snapshot["scene_obs"]
+    messages = chat_messages(question, assistant_text(question))
+    truth = _plain({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
+                    "home_seed": scene.seed, "scene_key": scene_key(scene_obs), "scene_obs": scene_obs,
+                    "robot_obs": scene.snapshot["robot_obs"],
+                    "blocks": {c: {k: b[k] for k in ("pos", "orn_xyzw")} for c, b in scene.snapshot["blocks"].items()},
+                    "camera": "static"})  # fmt: skip
+    return {
+        "index": index, "images": [Image.fromarray(im) for im in question.images], "messages": messages,
+        "prompt": messages[:1], "response": question.answer, "bbox_normalized": question.truth.get("bbox_1000"),
+        "kind": question.kind, "category": question.category, "subcategory": question.subcategory,
+        "question_type": question.question_type, "answer": question.answer, "home_seed": scene.seed,
+        "scene_key": scene_key(scene_obs), "truth": json.dumps(truth, sort_keys=True), "family": "calvin",
     }  # fmt: skip
 
 
@@ -247,6 +302,7 @@ def features() -> Any:
         "response": Value("string"), "bbox_normalized": List(Value("int64")), "kind": Value("string"),
         "category": Value("string"), "subcategory": Value("string"), "question_type": Value("string"),
         "answer": Value("string"), "home_seed": Value("int64"), "scene_key": Value("string"), "truth": Value("string"),
+        "family": Value("string"),
     })  # fmt: skip
 
 
@@ -261,12 +317,24 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
     from the ``index`` column, and :func:`generate_corpus` counts it."""
     from policies.cli import InputError
 
-    kinds = config.kind_list()
-    with HomeRenderer(config.width, config.height, config.fov) as renderer:
+    from contextlib import ExitStack
+
+    indices = list(indices)
+    plan = {index: config.item_kind(index) for index in indices}
+    families = {family for family, _ in plan.values()}
+    with ExitStack() as stack:  # open only the simulators the items need
+        renderer = stack.enter_context(HomeRenderer(config.width, config.height, config.fov)) if "nav" in families else None
+        scenes = stack.enter_context(CalvinScenes()) if "calvin" in families else None
         for index in indices:
+            family, kind = plan[index]
+            if family == "calvin":
+                drawn = draw_calvin_question(kind, np.random.default_rng([CALVIN_STREAM, config.seed, index]), scenes)
+                if drawn is not None:
+                    yield calvin_row(index, *drawn)
+                continue
             rng = np.random.default_rng([CORPUS_STREAM, config.seed, index])
             try:
-                question, home = draw_question(kinds[index % len(kinds)], rng, renderer, config.min_pixels,
+                question, home = draw_question(kind, rng, renderer, config.min_pixels,
                                                CORPUS_BUILDERS, CORPUS_HOME_SEEDS, CORPUS_HOMES_PER_ITEM)  # fmt: skip
             except InputError:
                 continue
@@ -296,15 +364,16 @@ def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
         seconds = time.perf_counter() - start
         built.save_to_disk(str(config.out))
     mix = Counter(built["train"]["kind"]) + Counter(built["validation"]["kind"])
+    family_mix = Counter(built["train"]["family"]) + Counter(built["validation"]["family"])
     present = set(built["train"]["index"]) | set(built["validation"]["index"])
     failed = [i for i in range(config.n) if i not in present]
     if len(failed) == config.n:
         raise ValueError(f"no item of kinds {config.kinds} could be generated; lower --min-pixels")
-    stats = {"format": FORMAT, **asdict(config), "out": None, "kinds": config.kind_list(),
+    stats = {"format": FORMAT, **asdict(config), "out": None, "kinds": config.kind_list(), "families": list(config.family_kinds()),
              "home_seeds": list(CORPUS_HOME_SEEDS), "splits": {k: len(v) for k, v in built.items()},
              "failed": {"count": len(failed), "indices": failed},
              "seconds": round(seconds, 2), "items_per_second": round((config.n - len(failed)) / seconds, 3),
-             "kind_mix": dict(sorted(mix.items()))}  # fmt: skip
+             "kind_mix": dict(sorted(mix.items())), "family_mix": dict(sorted(family_mix.items()))}  # fmt: skip
     (config.out / "corpus.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     return stats
 
@@ -334,13 +403,29 @@ def check_disjoint(corpus_homes: Iterable[tuple[int, str]], test_homes: Iterable
     return n
 
 
-def dataset_homes(path: str | Path) -> list[tuple[int, str]]:
-    """``(home_seed, scene_key)`` of every row of a corpus on disk (all splits)."""
+def _dataset_parts(path: str | Path) -> list[Any]:
     from datasets import load_from_disk
 
     loaded = load_from_disk(str(path))
-    parts = loaded.values() if isinstance(loaded, Mapping) else [loaded]
-    return [(int(s), str(k)) for part in parts for s, k in zip(part["home_seed"], part["scene_key"])]
+    return list(loaded.values()) if isinstance(loaded, Mapping) else [loaded]
+
+
+def _families(part: Any) -> list[str]:
+    """Each row's family (corpora written before the CALVIN family have no column: all nav)."""
+    return list(part["family"]) if "family" in part.column_names else ["nav"] * len(part)
+
+
+def dataset_homes(path: str | Path) -> list[tuple[int, str]]:
+    """``(home_seed, scene_key)`` of every navigation row of a corpus on disk (all splits)."""
+    return [(int(s), str(k)) for part in _dataset_parts(path)
+            for s, k, f in zip(part["home_seed"], part["scene_key"], _families(part)) if f == "nav"]  # fmt: skip
+
+
+def dataset_calvin_scenes(path: str | Path) -> list[tuple[int, str, list[float]]]:
+    """``(home_seed, scene_key, scene_obs)`` of every CALVIN row of a corpus on disk (all splits)."""
+    return [(int(s), str(k), json.loads(t)["scene_obs"]) for part in _dataset_parts(path)
+            for s, k, t, f in zip(part["home_seed"], part["scene_key"], part["truth"], _families(part))
+            if f == "calvin"]  # fmt: skip
 
 
 def truth_file_homes(path: str | Path) -> list[tuple[int, str]]:
@@ -368,10 +453,12 @@ def main(argv: list[str] | None = None) -> int:
         test = [home for path in argv[2:] for home in truth_file_homes(path)]
         try:
             n = check_disjoint(dataset_homes(argv[1]), test)
+            n_calvin = check_calvin_disjoint(dataset_calvin_scenes(argv[1]))
         except (ValueError, OSError, FileNotFoundError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        print(f"disjoint: {n} corpus items, {len(test)} test items, no shared home")
+        print(f"disjoint: {n} corpus items, {len(test)} test items, no shared home; "
+              f"{n_calvin} CALVIN corpus scenes, none an evaluation or manip-source scene")
         return 0
     parser = build_parser(CorpusConfig)
     parser.prog = "python -m benchmarks.static.corpus"
