@@ -110,7 +110,9 @@ def test_calvin_corpus_is_disjoint_from_the_calvin_test_sets(rows):
     assert check_calvin_disjoint(scenes) == len(rows)
     assert len(evaluation_scene_keys()) == 192
     seed, key, scene_obs = scenes[0]
-    with pytest.raises(ValueError, match="outside"):  # the goal-scoring manip source's seeds are below 2**31 - 1
+    with pytest.raises(
+        ValueError, match="outside"
+    ):  # the goal-scoring manip source's seeds are below 2**31 - 1
         check_calvin_disjoint([(CALVIN_CORPUS_SEEDS[0] - 1, key, scene_obs)])
     evaluation = initial_env_state(symbolic_initial_states()[0])[1].tolist()
     with pytest.raises(ValueError, match="evaluation spot"):  # every test scene has its blocks on the spots
@@ -124,7 +126,11 @@ def test_calvin_corpus_is_disjoint_from_the_calvin_test_sets(rows):
 def test_families_alternate_and_bad_families_are_refused():
     config = CorpusConfig(kinds="counting,calvin_depth,calvin_distance")
     assert [config.item_kind(i) for i in range(4)] == [
-        ("nav", "counting"), ("calvin", "calvin_depth"), ("nav", "counting"), ("calvin", "calvin_distance")]
+        ("nav", "counting"),
+        ("calvin", "calvin_depth"),
+        ("nav", "counting"),
+        ("calvin", "calvin_distance"),
+    ]
     with pytest.raises(ValueError, match="--families 'lab'"):
         CorpusConfig(families="lab").family_kinds()
     with pytest.raises(ValueError, match="no kind of family 'calvin'"):

@@ -226,7 +226,7 @@ def scene_start(seed: int) -> tuple[np.ndarray, np.ndarray]:
         s = C.block_slice(color)
         if scene_obs[s.start + 1] < 0.0:  # on a table spot: move it off, 1-4 cm in x and in y
             offset = rng.uniform(*TABLE_OFFSET, size=2) * rng.choice([-1.0, 1.0], size=2)
-            scene_obs[s.start:s.start + 2] += offset
+            scene_obs[s.start : s.start + 2] += offset
     robot_obs = np.array(C.NEUTRAL_ROBOT_OBS, dtype=np.float64)
     robot_obs[7:14] = np.clip(robot_obs[7:14] + rng.normal(0.0, JOINT_NOISE, 7), C.JOINT_LOWER, C.JOINT_UPPER)
     return robot_obs, scene_obs
@@ -240,12 +240,16 @@ class CalvinScenes:
 
         import envs.calvin  # noqa: F401  (registers the env)
 
-        self.env = gym.make("SpatialArena/CalvinPlayTable-v0", cameras=["static"], depth=True, renderer=renderer)
+        self.env = gym.make(
+            "SpatialArena/CalvinPlayTable-v0", cameras=["static"], depth=True, renderer=renderer
+        )
 
     def scene(self, seed: int) -> Scene:
         robot_obs, scene_obs = scene_start(seed)
         obs, info = self.env.reset(seed=seed, options={"robot_obs": robot_obs, "scene_obs": scene_obs})
-        return Scene(seed, obs["rgb_static"], obs["depth_static"], info["snapshot"], self.env.unwrapped.sim.cameras)
+        return Scene(
+            seed, obs["rgb_static"], obs["depth_static"], info["snapshot"], self.env.unwrapped.sim.cameras
+        )
 
     def close(self) -> None:
         self.env.close()
@@ -287,7 +291,7 @@ def off_spot(scene_obs: Iterable[float]) -> bool:
     spots = np.array([*C.BLOCK_SPOTS_TABLE, C.BLOCK_SPOT_SLIDER_LEFT, C.BLOCK_SPOT_SLIDER_RIGHT])[:, :2]
     for color in C.BLOCK_COLORS:
         s = C.block_slice(color)
-        if np.all(np.abs(spots - obs[s.start:s.start + 2]).max(axis=1) >= TABLE_OFFSET[0] - 1e-9):
+        if np.all(np.abs(spots - obs[s.start : s.start + 2]).max(axis=1) >= TABLE_OFFSET[0] - 1e-9):
             return True
     return False
 
@@ -302,12 +306,16 @@ def check_calvin_disjoint(corpus_scenes: Iterable[tuple[int, str, list[float]]],
     n = 0
     for seed, key, scene_obs in corpus_scenes:
         if not low <= seed < high:
-            raise ValueError(f"CALVIN corpus scene seed {seed} is outside [{low}, {high}); regenerate the corpus")
+            raise ValueError(
+                f"CALVIN corpus scene seed {seed} is outside [{low}, {high}); regenerate the corpus"
+            )
         if scene_key(scene_obs) != key:
             raise ValueError(f"CALVIN corpus scene {key} (seed {seed}): its scene_obs hashes differently")
         if not off_spot(scene_obs):
             raise ValueError(f"CALVIN corpus scene {key} (seed {seed}) has every block on an evaluation spot")
         if key in keys:
-            raise ValueError(f"CALVIN corpus scene {key} (seed {seed}) is also a test scene; regenerate the corpus")
+            raise ValueError(
+                f"CALVIN corpus scene {key} (seed {seed}) is also a test scene; regenerate the corpus"
+            )
         n += 1
     return n

@@ -1,4 +1,9 @@
-"""``python -m benchmarks.static.corpus``: a spatial SFT/GRPO corpus from the navigation homes, disjoint from every test set.
+"""``python -m benchmarks.static.corpus``: a spatial SFT/GRPO corpus from the simulators, disjoint from every test set.
+
+Two families, alternated item by item (``--families nav,calvin``): the navigation homes (below) and the
+CALVIN play-table (:mod:`benchmarks.static.calvin_corpus`: six kinds grounded in the env's snapshot, its
+rows in the same schema with ``family="calvin"``, its scenes checked by ``check_calvin_disjoint``).
+The navigation family:
 
 SpatialScore's SpatialCorpus (Sec. 3.2) and MultihopSpatial-Train (Sec. 4) as the simulators can ground them
 exactly. Nine kinds of question, asked in turn:
@@ -46,6 +51,14 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.static.calvin_corpus import (
+    CALVIN_KINDS,
+    CALVIN_STREAM,
+    CalvinScenes,
+    check_calvin_disjoint,
+    draw_calvin_question,
+    scene_key,
+)
 from benchmarks.static.config import build_parser
 from benchmarks.static.generate import draw_question, truth_record
 from benchmarks.static.nav_questions import (
@@ -57,14 +70,6 @@ from benchmarks.static.nav_questions import (
     View,
     _pick,
     bearing_deg,
-)
-from benchmarks.static.calvin_corpus import (
-    CALVIN_KINDS,
-    CALVIN_STREAM,
-    CalvinScenes,
-    check_calvin_disjoint,
-    draw_calvin_question,
-    scene_key,
 )
 from envs.navigation.views import HomeRenderer
 
@@ -190,7 +195,9 @@ class CorpusConfig:
         known = (*CORPUS_KINDS, *CALVIN_KINDS)
         unknown = [k for k in kinds if k not in known]
         if not kinds or unknown:
-            raise ValueError(f"--kinds {self.kinds!r}: unknown {unknown or 'empty list'}; choose from {', '.join(known)}")
+            raise ValueError(
+                f"--kinds {self.kinds!r}: unknown {unknown or 'empty list'}; choose from {', '.join(known)}"
+            )
         return kinds
 
     def family_kinds(self) -> dict[str, list[str]]:
@@ -198,12 +205,16 @@ class CorpusConfig:
         families = [f.strip() for f in self.families.split(",") if f.strip()]
         unknown = [f for f in families if f not in FAMILY_KINDS]
         if not families or unknown:
-            raise ValueError(f"--families {self.families!r}: unknown {unknown or 'empty list'}; choose from nav, calvin")
+            raise ValueError(
+                f"--families {self.families!r}: unknown {unknown or 'empty list'}; choose from nav, calvin"
+            )
         kinds = self.kind_list()
         chosen = {f: [k for k in kinds if k in FAMILY_KINDS[f]] for f in dict.fromkeys(families)}
         empty = [f for f, ks in chosen.items() if not ks]
         if empty:
-            raise ValueError(f"--kinds {self.kinds!r} has no kind of family {empty[0]!r}; add one or drop the family")
+            raise ValueError(
+                f"--kinds {self.kinds!r} has no kind of family {empty[0]!r}; add one or drop the family"
+            )
         return chosen
 
     def item_kind(self, index: int) -> tuple[str, str]:
@@ -315,20 +326,22 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
     """The rows of the given item indices, in order (each from its own seeded stream). An item whose kind
     finds no unambiguous question in :data:`CORPUS_HOMES_PER_ITEM` homes is left out; its index is missing
     from the ``index`` column, and :func:`generate_corpus` counts it."""
-    from policies.cli import InputError
-
     from contextlib import ExitStack
+
+    from policies.cli import InputError
 
     indices = list(indices)
     plan = {index: config.item_kind(index) for index in indices}
     families = {family for family, _ in plan.values()}
     with ExitStack() as stack:  # open only the simulators the items need
-        renderer = stack.enter_context(HomeRenderer(config.width, config.height, config.fov)) if "nav" in families else None
+        home = HomeRenderer(config.width, config.height, config.fov) if "nav" in families else None
+        renderer = stack.enter_context(home) if home is not None else None
         scenes = stack.enter_context(CalvinScenes()) if "calvin" in families else None
         for index in indices:
             family, kind = plan[index]
             if family == "calvin":
-                drawn = draw_calvin_question(kind, np.random.default_rng([CALVIN_STREAM, config.seed, index]), scenes)
+                calvin_rng = np.random.default_rng([CALVIN_STREAM, config.seed, index])
+                drawn = draw_calvin_question(kind, calvin_rng, scenes)
                 if drawn is not None:
                     yield calvin_row(index, *drawn)
                 continue
