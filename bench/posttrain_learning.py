@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus, testset = out / "corpus", out / "testset"
     if not (corpus / "corpus.json").exists():
         kinds = ["--kinds", args.corpus_kinds] if args.corpus_kinds else []
-        _python("-m", "benchmarks.static.corpus", "--out", str(corpus), "--n", str(args.corpus_n),
+        # --families nav: the navigation corpus the README's learning numbers were measured on
+        _python("-m", "benchmarks.static.corpus", "--out", str(corpus), "--n", str(args.corpus_n), "--families", "nav",
                 "--seed", str(args.corpus_seed), *kinds, threads=t)  # fmt: skip
     if not (testset / "SpatialScore.json").exists():
         _python("-m", "benchmarks.static", "generate", "--out", str(testset), "--n", str(args.test_n), threads=t)

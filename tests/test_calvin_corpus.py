@@ -135,3 +135,19 @@ def test_families_alternate_and_bad_families_are_refused():
         CorpusConfig(families="lab").family_kinds()
     with pytest.raises(ValueError, match="no kind of family 'calvin'"):
         CorpusConfig(kinds="counting").family_kinds()
+
+
+def test_mixed_corpus_on_disk_passes_the_check_command(tmp_path, capsys):
+    """Both families written by the CLI path, then ``corpus check`` proves both disjoint."""
+    from benchmarks.static.corpus import dataset_calvin_scenes, dataset_homes, generate_corpus, main
+
+    out = tmp_path / "mixed"
+    stats = generate_corpus(
+        CorpusConfig(out=out, n=4, validation=0.25, kinds="counting,calvin_counting", width=96, height=96)
+    )
+    assert stats["family_mix"] == {"calvin": 2, "nav": 2} and stats["failed"]["count"] == 0
+    assert len(dataset_homes(out)) == 2 and len(dataset_calvin_scenes(out)) == 2
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text(json.dumps({"index": 0, "home_seed": 7, "scene_key": "0123456789abcdef"}) + "\n")
+    assert main(["check", str(out), str(clean)]) == 0
+    assert "2 CALVIN corpus scenes" in capsys.readouterr().out
