@@ -27,6 +27,7 @@ test-slow: $(VENV)/.stamp-all system-deps
 
 lint: $(VENV)/.stamp-all
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 # The documentation site (mkdocs-material, dev extra) into site/; `$(VENV)/bin/mkdocs serve` to browse it.
 docs: $(VENV)/.stamp-all

@@ -91,6 +91,21 @@ def parse_plan(
     return plan
 
 
+def extract_json(text: str) -> tuple[Any, list[str]]:
+    """The JSON object or list in model output, found and repaired as :func:`parse_plan` does, for other
+    JSON formats (e.g. agent tool calls). Returns ``(value or None, problems)``; a repair is recorded as a
+    ``repaired_json`` problem, an unusable output as ``empty_output`` / ``no_json`` / ``invalid_json``.
+    Linear in the text, read up to :data:`MAX_PLAN_CHARS` (``input_truncated`` past it)."""
+    errors: list[str] = []
+    if not isinstance(text, str) or not text.strip():
+        return None, ["empty_output: no text to parse"]
+    if len(text) > MAX_PLAN_CHARS:
+        errors.append(f"input_truncated: {len(text):,} characters, read the first {MAX_PLAN_CHARS:,}")
+        text = text[:MAX_PLAN_CHARS]
+    value, found = _extract_json(text, errors)
+    return (value if found else None), errors
+
+
 # --------------------------------------------------------------------------------------------------------
 # Extraction and repair
 

@@ -3,7 +3,7 @@
 For every one of the 34 tasks it draws ``--starts`` valid evaluation-style scenes (12 block placements x
 door x drawer x lights, block yaws pi/2 +- pi/8, seeded), builds the shortest valid chain ending in the
 task (e.g. ``lift_red_block_table, place_in_drawer`` for ``place_in_drawer``) and runs it with
-``envs.calvin.chain.run_chain`` exactly as the protocol does. A task's rate counts the runs whose
+``benchmarks.calvin.chain.run_chain`` exactly as the protocol does. A task's rate counts the runs whose
 prefix succeeded. ``--chains N`` instead runs the first N public evaluation chains, when
 ``envs.calvin.sequences`` (the protocol's module) is available.
 
@@ -21,11 +21,11 @@ import gymnasium as gym
 import numpy as np
 
 import envs  # noqa: F401 - registers the ids
+from benchmarks.calvin.chain import run_chain
 from envs.calvin import constants as C
-from envs.calvin.chain import run_chain
-from envs.calvin.expert import ScriptedExpert
 from envs.calvin.scene import random_scene_state, scene_obs_for_state
 from envs.calvin.tasks import TASKS
+from policies.experts.calvin import ScriptedExpert
 
 
 def requirement(task: str) -> tuple[dict, list[str]]:

@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from envs.calvin.chain import run_chain
+from benchmarks.calvin.chain import run_chain
 from envs.calvin.env import PlayTableEnv
-from envs.calvin.expert import ScriptedExpert
 from envs.calvin.official import OfficialPlayTableEnv, calvin_env_sources
 from envs.calvin.sequences import get_sequences, initial_env_state
+from policies.experts.calvin import ScriptedExpert
 
 ENVS = ("builtin", "assets", "official")
 #: The JSON line's headline numbers, repeated under "metrics" for the docs' results pages.

@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import envs.manipulation  # noqa: F401  (sets the headless GL backend before MuJoCo loads)
-from envs.manipulation.episode import run_episode
+from benchmarks.embodied.manipulation import run_episode
 from envs.manipulation.episodes import make_episodes
 from envs.manipulation.tasks import FAMILIES, SUBSETS
 from policies.base import EpisodeContext, Policy
@@ -49,7 +49,7 @@ class UniformRandomPolicy(Policy):
 def run_family(job: tuple[str, str, list[str], int, int, int]) -> list[dict]:
     """All episodes of one family for one policy, in one process (the env is built once)."""
     from envs.manipulation.env import EBManipulationEnv
-    from envs.manipulation.expert import EBManipulationExpert
+    from policies.experts.manipulation import EBManipulationExpert
 
     family, policy_name, subsets, n, image_size, episode_seed = job
     env = EBManipulationEnv(family, image_size=image_size)

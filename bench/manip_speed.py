@@ -82,7 +82,7 @@ class Timed:
 
 def ours(env, actions: int) -> dict[str, float]:
     """Control steps/s, actions/s and observations/s of our env under the expert."""
-    from envs.manipulation.expert import EBManipulationExpert
+    from policies.experts.manipulation import EBManipulationExpert
 
     policy = EBManipulationExpert()
     policy.bind(env)

@@ -1,7 +1,7 @@
 """Success of the shortest-path expert and of a uniform random policy on the five EB-Navigation subsets.
 
 Generates each subset's default episode set (``make_episode_set(subset, n, seed)``), runs both policies
-on every episode through ``envs.navigation.protocol.run_episode`` and prints success rates, mean steps and
+on every episode through ``benchmarks.embodied.navigation.run_episode`` and prints success rates, mean steps and
 the set's shortest-path lengths. Images are rendered small (success does not depend on them).
 
     python bench/nav_expert.py [--n 60] [--seed 0] [--size 64]
@@ -22,10 +22,10 @@ import gymnasium as gym
 import numpy as np
 
 import envs  # noqa: F401
+from benchmarks.embodied.navigation import run_episode
 from envs.navigation.episodes import SUBSETS, make_episode_set
-from envs.navigation.expert import ShortestPathExpert
-from envs.navigation.protocol import run_episode
 from policies.baselines import RandomPolicy
+from policies.experts.navigation import ShortestPathExpert
 
 
 def main() -> None:

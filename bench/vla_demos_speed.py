@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, n
 def bare_rollouts(config) -> tuple[float, int]:
     """Seconds and steps of the expert's attempts on the starts ``generate`` would use, nothing written."""
     from envs.calvin.env import PlayTableEnv
-    from envs.calvin.expert import ScriptedExpert
+    from policies.experts.calvin import ScriptedExpert
     from vla.demos import attempt_rng, camera_list, run_attempt, sample_start
 
     env = PlayTableEnv(cameras=camera_list(config.cameras))

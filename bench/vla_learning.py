@@ -5,7 +5,7 @@
 2. Training: ``vla.train`` (the same code as ``python -m vla.train``) for a wall-clock budget: linear
    warm-up, then a constant learning rate until the budget is spent.
 3. Evaluation in closed loop on the play-table, on held-out initial states drawn from another seed with
-   the same distribution, with CALVIN's subtask rules (``envs.calvin.chain.run_chain``: oracle success,
+   the same distribution, with CALVIN's subtask rules (``benchmarks.calvin.chain.run_chain``: oracle success,
    ``--ep-len`` steps): the trained model, the same architecture untrained (fresh head, same seed), an
    open-loop replay of the training demonstrations (blind: what memorising the motion gets) and the
    expert itself (the ceiling).
@@ -153,7 +153,7 @@ def held_out_starts(args: argparse.Namespace) -> list:
 
 def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str, ...], label: str) -> dict:
     """Closed-loop success of ``policy`` on each start (one subtask, CALVIN's rules)."""
-    from envs.calvin.chain import run_chain
+    from benchmarks.calvin.chain import run_chain
     from envs.calvin.env import PlayTableEnv
     from envs.calvin.instructions import instruction_for
 
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
                                    cameras=list(c.cameras), image_size=c.image_size).eval()
         results["untrained"] = evaluate(vla_policy(untrained, args), starts, args, cameras, "untrained")
         results["replay_demos_open_loop"] = evaluate(replay_policy(data, len(starts)), starts, args, (), "replay")
-        from envs.calvin.expert import ScriptedExpert
+        from policies.experts.calvin import ScriptedExpert
 
         results["expert"] = evaluate(ScriptedExpert(), starts, args, (), "expert")
     summary = {"args": vars(args), "demos": {k: demo_summary[k] for k in ("attempts", "kept", "kept_fraction", "frames")},

@@ -1,33 +1,36 @@
-"""Speed of the VLA model on CPU, as ratios against a baseline measured in the same run (medians of repeats).
+"""Speed of every registered VLA backbone on CPU, as ratios against a baseline measured in the same run.
 
-    python bench/vla_speed.py [--repeats 5] [--batch 8]
+    python bench/vla_speed.py [--repeats 5] [--batches 1 8] [--backbones tiny-qwen2.5-vl tiny-paligemma]
 
-For each tiny architecture (one torch thread, one 224x224 image per sample, chunk 10):
-- inputs: the processor + action-token slots for a batch (what data-loader workers do);
-- query: one policy query (batch 1 forward, un-normalised chunk);
-- step: one full fine-tuning step (forward, backward, Adam);
-- frozen: one step with the backbone frozen (only the action token and head train).
-Ratios are against Qwen2.5-VL's full step.
+For each tiny backbone of ``vla.backbones.TINY_BACKBONES`` (one torch thread, one 224x224 image per sample,
+chunk 10, medians of repeats after one warm-up):
+- decision: one policy decision at each batch size (processor, backbone forward, head, un-normalised chunk),
+  reported as ms per decision (the batch's time / batch size) and decisions per second;
+- step: one full fine-tuning step at the largest batch (forward, backward, Adam).
+Ratios are against the first backbone's (Qwen2.5-VL's) time for the same column, so they carry across
+machines while absolute times do not.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-ARCHS = {"qwen2_5_vl": "tiny-qwen2.5-vl", "qwen3_vl": "tiny-qwen3-vl", "paligemma": "tiny-paligemma"}
 
-
-def median_time(fn, repeats):
-    fn()  # warm-up
+def median_time(fn: Callable[[], Any], repeats: int) -> float:
+    """Median wall time of ``fn`` over ``repeats`` calls after one warm-up call."""
+    fn()  # warm-up (lazy init, allocator)
     times = []
     for _ in range(repeats):
         began = time.perf_counter()
@@ -36,64 +39,83 @@ def median_time(fn, repeats):
     return statistics.median(times)
 
 
-def batch(n, seed=0):
+def batch(n: int, seed: int = 0) -> tuple[list, list[str], np.ndarray]:
+    """``n`` random single-image samples with one instruction and a random (chunk 10, 7) action target."""
     rng = np.random.default_rng(seed)
     images = [[rng.integers(0, 256, (224, 224, 3), dtype=np.uint8)] for _ in range(n)]
     return images, ["pull the handle to open the drawer"] * n, rng.uniform(-1, 1, (n, 10, 7))
 
 
-def step_fn(model, inputs, arm, gripper, frozen):
+def step_fn(model: Any, inputs: Any, arm: Any, gripper: Any) -> Callable[[], None]:
+    """One full fine-tuning step (forward, backward, Adam) on fixed inputs."""
     import torch
 
-    model.backbone.requires_grad_(not frozen)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(params, lr=1e-5)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-5)
 
-    def step():
-        loss = model(inputs, arm, gripper)["loss"]
-        loss.backward()
+    def step() -> None:
+        model(inputs, arm, gripper)["loss"].backward()
         optimizer.step()
         optimizer.zero_grad()
 
     return step
 
 
-def bench_arch(name, size, repeats):
+def bench_backbone(name: str, sizes: list[int], repeats: int) -> dict[str, float]:
+    """Seconds per decision at each batch size and per training step at the largest, for one tiny backbone."""
     import torch
 
     from vla.model import VLAModel
 
-    model = VLAModel.build(name)
-    build = model.input_builder()
-    images, texts, actions = batch(size)
-    inputs = build(images, texts)
+    model = VLAModel.build(name, chunk_size=10, seed=0).eval()
+    result: dict[str, float] = {}
+    for size in sizes:
+        images, texts, _ = batch(size)
+        with torch.no_grad():
+            decide = functools.partial(model.predict, images, texts)
+            result[f"decision_b{size}_s"] = median_time(decide, repeats) / size
+    images, texts, actions = batch(max(sizes))
+    inputs = model.input_builder()(images, texts)
     arm, gripper = (torch.from_numpy(t) for t in model.normalizer.targets(actions))
-    result = {
-        "inputs_s": median_time(lambda: build(images, texts), repeats),
-        "query_s": median_time(lambda: model.eval().predict(images[:1], texts[:1]), repeats),
-    }
-    model.train()
-    result["step_s"] = median_time(step_fn(model, inputs, arm, gripper, frozen=False), repeats)
-    result["frozen_step_s"] = median_time(step_fn(model, inputs, arm, gripper, frozen=True), repeats)
+    result["step_s"] = median_time(step_fn(model.train(), inputs, arm, gripper), repeats)
     return result
 
 
-def main():
+def table(results: dict[str, dict[str, float]], sizes: list[int]) -> str:
+    """Markdown table: ms per decision, decisions/s and ratio vs the first backbone, per batch size."""
+    base_name = next(iter(results))
+    base = results[base_name]
+    head = "| backbone |" + "".join(f" ms/decision b{s} | decisions/s b{s} |" for s in sizes) + f" train step b{max(sizes)} |"
+    lines = [head, "|---|" + "---:|" * (2 * len(sizes) + 1)]
+    for name, r in results.items():
+        cells = []
+        for s in sizes:
+            t = r[f"decision_b{s}_s"]
+            cells += [f"{1e3 * t:.1f} ({t / base[f'decision_b{s}_s']:.2f}x)", f"{1 / t:.1f}"]
+        cells.append(f"{r['step_s']:.3f} s ({r['step_s'] / base['step_s']:.2f}x)")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    from vla.backbones import TINY_BACKBONES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--backbones", nargs="+", default=list(TINY_BACKBONES),
+                        help="tiny backbone names; the first is the ratios' baseline")
     args = parser.parse_args()
+    unknown = sorted(set(args.backbones) - set(TINY_BACKBONES))
+    if unknown:
+        parser.error(f"--backbones: unknown {unknown}; choose from {sorted(TINY_BACKBONES)}")
     import torch
 
     torch.set_num_threads(1)
-    results = {arch: bench_arch(name, args.batch, args.repeats) for arch, name in ARCHS.items()}
-    baseline = results["qwen2_5_vl"]["step_s"]
-    print(f"batch {args.batch}, 1 thread, medians of {args.repeats}; ratios vs Qwen2.5-VL full step ({baseline:.3f} s)")
-    print(f"{'arch':<12}{'inputs':>16}{'query':>16}{'step':>16}{'frozen step':>18}")
-    for arch, r in results.items():
-        cells = [f"{r[k]:.3f}s ({r[k] / baseline:.2f}x)" for k in ("inputs_s", "query_s", "step_s", "frozen_step_s")]
-        print(f"{arch:<12}{cells[0]:>16}{cells[1]:>16}{cells[2]:>16}{cells[3]:>18}")
-    print(json.dumps({"baseline_step_s": baseline, **results}))
+    sizes = sorted(set(args.batches))
+    results = {name: bench_backbone(name, sizes, args.repeats) for name in args.backbones}
+    print(f"CPU, 1 thread, medians of {args.repeats}; ratios vs {args.backbones[0]} in the same run")
+    print(table(results, sizes))
+    print(json.dumps(results))
 
 
 if __name__ == "__main__":

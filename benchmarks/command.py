@@ -45,6 +45,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "train": Subcommand("vla.train", "train a VLA (backbone + action head) on CALVIN/LIBERO-format data"),
     "demos": Subcommand("vla.demos", "scripted-expert demonstrations on the play-table, CALVIN layout"),
     "tiny": Subcommand("policies.tiny", "build a tiny randomly initialised VLM for smoke tests"),
+    "posttrain": Subcommand("benchmarks.posttrain", "post-train a VLM on the spatial corpus with TRL (sft or grpo)",
+                            (("sft",), ("grpo",))),
 }
 BENCHMARKS = ("calvin", "libero", "embodied", "static", "goal")
 

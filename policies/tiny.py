@@ -2,9 +2,10 @@
 
 ``python -m policies.tiny --arch qwen2_5_vl --out DIR`` writes a directory that the normal loading code
 (``AutoModelForImageTextToText`` + ``AutoProcessor``, or :mod:`policies.backends.transformers_backend`) reads
-like any Hugging Face checkpoint: random weights from a tiny config of the real architecture, a byte-level
-BPE tokenizer trained in-process with the architecture's special tokens and a chat template, and an
-image-only processor. Everything is a deterministic function of ``(arch, seed)``.
+like any Hugging Face checkpoint: random weights from a tiny config of the real architecture, a tokenizer
+trained in-process (byte-level BPE, SentencePiece-style BPE or Unigram, by family) with the architecture's
+special tokens and a chat template, and its processor (image-only where the stock one needs torchvision).
+Everything is a deterministic function of ``(arch, seed)``.
 
 Adding an architecture is one entry in :data:`TINY_ARCHS`: a config builder and a processor builder.
 """
@@ -19,7 +20,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +59,10 @@ VOCAB_TARGET = 2048  # BPE merges stop here; special and (Gemma) byte tokens com
 class TinyArch:
     """How to build one architecture: its tokenizer family, config and processor."""
 
-    tokenizer: str  # "qwen" (byte-level BPE) or "gemma" (BPE with byte fallback)
+    tokenizer: str  # "qwen" (byte-level BPE), "gemma" (BPE with byte fallback) or "xlmr" (Unigram)
     build_config: Callable[[Any], Any]  # tokenizer -> model config
     build_processor: Callable[[Any], Any]  # tokenizer -> processor
+    special_tokens: dict[str, str] = field(default_factory=dict)  # named special tokens the processor reads
 
 
 # --------------------------------------------------------------------------------------------- corpus
@@ -118,26 +120,38 @@ def _train_bpe(lines: list[str], *, byte_level: bool) -> tuple[dict[str, int], l
     return dict(model["vocab"]), merges  # type: ignore[return-value]
 
 
-def build_tokenizer(family: str, seed: int) -> Any:
-    """A tokenizer of the given family trained on :func:`_corpus` (Qwen2Tokenizer or GemmaTokenizer)."""
+def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None) -> Any:
+    """A tokenizer of the given family trained on :func:`_corpus`: ``qwen`` (Qwen2Tokenizer, byte-level BPE),
+    ``gemma`` (GemmaTokenizer, BPE with byte fallback) or ``xlmr`` (XLMRobertaTokenizer, Unigram, Kosmos-2's).
+
+    ``extra`` adds named special tokens (name -> token, e.g. ``{"image_token": "<image>"}``): they become
+    attributes of the tokenizer (``tok.image_token``, ``tok.image_token_id``), as in the published files."""
+    named = dict(extra or {})
     vocab, merges = _train_bpe(_corpus(seed), byte_level=family == "qwen")
     if family == "qwen":
         from transformers import Qwen2Tokenizer
 
         tok = Qwen2Tokenizer(
-            vocab=vocab, merges=merges, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-            unk_token=None, additional_special_tokens=list(QWEN_SPECIAL_TOKENS[1:]),
+            vocab=vocab, merges=merges, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None,
+            extra_special_tokens=list(QWEN_SPECIAL_TOKENS[1:]), model_specific_special_tokens=named,
         )  # fmt: skip
         tok.chat_template = QWEN_CHAT_TEMPLATE
         return tok
+    # SentencePiece layouts: special tokens first, then the 256 byte-fallback tokens, then learned pieces.
+    pieces = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
     if family == "gemma":
         from transformers import GemmaTokenizer
 
-        # Gemma's layout: special tokens first, then the 256 byte-fallback tokens, then learned pieces.
         ordered = [*GEMMA_SPECIAL_TOKENS, *(f"<0x{b:02X}>" for b in range(256))]
-        ordered += [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1]) if t not in ordered]
-        return GemmaTokenizer(vocab={t: i for i, t in enumerate(ordered)}, merges=merges)
-    raise ValueError(f"unknown tokenizer family {family!r}; expected 'qwen' or 'gemma'")
+        ordered += [t for t in pieces if t not in ordered]
+        return GemmaTokenizer(vocab={t: i for i, t in enumerate(ordered)}, merges=merges, model_specific_special_tokens=named)
+    if family == "xlmr":
+        from transformers import XLMRobertaTokenizer
+
+        ordered = ["<s>", "<pad>", "</s>", "<unk>", *(t for t in pieces if t not in ("<s>", "<pad>", "</s>", "<unk>"))]
+        scores = [(t, 0.0 if i < 4 else -float(i)) for i, t in enumerate(ordered)]  # earlier pieces are likelier
+        return XLMRobertaTokenizer(vocab=[*scores, ("<mask>", 0.0)], model_specific_special_tokens=named)
+    raise ValueError(f"unknown tokenizer family {family!r}; expected 'qwen', 'gemma' or 'xlmr'")
 
 
 # ---------------------------------------------------------------------------------------- architectures
@@ -245,11 +259,203 @@ def _paligemma_config(tok: Any) -> Any:
     )
 
 
-#: Architecture name -> how to build it. The processor is built first (PaliGemma's adds tokens).
+def _paligemma2_config(tok: Any) -> Any:
+    """PaliGemma 2: the same SigLIP + projector, with a Gemma 2 language model (model_type ``paligemma``)."""
+    config = _paligemma_config(tok)
+    text = {
+        **config.text_config.to_dict(), "model_type": "gemma2", "sliding_window": 32, "query_pre_attn_scalar": 16,
+        "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0,
+    }  # fmt: skip
+    from transformers import PaliGemmaConfig
+
+    return PaliGemmaConfig(vision_config=config.vision_config.to_dict(), text_config=text,
+                           image_token_index=config.image_token_index, projection_dim=TEXT_HIDDEN)  # fmt: skip
+
+
+def _qwen3_vl_moe_config(tok: Any) -> Any:
+    """Qwen3-VL-MoE (30B-A3B's architecture): Qwen3-VL with a mixture-of-experts text model."""
+    from transformers import Qwen3VLMoeConfig
+
+    dense = _qwen3_vl_config(tok)
+    text = {**_qwen_text(tok), "head_dim": TEXT_HIDDEN // 4, "num_experts": 4, "num_experts_per_tok": 2,
+            "moe_intermediate_size": TEXT_HIDDEN, "decoder_sparse_step": 1}  # fmt: skip
+    text["rope_parameters"] = {**text["rope_parameters"], "mrope_interleaved": True}
+    vision = {k: v for k, v in dense.vision_config.to_dict().items() if k != "model_type"}
+    return Qwen3VLMoeConfig(text_config=text, vision_config=vision, **_qwen_ids(tok))
+
+
+def _qwen3_vl_moe_processor(tok: Any) -> Any:
+    from policies.backends.hf_processing import ImageOnlyQwen3VLProcessor
+
+    return ImageOnlyQwen3VLProcessor(image_processor=_qwen_image_processor(16, [0.5] * 3, [0.5] * 3), tokenizer=tok,
+                                     chat_template=QWEN_CHAT_TEMPLATE)  # fmt: skip
+
+
+SMALL_IMAGE, SMALL_PATCH = 56, 14  # 4 x 4 patches: the image sizes of the tiny SigLIP / InternViT / CLIP towers
+
+
+def _siglip_vision(image_size: int = SMALL_IMAGE, patch: int = SMALL_PATCH, **extra: Any) -> dict[str, Any]:
+    return {"model_type": "siglip_vision_model", "hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size, "patch_size": patch, **extra}  # fmt: skip
+
+
+INTERNVL_TOKENS = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>",
+                   "video_token": "<video>"}  # fmt: skip
+
+
+def _internvl_config(tok: Any) -> Any:
+    """InternVL 3.5: InternViT + pixel-shuffle MLP projector + a Qwen3 language model."""
+    from transformers import InternVLConfig
+
+    vision = {"hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "image_size": [SMALL_IMAGE] * 2, "patch_size": [SMALL_PATCH] * 2}  # fmt: skip
+    text = {**_qwen_text(tok), "model_type": "qwen3", "head_dim": TEXT_HIDDEN // 4}
+    text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
+    return InternVLConfig(vision_config=vision, text_config=text, image_token_id=tok.context_image_token_id,
+                          downsample_ratio=0.5, projector_hidden_act="gelu")  # fmt: skip
+
+
+def _internvl_processor(tok: Any) -> Any:
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import GotOcr2ImageProcessorPil
+
+    from policies.backends.hf_processing import ImageOnlyInternVLProcessor
+
+    ip = GotOcr2ImageProcessorPil(size={"height": SMALL_IMAGE, "width": SMALL_IMAGE}, max_patches=4,
+                                  image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])  # fmt: skip
+    # tiles as InternVL cuts them (here at most 2 x 2 + a thumbnail); pixel shuffle (ratio 0.5) keeps a
+    # quarter of each tile's 4 x 4 patches
+    return ImageOnlyInternVLProcessor(image_processor=ip, tokenizer=tok, image_seq_length=4, chat_template=QWEN_CHAT_TEMPLATE)
+
+
+LLAVA_OV_TOKENS = {"image_token": "<image>", "video_token": "<video>"}
+
+
+def _llava_onevision_config(tok: Any) -> Any:
+    """LLaVA-OneVision: SigLIP + 2-layer MLP projector + a Qwen2 language model, "anyres" image tiles."""
+    from transformers import LlavaOnevisionConfig
+
+    text = {**_qwen_text(tok), "model_type": "qwen2"}
+    text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
+    return LlavaOnevisionConfig(
+        vision_config=_siglip_vision(vision_use_head=False), text_config=text,
+        image_token_index=tok.image_token_id, video_token_index=tok.video_token_id,
+        image_grid_pinpoints=LLAVA_OV_PINPOINTS, vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_9",
+    )  # fmt: skip
+
+
+LLAVA_OV_PINPOINTS = [[SMALL_IMAGE, SMALL_IMAGE], [SMALL_IMAGE, 2 * SMALL_IMAGE], [2 * SMALL_IMAGE, SMALL_IMAGE],
+                      [2 * SMALL_IMAGE, 2 * SMALL_IMAGE]]  # fmt: skip
+
+
+def _llava_onevision_processor(tok: Any) -> Any:
+    from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
+        LlavaOnevisionImageProcessorPil,
+    )
+
+    from policies.backends.hf_processing import ImageOnlyLlavaOnevisionProcessor
+
+    ip = LlavaOnevisionImageProcessorPil(size={"height": SMALL_IMAGE, "width": SMALL_IMAGE},
+                                         image_grid_pinpoints=LLAVA_OV_PINPOINTS, image_mean=[0.5] * 3, image_std=[0.5] * 3)  # fmt: skip
+    return ImageOnlyLlavaOnevisionProcessor(
+        image_processor=ip, tokenizer=tok, num_image_tokens=(SMALL_IMAGE // SMALL_PATCH) ** 2,
+        vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_9", chat_template=QWEN_CHAT_TEMPLATE,
+    )  # fmt: skip
+
+
+SMOLVLM_TOKENS = {"image_token": "<image>", "fake_image_token": "<fake_token_around_image>",
+                  "global_image_token": "<global-img>", "end_of_utterance_token": "<end_of_utterance>"}  # fmt: skip
+SMOLVLM_IMAGE, SMOLVLM_PATCH = 64, 16  # 4 x 4 patches, pixel shuffle by 2: 4 tokens per image
+
+
+def _smolvlm_config(tok: Any) -> Any:
+    """SmolVLM / SmolVLM2: SigLIP (Idefics3 vision) + pixel-shuffle projector + a Llama (SmolLM2) language model."""
+    from transformers import SmolVLMConfig
+
+    vision = {"hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "image_size": SMOLVLM_IMAGE, "patch_size": SMOLVLM_PATCH}  # fmt: skip
+    text = {**_qwen_text(tok), "model_type": "llama", "head_dim": TEXT_HIDDEN // 4}
+    text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
+    return SmolVLMConfig(vision_config=vision, text_config=text, image_token_id=tok.image_token_id, scale_factor=2,
+                         pad_token_id=tok.pad_token_id)  # fmt: skip
+
+
+def _smolvlm_processor(tok: Any) -> Any:
+    from transformers.models.smolvlm.image_processing_pil_smolvlm import SmolVLMImageProcessorPil
+
+    from policies.backends.hf_processing import ImageOnlySmolVLMProcessor
+
+    ip = SmolVLMImageProcessorPil(size={"longest_edge": SMOLVLM_IMAGE}, max_image_size={"longest_edge": SMOLVLM_IMAGE},
+                                  do_image_splitting=False, image_mean=[0.5] * 3, image_std=[0.5] * 3)  # fmt: skip
+    return ImageOnlySmolVLMProcessor(image_processor=ip, tokenizer=tok, image_seq_len=4, chat_template=QWEN_CHAT_TEMPLATE)
+
+
+GEMMA3_TOKENS = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>",
+                 "start_of_turn_token": "<start_of_turn>", "end_of_turn_token": "<end_of_turn>"}  # fmt: skip
+GEMMA3_IMAGE, GEMMA3_PATCH, GEMMA3_IMAGE_TOKENS = 64, 8, 16  # 8 x 8 patches average-pooled to 4 x 4 tokens
+
+
+def _gemma3_config(tok: Any) -> Any:
+    """Gemma 3: SigLIP + pooling projector + Gemma 3 (local sliding / global attention layers)."""
+    from transformers import Gemma3Config
+
+    text = {
+        "vocab_size": len(tok), "hidden_size": TEXT_HIDDEN, "intermediate_size": 2 * TEXT_HIDDEN,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": TEXT_HIDDEN // 4,
+        "query_pre_attn_scalar": TEXT_HIDDEN // 4, "sliding_window": 32, "layer_types": ["sliding_attention", "full_attention"],
+        "max_position_embeddings": 8192, "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id,
+        "pad_token_id": tok.pad_token_id,
+    }  # fmt: skip
+    return Gemma3Config(
+        text_config=text, vision_config=_siglip_vision(GEMMA3_IMAGE, GEMMA3_PATCH, vision_use_head=False),
+        mm_tokens_per_image=GEMMA3_IMAGE_TOKENS, boi_token_index=tok.boi_token_id, eoi_token_index=tok.eoi_token_id,
+        image_token_index=tok.image_token_id,
+    )  # fmt: skip
+
+
+def _gemma3_processor(tok: Any) -> Any:
+    from transformers import Gemma3Processor
+    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
+
+    ip = Gemma3ImageProcessorPil(size={"height": GEMMA3_IMAGE, "width": GEMMA3_IMAGE}, do_pan_and_scan=False,
+                                 image_mean=[0.5] * 3, image_std=[0.5] * 3)  # fmt: skip
+    return Gemma3Processor(image_processor=ip, tokenizer=tok, image_seq_length=GEMMA3_IMAGE_TOKENS)
+
+
+KOSMOS2_IMAGE_TOKENS = 64  # Kosmos-2's latent queries: the processor's num_image_tokens
+
+
+def _kosmos2_config(tok: Any) -> Any:
+    """Kosmos-2: CLIP ViT + latent-query resampler + a Magneto-style decoder with sinusoidal positions."""
+    from transformers import Kosmos2Config
+
+    text = {"vocab_size": len(tok), "embed_dim": TEXT_HIDDEN, "layers": 2, "ffn_dim": 2 * TEXT_HIDDEN,
+            "attention_heads": 4, "dropout": 0.0, "attention_dropout": 0.0, "max_position_embeddings": 512,
+            "pad_token_id": tok.pad_token_id, "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id}  # fmt: skip
+    vision = {"hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "image_size": SMALL_IMAGE, "patch_size": SMALL_PATCH}  # fmt: skip
+    return Kosmos2Config(text_config=text, vision_config=vision, latent_query_num=KOSMOS2_IMAGE_TOKENS)
+
+
+def _kosmos2_processor(tok: Any) -> Any:
+    from transformers import Kosmos2Processor
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    ip = CLIPImageProcessorPil(size={"shortest_edge": SMALL_IMAGE}, crop_size={"height": SMALL_IMAGE, "width": SMALL_IMAGE})
+    return Kosmos2Processor(image_processor=ip, tokenizer=tok)  # adds <image>, </image>, <patch_index_XXXX>, ...
+
+
+#: Architecture name -> how to build it. The processor is built first (PaliGemma's and Kosmos-2's add tokens).
 TINY_ARCHS: dict[str, TinyArch] = {
     "qwen2_5_vl": TinyArch("qwen", _qwen2_5_vl_config, _qwen2_5_vl_processor),
     "qwen3_vl": TinyArch("qwen", _qwen3_vl_config, _qwen3_vl_processor),
+    "qwen3_vl_moe": TinyArch("qwen", _qwen3_vl_moe_config, _qwen3_vl_moe_processor),
     "paligemma": TinyArch("gemma", _paligemma_config, _paligemma_processor),
+    "paligemma2": TinyArch("gemma", _paligemma2_config, _paligemma_processor),
+    "internvl": TinyArch("qwen", _internvl_config, _internvl_processor, INTERNVL_TOKENS),
+    "llava_onevision": TinyArch("qwen", _llava_onevision_config, _llava_onevision_processor, LLAVA_OV_TOKENS),
+    "smolvlm": TinyArch("qwen", _smolvlm_config, _smolvlm_processor, SMOLVLM_TOKENS),
+    "gemma3": TinyArch("gemma", _gemma3_config, _gemma3_processor, GEMMA3_TOKENS),
+    "kosmos2": TinyArch("xlmr", _kosmos2_config, _kosmos2_processor),
 }
 
 
@@ -268,10 +474,11 @@ def build_tiny_vlm(arch: str, out_dir: str | os.PathLike[str], seed: int = 0) ->
     from transformers import AutoModelForImageTextToText
 
     spec = TINY_ARCHS[arch]
-    processor = spec.build_processor(build_tokenizer(spec.tokenizer, seed))
+    processor = spec.build_processor(build_tokenizer(spec.tokenizer, seed, spec.special_tokens))
     config = spec.build_config(processor.tokenizer)
     torch.manual_seed(seed)
     model = AutoModelForImageTextToText.from_config(config)
+    _fill_zero_matrices(model)
     _set_generation_defaults(model, processor.tokenizer)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -293,6 +500,17 @@ def _quiet_progress() -> Iterator[None]:
     finally:
         if not was_disabled:
             hf_logging.enable_progress_bar()
+
+
+def _fill_zero_matrices(model: Any) -> None:
+    """Weight matrices that initialise to zero (Gemma 3's image projection) get small random values: in a
+    random-weight model they would cut the image off from the text, and trained checkpoints never have them."""
+    import torch
+
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.ndim >= 2 and not param.any():
+                param.normal_(0.0, 0.02)
 
 
 def _set_generation_defaults(model: Any, tok: Any) -> None:

@@ -103,8 +103,8 @@ def test_idle_steps_reach_the_video(tmp_path):
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the ids)
+    from benchmarks.embodied.navigation import run_episode
     from envs.navigation.episodes import make_episode_set
-    from envs.navigation.protocol import run_episode
     from tests.closed_loop_policies import IdlePolicy
 
     env = gym.make("SpatialArena/EBNavigation-v0", width=32, height=32)

@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
+from benchmarks.calvin.chain import run_chain
 from envs.calvin import constants as C
-from envs.calvin.chain import run_chain
 from envs.calvin.env import PlayTableEnv
-from envs.calvin.expert import ScriptedExpert, choose_yaw, down, task_from_instruction
 from envs.calvin.tasks import TASKS
 from policies.base import EpisodeContext, Policy
+from policies.experts.calvin import ScriptedExpert, choose_yaw, down, task_from_instruction
 
 pytest.importorskip("pybullet")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchmarks.calvin.chain import run_chain
 from envs.calvin import constants as C
-from envs.calvin.chain import run_chain
 from envs.calvin.env import PlayTableEnv
-from envs.calvin.expert import ScriptedExpert
 from envs.calvin.tasks import completed_tasks
+from policies.experts.calvin import ScriptedExpert
 
 pytest.importorskip("pybullet")
 

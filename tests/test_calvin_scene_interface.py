@@ -12,8 +12,8 @@ from scipy.spatial.transform import Rotation
 from envs.calvin import constants as C
 from envs.calvin.assets import OFFICIAL_ROTATED_LINKS, builtin_frame, official_data_dir
 from envs.calvin.env import TABLE_LINKS, PlayTableEnv
-from envs.calvin.expert import ScriptedExpert
 from policies.base import EpisodeContext
+from policies.experts.calvin import ScriptedExpert
 
 pytest.importorskip("pybullet")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.core.cli import EXIT_BAD_INPUT, run_cli
+from policies.cli import EXIT_BAD_INPUT, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,6 +103,24 @@ def test_bad_input_gets_one_line_naming_it(command, argv, named, capsys, tmp_pat
     assert len(lines) == 1, err
     assert named in lines[0], lines[0]
     assert "Traceback" not in err
+
+
+def test_a_corrupt_response_cache_is_named_before_any_worker_starts(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cache = tmp_path / "responses.sqlite"
+    cache.write_bytes(b"this is not a database" * 100)
+    code, err = invoke("calvin", ["--policy", "mllm", "--model", "/no/model", "--cache-path", str(cache)], capsys)
+    assert code == EXIT_BAD_INPUT and "--cache-path" in err and "not a SQLite response cache" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_manifest_records_the_decoding_settings_the_backend_gets(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["--policy", "mllm", "--model", "oracle", "--max-new-tokens", "77", "--tasks", "open_drawer",
+            "--num-sequences", "1", "--ep-len", "1", "--no-progress", "--output", "out"]
+    assert invoke("calvin", args, capsys)[0] in (0, 3)
+    manifest = json.loads(next((tmp_path / "out" / "calvin").glob("*/manifest.json")).read_text())
+    assert manifest["policy"]["generation"]["max_new_tokens"] == 77 and manifest["policy"]["privileged"] is True
 
 
 def test_damaged_run_folders_resume_or_say_why(tmp_path, capsys, monkeypatch):

@@ -13,10 +13,10 @@ import pytest
 
 import envs  # noqa: F401  (registers the ids)
 from benchmarks.core.blind import blind_baselines
-from envs.manipulation.episode import run_episode as run_manip_episode
+from benchmarks.embodied.manipulation import run_episode as run_manip_episode
+from benchmarks.embodied.navigation import run_episode as run_nav_episode
 from envs.manipulation.episodes import make_episode as make_manip_episode
 from envs.navigation.episodes import make_episode_set
-from envs.navigation.protocol import run_episode as run_nav_episode
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.oracle import OracleBackend, expected_effect
 from policies.baselines import ConstantPolicy, RandomPolicy

@@ -13,7 +13,8 @@ pytest.importorskip("libero", reason="the libero extra is not installed")
 from gymnasium.utils.env_checker import check_env
 
 from action_mapping import StepMotion, StepSizes
-from envs.libero import make_libero_env, protocol, run_episode
+from benchmarks.libero.episode import run_episode
+from envs.libero import make_libero_env, protocol
 from envs.libero.rendering import is_fast
 from policies.base import EpisodeContext, Policy
 

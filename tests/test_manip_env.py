@@ -12,14 +12,14 @@ import envs
 import envs.manipulation.registration
 from action_mapping import Plan, PlanStep, Primitive, StepMotion
 from action_mapping.adapters import eb_manipulation_decode, eb_manipulation_encode
+from benchmarks.embodied.manipulation import run_episode
 from envs.manipulation import workspace
 from envs.manipulation.env import EBManipulationEnv
-from envs.manipulation.episode import run_episode
 from envs.manipulation.episodes import make_episode
-from envs.manipulation.expert import EBManipulationExpert
 from envs.manipulation.render import draw_boxes, object_boxes
 from envs.manipulation.tasks.place import SORTER_HEIGHT
 from envs.manipulation.tasks.wipe import AREA_LENGTH
+from policies.experts.manipulation import EBManipulationExpert
 
 SIZE = 64  # small images keep software rendering cheap
 GRID = {"bounds": workspace.WORKSPACE_BOUNDS}

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
+from benchmarks.embodied.navigation import run_episode
 from envs.navigation.env import EBNavigationEnv
 from envs.navigation.episodes import SUBSETS, make_episode
-from envs.navigation.expert import ShortestPathExpert
-from envs.navigation.protocol import run_episode
 from policies.base import EpisodeContext
+from policies.experts.navigation import ShortestPathExpert
 from tests.nav_scenes import empty_room, episode
 
 

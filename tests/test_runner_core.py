@@ -14,7 +14,7 @@ from benchmarks.core import (
     comparable,
     run_benchmark,
 )
-from benchmarks.core.cli import arg, parse_config
+from policies.cli import arg, parse_config
 from tests.runner_fixtures import CartPoleBenchmark, CartPoleConfig
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from benchmarks.core import RunDir
-from benchmarks.core.cli import parse_config
 from policies.backends import BackendRequestError, GenerationConfig, make_backend
 from policies.backends.scripted import ScriptedBackend
 from policies.backends.transformers_backend import TransformersBackend
+from policies.cli import parse_config
 from policies.serve import DynamicBatcher, ModelServer, RequestError
 from policies.serve.__main__ import ServeConfig, server_options
 from policies.serve.batcher import _groups, _Pending

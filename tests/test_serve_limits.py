@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from benchmarks.core.cli import parse_config
 from policies.backends.scripted import ScriptedBackend
+from policies.cli import parse_config
 from policies.serve import ModelServer
 from policies.serve.__main__ import ServeConfig, api_key, server_options
 from policies.serve.server import ExposedServerWarning, is_loopback

@@ -28,9 +28,9 @@ def conversations(seed):
 
 
 def test_ray_server_actor_batches_requests_from_many_actors(tiny_vlm):
-    from benchmarks.core.ray_executor import connect
     from policies.backends.transformers_backend import TransformersBackend
     from policies.serve import start_ray_server
+    from policies.serve.ray_cluster import connect
 
     model = str(tiny_vlm("qwen2_5_vl"))
     assert connect("local")

@@ -35,7 +35,8 @@ def env():
 
 def run_task(env, policy, task=TASK, ep_len=360):
     """One single-subtask episode from the first evaluation chain that starts with ``task``."""
-    from envs.calvin import initial_env_state, run_chain
+    from benchmarks.calvin.chain import run_chain
+    from envs.calvin import initial_env_state
     from envs.calvin.instructions import instruction_for
 
     ((_, state, tasks),) = task_episodes([task], 1)
@@ -57,7 +58,8 @@ def test_a_parseable_plan_runs_on_calvin_in_the_envs_units(env):
     policy = SpatialPlanPolicy(backend)
     policy.bind(env)
     assert policy.step_sizes == PLAN_STEP_SIZES == env.unwrapped.plan_step_sizes
-    from envs.calvin import initial_env_state, run_chain
+    from benchmarks.calvin.chain import run_chain
+    from envs.calvin import initial_env_state
 
     ((_, state, _),) = task_episodes([TASK], 1)
     robot_obs, scene_obs = initial_env_state(state)

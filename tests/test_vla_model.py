@@ -7,11 +7,18 @@ import numpy as np
 import pytest
 import torch
 
-from vla.backbones import backbone_class, plain_positions, resolve_backbone, supported_model_types
+from vla.backbones import (
+    TINY_MODEL_TYPES,
+    backbone_class,
+    plain_positions,
+    resolve_backbone,
+    supported_model_types,
+)
 from vla.head import FCDecoder, action_loss
 from vla.model import VLAModel
 
-ARCHS = ["qwen2_5_vl", "qwen3_vl", "paligemma"]
+ARCHS = ["qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "paligemma", "paligemma2", "internvl", "llava_onevision", "smolvlm",
+         "gemma3", "kosmos2"]
 INSTRUCTIONS = ["open the drawer", "push the sliding door to the left side and then turn on the led light"]
 
 
@@ -36,7 +43,8 @@ def test_shapes_and_gradients_reach_backbone_token_and_head(models, arch):
     losses = model(inputs, torch.full_like(arm, 0.3), torch.ones_like(gripper))
     losses["loss"].backward()
     named = dict(model.named_parameters())
-    vision = [p for n, p in named.items() if ("visual" in n or "vision_tower" in n) and p.grad is not None]
+    towers = ("visual", "vision_tower", "vision_model")
+    vision = [p for n, p in named.items() if any(t in n for t in towers) and p.grad is not None]
     assert model.action_token.grad.abs().sum() > 0
     assert model.head.mlp[0].weight.grad.abs().sum() > 0
     assert model.backbone.vlm.get_input_embeddings().weight.grad.abs().sum() > 0
@@ -46,24 +54,31 @@ def test_shapes_and_gradients_reach_backbone_token_and_head(models, arch):
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_explicit_embeds_path_matches_the_stock_forward(models, arch):
-    """With the action slot holding the pad token's embedding, our inputs_embeds + explicit positions
-    path must give what transformers computes itself from input_ids (M-RoPE included)."""
+    """With the action slot holding an ordinary token's embedding, our inputs_embeds + explicit positions
+    path must give what transformers computes itself from input_ids (M-RoPE, Kosmos-2's offset positions,
+    Gemma 3's bidirectional image blocks, LLaVA-OneVision's tiles included)."""
     model = models[arch]
     backbone = model.backbone
     inputs = model.input_builder()(_images(1), INSTRUCTIONS[:1])
-    pad = backbone.processor.tokenizer.pad_token_id
-    embeds = backbone.vlm.get_input_embeddings().weight[pad].view(1, -1)
+    token = backbone.processor.tokenizer.eos_token_id
+    embeds = backbone.vlm.get_input_embeddings()(torch.tensor([token]))  # scaled where the model scales (Gemma 3)
+    ids = inputs["input_ids"].clone()
+    ids[inputs["action_mask"]] = token
     with torch.no_grad():
         ours = backbone(inputs, embeds)[0, -1]
-        extra = {k: inputs[k] for k in ("mm_token_type_ids", "image_grid_thw", "token_type_ids") if k in inputs}
-        stock = backbone.vlm.model(
-            input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], pixel_values=inputs["pixel_values"],
-            use_cache=False, **extra,
-        ).last_hidden_state[0, -1]  # fmt: skip
+        keys = ("mm_token_type_ids", *backbone.forward_keys, *backbone.action_token_values)
+        extra = {k: inputs[k] for k in keys if k in inputs}
+        stock_kwargs = {"input_ids": ids, "attention_mask": inputs["attention_mask"], "use_cache": False, **extra}
+        if hasattr(backbone.vlm, "model"):
+            stock = backbone.vlm.model(**stock_kwargs).last_hidden_state[0, -1]
+        else:  # Kosmos-2 has no headless model: compare the language-model logits instead
+            stock = backbone.vlm(**stock_kwargs).logits[0, -1]
+            ours = backbone.vlm.get_output_embeddings()(ours)
     torch.testing.assert_close(ours, stock, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize(("arch", "image_tokens", "grid_side"), [("qwen2_5_vl", 64, 8), ("qwen3_vl", 49, 7)])
+@pytest.mark.parametrize(("arch", "image_tokens", "grid_side"), [("qwen2_5_vl", 64, 8), ("qwen3_vl", 49, 7),
+                                                                ("qwen3_vl_moe", 49, 7)])
 def test_mrope_positions_differ_from_plain_positions(models, arch, image_tokens, grid_side):
     backbone = models[arch].backbone
     inputs = models[arch].input_builder()(_images(1), INSTRUCTIONS[:1])
@@ -130,14 +145,14 @@ def test_loss_hand_worked():
     assert math.isclose(float(big["loss_arm"]), 3.0 - 0.5, rel_tol=1e-6)  # linear beyond delta 1
 
 
-@pytest.mark.parametrize("save_backbone", [True, False])
-def test_checkpoint_round_trip_gives_identical_outputs(models, tmp_path, save_backbone):
-    model = models["qwen3_vl"]
+@pytest.mark.parametrize(("arch", "save_backbone"), [("qwen3_vl", False), *((arch, True) for arch in ARCHS)])
+def test_checkpoint_round_trip_gives_identical_outputs(models, tmp_path, arch, save_backbone):
+    model = models[arch]
     with torch.no_grad():
         model.head.gripper[0].bias.add_(0.5)  # not the initial state
     model.save_pretrained(tmp_path, save_backbone=save_backbone)
     config = json.loads((tmp_path / "config.json").read_text())
-    assert config["model_type"] == "qwen3_vl" and config["backbone_saved"] is save_backbone
+    assert config["model_type"] == model.backbone.model_type and config["backbone_saved"] is save_backbone
     assert (tmp_path / "backbone" / "config.json").is_file() is save_backbone
     restored = VLAModel.from_pretrained(tmp_path)
     images = _images(2, seed=3)
@@ -146,7 +161,7 @@ def test_checkpoint_round_trip_gives_identical_outputs(models, tmp_path, save_ba
 
 
 def test_registry_and_names(tmp_path):
-    assert set(ARCHS) <= set(supported_model_types())
+    assert {TINY_MODEL_TYPES[arch] for arch in ARCHS} <= set(supported_model_types())
     with pytest.raises(ValueError, match="supported"):
         backbone_class("llava")
     with pytest.raises(ValueError, match=r"tiny-qwen2\.5-vl"):
@@ -158,9 +173,10 @@ def test_registry_and_names(tmp_path):
         VLAModel.build("no-such-org/no-such-model")
 
 
-def test_tiny_names_build_through_policies_tiny(tmp_path, tiny_vlm):
-    built = resolve_backbone("tiny-paligemma", tiny_root=tmp_path)
-    assert json.loads((tmp_path / built.split("/")[-1] / "config.json").read_text())["model_type"] == "paligemma"
+@pytest.mark.parametrize(("name", "model_type"), [("tiny-paligemma", "paligemma"), ("tiny-kosmos2", "kosmos-2")])
+def test_tiny_names_build_through_policies_tiny(tmp_path, name, model_type):
+    built = resolve_backbone(name, tiny_root=tmp_path)
+    assert json.loads((tmp_path / built.split("/")[-1] / "config.json").read_text())["model_type"] == model_type
 
 
 def test_prompts_are_the_published_ones(models):

@@ -8,18 +8,28 @@ embeds the tokens, writes the learnable action vector into the placeholders and 
 on ``inputs_embeds`` only (Qwen3-VL rejects ``input_ids`` together with ``inputs_embeds``; the image
 placeholders are found by comparing embeddings with the image token's), with explicit position ids:
 
-- Qwen2.5-VL / Qwen3-VL: M-RoPE ids from the model's ``get_rope_index`` with ``mm_token_type_ids`` (left
+- Qwen2.5-VL / Qwen3-VL / Qwen3-VL-MoE: M-RoPE ids from the model's ``get_rope_index`` with ``mm_token_type_ids`` (left
   without them, transformers silently falls back to plain 1-D positions). ``position_ids="plain"``
   reproduces the public VLM4VLA Qwen code, which feeds ``arange`` positions to all three M-RoPE axes.
-- PaliGemma: 1-indexed plain positions that skip left padding; image + prompt form the bidirectional
-  prefix and the action tokens the causal suffix (``token_type_ids`` 0 / 1), PaliGemma's prefix-LM layout.
+- PaliGemma / PaliGemma 2: 1-indexed plain positions that skip left padding; image + prompt form the
+  bidirectional prefix and the action tokens the causal suffix (``token_type_ids`` 0 / 1), PaliGemma's
+  prefix-LM layout.
+- Kosmos-2: its decoder's sinusoidal positions, counted from ``pad_token_id + 1`` over attended tokens;
+  image features go where ``image_embeds_position_mask`` says (0 at the action tokens).
+- Gemma 3: plain positions from 0; each image's tokens attend to each other both ways (``token_type_ids``
+  1), the action tokens are text (0).
+- InternVL, LLaVA-OneVision, SmolVLM: plain positions from 0.
 
-Prompts are the published ones: Qwen's ChatML text with the image(s) and "What action should the robotic
-arm take to {instruction}" as the user turn and the assistant turn opened; PaliGemma
-``<image>... <bos>{instruction}\\n``.
+Prompts: Qwen's ChatML text with the image(s) and "What action should the robotic arm take to
+{instruction}" as the user turn and the assistant turn opened (the published Qwen prompt; VLM4VLA's
+InternVL prompt is the same with ``<IMG_CONTEXT>`` per image; LLaVA-OneVision uses it with ``<image>``);
+PaliGemma ``<image>... <bos>{instruction}\\n`` (published); Kosmos-2, Gemma 3 and SmolVLM put the same
+question in their own chat format (see each class).
 
-Adding an architecture: subclass :class:`VLMBackbone`, set ``model_types``, implement ``render_prompts`` and
-(if needed) ``extra_inputs`` / ``position_ids``, and decorate it with :func:`register_backbone`.
+Adding an architecture: subclass :class:`VLMBackbone`, set ``model_types`` (and ``label`` / ``checkpoints``
+for the table), implement ``render_prompts`` and, if needed, set ``action_token_values`` / ``forward_keys``
+and override ``position_ids`` / ``run_base``; decorate it with :func:`register_backbone`. ``python -m
+vla.backbones --list`` prints the table of registered backbones.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
@@ -38,8 +48,21 @@ from torch import nn
 TINY_BACKBONES: dict[str, str] = {
     "tiny-qwen2.5-vl": "qwen2_5_vl",
     "tiny-qwen3-vl": "qwen3_vl",
+    "tiny-qwen3-vl-moe": "qwen3_vl_moe",
     "tiny-paligemma": "paligemma",
+    "tiny-paligemma2": "paligemma2",
+    "tiny-kosmos2": "kosmos2",
+    "tiny-internvl": "internvl",
+    "tiny-gemma3": "gemma3",
+    "tiny-smolvlm": "smolvlm",
+    "tiny-llava-onevision": "llava_onevision",
 }
+#: The model_type each tiny architecture of :mod:`policies.tiny` builds.
+TINY_MODEL_TYPES: dict[str, str] = {
+    "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl_moe", "paligemma": "paligemma",
+    "paligemma2": "paligemma", "kosmos2": "kosmos-2", "internvl": "internvl", "gemma3": "gemma3", "smolvlm": "smolvlm",
+    "llava_onevision": "llava_onevision",
+}  # fmt: skip
 #: Backbones that are not transformers checkpoints: a name builds a fresh one (name -> model_type), and a saved
 #: directory holds ``vla_backbone.json`` naming its ``model_type``; each model_type's module is imported on use.
 NATIVE_BACKBONES: dict[str, str] = {"efficientnet-lite0": "efficientnet_lite", "efficientnet-lite0-frozen": "efficientnet_lite"}
@@ -48,13 +71,22 @@ NATIVE_CONFIG_FILE = "vla_backbone.json"
 POSITION_MODES = ("mrope", "plain")
 #: The published Qwen prompt (public VLM4VLA code, the same for Qwen2.5-VL and Qwen3-VL): the user turn holds
 #: the image(s) and the question, and the assistant turn is opened for the action token(s).
+QUESTION = "What action should the robotic arm take to {instruction}"
 QWEN_TEMPLATE = (
     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{images}"
-    "What action should the robotic arm take to {instruction}<|im_end|>\n<|im_start|>assistant\n"
+    + QUESTION + "<|im_end|>\n<|im_start|>assistant\n"
 )
 _BACKBONES: dict[str, type[VLMBackbone]] = {}
 
 ImageLike = np.ndarray | Image.Image
+
+
+class Checkpoint(NamedTuple):
+    """A published checkpoint a backbone class loads: hub id, size as published, used by VLM4VLA's configs."""
+
+    hub_id: str
+    size: str
+    vlm4vla: bool = False
 
 
 def register_backbone(cls: type[VLMBackbone]) -> type[VLMBackbone]:
@@ -92,6 +124,19 @@ class VLMBackbone(nn.Module):
     """A transformers VLM whose last hidden states at the appended action tokens feed the action head."""
 
     model_types: ClassVar[tuple[str, ...]] = ()
+    #: For the backbone table (:func:`backbone_table`): the family's name, its position-id scheme, and the
+    #: published checkpoints this class loads.
+    label: ClassVar[str] = ""
+    positions: ClassVar[str] = "1-D, from 0, left padding skipped"
+    checkpoints: ClassVar[tuple[Checkpoint, ...]] = ()
+    #: Per-token tensors of the processor's output, and the value each takes at the appended action tokens.
+    action_token_values: ClassVar[dict[str, int]] = {}
+    #: Processor outputs the base model's forward takes besides the embeddings, mask and positions.
+    forward_keys: ClassVar[tuple[str, ...]] = ("pixel_values",)
+    #: The processor wants one list of images per sample (SmolVLM, Gemma 3) instead of one flat list.
+    nested_images: ClassVar[bool] = False
+    #: Most images one sample may hold (Kosmos-2's processor places exactly one).
+    max_images: ClassVar[int | None] = None
 
     def __init__(self, vlm: nn.Module, processor: Any, position_ids: str = "mrope") -> None:
         super().__init__()
@@ -116,8 +161,12 @@ class VLMBackbone(nn.Module):
 
     @classmethod
     def extra_inputs(cls, encoded: dict[str, torch.Tensor], num_action_tokens: int) -> dict[str, torch.Tensor]:
-        """Architecture-specific per-token tensors, extended over the action tokens."""
-        return {}
+        """Architecture-specific per-token tensors (:attr:`action_token_values`), extended over the action tokens."""
+        out = {}
+        for key, value in cls.action_token_values.items():
+            tensor = encoded[key]
+            out[key] = torch.cat([tensor, tensor.new_full((tensor.shape[0], num_action_tokens), value)], 1)
+        return out
 
     @classmethod
     def processor_kwargs(cls) -> dict[str, Any]:
@@ -129,9 +178,13 @@ class VLMBackbone(nn.Module):
     ) -> dict[str, torch.Tensor]:
         """Tensors for a batch: one list of images and one instruction per sample, action tokens appended."""
         check_batch(images, instructions)
+        if cls.max_images is not None and any(len(imgs) > cls.max_images for imgs in images):
+            raise ValueError(f"{cls.__name__} takes at most {cls.max_images} image(s) per sample, got "
+                             f"{max(len(imgs) for imgs in images)}: use one camera (--cameras rgb_static)")  # fmt: skip
         processor.tokenizer.padding_side = "left"  # every row ends in the same column: action tokens go last
         texts = cls.render_prompts(processor, instructions, [len(imgs) for imgs in images])
-        pil = [_to_pil(img) for imgs in images for img in imgs]
+        nested = [[_to_pil(img) for img in imgs] for imgs in images]
+        pil: Any = nested if cls.nested_images else [img for imgs in nested for img in imgs]
         encoded = dict(processor(text=texts, images=pil, padding=True, return_tensors="pt", **cls.processor_kwargs()))
         encoded.pop("labels", None)  # PaliGemma's processor adds LM labels; the action head has its own targets
         return _append_action_slots(encoded, num_action_tokens, processor.tokenizer.pad_token_id) | cls.extra_inputs(
@@ -143,8 +196,18 @@ class VLMBackbone(nn.Module):
     def position_ids(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return plain_positions(inputs["attention_mask"])
 
-    def base_model_kwargs(self, inputs: dict[str, torch.Tensor]) -> dict[str, Any]:
-        return {}
+    def base_model_kwargs(self, inputs: dict[str, torch.Tensor], dtype: torch.dtype) -> dict[str, Any]:
+        """The :attr:`forward_keys` inputs, floating-point ones (pixels) in the model's dtype."""
+        return {key: inputs[key].to(dtype) if inputs[key].is_floating_point() else inputs[key]
+                for key in self.forward_keys}  # fmt: skip
+
+    def run_base(self, embeds: torch.Tensor, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The base (headless) model's last hidden states on ``embeds`` with explicit position ids."""
+        out = self.vlm.model(
+            inputs_embeds=embeds, attention_mask=inputs["attention_mask"], position_ids=self.position_ids(inputs),
+            use_cache=False, **self.base_model_kwargs(inputs, embeds.dtype),
+        )  # fmt: skip
+        return out.last_hidden_state
 
     def forward(self, inputs: dict[str, torch.Tensor], action_embeds: torch.Tensor) -> torch.Tensor:
         """Last hidden states ``(B, L, d)`` at the ``L`` action tokens, whose input embedding is ``action_embeds``."""
@@ -153,12 +216,7 @@ class VLMBackbone(nn.Module):
         embeds = self.vlm.get_input_embeddings()(input_ids)
         fill = action_embeds.to(embeds.dtype).unsqueeze(0).expand(batch, -1, -1)
         embeds = embeds.masked_scatter(slots.unsqueeze(-1), fill)
-        pixels = inputs["pixel_values"].to(embeds.dtype)
-        out = self.vlm.model(
-            inputs_embeds=embeds, attention_mask=inputs["attention_mask"], position_ids=self.position_ids(inputs),
-            pixel_values=pixels, use_cache=False, **self.base_model_kwargs(inputs),
-        )  # fmt: skip
-        return out.last_hidden_state[slots].view(batch, num_tokens, -1)
+        return self.run_base(embeds, inputs)[slots].view(batch, num_tokens, -1)
 
     # ------------------------------------------------------------------------------------ files
 
@@ -208,20 +266,20 @@ def plain_positions(attention_mask: torch.Tensor, start: int = 0) -> torch.Tenso
 class QwenVLBackbone(VLMBackbone):
     """Qwen-VL models: ChatML prompt, M-RoPE positions over (temporal, height, width)."""
 
+    positions = "M-RoPE (temporal, height, width) from get_rope_index"
+
     @classmethod
     def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         image = "<|vision_start|><|image_pad|><|vision_end|>"  # the processor expands <|image_pad|> per image
         return [QWEN_TEMPLATE.format(images=image * count, instruction=instruction.strip())
                 for instruction, count in zip(instructions, image_counts)]  # fmt: skip
 
+    action_token_values: ClassVar[dict[str, int]] = {"mm_token_type_ids": 0}  # text
+    forward_keys = ("pixel_values", "image_grid_thw")
+
     @classmethod
     def processor_kwargs(cls) -> dict[str, Any]:
         return {"return_mm_token_type_ids": True}
-
-    @classmethod
-    def extra_inputs(cls, encoded: dict[str, torch.Tensor], num_action_tokens: int) -> dict[str, torch.Tensor]:
-        types = encoded["mm_token_type_ids"]
-        return {"mm_token_type_ids": torch.cat([types, types.new_zeros((types.shape[0], num_action_tokens))], 1)}
 
     def position_ids(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         mask = inputs["attention_mask"]
@@ -233,18 +291,29 @@ class QwenVLBackbone(VLMBackbone):
         )  # fmt: skip
         return positions
 
-    def base_model_kwargs(self, inputs: dict[str, torch.Tensor]) -> dict[str, Any]:
-        return {"image_grid_thw": inputs["image_grid_thw"]}
-
 
 @register_backbone
 class Qwen2_5_VLBackbone(QwenVLBackbone):
     model_types = ("qwen2_5_vl",)
+    label = "Qwen2.5-VL"
+    checkpoints = (Checkpoint("Qwen/Qwen2.5-VL-3B-Instruct", "3B", True), Checkpoint("Qwen/Qwen2.5-VL-7B-Instruct", "7B", True))
 
 
 @register_backbone
 class Qwen3VLBackbone(QwenVLBackbone):
     model_types = ("qwen3_vl",)
+    label = "Qwen3-VL"
+    checkpoints = (Checkpoint("Qwen/Qwen3-VL-2B-Instruct", "2B", True), Checkpoint("Qwen/Qwen3-VL-4B-Instruct", "4B", True),
+                   Checkpoint("Qwen/Qwen3-VL-8B-Instruct", "8B", True))  # fmt: skip
+
+
+@register_backbone
+class Qwen3VLMoeBackbone(QwenVLBackbone):
+    """Qwen3-VL-MoE (30B-A3B): Qwen3-VL's vision side and M-RoPE over a mixture-of-experts text model."""
+
+    model_types = ("qwen3_vl_moe",)
+    label = "Qwen3-VL-MoE"
+    checkpoints = (Checkpoint("Qwen/Qwen3-VL-30B-A3B-Instruct", "30B (3B active)", True),)
 
 
 # ------------------------------------------------------------------------------------------- PaliGemma
@@ -255,22 +324,139 @@ class PaliGemmaBackbone(VLMBackbone):
     """PaliGemma / PaliGemma 2: image tokens, ``<bos>``, instruction, newline; prefix-LM attention."""
 
     model_types = ("paligemma",)
+    label = "PaliGemma / PaliGemma 2"
+    positions = "1-D, from 1, left padding skipped; image + prompt bidirectional prefix, action tokens causal"
+    checkpoints = (Checkpoint("google/paligemma-3b-pt-224", "3B", True), Checkpoint("google/paligemma2-3b-pt-224", "3B", True),
+                   Checkpoint("google/paligemma2-10b-pt-224", "10B"))  # fmt: skip
+    action_token_values: ClassVar[dict[str, int]] = {"token_type_ids": 1}  # the causal suffix
+    forward_keys = ("pixel_values", "token_type_ids")
 
     @classmethod
     def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         # The processor expands each <image> to the image's token count and adds <bos> and the newline.
         return [processor.image_token * count + instruction.strip() for instruction, count in zip(instructions, image_counts)]
 
-    @classmethod
-    def extra_inputs(cls, encoded: dict[str, torch.Tensor], num_action_tokens: int) -> dict[str, torch.Tensor]:
-        types = encoded["token_type_ids"]
-        return {"token_type_ids": torch.cat([types, types.new_ones((types.shape[0], num_action_tokens))], 1)}
-
     def position_ids(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return plain_positions(inputs["attention_mask"], start=1)  # PaliGemma counts positions from 1
 
-    def base_model_kwargs(self, inputs: dict[str, torch.Tensor]) -> dict[str, Any]:
-        return {"token_type_ids": inputs["token_type_ids"]}
+
+# ------------------------------------------------------------------------------------------- others
+
+
+def _questions(
+    template: str, image: str, instructions: Sequence[str], image_counts: Sequence[int], **fields: str
+) -> list[str]:
+    """``template`` with ``{images}`` (``image`` once per image) and ``{question}`` (the published question)."""
+    return [template.format(images=image * count, question=QUESTION.format(instruction=instruction.strip()), **fields)
+            for instruction, count in zip(instructions, image_counts)]  # fmt: skip
+
+
+@register_backbone
+class InternVLBackbone(VLMBackbone):
+    """InternVL 3 / 3.5 (transformers format, ``-hf`` checkpoints): InternViT tiles + pixel-shuffle projector +
+    Qwen2.5 / Qwen3. The published VLM4VLA prompt: Qwen's ChatML text with ``<IMG_CONTEXT>`` per image (the
+    processor expands it to ``<img>`` + one token per tile feature + ``</img>``; a 224 px image is one
+    tile, as in VLM4VLA); plain 1-D positions from 0."""
+
+    model_types = ("internvl",)
+    label = "InternVL 3 / 3.5"
+    checkpoints = (Checkpoint("OpenGVLab/InternVL3_5-4B-HF", "4B", True), Checkpoint("OpenGVLab/InternVL3-1B-hf", "1B"),
+                   Checkpoint("OpenGVLab/InternVL3-2B-hf", "2B"), Checkpoint("OpenGVLab/InternVL3-8B-hf", "8B"))  # fmt: skip
+
+    @classmethod
+    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+        return _questions(QWEN_TEMPLATE.replace(QUESTION, "{question}"), processor.image_token, instructions, image_counts)
+
+
+@register_backbone
+class LlavaOnevisionBackbone(VLMBackbone):
+    """LLaVA-OneVision: SigLIP "anyres" tiles + MLP projector + Qwen2. ChatML prompt, each image ``<image>`` +
+    newline (expanded by the processor to the tiles' unpadded feature grid); plain 1-D positions from 0."""
+
+    model_types = ("llava_onevision",)
+    label = "LLaVA-OneVision"
+    checkpoints = (Checkpoint("llava-hf/llava-onevision-qwen2-0.5b-ov-hf", "0.5B"),
+                   Checkpoint("llava-hf/llava-onevision-qwen2-7b-ov-hf", "7B"))  # fmt: skip
+    forward_keys = ("pixel_values", "image_sizes", "batch_num_images")
+
+    @classmethod
+    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+        return _questions(QWEN_TEMPLATE.replace(QUESTION, "{question}"), processor.image_token + "\n", instructions,
+                          image_counts)  # fmt: skip
+
+
+@register_backbone
+class SmolVLMBackbone(VLMBackbone):
+    """SmolVLM / SmolVLM2: SigLIP + pixel-shuffle projector + SmolLM2 (Llama). Prompt
+    ``<|im_start|>User:<image>...{question}<end_of_utterance>\nAssistant:``; plain 1-D positions from 0."""
+
+    model_types = ("smolvlm",)
+    label = "SmolVLM / SmolVLM2"
+    checkpoints = (Checkpoint("HuggingFaceTB/SmolVLM-256M-Instruct", "256M"), Checkpoint("HuggingFaceTB/SmolVLM-500M-Instruct", "500M"),
+                   Checkpoint("HuggingFaceTB/SmolVLM2-2.2B-Instruct", "2.2B"))  # fmt: skip
+    forward_keys = ("pixel_values", "pixel_attention_mask")
+    nested_images = True
+
+    @classmethod
+    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+        template = "<|im_start|>User:{images}{question}{eou}\nAssistant:"
+        return _questions(template, processor.image_token, instructions, image_counts, eou=processor.end_of_utterance_token)
+
+
+@register_backbone
+class Gemma3Backbone(VLMBackbone):
+    """Gemma 3: SigLIP + pooling projector + Gemma 3. Gemma's chat turn with ``<start_of_image>`` per image (the
+    processor expands it to the soft tokens); image tokens attend to each other both ways (``token_type_ids``
+    1; the action tokens are text, 0); plain 1-D positions from 0."""
+
+    model_types = ("gemma3",)
+    label = "Gemma 3"
+    positions = "1-D, from 0, left padding skipped; each image's tokens bidirectional"
+    checkpoints = (Checkpoint("google/gemma-3-4b-it", "4B"), Checkpoint("google/gemma-3-12b-it", "12B"))
+    action_token_values: ClassVar[dict[str, int]] = {"token_type_ids": 0}
+    forward_keys = ("pixel_values", "token_type_ids")
+    nested_images = True
+
+    @classmethod
+    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+        # <bos> written here as Gemma 3's chat template does, so the processor must not add another one
+        template = "{bos}<start_of_turn>user\n{images}{question}<end_of_turn>\n<start_of_turn>model\n"
+        return _questions(template, processor.boi_token, instructions, image_counts, bos=processor.tokenizer.bos_token)
+
+    @classmethod
+    def processor_kwargs(cls) -> dict[str, Any]:
+        return {"add_special_tokens": False}
+
+
+@register_backbone
+class Kosmos2Backbone(VLMBackbone):
+    """Kosmos-2: CLIP ViT + 64 latent queries + a decoder with sinusoidal positions. One image per sample:
+    the processor writes ``<s><image>`` + 64 image slots + ``</image>`` before the question. Positions are
+    the decoder's own (1-D, counted from ``pad_token_id + 1``, left padding skipped)."""
+
+    model_types = ("kosmos-2",)
+    label = "Kosmos-2"
+    positions = "1-D sinusoidal, from pad_token_id + 1, left padding skipped"
+    checkpoints = (Checkpoint("microsoft/kosmos-2-patch14-224", "1.6B", True),)
+    action_token_values: ClassVar[dict[str, int]] = {"image_embeds_position_mask": 0}
+    max_images = 1
+
+    @classmethod
+    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+        return _questions("{question}", "", instructions, image_counts)
+
+    def position_ids(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return plain_positions(inputs["attention_mask"], start=int(self.vlm.config.text_config.pad_token_id) + 1)
+
+    def run_base(self, embeds: torch.Tensor, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        # Kosmos-2 has no headless ``.model``: image features, then the text decoder
+        image = self.vlm.get_image_features(inputs["pixel_values"].to(embeds.dtype), return_dict=True).pooler_output
+        out = self.vlm.text_model.model(
+            inputs_embeds=embeds, attention_mask=inputs["attention_mask"], image_embeds=image,
+            image_embeds_position_mask=inputs["image_embeds_position_mask"], position_ids=self.position_ids(inputs),
+            use_cache=False,
+        )  # fmt: skip
+        return out.last_hidden_state
 
 
 # ------------------------------------------------------------------------------------------- loading
@@ -354,3 +540,60 @@ def _native_class(model_type: str) -> type[VLMBackbone]:
 
 
 InputBuilder = Callable[[Sequence[Sequence[ImageLike]], Sequence[str]], dict[str, torch.Tensor]]
+
+
+# ------------------------------------------------------------------------------------------- table
+
+
+def backbone_table() -> list[dict[str, Any]]:
+    """One row per registered transformers backbone class: family, model_type(s), positions, tiny test
+    names, and the published checkpoints it loads (the README's table is this, checked by a test)."""
+    import importlib
+
+    for module in NATIVE_MODULES.values():  # registers the native backbones (lazily, as load_native does)
+        importlib.import_module(module)
+
+    tiny: dict[str, list[str]] = {}
+    for name, arch in TINY_BACKBONES.items():
+        tiny.setdefault(TINY_MODEL_TYPES[arch], []).append(name)
+    rows, seen = [], set()
+    for model_type in supported_model_types():
+        cls = _BACKBONES[model_type]
+        if cls in seen or not cls.checkpoints:
+            continue
+        seen.add(cls)
+        rows.append({
+            "backbone": cls.label, "class": cls.__name__, "model_types": list(cls.model_types), "positions": cls.positions,
+            "tiny": sorted(n for t in cls.model_types for n in tiny.get(t, [])),
+            "checkpoints": [c._asdict() for c in cls.checkpoints],
+        })  # fmt: skip
+    return sorted(rows, key=lambda r: r["backbone"].lower())
+
+
+def backbone_table_markdown() -> str:
+    """:func:`backbone_table` as a Markdown table (checkpoints marked * are VLM4VLA's public configs)."""
+    lines = ["| backbone | model_type | positions | published checkpoints (size) | tiny test model |", "|---|---|---|---|---|"]
+    for row in backbone_table():
+        ckpts = ", ".join(f"`{c['hub_id']}` ({c['size']}){'*' if c['vlm4vla'] else ''}" for c in row["checkpoints"])
+        types = ", ".join(f"`{t}`" for t in row["model_types"])
+        tiny = ", ".join(f"`{t}`" for t in row["tiny"])
+        lines.append(f"| {row['backbone']} | {types} | {row['positions']} | {ckpts} | {tiny} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m vla.backbones --list [--json]``: the registered backbones and the checkpoints they load."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m vla.backbones", description=main.__doc__)
+    parser.add_argument("--list", action="store_true", help="print the table of backbones (Markdown)")
+    parser.add_argument("--json", action="store_true", help="print it as JSON instead")
+    args = parser.parse_args(argv)
+    if not (args.list or args.json):
+        parser.error("nothing to do: pass --list (or --json)")
+    print(json.dumps(backbone_table(), indent=2) if args.json else backbone_table_markdown(), end="")
+
+
+if __name__ == "__main__":
+    main()

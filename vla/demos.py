@@ -1,6 +1,6 @@
 """``python -m vla.demos``: expert demonstrations on the play-table, written in CALVIN's dataset layout.
 
-For each requested task the privileged scripted expert (:class:`envs.calvin.expert.ScriptedExpert`) is run
+For each requested task the privileged scripted expert (:class:`policies.experts.calvin.ScriptedExpert`) is run
 from varied initial states and every step of the task is recorded: the observation before the step
 (``rgb_static``, ``rgb_gripper``, ``robot_obs``, ``scene_obs``), the relative action actually sent
 (``rel_actions``, clipped to [-1, 1] with the gripper exactly -1 or 1, as CALVIN's dataset stores it) and
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.core.cli import arg, parse_config, run_cli
+from policies.cli import arg, parse_config, run_cli
 
 DEFAULT_JOINT_NOISE = 0.1  # radians (std per joint): moves the start TCP by several centimetres
 CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}
@@ -269,8 +269,8 @@ class TaskReport:
 def generate(config: DemoConfig) -> dict[str, Any]:
     """Write the dataset ``config`` describes; returns the report also saved as ``demos_<split>.json``."""
     from envs.calvin.env import PlayTableEnv
-    from envs.calvin.expert import ScriptedExpert
     from envs.calvin.instructions import instruction_for
+    from policies.experts.calvin import ScriptedExpert
     from vla.data import CalvinWriter
 
     config.check()

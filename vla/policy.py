@@ -59,11 +59,13 @@ class VLAPolicy(Policy):
         self.image_keys = tuple(image_keys) or default_image_keys(model.config)
         self.identity = dict(identity or {})
         self.queue: deque[np.ndarray] = deque()
+        self.tail: np.ndarray = np.zeros((0, 7))  # the last chunk beyond execute_steps (never executed)
         self.instruction, self.model_calls, self.steps = "", 0, 0
 
     def reset(self, context: EpisodeContext) -> None:
         self.instruction = context.instruction
         self.queue.clear()
+        self.tail = np.zeros((0, 7))
         self.model_calls, self.steps = 0, 0
 
     def act(self, observation: Mapping[str, Any]) -> np.ndarray:
@@ -72,9 +74,16 @@ class VLAPolicy(Policy):
     def select_action(self, observation: Mapping[str, Any]) -> np.ndarray:
         """The next action, querying the model when the queue of executed-chunk actions is empty."""
         if not self.queue:
-            self.queue.extend(self.predict_action_chunk(observation)[: self.execute_steps])
+            chunk = self.predict_action_chunk(observation)
+            self.queue.extend(chunk[: self.execute_steps])
+            self.tail = chunk[self.execute_steps :]
         self.steps += 1
         return self.queue.popleft()
+
+    def pending_actions(self) -> list[np.ndarray]:
+        """The last chunk's actions not executed yet: the queue, then the tail beyond ``execute_steps``
+        (what a latency-aware loop keeps running while the next chunk is computed)."""
+        return [*self.queue, *self.tail]
 
     def predict_action_chunk(self, observation: Mapping[str, Any]) -> np.ndarray:
         """The model's full chunk ``(chunk, 7)`` for ``observation``, in the env's units."""

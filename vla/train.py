@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from benchmarks.core.cli import arg, parse_config, run_cli
+from policies.cli import arg, parse_config, run_cli
 
 LOG_FILE, STATE_FILE, TRAIN_CONFIG_FILE = "train_log.jsonl", "trainer_state.json", "train_config.json"
 
@@ -39,7 +39,7 @@ LOG_FILE, STATE_FILE, TRAIN_CONFIG_FILE = "train_log.jsonl", "trainer_state.json
 class TrainConfig:
     """Fine-tune a VLM backbone + action head (VLM4VLA) on CALVIN- or LIBERO-format demonstrations."""
 
-    backbone: str = arg("", "VLM to start from: a directory, a hub id (needs --allow-download), or tiny-qwen2.5-vl / tiny-qwen3-vl / tiny-paligemma")
+    backbone: str = arg("", "VLM to start from: a directory, a hub id (needs --allow-download), or a tiny-* test model (tiny-qwen2.5-vl, tiny-kosmos2, ...; python -m vla.backbones --list)")
     data: str = arg("", "demonstrations: a CALVIN split directory (or its parent with training/), or LIBERO .hdf5 file(s)")
     output: str = arg("outputs/vla", "run directory for checkpoints and logs")
     data_format: Literal["auto", "calvin", "libero"] = arg("auto", "demonstration format (auto: detected from the files)")

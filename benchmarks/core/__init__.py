@@ -1,12 +1,6 @@
 """Shared machinery of the closed-loop benchmarks: units, records, executors, runner, output folders."""
 
-from benchmarks.core.executors import (
-    InProcessExecutor,
-    ProcessExecutor,
-    Worker,
-    WorkerInitError,
-    make_executor,
-)
+from benchmarks.core.executors import InProcessExecutor, ProcessExecutor, make_executor
 from benchmarks.core.rundir import ResumeError, RunDir
 from benchmarks.core.runner import (
     EXIT_UNITS_ERRORED,
@@ -18,6 +12,7 @@ from benchmarks.core.runner import (
     write_summary,
 )
 from benchmarks.core.work import WorkUnit, comparable, unit_seed
+from benchmarks.core.worker import Worker, WorkerInitError
 
 __all__ = [
     "EXIT_UNITS_ERRORED",

@@ -9,6 +9,7 @@ without units is refused there (``TypeError``), never half-way through an episod
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from action_mapping import ExecutablePlan, Plan
+from benchmarks.core.latency import Latency, latency_stats
 from policies.base import Policy
 
 
@@ -25,30 +27,54 @@ class ActionStream:
     When the policy asks for no motion (an empty or STOP-only plan, an MLLM's no-op fallback) the step is
     still spent: the env's ``noop_action()`` (hold still) is returned where the env has one, else ``None``
     for the episode logic to count an idle step. ``idle_steps`` counts both.
+
+    With a ``latency`` (:mod:`benchmarks.core.latency`; ``None`` = the published frozen-world protocol) each
+    decision is followed by the control steps its inference took, spent before the decision's actions:
+    the policy's ``pending_actions()`` (``continue``) and then holding still. A decision is a call that
+    raised the policy's ``model_calls`` stat (a VLA pops queued chunk actions without one); a policy
+    without that stat decides on every call. ``latencies_ms`` and ``latency_steps`` record them.
     """
 
-    def __init__(self, env: Any, policy: Policy) -> None:
-        self.env, self.policy = env, policy
+    def __init__(self, env: Any, policy: Policy, latency: Latency | None = None) -> None:
+        self.env, self.policy, self.latency = env, policy, latency
         self._native: deque[Any] = deque()
         self._steps: deque[tuple[ExecutablePlan, int]] = deque()
+        self._waiting: deque[Any] = deque()  # actions (or _HOLD) run while the last decision was computed
         self.policy_calls = 0
         self.idle_steps = 0
+        self.latencies_ms: list[float] = []
+        self.latency_steps = 0  # env steps spent while a decision was computed (continued + held)
+        self.held_steps = 0
 
     def reset(self) -> None:
         self._native.clear()
         self._steps.clear()
+        self._waiting.clear()
 
     def next_action(self, observation: Mapping[str, Any]) -> Any | None:
         action = self._next(observation)
+        if action is _HOLD:
+            noop = getattr(self.env.unwrapped, "noop_action", None)
+            return noop() if noop is not None else None
         if action is None:
             self.idle_steps += 1
             noop = getattr(self.env.unwrapped, "noop_action", None)
             return noop() if noop is not None else None
         return action
 
+    def latency_record(self) -> dict[str, Any]:
+        """What a record keeps with a latency set: its setting, the distribution and the steps it cost."""
+        if self.latency is None:
+            return {}
+        return {"latency": {**self.latency.describe(), **latency_stats(self.latencies_ms),
+                            "latencies_ms": [round(v, 3) for v in self.latencies_ms],
+                            "steps": self.latency_steps, "held_steps": self.held_steps}}
+
     def _next(self, observation: Mapping[str, Any]) -> Any | None:
         from envs.wrappers import expand_plan_step  # gymnasium is an env-side dependency
 
+        if self._waiting:  # the inference's steps come before its own actions
+            return self._spend_waiting()
         while not self._native:
             if self._steps:
                 plan, index = self._steps.popleft()
@@ -56,8 +82,7 @@ class ActionStream:
                 if not self._native and not self._steps:
                     return None  # the plan ended with a STOP/empty step
                 continue
-            action = self.policy.act(observation)
-            self.policy_calls += 1
+            action = self._decide(observation)
             if isinstance(action, Plan):
                 action = action.executable()
             if isinstance(action, ExecutablePlan):
@@ -66,7 +91,49 @@ class ActionStream:
                 self._steps.extend((action, i) for i in range(len(action.steps)))
             else:
                 self._native.append(action)
+            if self._waiting:
+                return self._spend_waiting()
         return self._native.popleft()
+
+    def _spend_waiting(self) -> Any:
+        """One env step of an inference in progress (counted when spent, not when charged)."""
+        item = self._waiting.popleft()
+        self.latency_steps += 1
+        self.held_steps += item is _HOLD
+        return item
+
+    def _decide(self, observation: Mapping[str, Any]) -> Any:
+        """One ``policy.act``; with a latency, queue the steps its inference took in ``_waiting``."""
+        if self.latency is None:
+            action = self.policy.act(observation)
+            self.policy_calls += 1
+            return action
+        pending = getattr(self.policy, "pending_actions", None)
+        leftover = list(pending()) if pending is not None and self.latency.mode == "continue" else []
+        before = _model_calls(self.policy)
+        began = time.perf_counter()
+        action = self.policy.act(observation)
+        elapsed_ms = 1000.0 * (time.perf_counter() - began)
+        self.policy_calls += 1
+        after = _model_calls(self.policy)
+        if before is not None and after == before:
+            return action  # served from the policy's queue: no inference happened
+        ms = elapsed_ms if self.latency.fixed_ms is None else self.latency.fixed_ms
+        steps = self.latency.steps(ms)
+        self.latencies_ms.append(ms)
+        continued = leftover[:steps]
+        self._waiting.extend(continued)
+        self._waiting.extend([_HOLD] * (steps - len(continued)))
+        return action
+
+
+_HOLD = object()  # a latency step without a pending action: the env holds still
+
+
+def _model_calls(policy: Policy) -> float | None:
+    """The policy's ``model_calls`` stat (``None`` when it reports none: every call is then a decision)."""
+    value = policy.episode_stats().get("model_calls")
+    return None if value is None else float(value)
 
 
 @dataclass

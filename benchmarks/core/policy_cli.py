@@ -1,7 +1,7 @@
 """Command-line construction of benchmark + policy configs, and building the policy inside a worker.
 
 A benchmark command takes its own config dataclass plus the config dataclass of the chosen policy, both
-turned into flags the same way (``benchmarks.core.cli``)::
+turned into flags the same way (``policies.cli``)::
 
     python -m benchmarks.calvin --num-sequences 100 --policy mllm --model /ckpt --api-base http://...:8000/v1
 
@@ -22,14 +22,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from benchmarks.core.cli import (
+from policies.base import Policy
+from policies.cli import (
     InputError,
     OneLineParser,
     add_config_arguments,
     config_from_namespace,
     parse_json_option,
 )
-from policies.base import Policy
 
 C = TypeVar("C")
 BUILTIN_POLICIES = ("expert", "random", "replay", "constant")
@@ -45,6 +45,25 @@ class PolicySpec:
     options: dict[str, Any]
     replay_file: str | None = None
     policy_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def manifest(self) -> dict[str, Any]:
+        """The policy's identity for the run manifest; for a model, the decoding settings its backend gets."""
+        out = {"name": self.name, "options": self.options, "label": self.label,
+               "privileged": self.name == "expert" or self.options.get("model") == "oracle"}
+        config = self.config()
+        if config is not None and hasattr(config, "generation"):
+            out["generation"] = config.generation()
+        return out
+
+    def config(self) -> Any:
+        """The registered policy's config dataclass instance (``None`` for built-ins and user classes)."""
+        from policies.registry import policy_config_class, registered_policies
+
+        if self.name not in registered_policies():
+            return None
+        cls = policy_config_class(self.name)
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.options.items() if k in names})
 
     @property
     def label(self) -> str:
@@ -140,7 +159,14 @@ def parse_benchmark_args(
         options = {"action": namespace.action}
     kwargs = parse_json_option("--policy-kwargs", getattr(config, "policy_kwargs", "{}"))
     _check_policy_inputs(name, getattr(config, "replay_file", None))
-    return config, PolicySpec(name, _json_safe(options), getattr(config, "replay_file", None), kwargs)
+    spec = PolicySpec(name, _json_safe(options), getattr(config, "replay_file", None), kwargs)
+    policy_config = spec.config()
+    if policy_config is not None and hasattr(policy_config, "check_inputs"):
+        try:
+            policy_config.check_inputs()
+        except ValueError as error:
+            raise InputError(str(error)) from None
+    return config, spec
 
 
 def policy_options_help(skip: set[str] | frozenset[str] = frozenset()) -> str:
@@ -196,7 +222,7 @@ def _json_safe(options: dict[str, Any]) -> dict[str, Any]:
 def build_policy_from_spec(spec: PolicySpec, *, expert: Callable[[], Policy] | None = None) -> Policy:
     """Build the policy a spec describes (called inside each worker process)."""
     from policies.baselines import ConstantPolicy, RandomPolicy, ReplayPolicy
-    from policies.registry import build_policy, policy_config_class
+    from policies.registry import build_policy
     from policies.user import load_user_policy
 
     if spec.name == "expert":
@@ -215,7 +241,4 @@ def build_policy_from_spec(spec: PolicySpec, *, expert: Callable[[], Policy] | N
         return ReplayPolicy.from_file(spec.replay_file)
     if ":" in spec.name:
         return load_user_policy(spec.name, spec.policy_kwargs)
-    cls = policy_config_class(spec.name)
-    names = {f.name for f in dataclasses.fields(cls)}
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in spec.options.items() if k in names}
-    return build_policy(spec.name, cls(**values))
+    return build_policy(spec.name, spec.config())

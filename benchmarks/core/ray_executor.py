@@ -15,13 +15,11 @@ import os
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
-from benchmarks.core.executors import Executor, WorkerFactory, WorkerInitError, execute_unit
 from benchmarks.core.work import WorkUnit, error_record, format_exception
-
-_PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+from benchmarks.core.worker import Executor, WorkerFactory, WorkerInitError, execute_unit
+from policies.serve.ray_cluster import connect, import_ray
 
 
 class _ActorWorker:
@@ -66,7 +64,7 @@ class RayExecutor(Executor):
     def run(self, factory: WorkerFactory, units: Sequence[WorkUnit]) -> Iterator[dict[str, Any]]:
         if not units:
             return
-        ray = _import_ray()
+        ray = import_ray()
         started_here = connect(self.address)
         try:
             yield from self._run(ray, factory, units)
@@ -128,28 +126,3 @@ class RayExecutor(Executor):
             if need > 0:
                 fits.append(int(have // need))
         return max(1, min(fits, default=1))
-
-
-def connect(address: str | None) -> bool:
-    """Join Ray unless this process already has: ``None``/``"local"`` starts a private local instance (with
-    this checkout importable in its actors), ``"auto"`` or an address joins a cluster. Returns whether this
-    call connected, i.e. whether the caller should ``ray.shutdown()`` when done."""
-    ray = _import_ray()
-    if ray.is_initialized():
-        return False
-    address = None if address in (None, "", "local") else address
-    runtime_env = None
-    if address is None:  # local instance: make this checkout importable in the actors
-        path = os.pathsep.join(p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p)
-        runtime_env = {"env_vars": {"PYTHONPATH": path}}
-    ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-             runtime_env=runtime_env, **({"num_cpus": os.cpu_count()} if address is None else {}))
-    return True
-
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise ImportError("--ray needs Ray: pip install -c constraints.txt 'spatial-arena[ray]'") from exc
-    return ray

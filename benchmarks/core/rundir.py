@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from benchmarks.core.cli import InputError
 from benchmarks.core.work import RECORD_OK
 from envs.files import atomic_write_text
+from policies.cli import InputError
 
 
 class ResumeError(InputError):

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from benchmarks.core.cli import EXIT_UNITS_ERRORED, arg
-from benchmarks.core.executors import Executor, WorkerFactory, make_executor
+from benchmarks.core.executors import make_executor
 from benchmarks.core.manifest import build_manifest
 from benchmarks.core.progress import Progress
 from benchmarks.core.rundir import ResumeError, RunDir, write_json
 from benchmarks.core.work import DECISIONS, RECORD_ERROR, RECORD_OK, WorkUnit
+from benchmarks.core.worker import Executor, WorkerFactory
+from policies.cli import EXIT_UNITS_ERRORED, arg
 
 # Config fields that may change between an interrupted run and its resumption.
 RUNTIME_KEYS = {"workers", "resume", "retry_errors", "output", "run_name", "progress", "ray", "ray_num_cpus",

@@ -14,13 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from action_mapping import StepSizes
-from benchmarks.core.cli import (
-    EXIT_UNITS_ERRORED,
-    OneLineParser,
-    add_config_arguments,
-    config_from_namespace,
-    run_cli,
-)
 from benchmarks.goal_scoring.config import ConvertConfig, GenerateConfig, PredictConfig, ScoreConfig
 from benchmarks.goal_scoring.convert import Conversion, convert_by_pose, convert_by_velocity, read_trajectory
 from benchmarks.goal_scoring.dataset import (
@@ -45,6 +38,13 @@ from benchmarks.scoring.goal import ManipulationWeights
 from benchmarks.static.spatialtree import MAX_NEW_TOKENS as SPATIALTREE_MAX_NEW_TOKENS
 from policies.backends.base import Backend, GenerationConfig
 from policies.backends.oracle import ORACLE_MODEL, expected_effect
+from policies.cli import (
+    EXIT_UNITS_ERRORED,
+    OneLineParser,
+    add_config_arguments,
+    config_from_namespace,
+    run_cli,
+)
 
 BUILTIN_PREDICTIONS = ("oracle", "blind")
 

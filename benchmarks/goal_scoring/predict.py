@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from action_mapping import Plan, PlanStep, render_manipulation_prompt, render_navigation_prompt
-from benchmarks.core.cli import InputError
 from benchmarks.goal_scoring.dataset import GoalDataset, GoalSample
 from benchmarks.scoring.goal import KINDS, render_answer
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
 from policies.backends.oracle import ORACLE_MODEL, unwrap_oracle
+from policies.cli import InputError
 
 DEFAULT_PROMPT_STEPS = 6  # the paper's prompts ask for 6 steps
 

@@ -30,9 +30,8 @@ _GRAVITY_HINT = {"roll_unc": 1.0, "pitch_unc": 1.0, "vfov_unc": 5.0}
 
 
 def _parameters(text: str) -> Any:
-    from benchmarks.static.spatialtree import parse_parameters  # a benchmark module: imported when used
-
-    return parse_parameters(text, {"pitch": 1.0, "roll": 2.0})
+    """SpatialTree's camera-parameter parser (pitch and roll expected)."""
+    return parsers.parse_parameters(text, {"pitch": 1.0, "roll": 2.0})
 
 
 def _capped(parse: Callable[[str], Any]) -> Callable[[str], Any]:

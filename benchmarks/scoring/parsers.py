@@ -15,6 +15,7 @@ import ast
 import collections
 import functools
 import itertools
+import json
 import math
 import re
 import warnings
@@ -811,3 +812,38 @@ def _box_problem(box: tuple[float, float, float, float]) -> str:
     if min(box) < 0 or max(box) > 1:
         return "coordinates outside the image"
     return ""
+
+
+@bounded_parser
+def parse_parameters(text: str, expected: Mapping[str, Any]) -> ParseResult:
+    """Named numbers (``"pitch": 3.2``...) from a JSON object or ``name: value`` text; at least one expected."""
+    block = outer_braces(text or "")
+    values: dict[str, float] = {}
+    in_json: set[str] = set()  # read from the JSON, even when unusable (1e400): no second reading from the text
+    if block:
+        try:
+            data = json.loads(re.sub(r",\s*([}\]])", r"\1", block))
+        except (ValueError, RecursionError):  # bad JSON, an int over 4,300 digits, deep nesting
+            data = None
+        if isinstance(data, dict):
+            found = {k: _finite_float(v) for k, v in data.items() if k in expected and isinstance(v, int | float)}
+            values, in_json = {k: v for k, v in found.items() if v is not None}, set(found)
+    for name in expected:
+        if name not in values and name not in in_json:
+            match = re.search(rf"[\"']?{re.escape(name)}[\"']?\s*[:=]\s*(-?\d+(?:\.\d+)?)", text or "", re.IGNORECASE)
+            value = _finite_float(match.group(1)) if match else None
+            if value is not None:
+                values[name] = value
+    if not values:
+        return failed("no_parameters", f"none of {', '.join(expected)} found")
+    missing = [k for k in expected if k not in values]
+    return parsed(values, "named_numbers", f"missing {', '.join(missing)} (scored 0)" if missing else "all parameters read")
+
+
+def _finite_float(value: Any) -> float | None:
+    """``float(value)`` when finite; None for a number beyond the float range (e.g. 400 digits), never a raise."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None

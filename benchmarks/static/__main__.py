@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks.core.cli import EXIT_UNITS_ERRORED, run_cli
 from benchmarks.static.config import parse_config
 from benchmarks.static.runner import run
+from policies.cli import EXIT_UNITS_ERRORED, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +22,10 @@ def _main(argv: list[str] | None = None) -> int:
         from benchmarks.static.generate import main as generate_main  # needs the `nav` extra (MuJoCo)
 
         return generate_main(args[1:])
+    if args[:1] == ["agent-ablation"]:
+        from benchmarks.static.agent_ablation import main as ablation_main
+
+        return ablation_main(args[1:])
     config = parse_config(args)
     result = run(config)
     for name, value in result.summary["headline"].items():

@@ -10,8 +10,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.core.cli import InputError, OneLineParser, add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
 from benchmarks.static.registry import PROJECT_MODE, benchmark_names
+from policies.cli import InputError, OneLineParser, add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
 
 
 @dataclass
@@ -26,7 +26,7 @@ class RunConfig:
     output: Path = Path("outputs")
     """Results root; a run writes to OUTPUT/BENCH/RUN_NAME/."""
     policy: str = "mllm"
-    """Policy family answering the questions (static benchmarks take an MLLM)."""
+    """Policy family answering the questions: mllm (the model answers) or agent (SpatialAgent: the model calls spatial tools)."""
     model: str | None = None
     """Model for the backend factory (a Hugging Face id, a local path, or a served model name), or 'oracle': the gold answer of each item, written as its prompt asks."""
     api_base: str | None = None
@@ -69,6 +69,18 @@ class RunConfig:
     """Stop after this many backend failures in a row (failed items are retried by --resume)."""
     plot: bool = True
     """Write the bar chart by category."""
+    agent_paradigm: str = "plan-execute"
+    """--policy agent: plan-execute (planner -> tools -> executor -> summarizer) or react (observer <-> tools until Terminate, then the summarizer)."""
+    agent_tools: str = "truth"
+    """--policy agent: truth (simulator ground truth; generated sets), cv (OpenCV only), mixed (OpenCV where it has a tool, truth elsewhere), learned (depth from --agent-depth-model, OpenCV motion, truth elsewhere) or none (Terminate only)."""
+    agent_depth_model: Path | None = None
+    """--agent-tools learned: local folder of a transformers depth-estimation model (metric depth; never downloaded)."""
+    agent_max_attempts: int = 3
+    """--policy agent, plan-execute: plans asked before answering without tools."""
+    agent_max_turns: int = 10
+    """--policy agent, react: observer turns before the summarizer."""
+    agent_max_tokens: int = 16384
+    """--policy agent: completion tokens over all calls for one question."""
 
     def validate(self) -> None:
         """Check combinations the types cannot express, with the fix in the message."""
@@ -78,8 +90,19 @@ class RunConfig:
             raise InputError("--data is required: the benchmark's data file or folder")
         if self.score_only is None and not self.model:
             raise InputError("--model is required to query a model (or pass --score-only PREDICTIONS.jsonl)")
-        if self.policy != "mllm":
-            raise InputError(f"--policy {self.policy!r}: static benchmarks are answered by an MLLM (--policy mllm)")
+        if self.policy not in ("mllm", "agent"):
+            raise InputError(f"--policy {self.policy!r}: static benchmarks are answered by an MLLM (--policy mllm) or SpatialAgent (--policy agent)")
+        if self.policy == "agent":
+            if self.agent_paradigm not in ("plan-execute", "react"):
+                raise InputError(f"--agent-paradigm must be plan-execute or react (got {self.agent_paradigm!r})")
+            if self.agent_tools not in ("truth", "cv", "mixed", "learned", "none"):
+                raise InputError(f"--agent-tools must be truth, cv, mixed, learned or none (got {self.agent_tools!r})")
+            if (self.agent_tools == "learned") != (self.agent_depth_model is not None):
+                raise InputError("--agent-tools learned needs --agent-depth-model FOLDER, and only it takes one")
+            if min(self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens) < 1:
+                raise InputError("--agent-max-attempts, --agent-max-turns and --agent-max-tokens must be at least 1")
+            if self.score_only is not None:
+                raise InputError("--policy agent asks a model; --score-only rescores saved predictions with any policy (drop --policy agent)")
         if self.limit is not None and self.limit < 1:
             raise InputError("--limit must be at least 1")
         if self.batch_size < 1:

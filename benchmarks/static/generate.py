@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +30,21 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from benchmarks.core.cli import InputError
 from benchmarks.static.config import build_parser
-from benchmarks.static.nav_questions import BUILDERS, KINDS, Context, Entity, Question, View, home_entities
+from benchmarks.static.nav_questions import (
+    BUILDERS,
+    KINDS,
+    Builder,
+    Context,
+    Entity,
+    Question,
+    View,
+    home_entities,
+)
 from envs.navigation import measure
 from envs.navigation.scene import generate_scene, scene_key
 from envs.navigation.views import HomeRenderer, sample_view
+from policies.cli import InputError
 
 FORMAT = "spatialarena-simqa/1"
 SOURCE = "SpatialArena-Nav"
@@ -86,11 +95,19 @@ class GenerateConfig:
         self.kind_list()
 
 
-def draw_question(kind: str, rng: np.random.Generator, renderer: HomeRenderer, min_pixels: int) -> tuple[Question, dict[str, Any]]:
-    """One question of ``kind``: homes and views are drawn until the builder finds something unambiguous."""
+#: Home seeds every test-set generator draws from (``rng.integers(2**31 - 1)``): [0, 2**31 - 1).
+TEST_HOME_SEEDS = (0, 2**31 - 1)
+
+
+def draw_question(kind: str, rng: np.random.Generator, renderer: HomeRenderer, min_pixels: int,
+                  builders: Mapping[str, Builder] = BUILDERS,
+                  home_seeds: tuple[int, int] = TEST_HOME_SEEDS,
+                  max_homes: int = _HOMES_PER_ITEM) -> tuple[Question, dict[str, Any]]:  # fmt: skip
+    """One question of ``kind``: up to ``max_homes`` homes (seeds in ``[low, high)`` of ``home_seeds``) and
+    views in each are drawn until the builder finds something unambiguous."""
     context = Context(renderer)
-    for _ in range(_HOMES_PER_ITEM):
-        home_seed = int(rng.integers(2**31 - 1))
+    for _ in range(max_homes):
+        home_seed = int(rng.integers(*home_seeds))
         scene = generate_scene(home_seed)
         world = renderer.load(scene)
         entities = home_entities(scene, world)
@@ -99,10 +116,10 @@ def draw_question(kind: str, rng: np.random.Generator, renderer: HomeRenderer, m
             view = sample_view(renderer, rng, look_at=None if aim is None else measure.centre(world, aim.label))
             if view is None:
                 continue
-            question = BUILDERS[kind](View(*view, entities, min_pixels), context, rng)
+            question = builders[kind](View(*view, entities, min_pixels), context, rng)
             if question is not None:
                 return question, {"home_seed": home_seed, "scene_key": scene_key(scene)}
-    raise InputError(f"no {kind} question found in {_HOMES_PER_ITEM} homes; lower --min-pixels")
+    raise InputError(f"no {kind} question found in {max_homes} homes; lower --min-pixels")
 
 
 def _aim(kind: str, entities: list[Entity], rng: np.random.Generator) -> Entity | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.core.cli import InputError
+from policies.cli import InputError
 
 Media = str | bytes  # a resolved file path, or encoded image bytes from a parquet column
 

@@ -38,7 +38,7 @@ from benchmarks.static.items import (
     read_rows,
     require_fields,
 )
-from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode, register
+from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
 
 NAME = "multihopspatial"
 _TAGS = re.compile(r"</?(?:ATT|POS|REL)>")
@@ -292,5 +292,3 @@ def spec() -> BenchmarkSpec:
     return BenchmarkSpec(NAME, "MultihopSpatial", load, build_prompt, modes, prompt_styles=("paper", "repo"), max_new_tokens=512,
                          reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
 
-
-register(NAME, spec)

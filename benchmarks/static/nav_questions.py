@@ -339,7 +339,9 @@ def relative_direction(view: View, context: Context, rng: np.random.Generator) -
                     "(A)" if side == "left" else "(B)", [view.frame.rgb], truth, [view.c2w])  # fmt: skip
 
 
-BUILDERS: dict[str, Callable[[View, Context, np.random.Generator], Question | None]] = {
+#: A question builder: ``(view, context, rng) -> Question | None``.
+Builder = Callable[[View, Context, np.random.Generator], "Question | None"]
+BUILDERS: dict[str, Builder] = {
     "absolute_depth": absolute_depth, "relative_depth": relative_depth, "object_distance": object_distance,
     "object_size": object_size, "counting": counting, "camera_motion": camera_motion,
     "relative_direction": relative_direction,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,33 +95,36 @@ class BenchmarkSpec:
         return self.modes[name]
 
 
+#: The built-in benchmarks as lazy ``"module:factory"`` strings (as ``envs/registration.py`` registers envs):
+#: a benchmark module is imported when its benchmark is asked for, and this module imports none of them
+#: (they import it, for the spec types).
+_BUILTINS: dict[str, str] = {
+    "multihopspatial": "benchmarks.static.multihop:spec",
+    "space10": "benchmarks.static.space10:spec",
+    "spatialscore": "benchmarks.static.spatialscore:spec",
+    "spatialtree": "benchmarks.static.spatialtree:spec",
+    "vsibench": "benchmarks.static.vsibench:spec",
+}
 _REGISTRY: dict[str, Callable[[], BenchmarkSpec]] = {}
 
 
 def register(name: str, factory: Callable[[], BenchmarkSpec]) -> None:
     """Register a benchmark factory under ``name`` (factories keep registration cheap)."""
-    if name in _REGISTRY:
+    if name in _REGISTRY or name in _BUILTINS:
         raise ValueError(f"benchmark {name!r} is already registered")
     _REGISTRY[name] = factory
 
 
 def benchmark_names() -> list[str]:
     """Registered benchmark names."""
-    _ensure_builtins()
-    return sorted(_REGISTRY)
+    return sorted({*_BUILTINS, *_REGISTRY})
 
 
 def get_benchmark(name: str) -> BenchmarkSpec:
     """The benchmark registered as ``name``."""
-    _ensure_builtins()
+    if name in _BUILTINS:
+        module, attribute = _BUILTINS[name].split(":")
+        return getattr(importlib.import_module(module), attribute)()
     if name not in _REGISTRY:
-        raise KeyError(f"unknown benchmark {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+        raise KeyError(f"unknown benchmark {name!r}; registered: {', '.join(benchmark_names())}")
     return _REGISTRY[name]()
-
-
-def _ensure_builtins() -> None:
-    import benchmarks.static.multihop
-    import benchmarks.static.space10
-    import benchmarks.static.spatialscore
-    import benchmarks.static.spatialtree
-    import benchmarks.static.vsibench  # noqa: F401  (each module registers itself)

@@ -26,7 +26,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks.core.cli import InputError, RunAborted
 from benchmarks.scoring.parsers import failed
 from benchmarks.scoring.result import JudgeScore
 from benchmarks.static import report
@@ -42,6 +41,7 @@ from policies.backends.oracle import (
     expected_effect,
     unwrap_oracle,
 )
+from policies.cli import InputError, RunAborted
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")
@@ -76,7 +76,7 @@ def run(config: RunConfig, backend: Backend | None = None, judge: Backend | None
     """
     config.validate()
     spec = get_benchmark(config.bench)
-    if config.model == ORACLE_MODEL and config.score_only is None and spec.gold_answer is None:
+    if config.model == ORACLE_MODEL and config.score_only is None and spec.gold_answer is None and config.policy != "agent":
         raise ValueError(f"{spec.name} does not say how its gold answer is written, so --model oracle cannot answer it")
     mode = spec.mode(config.mode)
     style = config.prompt_style or mode.prompt_style
@@ -115,6 +115,8 @@ def run_folder(config: RunConfig) -> Path:
             name = f"{_slug(stem)}-rescored"
         else:
             name = _slug(str(config.model).rstrip("/").split("/")[-1])
+            if config.policy == "agent":
+                name += f"-agent-{config.agent_paradigm}-{config.agent_tools}"
         if config.mode != "project":
             name += f"-{config.mode}"
     folder = config.output / config.bench / name
@@ -185,6 +187,9 @@ def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], ou
             raise ValueError(f"cannot resume {out_dir}: it ran {key}={previous.get(key)!r}, this run asks {current.get(key)!r}")
     if previous["config"].get("model") != current["config"].get("model"):
         raise ValueError(f"cannot resume {out_dir}: it ran model {previous['config'].get('model')!r}; use another --run-name")
+    for key in ("policy", "agent_paradigm", "agent_tools", "agent_depth_model"):  # an agent run is its tools and paradigm too
+        if key in previous["config"] and previous["config"][key] != current["config"].get(key):
+            raise InputError(f"cannot resume {out_dir}: it ran {key.replace('_', '-')}={previous['config'][key]!r}; use another --run-name")
     if previous["data"]["sha256"] != current["data"]["sha256"]:
         raise ValueError(f"cannot resume {out_dir}: the data file changed since the run started")
 
@@ -254,13 +259,19 @@ def predict(
     manifest["max_new_tokens"] = backend.config.max_new_tokens if backend is not None else None
     manifest["resumed_with_done"] = len(items) - len(todo)
     oracle = unwrap_oracle(backend) if backend is not None else None
+    agent = _agent(config, backend, out_dir) if todo and config.policy == "agent" else None
+    if agent is not None:
+        manifest["agent"] = agent.describe()
     failures = 0
     with path.open("a", encoding="utf-8") as sink:
         for chunk in _chunks(todo, config.batch_size):
-            conversations = [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk]
-            if oracle is not None:
-                register_gold(oracle, spec, style, chunk, conversations)
-            answers = _ask(backend, conversations)
+            if agent is not None:  # the agent reads the same prompts; its answer goes to the same scorer
+                answers = [Prediction(*answer) for answer in agent.ask(chunk, [spec.build_prompt(item, style) for item in chunk])]
+            else:
+                conversations = [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk]
+                if oracle is not None:
+                    register_gold(oracle, spec, style, chunk, conversations)
+                answers = _ask(backend, conversations)
             for item, answer in zip(chunk, answers):
                 done[item.item_id] = answer
                 sink.write(json.dumps({"item_id": item.item_id, "response": answer.response, "error": answer.error,
@@ -270,12 +281,25 @@ def predict(
             _progress(sum(1 for item in items if item.item_id in done and done[item.item_id].error is None), len(items))
             if failures >= config.max_consecutive_errors:
                 raise RunAborted(f"{failures} backend failures in a row (last: {answers[-1].error}); fix the backend and --resume")
+    if agent is not None:
+        agent.close()
     return done
 
 
+def _agent(config: RunConfig, backend: Backend, out_dir: Path) -> Any:
+    """The SpatialAgent answerer of ``--policy agent`` (imported only then)."""
+    from benchmarks.static.agent_run import AgentAnswerer
+    from policies.agent import AgentConfig
+
+    agent_config = AgentConfig(config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens)
+    return AgentAnswerer(backend, config.agent_tools, agent_config, config.data, out_dir, config.video_frames, config.agent_depth_model)
+
+
 def generation_budget(config: RunConfig, spec: BenchmarkSpec) -> int:
-    """``--max-new-tokens`` when given, else the benchmark's published budget."""
-    return config.max_new_tokens if config.max_new_tokens is not None else spec.max_new_tokens
+    """``--max-new-tokens`` when given, else the benchmark's published budget (the agent's per-call 4,096)."""
+    if config.max_new_tokens is not None:
+        return config.max_new_tokens
+    return 4096 if config.policy == "agent" else spec.max_new_tokens
 
 
 def register_gold(oracle: OracleBackend, spec: BenchmarkSpec, style: str, items: Sequence[StaticItem], conversations: Sequence[list[Message]]) -> None:
@@ -334,6 +358,10 @@ def build_backend(config: RunConfig, max_new_tokens: int, model: str | None = No
     kwargs: dict[str, Any] = {"config": GenerationConfig(max_new_tokens=max_new_tokens)}
     if name == ORACLE_MODEL:  # never cached; short answers get the short-answer error kinds
         kwargs.update(cache=False, error_kinds=ANSWER_ERROR_KINDS)
+        if model is None and config.policy == "agent":  # the agent's calls are JSON tool calls and tagged answers
+            from benchmarks.static.agent_run import AGENT_ERROR_KINDS
+
+            kwargs["error_kinds"] = AGENT_ERROR_KINDS
         if model is None:  # the model under test, not an oracle judge
             kwargs.update(error_rate=config.oracle_error_rate, error_seed=config.oracle_error_seed)
         return make_backend(name, **kwargs)
@@ -488,6 +516,11 @@ def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem
     counts["missing_predictions"] = sum(1 for item in items if item.item_id not in predictions)
     counts["scoring_errors"] = sum(1 for r in completed if r.get("scoring_error"))
     counts["needs_judge_unavailable"] = sum(1 for r in completed if r.get("needs_judge"))
+    agent = [r["generation"]["agent"] for r in completed if (r.get("generation") or {}).get("agent")]
+    if agent:
+        from benchmarks.static.agent_run import sum_counters
+
+        counts["agent"] = sum_counters(agent)
     injected = [r["injected_error"] for r in completed if r.get("injected_error")]
     if injected:
         counts["injected_errors"] = {kind: injected.count(kind) for kind in sorted(set(injected))}
@@ -516,6 +549,8 @@ def write_results(out_dir: Path, spec: BenchmarkSpec, mode: ScoringMode, style: 
     report.write_jsonl(out_dir / "samples.jsonl", report.records_in_order(records))
     report.write_json(out_dir / "summary.json", summary)
     context = {"benchmark": spec.title, "mode": mode.name, "prompt_style": style, "model": config.model or f"predictions {config.score_only.name if config.score_only else ''}"}
+    if config.policy == "agent":
+        context["policy"] = f"SpatialAgent {config.agent_paradigm}, {config.agent_tools} tools"
     (out_dir / "summary.md").write_text(report.summary_markdown(f"{spec.title}: {mode.name}", summary, context), encoding="utf-8")
     report.write_tables(out_dir / "tables", summary["tables"])
     chart = summary.get("chart")

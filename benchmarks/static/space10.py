@@ -34,7 +34,7 @@ from benchmarks.static.items import (
     read_rows,
     require_fields,
 )
-from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode, register
+from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
 
 NAME = "space10"
 OPTION_COLUMNS = ("A", "B", "C", "D", "E", "F")
@@ -362,5 +362,3 @@ def spec() -> BenchmarkSpec:
     return BenchmarkSpec(NAME, "SpaCE-10", load, build_prompt, modes, prompt_styles=PROMPT_STYLES, max_new_tokens=256,
                          reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
 
-
-register(NAME, spec)

@@ -42,7 +42,7 @@ from benchmarks.static.items import (
     read_rows,
     require_fields,
 )
-from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode, register
+from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
 
 NAME = "spatialscore"
 _TASKS = {"multi-choice": "mcq", "judgment": "judgment", "open-ended": "open"}
@@ -346,5 +346,3 @@ def spec() -> BenchmarkSpec:
         prompt_styles=("paper", "repo"), max_new_tokens=512, reference=REFERENCE, gold_answer=gold_answer,
     )  # fmt: skip
 
-
-register(NAME, spec)

@@ -29,13 +29,12 @@ from benchmarks.scoring.official import spatialtree as official
 from benchmarks.scoring.parsers import (
     ParseResult,
     answer_key_letters,
-    bounded_parser,
     failed,
     is_refusal,
     normalize_text,
-    outer_braces,
     parse_number,
     parse_option,
+    parse_parameters,
     parse_yes_no,
     parsed,
 )
@@ -54,7 +53,7 @@ from benchmarks.static.items import (
     read_rows,
     require_fields,
 )
-from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode, register
+from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
 
 NAME = "spatialtree"
 #: lmms-eval's ``spatialtreebench`` generation budget (also goal-image ``predict``'s default: the same L4 tasks).
@@ -350,41 +349,6 @@ _PROJECT_SCORERS = {
 }  # fmt: skip
 
 
-@bounded_parser
-def parse_parameters(text: str, expected: Mapping[str, Any]) -> ParseResult:
-    """Named numbers (``"pitch": 3.2``...) from a JSON object or ``name: value`` text; at least one expected."""
-    block = outer_braces(text or "")
-    values: dict[str, float] = {}
-    in_json: set[str] = set()  # read from the JSON, even when unusable (1e400): no second reading from the text
-    if block:
-        try:
-            data = json.loads(re.sub(r",\s*([}\]])", r"\1", block))
-        except (ValueError, RecursionError):  # bad JSON, an int over 4,300 digits, deep nesting
-            data = None
-        if isinstance(data, dict):
-            found = {k: _finite_float(v) for k, v in data.items() if k in expected and isinstance(v, int | float)}
-            values, in_json = {k: v for k, v in found.items() if v is not None}, set(found)
-    for name in expected:
-        if name not in values and name not in in_json:
-            match = re.search(rf"[\"']?{re.escape(name)}[\"']?\s*[:=]\s*(-?\d+(?:\.\d+)?)", text or "", re.IGNORECASE)
-            value = _finite_float(match.group(1)) if match else None
-            if value is not None:
-                values[name] = value
-    if not values:
-        return failed("no_parameters", f"none of {', '.join(expected)} found")
-    missing = [k for k in expected if k not in values]
-    return parsed(values, "named_numbers", f"missing {', '.join(missing)} (scored 0)" if missing else "all parameters read")
-
-
-def _finite_float(value: Any) -> float | None:
-    """``float(value)`` when finite; None for a number beyond the float range (e.g. 400 digits), never a raise."""
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def judge_prompt(item: StaticItem, response: str) -> str | None:
     """Open answers (lmms-eval's ``gpteval`` items) go to the project's rubric judge."""
     if item.task != "open_text":
@@ -614,5 +578,3 @@ def spec() -> BenchmarkSpec:
     return BenchmarkSpec(NAME, "SpatialTree-Bench", load, build_prompt, {m.name: m for m in (project, lmms)}, max_new_tokens=MAX_NEW_TOKENS,
                          reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
 
-
-register(NAME, spec)

@@ -36,7 +36,7 @@ from benchmarks.static.items import (
     read_rows,
     require_fields,
 )
-from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode, register
+from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
 
 NAME = "vsibench"
 FRAME_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
@@ -268,5 +268,3 @@ def spec() -> BenchmarkSpec:
     return BenchmarkSpec(NAME, "VSI-Bench", load, build_prompt, {m.name: m for m in (project, official_mode)},
                          prompt_styles=("paper", "api"), max_new_tokens=16, reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
 
-
-register(NAME, spec)

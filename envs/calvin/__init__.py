@@ -1,12 +1,13 @@
-"""CALVIN-compatible play-table (PyBullet), CALVIN's 34-task oracle and long-horizon protocol.
+"""CALVIN-compatible play-table (PyBullet), CALVIN's 34-task oracle and evaluation chains.
+
+The scripted expert lives in :mod:`policies.experts.calvin` and the long-horizon chain loop in
+:mod:`benchmarks.calvin.chain` (envs import neither policies nor benchmarks).
 
 Importing this package is cheap: names are loaded from their modules on first use, so
 ``import envs`` (which imports ``envs.calvin.registration``) pulls in no simulator.
 
 - :class:`PlayTableEnv` (``envs.calvin.env``): the Gymnasium env, ids ``SpatialArena/CalvinPlayTable-*``.
 - :func:`completed_tasks`, ``TASKS`` (``envs.calvin.tasks``): the oracle over two scene snapshots.
-- :class:`ScriptedExpert` (``envs.calvin.expert``): privileged IK expert for all 34 tasks.
-- :func:`run_chain` (``envs.calvin.chain``): one long-horizon chain with the protocol's rules.
 - :class:`OfficialPlayTableEnv` (``envs.calvin.official``): the same interface over ``calvin_env``.
 - :func:`get_sequences`, :func:`initial_env_state` (``envs.calvin.sequences``): the evaluation chains.
 - :func:`instruction_for` (``envs.calvin.instructions``): the fixed evaluation instruction of a task.
@@ -22,8 +23,6 @@ _LAZY = {
     "PlayTableEnv": "envs.calvin.env",
     "completed_tasks": "envs.calvin.tasks",
     "TASKS": "envs.calvin.tasks",
-    "ScriptedExpert": "envs.calvin.expert",
-    "run_chain": "envs.calvin.chain",
     "OfficialPlayTableEnv": "envs.calvin.official",
     "get_sequences": "envs.calvin.sequences",
     "initial_env_state": "envs.calvin.sequences",

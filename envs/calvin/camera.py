@@ -69,6 +69,20 @@ class Cameras:
         z = np.asarray(zbuf, dtype=np.float32).reshape(spec.height, spec.width)
         return rgb, zbuffer_to_depth(z, spec.near, spec.far)
 
+    def project(self, name: str, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pixel coordinates ``(N x 2: column, row; 0 at the image's top-left corner)`` and metric depth
+        along the optical axis (N) of world points ``(N x 3)`` in camera ``name``'s current view, with the
+        same view and projection matrices the renderer uses (OpenGL, column-major)."""
+        spec = C.STATIC_CAMERA if name == "static" else C.GRIPPER_CAMERA
+        view = np.asarray(self._static_view if name == "static" else self._gripper_view()).reshape(4, 4).T
+        proj = np.asarray(self._projection[name]).reshape(4, 4).T
+        homogeneous = np.c_[np.asarray(points, dtype=np.float64).reshape(-1, 3), np.ones(len(points))]
+        eye = homogeneous @ view.T
+        clip = eye @ proj.T
+        ndc = clip[:, :2] / clip[:, 3:4]
+        pixels = np.c_[(ndc[:, 0] + 1.0) * 0.5 * spec.width, (1.0 - ndc[:, 1]) * 0.5 * spec.height]
+        return pixels, -eye[:, 2]
+
     def close(self) -> None:
         if self.plugin is not None:
             self.p.unloadPlugin(self.plugin)

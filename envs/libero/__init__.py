@@ -1,4 +1,6 @@
-"""LIBERO's five suites (130 tasks) as Gymnasium environments, and the per-episode protocol function.
+"""LIBERO's five suites (130 tasks) as Gymnasium environments and the protocol's constants.
+
+The per-episode loop lives with its benchmark, :func:`benchmarks.libero.episode.run_episode`.
 
 Importing this package is cheap: LIBERO, robosuite and torch load when an env is first made::
 
@@ -14,7 +16,6 @@ from envs.libero.protocol import MAX_STEPS, NUM_STEPS_WAIT, SUITES, TASK_COUNTS,
 _LAZY = {
     "LiberoEnv": "envs.libero.env",
     "make_libero_env": "envs.libero.env",
-    "run_episode": "envs.libero.episode",
 }
 
 
@@ -36,5 +37,4 @@ __all__ = [
     "LiberoEnv",
     "env_id",
     "make_libero_env",
-    "run_episode",
 ]

@@ -8,6 +8,7 @@ step size. Distances are exact (segment to rectangle), vectorised over segments 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -113,3 +114,9 @@ def segment_rect_distance(p0: np.ndarray, p1: np.ndarray, rects: np.ndarray) -> 
     corner_dist = _point_segment_distance(c, a, b).min(axis=-1)
     dist = np.minimum(ends, corner_dist)
     return np.where(_segments_intersect_rects(p0, p1, rects), 0.0, dist)
+
+
+def house_bounds(scene: dict[str, Any]) -> list[float]:
+    """The rectangle covering every room."""
+    b = np.array([r["bounds"] for r in scene["rooms"]])
+    return [float(b[:, 0].min()), float(b[:, 1].min()), float(b[:, 2].max()), float(b[:, 3].max())]

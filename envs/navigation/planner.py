@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.navigation.geometry import AGENT_RADIUS, Obstacles
+from envs.navigation.geometry import AGENT_RADIUS, Obstacles, house_bounds
 
 MOVE_STEP = 0.25
 UNREACHABLE = np.iinfo(np.int32).max // 2
@@ -63,8 +63,6 @@ class Lattice:
     @classmethod
     def for_scene(cls, scene: dict[str, Any], obstacles: Obstacles, radius: float = AGENT_RADIUS) -> Lattice:
         """The scene's canonical lattice (cell centres of a 0.25 m grid from the house corner, heading 0)."""
-        from envs.navigation.scene import house_bounds
-
         b = house_bounds(scene)
         return cls.build(obstacles, b, (b[0] + MOVE_STEP / 2, b[1] + MOVE_STEP / 2), 0.0, MOVE_STEP, radius)
 

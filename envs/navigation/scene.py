@@ -32,7 +32,8 @@ from envs.navigation.catalog import (
     WALL_COLOURS,
     WOOD_COLOURS,
 )
-from envs.navigation.geometry import AGENT_RADIUS, Obstacles
+from envs.navigation.geometry import AGENT_RADIUS, Obstacles, house_bounds
+from envs.navigation.planner import Lattice
 
 SCENE_FORMAT = "spatialarena.navigation.scene/1"
 WALL_THICKNESS = 0.06  # each room's own wall slab; a shared wall is two slabs back to back
@@ -186,12 +187,6 @@ def _slab(side: str, at: float, lo: float, hi: float, t: float) -> list[float]:
     if side == "west":
         return [at, lo, at + t, hi]
     return [at - t, lo, at, hi]
-
-
-def house_bounds(scene: dict[str, Any]) -> list[float]:
-    """The rectangle covering every room."""
-    b = np.array([r["bounds"] for r in scene["rooms"]])
-    return [float(b[:, 0].min()), float(b[:, 1].min()), float(b[:, 2].max()), float(b[:, 3].max())]
 
 
 def room_of(scene: dict[str, Any], xy: Sequence[float]) -> int | None:
@@ -503,8 +498,6 @@ def lattice_nodes(scene: dict[str, Any], step: float = GRID_STEP) -> np.ndarray:
 
 def _connected(scene: dict[str, Any]) -> bool:
     """Can the agent walk between every room (on the movement lattice)?"""
-    from envs.navigation.planner import Lattice  # local import: planner depends on this module
-
     lattice = Lattice.for_scene(scene, scene_obstacles(scene))
     free = np.flatnonzero(lattice.free)
     if free.size == 0:

@@ -70,10 +70,33 @@ class MLLMPolicyConfig:
     atomic_correspondence: bool = _opt(False, "atomic prompting: add start-goal correspondences ('w/ Corres')")
     atomic_size: bool = _opt(False, "atomic prompting: add object size hints ('w/ Size')")
 
+    def check_inputs(self) -> None:
+        """What would otherwise fail in every worker: a cache file that is not a response cache.
+
+        Raises ``ValueError`` naming the option and the fix."""
+        if not (self.cache and self.cache_path and self.model != "oracle"):
+            return
+        import sqlite3
+        from pathlib import Path
+
+        path = Path(self.cache_path)
+        if not path.exists():
+            return
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+                db.execute("SELECT name FROM sqlite_master").fetchall()
+        except sqlite3.DatabaseError as e:
+            raise ValueError(f"--cache-path {path}: not a SQLite response cache ({e}); delete it, pass another "
+                             f"--cache-path, or --no-cache") from None
+
+    def generation(self) -> dict[str, Any]:
+        """The decoding settings the backend is built with (what ``make_backend`` receives), for manifests."""
+        return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
+                "seed": self.seed}
+
     def backend_options(self) -> dict[str, Any]:
         """Keyword arguments of :func:`policies.backends.make_backend` for this config."""
-        common = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
-                  "seed": self.seed, "cache": (self.cache_path or True) if self.cache else False}  # fmt: skip
+        common = {**self.generation(), "cache": (self.cache_path or True) if self.cache else False}
         if self.model == "oracle":
             return {**common, "cache": False, "error_rate": self.oracle_error_rate, "error_seed": self.oracle_error_seed}
         if self.api_base:

@@ -72,7 +72,7 @@ class NavigationOracleSource:
     """Answers EB-Navigation prompts with the shortest path from the agent's current pose."""
 
     def __init__(self, env: Any) -> None:
-        from envs.navigation.expert import ShortestPathExpert
+        from policies.experts.navigation import ShortestPathExpert
 
         self.env = env
         self.expert = ShortestPathExpert()
@@ -106,7 +106,7 @@ class ManipulationOracleSource:
     """
 
     def __init__(self, env: Any, max_plans: int = 100) -> None:
-        from envs.manipulation.expert import EBManipulationExpert
+        from policies.experts.manipulation import EBManipulationExpert
 
         self.env = env
         self.expert = EBManipulationExpert(max_replans=max_plans)

@@ -7,7 +7,7 @@ env family's privileged expert for its next motion in those terms and writes the
 (``step_1`` ... with ``actions``, ``step_nums`` and ``gripper``). Parsing, execution and success are the
 real path.
 
-Experts per family: CALVIN's built-in play-table has :class:`envs.calvin.plan_expert.PlanExpert` (the
+Experts per family: CALVIN's built-in play-table has :class:`policies.experts.calvin_plan.PlanExpert` (the
 scripted IK expert's waypoints as primitives). Other families have no privileged plan expert yet; the
 oracle refuses them in one line rather than answering something a perfect model would not.
 """
@@ -61,7 +61,7 @@ class LiberoPlanSource:
     """A scripted pick-and-place from LIBERO's object poses (privileged; LIBERO has no expert of its own)."""
 
     def __init__(self, env: Any) -> None:
-        from envs.libero.plan_expert import LiberoPlanExpert
+        from policies.experts.libero_plan import LiberoPlanExpert
 
         self.expert = LiberoPlanExpert(env)
 
@@ -78,7 +78,7 @@ class CalvinPlanSource:
     """The CALVIN scripted expert's next motion as a manipulation plan (built-in play-table)."""
 
     def __init__(self, env: Any) -> None:
-        from envs.calvin.plan_expert import PlanExpert
+        from policies.experts.calvin_plan import PlanExpert
 
         self.expert = PlanExpert(env)
 

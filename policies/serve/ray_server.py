@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from policies.serve.ray_cluster import connect
 from policies.serve.server import LOOPBACK, ModelServer
 
 
@@ -78,8 +79,6 @@ def start_ray_server(model: str, *, num_gpus: float = 1.0, num_cpus: float = 1.0
         options: :meth:`ModelServer.from_model` options (``device``, ``dtype``, ``max_batch``, ``max_wait_ms``,
             ``model_name``, ``backend_options``, ...).
     """
-    from benchmarks.core.ray_executor import connect
-
     connect(address)  # explains how to install Ray when it is missing
     import ray
 

@@ -10,7 +10,6 @@ plus the shared run folder (records, manifest, summary, plots, videos).
 from __future__ import annotations
 
 import functools
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +19,15 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
-from benchmarks.core.cli import InputError, arg, run_cli
+from benchmarks.core.latency import (
+    Latency,
+    checked_latency,
+    latency_arg,
+    latency_markdown,
+    latency_mode_arg,
+    parse_latency,
+    summarize_latency,
+)
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import (
     BLIND_POLICIES,
@@ -30,6 +37,8 @@ from benchmarks.core.policy_cli import (
 )
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from envs.calvin.constants import CONTROL_HZ
+from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 CHAIN_LENGTH = 5
@@ -59,6 +68,8 @@ class CalvinConfig(ExecutionConfig):
     renderer: Literal["tiny", "egl"] = arg("tiny", "PyBullet renderer for the built-in table (tiny: CPU TinyRenderer)")
     cameras: str = arg("auto", "cameras to render: auto (what the policy needs), none, static, gripper, static,gripper")
     video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)", minimum=0)
+    latency: str = latency_arg(CONTROL_HZ)
+    latency_mode: Literal["continue", "hold"] = latency_mode_arg()
     output: str = arg("outputs", "results go to OUTPUT/calvin/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
     limit: int | None = arg(None, "CALVIN's units are the chains: --limit is --num-sequences", cli=False)
@@ -68,6 +79,7 @@ class CalvinConfig(ExecutionConfig):
         require_count("--num-sequences", self.num_sequences)
         require_count("--ep-len", self.ep_len)
         require_count("--video", self.video, minimum=0)
+        checked_latency(self.latency, self.latency_mode, CONTROL_HZ)
         if self.backend != "official" and (self.calvin_env or self.calvin_dataset):
             raise ValueError("--calvin-env and --calvin-dataset configure calvin_env: add --backend official "
                              "(or use --calvin-assets PATH to load CALVIN's files into the built-in table)")
@@ -76,6 +88,10 @@ class CalvinConfig(ExecutionConfig):
                              "its own files (point --calvin-env at the checkout)")
         if self.limit is not None:  # set from Python: the one prefix option is num_sequences
             self.num_sequences, self.limit = min(self.num_sequences, self.limit), None
+
+    def latency_setting(self) -> Latency | None:
+        """The parsed ``--latency`` at CALVIN's 30 Hz control rate (``None``: the published protocol)."""
+        return parse_latency(self.latency, self.latency_mode, CONTROL_HZ)
 
 
 # ------------------------------------------------------------------------------------------- metrics
@@ -236,7 +252,7 @@ class CalvinWorker:
 
     def __init__(self, config: CalvinConfig, spec: PolicySpec, run_path: str) -> None:
         from envs.calvin import make_env
-        from envs.calvin.expert import ScriptedExpert
+        from policies.experts.calvin import ScriptedExpert
 
         self.config, self.run_dir = config, RunDir(run_path)
         self.cameras = cameras_for(config, spec)
@@ -248,8 +264,9 @@ class CalvinWorker:
         self.decisions: list[dict[str, Any]] = []
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
+        from benchmarks.calvin.chain import run_chain
         from benchmarks.core.video import VideoRecorder
-        from envs.calvin import initial_env_state, run_chain
+        from envs.calvin import initial_env_state
         from envs.calvin.instructions import instruction_for
 
         robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"])
@@ -262,7 +279,8 @@ class CalvinWorker:
         try:
             result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks,
                                [instruction_for(t) for t in tasks], ep_len=self.config.ep_len, seed=unit.seed,
-                               replay_key=unit.key, on_step=video.add if video else None, decisions=self.decisions)
+                               replay_key=unit.key, on_step=video.add if video else None, decisions=self.decisions,
+                               latency=self.config.latency_setting())
         finally:
             written = video.write_if_any() if video else None
         result["initial_state"] = unit.spec["initial_state"]
@@ -318,10 +336,10 @@ class CalvinBenchmark(Benchmark):
     prefix_keys = frozenset({"limit", "num_sequences"})
 
     def manifest_extra(self) -> dict[str, Any]:
-        return {"policy": {"name": self.spec.name, "options": self.spec.options, "label": self.spec.label,
-                           "privileged": self.spec.name == "expert"},
+        return {"policy": self.spec.manifest(),
                 "protocol": {"num_sequences": self.config.num_sequences, "chain_length": self.chain_length,
                              "ep_len": self.config.ep_len, "backend": self.config.backend,
+                             **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
                              **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})},
                 **calvin_sources(self.config)}
 
@@ -353,9 +371,12 @@ class CalvinBenchmark(Benchmark):
                 ylabel="success rate (%)", title="CALVIN success per task")
         data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
                 "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
+                **summarize_latency([s["latency"] for c in chains for s in c["subtasks"] if "latency" in s]),
                 **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
         text = (_markdown(self.spec.label, metrics, tasks, tally, self.config.backend) if n == CHAIN_LENGTH
                 else _task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend))
+        if "latency" in data:
+            text += f"\n\n{latency_markdown(data)}"
         return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
 
 
@@ -370,6 +391,3 @@ def main(argv: Sequence[str] | None = None) -> Summary:
     bench = CalvinBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 
-
-if __name__ == "__main__":
-    sys.exit(run_cli(main))

@@ -30,8 +30,8 @@ from scipy.spatial.transform import Rotation
 
 from action_mapping import Plan, PlanStep, Primitive, StepSizes, step_motion, trajectory_to_plan
 from action_mapping.se3 import axes_from_rotation, body_motion, pose, rotation_from_axes
-from envs.calvin.expert import FAST, ScriptedExpert, Waypoint
 from policies.base import EpisodeContext
+from policies.experts.calvin import FAST, ScriptedExpert, Waypoint
 
 TRANSIT_TOL = 0.02  # waypoints this loose (and without settling) are passed without checking the arm
 CATCH_UP_WAITS = 2  # control steps held per plan while the arm catches up with its target

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core.episode import run_agent_loop
 from policies.base import EpisodeContext, Policy
 
 
@@ -31,7 +32,6 @@ def run_episode(env: Any, policy: Policy, episode: dict[str, Any], seed: int = 0
     policy.reset(EpisodeContext(instruction=obs["instruction"], seed=seed, info=info,
                                 extras={"episode_id": episode.get("episode_id"), "family": episode.get("family"),
                                         "subset": episode.get("subset"), "replay_key": episode.get("episode_id")}))
-    from benchmarks.core.episode import run_agent_loop
 
     loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info

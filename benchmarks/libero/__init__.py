@@ -8,7 +8,6 @@ goal check. Reported: success rate per task and per suite, with every protocol n
 from __future__ import annotations
 
 import functools
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,11 +17,20 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
-from benchmarks.core.cli import InputError, arg, run_cli
+from benchmarks.core.latency import (
+    Latency,
+    checked_latency,
+    latency_arg,
+    latency_markdown,
+    latency_mode_arg,
+    parse_latency,
+    summarize_latency,
+)
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from envs.libero import protocol
+from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
@@ -48,6 +56,8 @@ class LiberoConfig(ExecutionConfig):
     image_orientation: Literal["upright", "rot180", "raw"] = arg(
         "upright", "camera image convention: upright, or rot180 as OpenVLA/LeRobot training data")
     video: int = arg(0, "write MP4 videos of the first K episodes", minimum=0)
+    latency: str = latency_arg(protocol.CONTROL_FREQ)
+    latency_mode: Literal["continue", "hold"] = latency_mode_arg()
     output: str = arg("outputs", "results go to OUTPUT/libero/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: SUITE-POLICY)")
 
@@ -57,6 +67,11 @@ class LiberoConfig(ExecutionConfig):
         require_count("--max-steps", self.max_steps)
         require_count("--num-steps-wait", self.num_steps_wait, minimum=0)
         require_count("--video", self.video, minimum=0)
+        checked_latency(self.latency, self.latency_mode, protocol.CONTROL_FREQ)
+
+    def latency_setting(self) -> Latency | None:
+        """The parsed ``--latency`` at LIBERO's 20 Hz control rate (``None``: the published protocol)."""
+        return parse_latency(self.latency, self.latency_mode, protocol.CONTROL_FREQ)
 
     def budget(self) -> int:
         return protocol.MAX_STEPS[self.suite] if self.max_steps is None else self.max_steps
@@ -99,7 +114,7 @@ class LiberoWorker:
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
         from benchmarks.core.video import VideoRecorder
-        from envs.libero import run_episode
+        from benchmarks.libero.episode import run_episode
 
         self.decisions = []
         env = self._env_for(unit.spec["task_index"])
@@ -111,7 +126,7 @@ class LiberoWorker:
             result = run_episode(env, self.policy, init_state_index=unit.spec["init_state_index"],
                                  max_steps=self.config.budget(), num_steps_wait=self.config.num_steps_wait,
                                  seed=unit.seed, replay_key=unit.key, on_step=video.add if video else None,
-                                 decisions=self.decisions)
+                                 decisions=self.decisions, latency=self.config.latency_setting())
         finally:
             written = video.write_if_any() if video else None
         if written:
@@ -163,10 +178,11 @@ class LiberoBenchmark(Benchmark):
 
     def manifest_extra(self) -> dict[str, Any]:
         c = self.config
-        return {"policy": {"name": self.spec.name, "options": self.spec.options, "label": self.spec.label},
+        return {"policy": self.spec.manifest(),
                 "protocol": {"suite": c.suite, "tasks": c.task_indices(), "trials_per_task": c.trials_per_task,
                              "max_steps": c.budget(), "num_steps_wait": c.num_steps_wait, "image_size": c.image_size,
-                             "fast_render": c.fast_render, "image_orientation": c.image_orientation}}
+                             "fast_render": c.fast_render, "image_orientation": c.image_orientation,
+                             **({"latency": setting.describe()} if (setting := c.latency_setting()) else {})}}
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ok = [r["result"]["success"] for r in records if r["status"] == "ok"]
@@ -192,9 +208,12 @@ class LiberoBenchmark(Benchmark):
         calls = model_call_totals(r.get("policy_stats", {}) for r in results)
         if calls:
             lines += ["", model_calls_markdown(calls)]
+        latency = summarize_latency([r["latency"] for r in results if "latency" in r])
+        if latency:
+            lines += ["", latency_markdown(latency)]
         data = {"benchmark": "libero", "suite": c.suite, "policy": self.spec.label, "episodes": len(results),
                 "success_rate": overall, "tasks": {str(t): row for t, row in table.items()},
-                **({"model_calls": calls} if calls else {})}
+                **({"model_calls": calls} if calls else {}), **latency}
         files = {"plots/success_by_task.png": lambda p: bar_plot(
             p, [str(t) for t in table], [row["success_rate"] for row in table.values()],
             ylabel="success rate (%)", title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}
@@ -220,6 +239,3 @@ def main(argv: Sequence[str] | None = None) -> Summary:
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 
-
-if __name__ == "__main__":
-    sys.exit(run_cli(main))

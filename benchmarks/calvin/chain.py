@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core.episode import ActionStream, logging_decisions
+from benchmarks.core.latency import Latency
 from policies.base import EpisodeContext, Policy
 
 EP_LEN = 360  # CALVIN's step budget per subtask
@@ -17,7 +19,7 @@ StepHook = Callable[[dict[str, Any], list[str]], None]
 def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], initial_scene_obs: Sequence[float],
               tasks: Sequence[str], instructions: Sequence[str], ep_len: int = EP_LEN, seed: int = 0, *,
               replay_key: str | None = None, on_step: StepHook | None = None,
-              decisions: list[dict[str, Any]] | None = None) -> dict:
+              decisions: list[dict[str, Any]] | None = None, latency: Latency | None = None) -> dict:
     """Run one chain as the CALVIN protocol does and return a JSON-safe record.
 
     The robot and scene are reset once (not between subtasks). Each subtask gets ``policy.reset`` with its
@@ -27,8 +29,9 @@ def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], init
     the env's ``native_actions``); "no motion" holds still for one step. Privileged policies must already
     be bound to ``env``. ``on_step(obs, caption_lines)`` sees every observation, the reset's first (videos).
     The policy's model calls are appended to ``decisions``, each tagged with its subtask and task.
+    ``latency`` (default none: the published protocol) lets the env run on while the policy thinks, see
+    :mod:`benchmarks.core.latency`; each subtask then records its per-decision latencies.
     """
-    from benchmarks.core.episode import logging_decisions
 
     if len(tasks) != len(instructions):
         raise ValueError(f"run_chain: {len(tasks)} tasks but {len(instructions)} instructions")
@@ -45,7 +48,8 @@ def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], init
                                  extras={"task": task, "subtask_index": index, "replay_key": key})
         policy.reset(context)
         with logging_decisions(policy, decisions, subtask=index, task=task):
-            record, obs, info = _run_subtask(env, policy, obs, info, ep_len, _captioner(on_step, index, instruction))
+            record, obs, info = _run_subtask(env, policy, obs, info, ep_len, _captioner(on_step, index, instruction),
+                                                latency)
         subtasks.append({"task": task, "instruction": instruction, **record})
         if not record["success"]:
             break
@@ -60,11 +64,10 @@ def _captioner(on_step: StepHook | None, index: int, instruction: str) -> Callab
 
 
 def _run_subtask(env: Any, policy: Policy, obs: Any, info: dict, ep_len: int,
-                 show: Callable[[Any, int], None] | None) -> tuple[dict, Any, dict]:
-    from benchmarks.core.episode import ActionStream
+                 show: Callable[[Any, int], None] | None, latency: Latency | None = None) -> tuple[dict, Any, dict]:
 
     start, steps, success = time.perf_counter(), 0, False
-    stream = ActionStream(env, policy)
+    stream = ActionStream(env, policy, latency)
     while steps < ep_len and not success and not policy.stopped:
         obs, _, _, _, info = env.step(stream.next_action(obs))
         steps += 1
@@ -73,5 +76,6 @@ def _run_subtask(env: Any, policy: Policy, obs: Any, info: dict, ep_len: int,
             show(obs, steps)
     stats = {k: float(v) for k, v in policy.episode_stats().items()}
     record = {"success": success, "steps": steps, "time_s": round(time.perf_counter() - start, 4),
-              "policy_calls": stream.policy_calls, "idle_steps": stream.idle_steps, "policy_stats": stats}
+              "policy_calls": stream.policy_calls, "idle_steps": stream.idle_steps, "policy_stats": stats,
+              **stream.latency_record()}
     return record, obs, info

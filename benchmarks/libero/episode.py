@@ -13,6 +13,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from benchmarks.core.episode import ActionStream, logging_decisions
+from benchmarks.core.latency import Latency
 from policies.base import EpisodeContext, Policy
 
 
@@ -27,6 +29,7 @@ def run_episode(
     replay_key: str | None = None,
     on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    latency: Latency | None = None,
 ) -> dict[str, Any]:
     """Run one episode of a LIBERO env; the policy must already be bound to ``env``.
 
@@ -35,9 +38,10 @@ def run_episode(
     record: ``success``, ``steps`` (native policy steps, settle steps excluded), ``decisions``
     (``policy.act`` calls), ``idle_steps``, ``truncated``, the episode settings, ``policy_stats`` and
     ``wall_time_s``. ``on_step(obs, caption_lines)`` sees every observation, the first after the settle
-    steps included (videos); the policy's model calls are appended to ``decisions``.
+    steps included (videos); the policy's model calls are appended to ``decisions``. ``latency`` (default
+    none: the protocol) lets the env run on while the policy thinks (:mod:`benchmarks.core.latency`) and
+    adds the record's ``latency`` entry.
     """
-    from benchmarks.core.episode import ActionStream, logging_decisions
 
     start = time.perf_counter()
     libero = env.unwrapped
@@ -46,7 +50,7 @@ def run_episode(
     policy.reset(EpisodeContext(instruction=libero.instruction, seed=seed, info=info,
                                 extras={**_extras(libero), "replay_key": replay_key,
                                         "init_state_index": int(init_state_index)}))
-    stream = ActionStream(env, policy)
+    stream = ActionStream(env, policy, latency)
     terminated = truncated = False
     if on_step:
         on_step(observation, [libero.instruction, "start"])
@@ -70,6 +74,7 @@ def run_episode(
         "idle_steps": stream.idle_steps,
         "policy_stats": {k: float(v) for k, v in policy.episode_stats().items()},
         "wall_time_s": round(time.perf_counter() - start, 3),
+        **stream.latency_record(),
     }
 
 

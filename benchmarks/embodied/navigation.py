@@ -8,6 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from benchmarks.core.episode import run_agent_loop
 from policies.base import EpisodeContext, Policy
 
 
@@ -24,7 +25,6 @@ def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: 
     policy's own counters from ``episode_stats()``. ``on_step(obs, caption)`` sees every observation;
     the policy's model calls are appended to ``decisions``.
     """
-    from benchmarks.core.episode import run_agent_loop
 
     start = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"episode": episode})

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
-from benchmarks.core.cli import InputError, arg, run_cli
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from policies.cli import InputError, arg
 
 
 def _load(target: str) -> Any:
@@ -57,7 +57,7 @@ FAMILIES = {
         subsets="envs.navigation.episodes:SUBSETS", episodes_per_subset=60,
         make_episodes="envs.navigation.episodes:make_episode_set",
         load_episodes="envs.navigation.episodes:load_episodes",
-        run_episode="envs.navigation.protocol:run_episode", expert="envs.navigation.expert:ShortestPathExpert",
+        run_episode="benchmarks.embodied.navigation:run_episode", expert="policies.experts.navigation:ShortestPathExpert",
         video_keys=("rgb",), size_kwargs=("width", "height"),
         mllm_defaults={"loop": "eb", "task": "navigation", "image_keys": ("rgb",)},
     ),
@@ -66,7 +66,7 @@ FAMILIES = {
         subsets="envs.manipulation.tasks:SUBSETS", episodes_per_subset=12,
         make_episodes="envs.manipulation.episodes:make_episode_set",
         load_episodes="envs.manipulation.episodes:load_episodes",
-        run_episode="envs.manipulation.episode:run_episode", expert="envs.manipulation.expert:EBManipulationExpert",
+        run_episode="benchmarks.embodied.manipulation:run_episode", expert="policies.experts.manipulation:EBManipulationExpert",
         video_keys=("front_rgb",), size_kwargs=("image_size",),
         mllm_defaults={"loop": "eb", "task": "manipulation", "image_keys": ("front_rgb",)},
     ),
@@ -253,8 +253,7 @@ class EmbodiedBenchmark(Benchmark):
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     def manifest_extra(self) -> dict[str, Any]:
-        return {"policy": {"name": self.spec.name, "options": self.spec.options, "label": self.spec.label,
-                           "privileged": self.spec.name == "expert"},
+        return {"policy": self.spec.manifest(),
                 "env": {"id": self.family.env_id, "kwargs": _env_kwargs(self.config, self.family)},
                 "subsets": self._subsets()}
 
@@ -293,6 +292,3 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
     bench = EmbodiedBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 
-
-if __name__ == "__main__":
-    sys.exit(run_cli(main))

@@ -1,0 +1,159 @@
+"""``--policy agent``: SpatialAgent answering a static benchmark through the same runner, prompts and scorers.
+
+The agent gets each item's benchmark prompt (instruction and question) and images, runs its paradigm, and
+hands its final answer to the benchmark's parser and scorer exactly as a plain model's response. Each item's
+full trace (every core call with its prompt, response, tokens and parse; every tool run with its backend and
+result) is appended to ``traces.jsonl`` in the run folder; the agent's counters travel with the prediction
+and are summed in ``summary.json`` under ``counts.agent``.
+
+Tool sets (``--agent-tools``):
+
+- ``truth``: every perception tool from the simulator (generated sets only: needs ``ground_truth.jsonl``);
+- ``cv``: OpenCV only (SIFT matching, homography, optical flow, essential-matrix camera pose); questions that
+  need depth, boxes or counts get no tool, as a core with only these tools would;
+- ``mixed``: OpenCV where it has a tool, simulator truth for the rest: the gap to ``truth`` is the error of the
+  classical motion tools alone;
+- ``learned``: the depth tools from a local depth model (``--agent-depth-model``; object regions from the
+  simulator, so the gap to ``truth`` on depth questions is the depth model's), OpenCV's motion tools, simulator
+  truth for the rest;
+- ``none``: only ``Terminate``: the same core and prompts without perception (the ablation's no-tool row).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.static.items import StaticItem
+from benchmarks.static.media import load_media
+from benchmarks.static.registry import Prompt
+from policies.agent import AgentConfig, SpatialAgent, Toolbox
+from policies.agent.cv_tools import OpenCVTools
+from policies.backends.base import Backend
+from policies.backends.oracle import unwrap_oracle
+from policies.cli import InputError
+
+TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
+#: Oracle error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled.
+AGENT_ERROR_KINDS: tuple[str, ...] = ("malformed_json", "truncated", "empty", "prose")
+AGENT_MAX_NEW_TOKENS = 4096  # the paper's per-call budget for agent roles (Appendix B.1)
+
+
+class AgentAnswerer:
+    """Answers benchmark items with a :class:`SpatialAgent`, writing each item's trace."""
+
+    def __init__(self, backend: Backend, tools: str, config: AgentConfig, data: Path, out_dir: Path, video_frames: int,
+                 depth_model: Path | None = None) -> None:  # fmt: skip
+        if tools not in TOOL_SETS:
+            raise InputError(f"--agent-tools must be one of {', '.join(TOOL_SETS)} (got {tools!r})")
+        if (tools == "learned") != (depth_model is not None):
+            raise InputError("--agent-tools learned needs --agent-depth-model FOLDER (a local depth model), and only it takes one")
+        self.oracle = unwrap_oracle(backend)
+        self.truth: dict[str, dict[str, Any]] = {}
+        self.scenes: Any = None
+        if tools in ("truth", "mixed", "learned") or self.oracle is not None:
+            from benchmarks.static.agent_truth import SimScenes, min_pixels_of, read_truth
+
+            self.truth, self.scenes = read_truth(data), SimScenes(min_pixels_of(data))
+        backends: list[Any] = []
+        if tools == "learned":
+            from benchmarks.static.agent_truth import SimTruthTools
+            from policies.agent.learned_tools import LearnedDepthTools
+
+            try:
+                backends.append(LearnedDepthTools(depth_model, regions=SimTruthTools(self.scenes)))
+            except (ValueError, OSError) as error:
+                raise InputError(f"--agent-depth-model: {error}") from None
+        if tools in ("cv", "mixed", "learned"):
+            backends.append(OpenCVTools())
+        if tools in ("truth", "mixed", "learned"):
+            from benchmarks.static.agent_truth import SimTruthTools
+
+            backends.append(SimTruthTools(self.scenes))
+        self.agent = SpatialAgent(backend, Toolbox(backends), config)
+        self.tools, self.trace_path, self.video_frames = tools, out_dir / "traces.jsonl", video_frames
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.agent.describe(), "tool_set": self.tools}
+
+    def ask(self, items: Sequence[StaticItem], item_prompts: Sequence[Prompt]) -> list[tuple[str | None, str | None, dict[str, Any]]]:
+        """``(response, error, generation info)`` per item; a failure on one item is recorded on it."""
+        out = []
+        with self.trace_path.open("a", encoding="utf-8") as sink:
+            for item, prompt in zip(items, item_prompts):
+                try:
+                    result = self._answer(item, prompt)
+                except InputError:
+                    raise
+                except Exception as error:  # recorded on the item (errored, retried by --resume), the run goes on
+                    out.append((None, f"agent failed: {type(error).__name__}: {str(error)[:300]}", {}))
+                    continue
+                sink.write(json.dumps({"item_id": item.item_id, "response": result.response, "answered": result.answered,
+                                       "counters": result.counters, "trace": result.trace}, ensure_ascii=False, default=_plain) + "\n")  # fmt: skip
+                info = {"agent": result.counters, "completion_tokens": result.counters["completion_tokens"]}
+                failure = next((e["error"] for e in reversed(result.trace) if e.get("error") and e["role"] != "tool"), "no response")
+                out.append((result.response, None if result.response is not None else f"agent core failed: {failure}", info))
+        return out
+
+    def _answer(self, item: StaticItem, prompt: Prompt) -> Any:
+        images = [np.asarray(image.convert("RGB")) for image in load_media(prompt.media, self.video_frames)]
+        truth = self.truth.get(item.item_id)
+        if self.truth and truth is None:
+            raise InputError(f"item {item.item_id}: no record in the set's ground_truth.jsonl; the data and truth files differ")
+        if self.oracle is not None:
+            self._attach_oracle(item, truth)
+        question = prompt.text if prompt.preamble is None else f"{prompt.preamble}\n{prompt.text}"
+        meta = {"intrinsics": _calibration(truth["camera"])} if truth is not None else {}
+        return self.agent.answer(question, images, truth if self.tools in ("truth", "mixed", "learned") else None, meta)
+
+    def _attach_oracle(self, item: StaticItem, truth: Mapping[str, Any] | None) -> None:
+        from benchmarks.static.agent_oracle import AgentOracleSource, task_of
+
+        assert truth is not None and self.scenes is not None  # read_truth ran for the oracle
+        self.scenes.load(truth)
+        self.oracle.attach(AgentOracleSource(task_of(item, truth, self.scenes.names())))
+
+    def close(self) -> None:
+        if self.scenes is not None:
+            self.scenes.close()
+
+
+def _calibration(camera: Mapping[str, Any]) -> list[list[float]]:
+    """The 3x3 calibration of a generated set's camera (square pixels, vertical field of view): what a
+    camera's owner knows, so the OpenCV pose may use it (it is not the pose)."""
+    from envs.navigation.camera import Intrinsics
+
+    return Intrinsics(int(camera["width"]), int(camera["height"]), float(camera["fovy_deg"])).matrix().tolist()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+def sum_counters(counters: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The agent's per-item counters summed over a run (numbers summed, flags and stop reasons counted)."""
+    total: Counter[str] = Counter()
+    stopped: Counter[str] = Counter()
+    for c in counters:
+        for key, value in c.items():
+            if key == "stopped":
+                if value:
+                    stopped[str(value)] += 1
+            elif isinstance(value, bool):
+                total[key] += int(value)
+            elif isinstance(value, (int, float)):
+                total[key] += value
+    out: dict[str, Any] = dict(sorted(total.items()))
+    out["items"], out["stopped"] = len(counters), dict(stopped)
+    out["injected_unusable_in_tool_call_roles"] = sum(v for k, v in total.items() if k.startswith("injected.") and k.endswith(".unusable")
+                                                      and k.split(".")[1] in ("planner", "observer", "react_summarizer"))  # fmt: skip
+    return out

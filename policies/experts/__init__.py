@@ -1,0 +1,13 @@
+"""Scripted experts: policies with privileged access to the simulator they are bound to.
+
+An expert reads the env's state in ``bind(env)``/``act`` instead of only its observations, so it lives
+with the policies (a downward import of ``envs``), not inside the envs:
+
+- :mod:`policies.experts.calvin`: ``ScriptedExpert``, the IK expert for CALVIN's 34 tasks;
+- :mod:`policies.experts.calvin_plan`: ``PlanExpert``, that expert's motion as SpatialTree plans (the
+  CALVIN plan oracle);
+- :mod:`policies.experts.libero_plan`: ``LiberoPlanExpert``, a pick-and-place for LIBERO's In/On goals
+  as SpatialTree plans (the LIBERO plan oracle);
+- :mod:`policies.experts.navigation`: ``ShortestPathExpert`` for EB-style navigation;
+- :mod:`policies.experts.manipulation`: ``EBManipulationExpert`` for EB-style manipulation.
+"""
