@@ -265,7 +265,7 @@ class CalvinWorker:
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
         from benchmarks.calvin.chain import run_chain
-        from benchmarks.core.video import VideoRecorder
+        from benchmarks.core.video import VideoRecorder, run_recorded
         from envs.calvin import initial_env_state
         from envs.calvin.instructions import instruction_for
 
@@ -276,17 +276,11 @@ class CalvinWorker:
         if unit.index < self.config.video:
             keys = [f"rgb_{camera}" for camera in self.cameras]
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", keys, fps=30)
-        try:
-            result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks,
-                               [instruction_for(t) for t in tasks], ep_len=self.config.ep_len, seed=unit.seed,
-                               replay_key=unit.key, on_step=video.add if video else None, decisions=self.decisions,
-                               latency=self.config.latency_setting())
-        finally:
-            written = video.write_if_any() if video else None
-        result["initial_state"] = unit.spec["initial_state"]
-        if written:
-            result["video"] = str(written.relative_to(self.run_dir.path))
-        return result
+        result = run_recorded(lambda on_step: run_chain(
+            self.env, self.policy, robot_obs, scene_obs, tasks, [instruction_for(t) for t in tasks],
+            ep_len=self.config.ep_len, seed=unit.seed, replay_key=unit.key, on_step=on_step,
+            decisions=self.decisions, latency=self.config.latency_setting()), video, self.run_dir.path)
+        return {**result, "initial_state": unit.spec["initial_state"]}
 
     def unit_decisions(self) -> list[dict[str, Any]]:
         """The model calls of the chain run last, per subtask (also when it raised)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +94,15 @@ class VideoRecorder:
         imageio.mimwrite(self.path, self.frames, fps=self.fps, codec="libx264", macro_block_size=1,
                          ffmpeg_log_level="error")
         return self.path
+
+
+def run_recorded(run: Callable[[Any], dict[str, Any]], video: VideoRecorder | None, root: Path) -> dict[str, Any]:
+    """``run(on_step)`` with ``video.add`` as its frame hook (``None`` without a video); the video is written
+    even when the unit raises, and a written video's path (relative to ``root``) goes into the result."""
+    try:
+        result = run(video.add if video else None)
+    finally:
+        written = video.write_if_any() if video else None
+    if written:
+        result["video"] = str(written.relative_to(root))
+    return result

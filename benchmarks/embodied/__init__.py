@@ -121,20 +121,15 @@ class EmbodiedWorker:
         self.decisions: list[dict[str, Any]] = []
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
-        from benchmarks.core.video import VideoRecorder
+        from benchmarks.core.video import VideoRecorder, run_recorded
 
         self.decisions = []
         video = None
         if unit.index < self.config.video:
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", self.family.video_keys, fps=2, height=320)
-        try:
-            result = self._run_episode(self.env, self.policy, unit.spec["episode"], seed=unit.seed,
-                                       on_step=video.add if video else None, decisions=self.decisions)
-        finally:
-            written = video.write_if_any() if video else None
-        if written:
-            result["video"] = str(written.relative_to(self.run_dir.path))
-        return result
+        return run_recorded(lambda on_step: self._run_episode(
+            self.env, self.policy, unit.spec["episode"], seed=unit.seed, on_step=on_step, decisions=self.decisions),
+            video, self.run_dir.path)
 
     def unit_decisions(self) -> list[dict[str, Any]]:
         """The model calls of the episode run last (also when it raised)."""

@@ -113,7 +113,7 @@ class LiberoWorker:
         return self.env
 
     def run(self, unit: WorkUnit) -> dict[str, Any]:
-        from benchmarks.core.video import VideoRecorder
+        from benchmarks.core.video import VideoRecorder, run_recorded
         from benchmarks.libero.episode import run_episode
 
         self.decisions = []
@@ -122,16 +122,10 @@ class LiberoWorker:
         if unit.index < self.config.video:
             keys = ["agentview_image", "eye_in_hand_image"]
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", keys, fps=20, height=256)
-        try:
-            result = run_episode(env, self.policy, init_state_index=unit.spec["init_state_index"],
-                                 max_steps=self.config.budget(), num_steps_wait=self.config.num_steps_wait,
-                                 seed=unit.seed, replay_key=unit.key, on_step=video.add if video else None,
-                                 decisions=self.decisions, latency=self.config.latency_setting())
-        finally:
-            written = video.write_if_any() if video else None
-        if written:
-            result["video"] = str(written.relative_to(self.run_dir.path))
-        return result
+        return run_recorded(lambda on_step: run_episode(
+            env, self.policy, init_state_index=unit.spec["init_state_index"], max_steps=self.config.budget(),
+            num_steps_wait=self.config.num_steps_wait, seed=unit.seed, replay_key=unit.key, on_step=on_step,
+            decisions=self.decisions, latency=self.config.latency_setting()), video, self.run_dir.path)
 
     def unit_decisions(self) -> list[dict[str, Any]]:
         """The model calls of the episode run last (also when it raised)."""
