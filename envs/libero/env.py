@@ -90,7 +90,8 @@ class LiberoEnv(gym.Env):
 
     Episode End:
         ``terminated`` on success; ``truncated`` after ``max_steps`` policy steps (suite default:
-        220 / 280 / 300 / 520 / 400 for spatial / object / goal / 10 / 90; settle steps not counted).
+        220 / 280 / 300 / 520 / 400 for spatial / object / goal / 10 / 90; settle steps not counted, as in
+        OpenVLA's loop).
         Stepping after the end raises ``RuntimeError``.
 
     Rendering:
@@ -105,7 +106,7 @@ class LiberoEnv(gym.Env):
 
     Arguments:
         suite, task_index: the task (``envs.libero.protocol.TASK_COUNTS``).
-        image_size: camera resolution (256 for the protocol).
+        image_size: camera resolution (default 256, the protocol's).
         max_steps: policy-step budget, default the suite's protocol value.
         num_steps_wait: settle steps after each reset (10).
         fast_render: shadows, reflections and multisampling off (default True; False keeps MuJoCo's
