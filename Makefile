@@ -1,4 +1,4 @@
-# Two entry points for a fresh machine (see README):
+# Two entry points for a fresh machine (see README.md, Quick start):
 #   make demo   - set up .venv and run the main job (CALVIN protocol, scripted expert, built-in play-table)
 #   make test   - set up .venv with every optional group and run the test suite
 # Every pip call goes through constraints.txt (torch==2.13.0 CPU build, pinned simulators).
