@@ -92,6 +92,8 @@ def test_the_spaces_file_covers_the_registry():
 @pytest.mark.parametrize("env_id", [pytest.param(i, id=i, marks=[] if SPACES[i]["make_s"] < 1 else pytest.mark.slow)
                                     for i in SPACES])
 def test_recorded_spaces_are_what_gym_make_builds(env_id):
+    if env_id in gen_pages.env_classes().get("envs.calvin.official:OfficialPlayTableEnv", []):
+        pytest.importorskip("calvin_env", reason="the official CALVIN env needs a calvin_env checkout installed")
     measured = gen_pages.measure_spaces(env_id)
     assert {k: measured[k] for k in ("action_space", "observation_space")} == \
         {k: SPACES[env_id][k] for k in ("action_space", "observation_space")}
