@@ -41,6 +41,15 @@ class VLAPolicyConfig:
     seed: int = _opt(0, "initialisation seed of an untrained model's head")
     allow_download: bool = _opt(False, "let transformers download a hub id that is not cached locally")
 
+    def label(self) -> str:
+        """``vla-`` and the checkpoint (``RUN/checkpoints/last`` -> ``RUN-last``, how vla.train lays them out)
+        or the backbone's last path part, for run folders."""
+        if self.checkpoint:
+            parts = self.checkpoint.rstrip("/").split("/")
+            has_run = len(parts) >= 3 and parts[-2] == "checkpoints"
+            return "vla-" + (f"{parts[-3]}-{parts[-1]}" if has_run else parts[-1])
+        return "vla-" + str(self.backbone or "").rstrip("/").split("/")[-1]
+
 
 class VLAPolicy(Policy):
     """Closed-loop control with a :class:`vla.model.VLAModel`."""

@@ -89,6 +89,15 @@ class MLLMPolicyConfig:
             raise ValueError(f"--cache-path {path}: not a SQLite response cache ({e}); delete it, pass another "
                              f"--cache-path, or --no-cache") from None
 
+    @property
+    def privileged(self) -> bool:
+        """The oracle answers from the simulator's truth: the run is privileged (recorded in the manifest)."""
+        return self.model == "oracle"
+
+    def label(self) -> str:
+        """``mllm-`` and the model's last path part, for run folders (``/ckpt/Qwen2.5-VL/`` -> ``mllm-Qwen2.5-VL``)."""
+        return "mllm-" + self.model.rstrip("/").split("/")[-1]
+
     def generation(self) -> dict[str, Any]:
         """The decoding settings the backend is built with (what ``make_backend`` receives), for manifests."""
         return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
