@@ -24,6 +24,9 @@ class MLLMPolicyConfig:
     model: str = field(metadata={"help": "checkpoint directory or hub id (local), the model name on the server, "
                                          "or 'oracle' (a competent stand-in that answers as the privileged expert)"})
     api_base: str | None = _opt(None, "OpenAI-compatible server, e.g. http://localhost:8000/v1 (omit: local transformers)")
+    model_backend: str | None = _opt(None, "registered model backend: transformers, openai, oracle or one of your own "
+                                           "(policies.backends.factory.register_backend); default: oracle for "
+                                           "--model oracle, openai with --api-base, else transformers")
     loop: str = _opt("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop")
     task: str = _opt("manipulation", "'navigation' or 'manipulation': action format and prompt")
     fallback: str = _opt("noop", "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)")
@@ -92,7 +95,7 @@ class MLLMPolicyConfig:
     @property
     def privileged(self) -> bool:
         """The oracle answers from the simulator's truth: the run is privileged (recorded in the manifest)."""
-        return self.model == "oracle"
+        return "oracle" in (self.model, self.model_backend)
 
     def label(self) -> str:
         """``mllm-`` and the model's last path part, for run folders (``/ckpt/Qwen2.5-VL/`` -> ``mllm-Qwen2.5-VL``)."""
@@ -104,17 +107,26 @@ class MLLMPolicyConfig:
                 "seed": self.seed}
 
     def backend_options(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`policies.backends.make_backend` for this config."""
+        """Keyword arguments of :func:`policies.backends.make_backend` for this config: the options of the
+        built-in backend it picks; a user's backend (``--model-backend``) gets the generation settings, the
+        cache and ``api_base`` (when given)."""
+        from policies.backends.factory import default_backend
+
         common = {**self.generation(), "cache": (self.cache_path or True) if self.cache else False}
-        if self.model == "oracle":
+        if self.model_backend:
+            common["backend"] = self.model_backend
+        kind = self.model_backend or default_backend(self.model, self.api_base)
+        if kind == "oracle":
             return {**common, "cache": False, "error_rate": self.oracle_error_rate, "error_seed": self.oracle_error_seed}
-        if self.api_base:
+        if kind == "openai":
             return {**common, "api_base": self.api_base, "api_key_env": self.api_key_env, "timeout_s": self.timeout_s,
                     "max_retries": self.max_retries, "max_concurrency": self.max_concurrency,
                     "price_prompt_per_mtok": self.price_prompt_per_mtok,
                     "price_completion_per_mtok": self.price_completion_per_mtok}  # fmt: skip
-        return {**common, "device": self.device, "dtype": self.dtype, "allow_download": self.allow_download,
-                "batch_size": self.batch_size, "max_pixels": self.max_pixels}  # fmt: skip
+        if kind == "transformers":
+            return {**common, "device": self.device, "dtype": self.dtype, "allow_download": self.allow_download,
+                    "batch_size": self.batch_size, "max_pixels": self.max_pixels}  # fmt: skip
+        return {**common, "api_base": self.api_base} if self.api_base else common
 
 
 def build_mllm_policy(config: MLLMPolicyConfig, backend: Any = None) -> Policy:
