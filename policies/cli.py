@@ -78,12 +78,6 @@ def arg(default: Any, help: str, *, minimum: float | None = None, maximum: float
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
-def check_minimum(flag: str, value: float | None, minimum: float) -> None:
-    """One-line :class:`InputError` when ``value`` is below ``minimum`` (``None`` means "not set")."""
-    if value is not None and value < minimum:
-        raise InputError(f"{flag} must be at least {minimum:g}, got {value:g}")
-
-
 def parse_json_option(flag: str, text: str | None, kind: type = dict) -> Any:
     """The JSON value of a ``--*-kwargs``-style option, or a one-line :class:`InputError` naming the flag."""
     try:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -196,14 +196,8 @@ class OracleBackend(Backend):
                 "error_seed": self.error_seed, "error_kinds": list(self.error_kinds)}
 
 
-def is_oracle(backend: Backend) -> bool:
-    """True for the oracle (also behind a wrapper that exposes ``inner``)."""
-    while not isinstance(backend, OracleBackend) and hasattr(backend, "inner"):
-        backend = backend.inner
-    return isinstance(backend, OracleBackend)
-
-
 def unwrap_oracle(backend: Backend) -> OracleBackend | None:
+    """The oracle, also behind a wrapper that exposes ``inner`` (the cache); ``None`` for a real model."""
     while not isinstance(backend, OracleBackend) and hasattr(backend, "inner"):
         backend = backend.inner
     return backend if isinstance(backend, OracleBackend) else None
@@ -240,8 +234,3 @@ def _seed(seed: int, key: str, purpose: str) -> int:
 def _cap_tokens(text: str, max_new_tokens: int) -> str:
     words = text.split(" ")
     return text if len(words) <= max_new_tokens else " ".join(words[:max_new_tokens])
-
-
-def oracle_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The oracle's own keyword arguments among ``make_backend`` options."""
-    return {k: options[k] for k in ("error_rate", "error_seed", "error_kinds") if k in options}
