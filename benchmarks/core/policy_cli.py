@@ -183,8 +183,8 @@ def _check_user_class(name: str) -> None:
 
         try:
             load_entry_point(name, what="--policy")
-        except (ImportError, AttributeError, ValueError) as e:
-            raise InputError(f"{e}; check the module path and that it is importable from here") from None
+        except (ImportError, AttributeError, ValueError) as e:  # the message names the input and the fix
+            raise InputError(str(e)) from None
 
 
 def _json_safe(options: dict[str, Any]) -> dict[str, Any]:
