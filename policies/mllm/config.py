@@ -70,9 +70,16 @@ class MLLMPolicyConfig:
     atomic_size: bool = arg(False, "atomic prompting: add object size hints ('w/ Size')")
 
     def check_inputs(self) -> None:
-        """What would otherwise fail in every worker: a cache file that is not a response cache.
+        """What would otherwise fail in every worker: a model backend nobody registered, a cache file that is
+        not a response cache.
 
         Raises ``ValueError`` naming the option and the fix."""
+        if self.model_backend:
+            from policies.backends.factory import registered_backends
+
+            if self.model_backend not in registered_backends():
+                raise ValueError(f"--model-backend {self.model_backend}: unknown; choose one of "
+                                 f"{registered_backends()} or register yours (policies.backends.factory.register_backend)")
         if not (self.cache and self.cache_path and self.model != "oracle"):
             return
         import sqlite3
