@@ -2,11 +2,13 @@
 backend registry that a user extends."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pytest
 
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.embodied import EmbodiedConfig
+from policies import registry
 from policies.backends import (
     Backend,
     Generation,
@@ -19,7 +21,9 @@ from policies.backends import (
 from policies.backends.cache import CachedBackend
 from policies.backends.http_backend import HTTPBackend
 from policies.backends.oracle import OracleBackend
+from policies.baselines import ConstantPolicy
 from policies.builtins import ExpertConfig, RandomConfig
+from policies.cli import arg
 from policies.experts.navigation import ShortestPathExpert
 from policies.mllm.config import MLLMPolicyConfig
 from policies.registry import policy_config_class, registered_policies
@@ -46,6 +50,29 @@ def echo(monkeypatch):
 def test_builtin_policies_are_registered_with_their_configs():
     assert {"expert", "random", "replay", "constant", "mllm", "vla"} <= set(registered_policies())
     assert policy_config_class("expert") is ExpertConfig and policy_config_class("random") is RandomConfig
+
+
+@dataclass(frozen=True)
+class HoldConfig:
+    """A user's policy: hold one discrete action."""
+
+    hold: int = arg(3, "the action to hold", minimum=0)
+
+
+def build_hold(config: HoldConfig) -> ConstantPolicy:
+    return ConstantPolicy(config.hold)
+
+
+def test_a_users_registered_policy_gets_flags_and_is_listed_like_the_builtins(monkeypatch):
+    from benchmarks.command import policy_names
+
+    monkeypatch.setitem(registry._REGISTRY, "hold", registry.PolicyEntry(f"{__name__}:HoldConfig", f"{__name__}:build_hold"))
+    assert "hold" in policy_names()
+    _, spec = parse_benchmark_args(EmbodiedConfig, ["--policy", "hold", "--hold", "5"])
+    assert spec.options == {"hold": 5} and spec.label == "hold" and not spec.blind
+    assert build_policy_from_spec(spec).value == 5
+    with pytest.raises(SystemExit):
+        parse_benchmark_args(EmbodiedConfig, ["--policy", "hold", "--hold", "-1"])
 
 
 def test_what_a_benchmark_knows_of_a_policy_comes_from_its_config():
