@@ -29,12 +29,7 @@ from benchmarks.core.latency import (
     summarize_latency,
 )
 from benchmarks.core.plots import bar_plot, line_plot
-from benchmarks.core.policy_cli import (
-    BLIND_POLICIES,
-    PolicySpec,
-    build_policy_from_spec,
-    parse_benchmark_args,
-)
+from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from envs.calvin.constants import CONTROL_HZ
@@ -42,6 +37,8 @@ from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 CHAIN_LENGTH = 5
+#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``).
+POLICY_DEFAULTS = {"expert": {"expert": "policies.experts.calvin:ScriptedExpert"}}
 # Published reference (VLM4VLA, Qwen3-VL-4B, ABC->D on the official env), from MultihopSpatial Table 3.
 REFERENCE = {"label": "VLM4VLA Qwen3-VL-4B, ABC→D (published)", "chain_sr": [92.4, 81.8, 74.1, 66.8, 59.9],
              "avg_seq_len": 3.75}
@@ -227,8 +224,7 @@ def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
             raise InputError(f"--cameras {config.cameras}: unknown camera(s) {unknown}; use auto, none, static, "
                              f"gripper or static,gripper")
     else:
-        blind = spec.name in BLIND_POLICIES
-        chosen = () if blind else ("static", "gripper")
+        chosen = () if spec.blind else ("static", "gripper")
     return ("static", "gripper") if config.video and not chosen else chosen
 
 
@@ -255,7 +251,6 @@ class CalvinWorker:
 
         import envs  # noqa: F401  (registers the ids)
         from envs.calvin.factory import calvin_env_spec
-        from policies.experts.calvin import ScriptedExpert
 
         self.config, self.run_dir = config, RunDir(run_path)
         self.cameras = cameras_for(config, spec)
@@ -263,7 +258,7 @@ class CalvinWorker:
                                          calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
                                          calvin_env=config.calvin_env)
         self.env = gym.make(env_id, **kwargs)
-        self.policy = build_policy_from_spec(spec, expert=ScriptedExpert)
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.policy.bind(self.env)
         self.decisions: list[dict[str, Any]] = []
 
@@ -379,7 +374,8 @@ class CalvinBenchmark(Benchmark):
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:
-    config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin")
+    config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin",
+                                        policy_defaults=POLICY_DEFAULTS)
     cameras_for(config, spec)  # bad --cameras is an input error here, not in every worker
     if config.tasks is not None:
         try:

@@ -34,6 +34,10 @@ from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
+#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``); LIBERO has no
+#: scripted expert.
+POLICY_DEFAULTS = {"mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
+                   "vla": {"data_format": "libero", "chunk_size": 4}}
 REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_rate": 35.8}}
 
 
@@ -92,7 +96,7 @@ class LiberoWorker:
 
     def __init__(self, config: LiberoConfig, spec: PolicySpec, run_path: str) -> None:
         self.config, self.spec, self.run_dir = config, spec, RunDir(run_path)
-        self.policy = build_policy_from_spec(spec)
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.env: Any = None
         self.task_index: int | None = None
         self.decisions: list[dict[str, Any]] = []
@@ -231,8 +235,7 @@ def _blind_rows(suite: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(
         LiberoConfig, argv, prog="python -m benchmarks.libero",
-        policy_defaults={"mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
-                         "vla": {"data_format": "libero", "chunk_size": 4}})
+        policy_defaults=POLICY_DEFAULTS)
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 
