@@ -75,3 +75,4 @@ def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
 
 register_policy("mllm", config="policies.mllm.config:MLLMPolicyConfig", builder="policies.mllm.config:build_mllm_policy")
 register_policy("vla", config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy")
+register_policy("agent", config="policies.agent.policy:AgentPolicyConfig", builder="policies.agent.policy:build_agent_policy")

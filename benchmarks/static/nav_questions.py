@@ -35,10 +35,10 @@ from action_mapping import Category, Primitive, StepMotion
 from envs.navigation import measure
 from envs.navigation.camera import c2w_from_pose, pose_from_c2w, project, view_overlap
 from envs.navigation.catalog import CATEGORIES
-from envs.navigation.entities import UNNAMEABLE_NOUNS, Entity, home_entities, plural
+from envs.navigation.entities import UNNAMEABLE_NOUNS, Entity, plural
 from envs.navigation.render import Frame
 from envs.navigation.views import HomeRenderer, move_problem
-from envs.navigation.world import AgentPose, World
+from envs.navigation.world import AgentPose
 
 LETTERS = "ABCD"
 CAMERA_MOTION_TEXT: dict[Primitive, str] = {

@@ -93,11 +93,12 @@ class TruthScenes:
         return {e.id: e.name for e in self.entities}
 
     def matching(self, shot: Shot, query: str) -> list[Entity]:
-        """Visible entities (``min_pixels``) a description names: its full name, or its category noun."""
+        """Visible entities (``min_pixels``) a description names: its full name, or its category noun (not for
+        nouns that also name structure, e.g. "lamp": every room has a ceiling lamp)."""
         text = query.strip().lower()
         text = text[4:] if text.startswith("the ") else text
-        return [e for e in self.entities if shot.pixels[e.label] >= self.min_pixels and e.noun not in UNNAMEABLE_NOUNS
-                and text in (e.name, e.noun, plural(e.noun))]  # fmt: skip
+        return [e for e in self.entities if shot.pixels[e.label] >= self.min_pixels
+                and (text == e.name or (e.noun not in UNNAMEABLE_NOUNS and text in (e.noun, plural(e.noun))))]  # fmt: skip
 
     def one(self, shot: Shot, query: str) -> Entity:
         """The single visible entity ``query`` names, or a :class:`ToolError` saying why not."""
