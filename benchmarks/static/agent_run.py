@@ -33,14 +33,13 @@ from benchmarks.static.items import StaticItem
 from benchmarks.static.media import load_media
 from benchmarks.static.registry import Prompt
 from policies.agent import AgentConfig, SpatialAgent, Toolbox
+from policies.agent.core import AGENT_ERROR_KINDS  # noqa: F401  (re-exported for the runner)
 from policies.agent.cv_tools import OpenCVTools
 from policies.backends.base import Backend
 from policies.backends.oracle import unwrap_oracle
 from policies.cli import InputError
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
-#: Oracle error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled.
-AGENT_ERROR_KINDS: tuple[str, ...] = ("malformed_json", "truncated", "empty", "prose")
 AGENT_MAX_NEW_TOKENS = 4096  # the paper's per-call budget for agent roles (Appendix B.1)
 
 

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from policies.agent.core import TOOL_CALL_ROLES, AgentConfig, SpatialAgent
+from policies.agent.core import AGENT_ERROR_KINDS, TOOL_CALL_ROLES, AgentConfig, SpatialAgent
 from policies.agent.tools import Toolbox
 from policies.backends.base import Backend
 from policies.backends.oracle import attach_oracle, expected_effect
@@ -115,7 +115,10 @@ def build_agent_policy(config: AgentPolicyConfig, backend: Backend | None = None
 
         mllm = config.mllm()
         mllm.check_inputs()
-        backend = make_backend(config.model, **mllm.backend_options())
+        options = mllm.backend_options()
+        if config.model == "oracle":  # errors that break tool calls (the EB kinds replace action names)
+            options["error_kinds"] = AGENT_ERROR_KINDS
+        backend = make_backend(config.model, **options)
     agent = AgentConfig(config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens)
     return SpatialAgentPolicy(backend, config, agent)
 
