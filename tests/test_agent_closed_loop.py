@@ -195,3 +195,29 @@ def test_3d_box_heading_is_the_principal_axis_of_the_points():
     points = np.concatenate([points, points + np.array([0.02 * np.cos(yaw), 0.0, -0.02 * np.sin(yaw)])])
     box = box_from_points(points)
     assert abs(abs(np.tan(box["yaw"])) - np.tan(yaw)) < 1e-3 and abs(box["length"] - 1.0) < 1e-2 and abs(box["z"] - 3.0) < 1e-2
+
+
+def test_goal_image_task_reaches_the_goal_view_from_the_relative_pose(env):
+    from envs.navigation.camera import c2w_from_pose
+    from envs.navigation.views import HomeRenderer
+    from envs.navigation.world import AgentPose
+    from policies.base import EpisodeContext
+
+    ep = episode(empty_room(), 1.0, 1.0, 0.0)
+    goal = AgentPose(1.75, 1.5, 90.0)  # 0.75 m ahead, 0.5 m to the left, turned left
+    with HomeRenderer(96, 96, 100.0) as renderer:
+        renderer.load(ep["scene"])
+        goal_image = renderer.render(goal, entity=False).rgb
+    policy = build_policy("agent", model="oracle")
+    obs, _ = env.reset(options={"episode": ep})
+    policy.bind(env)
+    policy.reset(EpisodeContext(instruction=obs["instruction"], seed=0, extras={"goal_image": goal_image, "goal_c2w": c2w_from_pose(goal)}))
+    action = policy.act(obs)
+    for _ in range(len(policy.queue) + 1):
+        obs, *_ = env.step(action)
+        action = policy.act(obs) if policy.queue else None
+    policy.scenes.close()
+    reached = env.unwrapped.agent_pose
+    assert (round(reached.x, 3), round(reached.y, 3), round(reached.heading_deg)) == (1.75, 1.5, 90)
+    tool = next(e for e in policy.turns[0]["trace"] if e["role"] == "tool")
+    assert tool["call"]["name"] == "GetCameraParameters" and tool["result"]["translation_scale"] == "metric"
