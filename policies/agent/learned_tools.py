@@ -1,8 +1,6 @@
 """Learned tool backends: local transformers models for depth, detection, segmentation and matching.
 
-Monocular metric depth with a transformers depth model from a local folder:
-
-The paper's depth tools are Depth-Anything-V2 (metric, indoor/outdoor checkpoints); transformers loads it, and
+Depth (:class:`LearnedDepthTools`): the paper's depth tools are Depth-Anything-V2 (metric, indoor/outdoor checkpoints); transformers loads it, and
 DepthPro or ZoeDepth, through ``AutoModelForDepthEstimation``. Weights come only from a local folder
 (``local_files_only``: nothing is downloaded). The model's output is read as metres, so give a metric
 checkpoint; a relative-depth checkpoint makes every depth answer wrong, which the ablation will show.
@@ -11,6 +9,9 @@ checkpoint; a relative-depth checkpoint makes every depth answer wrong, which th
 regions: as the paper pairs its detector with the depth model, this backend asks another backend's
 ``GetObjectMask`` (e.g. the simulator's, to isolate the depth model's error) for each object's box and takes
 the median depth inside it.
+
+Detection, box-prompted masks, keypoint matching and 3D boxes: see the table below the depth backend and
+``docs/notes/agent.md``.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class LearnedDepthTools:
 # ------------------------------------------------------------------------------------------ detection, masks, matching
 # Which library models serve which tool (transformers >= 4.5x; every folder is local, nothing downloaded):
 #   detection and counting: OWLv2 / OWL-ViT / Grounding DINO (AutoModelForZeroShotObjectDetection)
-#   masks from box prompts: SAM (SamModel; SAM2 checkpoints load through Sam2Model the same way)
+#   masks from box prompts: SAM, SAM-HQ, SAM2 (AutoModelForMaskGeneration; SAM2's processor needs torchvision)
 #   keypoint matching:      LightGlue / SuperGlue / EfficientLoFTR (AutoModelForKeypointMatching)
 #   3D boxes:               no library model: detector box + (SAM mask) + depth model, back-projected with the
 #                           camera calibration; heading (OrientAnything's job) from the principal axis of the
@@ -168,14 +169,15 @@ def _closest_query(text: str, queries: Sequence[str]) -> str:
 
 
 class LearnedSegmentationTools:
-    """``GetObjectMask``: boxes from a detector, masks from a local SAM folder prompted with them."""
+    """``GetObjectMask``: boxes from a detector, masks from a local SAM (or SAM2 / SAM-HQ, through
+    ``AutoModelForMaskGeneration``) folder prompted with them."""
 
     def __init__(self, model_path: str | Path, detector: LearnedDetectionTools, device: str = "cpu") -> None:
-        from transformers import AutoProcessor, SamModel
+        from transformers import AutoModelForMaskGeneration, AutoProcessor
 
         path = _local(model_path, "segmenter model")
         self.processor = AutoProcessor.from_pretrained(str(path), local_files_only=True)
-        self.model = SamModel.from_pretrained(str(path), local_files_only=True).to(device).eval()
+        self.model = AutoModelForMaskGeneration.from_pretrained(str(path), local_files_only=True).to(device).eval()
         self.detector, self.device, self.name = detector, device, f"segmenter:{path.name}"
 
     def tools(self) -> Sequence[str]:
@@ -189,9 +191,11 @@ class LearnedSegmentationTools:
         inputs = self.processor(images=[image], input_boxes=[[list(map(float, box))]], return_tensors="pt").to(self.device)
         with torch.no_grad():
             outputs = self.model(**inputs, multimask_output=False)
-        masks = self.processor.image_processor.post_process_masks(outputs.pred_masks.cpu(), inputs["original_sizes"].cpu(),
-                                                                  inputs["reshaped_input_sizes"].cpu())  # fmt: skip
-        return masks[0][0, 0].numpy().astype(bool)
+        sizes = [inputs["original_sizes"].cpu()]
+        if "reshaped_input_sizes" in inputs:  # SAM's processor also needs the resized size; SAM2's does not
+            sizes.append(inputs["reshaped_input_sizes"].cpu())
+        masks = self.processor.post_process_masks(outputs.pred_masks.cpu(), *sizes)
+        return np.asarray(masks[0][0, 0]).astype(bool)
 
     def run(self, tool: str, args: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         image = context.images[args["image"]]
