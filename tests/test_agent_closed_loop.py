@@ -221,3 +221,27 @@ def test_goal_image_task_reaches_the_goal_view_from_the_relative_pose(env):
     assert (round(reached.x, 3), round(reached.y, 3), round(reached.heading_deg)) == (1.75, 1.5, 90)
     tool = next(e for e in policy.turns[0]["trace"] if e["role"] == "tool")
     assert tool["call"]["name"] == "GetCameraParameters" and tool["result"]["translation_scale"] == "metric"
+
+
+@pytest.mark.slow  # about 10 s, nearly all of it importing Grounding DINO's modules; OWLv2 covers detection by default
+def test_grounding_dino_detector_reads_one_caption(tmp_path):
+    torch = pytest.importorskip("torch")
+    T = pytest.importorskip("transformers")
+    from policies.agent.learned_tools import LearnedDetectionTools
+
+    torch.manual_seed(0)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "red", "mug", "sofa"]
+    (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
+    swin = T.SwinConfig(image_size=64, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[1, 1], window_size=4, out_features=["stage1", "stage2"])
+    bert = T.BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, max_position_embeddings=32)
+    config = T.GroundingDinoConfig(backbone_config=swin, text_config=bert, d_model=32, encoder_layers=1, decoder_layers=2, encoder_attention_heads=2,
+                                   decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10, num_feature_levels=2,
+                                   encoder_n_points=2, decoder_n_points=2, max_text_len=32)  # fmt: skip
+    folder = tmp_path / "gdino"
+    T.GroundingDinoForObjectDetection(config).save_pretrained(folder)
+    T.GroundingDinoProcessor(image_processor=T.GroundingDinoImageProcessor(size={"shortest_edge": 64, "longest_edge": 64}),
+                             tokenizer=T.BertTokenizer(str(tmp_path / "vocab.txt"))).save_pretrained(folder)  # fmt: skip
+    detector = LearnedDetectionTools(folder, threshold=0.0)
+    found = detector.detect(np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8), ["red mug", "sofa"])
+    assert detector.grounding and 0 < len(found) <= 10
+    assert all(d["label"] in ("red mug", "sofa") and 0 <= d["bbox"][0] <= d["bbox"][2] <= 64 for d in found)

@@ -140,7 +140,8 @@ class LearnedDetectionTools:
         if self.grounding:
             found = self.processor.post_process_grounded_object_detection(outputs, inputs["input_ids"], threshold=self.threshold,
                                                                           text_threshold=self.threshold, target_sizes=size)[0]  # fmt: skip
-            labels = [_closest_query(str(t), queries) for t in found.get("text_labels", found.get("labels", []))]
+            phrases = found["text_labels"] if "text_labels" in found else found["labels"]
+            labels = [_closest_query(str(t), queries) for t in phrases]
         else:
             found = self.processor.post_process_grounded_object_detection(outputs, threshold=self.threshold, target_sizes=size,
                                                                           text_labels=[list(queries)])[0]  # fmt: skip
