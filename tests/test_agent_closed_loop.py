@@ -86,6 +86,8 @@ def test_selected_like_any_registered_policy_with_its_options():
     policy = build_policy_from_spec(spec)
     assert policy.describe()["agent"]["paradigm"] == "react" and policy.describe()["tool_set"] == "cv"
     assert set(policy.describe()["agent"]["tools"].values()) == {"opencv"}
+    with pytest.raises(ValueError, match="acts in EB-Navigation"):
+        policy.bind(type("Env", (), {"unwrapped": object()})())
     with pytest.raises(InputError, match="--agent-tools learned needs"):
         parse_benchmark_args(EmbodiedConfig, ["--policy", "agent", "--model", "oracle", "--agent-tools", "learned"])
     with pytest.raises(InputError, match="only go with --agent-tools learned"):
@@ -109,11 +111,11 @@ def test_a_tiny_random_core_runs_end_to_end_with_counted_failures(tiny_vlm):
 
     pytest.importorskip("transformers")
     checkpoint = tiny_vlm("qwen2_5_vl")
-    env = gym.make("SpatialArena/EBNavigation-v0", width=64, height=64, max_steps=2)
-    policy = build_policy("agent", model=str(checkpoint), max_new_tokens=8, max_steps=2, agent_max_attempts=1, cache=False)
+    env = gym.make("SpatialArena/EBNavigation-v0", width=64, height=64, max_steps=1)
+    policy = build_policy("agent", model=str(checkpoint), max_new_tokens=8, max_steps=1, agent_max_attempts=1, cache=False)
     record, decisions = _run(env, policy, _EPISODES[0])
     stats = record["policy_stats"]
-    assert record["num_steps"] == 2 and not record["task_success"]
+    assert record["num_steps"] == 1 and not record["task_success"]
     assert stats["model_calls"] >= 2 and stats["agent.tool_call_parse_failures"] >= 1  # random text is no tool plan
     assert stats["planner_output_error"] + stats["fallbacks"] >= 1  # no EB plan either: counted, then the fallback
     assert all(d["agent"]["trace"] for d in decisions)

@@ -145,7 +145,6 @@ class SpatialAgentPolicy(EBAgentPolicy):
     """EB's agent loop whose every planning turn is answered by SpatialAgent (see the module docstring)."""
 
     name: ClassVar[str] = "agent-eb"
-    privileged: ClassVar[bool] = False  # the truth tools read the env; recorded per tool in the trace
 
     def __init__(self, backend: Backend, config: AgentPolicyConfig, agent: AgentConfig) -> None:
         from policies.agent.truth_tools import EnvScenes
@@ -163,6 +162,9 @@ class SpatialAgentPolicy(EBAgentPolicy):
         oracle that acts on the tool results (:mod:`policies.agent.nav_oracle`)."""
         from policies.agent.nav_oracle import NavigationAgentOracle
 
+        if not hasattr(env.unwrapped, "agent_pose"):
+            raise ValueError(f"--policy agent acts in EB-Navigation (python -m benchmarks.embodied nav); "
+                             f"{type(env.unwrapped).__name__} is not a navigation env")
         self.env = env
         attach_oracle(self.backend, lambda: NavigationAgentOracle(env))
 
@@ -214,8 +216,8 @@ class SpatialAgentPolicy(EBAgentPolicy):
 
     def _privileged(self, n_images: int) -> dict[str, Any] | None:
         """What the truth tools may read: the env's scene and the camera of each image (current, goal)."""
-        if self.env is None or self.config.agent_tools not in ("truth", "mixed") or not hasattr(self.env.unwrapped, "agent_pose"):
-            return None  # no navigation scene: the truth tools answer "unavailable"
+        if self.env is None or self.config.agent_tools not in ("truth", "mixed"):
+            return None  # not bound (or no truth tools): the truth tools answer "unavailable"
         from envs.navigation.camera import c2w_from_pose
 
         nav = self.env.unwrapped
@@ -228,7 +230,7 @@ class SpatialAgentPolicy(EBAgentPolicy):
 
     def _meta(self) -> dict[str, Any]:
         """The camera calibration (what the camera's owner knows; OpenCV's pose uses it)."""
-        if self.env is None or not hasattr(self.env.unwrapped, "fov"):
+        if self.env is None:
             return {}
         from envs.navigation.camera import Intrinsics
 
@@ -245,4 +247,6 @@ class SpatialAgentPolicy(EBAgentPolicy):
         return [{**call.to_json(), "agent": turn} for call, turn in zip(self.calls, self.turns)]
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "agent": self.agent.describe(), "tool_set": self.config.agent_tools}
+        # privileged: truth tools read the env's scene; the oracle core knows the target's name
+        privileged = self.config.agent_tools in ("truth", "mixed") or self.config.model == "oracle"
+        return {**super().describe(), "privileged": privileged, "agent": self.agent.describe(), "tool_set": self.config.agent_tools}
