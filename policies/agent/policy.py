@@ -56,13 +56,12 @@ class AgentPolicyConfig:
     agent_tools: str = _opt("truth", "truth (env's privileged state), cv (OpenCV), mixed (OpenCV + truth), learned "
                                      "(local models + OpenCV) or none (Terminate only)")
     detector_model: str | None = _opt(None, "--agent-tools learned: local OWLv2 / Grounding DINO folder (detection, counting)")
-    segmenter_model: str | None = _opt(None, "--agent-tools learned: local SAM folder (masks from detected boxes)")
+    segmenter_model: str | None = _opt(None, "--agent-tools learned: local SAM / SAM-HQ / SAM2 folder (masks from the detector's boxes)")
     depth_model: str | None = _opt(None, "--agent-tools learned: local metric depth model folder")
     matcher_model: str | None = _opt(None, "--agent-tools learned: local LightGlue / SuperGlue / EfficientLoFTR folder")
     agent_max_attempts: int = _opt(3, "plan-execute: plans asked before answering without tools", minimum=1)
     agent_max_turns: int = _opt(10, "react: observer turns before the summarizer", minimum=1)
     agent_max_tokens: int = _opt(16384, "completion tokens over all agent calls of one decision", minimum=1)
-    task: str = _opt("navigation", "the EB task (navigation; the tools see a navigation env's camera)")
     max_steps: int | None = _opt(None, "EB step budget (default 20)", minimum=1)
     n_examples: int | None = _opt(None, "EB in-context examples (default 3)", minimum=0)
     goal_key: str = _opt("goal_image", "EpisodeContext.extras key of a goal image (shown as image-1)")
@@ -91,8 +90,6 @@ class AgentPolicyConfig:
                              "--segmenter-model, --depth-model or --matcher-model")
         if self.agent_tools != "learned" and given:
             raise ValueError(f"{', '.join(given)} only go with --agent-tools learned")
-        if self.task != "navigation":
-            raise ValueError(f"--task {self.task!r}: the closed-loop agent's tools see a navigation camera; use navigation")
 
     def mllm(self) -> Any:
         """The core model's settings as an :class:`MLLMPolicyConfig` (one place builds backends)."""
@@ -149,7 +146,7 @@ class SpatialAgentPolicy(EBAgentPolicy):
     def __init__(self, backend: Backend, config: AgentPolicyConfig, agent: AgentConfig) -> None:
         from policies.agent.truth_tools import EnvScenes
 
-        super().__init__(backend, task=config.task, max_steps=config.max_steps, n_examples=config.n_examples,
+        super().__init__(backend, task="navigation", max_steps=config.max_steps, n_examples=config.n_examples,
                          chat_history=False, fallback=config.fallback)  # fmt: skip
         self.config, self.env = config, None
         self.scenes = EnvScenes(config.min_pixels)
