@@ -251,14 +251,18 @@ class CalvinWorker:
     """One env and one policy, reused for every chain this process runs."""
 
     def __init__(self, config: CalvinConfig, spec: PolicySpec, run_path: str) -> None:
-        from envs.calvin import make_env
+        import gymnasium as gym
+
+        import envs  # noqa: F401  (registers the ids)
+        from envs.calvin.factory import calvin_env_spec
         from policies.experts.calvin import ScriptedExpert
 
         self.config, self.run_dir = config, RunDir(run_path)
         self.cameras = cameras_for(config, spec)
-        self.env = make_env(config.backend, cameras=self.cameras, renderer=config.renderer,
-                            calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
-                            calvin_env=config.calvin_env)
+        env_id, kwargs = calvin_env_spec(config.backend, cameras=self.cameras, renderer=config.renderer,
+                                         calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
+                                         calvin_env=config.calvin_env)
+        self.env = gym.make(env_id, **kwargs)
         self.policy = build_policy_from_spec(spec, expert=ScriptedExpert)
         self.policy.bind(self.env)
         self.decisions: list[dict[str, Any]] = []
