@@ -301,15 +301,17 @@ class LearnedMatchingTools(OpenCVTools):
 
 
 def learned_backends(*, detector: str | None = None, segmenter: str | None = None, depth: str | None = None,
-                     matcher: str | None = None, device: str = "cpu") -> list[Any]:  # fmt: skip
+                     matcher: str | None = None, device: str = "cpu", regions: ToolBackend | None = None) -> list[Any]:  # fmt: skip
     """The learned tool backends for the local model folders given (priority order), composed as the paper
-    pairs them: the segmenter and the 3D boxes need the detector; object depth takes the detector's boxes."""
+    pairs them: the segmenter and the 3D boxes need the detector; object depth takes the segmenter's or the
+    detector's boxes, else those of ``regions`` (a ``GetObjectMask`` backend, e.g. the simulator's, which
+    isolates the depth model's error)."""
     if segmenter and not detector:
         raise ValueError("--segmenter-model needs --detector-model (SAM is prompted with the detector's boxes)")
     backends: list[Any] = []
     found = LearnedDetectionTools(detector, device=device) if detector else None
     masks = LearnedSegmentationTools(segmenter, found, device=device) if segmenter and found else None
-    depths = LearnedDepthTools(depth, regions=masks or (_BoxRegions(found) if found else None), device=device) if depth else None
+    depths = LearnedDepthTools(depth, regions=masks or (_BoxRegions(found) if found else regions), device=device) if depth else None
     if found is not None and depths is not None:
         backends.append(Learned3DBoxes(found, depths, masks))
     backends += [b for b in (found, masks, depths) if b is not None]
