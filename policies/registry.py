@@ -78,3 +78,4 @@ register_policy("replay", config="policies.builtins:ReplayConfig", builder="poli
 register_policy("constant", config="policies.builtins:ConstantConfig", builder="policies.builtins:build_constant")
 register_policy("mllm", config="policies.mllm.config:MLLMPolicyConfig", builder="policies.mllm.config:build_mllm_policy")
 register_policy("vla", config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy")
+register_policy("agent", config="policies.agent.policy:AgentPolicyConfig", builder="policies.agent.policy:build_agent_policy")
