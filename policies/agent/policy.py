@@ -34,15 +34,12 @@ from policies.agent.tools import Toolbox
 from policies.backends.base import Backend
 from policies.backends.oracle import attach_oracle, expected_effect
 from policies.base import Policy
+from policies.cli import arg
 from policies.mllm.common import ModelCall
 from policies.mllm.embodied import EBAgentPolicy
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
 CLOSED_LOOP_MIN_PIXELS = 20  # a target this many pixels large is seen (the env's visibility counts any pixel)
-
-
-def _opt(default: Any, help: str, **limits: float) -> Any:
-    return field(default=default, metadata={"help": help, **limits})
 
 
 @dataclass(frozen=True)
@@ -51,31 +48,36 @@ class AgentPolicyConfig:
 
     model: str = field(metadata={"help": "the core model (as --policy mllm's --model; 'oracle': a core that reads "
                                          "tool results and acts on them)"})
-    api_base: str | None = _opt(None, "OpenAI-compatible server serving --model (omit: local transformers)")
-    agent_paradigm: str = _opt("plan-execute", "plan-execute or react")
-    agent_tools: str = _opt("truth", "truth (env's privileged state), cv (OpenCV), mixed (OpenCV + truth), learned "
+    api_base: str | None = arg(None, "OpenAI-compatible server serving --model (omit: local transformers)")
+    agent_paradigm: str = arg("plan-execute", "plan-execute or react")
+    agent_tools: str = arg("truth", "truth (env's privileged state), cv (OpenCV), mixed (OpenCV + truth), learned "
                                      "(local models + OpenCV) or none (Terminate only)")
-    detector_model: str | None = _opt(None, "--agent-tools learned: local OWLv2 / Grounding DINO folder (detection, counting)")
-    segmenter_model: str | None = _opt(None, "--agent-tools learned: local SAM / SAM-HQ / SAM2 folder (masks from the detector's boxes)")
-    depth_model: str | None = _opt(None, "--agent-tools learned: local metric depth model folder")
-    matcher_model: str | None = _opt(None, "--agent-tools learned: local LightGlue / SuperGlue / EfficientLoFTR folder")
-    agent_max_attempts: int = _opt(3, "plan-execute: plans asked before answering without tools", minimum=1)
-    agent_max_turns: int = _opt(10, "react: observer turns before the summarizer", minimum=1)
-    agent_max_tokens: int = _opt(16384, "completion tokens over all agent calls of one decision", minimum=1)
-    max_steps: int | None = _opt(None, "EB step budget (default 20)", minimum=1)
-    n_examples: int | None = _opt(None, "EB in-context examples (default 3)", minimum=0)
-    goal_key: str = _opt("goal_image", "EpisodeContext.extras key of a goal image (shown as image-1)")
-    fallback: str = _opt("noop", "after an unusable answer: 'noop' (stay, ask again) or 'stop'")
-    min_pixels: int = _opt(CLOSED_LOOP_MIN_PIXELS, "truth tools: pixels from which an object counts as visible", minimum=1)
-    cache: bool = _opt(True, "reuse answers from the SQLite response cache")
-    cache_path: str | None = _opt(None, "cache file (default: the MLLM policy's)")
-    max_new_tokens: int = _opt(4096, "most tokens per agent call (the paper's budget)", minimum=1)
-    temperature: float = _opt(0.0, "0 = greedy decoding", minimum=0)
-    seed: int = _opt(0, "sampling seed")
-    oracle_error_rate: float = _opt(0.0, "--model oracle: probability of injecting a typical model error", minimum=0, maximum=1)
-    oracle_error_seed: int = _opt(0, "--model oracle: seed of the injected errors")
-    device: str = _opt("cpu", "cpu, cuda, cuda:N, mps or auto (core model and tool models)")
-    dtype: str = _opt("auto", "auto, float32, bfloat16 or float16 (core model)")
+    detector_model: str | None = arg(None, "--agent-tools learned: local OWLv2 / Grounding DINO folder (detection, counting)")
+    segmenter_model: str | None = arg(None, "--agent-tools learned: local SAM / SAM-HQ / SAM2 folder (masks from the detector's boxes)")
+    depth_model: str | None = arg(None, "--agent-tools learned: local metric depth model folder")
+    matcher_model: str | None = arg(None, "--agent-tools learned: local LightGlue / SuperGlue / EfficientLoFTR folder")
+    agent_max_attempts: int = arg(3, "plan-execute: plans asked before answering without tools", minimum=1)
+    agent_max_turns: int = arg(10, "react: observer turns before the summarizer", minimum=1)
+    agent_max_tokens: int = arg(16384, "completion tokens over all agent calls of one decision", minimum=1)
+    max_steps: int | None = arg(None, "EB step budget (default 20)", minimum=1)
+    n_examples: int | None = arg(None, "EB in-context examples (default 3)", minimum=0)
+    goal_key: str = arg("goal_image", "EpisodeContext.extras key of a goal image (shown as image-1)")
+    fallback: str = arg("noop", "after an unusable answer: 'noop' (stay, ask again) or 'stop'")
+    min_pixels: int = arg(CLOSED_LOOP_MIN_PIXELS, "truth tools: pixels from which an object counts as visible", minimum=1)
+    cache: bool = arg(True, "reuse answers from the SQLite response cache")
+    cache_path: str | None = arg(None, "cache file (default: the MLLM policy's)")
+    max_new_tokens: int = arg(4096, "most tokens per agent call (the paper's budget)", minimum=1)
+    temperature: float = arg(0.0, "0 = greedy decoding", minimum=0)
+    seed: int = arg(0, "sampling seed")
+    oracle_error_rate: float = arg(0.0, "--model oracle: probability of injecting a typical model error", minimum=0, maximum=1)
+    oracle_error_seed: int = arg(0, "--model oracle: seed of the injected errors")
+    device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto (core model and tool models)")
+    dtype: str = arg("auto", "auto, float32, bfloat16 or float16 (core model)")
+
+    @property
+    def privileged(self) -> bool:
+        """Truth tools read the env's scene and the oracle core knows the target: recorded in the manifest."""
+        return self.agent_tools in ("truth", "mixed") or self.model == "oracle"
 
     def check_inputs(self) -> None:
         """Raise ``ValueError`` naming the option and the fix for a bad combination."""
@@ -244,6 +246,4 @@ class SpatialAgentPolicy(EBAgentPolicy):
         return [{**call.to_json(), "agent": turn} for call, turn in zip(self.calls, self.turns)]
 
     def describe(self) -> dict[str, Any]:
-        # privileged: truth tools read the env's scene; the oracle core knows the target's name
-        privileged = self.config.agent_tools in ("truth", "mixed") or self.config.model == "oracle"
-        return {**super().describe(), "privileged": privileged, "agent": self.agent.describe(), "tool_set": self.config.agent_tools}
+        return {**super().describe(), "privileged": self.config.privileged, "agent": self.agent.describe(), "tool_set": self.config.agent_tools}
