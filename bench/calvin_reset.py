@@ -5,7 +5,9 @@ Two parts, one run:
 - **time**: median and mean milliseconds of ``env.reset`` without cameras over ``--resets`` resets to the
   initial states of the first 10 evaluation chains, for the reused world (what ``reset`` does) and for a
   world rebuilt before each reset (``PlayTableSim.rebuild``: ``resetSimulation`` and a reload of the
-  cached URDFs, which is what ``reset`` did before);
+  cached URDFs, which is what ``reset`` did before) and, with ``--baseline DIR`` (a checkout of an earlier
+  commit, e.g. ``git worktree add /tmp/base 3cc941a``), for that checkout's own ``env.reset``, timed in a
+  subprocess in the same run;
 - **order**: the scripted expert on the first ``--chains`` evaluation chains, each in a freshly built env
   (the reference), then in one reused env forward, reversed, and shuffled after ``--warmup`` other chains.
   A chain's record (every subtask's success and step count) and the SHA-256 of every observation's
@@ -14,7 +16,7 @@ Two parts, one run:
 It prints a table per part and ends with one JSON line (``--json`` also writes it to a file); it exits 1
 when any chain differs.
 
-    python bench/calvin_reset.py --resets 200 --chains 10
+    python bench/calvin_reset.py --resets 200 --chains 10 [--baseline /tmp/base]
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import argparse
 import datetime
 import hashlib
 import json
+import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -53,6 +57,29 @@ def reset_times(env: PlayTableEnv, starts: list[Start], resets: int, rebuild: bo
         env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
         times.append(1000 * (time.perf_counter() - t))
     return times
+
+
+_BASELINE_TIMER = """
+import json, sys, time
+from benchmarks.calvin import evaluation_chains
+from envs.calvin.env import PlayTableEnv
+from envs.calvin.sequences import initial_env_state
+starts = [initial_env_state(state) for state, _ in evaluation_chains(10)]
+env, times = PlayTableEnv(cameras=()), []
+for i in range(10 + int(sys.argv[1])):
+    robot_obs, scene_obs = starts[i % len(starts)]
+    t = time.perf_counter()
+    env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
+    times.append(1000 * (time.perf_counter() - t))
+print(json.dumps(times[10:]))
+"""
+
+
+def baseline_times(checkout: str, resets: int) -> list[float]:
+    """``env.reset`` milliseconds of another checkout of this project (its own code, in a subprocess)."""
+    done = subprocess.run([sys.executable, "-c", _BASELINE_TIMER, str(resets)], cwd=checkout, check=True,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": checkout})
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def chain_fingerprint(env: PlayTableEnv, chain: tuple[dict, tuple[str, ...]]) -> dict[str, Any]:
@@ -86,6 +113,7 @@ def main() -> None:
     parser.add_argument("--resets", type=int, default=200, help="timed resets per variant (median reported)")
     parser.add_argument("--chains", type=int, default=10, help="first N evaluation chains for the order check")
     parser.add_argument("--warmup", type=int, default=3, help="other chains run before the shuffled order")
+    parser.add_argument("--baseline", default="", help="a checkout of an earlier commit to time as well")
     parser.add_argument("--machine", default=platform.node(), help="machine label for the JSON line")
     parser.add_argument("--json", default="", help="also write the JSON line to this file")
     args = parser.parse_args()
@@ -102,6 +130,9 @@ def main() -> None:
     timed = {"reused": reset_times(env, starts, args.resets, rebuild=False),
              "rebuilt": reset_times(env, starts, args.resets, rebuild=True)}
     env.close()
+    if args.baseline:
+        timed["baseline"] = baseline_times(args.baseline, args.resets)
+        out["baseline"] = args.baseline
     print(f"## env.reset without cameras, {args.resets} resets each (ms)\n")
     print("| world | median | mean | max |\n|---|---|---|---|")
     for name, times in timed.items():
