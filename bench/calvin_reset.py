@@ -16,7 +16,9 @@ Two parts, one run:
 It prints a table per part and ends with one JSON line (``--json`` also writes it to a file); it exits 1
 when any chain differs.
 
-    python bench/calvin_reset.py --resets 200 --chains 10 [--baseline /tmp/base]
+    python bench/calvin_reset.py --resets 200 --chains 10 [--baseline /tmp/base] [--calvin-assets PATH]
+
+``--calvin-assets`` runs both parts on the table built from CALVIN's own URDFs and meshes instead.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from benchmarks.calvin import evaluation_chains
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.sequences import initial_env_state
 starts = [initial_env_state(state) for state, _ in evaluation_chains(10)]
-env, times = PlayTableEnv(cameras=()), []
+env, times = PlayTableEnv(cameras=(), calvin_assets=sys.argv[2] or None), []
 for i in range(10 + int(sys.argv[1])):
     robot_obs, scene_obs = starts[i % len(starts)]
     t = time.perf_counter()
@@ -75,9 +77,10 @@ print(json.dumps(times[10:]))
 """
 
 
-def baseline_times(checkout: str, resets: int) -> list[float]:
+def baseline_times(checkout: str, resets: int, calvin_assets: str | None) -> list[float]:
     """``env.reset`` milliseconds of another checkout of this project (its own code, in a subprocess)."""
-    done = subprocess.run([sys.executable, "-c", _BASELINE_TIMER, str(resets)], cwd=checkout, check=True,
+    command = [sys.executable, "-c", _BASELINE_TIMER, str(resets), calvin_assets or ""]
+    done = subprocess.run(command, cwd=checkout, check=True,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": checkout})
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -114,6 +117,7 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=10, help="first N evaluation chains for the order check")
     parser.add_argument("--warmup", type=int, default=3, help="other chains run before the shuffled order")
     parser.add_argument("--baseline", default="", help="a checkout of an earlier commit to time as well")
+    parser.add_argument("--calvin-assets", default=None, help="CALVIN's data/ folder or calvin_env checkout")
     parser.add_argument("--machine", default=platform.node(), help="machine label for the JSON line")
     parser.add_argument("--json", default="", help="also write the JSON line to this file")
     args = parser.parse_args()
@@ -121,17 +125,19 @@ def main() -> None:
         parser.error("--resets and --chains must be >= 1 and --warmup >= 0")
     out: dict[str, Any] = {"title": "CALVIN built-in play-table: reset time and chain-order independence",
                            "source": "bench/calvin_reset.py", "command": " ".join(["python", *sys.argv]),
-                           "date": datetime.date.today().isoformat(), "machine": args.machine}
+                           "date": datetime.date.today().isoformat(), "machine": args.machine,
+                           "calvin_assets": args.calvin_assets}
 
     chains = evaluation_chains(args.chains + args.warmup)
     starts = [initial_env_state(state) for state, _ in evaluation_chains(10)]
-    env = PlayTableEnv(cameras=())
+    fresh = lambda: PlayTableEnv(cameras=(), calvin_assets=args.calvin_assets)  # noqa: E731
+    env = fresh()
     reset_times(env, starts, 10, rebuild=False)  # warm caches before timing either variant
     timed = {"reused": reset_times(env, starts, args.resets, rebuild=False),
              "rebuilt": reset_times(env, starts, args.resets, rebuild=True)}
     env.close()
     if args.baseline:
-        timed["baseline"] = baseline_times(args.baseline, args.resets)
+        timed["baseline"] = baseline_times(args.baseline, args.resets, args.calvin_assets)
         out["baseline"] = args.baseline
     print(f"## env.reset without cameras, {args.resets} resets each (ms)\n")
     print("| world | median | mean | max |\n|---|---|---|---|")
@@ -140,7 +146,6 @@ def main() -> None:
         print(f"| {name} | {median:.3f} | {mean:.3f} | {max(times):.3f} |")
         out[f"reset_ms_median_{name}"], out[f"reset_ms_mean_{name}"] = round(median, 4), round(mean, 4)
 
-    fresh = lambda: PlayTableEnv(cameras=())  # noqa: E731
     indices = list(range(args.chains))
     reference: dict[int, dict[str, Any]] = {}
     for i in indices:

@@ -119,6 +119,9 @@ class PlayTableSim:
         A proxy re-takes the slot it freed, so the next step finds the pairs in a fresh world's order."""
         for uid, link, group, mask in self._colliders:
             self.p.setCollisionFilterGroupMask(uid, link, group, mask)
+        if self.p.getContactPoints():  # PyBullet without its collision-filter plugin ignores the calls above
+            raise RuntimeError("PyBullet kept contact points across setCollisionFilterGroupMask; this build "
+                               "cannot reset the play-table without history (use the pybullet wheel from PyPI)")
 
     def step(self, action: np.ndarray, absolute: bool) -> None:
         """Apply one 7-D action, run the 8 physics sub-steps, then update the lights."""
