@@ -1,20 +1,23 @@
 """One PyBullet world holding the CALVIN play-table, blocks and Panda: reset, step, observe, snapshot.
 
 This is the simulator half of :class:`envs.calvin.env.PlayTableEnv` and knows nothing about Gymnasium.
-The world is built once; a reset (about 0.3 ms without cameras) places every joint, light and block from
-CALVIN's ``robot_obs``/``scene_obs`` with zero velocities, re-sets the motor targets, then drops every
-broadphase proxy and re-creates it (:meth:`PlayTableSim._forget_contacts`), which deletes all
-overlapping pairs and with them every persistent contact manifold. So an episode depends on its reset
-arguments only, never on the episodes run before it: its trajectory is bit for bit the one a freshly
-built world gives (:meth:`PlayTableSim.rebuild`, which takes about 20 ms because it reloads the URDFs).
+The world is built once. A reset places every joint, light and block from CALVIN's ``robot_obs``/
+``scene_obs`` with zero velocities and the motor targets set again, then drops every broadphase proxy and
+re-creates it (:meth:`PlayTableSim._forget_contacts`), which deletes every overlapping pair and with it
+every persistent contact manifold. It takes about 0.5 ms without cameras (``bench/calvin_reset.py``),
+against tens of ms for rebuilding the world from the URDFs (:meth:`PlayTableSim.rebuild`, what a reset
+did before). An episode depends on its reset arguments only, never on the episodes run before it: its
+trajectory is bit for bit the one a freshly built world gives (``tests/test_calvin_reset.py``).
 
 Restoring a saved state (``saveState``/``restoreState``) is not enough: Bullet keeps the manifolds of
 pairs that existed before and the order of their contact points, the solver visits contacts in that
 order, and a chain evaluated after others ended one step apart from the same chain in a fresh process.
-The world uses Bullet's simple broadphase (a flat proxy array, pairs found in proxy order and removed as
-soon as boxes part) rather than the default dynamic AABB tree, whose shape, incremental re-balancing
-cursor and lazy pair clean-up all carry history that no API call can reset; with 27 proxies its
-all-pairs test costs nothing measurable.
+For the same reason the world uses Bullet's simple broadphase (a flat proxy array: pairs are found in
+proxy order and removed as soon as the boxes part) instead of the default dynamic AABB tree, whose
+shape, re-balancing cursor and lazy pair clean-up carry history that no API call resets; pair order
+decides the simulation islands and so the order the solver visits constraints in. Its all-pairs test
+over the 27 collision objects costs nothing measurable; allocating its 65,536 proxy slots adds tens of
+ms to building an env, once.
 """
 
 from __future__ import annotations
@@ -108,8 +111,8 @@ class PlayTableSim:
         self.p.stepSimulation()
 
     def rebuild(self) -> None:
-        """Replace the world by a freshly loaded one (about 20 ms). :meth:`reset` does not need it; it is
-        the reference a reused world is checked against (tests, ``bench/calvin_reset.py``)."""
+        """Replace the world by a freshly loaded one (tens of ms). :meth:`reset` does not need it; it is the
+        reference a reused world is checked against (tests, ``bench/calvin_reset.py``)."""
         self.p.resetSimulation(pb.RESET_USE_SIMPLE_BROADPHASE)
         self._load_world()
 
