@@ -11,11 +11,11 @@ config's fields are its command-line options: each field's ``metadata["help"]`` 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
 from policies.base import Policy
+from policies.entry_point import load_entry_point
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,6 @@ def registered_policies() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def _load(target: str) -> Any:
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
-
-
 def _entry(name: str) -> PolicyEntry:
     if name not in _REGISTRY:
         raise KeyError(f"unknown policy {name!r}; registered: {registered_policies()}")
@@ -51,7 +46,7 @@ def _entry(name: str) -> PolicyEntry:
 
 def policy_config_class(name: str) -> type:
     """The config dataclass of policy ``name`` (cheap: its module imports no model code)."""
-    return _load(_entry(name).config)
+    return load_entry_point(_entry(name).config, what=f"policy {name!r} config")
 
 
 def policy_config(name: str, **values: Any) -> Any:
@@ -70,7 +65,7 @@ def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
         config = policy_config(name, **values)
     elif values:
         config = dataclasses.replace(config, **values)
-    return _load(_entry(name).builder)(config)
+    return load_entry_point(_entry(name).builder, what=f"policy {name!r} builder")(config)
 
 
 register_policy("mllm", config="policies.mllm.config:MLLMPolicyConfig", builder="policies.mllm.config:build_mllm_policy")

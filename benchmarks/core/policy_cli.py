@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from benchmarks.core.jsonsafe import json_safe
 from policies.base import Policy
 from policies.cli import (
     InputError,
@@ -159,7 +160,7 @@ def parse_benchmark_args(
         options = {"action": namespace.action}
     kwargs = parse_json_option("--policy-kwargs", getattr(config, "policy_kwargs", "{}"))
     _check_policy_inputs(name, getattr(config, "replay_file", None))
-    spec = PolicySpec(name, _json_safe(options), getattr(config, "replay_file", None), kwargs)
+    spec = PolicySpec(name, json_safe(options), getattr(config, "replay_file", None), kwargs)
     policy_config = spec.config()
     if policy_config is not None and hasattr(policy_config, "check_inputs"):
         try:
@@ -191,16 +192,12 @@ def _check_policy_inputs(name: str, replay_file: str | None) -> None:
     if name == "replay" and not replay_file:
         raise InputError("--policy replay needs --replay-file PATH (a .jsonl, .hdf5, .npy or .npz of actions)")
     if ":" in name:
-        import importlib
+        from policies.entry_point import load_entry_point
 
-        module, _, attribute = name.partition(":")
         try:
-            found = hasattr(importlib.import_module(module), attribute)
-        except ImportError as e:
-            raise InputError(f"--policy {name}: cannot import {module} ({e}); check the module path and that it "
-                             f"is importable from here") from None
-        if not found:
-            raise InputError(f"--policy {name}: {module} has no attribute {attribute!r}")
+            load_entry_point(name, what="--policy")
+        except (ImportError, AttributeError, ValueError) as e:
+            raise InputError(f"{e}; check the module path and that it is importable from here") from None
 
 
 def _json_action(text: str) -> int | float | list[Any]:
@@ -213,10 +210,6 @@ def _json_action(text: str) -> int | float | list[Any]:
     if not numbers or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number or a JSON list of numbers (e.g. 0 or '[0, 0, 1]')")
     return value
-
-
-def _json_safe(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}
 
 
 def build_policy_from_spec(spec: PolicySpec, *, expert: Callable[[], Policy] | None = None) -> Policy:

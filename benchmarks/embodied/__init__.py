@@ -10,7 +10,6 @@ feedback, history of the last 5 messages).
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import sys
 from collections import defaultdict
@@ -26,11 +25,7 @@ from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from policies.cli import InputError, arg
-
-
-def _load(target: str) -> Any:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+from policies.entry_point import load_entry_point as _load
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from benchmarks.core.episode import run_agent_loop
+from benchmarks.core.jsonsafe import json_safe
 from policies.base import EpisodeContext, Policy
 
 
@@ -40,16 +39,6 @@ def run_episode(env: Any, policy: Policy, episode: dict[str, Any], seed: int = 0
         "eb_task": episode.get("eb_task"), "task_success": bool(info["is_success"]), "num_steps": loop.steps,
         "policy_calls": loop.stream.policy_calls, "num_invalid_actions": loop.invalid_actions,
         "num_idle_steps": loop.stream.idle_steps, "total_reward": loop.total_reward, "final_feedback": info["feedback"],
-        "evaluation": _json_safe(info["evaluation"]), "elapsed_s": round(time.perf_counter() - start, 3),
+        "evaluation": json_safe(info["evaluation"]), "elapsed_s": round(time.perf_counter() - start, 3),
         "policy_stats": {k: float(v) for k, v in policy.episode_stats().items()},
     }
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
