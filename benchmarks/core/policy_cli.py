@@ -196,8 +196,8 @@ def _check_policy_inputs(name: str, replay_file: str | None) -> None:
 
         try:
             load_entry_point(name, what="--policy")
-        except (ImportError, AttributeError, ValueError) as e:
-            raise InputError(f"{e}; check the module path and that it is importable from here") from None
+        except (ImportError, AttributeError, ValueError) as e:  # the message names the input and the fix
+            raise InputError(str(e)) from None
 
 
 def _json_action(text: str) -> int | float | list[Any]:

@@ -27,7 +27,7 @@ from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from benchmarks.core.worker import EpisodeWorker, StepHook
 from policies.cli import InputError, arg
-from policies.entry_point import load_entry_point as _load
+from policies.entry_point import load_entry_point
 
 
 @dataclass(frozen=True)
@@ -117,9 +117,9 @@ class EmbodiedWorker(EpisodeWorker):
         self.family = FAMILIES[config.family]
         self.config, self.video_keys = config, self.family.video_keys
         self.env = gym.make(self.family.env_id, **_env_kwargs(config, self.family))
-        self.policy = build_policy_from_spec(spec, expert=_load(self.family.expert))
+        self.policy = build_policy_from_spec(spec, expert=load_entry_point(self.family.expert))
         self.policy.bind(self.env)
-        self._run_episode = _load(self.family.run_episode)
+        self._run_episode = load_entry_point(self.family.run_episode)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         return self._run_episode(self.env, self.policy, unit.spec["episode"], seed=unit.seed, on_step=on_step,
@@ -205,7 +205,7 @@ class EmbodiedBenchmark(Benchmark):
         self.run_path = str(Path(config.output) / self.name / (config.run_name or spec.label))
 
     def _subsets(self) -> list[str]:
-        known = list(_load(self.family.subsets))
+        known = list(load_entry_point(self.family.subsets))
         if self.config.subset == "all":
             return known
         chosen = [s.strip() for s in self.config.subset.split(",") if s.strip()]
@@ -216,11 +216,11 @@ class EmbodiedBenchmark(Benchmark):
 
     def _episodes(self) -> list[dict[str, Any]]:
         if self.config.episodes_file:
-            episodes = _load(self.family.load_episodes)(self.config.episodes_file)
+            episodes = load_entry_point(self.family.load_episodes)(self.config.episodes_file)
             subsets = set(self._subsets())
             return [e for e in episodes if e.get("subset") in subsets]
         n = self.config.episodes or self.family.episodes_per_subset
-        make = _load(self.family.make_episodes)
+        make = load_entry_point(self.family.make_episodes)
         return [e for s in self._subsets() for e in make(s, n=n, seed=self.config.episode_seed)]
 
     def units(self) -> list[WorkUnit]:
