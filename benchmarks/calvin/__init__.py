@@ -261,16 +261,20 @@ class CalvinWorker(EpisodeWorker):
     video_fps = 30
 
     def __init__(self, config: CalvinConfig, spec: PolicySpec, run_path: str) -> None:
-        from envs.calvin import make_env
+        import gymnasium as gym
+
+        import envs  # noqa: F401  (registers the ids)
+        from envs.calvin.factory import calvin_env_spec
         from policies.experts.calvin import ScriptedExpert
 
         super().__init__(run_path, config.video)
         self.config = config
         self.cameras = cameras_for(config, spec)
         self.video_keys = [f"rgb_{camera}" for camera in self.cameras]
-        self.env = make_env(config.backend, cameras=self.cameras, renderer=config.renderer,
-                            calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
-                            calvin_env=config.calvin_env)
+        env_id, kwargs = calvin_env_spec(config.backend, cameras=self.cameras, renderer=config.renderer,
+                                         calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
+                                         calvin_env=config.calvin_env)
+        self.env = gym.make(env_id, **kwargs)
         self.policy = build_policy_from_spec(spec, expert=ScriptedExpert)
         self.policy.bind(self.env)
 

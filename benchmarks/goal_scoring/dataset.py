@@ -138,7 +138,7 @@ def load_dataset(root: str | Path, *, check_images: bool = True) -> GoalDataset:
     if not samples_path.is_file():
         raise DatasetError(
             f"{samples_path} not found. Fix: point --dataset at a directory written by `python -m "
-            f"benchmarks.goal_scoring generate` or `convert`, or write {SAMPLES_FILE} as the README describes"
+            f"benchmarks.goal_scoring generate` or `convert`, or write {SAMPLES_FILE} as docs/guide/goal-scoring.md describes"
         )
     header = _read_header(root)
     samples, seen = [], set()

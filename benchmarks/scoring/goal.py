@@ -34,8 +34,8 @@ and the sample score is the mean step score. Decisions the paper leaves open:
 - A parse failure (no recognised action anywhere in the output) scores 0 and is flagged.
 
 ``"lmms-eval"`` reproduces the public ``spatialtreebench`` scorer (``manipulateeval`` for manipulation,
-``agenticnaveval`` for navigation) as observed by running it; see ``spatial-action-mapping.md`` and the
-README for every convention (symbols, zyx extrinsic rotation, reference-frame translation, key order,
+``agenticnaveval`` for navigation) as observed by running it; see docs/guide/goal-scoring.md for every
+convention (symbols, zyx extrinsic rotation, reference-frame translation, key order,
 single-step navigation, penalties, binary success, its parse cascade).
 """
 

@@ -73,7 +73,7 @@ class BenchmarkSpec:
         modes: scoring modes by name; ``"project"`` is the default.
         prompt_styles: prompt styles ``build_prompt`` accepts.
         max_new_tokens: the published generation budget.
-        reference: published reference numbers (README and summary context).
+        reference: published reference numbers (docs/guide/static-benchmarks.md and summary context).
         gold_answer: (item, prompt style) -> the ground truth written exactly as that prompt asks for the
             answer; what ``--model oracle`` says (a competent model's answer, through the real scoring path).
     """

@@ -2,7 +2,7 @@
 
 Published numbers come from these scorers, so comparing with a paper means scoring the same way. Each
 module reproduces one public scorer's parsing and aggregation from its observed behaviour (see the
-README's "official-compatible modes" table for every difference from the project's own parsers):
+"official-compatible modes" table of docs/guide/static-benchmarks.md for every difference from the project's own parsers):
 
 - :mod:`.spatialscore`: SpatialScore's ``test_qwen.py`` and ``utils/util.py`` parsers.
 - :mod:`.space10`: the SpaCE-10 lmms-eval fork (list-string predictions, judge, "E"/"F" fallback).
