@@ -261,9 +261,6 @@ class CalvinWorker(EpisodeWorker):
     video_fps = 30
 
     def __init__(self, config: CalvinConfig, spec: PolicySpec, run_path: str) -> None:
-        import gymnasium as gym
-
-        import envs  # noqa: F401  (registers the ids)
         from envs.calvin.factory import calvin_env_spec
         from policies.experts.calvin import ScriptedExpert
 
@@ -274,7 +271,7 @@ class CalvinWorker(EpisodeWorker):
         env_id, kwargs = calvin_env_spec(config.backend, cameras=self.cameras, renderer=config.renderer,
                                          calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
                                          calvin_env=config.calvin_env)
-        self.env = gym.make(env_id, **kwargs)
+        self.env = self.make_env(env_id, **kwargs)
         self.policy = build_policy_from_spec(spec, expert=ScriptedExpert)
         self.policy.bind(self.env)
 

@@ -67,6 +67,15 @@ class EpisodeWorker(ABC):
                                   height=self.video_height)
         return run_recorded(lambda on_step: self.run_unit(unit, on_step), video, self.run_dir.path)
 
+    @staticmethod
+    def make_env(env_id: str, **kwargs: Any) -> Any:
+        """``gym.make`` of a registered id (``SpatialArena/...``): the one way a worker builds its env."""
+        import gymnasium as gym
+
+        import envs  # noqa: F401  (registers the ids)
+
+        return gym.make(env_id, **kwargs)
+
     def unit_decisions(self) -> list[dict[str, Any]]:
         """The model calls of the unit run last (also when it raised)."""
         return self.decisions

@@ -109,14 +109,10 @@ class EmbodiedWorker(EpisodeWorker):
     video_fps, video_height = 2, 320
 
     def __init__(self, config: EmbodiedConfig, spec: PolicySpec, run_path: str) -> None:
-        import gymnasium as gym
-
-        import envs  # noqa: F401  (registers the ids)
-
         super().__init__(run_path, config.video)
         self.family = FAMILIES[config.family]
         self.config, self.video_keys = config, self.family.video_keys
-        self.env = gym.make(self.family.env_id, **_env_kwargs(config, self.family))
+        self.env = self.make_env(self.family.env_id, **_env_kwargs(config, self.family))
         self.policy = build_policy_from_spec(spec, expert=load_entry_point(self.family.expert))
         self.policy.bind(self.env)
         self._run_episode = load_entry_point(self.family.run_episode)

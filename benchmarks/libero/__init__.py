@@ -102,18 +102,15 @@ class LiberoWorker(EpisodeWorker):
         self.task_index: int | None = None
 
     def _env_for(self, task_index: int) -> Any:
-        import gymnasium as gym
-
-        import envs  # noqa: F401  (registers the ids)
         from envs.libero.protocol import env_id
 
         if task_index != self.task_index:
             if self.env is not None:
                 self.env.close()
             c = self.config
-            self.env = gym.make(env_id(c.suite, task_index), image_size=c.image_size, max_steps=c.budget(),
-                                num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
-                                image_orientation=c.image_orientation)
+            self.env = self.make_env(env_id(c.suite, task_index), image_size=c.image_size, max_steps=c.budget(),
+                                     num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
+                                     image_orientation=c.image_orientation)
             self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
             self.task_index = task_index
