@@ -13,13 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.core.episode import ActionStream, logging_decisions
+from benchmarks.core.episode import ActionStream, StepHook, logging_decisions
 from benchmarks.core.episode_record import EpisodeRecord, episode_record, read_episode, summed_stats
 from benchmarks.core.latency import Latency
 from policies.base import EpisodeContext, Policy
 
 EP_LEN = 360  # CALVIN's step budget per subtask
-StepHook = Callable[[dict[str, Any], list[str]], None]
 
 
 def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], initial_scene_obs: Sequence[float],

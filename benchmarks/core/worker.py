@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from benchmarks.core.episode import StepHook
 from benchmarks.core.rundir import RunDir
 from benchmarks.core.work import DECISIONS, WorkUnit, error_record, format_exception, ok_record
 
@@ -29,8 +30,6 @@ class Worker(Protocol):
 
 
 WorkerFactory = Callable[[], Worker]
-
-StepHook = Callable[[dict[str, Any], list[str]], None]
 
 
 class EpisodeWorker(ABC):

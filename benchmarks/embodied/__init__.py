@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
-from benchmarks.core.worker import EpisodeWorker, StepHook
+from benchmarks.core.worker import EpisodeWorker
 from policies.cli import InputError, arg
 from policies.entry_point import load_entry_point
 

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 
-from benchmarks.core.episode import run_agent_loop
+from benchmarks.core.episode import StepHook, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from policies.base import EpisodeContext, Policy
 
 
 def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: int = 0,
-                on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
+                on_step: StepHook | None = None,
                 decisions: list[dict[str, Any]] | None = None) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or the step budget; a JSON-safe record.
 

@@ -8,12 +8,11 @@ episode is a success as soon as LIBERO's goal check passes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 
-from benchmarks.core.episode import ActionStream, logging_decisions
+from benchmarks.core.episode import ActionStream, StepHook, logging_decisions
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.latency import Latency
 from policies.base import EpisodeContext, Policy
@@ -28,7 +27,7 @@ def run_episode(
     num_steps_wait: int,
     seed: int,
     replay_key: str | None = None,
-    on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
+    on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
     latency: Latency | None = None,
 ) -> EpisodeRecord:
