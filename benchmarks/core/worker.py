@@ -11,11 +11,14 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from benchmarks.core.episode import StepHook
 from benchmarks.core.rundir import RunDir
 from benchmarks.core.work import DECISIONS, WorkUnit, error_record, format_exception, ok_record
+
+if TYPE_CHECKING:  # the executors import this module: no action-mapping or policy imports at run time
+    from benchmarks.core.episode import StepHook
+    from benchmarks.core.episode_record import EpisodeRecord
 
 
 class Worker(Protocol):
@@ -50,10 +53,10 @@ class EpisodeWorker(ABC):
         self.decisions: list[dict[str, Any]] = []
 
     @abstractmethod
-    def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> dict[str, Any]:
-        """Run ``unit`` and return its result (an episode record)."""
+    def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
+        """Run ``unit`` and return its result."""
 
-    def run(self, unit: WorkUnit) -> dict[str, Any]:
+    def run(self, unit: WorkUnit) -> EpisodeRecord:
         """:meth:`run_unit` with a fresh decision log, recorded to video when the unit is one of the first
         ``video_units`` (the video is written also when the unit raises)."""
         # PIL and imageio are imported only where a worker runs
