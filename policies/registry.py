@@ -2,7 +2,10 @@
 
 Each entry maps a name (the value of a benchmark's ``--policy`` flag) to a config dataclass and a builder,
 both given as ``"module:attribute"`` strings so that listing or parsing flags imports nothing heavy. A
-config's fields are its command-line options: each field's ``metadata["help"]`` documents it.
+config's fields are its command-line options: each field's ``metadata["help"]`` documents it. The
+built-ins (``expert``, ``random``, ``replay``, ``constant``: :mod:`policies.builtins`) are registered here
+like ``mllm``, ``vla`` and a user's own; a ``package.module:Class`` name is a user class instead
+(:mod:`policies.user`).
 
     config = policy_config("mllm", model="/ckpt/Qwen2.5-VL-7B-Instruct", loop="eb", task="navigation")
     policy = build_policy("mllm", config)
@@ -68,5 +71,11 @@ def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
     return load_entry_point(_entry(name).builder, what=f"policy {name!r} builder")(config)
 
 
+# The built-ins every benchmark offers, then the model policies.
+register_policy("expert", config="policies.builtins:ExpertConfig", builder="policies.builtins:build_expert")
+register_policy("random", config="policies.builtins:RandomConfig", builder="policies.builtins:build_random")
+register_policy("replay", config="policies.builtins:ReplayConfig", builder="policies.builtins:build_replay")
+register_policy("constant", config="policies.builtins:ConstantConfig", builder="policies.builtins:build_constant")
 register_policy("mllm", config="policies.mllm.config:MLLMPolicyConfig", builder="policies.mllm.config:build_mllm_policy")
 register_policy("vla", config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy")
+register_policy("agent", config="policies.agent.policy:AgentPolicyConfig", builder="policies.agent.policy:build_agent_policy")

@@ -31,12 +31,7 @@ from benchmarks.core.latency import (
     summarize_latency,
 )
 from benchmarks.core.plots import bar_plot, line_plot
-from benchmarks.core.policy_cli import (
-    BLIND_POLICIES,
-    PolicySpec,
-    build_policy_from_spec,
-    parse_benchmark_args,
-)
+from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from benchmarks.core.worker import EpisodeWorker
@@ -45,6 +40,8 @@ from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 CHAIN_LENGTH = 5
+#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``).
+POLICY_DEFAULTS = {"expert": {"expert": "policies.experts.calvin:ScriptedExpert"}}
 # Published reference (VLM4VLA, Qwen3-VL-4B, ABC->D on the official env), from MultihopSpatial Table 3.
 REFERENCE = {"label": "VLM4VLA Qwen3-VL-4B, ABC→D (published)", "chain_sr": [92.4, 81.8, 74.1, 66.8, 59.9],
              "avg_seq_len": 3.75}
@@ -236,8 +233,7 @@ def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
             raise InputError(f"--cameras {config.cameras}: unknown camera(s) {unknown}; use auto, none, static, "
                              f"gripper or static,gripper")
     else:
-        blind = spec.name in BLIND_POLICIES
-        chosen = () if blind else ("static", "gripper")
+        chosen = () if spec.blind else ("static", "gripper")
     return ("static", "gripper") if config.video and not chosen else chosen
 
 
@@ -263,7 +259,6 @@ class CalvinWorker(EpisodeWorker):
 
     def __init__(self, config: CalvinConfig, spec: PolicySpec, run_path: str) -> None:
         from envs.calvin.factory import calvin_env_spec
-        from policies.experts.calvin import ScriptedExpert
 
         super().__init__(run_path, config.video)
         self.config = config
@@ -273,7 +268,7 @@ class CalvinWorker(EpisodeWorker):
                                          calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
                                          calvin_env=config.calvin_env)
         self.env = self.make_env(env_id, **kwargs)
-        self.policy = build_policy_from_spec(spec, expert=ScriptedExpert)
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.policy.bind(self.env)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
@@ -376,7 +371,8 @@ class CalvinBenchmark(Benchmark):
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:
-    config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin")
+    config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin",
+                                        policy_defaults=POLICY_DEFAULTS)
     cameras_for(config, spec)  # bad --cameras is an input error here, not in every worker
     if config.tasks is not None:
         try:

@@ -48,6 +48,10 @@ class Family:
     size_kwargs: tuple[str, ...]  # env kwargs set by --image-size
     mllm_defaults: dict[str, Any] = field(default_factory=dict)
 
+    def policy_defaults(self) -> dict[str, dict[str, Any]]:
+        """Per-policy defaults on this family (``parse_benchmark_args``' ``policy_defaults``)."""
+        return {"mllm": self.mllm_defaults, "expert": {"expert": self.expert}}
+
 
 FAMILIES = {
     "nav": Family(
@@ -114,7 +118,7 @@ class EmbodiedWorker(EpisodeWorker):
         self.family = FAMILIES[config.family]
         self.config, self.video_keys = config, self.family.video_keys
         self.env = self.make_env(self.family.env_id, **_env_kwargs(config, self.family))
-        self.policy = build_policy_from_spec(spec, expert=load_entry_point(self.family.expert))
+        self.policy = build_policy_from_spec(spec, defaults=self.family.policy_defaults())
         self.policy.bind(self.env)
         self._run_episode = load_entry_point(self.family.run_episode)
 
@@ -267,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
                          f"(e.g. python -m benchmarks.embodied nav --help)")
     family = FAMILIES[argv[0]]
     config, spec = parse_benchmark_args(EmbodiedConfig, argv[1:], prog=f"python -m benchmarks.embodied {argv[0]}",
-                                        policy_defaults={"mllm": family.mllm_defaults})
+                                        policy_defaults=family.policy_defaults())
     config.family = family.name
     bench = EmbodiedBenchmark(config, spec)
     return run_command(bench, bench.run_path)

@@ -37,6 +37,10 @@ from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
+#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``); LIBERO has no
+#: scripted expert.
+POLICY_DEFAULTS = {"mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
+                   "vla": {"data_format": "libero", "chunk_size": 4}}
 REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_rate": 35.8}}
 
 
@@ -99,7 +103,7 @@ class LiberoWorker(EpisodeWorker):
     def __init__(self, config: LiberoConfig, spec: PolicySpec, run_path: str) -> None:
         super().__init__(run_path, config.video)
         self.config, self.spec = config, spec
-        self.policy = build_policy_from_spec(spec)
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.task_index: int | None = None
 
     def _env_for(self, task_index: int) -> Any:
@@ -219,8 +223,7 @@ def _blind_rows(suite: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(
         LiberoConfig, argv, prog="python -m benchmarks.libero",
-        policy_defaults={"mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
-                         "vla": {"data_format": "libero", "chunk_size": 4}})
+        policy_defaults=POLICY_DEFAULTS)
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 

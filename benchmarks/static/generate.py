@@ -37,12 +37,11 @@ from benchmarks.static.nav_questions import (
     KINDS,
     Builder,
     Context,
-    Entity,
     Question,
     View,
-    home_entities,
 )
 from envs.navigation import measure
+from envs.navigation.entities import Entity, home_entities
 from envs.navigation.scene import generate_scene, scene_key
 from envs.navigation.views import HomeRenderer, sample_view
 from policies.cli import InputError

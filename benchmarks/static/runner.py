@@ -149,7 +149,8 @@ def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], ou
             raise ValueError(f"cannot resume {out_dir}: it ran {key}={previous.get(key)!r}, this run asks {current.get(key)!r}")
     if previous["config"].get("model") != current["config"].get("model"):
         raise ValueError(f"cannot resume {out_dir}: it ran model {previous['config'].get('model')!r}; use another --run-name")
-    for key in ("policy", "agent_paradigm", "agent_tools", "agent_depth_model"):  # an agent run is its tools and paradigm too
+    for key in ("policy", "agent_paradigm", "agent_tools", "agent_depth_model", "agent_detector_model", "agent_segmenter_model",
+                "agent_matcher_model"):  # an agent run is its tools and paradigm too
         if key in previous["config"] and previous["config"][key] != current["config"].get(key):
             raise InputError(f"cannot resume {out_dir}: it ran {key.replace('_', '-')}={previous['config'][key]!r}; use another --run-name")
     if previous["data"]["sha256"] != current["data"]["sha256"]:
@@ -254,7 +255,9 @@ def _agent(config: RunConfig, backend: Backend, out_dir: Path) -> Any:
     from policies.agent import AgentConfig
 
     agent_config = AgentConfig(config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens)
-    return AgentAnswerer(backend, config.agent_tools, agent_config, config.data, out_dir, config.video_frames, config.agent_depth_model)
+    return AgentAnswerer(backend, config.agent_tools, agent_config, config.data, out_dir, config.video_frames, config.agent_depth_model,
+                         detector_model=config.agent_detector_model, segmenter_model=config.agent_segmenter_model,
+                         matcher_model=config.agent_matcher_model)  # fmt: skip
 
 
 def generation_budget(config: RunConfig, spec: BenchmarkSpec) -> int:
