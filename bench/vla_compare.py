@@ -113,7 +113,7 @@ def evaluate(model: Any, starts: list, args: argparse.Namespace) -> dict[str, An
         for i, start in enumerate(starts):
             record = run_chain(env, policy, start.robot_obs, start.scene_obs, [args.task], [instruction],
                                ep_len=args.ep_len, seed=i)  # fmt: skip
-            sub = record["subtasks"][0]
+            sub = record["extras"]["subtasks"][0]
             episodes.append({"success": bool(sub["success"]), "steps": sub["steps"]})
     finally:
         del model.predict

@@ -55,7 +55,7 @@ def test_oracle_core_reaches_the_target_by_reading_truth_tools(env, paradigm):
     for ep in _EPISODES:
         policy = build_policy("agent", model="oracle", agent_paradigm=paradigm)
         record, decisions = _run(env, policy, ep)
-        assert record["task_success"] and record["num_steps"] <= 12, record
+        assert record["success"] and record["steps"] <= 12, record
         tools = [e for d in decisions for e in d["agent"]["trace"] if e["role"] == "tool" and e["call"]["name"] != "Terminate"]
         assert tools and {e["backend"] for e in tools} == {"simulator-truth"}
         assert {e["call"]["name"] for e in tools} == {"Detect3DObjects"} and any(e["result"]["objects"] for e in tools)
@@ -67,7 +67,7 @@ def test_oracle_core_reaches_the_target_by_reading_truth_tools(env, paradigm):
 def test_without_tools_the_same_core_does_not_find_the_target(env):
     policy = build_policy("agent", model="oracle", agent_tools="none", max_steps=6)
     record, decisions = _run(env, policy, _EPISODES[1])
-    assert not record["task_success"]
+    assert not record["success"]
     assert all(e["role"] != "tool" for d in decisions for e in d["agent"]["trace"])
 
 
@@ -115,7 +115,7 @@ def test_a_tiny_random_core_runs_end_to_end_with_counted_failures(tiny_vlm):
     policy = build_policy("agent", model=str(checkpoint), max_new_tokens=8, max_steps=1, agent_max_attempts=1, cache=False)
     record, decisions = _run(env, policy, _EPISODES[0])
     stats = record["policy_stats"]
-    assert record["num_steps"] == 1 and not record["task_success"]
+    assert record["steps"] == 1 and not record["success"]
     assert stats["model_calls"] >= 2 and stats["agent.tool_call_parse_failures"] >= 1  # random text is no tool plan
     assert stats["planner_output_error"] + stats["fallbacks"] >= 1  # no EB plan either: counted, then the fallback
     assert all(d["agent"]["trace"] for d in decisions)
@@ -187,7 +187,7 @@ def test_learned_backends_load_local_tiny_models_and_serve_their_tools(tmp_path,
     policy = build_policy("agent", model="oracle", agent_tools="learned", detector_model=models["owl"], depth_model=models["depth"], max_steps=4)
     record, decisions = _run(env, policy, _EPISODES[0])
     tools = [e for d in decisions for e in d["agent"]["trace"] if e["role"] == "tool"]
-    assert tools and tools[0]["backend"].startswith("3d-boxes:detector:owl") and not record["task_success"]
+    assert tools and tools[0]["backend"].startswith("3d-boxes:detector:owl") and not record["success"]
 
 
 def test_3d_box_heading_is_the_principal_axis_of_the_points():

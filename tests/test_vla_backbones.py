@@ -44,7 +44,7 @@ def test_closed_loop_chain_on_the_play_table(play_table, tiny_vlm, arch):
     policy = VLAPolicy(model, execute_steps=3)
     record = run_chain(play_table, policy, C.NEUTRAL_ROBOT_OBS, SCENE, ["open_drawer"],
                        ["pull the handle to open the drawer"], ep_len=5)  # fmt: skip
-    (subtask,) = record["subtasks"]
+    (subtask,) = record["extras"]["subtasks"]
     assert subtask["steps"] == 5 and subtask["success"] is False  # an untrained head does not open the drawer
     assert policy.model_calls == 2  # steps 0 and 3: the chunk queue, not one query per step
     assert subtask["idle_steps"] == 0  # every step executed one of the model's actions

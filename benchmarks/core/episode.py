@@ -129,6 +129,9 @@ class ActionStream:
 
 _HOLD = object()  # a latency step without a pending action: the env holds still
 
+#: ``on_step(observation, caption_lines)``: sees every observation of an episode (videos).
+StepHook = Callable[[dict[str, Any], list[str]], None]
+
 
 def _model_calls(policy: Policy) -> float | None:
     """The policy's ``model_calls`` stat (``None`` when it reports none: every call is then a decision)."""
@@ -148,7 +151,7 @@ class AgentLoopResult:
 
 
 def run_agent_loop(env: Any, policy: Policy, obs: dict[str, Any], info: dict[str, Any], *,
-                   on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
+                   on_step: StepHook | None = None,
                    decisions: list[dict[str, Any]] | None = None) -> AgentLoopResult:
     """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the
     episode, ``env.unwrapped.max_steps`` steps are spent, or the policy has ``stopped``.

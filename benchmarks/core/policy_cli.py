@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from benchmarks.core.jsonsafe import json_safe
 from policies.base import Policy
 from policies.cli import (
     InputError,
@@ -140,7 +141,7 @@ def parse_benchmark_args(
                    if f.name in vars(namespace)}
     kwargs = parse_json_option("--policy-kwargs", getattr(config, "policy_kwargs", "{}"))
     _check_user_class(name)
-    spec = PolicySpec(name, _json_safe(options), kwargs)
+    spec = PolicySpec(name, json_safe(options), kwargs)
     policy_config = spec.config()
     if policy_config is not None and hasattr(policy_config, "check_inputs"):
         try:
@@ -185,10 +186,6 @@ def _check_user_class(name: str) -> None:
             load_entry_point(name, what="--policy")
         except (ImportError, AttributeError, ValueError) as e:  # the message names the input and the fix
             raise InputError(str(e)) from None
-
-
-def _json_safe(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}
 
 
 def build_policy_from_spec(spec: PolicySpec, *, defaults: PolicyDefaults | None = None) -> Policy:

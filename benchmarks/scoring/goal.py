@@ -59,6 +59,7 @@ from action_mapping import LMMS_EVAL_STEP_SIZES, Plan, Primitive, StepSizes, par
 from action_mapping import parsing as plan_parsing
 from action_mapping.se3 import rotation_error_angles
 from action_mapping.trajectory import step_count_rows
+from benchmarks.core.jsonsafe import json_safe
 
 KINDS = ("nav", "manip")
 ZERO_TRANSLATION_M = 1e-12  # below this a translation vector counts as "no translation"
@@ -141,31 +142,6 @@ class GoalScore:
                 "parse_errors": self.parse_errors, "steps": self.steps, "metadata": self.metadata,
             }
         )  # fmt: skip
-
-
-_PRINTABLE_INT_BITS = 13_000  # about 3,900 decimal digits, under Python's 4,300-digit str() limit
-
-
-def json_safe(x: Any) -> Any:
-    """Recursively make ``x`` strict-JSON: non-finite floats -> None, tuples/sets -> lists, numpy -> Python."""
-    if isinstance(x, dict):
-        return {str(k): json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    if isinstance(x, (set, frozenset)):
-        return sorted(repr(v) for v in x)
-    if isinstance(x, np.ndarray):
-        return json_safe(x.tolist())
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        # JSON writers print ints in decimal, which raises past 4,300 digits: name such an int instead.
-        return int(x) if int(x).bit_length() <= _PRINTABLE_INT_BITS else f"<int of {int(x).bit_length()} bits>"
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    if x is None or isinstance(x, str):
-        return x
-    return repr(x)
 
 
 @contextlib.contextmanager

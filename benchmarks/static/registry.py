@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 from benchmarks.scoring.result import JudgeScore, SampleScore
 from benchmarks.static.items import Media, StaticItem
+from policies.entry_point import load_entry_point
 
 PROJECT_MODE = "project"
 
@@ -123,8 +123,7 @@ def benchmark_names() -> list[str]:
 def get_benchmark(name: str) -> BenchmarkSpec:
     """The benchmark registered as ``name``."""
     if name in _BUILTINS:
-        module, attribute = _BUILTINS[name].split(":")
-        return getattr(importlib.import_module(module), attribute)()
+        return load_entry_point(_BUILTINS[name], what=f"built-in benchmark {name!r}")()
     if name not in _REGISTRY:
         raise KeyError(f"unknown benchmark {name!r}; registered: {', '.join(benchmark_names())}")
     return _REGISTRY[name]()
