@@ -29,13 +29,8 @@ from action_mapping import (
     plan_to_trajectory,
 )
 from benchmarks.core.timing import wall_and_cpu
-from benchmarks.scoring.goal import (
-    GoalReference,
-    lmms_eval_truths,
-    render_answer,
-    score_lmms_eval_batch,
-    score_paper_batch,
-)
+from benchmarks.scoring.goal import GoalReference, render_answer, score_paper_batch
+from benchmarks.scoring.official.goal_lmms_eval import lmms_eval_truths, score_lmms_eval_batch
 
 MOTIONS = Primitive.camera_motions()
 

@@ -33,7 +33,8 @@ import numpy as np
 from PIL import Image
 
 from action_mapping import Plan, StepSizes, parse_plan, trajectory_to_plan
-from benchmarks.scoring.goal import KINDS, GoalReference, check_lmms_eval_extra_info
+from benchmarks.scoring.goal import KINDS, GoalReference
+from benchmarks.scoring.official.goal_lmms_eval import check_lmms_eval_extra_info
 from policies.cli import InputError
 
 FORMAT = "spatialarena-goal/1"
