@@ -98,8 +98,8 @@ def chain_fingerprint(env: PlayTableEnv, chain: tuple[dict, tuple[str, ...]]) ->
     initial_state, tasks = chain
     robot_obs, scene_obs = initial_env_state(initial_state)
     record = run_chain(env, policy, robot_obs, scene_obs, list(tasks), list(tasks), on_step=on_step)
-    steps = [(s["task"], s["success"], s["steps"]) for s in record["subtasks"]]
-    return {"completed": record["num_completed"], "subtasks": steps, "sha256": digest.hexdigest()}
+    steps = [(s["extras"]["task"], s["success"], s["steps"]) for s in record["extras"]["subtasks"]]
+    return {"completed": record["extras"]["num_completed"], "subtasks": steps, "sha256": digest.hexdigest()}
 
 
 def run_order(order: list[int], chains: list[tuple[dict, tuple[str, ...]]],

@@ -27,7 +27,7 @@ def expert_observations(env: PlayTableEnv, chain: int, subtasks: int) -> tuple[l
     policy.bind(env)
     record = run_chain(env, policy, robot_obs, scene_obs, list(tasks[:subtasks]), list(tasks[:subtasks]),
                        on_step=lambda obs, _: seen.append(np.concatenate([obs["robot_obs"], obs["scene_obs"]])))
-    return seen, [(s["task"], s["success"], s["steps"]) for s in record["subtasks"]]
+    return seen, [(s["extras"]["task"], s["success"], s["steps"]) for s in record["extras"]["subtasks"]]
 
 
 def assert_same_episode(a: tuple[list[np.ndarray], list], b: tuple[list[np.ndarray], list]) -> None:
