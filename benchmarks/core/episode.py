@@ -18,6 +18,7 @@ from typing import Any
 
 from action_mapping import ExecutablePlan, Plan
 from benchmarks.core.latency import Latency, latency_stats
+from envs.wrappers import HoldsStill
 from policies.base import Policy
 
 
@@ -53,13 +54,11 @@ class ActionStream:
 
     def next_action(self, observation: Mapping[str, Any]) -> Any | None:
         action = self._next(observation)
-        if action is _HOLD:
-            noop = getattr(self.env.unwrapped, "noop_action", None)
-            return noop() if noop is not None else None
         if action is None:
             self.idle_steps += 1
-            noop = getattr(self.env.unwrapped, "noop_action", None)
-            return noop() if noop is not None else None
+        if action is None or action is _HOLD:
+            unwrapped = self.env.unwrapped
+            return unwrapped.noop_action() if isinstance(unwrapped, HoldsStill) else None
         return action
 
     def latency_record(self) -> dict[str, Any]:
