@@ -28,15 +28,12 @@ import importlib
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.core.blind import BLIND_RESULTS
 

@@ -11,13 +11,9 @@ on the same work; (2) drawing 10^7 raw 32-bit words from the legacy generator, a
 import argparse
 import os
 import statistics
-import sys
 import tempfile
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.core.timing import time_once
 from envs.calvin import sequences as seq

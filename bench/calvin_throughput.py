@@ -20,13 +20,10 @@ import argparse
 import os
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.calvin import CalvinBenchmark, CalvinConfig
 from benchmarks.core import ProcessExecutor, RunDir, comparable, run_benchmark

@@ -17,15 +17,11 @@ import argparse
 import importlib.util
 import os
 import statistics
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("LP_NUM_THREADS", "1")  # one llvmpipe thread: one core, like the other bench scripts
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 

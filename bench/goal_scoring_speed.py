@@ -13,12 +13,8 @@ import argparse
 import contextlib
 import json
 import statistics
-import sys
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout, not an installed copy
 
 from action_mapping import (
     NAVIGATION_STEP_SIZES,

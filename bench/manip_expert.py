@@ -14,14 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import envs.manipulation  # noqa: F401  (sets the headless GL backend before MuJoCo loads)
 from benchmarks.embodied.manipulation import run_episode

@@ -18,13 +18,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import envs.manipulation  # noqa: F401  (headless GL backend before MuJoCo loads)
 from envs.manipulation.episodes import make_episodes

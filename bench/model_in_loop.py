@@ -37,7 +37,6 @@ os.environ.setdefault("LP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one torch thread per process: workers and server alike
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.core.policy_cli import parse_benchmark_args  # noqa: E402
 from benchmarks.embodied import FAMILIES, EmbodiedBenchmark, EmbodiedConfig, EmbodiedWorker  # noqa: E402

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
 
 def _parse() -> argparse.Namespace:
@@ -27,7 +25,6 @@ def _parse() -> argparse.Namespace:
 
 
 os.environ.setdefault("MUJOCO_GL", "egl")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gymnasium as gym  # noqa: E402
 import mujoco  # noqa: E402

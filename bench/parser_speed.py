@@ -22,11 +22,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from action_mapping import parsing as plan_parsing
 from benchmarks.scoring import parsers

@@ -14,12 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from benchmarks.core.timing import median_time
 from benchmarks.static import get_benchmark

@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not an installed copy
-
-from bench.vla_learning import demonstrations, held_out_starts, wilson_interval
+try:  # imported as bench.vla_compare (the tests), or run as a script with bench/ first on sys.path
+    from bench.vla_learning import demonstrations, held_out_starts, wilson_interval
+except ModuleNotFoundError:
+    from vla_learning import demonstrations, held_out_starts, wilson_interval
 
 TINY_DEFAULT = ("tiny-qwen2.5-vl,tiny-qwen3-vl,tiny-qwen3-vl-moe,tiny-paligemma,tiny-paligemma2,tiny-kosmos2,"
                 "tiny-internvl,tiny-gemma3,tiny-smolvlm,tiny-llava-onevision")

@@ -16,14 +16,10 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.core.timing import median_time
 
