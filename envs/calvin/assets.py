@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.calvin import constants as C
+from envs.calvin.looks import Look, dress_urdf
 from envs.files import atomic_write_text
 
 Vec3 = tuple[float, float, float]
@@ -31,6 +32,10 @@ WOOD: RGBA = (0.80, 0.66, 0.48, 1.0)
 DARK: RGBA = (0.15, 0.15, 0.15, 1.0)
 GREY: RGBA = (0.45, 0.45, 0.45, 1.0)
 FLOOR: RGBA = (0.35, 0.35, 0.37, 1.0)
+# CALVIN's own colours where they differ (see envs/calvin/looks.py for the textured ones)
+HANDLE_GREY: RGBA = (0.396, 0.396, 0.396, 1.0)
+SWITCH_GREY: RGBA = (0.4, 0.4, 0.4, 1.0)
+BLACK: RGBA = (0.0, 0.0, 0.0, 1.0)
 
 # Grip points in their link frames (the scripted expert aims at them).
 SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame: x along the track, z out of the cabinet
@@ -355,15 +360,21 @@ def write_cached(directory: Path, stem: str, text: str) -> str:
     return path.as_posix()
 
 
+#: The table as CALVIN shows it: wood everywhere but grey handles and switch and a black button.
+TABLE_LOOK = Look(textured={WHITE: "wood", WOOD: "wood"},
+                  recolour={"*": {DARK: HANDLE_GREY, GREY: SWITCH_GREY}, "button_link": {DARK: BLACK}})
+FLOOR_LOOK = Look(textured={FLOOR: "checker"})
+
+
 def generated_assets(pybullet_data_dir: str, robot_detail: str = "collision",
                      cache_dir: Path | None = None) -> AssetPaths:
     """Write (or reuse) every generated URDF and return their paths."""
     d = cache_dir or default_cache_dir()
     blocks = {c: write_cached(d, f"block_{c}", block_urdf(c)) for c in C.BLOCK_COLORS}
     return AssetPaths(
-        table=write_cached(d, "calvin_table_D", table_urdf()),
+        table=write_cached(d, "calvin_table_D", dress_urdf(table_urdf(), TABLE_LOOK, d, "table")),
         robot=write_cached(d, f"panda_longer_finger_{robot_detail}", robot_urdf(pybullet_data_dir, robot_detail)),
-        plane=write_cached(d, "plane", plane_urdf()),
+        plane=write_cached(d, "plane", dress_urdf(plane_urdf(), FLOOR_LOOK, d, "plane")),
         blocks=blocks,
     )
 
