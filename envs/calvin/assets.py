@@ -36,6 +36,7 @@ FLOOR: RGBA = (0.35, 0.35, 0.37, 1.0)
 HANDLE_GREY: RGBA = (0.396, 0.396, 0.396, 1.0)
 SWITCH_GREY: RGBA = (0.4, 0.4, 0.4, 1.0)
 BLACK: RGBA = (0.0, 0.0, 0.0, 1.0)
+WHITE_ARM: RGBA = (1.0, 1.0, 1.0, 1.0)  # the Panda's "panda_white"
 
 # Grip points in their link frames (the scripted expert aims at them).
 SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame: x along the track, z out of the cabinet
@@ -178,10 +179,7 @@ def _table_base() -> Link:
     top = C.WORK_SURFACE_Z
     geoms = (
         _box((-0.441, -0.181, 0.405), (0.441, 0.02, top), WOOD),  # table top in front of the cabinet
-        _box((-0.441, -0.181, 0.0), (-0.411, 0.181, 0.405)),  # left side panel
-        _box((0.411, -0.181, 0.0), (0.441, 0.181, 0.405)),  # right side panel
-        _box((-0.411, 0.151, 0.0), (0.411, 0.181, 0.40)),  # back panel
-        _box((-0.411, -0.181, 0.30), (0.0, -0.161, 0.405)),  # front apron left of the drawer
+        *_legs_and_apron(),
         _box((-0.441, 0.161, 0.40), (0.441, 0.181, 0.648)),  # cabinet back wall
         _box((-0.441, 0.13, 0.628), (0.441, 0.181, 0.648)),  # cabinet roof (LED and lightbulb sit on it)
         _slope_box((-0.441, -0.38), (0.0, 0.217), (-0.16, 0.0)),  # cabinet left wall, behind the front slope
@@ -190,6 +188,20 @@ def _table_base() -> Link:
         Geom("cylinder", (0.036, 0.015), (C.BUTTON_ORIGIN[0], C.BUTTON_ORIGIN[1], top + 0.0075), rgba=GREY),
     )
     return Link("base_link", geoms, mass=0.0)
+
+
+def _legs_and_apron() -> tuple[Geom, ...]:
+    """CALVIN's open table: four 4 x 3.2 cm legs at the corners and a 10 cm apron under the top, solid left
+    of the drawer (the drawer runs in the gap on the right)."""
+    legs = tuple(_box((min(sx * 0.40, sx * 0.441), min(sy * 0.148, sy * 0.181), 0.0),
+                      (max(sx * 0.40, sx * 0.441), max(sy * 0.148, sy * 0.181), 0.405))
+                 for sx in (-1, 1) for sy in (-1, 1))
+    apron = (
+        _box((-0.42, -0.16, 0.30), (-0.02, 0.16, 0.405)),  # solid left of the drawer
+        _box((0.38, -0.16, 0.30), (0.42, 0.16, 0.405)),  # right of the drawer
+        _box((-0.02, 0.14, 0.30), (0.38, 0.16, 0.405)),  # behind the drawer
+    )
+    return legs + apron
 
 
 def _slide_link() -> Link:
@@ -364,6 +376,8 @@ def write_cached(directory: Path, stem: str, text: str) -> str:
 TABLE_LOOK = Look(textured={WHITE: "wood", WOOD: "wood"},
                   recolour={"*": {DARK: HANDLE_GREY, GREY: SWITCH_GREY}, "button_link": {DARK: BLACK}})
 FLOOR_LOOK = Look(textured={FLOOR: "checker"})
+#: CALVIN's longer fingers are white, like the rest of the arm.
+ROBOT_LOOK = Look(textured={}, recolour={f"panda_{side}finger": {GREY: WHITE_ARM} for side in ("left", "right")})
 
 
 def generated_assets(pybullet_data_dir: str, robot_detail: str = "collision",
@@ -373,7 +387,8 @@ def generated_assets(pybullet_data_dir: str, robot_detail: str = "collision",
     blocks = {c: write_cached(d, f"block_{c}", block_urdf(c)) for c in C.BLOCK_COLORS}
     return AssetPaths(
         table=write_cached(d, "calvin_table_D", dress_urdf(table_urdf(), TABLE_LOOK, d, "table")),
-        robot=write_cached(d, f"panda_longer_finger_{robot_detail}", robot_urdf(pybullet_data_dir, robot_detail)),
+        robot=write_cached(d, f"panda_longer_finger_{robot_detail}",
+                           dress_urdf(robot_urdf(pybullet_data_dir, robot_detail), ROBOT_LOOK, d, "robot")),
         plane=write_cached(d, "plane", dress_urdf(plane_urdf(), FLOOR_LOOK, d, "plane")),
         blocks=blocks,
     )
