@@ -179,7 +179,8 @@ def main() -> None:
     print(f"calvin_env {sources['path']} commit {sources['commit']}")
     sequences = [(s, list(t)) for s, t in get_sequences(args.chains)]
     starts = [initial_env_state(s) for s, _ in get_sequences(max(args.image_chains, 1))]
-    out: dict[str, Any] = {"title": f"CALVIN parity: built-in table vs calvin_env ({args.chains} chains)",
+    scope = f"{args.chains} chains" if "expert" in parts else ", ".join(parts)
+    out: dict[str, Any] = {"title": f"CALVIN parity: built-in table vs calvin_env ({scope})",
                            "source": "bench/calvin_parity.py", "command": " ".join(["python", *sys.argv]),
                            "chains": args.chains, "calvin_env_commit": sources["commit"],
                            "date": datetime.date.today().isoformat(), "machine": args.machine, "parts": parts}

@@ -4,6 +4,7 @@ regions have CALVIN's colours (oak table, light checkerboard floor, white arm)."
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -60,7 +61,7 @@ def test_dressed_assets_are_content_addressed(tmp_path):
     files = sorted(p.name for p in tmp_path.iterdir())
     assert generated_assets(pybullet_data.getDataPath(), cache_dir=tmp_path) == first
     assert sorted(p.name for p in tmp_path.iterdir()) == files  # nothing new the second time
-    table = open(first.table).read()
+    table = Path(first.table).read_text()
     meshes = [line.split('"')[1] for line in table.splitlines() if "<mesh" in line]
     assert meshes and all((tmp_path / m).is_file() for m in meshes)
     assert any(name.startswith("wood-") and name.endswith(".png") for name in files)

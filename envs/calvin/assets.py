@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.calvin import constants as C
-from envs.calvin.looks import Look, dress_urdf
+from envs.calvin.looks import WOOD_MEAN, Look, dress_urdf
 from envs.files import atomic_write_text
 
 Vec3 = tuple[float, float, float]
@@ -37,6 +37,7 @@ HANDLE_GREY: RGBA = (0.396, 0.396, 0.396, 1.0)
 SWITCH_GREY: RGBA = (0.4, 0.4, 0.4, 1.0)
 BLACK: RGBA = (0.0, 0.0, 0.0, 1.0)
 WHITE_ARM: RGBA = (1.0, 1.0, 1.0, 1.0)  # the Panda's "panda_white"
+WOOD_PLAIN: RGBA = (WOOD_MEAN[0] / 255, WOOD_MEAN[1] / 255, WOOD_MEAN[2] / 255, 1.0)  # the wood's mean, for round parts
 
 # Grip points in their link frames (the scripted expert aims at them).
 SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame: x along the track, z out of the cabinet
@@ -374,7 +375,8 @@ def write_cached(directory: Path, stem: str, text: str) -> str:
 
 #: The table as CALVIN shows it: wood everywhere but grey handles and switch and a black button.
 TABLE_LOOK = Look(textured={WHITE: "wood", WOOD: "wood"},
-                  recolour={"*": {DARK: HANDLE_GREY, GREY: SWITCH_GREY}, "button_link": {DARK: BLACK}})
+                  recolour={"*": {DARK: HANDLE_GREY, GREY: SWITCH_GREY}, "button_link": {DARK: BLACK},
+                            "base_link": {GREY: WOOD_PLAIN}})  # the button's housing is part of the table
 FLOOR_LOOK = Look(textured={FLOOR: "checker"})
 #: CALVIN's longer fingers are white, like the rest of the arm.
 ROBOT_LOOK = Look(textured={}, recolour={f"panda_{side}finger": {GREY: WHITE_ARM} for side in ("left", "right")})

@@ -70,15 +70,18 @@ def _periodic_noise(rng: np.random.Generator, shape: tuple[int, int], cutoff: tu
 
 @cache
 def wood_texture(size: int = WOOD_TEXELS_PER_M, seed: int = 0) -> np.ndarray:
-    """A seamless ``size x size`` wood tile, grain along its rows (texture u): streaks that vary fast
-    across the grain and slowly along it, bent by a gentle low-frequency wave."""
+    """A seamless ``size x size`` wood tile, grain along its rows (texture u): soft streaks that vary fast
+    across the grain and slowly along it, thin dark grain lines, and broad light/dark patches."""
     rng = np.random.default_rng(seed)
     streaks = 0.75 * _periodic_noise(rng, (size, size), (24.0, 1.5)) + 0.5 * _periodic_noise(rng, (size, size), (6.0, 1.0))
-    tone = _periodic_noise(rng, (size, size), (2.0, 2.0))  # broad light/dark patches
-    value = (streaks + 0.4 * tone) / np.sqrt(0.75**2 + 0.5**2 + 0.4**2)
-    # darker grain is also redder and less saturated, as in oak: scale each channel by its mean
+    tone = _periodic_noise(rng, (size, size), (2.0, 2.0))
+    fine = _periodic_noise(rng, (size, size), (48.0, 3.0))
+    lines = -np.clip(fine - 1.6, 0.0, None) * 2.5  # the darkest few per cent of a fine noise: thin dark lines
+    value = streaks + 0.4 * tone + lines
+    value = (value - value.mean()) / value.std()
+    # darker grain is redder, as in oak: each channel moves in proportion to its mean
     mean = np.asarray(WOOD_MEAN)
-    rgb = mean[None, None, :] + WOOD_GRAIN_STD * value[..., None] * (mean / mean[0])[None, None, :] * 1.3
+    rgb = mean[None, None, :] + WOOD_GRAIN_STD * value[..., None] * (mean / mean.mean())[None, None, :]
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
 
@@ -136,22 +139,19 @@ def add_box(mesh: ObjMesh, size: np.ndarray, xyz: np.ndarray, rot: np.ndarray, u
     """A box's six faces; on each, texture u runs along the box's longest side in that face (the grain)
     and both coordinates are metres from the box's centre times ``uv_per_m`` (the texture repeats)."""
     half = np.asarray(size, dtype=float) / 2
+    eye = np.eye(3)
     for axis in range(3):
         others = [a for a in range(3) if a != axis]
         along, across = sorted(others, key=lambda a: -size[a])  # grain along the longer in-face side
+        # (along, across, axis) is an even permutation of (0, 1, 2) exactly when u x v = +axis
+        even = (along, across, axis) in ((0, 1, 2), (1, 2, 0), (2, 0, 1))
         for sign in (1.0, -1.0):
-            normal = np.zeros(3)
-            normal[axis] = sign
-            e_u, e_v = np.zeros(3), np.zeros(3)
-            e_u[along], e_v[across] = 1.0, 1.0
-            if np.dot(np.cross(e_u, e_v), normal) < 0:  # keep the quad counter-clockwise from outside
-                e_v = -e_v
-            corners, uvs = [], []
-            for su, sv in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
-                local = normal * half + su * e_u * half + sv * e_v * half
-                corners.append(xyz + rot @ local)
-                uvs.append((float(local @ e_u) * uv_per_m, float(local @ e_v) * uv_per_m))
-            mesh.quad(np.array(corners), np.array(uvs), rot @ normal)
+            normal = sign * eye[axis]
+            e_u = eye[along] * half[along]
+            e_v = eye[across] * half[across] * (1.0 if even == (sign > 0) else -1.0)  # counter-clockwise from outside
+            local = normal * half[axis] + np.array([-e_u - e_v, e_u - e_v, e_u + e_v, -e_u + e_v])
+            uvs = np.array([(-1, -1), (1, -1), (1, 1), (-1, 1)]) * uv_per_m * np.array([half[along], half[across]])
+            mesh.quad(xyz + local @ rot.T, uvs, rot @ normal)
 
 
 # --------------------------------------------------------------------------------------------- URDF
@@ -178,34 +178,34 @@ def _key(rgba: RGBA) -> RGBA:
     return tuple(round(float(x), 4) for x in rgba)  # type: ignore[return-value]
 
 
-def _write_once(directory: Path, stem: str, suffix: str, data: bytes) -> str:
-    """Write ``data`` once as ``stem-<sha256 prefix>suffix`` and return the file name (not the path)."""
-    name = f"{stem}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
-    path = directory / name
-    if not path.exists():
-        atomic_write_bytes(path, data)
-    return name
+def _named(stem: str, suffix: str, data: bytes) -> str:
+    """A content-addressed file name: ``stem-<sha256 prefix>suffix``."""
+    return f"{stem}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
 
 
-def texture_file(directory: Path, texture: str) -> str:
-    """The cached PNG of a named texture (written on first use)."""
-    return _write_once(directory, texture, ".png", png_bytes(TEXTURES[texture]()))
+@cache
+def texture_png(texture: str) -> tuple[str, bytes]:
+    """File name and bytes of a named texture's PNG."""
+    data = png_bytes(TEXTURES[texture]())
+    return _named(texture, ".png", data), data
 
 
-def mesh_file(directory: Path, stem: str, mesh: ObjMesh, texture: str) -> str:
-    """Write ``mesh`` with a material showing ``texture`` (OBJ + MTL + PNG, content-addressed); returns
-    the OBJ's file name in ``directory``."""
-    png = texture_file(directory, texture)
+def mesh_files(stem: str, mesh: ObjMesh, texture: str) -> dict[str, bytes]:
+    """OBJ, MTL and PNG files (name -> bytes) showing ``mesh`` with ``texture``; the OBJ comes first."""
+    png, png_data = texture_png(texture)
     # PyBullet multiplies the texture by the URDF's white: Kd 1 keeps the texture's own colours
-    mtl = _write_once(directory, stem, ".mtl", f"newmtl skin\nKa 1 1 1\nKd 1 1 1\nKs 0 0 0\nmap_Kd {png}\n".encode())
-    return _write_once(directory, stem, ".obj", mesh.text(mtl).encode())
+    mtl_data = f"newmtl skin\nKa 1 1 1\nKd 1 1 1\nKs 0 0 0\nmap_Kd {png}\n".encode()
+    mtl = _named(stem, ".mtl", mtl_data)
+    obj_data = mesh.text(mtl).encode()
+    return {_named(stem, ".obj", obj_data): obj_data, mtl: mtl_data, png: png_data}
 
 
 def _floats(text: str | None) -> np.ndarray:
     return np.array([float(x) for x in (text or "0 0 0").split()])
 
 
-def _dress_link(link: ET.Element, look: Look, directory: Path, stem: str) -> None:
+def _dress_link(link: ET.Element, look: Look, stem: str, files: dict[str, bytes]) -> None:
+    """Dress one link in place; the files its meshes need are added to ``files``."""
     meshes: dict[str, ObjMesh] = {}
     recolour = {**look.recolour.get("*", {}), **look.recolour.get(link.get("name", ""), {})}
     for visual in list(link.findall("visual")):
@@ -223,7 +223,9 @@ def _dress_link(link: ET.Element, look: Look, directory: Path, stem: str) -> Non
         elif color is not None and rgba in recolour:
             color.set("rgba", " ".join(f"{x:.6g}" for x in recolour[rgba]))
     for texture, mesh in meshes.items():
-        name = mesh_file(directory, f"{stem}_{link.get('name')}_{texture}", mesh, texture)
+        written = mesh_files(f"{stem}_{link.get('name')}_{texture}", mesh, texture)
+        files.update(written)
+        name = next(iter(written))
         visual = ET.Element("visual")
         ET.SubElement(visual, "origin", xyz="0 0 0", rpy="0 0 0")
         ET.SubElement(ET.SubElement(visual, "geometry"), "mesh", filename=name)
@@ -239,11 +241,28 @@ def _first_visual_index(link: ET.Element) -> int:
 
 
 def dress_urdf(urdf: str, look: Look, directory: Path, stem: str) -> str:
-    """``urdf`` with its visuals dressed per ``look``; meshes and textures are written into ``directory``
-    (the URDF must be written there too: mesh file names are relative to it)."""
+    """``urdf`` with its visuals dressed per ``look``; the meshes and textures it names are written into
+    ``directory`` unless there already (the URDF must be written there too: mesh names are relative)."""
+    text, files = _dressed(urdf, look, stem)
     directory.mkdir(parents=True, exist_ok=True)
-    root = ET.fromstring(urdf)
-    for link in root.iter("link"):
-        _dress_link(link, look, directory, stem)
-    ET.indent(root)
-    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    for name, data in files.items():
+        if not (directory / name).exists():
+            atomic_write_bytes(directory / name, data)
+    return text
+
+
+_DRESSED: dict[tuple[str, str, str], tuple[str, dict[str, bytes]]] = {}
+
+
+def _dressed(urdf: str, look: Look, stem: str) -> tuple[str, dict[str, bytes]]:
+    """The dressed URDF text and the files it names; computed once per process for each input (every new
+    env calls :func:`dress_urdf`)."""
+    key = (urdf, repr(look), stem)
+    if key not in _DRESSED:
+        root = ET.fromstring(urdf)
+        files: dict[str, bytes] = {}
+        for link in root.iter("link"):
+            _dress_link(link, look, stem, files)
+        ET.indent(root)
+        _DRESSED[key] = ('<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n", files)
+    return _DRESSED[key]
