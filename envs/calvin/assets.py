@@ -6,7 +6,9 @@ The robot is the Franka Panda of the ``pybullet_data`` package with CALVIN's eva
 longer fingers, a ``tcp`` link 0.14 m down the hand's z axis and a ``gripper_cam`` link.
 
 Files are content-addressed (``name-<hash>.urdf``) and written atomically, so parallel workers share them
-and a given version of this module always produces byte-identical assets.
+and a given version of this module always produces byte-identical assets. :func:`generated_assets` dresses
+the table, floor and fingers as CALVIN's look (generated wood and checker textures, CALVIN's colours; see
+:mod:`envs.calvin.looks`); the ``*_urdf`` functions return the plain-coloured documents.
 """
 
 from __future__ import annotations
