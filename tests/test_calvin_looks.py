@@ -50,8 +50,9 @@ def test_box_mesh_faces_point_outwards_with_metric_uvs():
         n = np.cross(p[1] - p[0], p[2] - p[0])
         assert np.dot(n, p.mean(0)) > 0, f"face {k} winds inwards"
         assert np.allclose(n / np.linalg.norm(n), mesh.normals[a[2] - 1])
-    uvs = np.array(mesh.uvs)
-    assert np.isclose(np.ptp(uvs[:4, 0]), 0.4) or np.isclose(np.ptp(uvs[:4, 0]), 0.2)  # grain: the longer side
+    uvs = np.array(mesh.uvs).reshape(6, 4, 2)  # per face: metres along (u) and across (v) the grain
+    spans = sorted((round(float(np.ptp(f[:, 0])), 6), round(float(np.ptp(f[:, 1])), 6)) for f in uvs)
+    assert spans == [(0.2, 0.1), (0.2, 0.1), (0.4, 0.1), (0.4, 0.1), (0.4, 0.2), (0.4, 0.2)]  # u: the longer side
 
 
 def test_dressed_assets_are_content_addressed(tmp_path):
