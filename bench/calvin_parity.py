@@ -13,9 +13,11 @@ from the checkout's own configuration). It reports
 - env steps/s with both cameras, the static camera only and none, and each env's ratio to calvin_env's,
   and the mean reset time without cameras,
 
-and ends with one JSON line (``--json`` also writes it to a file).
+and ends with one JSON line (``--json`` also writes it to a file). ``--only`` runs some of the four parts
+(``expert``, ``trajectory``, ``images``, ``speed``); the JSON line then holds their numbers only.
 
     python bench/calvin_parity.py --calvin-env /path/to/calvin_env --chains 20
+    python bench/calvin_parity.py --calvin-env /path/to/calvin_env --only images,speed
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from envs.calvin.sequences import get_sequences, initial_env_state
 from policies.experts.calvin import ScriptedExpert
 
 ENVS = ("builtin", "assets", "official")
+PARTS = ("expert", "trajectory", "images", "speed")
 #: The JSON line's headline numbers, repeated under "metrics" for the docs' results pages.
 HEADLINE = ("avg_len_builtin", "avg_len_assets", "avg_len_official", "static_mad_builtin", "gripper_mad_builtin",
             "static_mad_assets", "speed_ratio_both_cameras", "speed_ratio_static", "speed_ratio_no_camera")
@@ -168,28 +171,65 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timings per env and camera set (median)")
     parser.add_argument("--machine", default=platform.node(), help="machine label for the JSON line")
     parser.add_argument("--json", default="", help="also write the JSON line to this file")
+    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts to run, of {','.join(PARTS)}")
     args = parser.parse_args()
+    parts = parse_parts(args.only)
     make = factories(args.calvin_env)
     sources = calvin_env_sources(args.calvin_env)
     print(f"calvin_env {sources['path']} commit {sources['commit']}")
     sequences = [(s, list(t)) for s, t in get_sequences(args.chains)]
     starts = [initial_env_state(s) for s, _ in get_sequences(max(args.image_chains, 1))]
-    out: dict[str, Any] = {"title": f"CALVIN parity: built-in table vs calvin_env ({args.chains} chains)",
+    scope = f"{args.chains} chains" if "expert" in parts else ", ".join(parts)
+    out: dict[str, Any] = {"title": f"CALVIN parity: built-in table vs calvin_env ({scope})",
                            "source": "bench/calvin_parity.py", "command": " ".join(["python", *sys.argv]),
                            "chains": args.chains, "calvin_env_commit": sources["commit"],
-                           "date": datetime.date.today().isoformat(), "machine": args.machine}
+                           "date": datetime.date.today().isoformat(), "machine": args.machine, "parts": parts}
 
+    if "expert" in parts:
+        out.update(expert_part(make, sequences, args.chains))
+    actions = fixed_actions(args.steps)
+    if "trajectory" in parts:
+        out.update(trajectory_part(make, starts[0], actions))
+    if "images" in parts:
+        out.update(images_part(make, starts[:args.image_chains]))
+    if "speed" in parts:
+        out.update(speed_part(make, starts, actions, args.repeats))
+    out["metrics"] = {k: out[k] for k in HEADLINE if k in out}
+    line = json.dumps(out)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(line + "\n")
+    print(line)
+
+
+def parse_parts(text: str) -> list[str]:
+    """The ``--only`` list; a one-line error names an unknown part."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown or not parts:
+        raise SystemExit(f"--only {text!r}: unknown part(s) {unknown}; choose from {','.join(PARTS)}")
+    return parts
+
+
+def expert_part(make: dict[str, Factory], sequences: list[tuple[dict, list[str]]], chains: int) -> dict[str, Any]:
+    """The expert on the first ``chains`` chains in every env."""
+    out: dict[str, Any] = {}
     results = {name: expert_chains(make[name], sequences) for name in ENVS}
-    differ = print_expert(results, args.chains)
+    differ = print_expert(results, chains)
     for name, r in results.items():
         out[f"avg_len_{name}"] = round(avg_len(r["lengths"]), 4)
         out[f"lengths_{name}"] = r["lengths"]
         out[f"task_success_{name}"] = {t: list(v) for t, v in sorted(r["per_task"].items())}
     out["chains_differ_builtin_official"] = differ
+    return out
 
-    actions = fixed_actions(args.steps)
-    trajs = {name: trajectory(make[name], starts[0], actions) for name in ENVS}
-    print(f"\n## Fixed action sequence ({args.steps} steps from chain 0): max |difference| from official\n")
+
+def trajectory_part(make: dict[str, Factory], start: tuple[np.ndarray, np.ndarray],
+                    actions: np.ndarray) -> dict[str, Any]:
+    """Largest differences from calvin_env over the fixed action sequence."""
+    out: dict[str, Any] = {}
+    trajs = {name: trajectory(make[name], start, actions) for name in ENVS}
+    print(f"\n## Fixed action sequence ({len(actions)} steps from chain 0): max |difference| from official\n")
     print("| env | robot_obs TCP xyz (m) | robot_obs joints (rad) | scene_obs |\n|---|---|---|---|")
     for name in ("builtin", "assets"):
         d_robot = np.abs(trajs[name]["robot_obs"] - trajs["official"]["robot_obs"])
@@ -197,9 +237,14 @@ def main() -> None:
         tcp, joints = float(d_robot[:, :3].max()), float(d_robot[:, 7:14].max())
         print(f"| {name} | {tcp:.2e} | {joints:.2e} | {d_scene:.2e} |")
         out[f"traj_tcp_max_{name}"], out[f"traj_joints_max_{name}"], out[f"traj_scene_max_{name}"] = tcp, joints, d_scene
+    return out
 
-    images = {name: initial_images(make[name], starts[:args.image_chains]) for name in ENVS}
-    print(f"\n## Images at the initial states of the first {args.image_chains} chains: mean |difference| from "
+
+def images_part(make: dict[str, Factory], starts: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """Mean absolute image differences from calvin_env at the given initial states."""
+    out: dict[str, Any] = {}
+    images = {name: initial_images(make[name], starts) for name in ENVS}
+    print(f"\n## Images at the initial states of the first {len(starts)} chains: mean |difference| from "
           "official (0-255)\n")
     print("| env | static | gripper |\n|---|---|---|")
     for name in ("builtin", "assets"):
@@ -208,10 +253,16 @@ def main() -> None:
                 for cam in ("static", "gripper")}
         print(f"| {name} | {mads['static']:.2f} | {mads['gripper']:.2f} |")
         out[f"static_mad_{name}"], out[f"gripper_mad_{name}"] = round(mads["static"], 3), round(mads["gripper"], 3)
+    return out
 
+
+def speed_part(make: dict[str, Factory], starts: list[tuple[np.ndarray, np.ndarray]], actions: np.ndarray,
+               repeats: int) -> dict[str, Any]:
+    """Steps/s per camera set and reset time, each env against calvin_env."""
+    out: dict[str, Any] = {}
     camera_sets = {"both_cameras": ("static", "gripper"), "static": ("static",), "no_camera": ()}
-    rates = step_rates({name: make[name] for name in ENVS}, camera_sets, starts[0], actions, args.repeats)
-    resets = {name: reset_ms(make[name], starts[:args.image_chains]) for name in ENVS}
+    rates = step_rates({name: make[name] for name in ENVS}, camera_sets, starts[0], actions, repeats)
+    resets = {name: reset_ms(make[name], starts) for name in ENVS}
     print("\n## Speed: env steps/s (ratio to official), reset ms without cameras\n")
     print("| env | " + " | ".join(camera_sets) + " | reset ms |\n|---|" + "---|" * (len(camera_sets) + 1))
     for name in ENVS:
@@ -223,12 +274,7 @@ def main() -> None:
     for k in camera_sets:
         out[f"speed_ratio_{k}"] = round(rates["builtin"][k] / rates["official"][k], 3)
         out[f"speed_ratio_{k}_assets"] = round(rates["assets"][k] / rates["official"][k], 3)
-    out["metrics"] = {k: out[k] for k in HEADLINE}
-    line = json.dumps(out)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(line + "\n")
-    print(line)
+    return out
 
 
 if __name__ == "__main__":

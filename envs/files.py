@@ -131,13 +131,18 @@ def file_mode() -> int:
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = False) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename (readers never see
     half a file), with the file mode a plain ``open()`` would give."""
+    return atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool = False) -> Path:
+    """:func:`atomic_write_text` for bytes (generated textures, say)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
             if fsync:
                 stream.flush()
                 os.fsync(stream.fileno())

@@ -6,7 +6,9 @@ The robot is the Franka Panda of the ``pybullet_data`` package with CALVIN's eva
 longer fingers, a ``tcp`` link 0.14 m down the hand's z axis and a ``gripper_cam`` link.
 
 Files are content-addressed (``name-<hash>.urdf``) and written atomically, so parallel workers share them
-and a given version of this module always produces byte-identical assets.
+and a given version of this module always produces byte-identical assets. :func:`generated_assets` dresses
+the table, floor and fingers as CALVIN's look (generated wood and checker textures, CALVIN's colours; see
+:mod:`envs.calvin.looks`); the ``*_urdf`` functions return the plain-coloured documents.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.calvin import constants as C
+from envs.calvin.looks import WOOD_MEAN, Look, dress_urdf
 from envs.files import atomic_write_text
 
 Vec3 = tuple[float, float, float]
@@ -31,6 +34,12 @@ WOOD: RGBA = (0.80, 0.66, 0.48, 1.0)
 DARK: RGBA = (0.15, 0.15, 0.15, 1.0)
 GREY: RGBA = (0.45, 0.45, 0.45, 1.0)
 FLOOR: RGBA = (0.35, 0.35, 0.37, 1.0)
+# CALVIN's own colours where they differ (see envs/calvin/looks.py for the textured ones)
+HANDLE_GREY: RGBA = (0.396, 0.396, 0.396, 1.0)
+SWITCH_GREY: RGBA = (0.4, 0.4, 0.4, 1.0)
+BLACK: RGBA = (0.0, 0.0, 0.0, 1.0)
+WHITE_ARM: RGBA = (1.0, 1.0, 1.0, 1.0)  # the Panda's "panda_white"
+WOOD_PLAIN: RGBA = (WOOD_MEAN[0] / 255, WOOD_MEAN[1] / 255, WOOD_MEAN[2] / 255, 1.0)  # the wood's mean, for round parts
 
 # Grip points in their link frames (the scripted expert aims at them).
 SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame: x along the track, z out of the cabinet
@@ -173,10 +182,7 @@ def _table_base() -> Link:
     top = C.WORK_SURFACE_Z
     geoms = (
         _box((-0.441, -0.181, 0.405), (0.441, 0.02, top), WOOD),  # table top in front of the cabinet
-        _box((-0.441, -0.181, 0.0), (-0.411, 0.181, 0.405)),  # left side panel
-        _box((0.411, -0.181, 0.0), (0.441, 0.181, 0.405)),  # right side panel
-        _box((-0.411, 0.151, 0.0), (0.411, 0.181, 0.40)),  # back panel
-        _box((-0.411, -0.181, 0.30), (0.0, -0.161, 0.405)),  # front apron left of the drawer
+        *_legs_and_apron(),
         _box((-0.441, 0.161, 0.40), (0.441, 0.181, 0.648)),  # cabinet back wall
         _box((-0.441, 0.13, 0.628), (0.441, 0.181, 0.648)),  # cabinet roof (LED and lightbulb sit on it)
         _slope_box((-0.441, -0.38), (0.0, 0.217), (-0.16, 0.0)),  # cabinet left wall, behind the front slope
@@ -185,6 +191,21 @@ def _table_base() -> Link:
         Geom("cylinder", (0.036, 0.015), (C.BUTTON_ORIGIN[0], C.BUTTON_ORIGIN[1], top + 0.0075), rgba=GREY),
     )
     return Link("base_link", geoms, mass=0.0)
+
+
+def _legs_and_apron() -> tuple[Geom, ...]:
+    """CALVIN's open table: four 4 x 3.2 cm legs at the corners and a 10 cm apron under the top, solid left
+    of the drawer (the drawer runs in the gap on the right; the apron closes in on its front panel, 0.01 to
+    0.35 m in x, so that no floor shows beside it)."""
+    legs = tuple(_box((min(sx * 0.40, sx * 0.441), min(sy * 0.148, sy * 0.181), 0.0),
+                      (max(sx * 0.40, sx * 0.441), max(sy * 0.148, sy * 0.181), 0.405))
+                 for sx in (-1, 1) for sy in (-1, 1))
+    apron = (
+        _box((-0.42, -0.16, 0.30), (0.005, 0.16, 0.405)),  # solid left of the drawer
+        _box((0.36, -0.181, 0.30), (0.42, 0.16, 0.405)),  # right of the drawer, flush with the legs
+        _box((0.005, 0.14, 0.30), (0.36, 0.16, 0.405)),  # behind the drawer
+    )
+    return legs + apron
 
 
 def _slide_link() -> Link:
@@ -355,15 +376,25 @@ def write_cached(directory: Path, stem: str, text: str) -> str:
     return path.as_posix()
 
 
+#: The table as CALVIN shows it: wood everywhere but grey handles and switch and a black button.
+TABLE_LOOK = Look(textured={WHITE: "wood", WOOD: "wood"},
+                  recolour={"*": {DARK: HANDLE_GREY, GREY: SWITCH_GREY}, "button_link": {DARK: BLACK},
+                            "base_link": {GREY: WOOD_PLAIN}})  # the button's housing is part of the table
+FLOOR_LOOK = Look(textured={FLOOR: "checker"})
+#: CALVIN's longer fingers are white, like the rest of the arm.
+ROBOT_LOOK = Look(textured={}, recolour={f"panda_{side}finger": {GREY: WHITE_ARM} for side in ("left", "right")})
+
+
 def generated_assets(pybullet_data_dir: str, robot_detail: str = "collision",
                      cache_dir: Path | None = None) -> AssetPaths:
     """Write (or reuse) every generated URDF and return their paths."""
     d = cache_dir or default_cache_dir()
     blocks = {c: write_cached(d, f"block_{c}", block_urdf(c)) for c in C.BLOCK_COLORS}
     return AssetPaths(
-        table=write_cached(d, "calvin_table_D", table_urdf()),
-        robot=write_cached(d, f"panda_longer_finger_{robot_detail}", robot_urdf(pybullet_data_dir, robot_detail)),
-        plane=write_cached(d, "plane", plane_urdf()),
+        table=write_cached(d, "calvin_table_D", dress_urdf(table_urdf(), TABLE_LOOK, d, "table")),
+        robot=write_cached(d, f"panda_longer_finger_{robot_detail}",
+                           dress_urdf(robot_urdf(pybullet_data_dir, robot_detail), ROBOT_LOOK, d, "robot")),
+        plane=write_cached(d, "plane", dress_urdf(plane_urdf(), FLOOR_LOOK, d, "plane")),
         blocks=blocks,
     )
 
