@@ -26,8 +26,6 @@ import datetime
 import functools
 import importlib
 import json
-import os
-import platform
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.core.blind import BLIND_RESULTS
+from benchmarks.core.manifest import machine_line
 
 Metrics = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -217,12 +216,6 @@ def merge(target: Path, sources: list[Path]) -> None:
     write_results(target, results)
 
 
-def machine() -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{platform.machine()}, {os.cpu_count()} cores ({platform.processor() or 'unknown cpu'}), "
-            f"Python {platform.python_version()}, load average {load:.1f} at start")
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--families", nargs="+", choices=sorted(FAMILIES), default=["nav"])
@@ -252,7 +245,7 @@ def main() -> None:
     for family in args.families:
         entry = measure(family, args.n or defaults[family], args.seed, output, reference)
         entry["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-        entry["machine"] = machine()
+        entry["machine"] = machine_line()
         results["families"][family] = entry
         results["date"], results["machine"] = entry["date"], entry["machine"]
         write_results(args.results, results)  # after each family

@@ -55,6 +55,13 @@ def machine() -> dict[str, Any]:
             "cpu_count": os.cpu_count(), "render_env": {k: os.environ.get(k) for k in _RENDER_ENV}}
 
 
+def machine_line() -> str:
+    """The machine in one line, for committed results files (load average: how busy it was when measured)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"{platform.machine()}, {os.cpu_count()} cores ({platform.processor() or 'unknown cpu'}), "
+            f"Python {platform.python_version()}, load average {load:.1f} at start")
+
+
 def utc_now() -> str:
     """The current UTC time in ISO 8601 to the second (``started_at``, a run's ``finished``)."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
