@@ -101,8 +101,10 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     The table of the CALVIN benchmark (Mees et al., 2022): a sliding door over a two-compartment
     cabinet, a drawer, a button that toggles a green LED, a switch that lights a yellow bulb, and three
     blocks (red 5.6 cm, blue 4 cm, pink 8 cm long). The table is generated from primitives with CALVIN's
-    link names, positions and joint ranges; ``calvin_assets`` loads a user's original CALVIN ``data/``
-    folder instead (the original table, robot, block and plane URDFs with CALVIN's 0.8 scaling).
+    link names, positions and joint ranges, and dressed like CALVIN's scene D (generated oak-coloured wood
+    and grey checkerboard textures, CALVIN's colours; :mod:`envs.calvin.looks`); ``calvin_assets`` loads a
+    user's original CALVIN ``data/`` folder instead (the original table, robot, block and plane URDFs with
+    CALVIN's 0.8 scaling).
 
     ## Simulation
     240 Hz physics, 30 Hz control (8 sub-steps per action), gravity -9.8. Franka Panda from
@@ -148,12 +150,16 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     ``reset(options={"robot_obs": ..., "scene_obs": ...})`` places joints, door/drawer/button/switch,
     light states and block poses exactly, then takes CALVIN's one physics step. Without ``scene_obs``:
     CALVIN's neutral robot pose and an evaluation-style scene drawn from the seed (12 block placements x
-    door x drawer x lights, block yaws pi/2 +- pi/8). A reset first rebuilds the PyBullet world
-    (``resetSimulation`` and a reload of the cached URDFs, about 30 ms), so an episode depends on its reset
-    arguments only, never on the episodes a worker ran before (tested: the same chain after another one
-    takes the same steps and leaves the same contacts). Restoring a saved state is not enough: Bullet
-    keeps the order of its persistent contact points, the solver visits contacts in that order, and a
-    chain run after others once ended one step apart from the same chain in a fresh process.
+    door x drawer x lights, block yaws pi/2 +- pi/8). The PyBullet world is built once, when the env is
+    made; a reset places the state, then drops every broadphase proxy and creates it again with the same
+    collision filter, which deletes every overlapping pair and its persistent contact manifold (about
+    0.5 ms without cameras, ``bench/calvin_reset.py``). The world uses Bullet's simple broadphase, whose
+    flat proxy array is left exactly as in a freshly loaded world, so an episode depends on its reset
+    arguments only, never on the episodes a worker ran before (tested: a chain run after others gives
+    every observation bit for bit as in a fresh env, in any chain order). Restoring a saved state is not
+    enough: Bullet keeps the manifolds of earlier pairs and the order of their contact points, the solver
+    visits contacts in that order, and a chain run after others once ended one step apart from the same
+    chain in a fresh process.
 
     ## Episode End
     ``terminated`` when the task succeeds; never truncated by the env itself (CALVIN's 360-step subtask
