@@ -155,8 +155,9 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     collision filter, which deletes every overlapping pair and its persistent contact manifold (about
     0.5 ms without cameras, ``bench/calvin_reset.py``). The world uses Bullet's simple broadphase, whose
     flat proxy array is left exactly as in a freshly loaded world, so an episode depends on its reset
-    arguments only, never on the episodes a worker ran before (tested: a chain run after others gives
-    every observation bit for bit as in a fresh env, in any chain order). Restoring a saved state is not
+    arguments only, never on the episodes a worker ran before (tested: subtasks run after another chain's
+    give every observation bit for bit as in a fresh env; ``bench/calvin_reset.py`` checks three chain
+    orders). Restoring a saved state is not
     enough: Bullet keeps the manifolds of earlier pairs and the order of their contact points, the solver
     visits contacts in that order, and a chain run after others once ended one step apart from the same
     chain in a fresh process.
