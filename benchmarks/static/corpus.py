@@ -60,6 +60,7 @@ from benchmarks.static.calvin_corpus import (
     scene_key,
 )
 from benchmarks.static.config import build_parser
+from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, is_multihop, recipe_answer
 from benchmarks.static.generate import draw_question, truth_record
 from benchmarks.static.nav_questions import (
     BUILDERS,
@@ -78,10 +79,6 @@ FORMAT = "spatialarena-corpus/1"
 CORPUS_HOME_SEEDS = (2**31, 2**32)
 #: First entry of every corpus item's seed sequence, so corpus streams never equal a test set's ``[seed, i]``.
 CORPUS_STREAM = 20_260_131
-BOX_FORMAT = ("\n\nPlease respond in the following format:\n"
-              'Answer: (your choice, e.g., "(a) object name")\n'
-              "Bounding Box: [x1, y1, x2, y2]\n\n"
-              "where [x1, y1] is the top-left corner and [x2, y2] the bottom-right corner, as integers from 0 to 1000.")  # fmt: skip
 _MIN_DEPTH_RATIO, _MIN_DEPTH_GAP = 1.25, 0.3  # as relative_depth: the nearest must be clearly nearest
 
 
@@ -91,10 +88,9 @@ _MIN_DEPTH_RATIO, _MIN_DEPTH_GAP = 1.25, 0.3  # as relative_depth: the nearest m
 def entity_box(view: View, entity: Entity) -> list[int]:
     """Tight box of the entity's visible pixels, ``[x1, y1, x2, y2]`` on 0-1000 (edges of the pixel cells)."""
     assert view.frame.entity is not None
-    rows, cols = np.nonzero(view.frame.entity == entity.label)
-    height, width = view.frame.entity.shape
-    return [int(cols.min() * 1000 // width), int(rows.min() * 1000 // height),
-            int(-(-(cols.max() + 1) * 1000 // width)), int(-(-(rows.max() + 1) * 1000 // height))]  # fmt: skip
+    box = box_1000(view.frame.entity == entity.label)
+    assert box is not None, "a nameable entity has visible pixels"
+    return box
 
 
 def localisation(view: View, context: Context, rng: np.random.Generator) -> Question | None:
@@ -257,10 +253,8 @@ def chat_messages(question: Question, answer_text: str) -> list[dict[str, Any]]:
 
 def assistant_text(question: Question) -> str:
     """What the model should say: the recipe's two-line format for multi-hop items, else the answer."""
-    if question.kind == "multihop":
-        return (
-            f"Answer: {question.answer}\nBounding Box: [{', '.join(map(str, question.truth['bbox_1000']))}]"
-        )
+    if is_multihop(question.kind):
+        return recipe_answer(question.answer, question.truth["bbox_1000"])
     return question.answer
 
 
