@@ -62,6 +62,9 @@ from benchmarks.static.calvin_corpus import (
 from benchmarks.static.config import build_parser
 from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, is_multihop, recipe_answer
 from benchmarks.static.generate import draw_question, truth_record
+from benchmarks.static.table_corpus import TableScene, draw_table_question
+from benchmarks.static.libero_corpus import LIBERO_KINDS, LIBERO_STREAM, LiberoScenes, task_order
+from benchmarks.static.manip_corpus import MANIP_KINDS, MANIP_STREAM, ManipScenes
 from benchmarks.static.nav_questions import (
     BUILDERS,
     Builder,
@@ -154,7 +157,12 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
 CORPUS_BUILDERS: dict[str, Builder] = {**BUILDERS, "localisation": localisation, "multihop": multihop}
 CORPUS_KINDS: tuple[str, ...] = tuple(CORPUS_BUILDERS)
 #: The simulator families and their kinds (``calvin``: :mod:`benchmarks.static.calvin_corpus`).
-FAMILY_KINDS: dict[str, tuple[str, ...]] = {"nav": CORPUS_KINDS, "calvin": CALVIN_KINDS}
+FAMILY_KINDS: dict[str, tuple[str, ...]] = {
+    "nav": CORPUS_KINDS, "calvin": CALVIN_KINDS, "manip": MANIP_KINDS, "libero": LIBERO_KINDS,
+}  # fmt: skip
+ALL_KINDS: tuple[str, ...] = tuple(k for kinds in FAMILY_KINDS.values() for k in kinds)
+#: Scenes tried per EB-Manipulation / LIBERO item before it is given up (counted as failed).
+TABLE_SCENES_PER_ITEM = 10
 
 
 # ------------------------------------------------------------------------------------------ config
@@ -173,9 +181,11 @@ class CorpusConfig:
     seed: int = 0
     """Seed; item i draws from numpy.random.default_rng([CORPUS_STREAM, seed, i])."""
     families: str = "nav,calvin"
-    """Comma-separated simulator families, alternated item by item: nav (MuJoCo homes), calvin (play-table)."""
-    kinds: str = ",".join((*CORPUS_KINDS, *CALVIN_KINDS))
-    """Comma-separated question kinds, asked in turn within each family (default: all of both families)."""
+    """Comma-separated simulator families, alternated item by item: nav (MuJoCo homes), calvin (play-table), manip (EB-Manipulation on robosuite), libero (LIBERO scenes)."""
+    kinds: str = ",".join(ALL_KINDS)
+    """Comma-separated question kinds, asked in turn within each family (default: all of every family)."""
+    libero_items_per_task: int = 50
+    """Consecutive corpus items that share one LIBERO task (building a task's env takes seconds)."""
     width: int = 224
     """Image width in pixels."""
     height: int = 224
@@ -188,7 +198,7 @@ class CorpusConfig:
     def kind_list(self) -> list[str]:
         """The question kinds, checked."""
         kinds = [k.strip() for k in self.kinds.split(",") if k.strip()]
-        known = (*CORPUS_KINDS, *CALVIN_KINDS)
+        known = ALL_KINDS
         unknown = [k for k in kinds if k not in known]
         if not kinds or unknown:
             raise ValueError(
@@ -202,7 +212,7 @@ class CorpusConfig:
         unknown = [f for f in families if f not in FAMILY_KINDS]
         if not families or unknown:
             raise ValueError(
-                f"--families {self.families!r}: unknown {unknown or 'empty list'}; choose from nav, calvin"
+                f"--families {self.families!r}: unknown {unknown or 'empty list'}; choose from {', '.join(FAMILY_KINDS)}"
             )
         kinds = self.kind_list()
         chosen = {f: [k for k in kinds if k in FAMILY_KINDS[f]] for f in dict.fromkeys(families)}
@@ -227,6 +237,8 @@ class CorpusConfig:
             raise ValueError("--out is required: a new folder for the corpus")
         if self.out.exists() and any(self.out.iterdir()):
             raise ValueError(f"{self.out} is not empty; choose a new --out folder or delete it")
+        if self.libero_items_per_task < 1:
+            raise ValueError(f"--libero-items-per-task must be at least 1, got {self.libero_items_per_task}")
         if self.n < 2 or self.min_pixels < 1:
             raise ValueError(
                 f"--n must be at least 2 and --min-pixels at least 1 (got {self.n}, {self.min_pixels})"
@@ -259,41 +271,49 @@ def assistant_text(question: Question) -> str:
 
 
 def corpus_row(index: int, question: Question, home: dict[str, Any], config: CorpusConfig) -> dict[str, Any]:
-    """One dataset row (see the module docstring)."""
+    """One navigation row (see the module docstring)."""
+    truth = truth_record(index, question, home, config)  # type: ignore[arg-type]
+    return _row(index, question, "nav", home["home_seed"], home["scene_key"], truth)
+
+
+def _row(index: int, question: Question, family: str, seed: int, key: str, truth: dict[str, Any]) -> dict[str, Any]:
+    """One dataset row of any family (see the module docstring); ``truth`` is the JSON record behind it."""
     from PIL import Image
 
     messages = chat_messages(question, assistant_text(question))
-    truth = truth_record(index, question, home, config)  # type: ignore[arg-type]
     return {
         "index": index, "images": [Image.fromarray(im) for im in question.images], "messages": messages,
         "prompt": messages[:1], "response": question.answer, "bbox_normalized": question.truth.get("bbox_1000"),
         "kind": question.kind, "category": question.category, "subcategory": question.subcategory,
-        "question_type": question.question_type, "answer": question.answer, "home_seed": home["home_seed"],
-        "scene_key": home["scene_key"], "truth": json.dumps(truth, sort_keys=True), "family": "nav",
+        "question_type": question.question_type, "answer": question.answer, "home_seed": seed,
+        "scene_key": key, "truth": json.dumps(truth, sort_keys=True), "family": family,
     }  # fmt: skip
 
 
 def calvin_row(index: int, question: Question, scene: Any) -> dict[str, Any]:
     """One CALVIN-family row, in the nav rows' schema; ``home_seed``/``scene_key`` name the play-table scene
     and ``truth`` holds the exact values, the scene's ``scene_obs``/``robot_obs`` and the block poses."""
-    from PIL import Image
-
     from benchmarks.static.generate import _plain
 
     scene_obs = scene.snapshot["scene_obs"]
-    messages = chat_messages(question, assistant_text(question))
     truth = _plain({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
                     "home_seed": scene.seed, "scene_key": scene_key(scene_obs), "scene_obs": scene_obs,
                     "robot_obs": scene.snapshot["robot_obs"],
                     "blocks": {c: {k: b[k] for k in ("pos", "orn_xyzw")} for c, b in scene.snapshot["blocks"].items()},
                     "camera": "static"})  # fmt: skip
-    return {
-        "index": index, "images": [Image.fromarray(im) for im in question.images], "messages": messages,
-        "prompt": messages[:1], "response": question.answer, "bbox_normalized": question.truth.get("bbox_1000"),
-        "kind": question.kind, "category": question.category, "subcategory": question.subcategory,
-        "question_type": question.question_type, "answer": question.answer, "home_seed": scene.seed,
-        "scene_key": scene_key(scene_obs), "truth": json.dumps(truth, sort_keys=True), "family": "calvin",
-    }  # fmt: skip
+    return _row(index, question, "calvin", scene.seed, scene_key(scene_obs), truth)
+
+
+def table_row(index: int, question: Question, scene: TableScene) -> dict[str, Any]:
+    """One EB-Manipulation or LIBERO row: ``truth`` holds the exact values, the scene's state (the episode, or
+    the LIBERO task, initial state and object positions), every object's bounds and the camera."""
+    from benchmarks.static.generate import _plain
+
+    objects = {o.id: {"name": o.name, "noun": o.noun, "bounds_m": o.bounds} for o in scene.objects}
+    truth = _plain({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
+                    "home_seed": scene.seed, "scene_key": scene.key, "scene": scene.state, "objects": objects,
+                    "c2w": scene.c2w, "fovy_deg": scene.fovy})  # fmt: skip
+    return _row(index, question, scene.family, scene.seed, scene.key, truth)
 
 
 def features() -> Any:
@@ -331,8 +351,23 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
         home = HomeRenderer(config.width, config.height, config.fov) if "nav" in families else None
         renderer = stack.enter_context(home) if home is not None else None
         scenes = stack.enter_context(CalvinScenes()) if "calvin" in families else None
+        manip = stack.enter_context(ManipScenes(config.width)) if "manip" in families else None
+        libero = stack.enter_context(LiberoScenes(config.width)) if "libero" in families else None
+        tasks = task_order(config.seed) if libero is not None else []
         for index in indices:
             family, kind = plan[index]
+            if family in ("manip", "libero"):
+                stream = MANIP_STREAM if family == "manip" else LIBERO_STREAM
+                table_rng = np.random.default_rng([stream, config.seed, index])
+                if family == "manip":
+                    scene_of = manip.scene  # type: ignore[union-attr]
+                else:
+                    task = tasks[(index // config.libero_items_per_task) % len(tasks)]
+                    scene_of = lambda seed, task=task: libero.scene(seed, task)  # type: ignore[union-attr]  # noqa: E731
+                found = draw_table_question(kind, table_rng, scene_of, TABLE_SCENES_PER_ITEM)
+                if found is not None:
+                    yield table_row(index, *found)
+                continue
             if family == "calvin":
                 calvin_rng = np.random.default_rng([CALVIN_STREAM, config.seed, index])
                 drawn = draw_calvin_question(kind, calvin_rng, scenes)
