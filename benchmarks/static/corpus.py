@@ -1,8 +1,12 @@
 """``python -m benchmarks.static.corpus``: a spatial SFT/GRPO corpus from the simulators, disjoint from every test set.
 
-Two families, alternated item by item (``--families nav,calvin``): the navigation homes (below) and the
-CALVIN play-table (:mod:`benchmarks.static.calvin_corpus`: six kinds grounded in the env's snapshot, its
-rows in the same schema with ``family="calvin"``, its scenes checked by ``check_calvin_disjoint``).
+Four families, alternated item by item (``--families nav,calvin,manip,libero``; default ``nav,calvin``):
+the navigation homes (below); the CALVIN play-table (:mod:`benchmarks.static.calvin_corpus`: seven kinds
+grounded in the env's snapshot, its scenes checked by ``check_calvin_disjoint``); EB-Manipulation on
+robosuite (:mod:`benchmarks.static.manip_corpus`) and LIBERO (:mod:`benchmarks.static.libero_corpus`),
+eight tabletop kinds each (:mod:`benchmarks.static.table_corpus`), checked by ``check_manip_disjoint`` and
+``check_libero_disjoint``. Every family's rows have the schema below, with ``family`` naming it;
+``python -m benchmarks.static.corpus check CORPUS TEST_FILE...`` checks all four.
 The navigation family:
 
 SpatialScore's SpatialCorpus (Sec. 3.2) and MultihopSpatial-Train (Sec. 4) as the simulators can ground them
@@ -62,7 +66,6 @@ from benchmarks.static.calvin_corpus import (
 from benchmarks.static.config import build_parser
 from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, is_multihop, recipe_answer
 from benchmarks.static.generate import draw_question, truth_record
-from benchmarks.static.table_corpus import TableScene, draw_table_question
 from benchmarks.static.libero_corpus import LIBERO_KINDS, LIBERO_STREAM, LiberoScenes, task_order
 from benchmarks.static.manip_corpus import MANIP_KINDS, MANIP_STREAM, ManipScenes
 from benchmarks.static.nav_questions import (
@@ -75,6 +78,7 @@ from benchmarks.static.nav_questions import (
     _pick,
     bearing_deg,
 )
+from benchmarks.static.table_corpus import TableScene, draw_table_question
 from envs.navigation.views import HomeRenderer
 
 FORMAT = "spatialarena-corpus/1"
@@ -162,7 +166,7 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 ALL_KINDS: tuple[str, ...] = tuple(k for kinds in FAMILY_KINDS.values() for k in kinds)
 #: Scenes tried per EB-Manipulation / LIBERO item before it is given up (counted as failed).
-TABLE_SCENES_PER_ITEM = 10
+TABLE_SCENES_PER_ITEM = 20
 
 
 # ------------------------------------------------------------------------------------------ config
@@ -470,6 +474,34 @@ def dataset_calvin_scenes(path: str | Path) -> list[tuple[int, str, list[float]]
             if f == "calvin"]  # fmt: skip
 
 
+def dataset_table_scenes(path: str | Path, family: str) -> list[tuple[int, str, dict[str, Any]]]:
+    """``(home_seed, scene_key, scene state)`` of every ``family`` row (manip or libero) of a corpus on disk."""
+    return [(int(s), str(k), json.loads(t)["scene"]) for part in _dataset_parts(path)
+            for s, k, t, f in zip(part["home_seed"], part["scene_key"], part["truth"], _families(part))
+            if f == family]  # fmt: skip
+
+
+def check_all(corpus: str | Path, test_files: list[str]) -> str:
+    """Check every family of a corpus against the test sets (see each family's checker); the summary line."""
+    from benchmarks.static.libero_corpus import check_libero_disjoint
+    from benchmarks.static.manip_corpus import check_manip_disjoint, default_test_keys, episode_file_keys
+
+    test = [home for path in test_files for home in truth_file_homes(path)]
+    n = check_disjoint(dataset_homes(corpus), test)
+    n_calvin = check_calvin_disjoint(dataset_calvin_scenes(corpus))
+    manip_rows = dataset_table_scenes(corpus, "manip")
+    n_manip = 0
+    if manip_rows:
+        keys = default_test_keys() | {k for path in test_files for k in episode_file_keys(path)}
+        n_manip = check_manip_disjoint(manip_rows, keys)
+    libero_rows = dataset_table_scenes(corpus, "libero")
+    n_libero = check_libero_disjoint(libero_rows) if libero_rows else 0
+    return (f"disjoint: {n} corpus items, {len(test)} test items, no shared home; "
+            f"{n_calvin} CALVIN corpus scenes, none an evaluation or manip-source scene; "
+            f"{n_manip} EB-Manipulation corpus scenes, none a test episode; "
+            f"{n_libero} LIBERO corpus scenes, none a fixed initial state")  # fmt: skip
+
+
 def truth_file_homes(path: str | Path) -> list[tuple[int, str]]:
     """``(home_seed, scene_key)`` of every item of a generated test set (``ground_truth.jsonl`` or a
     goal-scoring ``samples.jsonl`` whose records carry them)."""
@@ -488,19 +520,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["check"]:
         if len(argv) < 3:
             print(
-                "usage: python -m benchmarks.static.corpus check CORPUS_DIR TEST_TRUTH.jsonl [...]",
+                "usage: python -m benchmarks.static.corpus check CORPUS_DIR TEST_FILE.jsonl [...] "
+                "(ground_truth.jsonl, goal-scoring samples.jsonl or EB-Manipulation episode files)",
                 file=sys.stderr,
             )
             return 2
-        test = [home for path in argv[2:] for home in truth_file_homes(path)]
         try:
-            n = check_disjoint(dataset_homes(argv[1]), test)
-            n_calvin = check_calvin_disjoint(dataset_calvin_scenes(argv[1]))
+            print(check_all(argv[1], argv[2:]))
         except (ValueError, OSError, FileNotFoundError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        print(f"disjoint: {n} corpus items, {len(test)} test items, no shared home; "
-              f"{n_calvin} CALVIN corpus scenes, none an evaluation or manip-source scene")
         return 0
     parser = build_parser(CorpusConfig)
     parser.prog = "python -m benchmarks.static.corpus"

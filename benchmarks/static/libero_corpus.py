@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.static.table_corpus import MujocoView, TableObject, TableScene, family_kinds, unique_names, world_bounds
+from benchmarks.static.table_corpus import (
+    MujocoView,
+    TableObject,
+    TableScene,
+    family_kinds,
+    unique_names,
+    world_bounds,
+)
 
 LIBERO_CORPUS_SEEDS = (2**31, 2**32)
 LIBERO_STREAM = 20_261_127

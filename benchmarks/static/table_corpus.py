@@ -34,7 +34,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, lettered_choice
-from benchmarks.static.nav_questions import CAMERA_MOTION_TEXT, Question, _multi_choice, _options, _single_motion
+from benchmarks.static.nav_questions import (
+    CAMERA_MOTION_TEXT,
+    Question,
+    _multi_choice,
+    _options,
+    _single_motion,
+)
 
 MIN_PIXELS = 40  # pixels of an object that must show for it to be asked about (224 x 224 images)
 MIN_COLUMN_GAP = 10.0  # px between projected centres for left/right
