@@ -387,26 +387,42 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
             yield corpus_row(index, question, home, config)
 
 
+def _split(config: CorpusConfig, indices: list[int], cache: str) -> Any:
+    """One split as a dataset; a split whose every item failed is an empty dataset (counted by the caller)."""
+    from datasets import Dataset
+    from datasets.exceptions import DatasetGenerationError
+
+    made: list[int] = []
+
+    def rows(config: CorpusConfig, indices: list[int]) -> Iterator[dict[str, Any]]:
+        for row in corpus_rows(config, indices):
+            made.append(row["index"])
+            yield row
+
+    try:
+        return Dataset.from_generator(rows, features=features(), cache_dir=cache,
+                                      gen_kwargs={"config": config, "indices": indices})  # fmt: skip
+    except DatasetGenerationError as error:  # datasets wraps the generator's own error: show that one
+        if isinstance(error.__cause__, ValueError):
+            raise error.__cause__ from None
+        raise
+    except ValueError:  # datasets refuses a generator that yields nothing
+        if made:
+            raise
+        schema = features()
+        return Dataset.from_dict({name: [] for name in schema}, features=schema)
+
+
 def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
     """Write the corpus; returns the stats written to ``corpus.json`` (items/s, category mix)."""
-    from datasets import Dataset, DatasetDict
-    from datasets.exceptions import DatasetGenerationError
+    from datasets import DatasetDict
 
     config.validate()
     n_val = max(1, round(config.n * config.validation))
     splits = {"train": range(config.n - n_val), "validation": range(config.n - n_val, config.n)}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="corpus-cache-") as cache:
-        try:
-            built = DatasetDict({
-                name: Dataset.from_generator(corpus_rows, features=features(), cache_dir=cache,
-                                             gen_kwargs={"config": config, "indices": list(indices)})
-                for name, indices in splits.items()
-            })  # fmt: skip
-        except DatasetGenerationError as error:  # datasets wraps the generator's own error: show that one
-            if isinstance(error.__cause__, ValueError):
-                raise error.__cause__ from None
-            raise
+        built = DatasetDict({name: _split(config, list(indices), cache) for name, indices in splits.items()})
         seconds = time.perf_counter() - start
         built.save_to_disk(str(config.out))
     mix = Counter(built["train"]["kind"]) + Counter(built["validation"]["kind"])
