@@ -12,25 +12,48 @@ pytest.importorskip("datasets")
 pytest.importorskip("trl")
 
 
-def test_corpus_sft_then_static_and_calvin_with_the_checkpoint(tiny_vlm, tmp_path, capsys):
-    import torch
-    from safetensors.torch import load_file
-
-    from benchmarks.calvin import main as calvin_main
-    from benchmarks.core import RunDir
+def _sft(tiny_vlm, tmp_path, kinds: str, steps: int):
+    """A tiny CALVIN corpus and an SFT run on it; returns (base model dir, the run's final/)."""
     from benchmarks.posttrain import main as posttrain_main
-    from benchmarks.static.__main__ import main as static_main
     from benchmarks.static.corpus import main as corpus_main
-    from tests.vla_helpers import write_calvin_split
-    from vla.backbones import load_backbone
-    from vla.train import main as train_main
 
     base, corpus, run = tiny_vlm("qwen2_5_vl"), tmp_path / "corpus", tmp_path / "sft"
     assert corpus_main(["--out", str(corpus), "--n", "4", "--validation", "0.25", "--families", "calvin",
-                        "--kinds", "calvin_counting,calvin_multihop"]) == 0  # fmt: skip
-    posttrain_main(["sft", "--model", str(base), "--data", str(corpus), "--output", str(run), "--max-steps", "2",
-                    "--batch-size", "2", "--lr", "1e-3", "--save-steps", "2"])  # fmt: skip
-    final = run / "final"
+                        "--kinds", kinds]) == 0  # fmt: skip
+    posttrain_main(["sft", "--model", str(base), "--data", str(corpus), "--output", str(run), "--max-steps", str(steps),
+                    "--batch-size", "2", "--lr", "1e-3", "--save-steps", str(steps)])  # fmt: skip
+    return base, run / "final"
+
+
+def _assert_backbone_is_the_checkpoint(base, final) -> None:
+    """The folder loads through vla.backbones.load_backbone with the post-trained weights, not the base's."""
+    import torch
+    from safetensors.torch import load_file
+
+    from vla.backbones import load_backbone
+
+    backbone = load_backbone(final)
+    trained, original = load_file(str(final / "model.safetensors")), load_file(str(base / "model.safetensors"))
+    loaded = dict(backbone.vlm.state_dict())
+    changed = [k for k in trained if not torch.equal(trained[k], original[k])]
+    assert changed and any(k in loaded for k in changed)
+    assert all(torch.equal(loaded[k], trained[k]) for k in changed if k in loaded)
+
+
+def test_an_sft_checkpoint_loads_as_a_vla_backbone(tiny_vlm, tmp_path):
+    base, final = _sft(tiny_vlm, tmp_path, "calvin_counting", 1)
+    _assert_backbone_is_the_checkpoint(base, final)
+
+
+@pytest.mark.slow
+def test_corpus_sft_then_static_and_calvin_with_the_checkpoint(tiny_vlm, tmp_path, capsys):
+    from benchmarks.calvin import main as calvin_main
+    from benchmarks.core import RunDir
+    from benchmarks.static.__main__ import main as static_main
+    from tests.vla_helpers import write_calvin_split
+    from vla.train import main as train_main
+
+    base, final = _sft(tiny_vlm, tmp_path, "calvin_counting,calvin_multihop", 2)
 
     # 1. benchmarks.static: the checkpoint answers a freshly generated SpatialScore-style set
     assert static_main(["generate", "--out", str(tmp_path / "qa"), "--n", "2"]) == 0
@@ -40,12 +63,7 @@ def test_corpus_sft_then_static_and_calvin_with_the_checkpoint(tiny_vlm, tmp_pat
     assert "items: 2 (2 completed, 0 errored)" in capsys.readouterr().out
 
     # 2. the same folder loads as a VLA backbone with the post-trained weights (not the base model's)
-    backbone = load_backbone(final)
-    trained, original = load_file(str(final / "model.safetensors")), load_file(str(base / "model.safetensors"))
-    loaded = dict(backbone.vlm.state_dict())
-    changed = [k for k in trained if not torch.equal(trained[k], original[k])]
-    assert changed and all(torch.equal(loaded[k], trained[k]) for k in changed if k in loaded)
-    assert any(k in loaded for k in changed)
+    _assert_backbone_is_the_checkpoint(base, final)
 
     # 3. benchmarks.calvin --backbone <ckpt>: an (untrained-head) VLA on the post-trained VLM runs a chain
     calvin_main(["--output", str(tmp_path / "calvin"), "--no-progress", "--backbone", str(final), "--num-sequences",

@@ -44,6 +44,7 @@ from benchmarks.static.nav_questions import (
 
 MIN_PIXELS = 40  # pixels of an object that must show for it to be asked about (224 x 224 images)
 MIN_COLUMN_GAP = 10.0  # px between projected centres for left/right
+ASKS_PER_SCENE = 4  # draws of a builder's random choices on one scene before the next scene
 MIN_DEPTH_GAP = 0.05  # m between the two nearest candidates' depths (multi-hop)
 TABLE_MOTION_RANGE = {"translation": (0.05, 0.12), "rotation": (8.0, 15.0)}  # metres, degrees
 CV_FROM_MUJOCO = np.diag([1.0, -1.0, -1.0])  # MuJoCo cameras look along -z with +y up; OpenCV: +z, +y down
@@ -271,13 +272,16 @@ def family_kinds(family: str) -> tuple[str, ...]:
 
 def draw_table_question(kind: str, rng: np.random.Generator, scene_of: Callable[[int], TableScene],
                         tries: int) -> tuple[Question, TableScene] | None:  # fmt: skip
-    """A question of ``kind`` from the first of up to ``tries`` scenes (seeds in [2**31, 2**32)) that grounds one."""
+    """A question of ``kind`` from the first of up to ``tries`` scenes (seeds in [2**31, 2**32)) that grounds one;
+    each scene is asked :data:`ASKS_PER_SCENE` times (new random choices each time: a scene costs far more
+    than a question)."""
     base = kind.split("_", 1)[1]
     for _ in range(tries):
         scene = scene_of(int(rng.integers(2**31, 2**32)))
-        question = TABLE_BUILDERS[base](scene, rng)
-        if question is not None:
-            return question, scene
+        for _ in range(ASKS_PER_SCENE):
+            question = TABLE_BUILDERS[base](scene, rng)
+            if question is not None:
+                return question, scene
     return None
 
 
