@@ -18,9 +18,22 @@ MANIP = {"families": "manip", "kinds": "manip_depth,manip_localisation,manip_mul
 
 
 @pytest.fixture(scope="module")
-def manip_rows():
-    """Two items (depth, localisation): one scene each, so the default run builds few envs."""
-    return list(corpus_rows(CorpusConfig(n=2, **MANIP), range(2)))
+def manip_corpus(tmp_path_factory):
+    """Two items (depth, localisation) written to disk: one scene each, so the default run builds few envs."""
+    from benchmarks.static.corpus import generate_corpus
+
+    out = tmp_path_factory.mktemp("manip") / "c"
+    stats = generate_corpus(CorpusConfig(out=out, n=2, validation=0.5, **MANIP))
+    assert stats["failed"]["count"] == 0 and stats["family_mix"] == {"manip": 2}
+    return out
+
+
+@pytest.fixture(scope="module")
+def manip_rows(manip_corpus):
+    from datasets import load_from_disk
+
+    data = load_from_disk(str(manip_corpus))
+    return [*data["train"], *data["validation"]]
 
 
 def _project(truth: dict, point: np.ndarray) -> tuple[float, float, float]:
@@ -78,8 +91,9 @@ def test_manip_multihop_and_camera_motion_follow_from_the_records():
         _check_row(row)
 
 
+@pytest.mark.slow  # builds the env again (tens of seconds on a loaded machine)
 def test_manip_items_are_deterministic(manip_rows):
-    again = list(corpus_rows(CorpusConfig(n=4, **MANIP), [0]))
+    again = list(corpus_rows(CorpusConfig(n=2, **MANIP), [0]))
     assert again[0]["truth"] == manip_rows[0]["truth"]
 
 
@@ -106,6 +120,20 @@ def test_manip_corpus_is_disjoint_from_the_episode_sets(manip_rows, tmp_path):
     test_episode = make_episode("pick", "spatial", 3)  # an episode file of the embodied benchmark is read too
     path = save_episodes([test_episode], tmp_path / "episodes.jsonl")
     assert episode_file_keys(str(path)) == [layout_key(test_episode)] and layout_key(test_episode) in keys
+
+
+def test_check_command_covers_the_manip_rows(manip_corpus, manip_rows, tmp_path, capsys):
+    from benchmarks.static.corpus import main
+    from envs.manipulation.episodes import EPISODE_FORMAT, make_episode, save_episodes
+
+    clean = save_episodes([make_episode("stack", "base", 0)], tmp_path / "clean.jsonl")
+    assert main(["check", str(manip_corpus), str(clean)]) == 0
+    assert "2 EB-Manipulation corpus scenes, none a test episode" in capsys.readouterr().out
+    episode = json.loads(manip_rows[0]["truth"])["scene"]["episode"]  # a test file that holds a corpus layout
+    dirty = tmp_path / "dirty.jsonl"
+    dirty.write_text(json.dumps({**episode, "format": EPISODE_FORMAT, "episode_id": "x"}) + "\n")
+    assert main(["check", str(manip_corpus), str(dirty)]) == 1
+    assert manip_rows[0]["scene_key"] in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -509,7 +509,7 @@ def check_all(corpus: str | Path, test_files: list[str]) -> str:
     n_manip = 0
     if manip_rows:
         keys = default_test_keys() | {k for path in test_files for k in episode_file_keys(path)}
-        n_manip = check_manip_disjoint(manip_rows, keys)
+        n_manip = check_manip_disjoint([(seed, key, state["episode"]) for seed, key, state in manip_rows], keys)
     libero_rows = dataset_table_scenes(corpus, "libero")
     n_libero = check_libero_disjoint(libero_rows) if libero_rows else 0
     return (f"disjoint: {n} corpus items, {len(test)} test items, no shared home; "
