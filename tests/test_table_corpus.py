@@ -14,7 +14,8 @@ pytest.importorskip("datasets")
 from benchmarks.scoring.multihop_rewards import msr_total_reward
 from benchmarks.static.corpus import CorpusConfig, corpus_rows
 
-MANIP = {"families": "manip", "kinds": "manip_depth,manip_localisation,manip_multihop,manip_camera_motion"}
+MANIP = {"families": "manip", "kinds": "manip_depth,manip_localisation,manip_multihop,manip_camera_motion",
+         "manip_families": "pick"}  # one task family: one env to build
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +26,7 @@ def manip_corpus(tmp_path_factory):
     out = tmp_path_factory.mktemp("manip") / "c"
     stats = generate_corpus(CorpusConfig(out=out, n=2, validation=0.5, **MANIP))
     assert stats["failed"]["count"] == 0 and stats["family_mix"] == {"manip": 2}
+    assert stats["category_mix"] == {"Depth and Distance": 1, "Object Localization": 1}
     return out
 
 
@@ -158,3 +160,12 @@ def test_libero_answers_and_disjointness_from_the_initial_states():
     clash = {**state, "positions": replayed}
     with pytest.raises(ValueError, match="matches initial state"):
         check_libero_disjoint([(seed, libero_scene_key(state["task"], replayed), clash)])
+
+
+def test_bad_manip_families_are_refused_in_one_line(tmp_path, capsys):
+    from benchmarks.static.corpus import main
+
+    assert main(["--out", str(tmp_path / "c"), "--families", "manip", "--kinds", "manip_depth",
+                 "--manip-families", "pick,juggle"]) == 2  # fmt: skip
+    assert capsys.readouterr().err.strip() == (
+        "error: --manip-families 'pick,juggle': unknown ['juggle']; choose from pick, stack, place, wipe")

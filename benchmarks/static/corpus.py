@@ -188,6 +188,8 @@ class CorpusConfig:
     """Comma-separated simulator families, alternated item by item: nav (MuJoCo homes), calvin (play-table), manip (EB-Manipulation on robosuite), libero (LIBERO scenes)."""
     kinds: str = ",".join(ALL_KINDS)
     """Comma-separated question kinds, asked in turn within each family (default: all of every family)."""
+    manip_families: str = "pick,stack,place,wipe"
+    """EB-Manipulation task families whose scenes the manip family draws (each builds its own env)."""
     libero_items_per_task: int = 50
     """Consecutive corpus items that share one LIBERO task (building a task's env takes seconds)."""
     width: int = 224
@@ -241,6 +243,13 @@ class CorpusConfig:
             raise ValueError("--out is required: a new folder for the corpus")
         if self.out.exists() and any(self.out.iterdir()):
             raise ValueError(f"{self.out} is not empty; choose a new --out folder or delete it")
+        if "manip" in self.family_kinds():
+            from envs.manipulation.tasks import FAMILIES
+
+            unknown = [f for f in self.manip_families.split(",") if f.strip() not in FAMILIES]
+            if unknown or not self.manip_families.strip():
+                raise ValueError(f"--manip-families {self.manip_families!r}: unknown {unknown or 'empty list'}; "
+                                 f"choose from {', '.join(FAMILIES)}")  # fmt: skip
         if self.libero_items_per_task < 1:
             raise ValueError(f"--libero-items-per-task must be at least 1, got {self.libero_items_per_task}")
         if self.n < 2 or self.min_pixels < 1:
@@ -355,7 +364,8 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
         home = HomeRenderer(config.width, config.height, config.fov) if "nav" in families else None
         renderer = stack.enter_context(home) if home is not None else None
         scenes = stack.enter_context(CalvinScenes()) if "calvin" in families else None
-        manip = stack.enter_context(ManipScenes(config.width)) if "manip" in families else None
+        manip_families = tuple(f.strip() for f in config.manip_families.split(",") if f.strip())
+        manip = stack.enter_context(ManipScenes(config.width, manip_families)) if "manip" in families else None
         libero = stack.enter_context(LiberoScenes(config.width)) if "libero" in families else None
         tasks = task_order(config.seed) if libero is not None else []
         for index in indices:
@@ -427,6 +437,7 @@ def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
         built.save_to_disk(str(config.out))
     mix = Counter(built["train"]["kind"]) + Counter(built["validation"]["kind"])
     family_mix = Counter(built["train"]["family"]) + Counter(built["validation"]["family"])
+    category_mix = Counter(built["train"]["category"]) + Counter(built["validation"]["category"])
     present = set(built["train"]["index"]) | set(built["validation"]["index"])
     failed = [i for i in range(config.n) if i not in present]
     if len(failed) == config.n:
@@ -435,7 +446,8 @@ def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
              "home_seeds": list(CORPUS_HOME_SEEDS), "splits": {k: len(v) for k, v in built.items()},
              "failed": {"count": len(failed), "indices": failed},
              "seconds": round(seconds, 2), "items_per_second": round((config.n - len(failed)) / seconds, 3),
-             "kind_mix": dict(sorted(mix.items())), "family_mix": dict(sorted(family_mix.items()))}  # fmt: skip
+             "kind_mix": dict(sorted(mix.items())), "family_mix": dict(sorted(family_mix.items())),
+             "category_mix": dict(sorted(category_mix.items()))}  # fmt: skip
     (config.out / "corpus.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     return stats
 

@@ -1,6 +1,7 @@
 """The EB-Manipulation family of the spatial corpus (robosuite tabletop, :mod:`envs.manipulation`).
 
-Scene ``s`` (``s`` in [2**31, 2**32)): ``rng = default_rng(s)`` draws the task family and the subset, then
+Scene ``s`` (``s`` in [2**31, 2**32)): ``rng = default_rng(s)`` draws the task family (one of
+``--manip-families``, default all four) and the subset, then
 the family's :meth:`~envs.manipulation.tasks.base.Task.sample_episode` draws the layout, exactly as the
 env draws an episode; the env resets to it (``options={"episode": ...}``) and the front camera
 (``eb_front``, EB's view) is rendered without EB's red boxes. The eight tabletop kinds of
@@ -53,8 +54,13 @@ def layout_key(episode: dict[str, Any]) -> str:
 class ManipScenes:
     """One EB-Manipulation env per task family (made when first needed) and its front camera."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, size: int, families: tuple[str, ...] = ("pick", "stack", "place", "wipe")) -> None:
+        from envs.manipulation.tasks import FAMILIES
+
+        unknown = [f for f in families if f not in FAMILIES]
+        if not families or unknown:
+            raise ValueError(f"--manip-families: unknown {unknown or 'empty list'}; choose from {', '.join(FAMILIES)}")
+        self.size, self.families = size, tuple(families)
         self.envs: dict[str, Any] = {}
         self.views: dict[str, MujocoView] = {}
 
@@ -71,10 +77,11 @@ class ManipScenes:
         return self.envs[family], self.views[family]
 
     def scene(self, seed: int) -> TableScene:
-        from envs.manipulation.tasks import FAMILIES, SUBSETS
+        from envs.manipulation.tasks import SUBSETS
 
         rng = np.random.default_rng(seed)
-        family, subset = FAMILIES[int(rng.integers(len(FAMILIES)))], SUBSETS[int(rng.integers(len(SUBSETS)))]
+        family = self.families[int(rng.integers(len(self.families)))]
+        subset = SUBSETS[int(rng.integers(len(SUBSETS)))]
         env, view = self._env(family)
         drawn = env.task.sample_episode(rng, subset)
         episode = {"family": family, "subset": subset, "index": None, "seed": seed, **drawn}

@@ -171,7 +171,7 @@ def table_counting(scene: TableScene, rng: np.random.Generator) -> Question | No
     n = sum(scene.pixels(o) >= MIN_PIXELS for o in of_noun)
     choices = [str(k) for k in (range(4) if n <= 3 else range(n - 2, n + 2))]
     options, answer = _multi_choice(rng, str(n), [c for c in choices if c != str(n)])
-    noun_text = noun if noun.endswith("s") else f"{noun}s"
+    noun_text = noun if noun.endswith("s") else plural(noun)
     text = f"How many {noun_text} can be seen in the image? Select from the following choices.\n{options}"
     return _q(scene, "counting", "multi-choice", "Counting", "Object Counting", text, answer,
               {"noun": noun, "count": n, "objects": [o.id for o in of_noun if scene.pixels(o) >= MIN_PIXELS]})  # fmt: skip
