@@ -14,19 +14,19 @@ pytest.importorskip("datasets")
 from benchmarks.scoring.multihop_rewards import msr_total_reward
 from benchmarks.static.corpus import CorpusConfig, corpus_rows
 
-MANIP = {"families": "manip", "kinds": "manip_depth,manip_localisation,manip_multihop,manip_camera_motion",
+MANIP = {"families": "manip", "kinds": "manip_depth,manip_localisation,manip_counting,manip_multihop,manip_camera_motion",
          "manip_families": "pick"}  # one task family: one env to build
 
 
 @pytest.fixture(scope="module")
 def manip_corpus(tmp_path_factory):
-    """Two items (depth, localisation) written to disk: one scene each, so the default run builds few envs."""
+    """Three items (depth, localisation, counting) written to disk, from one task family's env."""
     from benchmarks.static.corpus import generate_corpus
 
     out = tmp_path_factory.mktemp("manip") / "c"
-    stats = generate_corpus(CorpusConfig(out=out, n=2, validation=0.5, **MANIP))
-    assert stats["failed"]["count"] == 0 and stats["family_mix"] == {"manip": 2}
-    assert stats["category_mix"] == {"Depth and Distance": 1, "Object Localization": 1}
+    stats = generate_corpus(CorpusConfig(out=out, n=3, validation=0.34, **MANIP))
+    assert stats["failed"]["count"] == 0 and stats["family_mix"] == {"manip": 3}
+    assert stats["category_mix"] == {"Counting": 1, "Depth and Distance": 1, "Object Localization": 1}
     return out
 
 
@@ -61,6 +61,10 @@ def _check_row(row: dict) -> None:
         assert 0 <= x1 < x2 <= 1000 and 0 <= y1 < y2 <= 1000
         assert x1 >= px[:, 0].min() - 5 and x2 <= px[:, 0].max() + 5
         assert y1 >= px[:, 1].min() - 5 and y2 <= px[:, 1].max() + 5
+    elif kind == "counting":  # the counted objects are the noun's, and the lettered option says how many
+        assert all(objects[o]["noun"] == facts["noun"] for o in facts["objects"]) and len(facts["objects"]) == facts["count"]
+        question = row["messages"][0]["content"][-1]["text"]
+        assert f"{row['answer']} {facts['count']}\n" in question + "\n"
     elif kind == "multihop":
         answer = row["messages"][1]["content"][0]["text"]
         assert msr_total_reward([answer], response=[row["response"]], bbox_normalized=[row["bbox_normalized"]]) == [3.0]
@@ -79,7 +83,7 @@ def _check_row(row: dict) -> None:
 
 
 def test_manip_answers_follow_from_the_records(manip_rows):
-    assert [r["kind"] for r in manip_rows] == MANIP["kinds"].split(",")[:2]
+    assert [r["kind"] for r in manip_rows] == MANIP["kinds"].split(",")[:3]
     for row in manip_rows:
         assert row["family"] == "manip" and row["images"][0].size == (224, 224)
         _check_row(row)
@@ -87,15 +91,15 @@ def test_manip_answers_follow_from_the_records(manip_rows):
 
 @pytest.mark.slow
 def test_manip_multihop_and_camera_motion_follow_from_the_records():
-    rows = list(corpus_rows(CorpusConfig(n=4, **MANIP), [2, 3]))
-    assert [r["kind"] for r in rows] == MANIP["kinds"].split(",")[2:]
+    rows = list(corpus_rows(CorpusConfig(n=5, **MANIP), [3, 4]))
+    assert [r["kind"] for r in rows] == MANIP["kinds"].split(",")[3:]
     for row in rows:
         _check_row(row)
 
 
 @pytest.mark.slow  # builds the env again (tens of seconds on a loaded machine)
 def test_manip_items_are_deterministic(manip_rows):
-    again = list(corpus_rows(CorpusConfig(n=2, **MANIP), [0]))
+    again = list(corpus_rows(CorpusConfig(n=3, **MANIP), [0]))
     assert again[0]["truth"] == manip_rows[0]["truth"]
 
 
@@ -130,7 +134,7 @@ def test_check_command_covers_the_manip_rows(manip_corpus, manip_rows, tmp_path,
 
     clean = save_episodes([make_episode("stack", "base", 0)], tmp_path / "clean.jsonl")
     assert main(["check", str(manip_corpus), str(clean)]) == 0
-    assert "2 EB-Manipulation corpus scenes, none a test episode" in capsys.readouterr().out
+    assert "3 EB-Manipulation corpus scenes, none a test episode" in capsys.readouterr().out
     episode = json.loads(manip_rows[0]["truth"])["scene"]["episode"]  # a test file that holds a corpus layout
     dirty = tmp_path / "dirty.jsonl"
     dirty.write_text(json.dumps({**episode, "format": EPISODE_FORMAT, "episode_id": "x"}) + "\n")

@@ -398,7 +398,7 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
 
 
 def _split(config: CorpusConfig, indices: list[int], cache: str) -> Any:
-    """One split as a dataset; a split whose every item failed is an empty dataset (counted by the caller)."""
+    """The items as a dataset; when every item failed, an empty dataset (the caller counts and refuses it)."""
     from datasets import Dataset
     from datasets.exceptions import DatasetGenerationError
 
@@ -429,10 +429,15 @@ def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
 
     config.validate()
     n_val = max(1, round(config.n * config.validation))
-    splits = {"train": range(config.n - n_val), "validation": range(config.n - n_val, config.n)}
+    boundary = config.n - n_val
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="corpus-cache-") as cache:
-        built = DatasetDict({name: _split(config, list(indices), cache) for name, indices in splits.items()})
+        # one pass over every item (each simulator is opened once), then split by item index
+        rows = _split(config, list(range(config.n)), cache)
+        built = DatasetDict({
+            "train": rows.filter(lambda i: i < boundary, input_columns="index"),
+            "validation": rows.filter(lambda i: i >= boundary, input_columns="index"),
+        })  # fmt: skip
         seconds = time.perf_counter() - start
         built.save_to_disk(str(config.out))
     mix = Counter(built["train"]["kind"]) + Counter(built["validation"]["kind"])

@@ -40,6 +40,7 @@ from benchmarks.static.nav_questions import (
     _multi_choice,
     _options,
     _single_motion,
+    plural,
 )
 
 MIN_PIXELS = 40  # pixels of an object that must show for it to be asked about (224 x 224 images)
