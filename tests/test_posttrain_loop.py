@@ -68,7 +68,7 @@ def test_corpus_sft_then_static_and_calvin_with_the_checkpoint(tiny_vlm, tmp_pat
     # 3. benchmarks.calvin --backbone <ckpt>: an (untrained-head) VLA on the post-trained VLM runs a chain
     calvin_main(["--output", str(tmp_path / "calvin"), "--no-progress", "--backbone", str(final), "--num-sequences",
                  "1", "--ep-len", "6", "--execute-steps", "5"])  # fmt: skip
-    label = next(p.name for p in (tmp_path / "calvin" / "calvin").iterdir() if p.is_dir())
+    label = "vla-sft-final"  # the run folder names the post-training run, not just "final"
     (record,) = RunDir(tmp_path / "calvin" / "calvin" / label).merged_records()
     assert record["status"] == "ok" and record["result"]["subtasks"][0]["steps"] == 6
     manifest = json.loads((tmp_path / "calvin" / "calvin" / label / "manifest.json").read_text())
@@ -81,3 +81,13 @@ def test_corpus_sft_then_static_and_calvin_with_the_checkpoint(tiny_vlm, tmp_pat
                 "--max-steps", "1", "--num-workers", "0", "--warmup-steps", "0"])  # fmt: skip
     config = json.loads((tmp_path / "vla" / "checkpoints" / "last" / "config.json").read_text())
     assert config["backbone"] == str(final)
+
+
+def test_post_trained_backbones_get_their_own_run_folders():
+    """``--backbone runs/sft/final`` and ``--backbone runs/grpo/final`` must not share ``vla-final``."""
+    from benchmarks.core.policy_cli import PolicySpec
+
+    labels = [PolicySpec("vla", {"backbone": b}).label for b in
+              ("runs/sft/final", "runs/grpo/final/", "runs/grpo/checkpoint-500", "tiny-qwen2.5-vl", "/ckpt/Qwen2.5-VL-3B")]
+    assert labels == ["vla-sft-final", "vla-grpo-final", "vla-grpo-checkpoint-500", "vla-tiny-qwen2.5-vl",
+                      "vla-Qwen2.5-VL-3B"]  # fmt: skip

@@ -70,7 +70,7 @@ class PolicySpec:
         """A short name for run folders: the policy name, or the class of a user policy."""
         if self.name == "vla":
             checkpoint = self.options.get("checkpoint")
-            return "vla-" + (_checkpoint_label(checkpoint) if checkpoint else _last_part(self.options.get("backbone")))
+            return "vla-" + (_checkpoint_label(checkpoint) if checkpoint else _backbone_label(self.options.get("backbone")))
         if self.name == "mllm":
             return "mllm-" + str(self.options.get("model", "")).rstrip("/").split("/")[-1]
         if self.name == "constant":
@@ -78,8 +78,13 @@ class PolicySpec:
         return self.name.rsplit(":", 1)[-1]
 
 
-def _last_part(path: object) -> str:
-    return str(path or "").rstrip("/").split("/")[-1]
+def _backbone_label(path: object) -> str:
+    """``RUN/final`` or ``RUN/checkpoint-500`` (how ``benchmarks.posttrain`` lays out a run) -> ``RUN-final`` /
+    ``RUN-checkpoint-500``, so two post-trained backbones get two run folders; else the last part."""
+    parts = str(path or "").rstrip("/").split("/")
+    if len(parts) >= 2 and (parts[-1] == "final" or parts[-1].startswith("checkpoint-")):
+        return f"{parts[-2]}-{parts[-1]}"
+    return parts[-1]
 
 
 def _action_label(action: object) -> str:
