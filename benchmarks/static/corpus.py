@@ -66,7 +66,13 @@ from benchmarks.static.calvin_corpus import (
 from benchmarks.static.config import build_parser
 from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, is_multihop, recipe_answer
 from benchmarks.static.generate import draw_question, truth_record
-from benchmarks.static.libero_corpus import LIBERO_KINDS, LIBERO_STREAM, LiberoScenes, task_order
+from benchmarks.static.libero_corpus import (
+    LIBERO_KINDS,
+    LIBERO_STREAM,
+    LiberoScenes,
+    NoFreeObject,
+    task_order,
+)
 from benchmarks.static.manip_corpus import MANIP_KINDS, MANIP_STREAM, ManipScenes
 from benchmarks.static.nav_questions import (
     BUILDERS,
@@ -378,7 +384,10 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
                 else:
                     task = tasks[(index // config.libero_items_per_task) % len(tasks)]
                     scene_of = lambda seed, task=task: libero.scene(seed, task)  # type: ignore[union-attr]  # noqa: E731
-                found = draw_table_question(kind, table_rng, scene_of, TABLE_SCENES_PER_ITEM)
+                try:
+                    found = draw_table_question(kind, table_rng, scene_of, TABLE_SCENES_PER_ITEM)
+                except NoFreeObject:  # such a task grounds no corpus scene: the item is given up (counted)
+                    continue
                 if found is not None:
                     yield table_row(index, *found)
                 continue

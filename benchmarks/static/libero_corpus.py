@@ -58,6 +58,10 @@ def task_order(seed: int) -> list[tuple[str, int]]:
     return [tasks[int(i)] for i in np.random.default_rng([LIBERO_STREAM, seed]).permutation(len(tasks))]
 
 
+class NoFreeObject(ValueError):
+    """A LIBERO task without a free-moving object: no corpus scene can be told apart from its initial states."""
+
+
 class LiberoScenes:
     """The env of one LIBERO task at a time (rebuilt when the task changes) and its agentview camera."""
 
@@ -90,10 +94,16 @@ class LiberoScenes:
         model, data = inner.sim.model._model, inner.sim.data._data
         addresses, positions, objects = {}, {}, []
         for name, obj in inner.objects_dict.items():
-            start = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, obj.joints[0])]
+            joints = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in obj.joints]
+            free = [j for j in joints if j >= 0 and model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+            if not free:  # an articulated object (no free joint) stays where the initial state puts it
+                continue
+            start = model.jnt_qposadr[free[0]]
             offset = rng.uniform(*OBJECT_OFFSET, size=2) * rng.choice([-1.0, 1.0], size=2)
             data.qpos[start : start + 2] += offset
             addresses[name], positions[name] = int(start), data.qpos[start : start + 3].tolist()
+        if not positions:
+            raise NoFreeObject(f"LIBERO task {task[0]} {task[1]} has no free-moving object to displace")
         mujoco.mj_forward(model, data)
         for name, obj in inner.objects_dict.items():
             geoms = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, g) for g in obj.visual_geoms]
