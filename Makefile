@@ -1,4 +1,4 @@
-# Two entry points for a fresh machine (see README):
+# Two entry points for a fresh machine (see README.md, Quick start):
 #   make demo   - set up .venv and run the main job (CALVIN protocol, scripted expert, built-in play-table)
 #   make test   - set up .venv with every optional group and run the test suite
 # Every pip call goes through constraints.txt (torch==2.13.0 CPU build, pinned simulators).
@@ -13,7 +13,7 @@ export MUJOCO_GL ?= egl
 export PYOPENGL_PLATFORM ?= egl
 DEMO_ARGS ?= --policy expert --num-sequences 10 --output outputs
 
-.PHONY: demo test test-slow lint docs bench system-deps clean
+.PHONY: demo test test-slow test-gpu lint docs bench system-deps clean
 
 demo: $(VENV)/.stamp-calvin
 	$(PY) -m benchmarks.calvin $(DEMO_ARGS)
@@ -24,6 +24,10 @@ test: $(VENV)/.stamp-all system-deps
 
 test-slow: $(VENV)/.stamp-all system-deps
 	$(PY) -m pytest -q -p no:cacheprovider -m slow tests
+
+# On a CUDA machine: the gpu-marked tests (bf16 training, CPU/GPU agreement); bench/gpu_check.sh adds SFT/GRPO.
+test-gpu: $(VENV)/.stamp-all
+	$(PY) -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py
 
 lint: $(VENV)/.stamp-all
 	$(VENV)/bin/ruff check .

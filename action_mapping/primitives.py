@@ -9,7 +9,7 @@ Signs follow that frame, so they describe the physical motion:
 - roll CW = +rotation about +Z (seen from behind the camera, looking forward).
 
 The manipulation prompt of the paper annotates pan left/right as "+/- yaw"; in this frame a physical pan
-left is a negative rotation about +Y, and we keep the physical meaning (see README, "Spatial action mapping").
+left is a negative rotation about +Y, and we keep the physical meaning (see docs/guide/action-mapping.md).
 """
 
 from __future__ import annotations

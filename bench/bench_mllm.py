@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import threading
@@ -24,14 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def median_time(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
+from benchmarks.core.timing import median_time
 
 
 def conversations(n, seed=0):

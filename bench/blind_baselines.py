@@ -10,7 +10,7 @@ EB manipulation and LIBERO episodes are slow on a shared CPU, so their defaults 
 subset; one trial of the first tasks). ``--reference`` also runs non-blind
 policies (the expert, the oracle model) on the same units, for comparison. Results merge into
 ``bench/results/blind_baselines.json`` (date, machine, n, seeds) per family; the benchmarks' summaries
-and the README read them from there.
+and the docs' results page read them from there.
 
     python bench/blind_baselines.py --families nav --n 60 --reference expert,oracle
     python bench/blind_baselines.py --families manip --n 1
@@ -173,7 +173,7 @@ def _cell(policies: dict[str, Any], fmt: str, key: str) -> str:
 
 
 def markdown_table(results: dict[str, Any]) -> str:
-    """The README's table: per family, random, the best constant action and any reference policy."""
+    """The results table: per family, random, the best constant action and any reference policy."""
     lines = ["| family | units | metric | random | best constant action | reference | measured |",
              "|---|---|---|---|---|---|---|"]
     for family, entry in sorted(results["families"].items(), key=lambda kv: list(FAMILIES).index(kv[0])):
@@ -236,7 +236,7 @@ def main() -> None:
     p.add_argument("--reference", default="", help="also run these non-blind policies: expert, oracle, oracle-errors-0.2 (comma-separated)")
     p.add_argument("--results", type=Path, default=BLIND_RESULTS, help="JSON file the families are merged into")
     p.add_argument("--output", type=Path, default=None, help="run folders (default: a temporary folder)")
-    p.add_argument("--table", action="store_true", help="print the README table of --results and exit")
+    p.add_argument("--table", action="store_true", help="print the results table of --results and exit")
     p.add_argument("--merge", type=Path, nargs="+", default=[],
                    help="merge the families of these results files (runs made in parallel) into --results and exit")
     args = p.parse_args()

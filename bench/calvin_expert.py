@@ -92,8 +92,8 @@ def run_task(env, policy, task: str, starts: int, seed: int) -> dict:
     for _ in range(starts):
         _, scene_obs, chain = draw_start(task, rng)
         record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, scene_obs, chain, chain)
-        last = record["subtasks"][-1]
-        if last["task"] != task:
+        last = record["extras"]["subtasks"][-1]
+        if last["extras"]["task"] != task:
             prefix_failed += 1
             continue
         ok += int(last["success"])
@@ -136,10 +136,10 @@ def chains(args: argparse.Namespace) -> None:
     for initial_state, tasks in get_sequences(args.chains):
         robot_obs, scene_obs = initial_env_state(initial_state)
         record = run_chain(env, policy, robot_obs, scene_obs, list(tasks), list(tasks))
-        lengths.append(record["num_completed"])
-        for sub in record["subtasks"]:
-            s, t = per.get(sub["task"], (0, 0))
-            per[sub["task"]] = (s + int(sub["success"]), t + 1)
+        lengths.append(record["extras"]["num_completed"])
+        for sub in record["extras"]["subtasks"]:
+            s, t = per.get(sub["extras"]["task"], (0, 0))
+            per[sub["extras"]["task"]] = (s + int(sub["success"]), t + 1)
     print(f"average length {np.mean(lengths):.2f} over {len(lengths)} chains; "
           + " ".join(f"{i}:{np.mean(np.array(lengths) >= i):.3f}" for i in range(1, 6)))
     for task, (s, t) in sorted(per.items()):

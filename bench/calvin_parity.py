@@ -70,10 +70,10 @@ def expert_chains(make: Factory, chains: list[tuple[dict, list[str]]]) -> dict[s
     for initial_state, tasks in chains:
         robot_obs, scene_obs = initial_env_state(initial_state)
         record = run_chain(env, policy, robot_obs, scene_obs, list(tasks), list(tasks))
-        lengths.append(int(record["num_completed"]))
-        for sub in record["subtasks"]:
-            s, t = per_task.get(sub["task"], (0, 0))
-            per_task[sub["task"]] = (s + int(sub["success"]), t + 1)
+        lengths.append(int(record["extras"]["num_completed"]))
+        for sub in record["extras"]["subtasks"]:
+            s, t = per_task.get(sub["extras"]["task"], (0, 0))
+            per_task[sub["extras"]["task"]] = (s + int(sub["success"]), t + 1)
     seconds = time.perf_counter() - start
     env.close()
     return {"lengths": lengths, "per_task": per_task, "seconds": seconds}

@@ -13,13 +13,13 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.core.timing import time_once
 from envs.calvin import sequences as seq
 from envs.calvin.instructions import CALVIN_TASKS
 
@@ -49,12 +49,6 @@ def raw_words() -> None:
     np.random.RandomState(0).randint(0, 2**32, size=10**7, dtype=np.uint32)
 
 
-def timed(function) -> float:
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -65,15 +59,15 @@ def main() -> None:
             "10^7 raw words": [], "get_sequences(1000), no cache": [], "get_sequences(1000), cache hit": []}  # fmt: skip
     with tempfile.TemporaryDirectory() as cache:
         for _ in range(repeats):
-            rows["upstream-style loop, 12 first chains"].append(timed(upstream_style_first_chains))
-            rows["batched, 12 first chains"].append(timed(batched_first_chains))
-            rows["10^7 raw words"].append(timed(raw_words))
+            rows["upstream-style loop, 12 first chains"].append(time_once(upstream_style_first_chains))
+            rows["batched, 12 first chains"].append(time_once(batched_first_chains))
+            rows["10^7 raw words"].append(time_once(raw_words))
             rows["get_sequences(1000), no cache"].append(
-                timed(lambda: seq.get_sequences(1000, use_cache=False))
+                time_once(lambda: seq.get_sequences(1000, use_cache=False))
             )
             os.environ[seq.CACHE_DIR_ENV] = cache
             seq.get_sequences(1000)
-            rows["get_sequences(1000), cache hit"].append(timed(lambda: seq.get_sequences(1000)))
+            rows["get_sequences(1000), cache hit"].append(time_once(lambda: seq.get_sequences(1000)))
     median = {name: statistics.median(values) for name, values in rows.items()}
     for name, value in median.items():
         print(f"{name:40s} {value * 1000:10.1f} ms (median of {repeats})")

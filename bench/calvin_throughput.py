@@ -83,24 +83,15 @@ def measure(chains: int, cameras: str, repeats: int, root: Path) -> dict[int, li
 
 def differing_chains(timings: dict[int, list[Timing]]) -> list[str]:
     """Keys of chains whose records (wall-clock fields aside) are not the same in every run."""
-    runs = [{r["key"]: _without_timing(comparable(r)) for r in t.records} for t in timings[1] + timings[2]]
+    runs = [{r["key"]: comparable(r) for r in t.records} for t in timings[1] + timings[2]]
     return sorted(k for k in runs[0] if any(run[k] != runs[0][k] for run in runs[1:]))
-
-
-def _without_timing(value: object) -> object:
-    """A record without wall-clock fields (each subtask's ``time_s``), which differ from run to run."""
-    if isinstance(value, dict):
-        return {k: _without_timing(v) for k, v in value.items() if k not in ("time_s", "elapsed_s")}
-    if isinstance(value, list):
-        return [_without_timing(v) for v in value]
-    return value
 
 
 def report(label: str, timings: dict[int, list[Timing]]) -> None:
     one = statistics.median(t.per_hour for t in timings[1])
     two = statistics.median(t.per_hour for t in timings[2])
     paired = [b.per_hour / (2 * a.per_hour) for a, b in zip(timings[1], timings[2])]
-    avg_len = statistics.mean(r["result"]["num_completed"] for r in timings[1][0].records)
+    avg_len = statistics.mean(r["result"]["extras"]["num_completed"] for r in timings[1][0].records)
     cores = [statistics.median(t.cores for t in timings[w]) for w in (1, 2)]
     print(f"| {label} | {timings[1][0].chains} | {one:.0f} | {two:.0f} | {two / one:.2f}x | "
           f"{statistics.median(paired):.2f} ({min(paired):.2f}-{max(paired):.2f}) | {cores[0]:.2f} / {cores[1]:.2f} | "

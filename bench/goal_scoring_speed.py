@@ -14,7 +14,6 @@ import contextlib
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,13 +28,9 @@ from action_mapping import (
     parse_plan,
     plan_to_trajectory,
 )
-from benchmarks.scoring.goal import (
-    GoalReference,
-    lmms_eval_truths,
-    render_answer,
-    score_lmms_eval_batch,
-    score_paper_batch,
-)
+from benchmarks.core.timing import wall_and_cpu
+from benchmarks.scoring.goal import GoalReference, render_answer, score_paper_batch
+from benchmarks.scoring.official.goal_lmms_eval import lmms_eval_truths, score_lmms_eval_batch
 
 MOTIONS = Primitive.camera_motions()
 
@@ -86,9 +81,7 @@ def fresh(refs: list[GoalReference]) -> list[GoalReference]:
 def timed(fn, texts, refs) -> tuple[float, float]:
     """(wall seconds, CPU seconds of this process): on a shared machine the CPU time is the steadier one."""
     refs = fresh(refs)
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn(texts, refs)
-    return time.perf_counter() - wall, time.process_time() - cpu
+    return wall_and_cpu(lambda: fn(texts, refs))
 
 
 def main() -> None:

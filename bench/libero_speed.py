@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from benchmarks.core.timing import time_once
 from envs.libero import make_libero_env
 
 MODES = ("raw", "gym")
@@ -62,9 +63,7 @@ def wrapper_work_ms(env, repeats: int = 200) -> float:
 
 def time_reset(env, seed: int) -> float:
     """Seconds for one soft reset with the protocol's 10 settle steps."""
-    start = time.perf_counter()
-    env.reset(seed=seed, options={"init_state_index": seed % 50})
-    return time.perf_counter() - start
+    return time_once(lambda: env.reset(seed=seed, options={"init_state_index": seed % 50}))
 
 
 def main() -> None:

@@ -62,8 +62,8 @@ def run_family(job: tuple[str, str, list[str], int, int, int]) -> list[dict]:
                 record = run_episode(env, policy, episode, seed=1000 + episode["index"])
                 records.append(record | {"policy_name": policy_name})
                 print(f"{policy_name:7s} {family:5s} {subset:12s} #{episode['index']:2d} "
-                      f"{'ok ' if record['task_success'] else 'FAIL'} steps={record['num_steps']:2d} "
-                      f"invalid={record['num_invalid_actions']:2d} {record['elapsed_s']:5.1f}s", flush=True)
+                      f"{'ok ' if record['success'] else 'FAIL'} steps={record['steps']:2d} "
+                      f"invalid={record['extras']['num_invalid_actions']:2d} {record['wall_time_s']:5.1f}s", flush=True)
     finally:
         env.close()
     return records
@@ -74,7 +74,7 @@ def table(records: list[dict], policy_name: str, subsets: list[str], families: l
     cells = defaultdict(list)
     for r in records:
         if r["policy_name"] == policy_name:
-            cells[(r["family"], r["subset"])].append(r["task_success"])
+            cells[(r["extras"]["family"], r["extras"]["subset"])].append(r["success"])
     head = f"| {policy_name} | " + " | ".join(subsets) + " | mean |"
     lines = [head, "|" + "---|" * (len(subsets) + 2)]
     for family in families:

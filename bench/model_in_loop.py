@@ -60,7 +60,7 @@ def _worker(config: EmbodiedConfig, spec: object, units: list, run_path: str, ba
     for unit in units:
         result = worker.run(unit)
         stats = result["policy_stats"]
-        records.append({"key": unit.key, "steps": result["num_steps"], "calls": stats["model_calls"],
+        records.append({"key": unit.key, "steps": result["steps"], "calls": stats["model_calls"],
                         "prompt_tokens": stats["prompt_tokens"], "completion_tokens": stats["completion_tokens"]})
     out.put(records)
     worker.close()

@@ -47,10 +47,10 @@ def main() -> None:
         rows = {name: [run_episode(env, pol, ep, seed=i) for i, ep in enumerate(episodes)]
                 for name, pol in (("expert", expert), ("random", random_policy))}
         lengths = np.array([len(ep["shortest_path"]) for ep in episodes])
-        rate = {k: np.mean([r["task_success"] for r in v]) for k, v in rows.items()}
-        steps = {k: np.mean([r["num_steps"] for r in v]) for k, v in rows.items()}
+        rate = {k: np.mean([r["success"] for r in v]) for k, v in rows.items()}
+        steps = {k: np.mean([r["steps"] for r in v]) for k, v in rows.items()}
         for k in totals:
-            totals[k] += [r["task_success"] for r in rows[k]]
+            totals[k] += [r["success"] for r in rows[k]]
         print(f"{subset:22s} {rate['expert']:8.1%} {rate['random']:8.1%} {steps['expert']:13.1f} "
               f"{steps['random']:13.1f} {lengths.min():>9d} / {lengths.mean():5.1f} / {lengths.max():3d}")
     print(f"{'all':22s} {np.mean(totals['expert']):8.1%} {np.mean(totals['random']):8.1%}   "

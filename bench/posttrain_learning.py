@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     corpus, testset = out / "corpus", out / "testset"
     if not (corpus / "corpus.json").exists():
         kinds = ["--kinds", args.corpus_kinds] if args.corpus_kinds else []
-        # --families nav: the navigation corpus the README's learning numbers were measured on
+        # --families nav: the navigation corpus the learning numbers of docs/guide/post-training.md were measured on
         _python("-m", "benchmarks.static.corpus", "--out", str(corpus), "--n", str(args.corpus_n), "--families", "nav",
                 "--seed", str(args.corpus_seed), *kinds, threads=t)  # fmt: skip
     if not (testset / "SpatialScore.json").exists():

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import numpy as np
 from PIL import Image
 
+from benchmarks.core.timing import median_time, timed_call
 from benchmarks.goal_scoring.manip_source import PlayTableManipSource
 from benchmarks.goal_scoring.nav_source import NavigationPairSource
 from benchmarks.goal_scoring.sources import generate_dataset
@@ -47,12 +47,7 @@ def render_baseline(repeats: int = 60) -> float:
     with HomeRenderer() as renderer:
         renderer.load(generate_scene(0))
         pose, _ = sample_view(renderer, np.random.default_rng(0))
-        times = []
-        for _ in range(repeats):
-            began = time.perf_counter()
-            renderer.render(pose)
-            times.append(time.perf_counter() - began)
-    return statistics.median(times)
+        return median_time(lambda: renderer.render(pose), repeats)
 
 
 def play_table_baseline(repeats: int = 60) -> float:
@@ -62,15 +57,9 @@ def play_table_baseline(repeats: int = 60) -> float:
     env = PlayTableEnv(cameras=(), render_mode="rgb_array")
     try:
         env.reset(seed=0)
-        times = []
-        for _ in range(repeats):
-            began = time.perf_counter()
-            env.step(env.noop_action())
-            env.render()
-            times.append(time.perf_counter() - began)
+        return median_time(lambda: (env.step(env.noop_action()), env.render()), repeats)
     finally:
         env.close()
-    return statistics.median(times)
 
 
 class AnswerKey(Backend):
@@ -88,9 +77,7 @@ class AnswerKey(Backend):
 
 
 def timed(label: str, fn: Any, per: int, baseline: float, unit: str = "one RGBD+mask render") -> Any:
-    began = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - began
+    seconds, result = timed_call(fn)
     print(f"{label}: {seconds:.1f} s, {seconds / per:.3f} s per item = {seconds / per / baseline:.1f}x {unit}")
     return result
 
@@ -129,9 +116,9 @@ def main() -> None:
         finally:
             source.close()
     data = timed(f"QA items ({args.qa})", lambda: generate(GenerateConfig(out=root / "qa", n=args.qa, seed=0)), args.qa, baseline)
-    began = time.perf_counter()
-    key = run(RunConfig(bench="spatialscore", data=data, output=root / "runs", model="answer-key"), backend=AnswerKey(data))
-    report("answer key (scripted backend)", key.summary, time.perf_counter() - began, args.qa)
+    seconds, key = timed_call(lambda: run(RunConfig(bench="spatialscore", data=data, output=root / "runs", model="answer-key"),
+                                          backend=AnswerKey(data)))
+    report("answer key (scripted backend)", key.summary, seconds, args.qa)
     if args.tiny:
         from policies.tiny import cached_tiny_vlm
 

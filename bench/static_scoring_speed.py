@@ -14,15 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+from benchmarks.core.timing import median_time
 from benchmarks.static import get_benchmark
 from benchmarks.static.registry import LoadOptions
 
@@ -108,15 +107,6 @@ def baseline(items: list[Any], responses: list[str]) -> None:
         hits += response.strip().upper() == str(item.answer).strip().upper()
 
 
-def median_seconds(function: Any, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=5000)
@@ -129,9 +119,9 @@ def main() -> None:
         for name, build in BUILDERS.items():
             rows, responses = build(args.samples, rng)
             items = load_items(name, rows, Path(tmp))
-            base = median_seconds(lambda items=items, responses=responses: baseline(items, responses), args.repeats)
+            base = median_time(lambda items=items, responses=responses: baseline(items, responses), args.repeats)
             for mode in get_benchmark(name).modes.values():
-                seconds = median_seconds(lambda m=mode, i=items, r=responses: score_all(m, i, r), args.repeats)
+                seconds = median_time(lambda m=mode, i=items, r=responses: score_all(m, i, r), args.repeats)
                 worst = max(worst, seconds)
                 print(f"{name:16} {mode.name:22} {len(items):7d} {seconds:15.3f} {1e6 * seconds / len(items):13.1f} {base:10.4f} {seconds / base:7.0f}x")
     verdict = "under" if worst < 1.0 else "OVER"

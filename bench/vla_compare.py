@@ -17,7 +17,7 @@ rates with intervals, and the training-loss curves). Laptop scale (tiny random-w
     python bench/vla_compare.py --out outputs/vla_compare
     python bench/vla_compare.py --backbones tiny-qwen3-vl,tiny-kosmos2 --steps 200 --eval-episodes 10
 
-GPU scale (the published setting; real checkpoints, see the README's backbone table)::
+GPU scale (the published setting; real checkpoints, see the backbone table in docs/guide/vla.md)::
 
     python bench/vla_compare.py --backbones /ckpt/Qwen3-VL-4B-Instruct,/ckpt/kosmos-2-patch14-224,... \\
         --train-episodes 1000 --steps 5000 --batch-size 128 --lr 2e-5 --image-size 224 --device cuda \\
@@ -113,7 +113,7 @@ def evaluate(model: Any, starts: list, args: argparse.Namespace) -> dict[str, An
         for i, start in enumerate(starts):
             record = run_chain(env, policy, start.robot_obs, start.scene_obs, [args.task], [instruction],
                                ep_len=args.ep_len, seed=i)  # fmt: skip
-            sub = record["subtasks"][0]
+            sub = record["extras"]["subtasks"][0]
             episodes.append({"success": bool(sub["success"]), "steps": sub["steps"]})
     finally:
         del model.predict

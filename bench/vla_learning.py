@@ -166,7 +166,7 @@ def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str,
         for i, start in enumerate(starts):
             record = run_chain(env, policy, start.robot_obs, start.scene_obs, [args.task], [instruction],
                                ep_len=args.ep_len, seed=i, replay_key=f"ep-{i}")
-            sub = record["subtasks"][0]
+            sub = record["extras"]["subtasks"][0]
             results.append({"success": sub["success"], "steps": sub["steps"]})
     finally:
         env.close()

@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,16 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def median_time(fn: Callable[[], Any], repeats: int) -> float:
-    """Median wall time of ``fn`` over ``repeats`` calls after one warm-up call."""
-    fn()  # warm-up (lazy init, allocator)
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
+from benchmarks.core.timing import median_time
 
 
 def batch(n: int, seed: int = 0) -> tuple[list, list[str], np.ndarray]:
@@ -72,11 +61,11 @@ def bench_backbone(name: str, sizes: list[int], repeats: int) -> dict[str, float
         images, texts, _ = batch(size)
         with torch.no_grad():
             decide = functools.partial(model.predict, images, texts)
-            result[f"decision_b{size}_s"] = median_time(decide, repeats) / size
+            result[f"decision_b{size}_s"] = median_time(decide, repeats, warmup=1) / size
     images, texts, actions = batch(max(sizes))
     inputs = model.input_builder()(images, texts)
     arm, gripper = (torch.from_numpy(t) for t in model.normalizer.targets(actions))
-    result["step_s"] = median_time(step_fn(model.train(), inputs, arm, gripper), repeats)
+    result["step_s"] = median_time(step_fn(model.train(), inputs, arm, gripper), repeats, warmup=1)
     return result
 
 

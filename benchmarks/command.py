@@ -93,12 +93,11 @@ def env_families() -> dict[str, list[str]]:
 
 
 def policy_names() -> list[str]:
-    """Built-in policies (those every benchmark has) and the registered ones, built-ins first."""
-    from benchmarks.core import policy_cli
+    """The registered policies: the built-ins every benchmark has (expert, random, replay, constant), mllm,
+    vla and any a user registered."""
     from policies.registry import registered_policies
 
-    builtins = list(getattr(policy_cli, "BUILTIN_POLICIES", ()))
-    return builtins + [name for name in registered_policies() if name not in builtins]
+    return registered_policies()
 
 
 def vla_backbones() -> dict[str, list[str]]:

@@ -9,16 +9,34 @@ units of their counts, which the env declares as ``plan_step_sizes``): a step th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
 
-from action_mapping import ExecutablePlan, Plan, PlanStep, StepSizes, parse_plan, step_motion
+from action_mapping import ExecutablePlan, Plan, PlanStep, StepMotion, StepSizes, parse_plan, step_motion
 
 # Units for steps that do not move (STOP with a gripper state): their counts are all zero, so any unit
 # gives the same motion. ExecutablePlan guarantees real units for every step that moves.
 _NO_MOTION_UNITS = StepSizes(1.0, 1.0)
+
+
+@runtime_checkable
+class PlanExecutor(Protocol):
+    """The plan-execution contract: an (unwrapped) env that turns a plan step's motion into native actions.
+
+    Every family implements it; envs whose plans carry counts also declare ``plan_step_sizes`` (read with
+    :func:`plan_step_sizes`), and envs that can hold still implement :class:`HoldsStill`.
+    """
+
+    def native_actions(self, motion: StepMotion) -> list[Any]: ...
+
+
+@runtime_checkable
+class HoldsStill(Protocol):
+    """An env with an action that holds the robot where it is (spent while a slow policy thinks)."""
+
+    def noop_action(self) -> Any: ...
 
 
 def expand_plan_step(env: gym.Env, plan: ExecutablePlan, index: int) -> list[Any]:
@@ -31,7 +49,7 @@ def expand_plan_step(env: gym.Env, plan: ExecutablePlan, index: int) -> list[Any
     if step.is_stop and step.gripper is None:  # STOP / zero counts: nothing to do, no env step spent
         return []
     unwrapped = env.unwrapped
-    if not hasattr(unwrapped, "native_actions"):
+    if not isinstance(unwrapped, PlanExecutor):
         raise TypeError(f"{type(unwrapped).__name__} does not implement native_actions(motion); it cannot run plans")
     return list(unwrapped.native_actions(step_motion(step, plan.step_sizes or _NO_MOTION_UNITS)))
 
@@ -39,7 +57,7 @@ def expand_plan_step(env: gym.Env, plan: ExecutablePlan, index: int) -> list[Any
 def plan_step_sizes(env: gym.Env) -> StepSizes | None:
     """The units the env runs plans in (``env.unwrapped.plan_step_sizes``), ``None`` if it declares none.
 
-    Part of the plan-execution contract next to ``native_actions`` and ``noop_action``: an env that runs
+    Part of the plan-execution contract next to :class:`PlanExecutor` and :class:`HoldsStill`: an env that runs
     plans says what one count of a primitive means there, and policies prompt with those units.
     """
     sizes = getattr(env.unwrapped, "plan_step_sizes", None)

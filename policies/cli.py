@@ -61,7 +61,9 @@ def arg(default: Any, help: str, *, minimum: float | None = None, maximum: float
 
     ``minimum``/``maximum`` reject values outside them at parse time (counts and sizes: minimum 1);
     ``json_kind`` (``dict``/``list``) makes a string field hold JSON of that kind, checked at parse time;
-    ``must_exist`` makes a path field name an existing file or folder.
+    ``must_exist`` makes a path field name an existing file or folder. Other keywords go into the field's
+    metadata: ``aliases`` (more flags), ``cli=False`` (no flag), ``parse`` (a function from the flag's text
+    to the value, raising ``argparse.ArgumentTypeError``; e.g. a JSON number or list), ``metavar``.
     """
     if must_exist:
         metadata["must_exist"] = True
@@ -74,12 +76,6 @@ def arg(default: Any, help: str, *, minimum: float | None = None, maximum: float
     if isinstance(default, (list, dict, set)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata={"help": help, **metadata})
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
-
-
-def check_minimum(flag: str, value: float | None, minimum: float) -> None:
-    """One-line :class:`InputError` when ``value`` is below ``minimum`` (``None`` means "not set")."""
-    if value is not None and value < minimum:
-        raise InputError(f"{flag} must be at least {minimum:g}, got {value:g}")
 
 
 def parse_json_option(flag: str, text: str | None, kind: type = dict) -> Any:
@@ -140,7 +136,7 @@ def _converter(tp: Any, optional: bool, metadata: typing.Mapping[str, Any]) -> A
         if optional and text.lower() == "none":
             return None
         try:
-            value = tp(text)
+            value = metadata.get("parse", tp)(text)
         except (TypeError, ValueError):
             raise argparse.ArgumentTypeError(f"expected {getattr(tp, '__name__', tp)}, got {text!r}") from None
         if minimum is not None and value < minimum:
@@ -205,6 +201,8 @@ def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[s
         help_text = f.metadata.get("help") or docs.get(f.name, "")
         shown = "" if required or default in (None, "") or "default" in help_text else f" (default: {default})"
         kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": help_text + shown}
+        if "metavar" in f.metadata:
+            kwargs["metavar"] = f.metadata["metavar"]
         if tp is bool:
             target.add_argument(*flags, action=argparse.BooleanOptionalAction, **kwargs)
         elif get_origin(tp) is Literal:

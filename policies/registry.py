@@ -2,7 +2,10 @@
 
 Each entry maps a name (the value of a benchmark's ``--policy`` flag) to a config dataclass and a builder,
 both given as ``"module:attribute"`` strings so that listing or parsing flags imports nothing heavy. A
-config's fields are its command-line options: each field's ``metadata["help"]`` documents it.
+config's fields are its command-line options: each field's ``metadata["help"]`` documents it. The
+built-ins (``expert``, ``random``, ``replay``, ``constant``: :mod:`policies.builtins`) are registered here
+like ``mllm``, ``vla`` and a user's own; a ``package.module:Class`` name is a user class instead
+(:mod:`policies.user`).
 
     config = policy_config("mllm", model="/ckpt/Qwen2.5-VL-7B-Instruct", loop="eb", task="navigation")
     policy = build_policy("mllm", config)
@@ -11,11 +14,11 @@ config's fields are its command-line options: each field's ``metadata["help"]`` 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
 from policies.base import Policy
+from policies.entry_point import load_entry_point
 
 
 @dataclass(frozen=True)
@@ -38,11 +41,6 @@ def registered_policies() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def _load(target: str) -> Any:
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
-
-
 def _entry(name: str) -> PolicyEntry:
     if name not in _REGISTRY:
         raise KeyError(f"unknown policy {name!r}; registered: {registered_policies()}")
@@ -51,7 +49,7 @@ def _entry(name: str) -> PolicyEntry:
 
 def policy_config_class(name: str) -> type:
     """The config dataclass of policy ``name`` (cheap: its module imports no model code)."""
-    return _load(_entry(name).config)
+    return load_entry_point(_entry(name).config, what=f"policy {name!r} config")
 
 
 def policy_config(name: str, **values: Any) -> Any:
@@ -70,8 +68,14 @@ def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
         config = policy_config(name, **values)
     elif values:
         config = dataclasses.replace(config, **values)
-    return _load(_entry(name).builder)(config)
+    return load_entry_point(_entry(name).builder, what=f"policy {name!r} builder")(config)
 
 
+# The built-ins every benchmark offers, then the model policies.
+register_policy("expert", config="policies.builtins:ExpertConfig", builder="policies.builtins:build_expert")
+register_policy("random", config="policies.builtins:RandomConfig", builder="policies.builtins:build_random")
+register_policy("replay", config="policies.builtins:ReplayConfig", builder="policies.builtins:build_replay")
+register_policy("constant", config="policies.builtins:ConstantConfig", builder="policies.builtins:build_constant")
 register_policy("mllm", config="policies.mllm.config:MLLMPolicyConfig", builder="policies.mllm.config:build_mllm_policy")
 register_policy("vla", config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy")
+register_policy("agent", config="policies.agent.policy:AgentPolicyConfig", builder="policies.agent.policy:build_agent_policy")

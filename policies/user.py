@@ -6,11 +6,11 @@ interface ``reset()`` and ``step(obs, instruction) -> action`` (wrapped by :clas
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
 from policies.base import Action, EpisodeContext, Policy
+from policies.entry_point import load_entry_point
 
 
 class InstructionPolicy(Policy):
@@ -36,17 +36,7 @@ class InstructionPolicy(Policy):
 
 def load_user_policy(spec: str, kwargs: Mapping[str, Any] | None = None) -> Policy:
     """Build the object named by ``module.path:Name`` (a class or factory) and adapt it if needed."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"--policy {spec!r}: a user policy is given as 'package.module:ClassOrFactory'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ImportError(f"--policy {spec!r}: cannot import {module_name!r} ({exc}); is it on PYTHONPATH?") from exc
-    try:
-        target = getattr(module, attr)
-    except AttributeError:
-        raise AttributeError(f"--policy {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+    target = load_entry_point(spec, what="--policy")
     obj = target(**dict(kwargs or {}))
     if isinstance(obj, Policy):
         return obj

@@ -176,3 +176,18 @@ def test_a_run_resumes_only_with_the_same_paradigm_and_tools(qa_set, tmp_path, c
     assert main([*argv, "--resume", "--agent-paradigm", "react"]) == 2
     assert "agent-paradigm='plan-execute'" in capsys.readouterr().err
     assert main([*argv, "--resume"]) == 0
+
+
+def test_learned_detector_and_matcher_serve_their_tools_through_the_static_runner(qa_set, tmp_path):
+    from tests.test_agent_closed_loop import _tiny_models
+
+    models = _tiny_models(tmp_path / "models")
+    result = _run(qa_set, tmp_path / "out", "--agent-tools", "learned", "--agent-detector-model", models["owl"],
+                  "--agent-matcher-model", models["matcher"])  # fmt: skip
+    traces = [json.loads(line) for line in (result["folder"] / "traces.jsonl").read_text().splitlines()]
+    backends = {e["call"]["name"]: e["backend"] for t in traces for e in t["trace"] if e["role"] == "tool"}
+    assert backends["CountObjects"] == "detector:owl" and backends["GetCameraParameters"] == "matcher:matcher"
+    assert backends["EstimateObjectDepth"] == "simulator-truth"  # no depth model given: truth serves depth
+    records = [json.loads(line) for line in (result["folder"] / "samples.jsonl").read_text().splitlines()]
+    counting = [r["score"] for r in records if r["tags"]["subcategory"] == "Object Counting"]
+    assert counting and sum(counting) < len(counting)  # random weights count wrong; truth tools count every item right

@@ -25,8 +25,9 @@ def test_chain_metrics_by_hand():
 
 
 def test_task_info_counts_successes_and_the_failed_subtask():
-    chains = [{"subtasks": [{"task": "open_drawer", "success": True}, {"task": "turn_on_led", "success": False}]},
-              {"subtasks": [{"task": "open_drawer", "success": False}]}]
+    chains = [{"extras": {"subtasks": [{"extras": {"task": "open_drawer"}, "success": True},
+                                       {"extras": {"task": "turn_on_led"}, "success": False}]}},
+              {"extras": {"subtasks": [{"extras": {"task": "open_drawer"}, "success": False}]}}]
     assert task_info(chains) == {"open_drawer": {"success": 1, "total": 2}, "turn_on_led": {"success": 0, "total": 1}}
 
 
@@ -45,10 +46,10 @@ def test_expert_chain_and_results_layout(tmp_path):
     assert list(results["expert"]["chain_sr"]) == ["1", "2", "3", "4", "5"]
     (record,) = records_of(tmp_path, "expert")
     chain = record["result"]
-    assert chain["tasks"] == list(evaluation_chains(1)[0][1])
-    assert chain["initial_state"]["slider"] == "left" and len(chain["subtasks"]) >= 1
-    assert summary.data["avg_seq_len"] == chain["num_completed"] >= 3  # the expert solves the first chain
-    assert all(0 < s["steps"] <= 360 for s in chain["subtasks"])
+    assert chain["extras"]["tasks"] == list(evaluation_chains(1)[0][1])
+    assert chain["extras"]["initial_state"]["slider"] == "left" and len(chain["extras"]["subtasks"]) >= 1
+    assert summary.data["avg_seq_len"] == chain["extras"]["num_completed"] >= 3  # the expert solves the first chain
+    assert all(0 < s["steps"] <= 360 for s in chain["extras"]["subtasks"])
     manifest = json.loads((tmp_path / "calvin" / "expert" / "manifest.json").read_text())
     assert manifest["protocol"] == {"num_sequences": 1, "chain_length": 5, "ep_len": 360, "backend": "builtin"}
     assert manifest["policy"]["privileged"] is True
@@ -59,14 +60,10 @@ def test_two_workers_give_the_single_worker_results(tmp_path):
     args = ["--policy", "random", "--num-sequences", "4", "--ep-len", "15"]
     run(tmp_path / "one", *args)
     run(tmp_path / "two", *args, "--workers", "2")
-    strip = lambda r: {**comparable(r), "result": _without_times(r["result"])}  # noqa: E731
     one, two = records_of(tmp_path / "one", "random"), records_of(tmp_path / "two", "random")
-    assert [strip(r) for r in one] == [strip(r) for r in two]
-    assert all(len(r["result"]["subtasks"]) == 1 and r["result"]["subtasks"][0]["steps"] == 15 for r in one)
-
-
-def _without_times(chain):
-    return {**chain, "subtasks": [{k: v for k, v in s.items() if k != "time_s"} for s in chain["subtasks"]]}
+    assert [comparable(r) for r in one] == [comparable(r) for r in two]
+    assert all(len(r["result"]["extras"]["subtasks"]) == 1 and r["result"]["extras"]["subtasks"][0]["steps"] == 15
+               for r in one)
 
 
 class Interrupted(Exception):
@@ -107,12 +104,12 @@ def test_replay_and_user_policies(tmp_path):
     actions.write_text(json.dumps({"key": "chain-0000/0", "actions": [[0, 0, -1, 0, 0, 0, 1]] * 3}) + "\n")
     run(tmp_path, "--policy", "replay", "--replay-file", str(actions), "--num-sequences", "1", "--ep-len", "6")
     (record,) = records_of(tmp_path, "replay")
-    subtask = record["result"]["subtasks"][0]
+    subtask = record["result"]["extras"]["subtasks"][0]
     assert subtask["steps"] == 6 and subtask["idle_steps"] == 3  # 3 replayed actions, then holding still
     run(tmp_path, "--policy", "tests.user_policy_example:ConstantModel", "--policy-kwargs", '{"value": 0.1}',
         "--num-sequences", "1", "--ep-len", "3")
     (record,) = records_of(tmp_path, "ConstantModel")
-    assert record["status"] == "ok" and record["result"]["subtasks"][0]["steps"] == 3
+    assert record["status"] == "ok" and record["result"]["extras"]["subtasks"][0]["steps"] == 3
 
 
 def test_tiny_mllm_on_the_play_table(tmp_path, tiny_vlm):
@@ -120,14 +117,14 @@ def test_tiny_mllm_on_the_play_table(tmp_path, tiny_vlm):
     run(tmp_path, "--policy", "mllm", "--model", model, "--num-sequences", "1", "--ep-len", "3",
         "--max-new-tokens", "8", "--no-cache")
     (record,) = records_of(tmp_path, f"mllm-{model.rstrip('/').split('/')[-1]}")
-    subtask = record["result"]["subtasks"][0]
+    subtask = record["result"]["extras"]["subtasks"][0]
     # Random weights write no plan: every step asks the model, counts a parse error and holds still.
     assert subtask["policy_stats"]["parse_errors"] == subtask["policy_stats"]["model_calls"] == 3
     assert subtask["idle_steps"] == 3 and subtask["success"] is False
     # What the model said is in the run folder, per subtask, readable without the response cache.
     decisions = RunDir(tmp_path / "calvin" / f"mllm-{model.rstrip('/').split('/')[-1]}").load_decisions()
     assert [(d["key"], d["subtask"], d["task"], d["call"]) for d in decisions] == \
-        [("chain-0000", 0, subtask["task"], i) for i in range(3)]
+        [("chain-0000", 0, subtask["extras"]["task"], i) for i in range(3)]
     assert all(len(d["prompt_id"]) == 64 and d["completion_tokens"] and d["errors"] and not d["usable"]
                and d["parsed"] == {"format": "none", "steps": {}} for d in decisions)
 
@@ -135,7 +132,7 @@ def test_tiny_mllm_on_the_play_table(tmp_path, tiny_vlm):
 def test_tiny_vla_backbone_on_the_play_table(tmp_path):
     run(tmp_path, "--backbone", "tiny-qwen2.5-vl", "--num-sequences", "1", "--ep-len", "12", "--execute-steps", "5")
     (record,) = records_of(tmp_path, "vla-tiny-qwen2.5-vl")
-    subtask = record["result"]["subtasks"][0]
+    subtask = record["result"]["extras"]["subtasks"][0]
     assert record["status"] == "ok" and subtask["steps"] == 12
     assert subtask["policy_calls"] == 12 and subtask["idle_steps"] == 0
 
@@ -152,6 +149,7 @@ def test_a_chain_does_not_depend_on_the_chains_run_before_it(tmp_path):
     same chain took one step more or less depending on which chains its worker had run before."""
     from benchmarks.calvin import CalvinBenchmark, CalvinConfig, CalvinWorker
     from benchmarks.core.policy_cli import PolicySpec
+    from benchmarks.core.work import without_wall_times
     from envs.calvin import initial_env_state
 
     config = CalvinConfig(num_sequences=4, cameras="none", output=str(tmp_path))
@@ -166,8 +164,7 @@ def test_a_chain_does_not_depend_on_the_chains_run_before_it(tmp_path):
             worker.env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
             contacts.append([c[1:10] for c in worker.env.unwrapped.sim.p.getContactPoints()])
         assert contacts[0] and contacts[0] == contacts[1]
-        untimed = [[{k: v for k, v in s.items() if k != "time_s"} for s in w.run(units[3])["subtasks"]]
-                   for w in (fresh, used)]
+        untimed = [without_wall_times(w.run(units[3])["extras"]["subtasks"]) for w in (fresh, used)]
         assert untimed[0] == untimed[1]
     finally:
         fresh.close()

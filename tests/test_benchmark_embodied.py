@@ -17,7 +17,7 @@ def test_expert_run_writes_eb_style_results(tmp_path):
     out = RunDir(tmp_path / "embodied-nav" / "expert")
     records = out.merged_records()
     assert len(records) == 5 and all(r["status"] == "ok" for r in records)
-    assert [r["result"]["subset"] for r in records] == ["base", "common_sense", "complex_instruction",
+    assert [r["result"]["extras"]["subset"] for r in records] == ["base", "common_sense", "complex_instruction",
                                                         "visual_appearance", "long_horizon"]
     assert summary.data["average_success_rate"] == 100.0
     assert (out.path / "plots" / "success_by_subset.png").exists()
@@ -31,8 +31,7 @@ def test_two_workers_match_one(tmp_path):
     run(tmp_path / "b", "--episodes", "2", "--subset", "base,long_horizon", "--policy", "random", "--workers", "2")
     one = RunDir(tmp_path / "a" / "embodied-nav" / "random").merged_records()
     two = RunDir(tmp_path / "b" / "embodied-nav" / "random").merged_records()
-    strip = lambda r: {**comparable(r), "result": {k: v for k, v in r["result"].items() if k != "elapsed_s"}}  # noqa: E731
-    assert [strip(r) for r in one] == [strip(r) for r in two]
+    assert [comparable(r) for r in one] == [comparable(r) for r in two]
 
 
 def test_tiny_mllm_in_the_eb_loop_counts_unparsable_output(tmp_path, tiny_vlm):
@@ -44,15 +43,15 @@ def test_tiny_mllm_in_the_eb_loop_counts_unparsable_output(tmp_path, tiny_vlm):
     # Random weights write no JSON: each call is a planner output error, followed by the recorded no-op
     # fallback, which spends a step without moving, until the 20-step budget is used up.
     assert result["policy_stats"]["planner_output_error"] == result["policy_stats"]["model_calls"] == 20
-    assert result["num_idle_steps"] == 20 and result["num_steps"] == 20 and not result["task_success"]
+    assert result["idle_steps"] == 20 and result["steps"] == 20 and not result["success"]
     assert summary.data["subsets"]["base"]["planner_output_errors"] == 20
 
 
 def test_subset_table_by_hand():
-    rows = [{"subset": "base", "task_success": True, "num_steps": 4, "policy_calls": 2, "num_invalid_actions": 0,
-             "policy_stats": {"planner_output_error": 1.0}},
-            {"subset": "base", "task_success": False, "num_steps": 20, "policy_calls": 6, "num_invalid_actions": 3,
-             "policy_stats": {}}]
+    rows = [{"success": True, "steps": 4, "policy_calls": 2, "policy_stats": {"planner_output_error": 1.0},
+             "extras": {"subset": "base", "num_invalid_actions": 0}},
+            {"success": False, "steps": 20, "policy_calls": 6, "policy_stats": {},
+             "extras": {"subset": "base", "num_invalid_actions": 3}}]
     table = subset_table(rows)["base"]
     assert table == {"episodes": 2, "success_rate": 50.0, "avg_steps": 12.0, "avg_planner_calls": 4.0,
                      "avg_invalid_actions": 1.5, "planner_output_errors": 1.0}
@@ -112,7 +111,7 @@ def test_idle_steps_reach_the_video(tmp_path):
     result = run_episode(env, IdlePolicy(), make_episode_set("base", n=1, seed=0)[0],
                          on_step=lambda obs, caption: frames.append(caption[-1]))
     env.close()
-    assert result["num_idle_steps"] == result["num_steps"] == 20
+    assert result["idle_steps"] == result["steps"] == 20
     assert frames == ["start"] + [f"step {i}: no motion (idle)" for i in range(1, 21)]
 
 
@@ -122,7 +121,7 @@ def test_manipulation_expert_per_family(tmp_path):
     assert summary.data["episodes"] == 4 and set(summary.data["families"]) == {"pick", "stack", "place", "wipe"}
     assert summary.data["average_success_rate"] == 100.0
     records = RunDir(tmp_path / "embodied-manip" / "expert").merged_records()
-    assert all(r["result"]["num_steps"] <= 15 and r["result"]["num_invalid_actions"] == 0 for r in records)
+    assert all(r["result"]["steps"] <= 15 and r["result"]["extras"]["num_invalid_actions"] == 0 for r in records)
 
 
 def test_tiny_mllm_in_the_eb_manipulation_loop(tmp_path, tiny_vlm):
@@ -136,4 +135,4 @@ def test_tiny_mllm_in_the_eb_manipulation_loop(tmp_path, tiny_vlm):
     assert len(records) == 1 and records[0]["status"] == "ok"
     for r in records:  # random weights: every answer is a planner output error, then a counted no-op
         stats = r["result"]["policy_stats"]
-        assert stats["planner_output_error"] == stats["model_calls"] == r["result"]["num_idle_steps"] == 15
+        assert stats["planner_output_error"] == stats["model_calls"] == r["result"]["idle_steps"] == 15

@@ -16,7 +16,7 @@ def test_random_and_replayed_demonstrations(tmp_path):
     summary = main(["--policy", "random", *common])
     records = RunDir(tmp_path / "libero" / "libero_goal-random").merged_records()
     assert [r["key"] for r in records] == ["libero_goal/03/00", "libero_goal/03/01"]
-    assert all(r["result"]["steps"] == 6 and r["result"]["truncated"] for r in records)
+    assert all(r["result"]["steps"] == 6 and r["result"]["extras"]["truncated"] for r in records)
     assert summary.data["episodes"] == 2 and summary.data["tasks"]["3"]["trials"] == 2
     manifest = json.loads((tmp_path / "libero" / "libero_goal-random" / "manifest.json").read_text())
     assert manifest["protocol"]["max_steps"] == 6 and manifest["protocol"]["num_steps_wait"] == 10
@@ -32,7 +32,7 @@ def test_random_and_replayed_demonstrations(tmp_path):
 
 
 def test_task_table_by_hand():
-    rows = [{"task_index": 1, "instruction": "open it", "success": s} for s in (True, False, True, True)]
+    rows = [{"extras": {"task_index": 1, "instruction": "open it"}, "success": s} for s in (True, False, True, True)]
     assert task_table(rows) == {1: {"instruction": "open it", "trials": 4, "successes": 3, "success_rate": 75.0}}
 
 

@@ -111,7 +111,7 @@ def test_expert_in_absolute_mode():
     policy = ScriptedExpert()
     policy.bind(env)
     record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, SCENE, ["turn_on_led"], ["press the button"])
-    assert record["num_completed"] == 1
+    assert record["extras"]["num_completed"] == 1
     env.close()
 
 
@@ -128,9 +128,9 @@ class Idle(Policy):
 def test_run_chain_stops_at_the_first_failure_and_is_json_safe(env):
     record = run_chain(env, Idle(), C.NEUTRAL_ROBOT_OBS, SCENE, ["open_drawer", "turn_on_led"],
                        ["pull the handle to open the drawer", "press the button"], ep_len=12)
-    assert record["num_completed"] == 0 and len(record["subtasks"]) == 1
-    sub = record["subtasks"][0]
-    assert sub["success"] is False and sub["steps"] == 12 and sub["task"] == "open_drawer"
+    assert record["extras"]["num_completed"] == 0 and len(record["extras"]["subtasks"]) == 1
+    sub = record["extras"]["subtasks"][0]
+    assert sub["success"] is False and sub["steps"] == 12 and sub["extras"]["task"] == "open_drawer"
     assert json.loads(json.dumps(record)) == record
     with pytest.raises(ValueError, match="instructions"):
         run_chain(env, Idle(), C.NEUTRAL_ROBOT_OBS, SCENE, ["open_drawer"], [])
@@ -141,7 +141,7 @@ def test_chain_keeps_the_scene_between_subtasks(env):
     policy.bind(env)
     tasks = ["lift_red_block_table", "stack_block", "open_drawer"]
     record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, SCENE, tasks, tasks)
-    assert [s["success"] for s in record["subtasks"]] == [True, True, True]
+    assert [s["success"] for s in record["extras"]["subtasks"]] == [True, True, True]
     red = env.snapshot()["blocks"]["red"]
     assert red["pos"][2] > 0.49 and {c[0] for c in red["contacts"]} <= {"block_pink", "block_blue"}
 

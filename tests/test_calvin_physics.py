@@ -123,7 +123,7 @@ def test_arm_drives_each_articulated_part(env, tasks):
     if tasks[-1] == "place_in_drawer":
         scene[1] = 0.22
     record = run_expert(env, scene, tasks)
-    assert [s["success"] for s in record["subtasks"]] == [True, True], record
+    assert [s["success"] for s in record["extras"]["subtasks"]] == [True, True], record
     final = env.snapshot()["scene_obs"]
     expected = {"drawer": (1, 0.0), "slider": (0, 0.0), "button": (5, 0.0), "switch": (4, 0.0)}
     name = {"open_drawer": "drawer", "move_slider_left": "slider", "turn_on_led": "button",
@@ -137,4 +137,4 @@ def test_first_public_chain_with_the_expert(env):
     tasks = ["rotate_blue_block_right", "move_slider_right", "lift_red_block_slider", "place_in_slider",
              "turn_off_lightbulb"]
     record = run_expert(env, SCENE_CHAIN0, tasks)
-    assert record["num_completed"] == 5, record
+    assert record["extras"]["num_completed"] == 5, record

@@ -65,6 +65,7 @@ BAD_INPUTS = [
     ("calvin", ["--policy", "mllm", "--model", "oracle", "--max-new-tokens", "0"], "--max-new-tokens"),
     ("calvin", ["--policy", "mllm", "--model", "oracle", "--oracle-error-rate", "2"], "--oracle-error-rate"),
     ("calvin", ["--policy", "mllm", "--model", "oracle", "--num-steps", "0"], "--num-steps"),
+    ("calvin", ["--policy", "mllm", "--model", "m", "--model-backend", "nope"], "--model-backend"),
     ("calvin", ["--output", "/etc/hostname/sub", "--num-sequences", "1", "--no-progress"], "/etc/hostname"),
     ("libero", ["--trials-per-task", "0"], "--trials-per-task"),
     ("libero", ["--image-size", "0"], "--image-size"),

@@ -83,7 +83,7 @@ def nav_blind(nav_env, nav_episodes):
     rates = {}
     for name, policy in [("random", RandomPolicy()), *((f"constant-{a}", ConstantPolicy(a)) for a in range(8))]:
         policy.bind(nav_env)
-        rates[name] = np.mean([run_nav_episode(nav_env, policy, e, seed=i)["task_success"]
+        rates[name] = np.mean([run_nav_episode(nav_env, policy, e, seed=i)["success"]
                                for i, e in enumerate(nav_episodes)])
     return rates
 
@@ -93,11 +93,11 @@ def test_navigation_oracle_beats_blind_baselines_and_errors_are_counted(nav_env,
     assert len(nav_episodes) == 3
     policy, backend = oracle_policy("navigation", nav_env, error_rate, error_seed=5)
     records = [run_nav_episode(nav_env, policy, e, seed=i) for i, e in enumerate(nav_episodes)]
-    success = np.mean([r["task_success"] for r in records])
+    success = np.mean([r["success"] for r in records])
     assert success > max(nav_blind.values())
     if error_rate == 0:  # a perfect model takes the shortest path in one model call
         assert success == 1.0
-        assert [r["num_steps"] for r in records] == [len(e["shortest_path"]) for e in nav_episodes]
+        assert [r["steps"] for r in records] == [len(e["shortest_path"]) for e in nav_episodes]
         assert all(r["policy_stats"]["model_calls"] == 1 for r in records)
     check_error_accounting(records, backend, error_rate)
 
@@ -134,7 +134,7 @@ def manip_random(manip_episode):
 
 
 def test_manipulation_random_baseline_runs(manip_random):
-    assert manip_random["num_steps"] == manip_random["policy_calls"] == 3 and not manip_random["task_success"]
+    assert manip_random["steps"] == manip_random["policy_calls"] == 3 and not manip_random["success"]
 
 
 def manip_blind_rates() -> dict[str, float]:
@@ -152,8 +152,8 @@ def test_manipulation_oracle_beats_blind_baselines_and_errors_are_counted(manip_
     record = run_manip_episode(manip_env, policy, manip_episode, seed=0)
     blind = manip_blind_rates()
     assert {"random", "constant-50_50_50_0_60_90_1"} <= set(blind)
-    assert record["task_success"] and max(blind.values()) < 100.0
-    assert record["num_invalid_actions"] == 0
+    assert record["success"] and max(blind.values()) < 100.0
+    assert record["extras"]["num_invalid_actions"] == 0
     check_error_accounting([record], backend, error_rate)
 
 

@@ -19,14 +19,12 @@ from action_mapping import (
     parse_plan,
     plan_to_trajectory,
 )
-from benchmarks.scoring.goal import (
-    GoalReference,
+from benchmarks.scoring.goal import GoalReference, render_answer, score_goal
+from benchmarks.scoring.official.goal_lmms_eval import (
     lmms_eval_answer,
     lmms_eval_decode,
     lmms_eval_reference,
     lmms_eval_truths,
-    render_answer,
-    score_goal,
     score_lmms_eval_batch,
 )
 

@@ -103,7 +103,7 @@ def test_tiny_vla_calvin_chain_with_fixed_latency(tiny_vlm):
             policy = VLAPolicy(model, execute_steps=3)
             record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, SCENE, ["open_drawer"], ["open the drawer"],
                                ep_len=12, latency=latency)  # fmt: skip
-            return record["subtasks"][0], policy
+            return record["extras"]["subtasks"][0], policy
 
         subtask, policy = chain(parse_latency("fixed:100", "continue", C.CONTROL_HZ))
         # decisions at steps 0 and 6: 3 held (no previous chunk) + 3 actions, 3 from the tail + 3 actions
@@ -129,6 +129,6 @@ def test_libero_run_with_latency(tmp_path):
                     "--latency", "fixed:100", "--latency-mode", "hold"])  # fmt: skip
     (record,) = RunDir(tmp_path / "libero" / "libero_goal-random").merged_records()
     lat = record["result"]["latency"]
-    assert record["result"]["decisions"] == 2 and lat["steps"] == lat["held_steps"] == 4  # H H A H H A
+    assert record["result"]["policy_calls"] == 2 and lat["steps"] == lat["held_steps"] == 4  # H H A H H A
     assert lat["latencies_ms"] == [100.0, 100.0] and lat["control_hz"] == 20.0
     assert summary.data["latency"]["decisions"] == 2 and summary.data["latency"]["p90_ms"] == 100.0

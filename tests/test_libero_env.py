@@ -292,9 +292,11 @@ def test_run_episode_records_a_truncated_random_episode(env_of):
     kwargs = {"init_state_index": 2, "max_steps": 4, "num_steps_wait": 1, "seed": 11}
     record = run_episode(env, _RandomPolicy(), **kwargs)
     assert json.loads(json.dumps(record)) == record
-    expected = {"success": False, "truncated": True, "steps": 4, "decisions": 4, "policy_stats": {"calls": 4.0}}
+    expected = {"success": False, "steps": 4, "policy_calls": 4, "policy_stats": {"calls": 4.0}}
     assert {k: record[k] for k in expected} == expected
-    assert record["suite"] == "libero_goal" and record["task_index"] == 7 and record["init_state_index"] == 2
+    extras = record["extras"]
+    assert extras["truncated"] and extras["suite"] == "libero_goal" and extras["task_index"] == 7
+    assert extras["init_state_index"] == 2
     again = run_episode(env, _RandomPolicy(), **kwargs)
     assert {k: v for k, v in again.items() if k != "wall_time_s"} == {
         k: v for k, v in record.items() if k != "wall_time_s"
@@ -306,7 +308,7 @@ def test_run_episode_stops_at_success(env_of):
     policy = _StoveSwitchingPolicy()
     policy.bind(env)
     record = run_episode(env, policy, init_state_index=0, max_steps=300, num_steps_wait=10, seed=0)
-    assert (record["success"], record["truncated"], record["steps"], record["decisions"]) == (True, False, 1, 1)
+    assert (record["success"], record["extras"]["truncated"], record["steps"], record["policy_calls"]) == (True, False, 1, 1)
 
 
 def test_spatial_action_wrapper_moves_the_end_effector(env_of):

@@ -95,21 +95,21 @@ def test_expert_solves_pick_through_run_episode(made):
     record = run_episode(made["pick"], expert_for(made["pick"]), episode, seed=0,
                          on_step=lambda obs, text: captions.append(text[-1]))
     json.dumps(record)
-    assert record["task_success"] and record["episode_id"] == "pick/spatial/00"
-    assert record["num_steps"] <= 15 and record["num_invalid_actions"] == 0 and record["num_idle_steps"] == 0
-    assert record["evaluation"]["inside_container"] and record["total_reward"] == 1.0
-    assert record["policy_calls"] == record["num_steps"] and record["policy_stats"]["expert_plans"] >= 2
-    assert captions[0] == "start" and len(captions) == record["num_steps"] + 1
+    assert record["success"] and record["extras"]["episode_id"] == "pick/spatial/00"
+    assert record["steps"] <= 15 and record["extras"]["num_invalid_actions"] == 0 and record["idle_steps"] == 0
+    assert record["extras"]["evaluation"]["inside_container"] and record["extras"]["total_reward"] == 1.0
+    assert record["policy_calls"] == record["steps"] and record["policy_stats"]["expert_plans"] >= 2
+    assert captions[0] == "start" and len(captions) == record["steps"] + 1
 
 
 def test_expert_solves_wipe_and_wiped_cells_accumulate(made):
     env = made["wipe"]
     record = run_episode(env, expert_for(env), make_episode("wipe", "base", 0), seed=0)
-    assert record["task_success"], record
-    assert record["evaluation"]["wiped_fraction"] >= 0.7
+    assert record["success"], record
+    assert record["extras"]["evaluation"]["wiped_fraction"] >= 0.7
     target = env.task.episode["goal"]["target"]
     faded = env.scene.mj_model.geom_rgba[env.task.visual_geoms(target), 3]
-    assert np.sum(faded < 1.0) == round(record["evaluation"]["wiped_fraction"] * len(faded))
+    assert np.sum(faded < 1.0) == round(record["extras"]["evaluation"]["wiped_fraction"] * len(faded))
 
 
 def test_stack_success_needs_contact_and_release(made):
@@ -274,7 +274,7 @@ def test_suite_env_switches_family_by_episode_and_serves_the_expert():
         assert env.unwrapped.family == "place" and info["episode"]["subset"] == "base"
         episode = make_episode("place", "spatial", 2)
         record = run_episode(env, expert_for(env), episode, seed=4)
-        assert record["task_success"] and record["family"] == "place"
+        assert record["success"] and record["extras"]["family"] == "place"
         assert env.observation_space.contains(obs)
     finally:
         env.close()

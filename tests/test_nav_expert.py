@@ -29,9 +29,9 @@ def test_expert_succeeds_on_a_sample(env, subset):
     for index in (0, 4):
         ep = make_episode(subset, index)
         record = run_episode(env, expert, ep, seed=index)
-        assert record["task_success"], record
-        assert record["num_steps"] == record["shortest_path_length"]  # optimal
-        assert record["num_invalid_actions"] == 0 and record["policy_stats"]["expert_stuck_steps"] == 0
+        assert record["success"], record
+        assert record["steps"] == record["extras"]["shortest_path_length"]  # optimal
+        assert record["extras"]["num_invalid_actions"] == 0 and record["policy_stats"]["expert_stuck_steps"] == 0
 
 
 def test_expert_in_the_continuous_variant_replans_off_lattice():

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from action_mapping import ERROR_CODES, NAVIGATION_STEP_SIZES, Plan, Primitive, parse_plan
 from action_mapping import parsing as plan_parsing
 from benchmarks.scoring import judge, parsers
-from benchmarks.scoring.goal import GoalReference, lmms_eval_decode, score_goal
+from benchmarks.scoring.goal import GoalReference, score_goal
 from benchmarks.scoring.official import multihop, spatialscore, spatialtree
+from benchmarks.scoring.official.goal_lmms_eval import lmms_eval_decode
 from benchmarks.scoring.parser_catalog import PARSERS, PATTERNS
 from benchmarks.scoring.parsers import (
     ParseResult,

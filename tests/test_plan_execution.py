@@ -118,3 +118,32 @@ def test_wrapper_takes_the_env_units_or_refuses():
     assert SpatialActionWrapper(UnitEnv()).step_sizes == SIZES
     with pytest.raises(TypeError, match="declares no plan_step_sizes"):
         SpatialActionWrapper(PoseEnv())
+
+
+def test_every_family_env_implements_the_plan_execution_contract():
+    import importlib
+
+    from envs.wrappers import HoldsStill, PlanExecutor
+
+    families = {"envs.calvin.env:PlayTableEnv": True, "envs.calvin.official:OfficialPlayTableEnv": True,
+                "envs.libero.env:LiberoEnv": True, "envs.navigation.env:EBNavigationEnv": False,
+                "envs.manipulation.env:EBManipulationEnv": False}  # value: has a hold-still action
+    for entry, holds in families.items():
+        module, name = entry.split(":")
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except ImportError as err:  # an optional simulator extra is missing here
+            pytest.skip(f"{entry}: {err}")
+        assert issubclass(cls, PlanExecutor), entry
+        assert issubclass(cls, HoldsStill) is holds, entry
+    assert issubclass(PoseEnv, PlanExecutor) and not issubclass(PoseEnv, HoldsStill)
+
+    class NoPlans(gym.Env):
+        action_space = gym.spaces.Discrete(2)
+
+    assert not issubclass(NoPlans, PlanExecutor)
+    with pytest.raises(TypeError, match="does not implement native_actions"):
+        from envs.wrappers import expand_plan_step
+
+        plan = ExecutablePlan((PlanStep([Primitive.DOLLY_IN], [1]),), SIZES)
+        expand_plan_step(NoPlans(), plan, 0)

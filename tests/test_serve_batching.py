@@ -209,7 +209,7 @@ def test_navigation_benchmark_workers_use_the_server_and_match_the_local_model(t
     label = "mllm-" + model_path.rstrip("/").split("/")[-1]
     served, local = (RunDir(tmp_path / where / "embodied-nav" / label).merged_records() for where in ("served", "local"))
     keep = ("model_calls", "parse_errors", "prompt_tokens", "completion_tokens", "fallbacks")
-    strip = lambda r: {"key": r["key"], "status": r["status"], "steps": r["result"]["num_steps"],  # noqa: E731
+    strip = lambda r: {"key": r["key"], "status": r["status"], "steps": r["result"]["steps"],  # noqa: E731
                        **{k: r["result"]["policy_stats"][k] for k in keep}}
     assert [strip(r) for r in served] == [strip(r) for r in local]
     assert all(r["result"]["policy_stats"]["model_calls"] == 3 for r in served)

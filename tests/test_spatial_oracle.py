@@ -66,7 +66,7 @@ def test_a_parseable_plan_runs_on_calvin_in_the_envs_units(env):
     env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
     start_target = np.array(env.unwrapped.target_pose()[0])
     result = run_chain(env, policy, robot_obs, scene_obs, [TASK], ["press the button"], ep_len=3)
-    subtask = result["subtasks"][0]
+    subtask = result["extras"]["subtasks"][0]
     # 5 counts x 0.01 m = 5 cm, more than one relative action (2 cm): three equal actions, all executed
     assert subtask["steps"] == 3 and subtask["idle_steps"] == 0
     assert subtask["policy_stats"]["model_calls"] == 1 and subtask["policy_stats"]["parse_errors"] == 0
@@ -115,8 +115,8 @@ def test_the_oracle_reads_the_prompts_format(env):
 def test_oracle_solves_the_task_where_random_does_not(tmp_path):
     summary = cli(tmp_path, "--policy", "mllm", "--model", "oracle", "--cameras", "static")
     (record,) = RunDir(tmp_path / "calvin" / "mllm-oracle").merged_records()
-    subtask = record["result"]["subtasks"][0]
-    assert record["key"] == "chain-0013" and subtask["task"] == TASK and subtask["success"]
+    subtask = record["result"]["extras"]["subtasks"][0]
+    assert record["key"] == "chain-0013" and subtask["extras"]["task"] == TASK and subtask["success"]
     stats = subtask["policy_stats"]
     assert stats["parse_errors"] == stats["injected_errors"] == 0 and stats["model_calls"] >= 1
     assert summary.data["chain_sr"] == {"1": 1.0} and summary.data["model_calls"]["parse_errors"] == 0
@@ -128,7 +128,7 @@ def test_injected_errors_are_counted_exactly(tmp_path):
     summary = cli(tmp_path, "--policy", "mllm", "--model", "oracle", "--cameras", "static",
                   "--oracle-error-rate", "0.5", "--oracle-error-seed", "2")
     (record,) = RunDir(tmp_path / "calvin" / "mllm-oracle").merged_records()
-    subtask = record["result"]["subtasks"][0]
+    subtask = record["result"]["extras"]["subtasks"][0]
     stats = subtask["policy_stats"]
     # every "unusable" injection is one parse error, and nothing else is; the "usable" kind (prose) parsed
     assert stats["injected_unusable"] >= 1 and stats["parse_errors"] == stats["injected_unusable"]
@@ -207,7 +207,7 @@ def test_calvin_task_through_an_openai_compatible_server(env):
         result = run_task(env, policy)
     finally:
         server.close()
-    subtask = result["subtasks"][0]
+    subtask = result["extras"]["subtasks"][0]
     assert subtask["success"] and subtask["policy_stats"]["parse_errors"] == 0
     assert server.requests == subtask["policy_stats"]["model_calls"] >= 1
 

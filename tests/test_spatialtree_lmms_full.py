@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks.scoring import goal
 from benchmarks.scoring.official import cogmap
+from benchmarks.scoring.official.goal_lmms_eval import lmms_eval_reference
 from benchmarks.static.registry import LoadOptions, get_benchmark
 
 SPEC = get_benchmark("spatialtree")
@@ -101,7 +102,7 @@ def test_l4_items_through_the_goal_scorer(items):
     nav = items["nav-1"]
     answer = json.dumps({"actions": ["W"], "step_nums": [5]})  # 5 x 0.02 m forward: the target
     scored = LMMS.score(nav, answer)
-    direct = goal.score_goal(answer, goal.lmms_eval_reference("nav", nav.meta["hint"]), scorer="lmms-eval")
+    direct = goal.score_goal(answer, lmms_eval_reference("nav", nav.meta["hint"]), scorer="lmms-eval")
     assert scored.score == direct.value == pytest.approx(1.0)
     assert LMMS.score(nav, json.dumps({"actions": ["S"], "step_nums": [5]})).score < 0.5
     no_segments = LMMS.score(items["nav-2"], answer)

@@ -63,7 +63,7 @@ def test_spatialscore_run_writes_every_output(tmp_path: Path) -> None:
     assert video["score"] == 1.0 and "cm" in video["explanation"]  # 200 cm against 2.0 m
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["backend"]["model_id"] == "scripted-fake"
-    assert manifest["git"]["revision"] and manifest["versions"]["numpy"] and manifest["data"]["sha256"]
+    assert manifest["git"]["commit"] and manifest["packages"]["numpy"] and manifest["data"]["sha256"]
     assert manifest["config"]["bench"] == "spatialscore" and manifest["prompt_style"] == "paper"
     assert "| Others | 1 | 1 | 100.00 | 0 |" in (out / "summary.md").read_text()
 

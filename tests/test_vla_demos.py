@@ -173,7 +173,7 @@ def test_trained_checkpoint_runs_the_calvin_benchmark(two_demos, tiny_vlm, tmp_p
     summary = calvin_main(["--checkpoint", str(checkpoint), "--num-sequences", "1", "--ep-len", "10",
                            "--execute-steps", "5", "--output", str(tmp_path / "eval"), "--no-progress"])  # fmt: skip
     (record,) = RunDir(tmp_path / "eval" / "calvin" / "vla-run-last").merged_records()
-    subtask = record["result"]["subtasks"][0]
+    subtask = record["result"]["extras"]["subtasks"][0]
     assert record["status"] == "ok" and subtask["steps"] == 10 and subtask["policy_stats"]["model_calls"] == 2
     assert summary.data["policy"] == "vla-run-last" and summary.data["chains"] == 1
     manifest = json.loads((tmp_path / "eval" / "calvin" / "vla-run-last" / "manifest.json").read_text())

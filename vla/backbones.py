@@ -547,7 +547,7 @@ InputBuilder = Callable[[Sequence[Sequence[ImageLike]], Sequence[str]], dict[str
 
 def backbone_table() -> list[dict[str, Any]]:
     """One row per registered transformers backbone class: family, model_type(s), positions, tiny test
-    names, and the published checkpoints it loads (the README's table is this, checked by a test)."""
+    names, and the published checkpoints it loads (the table in docs/guide/vla.md is this, checked by a test)."""
     import importlib
 
     for module in NATIVE_MODULES.values():  # registers the native backbones (lazily, as load_native does)

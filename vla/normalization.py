@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 ARM_DIMS = 6
 PUBLISHED_BOUND = 0.65  # VLM4VLA / RoboVLMs configs: "norm_min": -0.65, "norm_max": 0.65
-NormMode = Literal["published", "quantile"]
 NORM_MODES: tuple[str, ...] = ("published", "quantile")
 
 

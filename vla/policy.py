@@ -13,33 +13,43 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from policies.base import EpisodeContext, Policy
-
-
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
+from policies.cli import arg
 
 
 @dataclass(frozen=True)
 class VLAPolicyConfig:
     """A VLM4VLA-style VLA: a checkpoint from ``vla.train``, or an untrained head on a backbone."""
 
-    backbone: str | None = _opt(None, "VLM for an untrained model (directory, hub id, or tiny-*); ignored when --checkpoint is given")
-    checkpoint: str | None = _opt(None, "VLA checkpoint directory written by vla.train (e.g. outputs/vla/checkpoints/last)")
-    execute_steps: int | None = _opt(None, "actions executed from each predicted chunk before querying again (default: the whole chunk)")
-    device: str = _opt("cpu", "cpu, cuda, cuda:N or auto")
-    dtype: str = _opt("auto", "auto (float32 on CPU, bf16 on GPUs that support it), float32, bfloat16 or float16")
-    image_keys: tuple[str, ...] = _opt((), "observation keys of the model's cameras, in order (default: from the checkpoint)")
-    gripper_open: float | None = _opt(None, "the env's gripper value for 'open' (default: the training data's: CALVIN 1, LIBERO -1)")
-    chunk_size: int = _opt(10, "chunk length of an untrained model (a checkpoint fixes its own)")
-    data_format: str = _opt("calvin", "action convention of an untrained model: calvin or libero")
-    seed: int = _opt(0, "initialisation seed of an untrained model's head")
-    allow_download: bool = _opt(False, "let transformers download a hub id that is not cached locally")
+    backbone: str | None = arg(None, "VLM for an untrained model (directory, hub id, or tiny-*); ignored when --checkpoint is given")
+    checkpoint: str | None = arg(None, "VLA checkpoint directory written by vla.train (e.g. outputs/vla/checkpoints/last)")
+    execute_steps: int | None = arg(None, "actions executed from each predicted chunk before querying again (default: the whole chunk)")
+    device: str = arg("cpu", "cpu, cuda, cuda:N or auto")
+    dtype: str = arg("auto", "auto (float32 on CPU, bf16 on GPUs that support it), float32, bfloat16 or float16")
+    image_keys: tuple[str, ...] = arg((), "observation keys of the model's cameras, in order (default: from the checkpoint)")
+    gripper_open: float | None = arg(None, "the env's gripper value for 'open' (default: the training data's: CALVIN 1, LIBERO -1)")
+    chunk_size: int = arg(10, "chunk length of an untrained model (a checkpoint fixes its own)")
+    data_format: str = arg("calvin", "action convention of an untrained model: calvin or libero")
+    seed: int = arg(0, "initialisation seed of an untrained model's head")
+    allow_download: bool = arg(False, "let transformers download a hub id that is not cached locally")
+
+    def label(self) -> str:
+        """``vla-`` and the checkpoint (``RUN/checkpoints/last`` -> ``RUN-last``, how vla.train lays them out)
+        or the backbone (``RUN/final`` / ``RUN/checkpoint-500`` -> ``RUN-final`` / ``RUN-checkpoint-500``, how
+        ``benchmarks.posttrain`` lays a run out, so two post-trained backbones get two run folders; else its
+        last path part), for run folders."""
+        if self.checkpoint:
+            parts = self.checkpoint.rstrip("/").split("/")
+            has_run = len(parts) >= 3 and parts[-2] == "checkpoints"
+            return "vla-" + (f"{parts[-3]}-{parts[-1]}" if has_run else parts[-1])
+        parts = str(self.backbone or "").rstrip("/").split("/")
+        posttrained = len(parts) >= 2 and (parts[-1] == "final" or parts[-1].startswith("checkpoint-"))
+        return "vla-" + (f"{parts[-2]}-{parts[-1]}" if posttrained else parts[-1])
 
 
 class VLAPolicy(Policy):

@@ -19,6 +19,8 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core.episode import StepHook
+from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.latency import (
     Latency,
     checked_latency,
@@ -29,19 +31,17 @@ from benchmarks.core.latency import (
     summarize_latency,
 )
 from benchmarks.core.plots import bar_plot, line_plot
-from benchmarks.core.policy_cli import (
-    BLIND_POLICIES,
-    PolicySpec,
-    build_policy_from_spec,
-    parse_benchmark_args,
-)
+from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from benchmarks.core.worker import EpisodeWorker
 from envs.calvin.constants import CONTROL_HZ
 from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 CHAIN_LENGTH = 5
+#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``).
+POLICY_DEFAULTS = {"expert": {"expert": "policies.experts.calvin:ScriptedExpert"}}
 # Published reference (VLM4VLA, Qwen3-VL-4B, ABC->D on the official env), from MultihopSpatial Table 3.
 REFERENCE = {"label": "VLM4VLA Qwen3-VL-4B, ABC→D (published)", "chain_sr": [92.4, 81.8, 74.1, 66.8, 59.9],
              "avg_seq_len": 3.75}
@@ -108,18 +108,24 @@ def chain_metrics(num_completed: Sequence[int], chain_length: int = CHAIN_LENGTH
             "chain_sr": {str(i): float((completed >= i).mean()) for i in range(1, chain_length + 1)}}
 
 
-def task_info(chains: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def task_info(chains: Sequence[EpisodeRecord]) -> dict[str, dict[str, int]]:
     """Per task: successes, and attempts (the successful subtasks plus the one that failed), as CALVIN counts."""
     success, total = Counter(), Counter()
-    for chain in chains:
-        for subtask in chain["subtasks"]:
-            total[subtask["task"]] += 1
-            success[subtask["task"]] += int(subtask["success"])
+    for subtask in _subtasks(chains):
+        total[subtask["extras"]["task"]] += 1
+        success[subtask["extras"]["task"]] += int(subtask["success"])
     return {task: {"success": success[task], "total": total[task]} for task in sorted(total)}
 
 
-def _ok_results(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r["result"] for r in records if r["status"] == "ok"]
+def _ok_results(records: Sequence[dict[str, Any]]) -> list[EpisodeRecord]:
+    """The completed chains' records, also those written before the shared schema."""
+    from benchmarks.calvin.chain import read_chain
+
+    return ok_results(records, read_chain)
+
+
+def _subtasks(chains: Sequence[EpisodeRecord]) -> list[EpisodeRecord]:
+    return [s for c in chains for s in c["extras"]["subtasks"]]
 
 
 def _percent(metrics: dict[str, Any], chain_length: int = CHAIN_LENGTH) -> list[float | None]:
@@ -227,8 +233,7 @@ def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
             raise InputError(f"--cameras {config.cameras}: unknown camera(s) {unknown}; use auto, none, static, "
                              f"gripper or static,gripper")
     else:
-        blind = spec.name in BLIND_POLICIES
-        chosen = () if blind else ("static", "gripper")
+        chosen = () if spec.blind else ("static", "gripper")
     return ("static", "gripper") if config.video and not chosen else chosen
 
 
@@ -247,47 +252,38 @@ def calvin_sources(config: CalvinConfig) -> dict[str, Any]:
     return out
 
 
-class CalvinWorker:
+class CalvinWorker(EpisodeWorker):
     """One env and one policy, reused for every chain this process runs."""
 
+    video_fps = 30
+
     def __init__(self, config: CalvinConfig, spec: PolicySpec, run_path: str) -> None:
-        from envs.calvin import make_env
-        from policies.experts.calvin import ScriptedExpert
+        from envs.calvin.factory import calvin_env_spec
 
-        self.config, self.run_dir = config, RunDir(run_path)
+        super().__init__(run_path, config.video)
+        self.config = config
         self.cameras = cameras_for(config, spec)
-        self.env = make_env(config.backend, cameras=self.cameras, renderer=config.renderer,
-                            calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
-                            calvin_env=config.calvin_env)
-        self.policy = build_policy_from_spec(spec, expert=ScriptedExpert)
+        self.video_keys = [f"rgb_{camera}" for camera in self.cameras]
+        env_id, kwargs = calvin_env_spec(config.backend, cameras=self.cameras, renderer=config.renderer,
+                                         calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
+                                         calvin_env=config.calvin_env)
+        self.env = self.make_env(env_id, **kwargs)
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.policy.bind(self.env)
-        self.decisions: list[dict[str, Any]] = []
 
-    def run(self, unit: WorkUnit) -> dict[str, Any]:
+    def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
+        """One chain; its model calls are logged per subtask."""
         from benchmarks.calvin.chain import run_chain
-        from benchmarks.core.video import VideoRecorder, run_recorded
         from envs.calvin import initial_env_state
         from envs.calvin.instructions import instruction_for
 
         robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"])
         tasks = list(unit.spec["tasks"])
-        self.decisions = []
-        video = None
-        if unit.index < self.config.video:
-            keys = [f"rgb_{camera}" for camera in self.cameras]
-            video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", keys, fps=30)
-        result = run_recorded(lambda on_step: run_chain(
-            self.env, self.policy, robot_obs, scene_obs, tasks, [instruction_for(t) for t in tasks],
-            ep_len=self.config.ep_len, seed=unit.seed, replay_key=unit.key, on_step=on_step,
-            decisions=self.decisions, latency=self.config.latency_setting()), video, self.run_dir.path)
-        return {**result, "initial_state": unit.spec["initial_state"]}
-
-    def unit_decisions(self) -> list[dict[str, Any]]:
-        """The model calls of the chain run last, per subtask (also when it raised)."""
-        return self.decisions
-
-    def close(self) -> None:
-        self.env.close()
+        result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks, [instruction_for(t) for t in tasks],
+                           ep_len=self.config.ep_len, seed=unit.seed, replay_key=unit.key, on_step=on_step,
+                           decisions=self.decisions, latency=self.config.latency_setting())
+        result["extras"]["initial_state"] = unit.spec["initial_state"]
+        return result
 
 
 def _build_worker(config: CalvinConfig, spec: PolicySpec, run_path: str) -> CalvinWorker:
@@ -338,7 +334,7 @@ class CalvinBenchmark(Benchmark):
                 **calvin_sources(self.config)}
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        done = [r["num_completed"] for r in _ok_results(records)]
+        done = [r["extras"]["num_completed"] for r in _ok_results(records)]
         m = chain_metrics(done, self.chain_length)
         return {"avg_len": score_cell(m["avg_seq_len"], ".2f"),
                 "sr%": "/".join(score_cell(v, ".0f") for v in _percent(m, self.chain_length))}
@@ -346,13 +342,13 @@ class CalvinBenchmark(Benchmark):
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         chains = _ok_results(records)
         n = self.chain_length
-        metrics = chain_metrics([c["num_completed"] for c in chains], n)
+        metrics = chain_metrics([c["extras"]["num_completed"] for c in chains], n)
         tasks = task_info(chains)
         # CALVIN's own keys, plus a marker its tools ignore: scored over the completed chains only.
         incomplete = {"chains_total": tally.total, "chains_completed": tally.completed,
                       "chains_errored": tally.errored, "complete": tally.complete}
         results = {self.spec.label: {**metrics, "task_info": tasks, "spatial_arena_run": incomplete}}
-        calls = model_call_totals(s.get("policy_stats", {}) for c in chains for s in c["subtasks"])
+        calls = model_call_totals(s["policy_stats"] for s in _subtasks(chains))
         files: dict[str, Any] = {"results.json": functools.partial(write_json, data=results)}
         if chains:  # no plot of scores that do not exist
             sr = _percent(metrics, n)
@@ -365,7 +361,7 @@ class CalvinBenchmark(Benchmark):
                 ylabel="success rate (%)", title="CALVIN success per task")
         data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
                 "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
-                **summarize_latency([s["latency"] for c in chains for s in c["subtasks"] if "latency" in s]),
+                **summarize_latency([s["latency"] for s in _subtasks(chains) if "latency" in s]),
                 **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
         text = (_markdown(self.spec.label, metrics, tasks, tally, self.config.backend) if n == CHAIN_LENGTH
                 else _task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend))
@@ -375,7 +371,8 @@ class CalvinBenchmark(Benchmark):
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:
-    config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin")
+    config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin",
+                                        policy_defaults=POLICY_DEFAULTS)
     cameras_for(config, spec)  # bad --cameras is an input error here, not in every worker
     if config.tasks is not None:
         try:

@@ -1,4 +1,9 @@
-"""One CALVIN long-horizon chain: reset once, then up to five subtasks, stopping at the first failure."""
+"""One CALVIN long-horizon chain: reset once, then up to five subtasks, stopping at the first failure.
+
+A chain's record is an :class:`benchmarks.core.episode_record.EpisodeRecord` whose top-level fields total
+its subtasks, with ``extras``: ``tasks`` (the chain's task names), ``num_completed`` (subtasks completed
+in a row, CALVIN's score) and ``subtasks`` (one episode record per subtask run, each with ``extras``
+``task`` and ``instruction``); the benchmark's worker adds ``initial_state``."""
 
 from __future__ import annotations
 
@@ -8,19 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.core.episode import ActionStream, logging_decisions
+from benchmarks.core.episode import ActionStream, StepHook, logging_decisions
+from benchmarks.core.episode_record import EpisodeRecord, episode_record, read_episode, summed_stats
 from benchmarks.core.latency import Latency
 from policies.base import EpisodeContext, Policy
 
 EP_LEN = 360  # CALVIN's step budget per subtask
-StepHook = Callable[[dict[str, Any], list[str]], None]
 
 
 def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], initial_scene_obs: Sequence[float],
               tasks: Sequence[str], instructions: Sequence[str], ep_len: int = EP_LEN, seed: int = 0, *,
               replay_key: str | None = None, on_step: StepHook | None = None,
-              decisions: list[dict[str, Any]] | None = None, latency: Latency | None = None) -> dict:
-    """Run one chain as the CALVIN protocol does and return a JSON-safe record.
+              decisions: list[dict[str, Any]] | None = None, latency: Latency | None = None) -> EpisodeRecord:
+    """Run one chain as the CALVIN protocol does and return its JSON-safe record (see the module).
 
     The robot and scene are reset once (not between subtasks). Each subtask gets ``policy.reset`` with its
     instruction (task name in ``extras["task"]``) and at most ``ep_len`` env steps; it succeeds when the
@@ -35,12 +40,13 @@ def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], init
 
     if len(tasks) != len(instructions):
         raise ValueError(f"run_chain: {len(tasks)} tasks but {len(instructions)} instructions")
+    started = time.perf_counter()
     base = env.unwrapped
     options = {"robot_obs": np.asarray(initial_robot_obs, float), "scene_obs": np.asarray(initial_scene_obs, float)}
     obs, info = env.reset(seed=seed, options=options)
     if on_step:
         on_step(obs, [f"subtask 1: {instructions[0]}" if instructions else "", "start"])
-    subtasks: list[dict[str, Any]] = []
+    subtasks: list[EpisodeRecord] = []
     for index, (task, instruction) in enumerate(zip(tasks, instructions)):
         base.begin_subtask(task)
         key = None if replay_key is None else f"{replay_key}/{index}"
@@ -49,12 +55,35 @@ def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], init
         policy.reset(context)
         with logging_decisions(policy, decisions, subtask=index, task=task):
             record, obs, info = _run_subtask(env, policy, obs, info, ep_len, _captioner(on_step, index, instruction),
-                                                latency)
-        subtasks.append({"task": task, "instruction": instruction, **record})
+                                                latency, {"task": task, "instruction": instruction})
+        subtasks.append(record)
         if not record["success"]:
             break
+    return chain_record(list(tasks), subtasks, round(time.perf_counter() - started, 3))
+
+
+def chain_record(tasks: list[str], subtasks: list[EpisodeRecord], wall_time_s: float) -> EpisodeRecord:
+    """A chain's record from its subtasks' records: top-level fields totalled, CALVIN's own in ``extras``."""
     completed = sum(1 for s in subtasks if s["success"])
-    return {"tasks": list(tasks), "num_completed": completed, "subtasks": subtasks}
+    return EpisodeRecord(success=completed == len(tasks), steps=sum(s["steps"] for s in subtasks),
+                         policy_calls=sum(s["policy_calls"] for s in subtasks),
+                         idle_steps=sum(s["idle_steps"] for s in subtasks), wall_time_s=wall_time_s,
+                         policy_stats=summed_stats(s["policy_stats"] for s in subtasks),
+                         extras={"tasks": tasks, "num_completed": completed, "subtasks": subtasks})
+
+
+def read_chain(raw: dict[str, Any]) -> EpisodeRecord:
+    """A chain record of any version as the schema names it. One written before the schema
+    (``{"tasks", "num_completed", "subtasks", ...}``, subtasks with ``time_s``) gets its totals from its
+    subtasks, its wall time as theirs summed, and its other fields (``initial_state``) in ``extras``."""
+    if "extras" in raw:
+        return read_episode(raw)
+    subtasks = [read_episode(s) for s in raw["subtasks"]]
+    record = chain_record(list(raw["tasks"]), subtasks, round(sum(s["wall_time_s"] for s in subtasks), 3))
+    record["extras"].update({k: v for k, v in raw.items() if k not in ("tasks", "num_completed", "subtasks", "video")})
+    if "video" in raw:
+        record["video"] = raw["video"]
+    return record
 
 
 def _captioner(on_step: StepHook | None, index: int, instruction: str) -> Callable[[Any, int], None] | None:
@@ -63,9 +92,8 @@ def _captioner(on_step: StepHook | None, index: int, instruction: str) -> Callab
     return lambda obs, step: on_step(obs, [f"subtask {index + 1}: {instruction}", f"step {step}"])
 
 
-def _run_subtask(env: Any, policy: Policy, obs: Any, info: dict, ep_len: int,
-                 show: Callable[[Any, int], None] | None, latency: Latency | None = None) -> tuple[dict, Any, dict]:
-
+def _run_subtask(env: Any, policy: Policy, obs: Any, info: dict, ep_len: int, show: Callable[[Any, int], None] | None,
+                 latency: Latency | None, extras: dict[str, Any]) -> tuple[EpisodeRecord, Any, dict]:
     start, steps, success = time.perf_counter(), 0, False
     stream = ActionStream(env, policy, latency)
     while steps < ep_len and not success and not policy.stopped:
@@ -74,8 +102,5 @@ def _run_subtask(env: Any, policy: Policy, obs: Any, info: dict, ep_len: int,
         success = bool(info.get("is_success", False))
         if show:
             show(obs, steps)
-    stats = {k: float(v) for k, v in policy.episode_stats().items()}
-    record = {"success": success, "steps": steps, "time_s": round(time.perf_counter() - start, 4),
-              "policy_calls": stream.policy_calls, "idle_steps": stream.idle_steps, "policy_stats": stats,
-              **stream.latency_record()}
-    return record, obs, info
+    return episode_record(success=success, steps=steps, stream=stream, policy=policy, started=start,
+                          extras=extras), obs, info

@@ -18,6 +18,7 @@ from typing import Any
 
 from action_mapping import ExecutablePlan, Plan
 from benchmarks.core.latency import Latency, latency_stats
+from envs.wrappers import HoldsStill
 from policies.base import Policy
 
 
@@ -53,13 +54,11 @@ class ActionStream:
 
     def next_action(self, observation: Mapping[str, Any]) -> Any | None:
         action = self._next(observation)
-        if action is _HOLD:
-            noop = getattr(self.env.unwrapped, "noop_action", None)
-            return noop() if noop is not None else None
         if action is None:
             self.idle_steps += 1
-            noop = getattr(self.env.unwrapped, "noop_action", None)
-            return noop() if noop is not None else None
+        if action is None or action is _HOLD:
+            unwrapped = self.env.unwrapped
+            return unwrapped.noop_action() if isinstance(unwrapped, HoldsStill) else None
         return action
 
     def latency_record(self) -> dict[str, Any]:
@@ -129,6 +128,9 @@ class ActionStream:
 
 _HOLD = object()  # a latency step without a pending action: the env holds still
 
+#: ``on_step(observation, caption_lines)``: sees every observation of an episode (videos).
+StepHook = Callable[[dict[str, Any], list[str]], None]
+
 
 def _model_calls(policy: Policy) -> float | None:
     """The policy's ``model_calls`` stat (``None`` when it reports none: every call is then a decision)."""
@@ -148,7 +150,7 @@ class AgentLoopResult:
 
 
 def run_agent_loop(env: Any, policy: Policy, obs: dict[str, Any], info: dict[str, Any], *,
-                   on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
+                   on_step: StepHook | None = None,
                    decisions: list[dict[str, Any]] | None = None) -> AgentLoopResult:
     """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the
     episode, ``env.unwrapped.max_steps`` steps are spent, or the policy has ``stopped``.

@@ -13,7 +13,6 @@ do not depend on the executor, the number of workers or the completion order.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -196,7 +195,3 @@ def make_executor(workers: int, *, ray: str | None = None, max_retries: int = 2,
         return RayExecutor(ray, workers if workers > 1 else None, max_retries=max_retries, num_cpus=num_cpus,
                            num_gpus=num_gpus)
     return InProcessExecutor() if workers == 1 else ProcessExecutor(workers, max_retries=max_retries)
-
-
-def default_workers() -> int:
-    return max(1, (os.cpu_count() or 1))

@@ -1,4 +1,7 @@
-"""Provenance written next to every result: command, configuration, seeds, versions, git revision, machine."""
+"""Provenance written next to every result: command, configuration, seeds, versions, git revision, machine.
+
+:func:`build_manifest` is the one manifest of the project: the closed-loop runner, the static runner and the
+goal-scoring commands all start from it and add their own sections (``extra``)."""
 
 from __future__ import annotations
 
@@ -12,10 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.jsonsafe import json_safe
+
 # Distributions whose versions can change a number in a results table.
 TRACKED_PACKAGES = (
     "spatial-arena", "numpy", "scipy", "gymnasium", "pybullet", "mujoco", "robosuite", "rpent-libero", "torch",
-    "transformers", "tokenizers", "accelerate", "pillow", "ray",
+    "transformers", "tokenizers", "accelerate", "pillow", "ray", "pyarrow", "matplotlib",
 )  # fmt: skip
 _RENDER_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "OMP_NUM_THREADS")
 _REPO = Path(__file__).resolve().parents[2]
@@ -50,14 +55,22 @@ def machine() -> dict[str, Any]:
             "cpu_count": os.cpu_count(), "render_env": {k: os.environ.get(k) for k in _RENDER_ENV}}
 
 
+def utc_now() -> str:
+    """The current UTC time in ISO 8601 to the second (``started_at``, a run's ``finished``)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
 def build_manifest(benchmark: str, config: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest of a run. ``config`` is the command's config dataclass (or a dict)."""
+    """The manifest of a run: ``benchmark``, ``command``, ``config`` (JSON-safe: paths as strings),
+    ``started_at``, ``git`` (``commit``, ``dirty``), ``packages``, ``machine``, then ``extra``'s sections.
+
+    ``config`` is the command's config dataclass (or a mapping)."""
     cfg = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
     return {
         "benchmark": benchmark,
         "command": [Path(sys.executable).name, *sys.argv],
-        "config": cfg,
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "config": json_safe(cfg),
+        "started_at": utc_now(),
         "git": git_revision(),
         "packages": package_versions(),
         "machine": machine(),

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.jsonsafe import json_default
 from benchmarks.core.work import RECORD_OK
 from envs.files import atomic_write_text
 from policies.cli import InputError
@@ -24,17 +25,7 @@ class ResumeError(InputError):
 
 def write_json(path: Path, data: Any) -> None:
     """Write JSON atomically (a reader never sees half a file), readable like any file the run writes."""
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")
-
-
-def _json_default(obj: Any) -> Any:
-    if hasattr(obj, "tolist"):  # numpy arrays and scalars
-        return obj.tolist()
-    if isinstance(obj, (set, frozenset)):
-        return sorted(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=json_default) + "\n")
 
 
 _RECORD_KEYS = ("index", "key", "status")
@@ -70,7 +61,7 @@ class RunDir:
         if resume and self.manifest.exists():
             previous = self._previous_manifest()
             old = _settings(previous)
-            new = _settings(json.loads(json.dumps(manifest, default=_json_default)))
+            new = _settings(json.loads(json.dumps(manifest, default=json_default)))
             diff = sorted(k for k in set(old) | set(new) if k not in runtime_keys and old.get(k) != new.get(k))
             if diff:
                 changes = ", ".join(f"--{k.replace('_', '-')} ({old.get(k)!r} -> {new.get(k)!r})" for k in diff)
@@ -115,7 +106,7 @@ class RunDir:
         if not self.decisions.exists():
             return
         kept = [line for line in _read_jsonl(self.decisions) if line.get("key") in keys]
-        atomic_write_text(self.decisions, "".join(json.dumps(line, default=_json_default) + "\n" for line in kept))
+        atomic_write_text(self.decisions, "".join(json.dumps(line, default=json_default) + "\n" for line in kept))
 
     def load_decisions(self) -> list[dict[str, Any]]:
         return _read_jsonl(self.decisions)
@@ -143,7 +134,7 @@ def _settings(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def _append_lines(path: Path, items: list[dict[str, Any]]) -> None:
     with path.open("a") as f:
-        f.write("".join(json.dumps(item, default=_json_default) + "\n" for item in items))
+        f.write("".join(json.dumps(item, default=json_default) + "\n" for item in items))
         f.flush()
         os.fsync(f.fileno())
 

@@ -53,7 +53,20 @@ def format_exception(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).strip()
 
 
+#: The episode record's wall-clock field (:mod:`benchmarks.core.episode_record`): it differs from run to run.
+WALL_TIME = "wall_time_s"
+
+
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
-    """A record without its timing, attempt count and decision log (which holds model latencies): what must
-    match across worker counts."""
-    return {k: v for k, v in record.items() if k not in ("timing", "attempts", DECISIONS)}
+    """A record without its timing, attempt count, decision log (which holds model latencies) and its
+    episodes' wall times: what must match across worker counts and runs."""
+    return without_wall_times({k: v for k, v in record.items() if k not in ("timing", "attempts", DECISIONS)})
+
+
+def without_wall_times(value: Any) -> Any:
+    """``value`` with every :data:`WALL_TIME` field removed, at any depth (a CALVIN chain's subtasks)."""
+    if isinstance(value, dict):
+        return {k: without_wall_times(v) for k, v in value.items() if k != WALL_TIME}
+    if isinstance(value, list):
+        return [without_wall_times(v) for v in value]
+    return value

@@ -10,7 +10,6 @@ feedback, history of the last 5 messages).
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import sys
 from collections import defaultdict
@@ -22,15 +21,14 @@ from typing import Any
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core.episode import StepHook
+from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from benchmarks.core.worker import EpisodeWorker
 from policies.cli import InputError, arg
-
-
-def _load(target: str) -> Any:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+from policies.entry_point import load_entry_point
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,10 @@ class Family:
     video_keys: tuple[str, ...]
     size_kwargs: tuple[str, ...]  # env kwargs set by --image-size
     mllm_defaults: dict[str, Any] = field(default_factory=dict)
+
+    def policy_defaults(self) -> dict[str, dict[str, Any]]:
+        """Per-policy defaults on this family (``parse_benchmark_args``' ``policy_defaults``)."""
+        return {"mllm": self.mllm_defaults, "expert": {"expert": self.expert}}
 
 
 FAMILIES = {
@@ -106,37 +108,23 @@ def _env_kwargs(config: EmbodiedConfig, family: Family) -> dict[str, Any]:
     return kwargs
 
 
-class EmbodiedWorker:
+class EmbodiedWorker(EpisodeWorker):
+    """One env (the family's registered id) and one policy, reused for every episode this process runs."""
+
+    video_fps, video_height = 2, 320
+
     def __init__(self, config: EmbodiedConfig, spec: PolicySpec, run_path: str) -> None:
-        import gymnasium as gym
-
-        import envs  # noqa: F401  (registers the ids)
-
+        super().__init__(run_path, config.video)
         self.family = FAMILIES[config.family]
-        self.config, self.run_dir = config, RunDir(run_path)
-        self.env = gym.make(self.family.env_id, **_env_kwargs(config, self.family))
-        self.policy = build_policy_from_spec(spec, expert=_load(self.family.expert))
+        self.config, self.video_keys = config, self.family.video_keys
+        self.env = self.make_env(self.family.env_id, **_env_kwargs(config, self.family))
+        self.policy = build_policy_from_spec(spec, defaults=self.family.policy_defaults())
         self.policy.bind(self.env)
-        self._run_episode = _load(self.family.run_episode)
-        self.decisions: list[dict[str, Any]] = []
+        self._run_episode = load_entry_point(self.family.run_episode)
 
-    def run(self, unit: WorkUnit) -> dict[str, Any]:
-        from benchmarks.core.video import VideoRecorder, run_recorded
-
-        self.decisions = []
-        video = None
-        if unit.index < self.config.video:
-            video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", self.family.video_keys, fps=2, height=320)
-        return run_recorded(lambda on_step: self._run_episode(
-            self.env, self.policy, unit.spec["episode"], seed=unit.seed, on_step=on_step, decisions=self.decisions),
-            video, self.run_dir.path)
-
-    def unit_decisions(self) -> list[dict[str, Any]]:
-        """The model calls of the episode run last (also when it raised)."""
-        return self.decisions
-
-    def close(self) -> None:
-        self.env.close()
+    def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
+        return self._run_episode(self.env, self.policy, unit.spec["episode"], seed=unit.seed, on_step=on_step,
+                                 decisions=self.decisions)
 
 
 def _build_worker(config: EmbodiedConfig, spec: PolicySpec, run_path: str) -> EmbodiedWorker:
@@ -150,20 +138,21 @@ def _planner_errors(stats: dict[str, float]) -> float:
     return stats.get("planner_output_error", stats.get("parse_errors", 0.0))
 
 
-def subset_table(results: Sequence[dict[str, Any]], key: str = "subset") -> dict[str, dict[str, float]]:
-    """EB's numbers per subset (or per ``key``): success rate (%), mean steps, planner calls, output errors."""
-    by_subset: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def subset_table(results: Sequence[EpisodeRecord], key: str = "subset") -> dict[str, dict[str, float]]:
+    """EB's numbers per subset (or per another ``extras`` field, ``key``): success rate (%), mean steps,
+    planner calls, invalid actions, output errors."""
+    by_subset: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for r in results:
-        by_subset[r[key]].append(r)
+        by_subset[r["extras"][key]].append(r)
     table = {}
     for subset, rows in by_subset.items():
-        stats = [r.get("policy_stats", {}) for r in rows]
+        stats = [r["policy_stats"] for r in rows]
         table[subset] = {
             "episodes": len(rows),
-            "success_rate": 100.0 * float(np.mean([r["task_success"] for r in rows])),
-            "avg_steps": float(np.mean([r["num_steps"] for r in rows])),
+            "success_rate": 100.0 * float(np.mean([r["success"] for r in rows])),
+            "avg_steps": float(np.mean([r["steps"] for r in rows])),
             "avg_planner_calls": float(np.mean([r["policy_calls"] for r in rows])),
-            "avg_invalid_actions": float(np.mean([r["num_invalid_actions"] for r in rows])),
+            "avg_invalid_actions": float(np.mean([r["extras"]["num_invalid_actions"] for r in rows])),
             "planner_output_errors": float(np.sum([_planner_errors(s) for s in stats])),
         }
     return table
@@ -217,7 +206,7 @@ class EmbodiedBenchmark(Benchmark):
         self.run_path = str(Path(config.output) / self.name / (config.run_name or spec.label))
 
     def _subsets(self) -> list[str]:
-        known = list(_load(self.family.subsets))
+        known = list(load_entry_point(self.family.subsets))
         if self.config.subset == "all":
             return known
         chosen = [s.strip() for s in self.config.subset.split(",") if s.strip()]
@@ -228,11 +217,11 @@ class EmbodiedBenchmark(Benchmark):
 
     def _episodes(self) -> list[dict[str, Any]]:
         if self.config.episodes_file:
-            episodes = _load(self.family.load_episodes)(self.config.episodes_file)
+            episodes = load_entry_point(self.family.load_episodes)(self.config.episodes_file)
             subsets = set(self._subsets())
             return [e for e in episodes if e.get("subset") in subsets]
         n = self.config.episodes or self.family.episodes_per_subset
-        make = _load(self.family.make_episodes)
+        make = load_entry_point(self.family.make_episodes)
         return [e for s in self._subsets() for e in make(s, n=n, seed=self.config.episode_seed)]
 
     def units(self) -> list[WorkUnit]:
@@ -253,14 +242,14 @@ class EmbodiedBenchmark(Benchmark):
                 "subsets": self._subsets()}
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        ok = [r["result"] for r in records if r["status"] == "ok"]
-        return {"success%": f"{100 * np.mean([r['task_success'] for r in ok]):.1f}" if ok else "-"}
+        ok = ok_results(records)
+        return {"success%": f"{100 * np.mean([r['success'] for r in ok]):.1f}" if ok else "-"}
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
-        results = [r["result"] for r in records if r["status"] == "ok"]
+        results = ok_results(records)
         table = subset_table(results)
         average = float(np.mean([row["success_rate"] for row in table.values()])) if table else None
-        families = subset_table(results, "family") if results and "family" in results[0] else None
+        families = subset_table(results, "family") if results and "family" in results[0]["extras"] else None
         data = {"benchmark": self.name, "policy": self.spec.label, "subsets": table,
                 "average_success_rate": average, "episodes": len(results), "families": families}
         files = {"plots/success_by_subset.png": lambda p: bar_plot(
@@ -282,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
                          f"(e.g. python -m benchmarks.embodied nav --help)")
     family = FAMILIES[argv[0]]
     config, spec = parse_benchmark_args(EmbodiedConfig, argv[1:], prog=f"python -m benchmarks.embodied {argv[0]}",
-                                        policy_defaults={"mllm": family.mllm_defaults})
+                                        policy_defaults=family.policy_defaults())
     config.family = family.name
     bench = EmbodiedBenchmark(config, spec)
     return run_command(bench, bench.run_path)

@@ -2,25 +2,27 @@
 
 The benchmark runner calls :func:`run_episode` once per work unit, with an env and a policy it built (and
 bound) once per worker. Native actions go to ``env.step`` one per step; a policy's ``Plan`` runs through
-the env's ``native_actions`` (``benchmarks.core.episode.ActionStream``). The record keeps EB's per-episode fields (task success, env steps, planner calls, invalid
-actions, the policy's own counters such as planner output errors) plus the final evaluation.
+the env's ``native_actions`` (``benchmarks.core.episode.ActionStream``). The record
+(:class:`~benchmarks.core.episode_record.EpisodeRecord`) keeps EB's per-episode numbers (task success,
+env steps, planner calls, the policy's own counters such as planner output errors) and, in ``extras``,
+``episode_id``, ``family``, ``subset``, ``eb_task``, ``num_invalid_actions``, ``total_reward``,
+``final_feedback`` and the final ``evaluation``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from benchmarks.core.episode import run_agent_loop
+from benchmarks.core.episode import StepHook, run_agent_loop
+from benchmarks.core.episode_record import EpisodeRecord, episode_record
+from benchmarks.core.jsonsafe import json_safe
 from policies.base import EpisodeContext, Policy
 
 
 def run_episode(env: Any, policy: Policy, episode: dict[str, Any], seed: int = 0, *,
-                on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
-                decisions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                on_step: StepHook | None = None,
+                decisions: list[dict[str, Any]] | None = None) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or EB's 15 steps; a JSON-safe record.
 
     A request for no motion (a STOP-only plan) spends one step of the budget without moving; a policy that
@@ -35,21 +37,9 @@ def run_episode(env: Any, policy: Policy, episode: dict[str, Any], seed: int = 0
 
     loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info
-    return {
-        "episode_id": episode.get("episode_id"), "family": episode.get("family"), "subset": episode.get("subset"),
-        "eb_task": episode.get("eb_task"), "task_success": bool(info["is_success"]), "num_steps": loop.steps,
-        "policy_calls": loop.stream.policy_calls, "num_invalid_actions": loop.invalid_actions,
-        "num_idle_steps": loop.stream.idle_steps, "total_reward": loop.total_reward, "final_feedback": info["feedback"],
-        "evaluation": _json_safe(info["evaluation"]), "elapsed_s": round(time.perf_counter() - start, 3),
-        "policy_stats": {k: float(v) for k, v in policy.episode_stats().items()},
-    }
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    extras = {"episode_id": episode.get("episode_id"), "family": episode.get("family"), "subset": episode.get("subset"),
+              "eb_task": episode.get("eb_task"), "num_invalid_actions": loop.invalid_actions,
+              "total_reward": loop.total_reward, "final_feedback": info["feedback"],
+              "evaluation": json_safe(info["evaluation"])}
+    return episode_record(success=info["is_success"], steps=loop.steps, stream=loop.stream, policy=policy,
+                          started=start, extras=extras)

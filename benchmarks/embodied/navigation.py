@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 
-from benchmarks.core.episode import run_agent_loop
+from benchmarks.core.episode import StepHook, run_agent_loop
+from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from policies.base import EpisodeContext, Policy
 
 
 def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: int = 0,
-                on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
-                decisions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                on_step: StepHook | None = None,
+                decisions: list[dict[str, Any]] | None = None) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or the step budget; a JSON-safe record.
 
     Native actions go to ``env.step`` one per step; a policy's ``Plan`` runs through the env's
     ``native_actions`` (see ``benchmarks.core.episode.ActionStream``). A request for no motion (a STOP-only
     plan, an MLLM's no-op fallback) spends one step of the budget without moving; a policy that has
-    ``stopped`` ends the episode. The record follows EmbodiedBench's per-episode fields (``task_success``,
-    ``num_steps``, ``num_invalid_actions``) plus the final distance, the target's visibility, and the
-    policy's own counters from ``episode_stats()``. ``on_step(obs, caption)`` sees every observation;
+    ``stopped`` ends the episode. The record (:class:`~benchmarks.core.episode_record.EpisodeRecord`) has
+    EmbodiedBench's per-episode numbers (task success as ``success``, steps as ``steps``) and ``extras``:
+    ``episode_id``, ``subset``, ``num_invalid_actions``, ``final_distance``, ``final_visibility`` (of the
+    target) and ``shortest_path_length``. ``on_step(obs, caption)`` sees every observation;
     the policy's model calls are appended to ``decisions``.
     """
 
@@ -33,13 +34,8 @@ def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: 
                                         "replay_key": episode.get("episode_id")}))
     loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info
-    return {
-        "episode_id": episode.get("episode_id"), "subset": episode.get("subset"),
-        "task_success": bool(info["is_success"]), "num_steps": loop.steps,
-        "policy_calls": loop.stream.policy_calls, "num_invalid_actions": loop.invalid_actions,
-        "num_idle_steps": loop.stream.idle_steps,
-        "final_distance": round(float(info["distance"]), 4), "final_visibility": int(info["visibility"]),
-        "shortest_path_length": len(episode.get("shortest_path", [])),
-        "elapsed_s": round(time.perf_counter() - start, 3),
-        "policy_stats": {k: float(v) for k, v in policy.episode_stats().items()},
-    }
+    extras = {"episode_id": episode.get("episode_id"), "subset": episode.get("subset"),
+              "num_invalid_actions": loop.invalid_actions, "final_distance": round(float(info["distance"]), 4),
+              "final_visibility": int(info["visibility"]), "shortest_path_length": len(episode.get("shortest_path", []))}
+    return episode_record(success=info["is_success"], steps=loop.steps, stream=loop.stream, policy=policy,
+                          started=start, extras=extras)

@@ -33,7 +33,8 @@ import numpy as np
 from PIL import Image
 
 from action_mapping import Plan, StepSizes, parse_plan, trajectory_to_plan
-from benchmarks.scoring.goal import KINDS, GoalReference, check_lmms_eval_extra_info
+from benchmarks.scoring.goal import KINDS, GoalReference
+from benchmarks.scoring.official.goal_lmms_eval import check_lmms_eval_extra_info
 from policies.cli import InputError
 
 FORMAT = "spatialarena-goal/1"
@@ -138,7 +139,7 @@ def load_dataset(root: str | Path, *, check_images: bool = True) -> GoalDataset:
     if not samples_path.is_file():
         raise DatasetError(
             f"{samples_path} not found. Fix: point --dataset at a directory written by `python -m "
-            f"benchmarks.goal_scoring generate` or `convert`, or write {SAMPLES_FILE} as the README describes"
+            f"benchmarks.goal_scoring generate` or `convert`, or write {SAMPLES_FILE} as docs/guide/goal-scoring.md describes"
         )
     header = _read_header(root)
     samples, seen = [], set()

@@ -20,8 +20,6 @@ from policies.backends.base import Backend, Generation, GenerationConfig, Messag
 from policies.backends.oracle import ORACLE_MODEL, unwrap_oracle
 from policies.cli import InputError
 
-DEFAULT_PROMPT_STEPS = 6  # the paper's prompts ask for 6 steps
-
 
 def prompt_steps(sample: GoalSample, num_steps: int | None) -> int:
     """Steps the prompt asks for: ``num_steps``, or the sample's ground-truth step count when None."""

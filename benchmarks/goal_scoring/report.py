@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core.jsonsafe import json_safe
 from benchmarks.core.manifest import build_manifest
 from benchmarks.goal_scoring.dataset import DatasetError, GoalDataset, write_jsonl
-from benchmarks.scoring.goal import GoalScore, ManipulationWeights, get_scorer, json_safe
+from benchmarks.scoring.goal import GoalScore, ManipulationWeights, get_scorer
 
 HISTOGRAM_BINS = 20
 

@@ -12,7 +12,6 @@ Simulator-based sources register a lazy entry point here (``BUILTIN_SOURCES``: o
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 from action_mapping import Plan, StepSizes
 from benchmarks.goal_scoring.dataset import DatasetError, DatasetWriter, GoalDataset, load_dataset
 from benchmarks.scoring.goal import KINDS
+from policies.entry_point import load_entry_point
 
 # name -> "module:factory", imported only when used (the simulators are optional extras).
 BUILTIN_SOURCES: dict[str, str] = {
@@ -103,10 +103,9 @@ def _no_source_message(name: str) -> str:
 
 
 def _load(entry_point: str) -> Callable[..., PairSource]:
-    module_name, _, attr = entry_point.partition(":")
     try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as e:
+        return load_entry_point(entry_point, what="pair source")
+    except (ImportError, AttributeError, ValueError) as e:
         hint = "install the simulator extra it needs (pip install -e '.[nav]' for nav, '.[calvin]' for manip)" if entry_point in \
             BUILTIN_SOURCES.values() else "check the import path"
         raise DatasetError(f"cannot load pair source {entry_point!r}: {e}. Fix: {hint}") from e

@@ -17,6 +17,8 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core.episode import StepHook
+from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.latency import (
     Latency,
     checked_latency,
@@ -29,11 +31,16 @@ from benchmarks.core.latency import (
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from benchmarks.core.worker import EpisodeWorker
 from envs.libero import protocol
 from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
+#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``); LIBERO has no
+#: scripted expert.
+POLICY_DEFAULTS = {"mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
+                   "vla": {"data_format": "libero", "chunk_size": 4}}
 REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_rate": 35.8}}
 
 
@@ -87,65 +94,53 @@ class LiberoConfig(ExecutionConfig):
         return chosen
 
 
-class LiberoWorker:
+class LiberoWorker(EpisodeWorker):
     """Keeps the env of the task it last ran (creating a LIBERO scene takes seconds)."""
 
+    video_keys = ("agentview_image", "eye_in_hand_image")
+    video_fps, video_height = 20, 256
+
     def __init__(self, config: LiberoConfig, spec: PolicySpec, run_path: str) -> None:
-        self.config, self.spec, self.run_dir = config, spec, RunDir(run_path)
-        self.policy = build_policy_from_spec(spec)
-        self.env: Any = None
+        super().__init__(run_path, config.video)
+        self.config, self.spec = config, spec
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.task_index: int | None = None
-        self.decisions: list[dict[str, Any]] = []
 
     def _env_for(self, task_index: int) -> Any:
-        from envs.libero import make_libero_env
+        from envs.libero.protocol import env_id
 
         if task_index != self.task_index:
             if self.env is not None:
                 self.env.close()
             c = self.config
-            self.env = make_libero_env(c.suite, task_index, image_size=c.image_size, max_steps=c.budget(),
-                                       num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
-                                       image_orientation=c.image_orientation)
+            self.env = self.make_env(env_id(c.suite, task_index), image_size=c.image_size, max_steps=c.budget(),
+                                     num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
+                                     image_orientation=c.image_orientation)
             self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
             self.task_index = task_index
         return self.env
 
-    def run(self, unit: WorkUnit) -> dict[str, Any]:
-        from benchmarks.core.video import VideoRecorder, run_recorded
+    def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         from benchmarks.libero.episode import run_episode
 
-        self.decisions = []
         env = self._env_for(unit.spec["task_index"])
-        video = None
-        if unit.index < self.config.video:
-            keys = ["agentview_image", "eye_in_hand_image"]
-            video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", keys, fps=20, height=256)
-        return run_recorded(lambda on_step: run_episode(
-            env, self.policy, init_state_index=unit.spec["init_state_index"], max_steps=self.config.budget(),
-            num_steps_wait=self.config.num_steps_wait, seed=unit.seed, replay_key=unit.key, on_step=on_step,
-            decisions=self.decisions, latency=self.config.latency_setting()), video, self.run_dir.path)
-
-    def unit_decisions(self) -> list[dict[str, Any]]:
-        """The model calls of the episode run last (also when it raised)."""
-        return self.decisions
-
-    def close(self) -> None:
-        if self.env is not None:
-            self.env.close()
+        return run_episode(env, self.policy, init_state_index=unit.spec["init_state_index"],
+                           max_steps=self.config.budget(), num_steps_wait=self.config.num_steps_wait, seed=unit.seed,
+                           replay_key=unit.key, on_step=on_step, decisions=self.decisions,
+                           latency=self.config.latency_setting())
 
 
 def _build_worker(config: LiberoConfig, spec: PolicySpec, run_path: str) -> LiberoWorker:
     return LiberoWorker(config, spec, run_path)
 
 
-def task_table(results: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def task_table(results: Sequence[EpisodeRecord]) -> dict[int, dict[str, Any]]:
     """Per task: instruction, trials, successes and success rate (%)."""
-    by_task: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    by_task: dict[int, list[EpisodeRecord]] = defaultdict(list)
     for r in results:
-        by_task[r["task_index"]].append(r)
-    return {t: {"instruction": rows[0]["instruction"], "trials": len(rows),
+        by_task[r["extras"]["task_index"]].append(r)
+    return {t: {"instruction": rows[0]["extras"]["instruction"], "trials": len(rows),
                 "successes": sum(r["success"] for r in rows),
                 "success_rate": 100.0 * float(np.mean([r["success"] for r in rows]))}
             for t, rows in sorted(by_task.items())}
@@ -179,11 +174,11 @@ class LiberoBenchmark(Benchmark):
                              **({"latency": setting.describe()} if (setting := c.latency_setting()) else {})}}
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        ok = [r["result"]["success"] for r in records if r["status"] == "ok"]
+        ok = [r["success"] for r in ok_results(records)]
         return {"success%": f"{100 * np.mean(ok):.1f}" if ok else "-"}
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
-        results = [r["result"] for r in records if r["status"] == "ok"]
+        results = ok_results(records)
         table = task_table(results)
         overall = 100.0 * float(np.mean([r["success"] for r in results])) if results else None
         c = self.config
@@ -199,7 +194,7 @@ class LiberoBenchmark(Benchmark):
         if c.suite in REFERENCE:
             ref = REFERENCE[c.suite]
             lines += ["", f"Reference: {ref['label']}: {ref['success_rate']:.1f} %."]
-        calls = model_call_totals(r.get("policy_stats", {}) for r in results)
+        calls = model_call_totals(r["policy_stats"] for r in results)
         if calls:
             lines += ["", model_calls_markdown(calls)]
         latency = summarize_latency([r["latency"] for r in results if "latency" in r])
@@ -228,8 +223,7 @@ def _blind_rows(suite: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(
         LiberoConfig, argv, prog="python -m benchmarks.libero",
-        policy_defaults={"mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
-                         "vla": {"data_format": "libero", "chunk_size": 4}})
+        policy_defaults=POLICY_DEFAULTS)
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 

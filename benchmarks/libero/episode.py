@@ -8,12 +8,12 @@ episode is a success as soon as LIBERO's goal check passes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 
-from benchmarks.core.episode import ActionStream, logging_decisions
+from benchmarks.core.episode import ActionStream, StepHook, logging_decisions
+from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.latency import Latency
 from policies.base import EpisodeContext, Policy
 
@@ -27,17 +27,18 @@ def run_episode(
     num_steps_wait: int,
     seed: int,
     replay_key: str | None = None,
-    on_step: Callable[[dict[str, Any], list[str]], None] | None = None,
+    on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
     latency: Latency | None = None,
-) -> dict[str, Any]:
+) -> EpisodeRecord:
     """Run one episode of a LIBERO env; the policy must already be bound to ``env``.
 
     ``env`` must unwrap to :class:`envs.libero.env.LiberoEnv`. Policies return native actions or plans
-    (run through the env's ``native_actions``); "no motion" holds still for one step. Returns a JSON-safe
-    record: ``success``, ``steps`` (native policy steps, settle steps excluded), ``decisions``
-    (``policy.act`` calls), ``idle_steps``, ``truncated``, the episode settings, ``policy_stats`` and
-    ``wall_time_s``. ``on_step(obs, caption_lines)`` sees every observation, the first after the settle
+    (run through the env's ``native_actions``); "no motion" holds still for one step. Returns the JSON-safe
+    :class:`~benchmarks.core.episode_record.EpisodeRecord` (``steps``: native policy steps, settle steps
+    excluded) with ``extras``: ``suite``, ``task_index``, ``instruction``, ``init_state_index``, ``seed``,
+    ``max_steps``, ``num_steps_wait`` and ``truncated`` (the budget ran out before success).
+    ``on_step(obs, caption_lines)`` sees every observation, the first after the settle
     steps included (videos); the policy's model calls are appended to ``decisions``. ``latency`` (default
     none: the protocol) lets the env run on while the policy thinks (:mod:`benchmarks.core.latency`) and
     adds the record's ``latency`` entry.
@@ -59,23 +60,11 @@ def run_episode(
             observation, _, terminated, truncated, info = env.step(stream.next_action(observation))
             if on_step:
                 on_step(observation, [libero.instruction, f"step {libero.elapsed_steps}"])
-    return {
-        "suite": libero.suite,
-        "task_index": libero.task_index,
-        "instruction": libero.instruction,
-        "init_state_index": int(init_state_index),
-        "seed": int(seed),
-        "max_steps": int(max_steps),
-        "num_steps_wait": int(num_steps_wait),
-        "success": bool(info["is_success"]),
-        "truncated": bool(truncated and not info["is_success"]),
-        "steps": int(libero.elapsed_steps),
-        "decisions": stream.policy_calls,
-        "idle_steps": stream.idle_steps,
-        "policy_stats": {k: float(v) for k, v in policy.episode_stats().items()},
-        "wall_time_s": round(time.perf_counter() - start, 3),
-        **stream.latency_record(),
-    }
+    extras = {"suite": libero.suite, "task_index": libero.task_index, "instruction": libero.instruction,
+              "init_state_index": int(init_state_index), "seed": int(seed), "max_steps": int(max_steps),
+              "num_steps_wait": int(num_steps_wait), "truncated": bool(truncated and not info["is_success"])}
+    return episode_record(success=info["is_success"], steps=libero.elapsed_steps, stream=stream, policy=policy,
+                          started=start, extras=extras)
 
 
 def _extras(libero: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from typing import Any
 
 from action_mapping.parsing import parse_plan
 from benchmarks.scoring import judge, parsers
-from benchmarks.scoring.goal import lmms_eval_decode
 from benchmarks.scoring.official import multihop, space10, spatialscore, spatialtree
+from benchmarks.scoring.official.goal_lmms_eval import lmms_eval_decode
 from benchmarks.scoring.parsers import (
     answer_key_letters,
     parse_box,

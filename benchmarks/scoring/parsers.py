@@ -726,12 +726,6 @@ def _word_value(match: re.Match[str]) -> float:
     return float(_TENS[match.group("tens").lower()] + (_ONES.index(unit.lower()) if unit else 0))
 
 
-def parse_plain_number(text: Any) -> float | None:
-    """A ground-truth number written plainly ("4", "28.6", "1.72 meters"); ``None`` when there is none."""
-    result = parse_number(text)
-    return result.value.value if result.ok else None
-
-
 # --------------------------------------------------------------------------------------------------------
 # Bounding boxes
 

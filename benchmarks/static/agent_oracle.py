@@ -15,7 +15,6 @@ that cannot see.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -29,8 +28,7 @@ from action_mapping.se3 import axes_from_rotation
 from benchmarks.scoring.parsers import normalize_text
 from benchmarks.static.items import StaticItem
 from benchmarks.static.nav_questions import CAMERA_MOTION_TEXT
-from policies.agent import prompts
-from policies.backends.base import Message
+from policies.agent.oracle_core import AgentCoreOracle
 
 _ROTATION_DEG = 5.0  # a relative pose rotating more than this about some axis is a rotation, else a translation
 _ASKED_SIDE = re.compile(r"\bto the (left|right) of\b", re.IGNORECASE)
@@ -71,11 +69,6 @@ def plan_for(task: Task) -> list[dict[str, Any]]:
     if task.kind == "camera_motion":
         return [{"name": "GetCameraParameters", "arguments": {"images": ["image-0", "image-1"]}}]
     raise ValueError(f"the agent oracle has no plan for question kind {task.kind!r}")
-
-
-def _available(plan: list[dict[str, Any]], prompt: str) -> list[dict[str, Any]]:
-    """The calls whose tools the prompt lists (a competent core uses no other)."""
-    return [c for c in plan if f"### {c['name']} (" in prompt]
 
 
 # ------------------------------------------------------------------------------------------ reasoning
@@ -149,60 +142,17 @@ def _letter(task: Task, text: str) -> str | None:
 # ------------------------------------------------------------------------------------------ the source
 
 
-def _text(message: Message) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, Mapping) and part.get("type") == "text")
-
-
-def _json_after(text: str, head: str) -> Any:
-    """The JSON value right after ``head`` in ``text`` (prompts write tool results as one JSON value)."""
-    start = text.index(head) + len(head)
-    return json.JSONDecoder().raw_decode(text[start:].lstrip())[0]
-
-
-class AgentOracleSource:
-    """Writes each role's reply for one item (see the module docstring)."""
+class AgentOracleSource(AgentCoreOracle):
+    """Writes each role's reply for one item (see the module docstring and :class:`AgentCoreOracle`)."""
 
     def __init__(self, task: Task) -> None:
         self.task = task
 
-    def answer(self, messages: Sequence[Message]) -> str:
-        first, last = _text(messages[0]), _text(messages[-1])
-        if first.startswith(prompts.PLANNER_GOAL):
-            return json.dumps(_available(plan_for(self.task), first))
-        if first.startswith(prompts.EXECUTOR_GOAL):
-            return self._chain_of_thought(first)
-        if first.startswith(prompts.SUMMARIZER_GOAL):
-            evidence = _json_after(first, "Tool Results:")
-            return f"<thinking>From the tool results.</thinking> <answer>{solve(self.task, evidence)}</answer>"
-        if first.startswith(prompts.DIRECT_GOAL):
-            return f"<thinking>Without tools I cannot measure this.</thinking> <answer>{guess(self.task)}</answer>"
-        if first.startswith("USER REQUEST:"):
-            return self._react(first, messages, last)
-        raise ValueError("the agent oracle does not know this prompt")
+    def plan(self, question: str) -> list[dict[str, Any]]:
+        return plan_for(self.task)
 
-    def _chain_of_thought(self, prompt: str) -> str:
-        plan, results = _json_after(prompt, "Tool Plan:"), _json_after(prompt, "Tool Results:")
-        steps = [f"<thinking>{call['name']} measures what the question asks.</thinking> <tool>{json.dumps(call)}</tool> "
-                 f"<observation>{json.dumps(result)}</observation>" for call, result in zip(plan, results)]  # fmt: skip
-        return "\n".join(steps) or "<thinking>No tool was used.</thinking>"
+    def solve(self, question: str, evidence: Sequence[Mapping[str, Any]]) -> str:
+        return solve(self.task, evidence)
 
-    def _react(self, first: str, messages: Sequence[Message], last: str) -> str:
-        if last.startswith(prompts.ALL_OBSERVATION_HEAD):
-            memory = _json_after(last, prompts.ALL_OBSERVATION_HEAD)
-            evidence = [m["observation"] for m in memory if m.get("actions")]
-            return _decision("All evidence is in.", "Terminate", {"answer": solve(self.task, evidence)})
-        observations = [_json_after(_text(m), prompts.OBSERVATION_HEAD) for m in messages[1:]
-                        if m.get("role") == "user" and _text(m).startswith(prompts.OBSERVATION_HEAD)]  # fmt: skip
-        done = [o for o in observations if not str(o.get("error", "")).startswith("the output could not be read")]
-        plan = _available(plan_for(self.task), first)
-        if len(done) < len(plan):
-            call = plan[len(done)]
-            return _decision(f"{call['name']} measures what the question asks.", call["name"], call["arguments"])
-        return _decision("The observations answer the question.", "Terminate", {"answer": solve(self.task, done)})
-
-
-def _decision(thought: str, name: str, arguments: Mapping[str, Any]) -> str:
-    return json.dumps({"thought": thought, "actions": [{"name": name, "arguments": dict(arguments)}]})
+    def guess(self, question: str) -> str:
+        return guess(self.task)

@@ -13,9 +13,11 @@ Tool sets (``--agent-tools``):
   need depth, boxes or counts get no tool, as a core with only these tools would;
 - ``mixed``: OpenCV where it has a tool, simulator truth for the rest: the gap to ``truth`` is the error of the
   classical motion tools alone;
-- ``learned``: the depth tools from a local depth model (``--agent-depth-model``; object regions from the
-  simulator, so the gap to ``truth`` on depth questions is the depth model's), OpenCV's motion tools, simulator
-  truth for the rest;
+- ``learned``: the tools of the local models given (``--agent-depth-model``; ``--agent-detector-model`` for
+  detection and counting, ``--agent-segmenter-model`` for masks, ``--agent-matcher-model`` for homography and
+  camera pose; see :mod:`policies.agent.learned_tools`), OpenCV's motion tools, simulator truth for the rest.
+  Without a detector, object regions for depth come from the simulator, so the gap to ``truth`` on depth
+  questions is the depth model's;
 - ``none``: only ``Terminate``: the same core and prompts without perception (the ablation's no-tool row).
 """
 
@@ -33,14 +35,13 @@ from benchmarks.static.items import StaticItem
 from benchmarks.static.media import load_media
 from benchmarks.static.registry import Prompt
 from policies.agent import AgentConfig, SpatialAgent, Toolbox
+from policies.agent.core import AGENT_ERROR_KINDS  # noqa: F401  (re-exported for the runner)
 from policies.agent.cv_tools import OpenCVTools
 from policies.backends.base import Backend
 from policies.backends.oracle import unwrap_oracle
 from policies.cli import InputError
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
-#: Oracle error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled.
-AGENT_ERROR_KINDS: tuple[str, ...] = ("malformed_json", "truncated", "empty", "prose")
 AGENT_MAX_NEW_TOKENS = 4096  # the paper's per-call budget for agent roles (Appendix B.1)
 
 
@@ -48,11 +49,14 @@ class AgentAnswerer:
     """Answers benchmark items with a :class:`SpatialAgent`, writing each item's trace."""
 
     def __init__(self, backend: Backend, tools: str, config: AgentConfig, data: Path, out_dir: Path, video_frames: int,
-                 depth_model: Path | None = None) -> None:  # fmt: skip
+                 depth_model: Path | None = None, *, detector_model: Path | None = None, segmenter_model: Path | None = None,
+                 matcher_model: Path | None = None) -> None:  # fmt: skip
         if tools not in TOOL_SETS:
             raise InputError(f"--agent-tools must be one of {', '.join(TOOL_SETS)} (got {tools!r})")
-        if (tools == "learned") != (depth_model is not None):
-            raise InputError("--agent-tools learned needs --agent-depth-model FOLDER (a local depth model), and only it takes one")
+        models = {"depth": depth_model, "detector": detector_model, "segmenter": segmenter_model, "matcher": matcher_model}
+        if (tools == "learned") != any(m is not None for m in models.values()):
+            raise InputError("--agent-tools learned needs a local model folder (--agent-depth-model, --agent-detector-model, "
+                             "--agent-segmenter-model or --agent-matcher-model), and only it takes them")  # fmt: skip
         self.oracle = unwrap_oracle(backend)
         self.truth: dict[str, dict[str, Any]] = {}
         self.scenes: Any = None
@@ -63,12 +67,12 @@ class AgentAnswerer:
         backends: list[Any] = []
         if tools == "learned":
             from benchmarks.static.agent_truth import SimTruthTools
-            from policies.agent.learned_tools import LearnedDepthTools
+            from policies.agent.learned_tools import learned_backends
 
             try:
-                backends.append(LearnedDepthTools(depth_model, regions=SimTruthTools(self.scenes)))
+                backends += learned_backends(**{k: None if v is None else str(v) for k, v in models.items()}, regions=SimTruthTools(self.scenes))
             except (ValueError, OSError) as error:
-                raise InputError(f"--agent-depth-model: {error}") from None
+                raise InputError(f"--agent-tools learned: {error}") from None
         if tools in ("cv", "mixed", "learned"):
             backends.append(OpenCVTools())
         if tools in ("truth", "mixed", "learned"):

@@ -72,15 +72,26 @@ class RunConfig:
     agent_paradigm: str = "plan-execute"
     """--policy agent: plan-execute (planner -> tools -> executor -> summarizer) or react (observer <-> tools until Terminate, then the summarizer)."""
     agent_tools: str = "truth"
-    """--policy agent: truth (simulator ground truth; generated sets), cv (OpenCV only), mixed (OpenCV where it has a tool, truth elsewhere), learned (depth from --agent-depth-model, OpenCV motion, truth elsewhere) or none (Terminate only)."""
+    """--policy agent: truth (simulator ground truth; generated sets), cv (OpenCV only), mixed (OpenCV where it has a tool, truth elsewhere), learned (the --agent-*-model folders given, OpenCV motion, truth elsewhere) or none (Terminate only)."""
     agent_depth_model: Path | None = None
     """--agent-tools learned: local folder of a transformers depth-estimation model (metric depth; never downloaded)."""
+    agent_detector_model: Path | None = None
+    """--agent-tools learned: local OWLv2 / OWL-ViT / Grounding DINO folder (LocalizeObjects, CountObjects; with a depth model also Detect3DObjects)."""
+    agent_segmenter_model: Path | None = None
+    """--agent-tools learned: local SAM / SAM-HQ / SAM2 folder (GetObjectMask, prompted with the detector's boxes; needs --agent-detector-model)."""
+    agent_matcher_model: Path | None = None
+    """--agent-tools learned: local LightGlue / SuperGlue / EfficientLoFTR folder (homography and camera pose from its matches)."""
     agent_max_attempts: int = 3
     """--policy agent, plan-execute: plans asked before answering without tools."""
     agent_max_turns: int = 10
     """--policy agent, react: observer turns before the summarizer."""
     agent_max_tokens: int = 16384
     """--policy agent: completion tokens over all calls for one question."""
+
+    def agent_models(self) -> dict[str, Path | None]:
+        """The learned tools' model folders by flag."""
+        return {"--agent-depth-model": self.agent_depth_model, "--agent-detector-model": self.agent_detector_model,
+                "--agent-segmenter-model": self.agent_segmenter_model, "--agent-matcher-model": self.agent_matcher_model}  # fmt: skip
 
     def validate(self) -> None:
         """Check combinations the types cannot express, with the fix in the message."""
@@ -97,8 +108,12 @@ class RunConfig:
                 raise InputError(f"--agent-paradigm must be plan-execute or react (got {self.agent_paradigm!r})")
             if self.agent_tools not in ("truth", "cv", "mixed", "learned", "none"):
                 raise InputError(f"--agent-tools must be truth, cv, mixed, learned or none (got {self.agent_tools!r})")
-            if (self.agent_tools == "learned") != (self.agent_depth_model is not None):
-                raise InputError("--agent-tools learned needs --agent-depth-model FOLDER, and only it takes one")
+            given = [flag for flag, value in self.agent_models().items() if value is not None]
+            if self.agent_tools == "learned" and not given:
+                raise InputError("--agent-tools learned needs a local model folder: --agent-depth-model, --agent-detector-model, "
+                                 "--agent-segmenter-model or --agent-matcher-model")  # fmt: skip
+            if self.agent_tools != "learned" and given:
+                raise InputError(f"{', '.join(given)} only go with --agent-tools learned")
             if min(self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens) < 1:
                 raise InputError("--agent-max-attempts, --agent-max-turns and --agent-max-tokens must be at least 1")
             if self.score_only is not None:

@@ -30,18 +30,18 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from benchmarks.core.jsonsafe import json_safe
 from benchmarks.static.config import build_parser
 from benchmarks.static.nav_questions import (
     BUILDERS,
     KINDS,
     Builder,
     Context,
-    Entity,
     Question,
     View,
-    home_entities,
 )
 from envs.navigation import measure
+from envs.navigation.entities import Entity, home_entities
 from envs.navigation.scene import generate_scene, scene_key
 from envs.navigation.views import HomeRenderer, sample_view
 from policies.cli import InputError
@@ -153,24 +153,11 @@ def item_record(index: int, question: Question, image_paths: list[str]) -> dict[
 
 def truth_record(index: int, question: Question, home: dict[str, Any], config: GenerateConfig) -> dict[str, Any]:
     """The exact values behind an item's answer, and where its images were taken."""
-    return _plain({
+    return json_safe({
         "index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth, **home,
         "camera": {"width": config.width, "height": config.height, "fovy_deg": config.fov},
         "cameras_c2w": [c.tolist() for c in question.cameras],
     })  # fmt: skip
-
-
-def _plain(value: Any) -> Any:
-    """NumPy scalars and arrays -> Python, recursively (so the JSON is plain and stable)."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def write_images(out: Path, index: int, images: Sequence[np.ndarray]) -> list[str]:

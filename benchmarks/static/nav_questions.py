@@ -35,9 +35,10 @@ from action_mapping import Category, Primitive, StepMotion
 from envs.navigation import measure
 from envs.navigation.camera import c2w_from_pose, pose_from_c2w, project, view_overlap
 from envs.navigation.catalog import CATEGORIES
+from envs.navigation.entities import UNNAMEABLE_NOUNS, Entity, plural
 from envs.navigation.render import Frame
 from envs.navigation.views import HomeRenderer, move_problem
-from envs.navigation.world import AgentPose, World
+from envs.navigation.world import AgentPose
 
 LETTERS = "ABCD"
 CAMERA_MOTION_TEXT: dict[Primitive, str] = {
@@ -53,45 +54,7 @@ MOTION_RANGE: dict[tuple[Category, int], tuple[float, float]] = {
     (Category.TRANSLATION, 2): (0.5, 1.0), (Category.TRANSLATION, 0): (0.4, 0.8), (Category.TRANSLATION, 1): (0.3, 0.5),
     (Category.ROTATION, 1): (20.0, 35.0), (Category.ROTATION, 0): (15.0, 25.0), (Category.ROTATION, 2): (15.0, 30.0),
 }  # fmt: skip
-_IRREGULAR_PLURALS = {"shelf": "shelves", "knife": "knives", "box": "boxes", "bench": "benches"}
-# Never named or counted: every room also has a ceiling lamp (structure, not an entity of the mask), so
-# "the white lamp" or "how many lamps" could mean it.
-UNNAMEABLE_NOUNS = frozenset({"lamp"})
-
-
 # ----------------------------------------------------------------------------------------------- views
-
-
-@dataclass(frozen=True)
-class Entity:
-    """A named thing of a home: ``label`` in the entity mask, ``noun`` its category, ``name`` how questions say it."""
-
-    label: int
-    id: str
-    noun: str
-    name: str
-    kind: str  # "object" or "furniture"
-
-
-def home_entities(scene: dict[str, Any], world: World) -> list[Entity]:
-    """Every object and piece of furniture of a home, in mask-label order."""
-    objects = {o["id"]: o for o in scene["objects"]}
-    out = []
-    for label, entity_id in enumerate(world.labels[1:], start=1):
-        if entity_id in objects:
-            noun = CATEGORIES[objects[entity_id]["category"]].noun
-            out.append(Entity(label, entity_id, noun, f"{objects[entity_id]['colour']} {noun}", "object"))
-        else:
-            noun = next(f["kind"] for f in scene["furniture"] if f["id"] == entity_id).replace("_", " ")
-            out.append(Entity(label, entity_id, noun, noun, "furniture"))
-    return out
-
-
-def plural(noun: str) -> str:
-    """English plural of a category noun ("shelf" -> "shelves", "teddy bear" -> "teddy bears")."""
-    head, _, last = noun.rpartition(" ")
-    word = _IRREGULAR_PLURALS.get(last, last + ("es" if last.endswith(("s", "x", "ch", "sh")) else "s"))
-    return f"{head} {word}".strip()
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 from benchmarks.scoring.result import JudgeScore, SampleScore
 from benchmarks.static.items import Media, StaticItem
+from policies.entry_point import load_entry_point
 
 PROJECT_MODE = "project"
 
@@ -73,7 +73,7 @@ class BenchmarkSpec:
         modes: scoring modes by name; ``"project"`` is the default.
         prompt_styles: prompt styles ``build_prompt`` accepts.
         max_new_tokens: the published generation budget.
-        reference: published reference numbers (README and summary context).
+        reference: published reference numbers (docs/guide/static-benchmarks.md and summary context).
         gold_answer: (item, prompt style) -> the ground truth written exactly as that prompt asks for the
             answer; what ``--model oracle`` says (a competent model's answer, through the real scoring path).
     """
@@ -123,8 +123,7 @@ def benchmark_names() -> list[str]:
 def get_benchmark(name: str) -> BenchmarkSpec:
     """The benchmark registered as ``name``."""
     if name in _BUILTINS:
-        module, attribute = _BUILTINS[name].split(":")
-        return getattr(importlib.import_module(module), attribute)()
+        return load_entry_point(_BUILTINS[name], what=f"built-in benchmark {name!r}")()
     if name not in _REGISTRY:
         raise KeyError(f"unknown benchmark {name!r}; registered: {', '.join(benchmark_names())}")
     return _REGISTRY[name]()

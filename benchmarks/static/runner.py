@@ -12,20 +12,16 @@ Models are reached only through :class:`policies.backends.base.Backend`.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
-import platform
 import re
-import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core.manifest import build_manifest, utc_now
 from benchmarks.scoring.parsers import failed
 from benchmarks.scoring.result import JudgeScore
 from benchmarks.static import report
@@ -124,26 +120,6 @@ def run_folder(config: RunConfig) -> Path:
     return folder
 
 
-def _versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {"python": platform.python_version()}
-    for package in ("spatial-arena", "numpy", "pyarrow", "matplotlib", "pillow", "torch", "transformers"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    return versions
-
-
-def _git() -> dict[str, Any]:
-    root = Path(__file__).resolve().parents[2]
-    try:
-        revision = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10)
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True, check=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return {"revision": None, "dirty": None}
-    return {"revision": revision.stdout.strip(), "dirty": bool(status.stdout.strip())}
-
-
 def _data_digest(path: Path) -> dict[str, Any]:
     files = data_files(path)
     digest = hashlib.sha256()
@@ -155,25 +131,11 @@ def _data_digest(path: Path) -> dict[str, Any]:
     return {"path": str(path), "files": len(files), "sha256": digest.hexdigest()}
 
 
-def _jsonable_config(config: RunConfig) -> dict[str, Any]:
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
-
-
 def start_manifest(config: RunConfig, spec: BenchmarkSpec, mode: ScoringMode, style: str, out_dir: Path, n_items: int) -> dict[str, Any]:
     """Write ``manifest.json`` (status "running"); a resumed run must match the earlier one."""
-    manifest = {
-        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
-        "benchmark": spec.name,
-        "mode": mode.name,
-        "prompt_style": style,
-        "config": _jsonable_config(config),
-        "data": _data_digest(config.data),
-        "items": n_items,
-        "versions": _versions(),
-        "git": _git(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "status": "running",
-    }
+    manifest = build_manifest(spec.name, config, {"mode": mode.name, "prompt_style": style,
+                                                 "data": _data_digest(config.data), "items": n_items,
+                                                 "status": "running"})
     path = out_dir / "manifest.json"
     if config.resume and path.is_file():
         _check_resumable(json.loads(path.read_text(encoding="utf-8")), manifest, out_dir)
@@ -187,7 +149,8 @@ def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], ou
             raise ValueError(f"cannot resume {out_dir}: it ran {key}={previous.get(key)!r}, this run asks {current.get(key)!r}")
     if previous["config"].get("model") != current["config"].get("model"):
         raise ValueError(f"cannot resume {out_dir}: it ran model {previous['config'].get('model')!r}; use another --run-name")
-    for key in ("policy", "agent_paradigm", "agent_tools", "agent_depth_model"):  # an agent run is its tools and paradigm too
+    for key in ("policy", "agent_paradigm", "agent_tools", "agent_depth_model", "agent_detector_model", "agent_segmenter_model",
+                "agent_matcher_model"):  # an agent run is its tools and paradigm too
         if key in previous["config"] and previous["config"][key] != current["config"].get(key):
             raise InputError(f"cannot resume {out_dir}: it ran {key.replace('_', '-')}={previous['config'][key]!r}; use another --run-name")
     if previous["data"]["sha256"] != current["data"]["sha256"]:
@@ -197,7 +160,7 @@ def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], ou
 def finish_manifest(out_dir: Path, manifest: dict[str, Any], summary: Mapping[str, Any]) -> None:
     """Mark the run finished with its counts: ``complete``, or ``incomplete`` when items errored or lack a prediction."""
     status = "complete" if summary["status"] == "complete" else "incomplete"
-    manifest.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), counts=summary["counts"])
+    manifest.update(status=status, finished=utc_now(), counts=summary["counts"])
     report.write_json(out_dir / "manifest.json", manifest)
 
 
@@ -292,7 +255,9 @@ def _agent(config: RunConfig, backend: Backend, out_dir: Path) -> Any:
     from policies.agent import AgentConfig
 
     agent_config = AgentConfig(config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens)
-    return AgentAnswerer(backend, config.agent_tools, agent_config, config.data, out_dir, config.video_frames, config.agent_depth_model)
+    return AgentAnswerer(backend, config.agent_tools, agent_config, config.data, out_dir, config.video_frames, config.agent_depth_model,
+                         detector_model=config.agent_detector_model, segmenter_model=config.agent_segmenter_model,
+                         matcher_model=config.agent_matcher_model)  # fmt: skip
 
 
 def generation_budget(config: RunConfig, spec: BenchmarkSpec) -> int:

@@ -437,10 +437,11 @@ def _l4_lmms(item: StaticItem, response: str, name: str) -> SampleScore:
     ground truth that scorer cannot use makes upstream's metric raise, and its ``process_results`` scores
     the item 0: so does this mode, with the problem recorded."""
     from benchmarks.scoring import goal
+    from benchmarks.scoring.official.goal_lmms_eval import lmms_eval_reference
 
     kind = "nav" if item.meta["scorer"] == "agenticnaveval" else "manip"
     try:
-        reference = goal.lmms_eval_reference(kind, item.meta["hint"])
+        reference = lmms_eval_reference(kind, item.meta["hint"])
     except ValueError as error:
         problem = f"upstream's metric raises here and the item scores 0: {error}"
         return SampleScore(0.0, None, parsed(response, "unscorable_truth", problem), name, problem, {"problem": problem})

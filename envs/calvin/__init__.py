@@ -11,7 +11,7 @@ Importing this package is cheap: names are loaded from their modules on first us
 - :class:`OfficialPlayTableEnv` (``envs.calvin.official``): the same interface over ``calvin_env``.
 - :func:`get_sequences`, :func:`initial_env_state` (``envs.calvin.sequences``): the evaluation chains.
 - :func:`instruction_for` (``envs.calvin.instructions``): the fixed evaluation instruction of a task.
-- :func:`make_env` (``envs.calvin.factory``): the built-in or the official env with one set of options.
+- :func:`make_env` (``envs.calvin.factory``): ``gym.make`` of the built-in or the official env's id with one set of options.
 """
 
 from __future__ import annotations

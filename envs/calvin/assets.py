@@ -1,7 +1,7 @@
 """URDFs of the play-table, blocks, floor and robot, generated from primitives and written to a cache.
 
 CALVIN's own table meshes are not ours to ship, so the table is built here from boxes and cylinders with
-scene D's joint positions, ranges and link names (see the README for where it differs from the original).
+scene D's joint positions, ranges and link names (see docs/guide/calvin.md for where it differs from the original).
 The robot is the Franka Panda of the ``pybullet_data`` package with CALVIN's evaluation additions:
 longer fingers, a ``tcp`` link 0.14 m down the hand's z axis and a ``gripper_cam`` link.
 

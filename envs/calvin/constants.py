@@ -1,4 +1,4 @@
-"""CALVIN scene-D numbers (see the README, "CALVIN play-table environment"); no simulator import here.
+"""CALVIN scene-D numbers (see the PlayTableEnv docstring and docs/guide/calvin.md); no simulator import here.
 
 Positions are world coordinates in metres after CALVIN's global scaling of 0.8 (our generated assets
 are written at that scale directly). Angles are radians. Euler angles are PyBullet's (extrinsic x-y-z,

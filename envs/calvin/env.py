@@ -19,7 +19,7 @@ from envs.calvin.sim import PlayTableSim
 from envs.calvin.tasks import TASKS, completed_tasks
 
 ACTION_MODES = ("relative", "absolute")
-#: Units of one primitive count in plans run on the play-table (see README, "Plan units per env family").
+#: Units of one primitive count in plans run on the play-table (see docs/guide/action-mapping.md, "Executable plans and units").
 PLAN_STEP_SIZES = StepSizes(translation=0.01, rotation=0.05)
 #: The table links :meth:`PlayTableInterface.link_pose` reports.
 TABLE_LINKS = ("base_link", "slide_link", "drawer_link", "button_link", "switch_link", "led_link", "light_link",
@@ -100,41 +100,72 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     ## Description
     The table of the CALVIN benchmark (Mees et al., 2022): a sliding door over a two-compartment
     cabinet, a drawer, a button that toggles a green LED, a switch that lights a yellow bulb, and three
-    blocks (red 5.6 cm, blue 4 cm, pink 8 cm long). Physics at 240 Hz, control at 30 Hz (8 sub-steps per
-    action). The table is generated from primitives with CALVIN's link names, positions and joint ranges;
-    ``calvin_assets`` loads a user's original CALVIN ``data/`` folder instead.
+    blocks (red 5.6 cm, blue 4 cm, pink 8 cm long). The table is generated from primitives with CALVIN's
+    link names, positions and joint ranges; ``calvin_assets`` loads a user's original CALVIN ``data/``
+    folder instead (the original table, robot, block and plane URDFs with CALVIN's 0.8 scaling).
+
+    ## Simulation
+    240 Hz physics, 30 Hz control (8 sub-steps per action), gravity -9.8. Franka Panda from
+    ``pybullet_data`` with CALVIN's evaluation robot (longer fingers, ``tcp`` link 0.14 m down the hand,
+    gripper camera link), base at (-0.34, -0.46, 0.24); IK with null space toward the initial joints,
+    clipped to the joint limits; position control with force 200 and maximum velocity 2; fingers close
+    with 200 N and open with 2 N. The neutral joints give CALVIN's neutral TCP pose to within 2e-5.
+    Sliding door, drawer and switch are velocity-controlled to rest with force 4, the button is held at 0
+    by position control with force 4; the LED toggles on each press edge of the button, the lightbulb is
+    on while the switch is past half its travel; lightbulb yellow, LED green, off white.
 
     ## Action Space
     ``action_mode="relative"`` (default): ``Box(-1, 1, (7,))`` = TCP translation (x 0.02 m), Euler-angle
-    change (x 0.05 rad) added to an accumulated target pose, and gripper (> 0 opens, otherwise closes).
-    Values outside [-1, 1] are clipped (reported as ``info["action_clipped"]``). ``"absolute"``: target
-    TCP xyz, Euler xyz and gripper. Non-finite actions raise ``ValueError``.
+    change (x 0.05 rad) added to an accumulated target pose as CALVIN does, and gripper (> 0 opens,
+    otherwise closes). Values outside [-1, 1] are clipped (reported as ``info["action_clipped"]``).
+    ``"absolute"``: target TCP xyz, Euler xyz and gripper. Non-finite actions raise ``ValueError``.
+    ``env.unwrapped.native_actions(step_motion)`` turns a SpatialTree plan step into these actions
+    (``action_mapping.adapters.calvin_relative_actions``).
 
     ## Observation Space
-    ``Dict``: ``rgb_static`` (200x200x3 uint8, fov 10 deg) and ``rgb_gripper`` (84x84x3) for the cameras
-    in ``cameras``; ``depth_static``/``depth_gripper`` (float32 metres) when ``depth``; ``robot_obs`` (15:
-    TCP xyz, TCP Euler xyz, gripper width, 7 joints, last gripper action) and ``scene_obs`` (24: slide,
-    drawer, button, switch, lightbulb, LED, then red/blue/pink block xyz + Euler xyz), as in CALVIN.
+    ``Dict``, in CALVIN's order: ``rgb_static`` (200x200x3 uint8, fov 10 deg, eye (2.8715, -2.1666,
+    2.5552) looking at (-0.0262, -0.0302, 0.392)) and ``rgb_gripper`` (84x84x3, fov 75 deg) for the
+    cameras in ``cameras``; ``depth_static``/``depth_gripper`` (float32 metres) when ``depth``;
+    ``robot_obs`` (15: TCP xyz, TCP Euler xyz, gripper width, 7 joints, last gripper action) and
+    ``scene_obs`` (24: slide, drawer, button, switch, lightbulb, LED, then red/blue/pink block xyz + Euler
+    xyz).
 
     ## Rewards / Success
-    With a task set (``options["task"]`` or :meth:`begin_subtask`), success is CALVIN's oracle
-    (:func:`envs.calvin.tasks.completed_tasks`) between the subtask's first and current snapshots; reward
-    1.0 on success, else 0.0. ``info``: ``is_success``, ``task``, ``snapshot`` (JSON-safe).
+    With a task set (``options["task"]`` or :meth:`begin_subtask`, used between the subtasks of a chain),
+    success is CALVIN's oracle (:func:`envs.calvin.tasks.completed_tasks`) between the subtask's first and
+    current snapshots; reward 1.0 on success, else 0.0. ``info``: ``is_success``, ``task``, ``snapshot``.
+
+    ## Snapshots
+    ``info["snapshot"]`` is ``{"robot_obs", "scene_obs", "robot_contacts", "blocks": {"red"|"blue"|"pink":
+    {"pos", "orn_xyzw", "lin_vel", "ang_vel", "contacts"}}}`` (JSON-safe), with contacts as ``[body,
+    link]`` pairs (bodies ``table``, ``robot``, ``block_red``, ``block_blue``, ``block_pink``, ``plane``;
+    the table's links ``base_link``, ``plank_link``, ``drawer_link``, ``slide_link``, ``button_link``,
+    ``switch_link``, ``led_link``, ``light_link``). ``envs.calvin.tasks.completed_tasks(start, end)``
+    implements all 34 tasks with CALVIN's thresholds and contact rules and never touches a simulator, so
+    the oracle alone re-scores logs.
 
     ## Starting State
     ``reset(options={"robot_obs": ..., "scene_obs": ...})`` places joints, door/drawer/button/switch,
-    lights and block poses exactly. Without them: CALVIN's neutral robot pose and a valid evaluation-style
-    scene drawn from the seed (12 block placements x door x drawer x lights, block yaws pi/2 +- pi/8).
+    light states and block poses exactly, then takes CALVIN's one physics step. Without ``scene_obs``:
+    CALVIN's neutral robot pose and an evaluation-style scene drawn from the seed (12 block placements x
+    door x drawer x lights, block yaws pi/2 +- pi/8). A reset first rebuilds the PyBullet world
+    (``resetSimulation`` and a reload of the cached URDFs, about 30 ms), so an episode depends on its reset
+    arguments only, never on the episodes a worker ran before (tested: the same chain after another one
+    takes the same steps and leaves the same contacts). Restoring a saved state is not enough: Bullet
+    keeps the order of its persistent contact points, the solver visits contacts in that order, and a
+    chain run after others once ended one step apart from the same chain in a fresh process.
 
     ## Episode End
     ``terminated`` when the task succeeds; never truncated by the env itself (CALVIN's 360-step subtask
     budget belongs to the protocol, which also keeps one episode across a chain's five subtasks).
 
     ## Arguments
-    ``action_mode``, ``cameras`` (any of "static", "gripper"; empty renders nothing), ``depth``,
-    ``renderer`` ("tiny" CPU TinyRenderer, "egl" PyBullet's EGL plugin), ``render_mode`` ("rgb_array"),
-    ``robot_detail`` ("collision" fast convex arm meshes, "visual" detailed meshes), ``calvin_assets``,
-    ``cache_dir`` (generated URDFs; default ``~/.cache/spatial_arena/calvin``).
+    ``action_mode`` ("relative" or "absolute"), ``cameras`` (any of "static", "gripper", or none: only the
+    cameras a policy reads are rendered), ``depth`` (metric depth in metres), ``renderer`` ("tiny":
+    TinyRenderer, CPU, no GL; "egl": PyBullet's EGL plugin, for GPU machines), ``render_mode``
+    ("rgb_array"), ``robot_detail`` ("collision": the Panda drawn with its convex meshes, the default;
+    "visual": its detailed meshes, 2.5x slower to render), ``calvin_assets`` (a calvin_env checkout or
+    its ``data/`` folder), ``cache_dir`` (generated URDFs; default ``~/.cache/spatial_arena/calvin``).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}

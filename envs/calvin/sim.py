@@ -1,11 +1,23 @@
 """One PyBullet world holding the CALVIN play-table, blocks and Panda: reset, step, observe, snapshot.
 
 This is the simulator half of :class:`envs.calvin.env.PlayTableEnv` and knows nothing about Gymnasium.
-A reset rebuilds the world (``resetSimulation`` and a reload of the cached URDFs, about 30 ms), then
-places everything from CALVIN's ``robot_obs``/``scene_obs``; so an episode depends on its reset arguments
-only, never on the episodes run before it. Restoring a saved state is not enough: Bullet keeps the order of
-the contact points in its persistent manifolds, the solver visits contacts in that order, and a chain
-evaluated after others ended one step apart from the same chain in a fresh process.
+The world is built once. A reset places every joint, light and block from CALVIN's ``robot_obs``/
+``scene_obs`` with zero velocities and the motor targets set again, then drops every broadphase proxy and
+re-creates it (:meth:`PlayTableSim._forget_contacts`), which deletes every overlapping pair and with it
+every persistent contact manifold. It takes about 0.5 ms without cameras (``bench/calvin_reset.py``),
+against tens of ms for rebuilding the world from the URDFs (:meth:`PlayTableSim.rebuild`, what a reset
+did before). An episode depends on its reset arguments only, never on the episodes run before it: its
+trajectory is bit for bit the one a freshly built world gives (``tests/test_calvin_reset.py``).
+
+Restoring a saved state (``saveState``/``restoreState``) is not enough: Bullet keeps the manifolds of
+pairs that existed before and the order of their contact points, the solver visits contacts in that
+order, and a chain evaluated after others ended one step apart from the same chain in a fresh process.
+For the same reason the world uses Bullet's simple broadphase (a flat proxy array: pairs are found in
+proxy order and removed as soon as the boxes part) instead of the default dynamic AABB tree, whose
+shape, re-balancing cursor and lazy pair clean-up carry history that no API call resets; pair order
+decides the simulation islands and so the order the solver visits constraints in. Its all-pairs test
+over the 27 collision objects costs nothing measurable; allocating its 65,536 proxy slots adds tens of
+ms to building an env, once.
 """
 
 from __future__ import annotations
@@ -18,7 +30,7 @@ import pybullet_data
 
 from envs.calvin import constants as C
 from envs.calvin.assets import OFFICIAL_SCALING, AssetPaths, generated_assets, official_assets
-from envs.calvin.bullet import connect_direct
+from envs.calvin.bullet import connect_direct, pb
 from envs.calvin.camera import RENDERERS, Cameras, load_egl
 from envs.calvin.robot import PandaRobot
 from envs.calvin.scene import PlayTableScene
@@ -34,12 +46,13 @@ class PlayTableSim:
         assets, scaling = self._assets(robot_detail, calvin_assets, cache_dir)
         self.p = connect_direct()
         self._assets_loaded, self._scaling, self._renderer = assets, scaling, renderer
+        self.p.resetSimulation(pb.RESET_USE_SIMPLE_BROADPHASE)  # see the module docstring
         # the EGL plugin only draws bodies loaded after it, so it comes first (as in CALVIN)
         self._egl_plugin = load_egl(self.p) if renderer == "egl" else None
         self._load_world()
 
     def _load_world(self) -> None:
-        """(Re)build every body in an empty world; body ids come out the same each time."""
+        """Build every body in an empty world; body ids come out the same each time."""
         self.p.setPhysicsEngineParameter(deterministicOverlappingPairs=1)
         self.p.setTimeStep(1.0 / C.PHYSICS_HZ)
         self.p.setGravity(0, 0, C.GRAVITY)
@@ -50,6 +63,8 @@ class PlayTableSim:
                            self.scene.plane: C.BODY_PLANE,
                            **{uid: C.BLOCK_BODIES[c] for c, uid in self.scene.blocks.items()}}
         self._link_names = {uid: self._links_of(uid) for uid in self.body_names}
+        self._check_reset_covers_joints()
+        self._colliders = self._collision_filters()
 
     @staticmethod
     def _assets(robot_detail: str, calvin_assets: str | None, cache_dir: str | None) -> tuple[AssetPaths, float]:
@@ -57,6 +72,28 @@ class PlayTableSim:
             return official_assets(calvin_assets), OFFICIAL_SCALING
         directory = Path(cache_dir) if cache_dir else None
         return generated_assets(pybullet_data.getDataPath(), robot_detail, directory), 1.0
+
+    def _check_reset_covers_joints(self) -> None:
+        """A joint that no reset places would carry its state from one episode into the next."""
+        placed = {(self.robot.uid, j) for j in (*self.robot.arm_joints, *self.robot.finger_joints)}
+        placed |= {(self.scene.table, part.joint) for part in self.scene.parts.values()}
+        for uid in (self.robot.uid, self.scene.table):
+            for j in range(self.p.getNumJoints(uid)):
+                info = self.p.getJointInfo(uid, j)
+                if info[2] != pb.JOINT_FIXED and (uid, j) not in placed:
+                    raise ValueError(f"{self.p.getBodyInfo(uid)[1].decode()}: movable joint {info[1].decode()!r} "
+                                     "is not one the reset places; make it fixed in the URDF")
+
+    def _collision_filters(self) -> list[tuple[int, int, int, int]]:
+        """``(body, link, group, mask)`` of every collision object, as PyBullet's URDF loader set them: a
+        fixed base (mass 0) is static (group 2, colliding with all but static), all else the default (1, all).
+        Our URDFs and CALVIN's declare no collision groups."""
+        filters = []
+        for uid in self.body_names:
+            static = self.p.getDynamicsInfo(uid, -1)[0] == 0
+            filters.append((uid, -1, 2, -1 ^ 2) if static else (uid, -1, 1, -1))
+            filters += [(uid, link, 1, -1) for link in range(self.p.getNumJoints(uid))]
+        return sorted(filters)
 
     def _links_of(self, uid: int) -> dict[int, str]:
         names = {-1: self.p.getBodyInfo(uid)[0].decode()}
@@ -67,12 +104,27 @@ class PlayTableSim:
     # ------------------------------------------------------------------------------------ lifecycle
 
     def reset(self, robot_obs: np.ndarray, scene_obs: np.ndarray) -> None:
-        """Rebuild the world, place scene and robot, and take one physics step (as CALVIN)."""
-        self.p.resetSimulation()
-        self._load_world()
+        """Place scene and robot, forget every contact, and take one physics step (as CALVIN)."""
         self.scene.reset(scene_obs)
         self.robot.reset(robot_obs)
+        self._forget_contacts()
         self.p.stepSimulation()
+
+    def rebuild(self) -> None:
+        """Replace the world by a freshly loaded one (tens of ms). :meth:`reset` does not need it; it is the
+        reference a reused world is checked against (tests, ``bench/calvin_reset.py``)."""
+        self.p.resetSimulation(pb.RESET_USE_SIMPLE_BROADPHASE)
+        self._load_world()
+
+    def _forget_contacts(self) -> None:
+        """Drop and re-create every broadphase proxy with its filter unchanged: that deletes every
+        overlapping pair and its contact manifold (cached points, warm-start impulses, friction anchors).
+        A proxy re-takes the slot it freed, so the next step finds the pairs in a fresh world's order."""
+        for uid, link, group, mask in self._colliders:
+            self.p.setCollisionFilterGroupMask(uid, link, group, mask)
+        if self.p.getContactPoints():  # PyBullet without its collision-filter plugin ignores the calls above
+            raise RuntimeError("PyBullet kept contact points across setCollisionFilterGroupMask; this build "
+                               "cannot reset the play-table without history (use the pybullet wheel from PyPI)")
 
     def step(self, action: np.ndarray, absolute: bool) -> None:
         """Apply one 7-D action, run the 8 physics sub-steps, then update the lights."""

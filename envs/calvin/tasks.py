@@ -10,7 +10,7 @@ read back from a log) is::
 
 with body names ``table``, ``robot``, ``block_red``, ``block_blue``, ``block_pink``, ``plane`` and the
 table's link names (``base_link``, ``plank_link``, ``drawer_link``, ...). Thresholds and contact rules
-are CALVIN's (see calvin.md and the README); contacts are compared per body unless a rule names a link.
+are CALVIN's (see calvin.md and docs/guide/calvin.md); contacts are compared per body unless a rule names a link.
 """
 
 from __future__ import annotations

@@ -146,6 +146,6 @@ def _warn_if_mujoco_drifts() -> None:
         warnings.warn(
             f"mujoco {mujoco.__version__}: LIBERO's stored initial states settle differently from MuJoCo "
             "3.4 on (box-box contact change), so some tasks start from other scenes than in published "
-            "evaluations; use mujoco 3.3.x for protocol-faithful numbers (see README, LIBERO deviations).",
+            "evaluations; use mujoco 3.3.x for protocol-faithful numbers (see docs/guide/libero.md, Protocol and deviations).",
             stacklevel=3,
         )

@@ -45,19 +45,33 @@ class LiberoEnv(gym.Env):
     Description:
         A Franka Panda in a LIBERO scene (kitchen, living room, study, floor) built from the task's BDDL
         problem, with LIBERO's assets and fixed initial states (rpent-libero on robosuite 1.5 / MuJoCo).
+        Ids: ``SpatialArena/Libero-<suite>-<task_index>-v0``, task indices in LIBERO's own order (task
+        order 0), e.g. ``SpatialArena/Libero-libero_goal-7-v0`` is "turn on the stove". Every keyword
+        argument is recorded by ``env.unwrapped.describe()`` with the MuJoCo / robosuite / LIBERO versions.
 
     Action Space:
         ``Box(-1, 1, (7,), float32)``: robosuite OSC_POSE deltas in the robot base frame, ``[dx, dy, dz]``
         (x 0.05 m per unit) and axis-angle ``[ax, ay, az]`` (x 0.5 rad per unit), then the gripper
         (-1 open, +1 close). Out-of-range values are clipped by robosuite's controller, as in LIBERO;
-        NaN/inf or a wrong shape raise ``ValueError``.
+        NaN/inf or a wrong shape raise ``ValueError``. ``env.unwrapped.native_actions(motion)`` turns a
+        SpatialTree step motion (in the end-effector frame) into these actions through
+        ``action_mapping.adapters.osc_pose_actions``, with the gripper site's orientation in the base
+        frame as the motion frame, so the generic spatial action wrapper executes plans on LIBERO.
 
     Observation Space:
         ``Dict``: ``agentview_image`` and ``eye_in_hand_image`` (``uint8`` image_size x image_size x 3,
         right side up by default, see ``image_orientation``); ``instruction`` (``Text``); proprioception
         in LIBERO's world frame: ``eef_pos`` (3), ``eef_quat`` (4, x-y-z-w as robosuite), ``gripper_qpos``
         (2), ``joint_pos`` (7), and ``state`` (8) = eef_pos + axis-angle of eef_quat + gripper_qpos, the
-        state vector LIBERO VLAs (OpenVLA-OFT, pi0) consume.
+        state vector LIBERO VLAs (OpenVLA-OFT, pi0) consume. ``instruction`` is LIBERO's task language, as
+        evaluations prompt it.
+
+        Images are right side up: MuJoCo reads pixels bottom row first, so robosuite's default frames
+        (and LIBERO's own datasets) are upside down; we flip rows, which gives the true camera image
+        (checked in the tests by projecting object centres through the camera model onto a segmentation
+        render). OpenVLA's and LeRobot's LIBERO pipelines instead rotate frames by 180 degrees, which also
+        mirrors them left-right; models trained on their data need ``image_orientation="rot180"``;
+        ``"raw"`` gives robosuite's frames unchanged.
 
     Rewards / Success:
         :meth:`evaluate` runs LIBERO's BDDL goal check; ``terminated``, the sparse reward (1.0 on
@@ -70,22 +84,35 @@ class LiberoEnv(gym.Env):
         from numpy's global generator, is drawn from the reset's seed, so a reset fully determines the
         episode (each hard reset makes LIBERO register its articulated-object samplers once more, which
         changes the jitter drawn for a seed from then on). Other options: ``num_steps_wait``, ``max_steps`` (this episode only), ``hard_reset``
-        (rebuild the MuJoCo model for this reset; off by default).
+        (rebuild the MuJoCo model for this reset; off by default). Same seed and initial state give
+        bit-identical observations whatever ran before, in the same or a fresh env (tested), unless a hard
+        reset was asked for in between.
 
     Episode End:
         ``terminated`` on success; ``truncated`` after ``max_steps`` policy steps (suite default:
-        220 / 280 / 300 / 520 / 400 for spatial / object / goal / 10 / 90; settle steps not counted).
+        220 / 280 / 300 / 520 / 400 for spatial / object / goal / 10 / 90; settle steps not counted, as in
+        OpenVLA's loop).
         Stepping after the end raises ``RuntimeError``.
+
+    Rendering:
+        ``fast_render=True`` (default) turns off shadows, reflections and multisampling on the render
+        context (re-applied whenever a hard reset builds a new one); ``fast_render=False`` keeps MuJoCo's
+        defaults, as LIBERO's own stack renders. Resets are soft: LIBERO's default hard reset rebuilds the
+        model (measured under load: 8.0 s against 0.6 s for a soft reset, 3 GB resident);
+        ``hard_reset=True`` as argument or reset option restores it. Each env makes its own GL context
+        current before it steps: robosuite renders into whichever context is current, so two LIBERO envs
+        in one process otherwise return frames drawn with the other env's buffers. Renderers are freed in
+        ``close()``.
 
     Arguments:
         suite, task_index: the task (``envs.libero.protocol.TASK_COUNTS``).
-        image_size: camera resolution (256 for the protocol).
+        image_size: camera resolution (default 256, the protocol's).
         max_steps: policy-step budget, default the suite's protocol value.
         num_steps_wait: settle steps after each reset (10).
         fast_render: shadows, reflections and multisampling off (default True; False keeps MuJoCo's
             defaults, as LIBERO's own stack renders).
         hard_reset: rebuild the model on every reset (LIBERO's default; slow, off here).
-        image_orientation: "upright" (true camera image), "rot180" (OpenVLA / LeRobot LIBERO
+        image_orientation: "upright" (the default: the true camera image), "rot180" (OpenVLA / LeRobot LIBERO
             pipelines, which rotate LIBERO's upside-down frames by 180 degrees) or "raw" (OpenGL rows,
             bottom first, as LIBERO's own datasets store them).
         render_mode: None or "rgb_array" (``render()`` returns the last agentview image).
@@ -94,7 +121,7 @@ class LiberoEnv(gym.Env):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": protocol.CONTROL_FREQ}
     #: One count of a SpatialTree primitive in plans run here (the plan-execution contract, with
     #: :meth:`native_actions` and :meth:`noop_action`): 1 cm and 0.05 rad, a fifth and a tenth of one
-    #: OSC_POSE unit, the precision a grasp needs; see README, "Plan units per env family".
+    #: OSC_POSE unit, the precision a grasp needs; see docs/guide/action-mapping.md, "Executable plans and units".
     plan_step_sizes: ClassVar[StepSizes] = StepSizes(translation=0.01, rotation=0.05)
 
     def __init__(

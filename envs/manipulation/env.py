@@ -35,7 +35,10 @@ class EBManipulationEnv(gym.Env):
     One of EB's four task families (``family``: pick, stack, place, wipe) on a table; every episode has a
     language instruction from one of five subsets (base, common_sense, complex, spatial, visual). The
     agent sends absolute end-effector targets on EB's voxel grid; the arm moves there under robosuite's
-    operational-space control (see :mod:`envs.manipulation.motion`).
+    operational-space control (see :mod:`envs.manipulation.motion`). Ids:
+    ``SpatialArena/EBManipulation-{pick,stack,place,wipe}-v0`` are single families;
+    ``SpatialArena/EBManipulation-v0`` (:class:`envs.manipulation.suite.EBManipulationSuiteEnv`) holds
+    all four, built on first use, the episode picking one, for runners that build one env per worker.
 
     ## Action Space
     ``MultiDiscrete([100, 100, 100, 121, 121, 121, 2])``: ``[X, Y, Z, Roll, Pitch, Yaw, Gripper]``. X/Y/Z
@@ -44,18 +47,55 @@ class EBManipulationEnv(gym.Env):
     bins, ``deg = 3 * index - 180`` (index 120 = +180, as EB's prompt allows). Gripper: 1 open, 0 closed.
     The gripper pointing straight down with its fingers closing along world y is ``roll 0 (-180 deg),
     pitch 60 (0 deg), yaw 90 (+90 deg)``. Non-integers and values outside those ranges make an invalid
-    action (reward -1, as EB); NaN, wrongly shaped actions and Plans raise ``ValueError``.
+    action (reward -1, as EB); NaN, wrongly shaped actions and Plans raise ``ValueError``. The encoding is
+    ``action_mapping.adapters.eb_manipulation_encode/decode`` with the table-frame bounds below.
+
+    ## Bounds Mapping
+    EB's grid is ``[-0.3, -0.5, 0.6] -> [0.7, 0.5, 1.6]`` in RLBench's world. We keep its size (a 1 m
+    cube) and its placement relative to the robot and the table: X starts at the Panda's base (x = -0.56
+    in robosuite's table frame), Y is centred (-0.5 ... 0.5), and the grid floor is 0.152 m below the
+    table top, as EB's table top (z = 0.752) is above its grid floor. So ``WORKSPACE_BOUNDS`` =
+    ``[-0.56, -0.5, 0.648] -> [0.44, 0.5, 1.648]`` (``envs/manipulation/workspace.py``), the table top is
+    voxel Z 15, a 4 cm object's centre Z 17, and objects get the voxel coordinates EB's published
+    examples show (X 30-70, Y 20-80, Z 15-20). Axes keep EB's meaning: +X away from the robot, +Y to the
+    right in the front image, +Z up.
+
+    ## Executing An Action
+    The target pose is first checked for reachability: below the table top, or no joint solution (damped
+    least-squares inverse kinematics within joint limits, from the current and the home configuration,
+    5 mm / 0.1 rad) makes it invalid: reward -1, the arm does not move, feedback "Last action is invalid.
+    The target pose is out of the arm's reach (the closest pose found is 4.2 cm and 12 degrees away)."
+    (out-of-range or non-integer indices are invalid the same way). A valid target is tracked by
+    robosuite's OSC_POSE controller (absolute world-frame poses, default gains) along straight-line
+    waypoints at 0.3 m/s and 1.6 rad/s, then held until settled (6 mm, 0.05 rad) or stalled, within 120
+    control steps (6 simulated seconds); then the gripper opens or closes (12 control steps) while the arm
+    holds, as RLBench actuates the gripper after the motion. A target the arm cannot get to (blocked,
+    pushing into the table) ends with "Last action executed, but the gripper stopped 3.9 cm and 7 degrees
+    from the target pose."
 
     ## Observation Space
-    ``front_rgb``, ``wrist_rgb``, ``overhead_rgb``: ``image_size x image_size x 3`` uint8. With
-    ``annotate_boxes`` the front image carries EB's red boxes with the object numbers, from segmentation.
-    ``instruction``: the language goal. ``feedback``: EB's feedback on the last action ("" after reset).
-    ``object_list``: EB's planner input, ``{'object 1': [X, Y, Z], ...}``: every object's bounding-box
-    centre as a voxel index, numbered by ascending initial Y (left to right in the front image).
+    ``front_rgb`` (EB's front view, from the far side of the table), ``wrist_rgb`` (robosuite's
+    eye-in-hand camera), ``overhead_rgb``: ``image_size x image_size x 3`` uint8 (default 500, EB's size).
+    With ``annotate_boxes`` the front image carries EB's red boxes with the object numbers, from MuJoCo's
+    segmentation. ``instruction``: the language goal. ``feedback``: EB's feedback on the last action (""
+    after reset). ``object_list``: EB's planner input, ``{'object 1': [X, Y, Z], ...}``: every object's
+    bounding-box centre as a voxel index, numbered by ascending initial Y (left to right in the front
+    image; EB's order). ``info``: ``is_success``, ``last_action_success``, ``feedback``, ``evaluation``
+    (with the sub-predicates: grasped, lifted, above, touching, released, wiped fractions),
+    ``control_steps``, a JSON-safe ``snapshot`` (object poses, grip position, gripper state, evaluation,
+    object labels) and the episode id. Shadows, reflections and multisampling are off, renderers are
+    closed by ``close()``, and MuJoCo uses EGL unless ``MUJOCO_GL`` says otherwise.
 
     ## Rewards/Success
     ``evaluate()`` of the task decides success from simulator state (container/sorter containment,
-    stacked contact after release, wiped fraction). Reward 1 on success, -1 for an invalid action, else 0.
+    stacked contact after release, wiped fraction), after every action. Reward 1 on success, -1 for an
+    invalid action, else 0.
+
+    ## Spatial Action Mapping
+    ``env.unwrapped.native_actions(StepMotion)`` applies a plan step's relative motion to the current grip
+    pose in the wrist camera's frame (OpenCV axes: +z forward, i.e. down at home) and encodes the result
+    with ``eb_manipulation_from_motion``: one absolute EB action per step (3 degree bins and 1 cm voxels
+    round small motions away; targets off the grid are clipped to it).
 
     ## Starting State
     The arm at robosuite's home pose with the gripper open; objects as the episode lays them out. Which
@@ -70,7 +110,7 @@ class EBManipulationEnv(gym.Env):
     ``family``, ``subset`` (default subset for option-less resets), ``image_size`` (EB renders 500),
     ``annotate_boxes``, ``max_steps``, ``episode_seed`` (seed of the default episode sets), ``motion``
     (overrides of :class:`~envs.manipulation.motion.MotionLimits`), ``render_mode`` ("rgb_array": the front
-    image).
+    image). The all-family suite also takes ``families``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 2}

@@ -49,7 +49,8 @@ class EBNavigationEnv(gym.Env):
         :mod:`envs.navigation.episodes`) holds a scene of 1-3 furnished rooms, the agent's start pose, a
         target object and an instruction in one of five styles (base, common_sense, complex_instruction,
         visual_appearance, long_horizon). The agent is a camera on a disc of radius 0.18 m at 1.5 m height;
-        walls, furniture and floor objects block its moves (it never passes through them).
+        walls, furniture and floor objects block its moves by an exact swept-disc test (it never passes
+        through them).
 
     Action Space:
         ``action_mode="discrete"`` (default): ``Discrete(8)``, EB's ids: 0 move forward, 1 back, 2 right,
@@ -61,21 +62,26 @@ class EBNavigationEnv(gym.Env):
         ``[tilt, pan, roll]`` (radians about x, y, z). Translations are applied first, in the camera's
         level frame (as EB's moves: looking down does not drive into the floor) and cut short at the first
         obstacle; then pan turns, tilt and roll add to the camera angles (tilt clipped to its limits).
-        ``native_actions(motion)`` turns any spatial-action-mapping motion into actions of either space.
+        ``native_actions(motion)`` turns any spatial-action-mapping motion into actions of either space
+        (EB ids through ``action_mapping.adapters.eb_navigation_actions``; pedestal, roll and gripper, which
+        EB cannot express, are reported in the next ``info["unsupported_motion"]``).
 
     Observation Space:
         ``Dict``: ``rgb`` (H, W, 3) uint8 first-person image; ``depth`` (H, W) float32 metres along the
         optical axis (``depth=True``); ``object_ids`` (H, W) int32 entity labels (``mask=True``; 0 is
         structure, then the scene's objects, then its furniture, as in ``info["mask_labels"]`` at reset);
         ``instruction`` and ``feedback`` text (feedback is empty after reset, then EB's
-        "Last action X executed successfully." / "Last action X is invalid. <reason>").
+        "Last action X executed successfully." / "Last action X is invalid. <reason>", e.g. "Last action
+        Move forward by 0.25 is invalid. The move is blocked by the wall.").
 
     Rewards/Success:
         ``evaluate()`` is the single place success is decided: the horizontal distance from the camera to
         the target object is at most ``success_distance`` (1.0 m), checked after every step. Reward is 1.0
         on the step that succeeds, else 0.0. ``info`` carries ``distance``, ``visibility`` (pixels where the
         target is the nearest surface in the current view: a depth-tested render of the target, identical
-        to counting it in the segmentation mask), ``feedback``, ``is_success`` and a JSON-safe ``snapshot``.
+        to counting it in the segmentation mask), ``feedback``, ``is_success``, ``last_action_success``,
+        ``steps``, ``unsupported_motion`` and a JSON-safe ``snapshot`` (``env.unwrapped.restore(snapshot)``
+        returns to it).
 
     Starting State:
         ``reset(options={"episode": dict})`` loads that episode; ``reset(seed=s)`` without an episode draws

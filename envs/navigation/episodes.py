@@ -25,7 +25,7 @@ distance of the target nor is stopped there by a wall: every episode needs at le
 and which turn or side-step comes first is what the image tells. In EmbodiedBench the target is placed
 so that seeing matters; without this rule "always move ahead" solved 32 % of the default sets (55 % of
 visual_appearance; issue 16) where random solved 2 %. With it every constant action scores 0 % on the
-default sets (5 x 60 episodes) and random 0.3 %, while the expert keeps 100 % (README, EB navigation).
+default sets (5 x 60 episodes) and random 0.3 %, while the expert keeps 100 % (docs/guide/embodied-navigation.md).
 """
 
 from __future__ import annotations

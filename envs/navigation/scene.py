@@ -32,13 +32,12 @@ from envs.navigation.catalog import (
     WALL_COLOURS,
     WOOD_COLOURS,
 )
-from envs.navigation.geometry import AGENT_RADIUS, Obstacles, house_bounds
+from envs.navigation.geometry import Obstacles, house_bounds
 from envs.navigation.planner import Lattice
 
 SCENE_FORMAT = "spatialarena.navigation.scene/1"
 WALL_THICKNESS = 0.06  # each room's own wall slab; a shared wall is two slabs back to back
 DOOR_HEIGHT = 2.1
-GRID_STEP = 0.25  # the lattice EB's moves live on
 _SIDES = ("south", "east", "north", "west")
 _BACK_TO_WALL_YAW = {"north": 0, "west": 90, "south": 180, "east": 270}
 
@@ -487,15 +486,6 @@ def _blocked_by_tall_furniture(scene: dict[str, Any], room_index: int, slab: dic
 # ------------------------------------------------------------------------------------ connectivity
 
 
-def lattice_nodes(scene: dict[str, Any], step: float = GRID_STEP) -> np.ndarray:
-    """Points of the scene's movement lattice: cell centres of a ``step`` grid over the house ``(N, 2)``."""
-    x0, y0, x1, y1 = house_bounds(scene)
-    xs = np.arange(x0 + step / 2, x1, step)
-    ys = np.arange(y0 + step / 2, y1, step)
-    gx, gy = np.meshgrid(xs, ys, indexing="ij")
-    return np.stack([gx.ravel(), gy.ravel()], axis=1)
-
-
 def _connected(scene: dict[str, Any]) -> bool:
     """Can the agent walk between every room (on the movement lattice)?"""
     lattice = Lattice.for_scene(scene, scene_obstacles(scene))
@@ -578,8 +568,3 @@ def validate_scene(scene: Any) -> None:
             raise SceneError(f"furniture {item.get('id')!r}: unknown kind {item.get('kind')!r}; known: {sorted(FURNITURE)}")
         if int(item["yaw"]) % 90 != 0:
             raise SceneError(f"furniture {item['id']!r}: yaw must be a multiple of 90 degrees, got {item['yaw']}")
-
-
-def agent_clear(obstacles: Obstacles, xy: Sequence[float], radius: float = AGENT_RADIUS) -> bool:
-    """Is the agent disc at ``xy`` free of every obstacle?"""
-    return bool(obstacles.clearance(np.asarray([xy], dtype=float))[0] >= radius)

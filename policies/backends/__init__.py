@@ -1,8 +1,8 @@
 """Model backends behind one interface: ``generate(messages) -> Generation``.
 
-``make_backend(model, api_base=None, cache=True, **options)`` builds a transformers or OpenAI-compatible HTTP
-backend with the SQLite response cache in front. Heavy modules (torch, transformers) load only when a
-transformers backend is built.
+``make_backend(model, api_base=None, cache=True, **options)`` builds a registered backend (transformers,
+OpenAI-compatible HTTP, the oracle, or one a user added with ``register_backend``) with the SQLite response
+cache in front. Heavy modules (torch, transformers) load only when a transformers backend is built.
 """
 
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
@@ -12,7 +12,7 @@ from policies.backends.errors import (
     BackendUnavailableError,
     MalformedResponseError,
 )
-from policies.backends.factory import make_backend
+from policies.backends.factory import make_backend, register_backend, registered_backends
 
 __all__ = [
     "Backend",
@@ -24,4 +24,6 @@ __all__ = [
     "MalformedResponseError",
     "Message",
     "make_backend",
+    "register_backend",
+    "registered_backends",
 ]

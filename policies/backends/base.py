@@ -14,7 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 Message = dict[str, Any]
 
@@ -48,6 +48,8 @@ class Backend(ABC):
 
     model_id: str
     config: GenerationConfig
+    #: Whether ``make_backend`` may put the response cache in front (answers depend on the messages alone).
+    cacheable: ClassVar[bool] = True
 
     @abstractmethod
     def generate(self, messages: Sequence[Message]) -> Generation:

@@ -1,4 +1,17 @@
-"""One entry point for every backend: ``make_backend(model, api_base=..., cache=...)``."""
+"""One entry point for every backend, ``make_backend(model, api_base=..., cache=...)``, dispatching through a
+registry of backends that users extend with :func:`register_backend`.
+
+Built in: ``transformers`` (a local checkpoint), ``openai`` (an OpenAI-compatible HTTP server) and
+``oracle`` (the competent stand-in, :mod:`policies.backends.oracle`). Without ``backend=``,
+:func:`default_backend` picks one from the model and the endpoint, as every ``--model`` flag always has.
+Every backend except those that say ``cacheable = False`` (the oracle, whose answers come from the attached
+truth) is wrapped in the SQLite response cache (:class:`~policies.backends.cache.CachedBackend`).
+
+A registered backend is a :class:`~policies.backends.base.Backend` subclass named by a lazy
+``"module:Class"`` string (choosing another backend never imports it) and built as
+``Class(model=model, config=GenerationConfig(...), **options)``; its other keyword arguments are its
+options, checked before building so that an unknown one is a one-line error.
+"""
 
 from __future__ import annotations
 
@@ -9,49 +22,73 @@ from typing import Any
 
 from policies.backends.base import Backend, GenerationConfig
 from policies.backends.oracle import ORACLE_MODEL
+from policies.entry_point import load_entry_point
 
 _GENERATION_FIELDS = {f.name for f in fields(GenerationConfig)}
+_BACKENDS: dict[str, str] = {}
+
+
+def register_backend(name: str, target: str) -> None:
+    """Register the backend class ``target`` (``"package.module:Class"``, imported when first built) as
+    ``name``, the value of ``make_backend(..., backend=name)`` and of ``--model-backend``."""
+    if name in _BACKENDS and _BACKENDS[name] != target:
+        raise ValueError(f"backend name {name!r} is already registered to {_BACKENDS[name]!r}")
+    _BACKENDS[name] = target
+
+
+def registered_backends() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The class registered as ``name`` (imports its module)."""
+    if name not in _BACKENDS:
+        raise ValueError(f"unknown model backend {name!r}; registered: {registered_backends()} "
+                         f"(add one with policies.backends.factory.register_backend)")
+    return load_entry_point(_BACKENDS[name], what=f"model backend {name!r}")
+
+
+def default_backend(model: str, api_base: str | None) -> str:
+    """The backend a plain ``--model`` gets: the oracle for ``"oracle"``, HTTP when ``api_base`` is given,
+    else local transformers."""
+    if model == ORACLE_MODEL:
+        return "oracle"
+    return "openai" if api_base else "transformers"
 
 
 def make_backend(
-    model: str, *, api_base: str | None = None, cache: bool | str | os.PathLike[str] = True, **options: Any
-) -> Backend:
-    """Build the backend for ``model``: the oracle for ``"oracle"``, HTTP when ``api_base`` is given, else
-    local transformers.
+    model: str, *, backend: str | None = None, api_base: str | None = None,
+    cache: bool | str | os.PathLike[str] = True, **options: Any,
+) -> Backend:  # fmt: skip
+    """Build the backend for ``model``: the registered ``backend``, or the :func:`default_backend` for it.
 
     Args:
         model: ``"oracle"`` (the competent stand-in, :mod:`policies.backends.oracle`; never cached),
             checkpoint directory or hub id (transformers), or the server's model name (HTTP).
-        api_base: base URL of an OpenAI-compatible server, e.g. ``"http://localhost:8000/v1"``.
+        backend: a registered backend name (:func:`registered_backends`); ``None`` picks by ``model`` and
+            ``api_base``.
+        api_base: base URL of an OpenAI-compatible server, e.g. ``"http://localhost:8000/v1"``; passed to
+            the backend as its ``api_base`` option.
         cache: ``True`` for the default response cache, a path for another SQLite file, ``False`` for none.
         options: :class:`GenerationConfig` fields (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``)
             or a ``config=GenerationConfig(...)``, plus the chosen backend's keyword arguments
             (:class:`~policies.backends.transformers_backend.TransformersBackend`,
-            :class:`~policies.backends.http_backend.HTTPBackend`).
+            :class:`~policies.backends.http_backend.HTTPBackend`,
+            :class:`~policies.backends.oracle.OracleBackend`).
     """
     config = options.pop("config", None) or GenerationConfig()
     overrides = {k: options.pop(k) for k in list(options) if k in _GENERATION_FIELDS}
     config = GenerationConfig(**{**_as_dict(config), **overrides})
-    if model == ORACLE_MODEL:
-        from policies.backends.oracle import OracleBackend
-
-        _check_options(OracleBackend, options)
-        return OracleBackend(config, **options)
     if api_base:
-        from policies.backends.http_backend import HTTPBackend
-
-        _check_options(HTTPBackend, options)
-        backend: Backend = HTTPBackend(model, api_base, config=config, **options)
-    else:
-        from policies.backends.transformers_backend import TransformersBackend
-
-        _check_options(TransformersBackend, options)
-        backend = TransformersBackend(model, config=config, **options)
-    if cache is False or cache is None:
-        return backend
+        options["api_base"] = api_base
+    cls = backend_class(backend or default_backend(model, api_base))
+    _check_options(cls, options)
+    built = cls(model=model, config=config, **options)
+    if cache is False or cache is None or not cls.cacheable:
+        return built
     from policies.backends.cache import CachedBackend
 
-    return CachedBackend(backend, None if cache is True else cache)
+    return CachedBackend(built, None if cache is True else cache)
 
 
 def _as_dict(config: GenerationConfig) -> dict[str, Any]:
@@ -59,10 +96,15 @@ def _as_dict(config: GenerationConfig) -> dict[str, Any]:
 
 
 def _check_options(cls: type, options: dict[str, Any]) -> None:
-    accepted = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model", "api_base", "config")]
+    accepted = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model", "config")]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise TypeError(
             f"{cls.__name__} does not take option(s) {unknown}; it accepts {accepted} and the "
             f"generation settings {sorted(_GENERATION_FIELDS)}"
         )
+
+
+register_backend("transformers", "policies.backends.transformers_backend:TransformersBackend")
+register_backend("openai", "policies.backends.http_backend:HTTPBackend")
+register_backend("oracle", "policies.backends.oracle:OracleBackend")

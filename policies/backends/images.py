@@ -91,7 +91,3 @@ def validate_messages(messages: Sequence[Message]) -> None:
             f"{where}: parts must be {{'type': 'text', 'text': str}} or {{'type': 'image', 'image': array}}, "
             f"got {part!r:.80}"
         )
-
-
-def count_images(messages: Sequence[Message]) -> int:
-    return sum(1 for _, part in iter_parts(messages) if is_image_part(part))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -136,18 +136,21 @@ class OracleBackend(Backend):
         error_seed: seed of the corruption draws.
         error_kinds: which kinds of :data:`ERROR_KINDS` to draw from (uniformly); default
             :data:`DEFAULT_ERROR_KINDS` (offline short-answer routes pass :data:`ANSWER_ERROR_KINDS`).
+        model: the name recorded as ``model_id`` (``make_backend`` gives every backend its model).
     """
 
     privileged = True
+    #: Never cached: its answers come from the attached truth, not from the conversation alone.
+    cacheable = False
 
     def __init__(self, config: GenerationConfig | None = None, *, error_rate: float = 0.0, error_seed: int = 0,
-                 error_kinds: Sequence[str] = DEFAULT_ERROR_KINDS) -> None:
+                 error_kinds: Sequence[str] = DEFAULT_ERROR_KINDS, model: str = ORACLE_MODEL) -> None:
         if not 0.0 <= error_rate <= 1.0:
             raise ValueError(f"oracle error_rate must be in [0, 1], got {error_rate}")
         unknown = sorted(set(error_kinds) - set(ERROR_KINDS))
         if unknown or not error_kinds:
             raise ValueError(f"oracle error_kinds {list(error_kinds)}: choose from {sorted(ERROR_KINDS)}")
-        self.model_id = ORACLE_MODEL
+        self.model_id = model  # the name it was built under (make_backend passes every backend its model)
         self.config = config or GenerationConfig()
         self.error_rate, self.error_seed, self.error_kinds = error_rate, error_seed, tuple(error_kinds)
         self.source: OracleSource | None = None
@@ -193,14 +196,8 @@ class OracleBackend(Backend):
                 "error_seed": self.error_seed, "error_kinds": list(self.error_kinds)}
 
 
-def is_oracle(backend: Backend) -> bool:
-    """True for the oracle (also behind a wrapper that exposes ``inner``)."""
-    while not isinstance(backend, OracleBackend) and hasattr(backend, "inner"):
-        backend = backend.inner
-    return isinstance(backend, OracleBackend)
-
-
 def unwrap_oracle(backend: Backend) -> OracleBackend | None:
+    """The oracle, also behind a wrapper that exposes ``inner`` (the cache); ``None`` for a real model."""
     while not isinstance(backend, OracleBackend) and hasattr(backend, "inner"):
         backend = backend.inner
     return backend if isinstance(backend, OracleBackend) else None
@@ -237,8 +234,3 @@ def _seed(seed: int, key: str, purpose: str) -> int:
 def _cap_tokens(text: str, max_new_tokens: int) -> str:
     words = text.split(" ")
     return text if len(words) <= max_new_tokens else " ".join(words[:max_new_tokens])
-
-
-def oracle_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The oracle's own keyword arguments among ``make_backend`` options."""
-    return {k: options[k] for k in ("error_rate", "error_seed", "error_kinds") if k in options}

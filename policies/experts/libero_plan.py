@@ -1,7 +1,7 @@
 """A privileged scripted pick-and-place for LIBERO, as SpatialTree plan steps (the spatial loop's oracle).
 
-LIBERO has no scripted expert, and its human demonstrations are not installable here (see README,
-LIBERO). This one reads the simulator's object poses and handles the goals of the form "put object X in
+LIBERO has no scripted expert, and its human demonstrations are not installable here (see
+docs/guide/libero.md). This one reads the simulator's object poses and handles the goals of the form "put object X in
 / on Y" (one ``In``/``On`` predicate over a movable object: all of libero_object, several libero_goal and
 libero_spatial tasks): above X with the gripper open, down to X's centre, close, lift, over Y, down to a
 release height, open. Each planning call moves the end effector straight toward the current waypoint

@@ -10,11 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies.base import Policy
-
-
-def _opt(default: Any, help: str, **limits: float) -> Any:
-    """A field with its help and optional ``minimum``/``maximum`` (checked when parsed from flags)."""
-    return field(default=default, metadata={"help": help, **limits})
+from policies.cli import arg
 
 
 @dataclass(frozen=True)
@@ -23,57 +19,67 @@ class MLLMPolicyConfig:
 
     model: str = field(metadata={"help": "checkpoint directory or hub id (local), the model name on the server, "
                                          "or 'oracle' (a competent stand-in that answers as the privileged expert)"})
-    api_base: str | None = _opt(None, "OpenAI-compatible server, e.g. http://localhost:8000/v1 (omit: local transformers)")
-    loop: str = _opt("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop")
-    task: str = _opt("manipulation", "'navigation' or 'manipulation': action format and prompt")
-    fallback: str = _opt("noop", "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)")
-    cache: bool = _opt(True, "reuse answers from the SQLite response cache")
-    cache_path: str | None = _opt(None, "cache file (default $SPATIAL_ARENA_CACHE_DIR or ~/.cache/spatial_arena/responses.sqlite)")
-    max_new_tokens: int = _opt(1024, "most tokens the model may write per call", minimum=1)
-    temperature: float = _opt(0.0, "0 = greedy decoding (the benchmarks' protocols)", minimum=0)
-    top_p: float = _opt(1.0, "nucleus sampling mass when temperature > 0", minimum=0, maximum=1)
-    seed: int = _opt(0, "sampling seed (sent to servers too)")
+    api_base: str | None = arg(None, "OpenAI-compatible server, e.g. http://localhost:8000/v1 (omit: local transformers)")
+    model_backend: str | None = arg(None, "registered model backend: transformers, openai, oracle or one of your own "
+                                           "(policies.backends.factory.register_backend); default: oracle for "
+                                           "--model oracle, openai with --api-base, else transformers")
+    loop: str = arg("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop")
+    task: str = arg("manipulation", "'navigation' or 'manipulation': action format and prompt")
+    fallback: str = arg("noop", "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)")
+    cache: bool = arg(True, "reuse answers from the SQLite response cache")
+    cache_path: str | None = arg(None, "cache file (default $SPATIAL_ARENA_CACHE_DIR or ~/.cache/spatial_arena/responses.sqlite)")
+    max_new_tokens: int = arg(1024, "most tokens the model may write per call", minimum=1)
+    temperature: float = arg(0.0, "0 = greedy decoding (the benchmarks' protocols)", minimum=0)
+    top_p: float = arg(1.0, "nucleus sampling mass when temperature > 0", minimum=0, maximum=1)
+    seed: int = arg(0, "sampling seed (sent to servers too)")
     # oracle
-    oracle_error_rate: float = _opt(0.0, "--model oracle: probability of injecting a typical model error into an answer", minimum=0, maximum=1)
-    oracle_error_seed: int = _opt(0, "--model oracle: seed of the injected errors")
+    oracle_error_rate: float = arg(0.0, "--model oracle: probability of injecting a typical model error into an answer", minimum=0, maximum=1)
+    oracle_error_seed: int = arg(0, "--model oracle: seed of the injected errors")
     # transformers
-    device: str = _opt("cpu", "cpu, cuda, cuda:N, mps or auto")
-    dtype: str = _opt("auto", "auto (float32 on CPU), float32, bfloat16 or float16")
-    allow_download: bool = _opt(False, "download hub ids that are not in the local Hugging Face cache")
-    batch_size: int = _opt(4, "conversations per forward pass in batched generation", minimum=1)
-    max_pixels: int | None = _opt(None, "largest image area in pixels for Qwen-VL processors (default: the checkpoint's)", minimum=1)
+    device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto")
+    dtype: str = arg("auto", "auto (float32 on CPU), float32, bfloat16 or float16")
+    allow_download: bool = arg(False, "download hub ids that are not in the local Hugging Face cache")
+    batch_size: int = arg(4, "conversations per forward pass in batched generation", minimum=1)
+    max_pixels: int | None = arg(None, "largest image area in pixels for Qwen-VL processors (default: the checkpoint's)", minimum=1)
     # HTTP
-    api_key_env: str = _opt("OPENAI_API_KEY", "environment variable holding the server's API key")
-    timeout_s: float = _opt(120.0, "seconds before one HTTP attempt times out", minimum=0.001)
-    max_retries: int = _opt(5, "retries on HTTP 5xx/429, timeouts and connection errors", minimum=0)
-    max_concurrency: int = _opt(8, "most HTTP requests in flight at once", minimum=1)
-    price_prompt_per_mtok: float | None = _opt(None, "USD per million prompt tokens, for cost accounting", minimum=0)
-    price_completion_per_mtok: float | None = _opt(None, "USD per million completion tokens, for cost accounting", minimum=0)
+    api_key_env: str = arg("OPENAI_API_KEY", "environment variable holding the server's API key")
+    timeout_s: float = arg(120.0, "seconds before one HTTP attempt times out", minimum=0.001)
+    max_retries: int = arg(5, "retries on HTTP 5xx/429, timeouts and connection errors", minimum=0)
+    max_concurrency: int = arg(8, "most HTTP requests in flight at once", minimum=1)
+    price_prompt_per_mtok: float | None = arg(None, "USD per million prompt tokens, for cost accounting", minimum=0)
+    price_completion_per_mtok: float | None = arg(None, "USD per million completion tokens, for cost accounting", minimum=0)
     # loop 'spatial'
-    translation_step: float | None = _opt(None, "metres per translation step count (default: the env's plan_step_sizes, "
+    translation_step: float | None = arg(None, "metres per translation step count (default: the env's plan_step_sizes, "
                                                 "else SpatialTree Listing 2's 0.019375)", minimum=1e-09)
-    rotation_step: float | None = _opt(None, "radians per rotation step count (default: the env's plan_step_sizes, "
+    rotation_step: float | None = arg(None, "radians per rotation step count (default: the env's plan_step_sizes, "
                                              "else SpatialTree Listing 2's 0.4509)", minimum=1e-09)
-    num_steps: int = _opt(6, "plan steps asked for", minimum=1)
-    max_step_num: int = _opt(10, "cap on one action's step count", minimum=1)
-    replan_every: int | None = _opt(None, "plan steps executed before asking again (default: the whole plan)", minimum=1)
-    goal_key: str = _opt("goal_image", "EpisodeContext.extras key of the goal image (absent: the instruction is the goal)")
+    num_steps: int = arg(6, "plan steps asked for", minimum=1)
+    max_step_num: int = arg(10, "cap on one action's step count", minimum=1)
+    replan_every: int | None = arg(None, "plan steps executed before asking again (default: the whole plan)", minimum=1)
+    goal_key: str = arg("goal_image", "EpisodeContext.extras key of the goal image (absent: the instruction is the goal)")
     # loop 'eb'
-    max_steps: int | None = _opt(None, "EB step budget (default 20 navigation, 15 manipulation)", minimum=1)
-    n_examples: int | None = _opt(None, "in-context examples (default 3 navigation, 4 manipulation)", minimum=0)
-    chat_history: bool = _opt(True, "send earlier turns with each call")
-    history_messages: int = _opt(5, "most chat messages per call with chat_history", minimum=1)
-    object_info_key: str = _opt("object_info", "observation key of the object-coordinates text (EB-Manipulation)")
+    max_steps: int | None = arg(None, "EB step budget (default 20 navigation, 15 manipulation)", minimum=1)
+    n_examples: int | None = arg(None, "in-context examples (default 3 navigation, 4 manipulation)", minimum=0)
+    chat_history: bool = arg(True, "send earlier turns with each call")
+    history_messages: int = arg(5, "most chat messages per call with chat_history", minimum=1)
+    object_info_key: str = arg("object_info", "observation key of the object-coordinates text (EB-Manipulation)")
     # both loops
-    image_keys: tuple[str, ...] = _opt((), "observation keys of the camera images (default: the first RGB image)")
-    atomic_depth: bool = _opt(False, "atomic prompting: add the depth map ('w/ Depth')")
-    atomic_correspondence: bool = _opt(False, "atomic prompting: add start-goal correspondences ('w/ Corres')")
-    atomic_size: bool = _opt(False, "atomic prompting: add object size hints ('w/ Size')")
+    image_keys: tuple[str, ...] = arg((), "observation keys of the camera images (default: the first RGB image)")
+    atomic_depth: bool = arg(False, "atomic prompting: add the depth map ('w/ Depth')")
+    atomic_correspondence: bool = arg(False, "atomic prompting: add start-goal correspondences ('w/ Corres')")
+    atomic_size: bool = arg(False, "atomic prompting: add object size hints ('w/ Size')")
 
     def check_inputs(self) -> None:
-        """What would otherwise fail in every worker: a cache file that is not a response cache.
+        """What would otherwise fail in every worker: a model backend nobody registered, a cache file that is
+        not a response cache.
 
         Raises ``ValueError`` naming the option and the fix."""
+        if self.model_backend:
+            from policies.backends.factory import registered_backends
+
+            if self.model_backend not in registered_backends():
+                raise ValueError(f"--model-backend {self.model_backend}: unknown; choose one of "
+                                 f"{registered_backends()} or register yours (policies.backends.factory.register_backend)")
         if not (self.cache and self.cache_path and self.model != "oracle"):
             return
         import sqlite3
@@ -89,23 +95,41 @@ class MLLMPolicyConfig:
             raise ValueError(f"--cache-path {path}: not a SQLite response cache ({e}); delete it, pass another "
                              f"--cache-path, or --no-cache") from None
 
+    @property
+    def privileged(self) -> bool:
+        """The oracle answers from the simulator's truth: the run is privileged (recorded in the manifest)."""
+        return "oracle" in (self.model, self.model_backend)
+
+    def label(self) -> str:
+        """``mllm-`` and the model's last path part, for run folders (``/ckpt/Qwen2.5-VL/`` -> ``mllm-Qwen2.5-VL``)."""
+        return "mllm-" + self.model.rstrip("/").split("/")[-1]
+
     def generation(self) -> dict[str, Any]:
         """The decoding settings the backend is built with (what ``make_backend`` receives), for manifests."""
         return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
                 "seed": self.seed}
 
     def backend_options(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`policies.backends.make_backend` for this config."""
+        """Keyword arguments of :func:`policies.backends.make_backend` for this config: the options of the
+        built-in backend it picks; a user's backend (``--model-backend``) gets the generation settings, the
+        cache and ``api_base`` (when given)."""
+        from policies.backends.factory import default_backend
+
         common = {**self.generation(), "cache": (self.cache_path or True) if self.cache else False}
-        if self.model == "oracle":
+        if self.model_backend:
+            common["backend"] = self.model_backend
+        kind = self.model_backend or default_backend(self.model, self.api_base)
+        if kind == "oracle":
             return {**common, "cache": False, "error_rate": self.oracle_error_rate, "error_seed": self.oracle_error_seed}
-        if self.api_base:
+        if kind == "openai":
             return {**common, "api_base": self.api_base, "api_key_env": self.api_key_env, "timeout_s": self.timeout_s,
                     "max_retries": self.max_retries, "max_concurrency": self.max_concurrency,
                     "price_prompt_per_mtok": self.price_prompt_per_mtok,
                     "price_completion_per_mtok": self.price_completion_per_mtok}  # fmt: skip
-        return {**common, "device": self.device, "dtype": self.dtype, "allow_download": self.allow_download,
-                "batch_size": self.batch_size, "max_pixels": self.max_pixels}  # fmt: skip
+        if kind == "transformers":
+            return {**common, "device": self.device, "dtype": self.dtype, "allow_download": self.allow_download,
+                    "batch_size": self.batch_size, "max_pixels": self.max_pixels}  # fmt: skip
+        return {**common, "api_base": self.api_base} if self.api_base else common
 
 
 def build_mllm_policy(config: MLLMPolicyConfig, backend: Any = None) -> Policy:

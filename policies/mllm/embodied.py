@@ -24,20 +24,11 @@ import numpy as np
 from action_mapping import Plan, parse_plan
 from action_mapping.adapters import EB_MANIP_ROTATION_BIN_DEG, EB_MANIP_VOXELS
 from policies.backends.base import Backend, Message
-from policies.base import EpisodeContext, Policy
+from policies.base import EpisodeContext
 from policies.mllm import eb_prompts
 from policies.mllm.atomic import AtomicPrompting
-from policies.mllm.common import (
-    EpisodeCounters,
-    ModelCall,
-    camera_images,
-    check_fallback,
-    image_part,
-    instruction_for,
-    query,
-    stay_plan,
-    text_part,
-)
+from policies.mllm.base import MLLMPolicy
+from policies.mllm.common import ModelCall, camera_images, image_part, instruction_for, text_part
 
 #: EmbodiedBench's defaults per task: step budget and number of in-context examples.
 EB_DEFAULTS = {"navigation": {"max_steps": 20, "n_examples": 3}, "manipulation": {"max_steps": 15, "n_examples": 4}}
@@ -53,7 +44,7 @@ class EBAction:
     shown: str
 
 
-class EBAgentPolicy(Policy):
+class EBAgentPolicy(MLLMPolicy):
     """The EmbodiedBench MLLM agent for ``task`` ``"navigation"`` or ``"manipulation"``.
 
     Args:
@@ -91,56 +82,46 @@ class EBAgentPolicy(Policy):
             raise ValueError(f"task must be one of {sorted(EB_DEFAULTS)}, got {task!r}")
         if history_messages < 1:
             raise ValueError(f"history_messages must be >= 1, got {history_messages}")
-        self.backend, self.task = backend, task
+        super().__init__(backend, task=task, image_keys=image_keys, atomic=atomic, fallback=fallback)
         self.default_max_steps = max_steps or EB_DEFAULTS[task]["max_steps"]
         self.n_examples = EB_DEFAULTS[task]["n_examples"] if n_examples is None else n_examples
         self.chat_history, self.history_messages = chat_history, history_messages
-        self.image_keys, self.object_info_key = tuple(image_keys), object_info_key
-        self.atomic = atomic or AtomicPrompting()
-        self.fallback = check_fallback(fallback)
+        self.object_info_key = object_info_key
         self.reset(EpisodeContext(instruction="", seed=0))
 
     # ------------------------------------------------------------------------------------------ episode
 
-    def bind(self, env: Any) -> None:
-        """With the oracle backend, attach the env's privileged expert as the source of its answers
-        (:mod:`policies.mllm.eb_oracle`); a real model is left alone."""
-        from policies.backends.oracle import attach_oracle
+    def oracle_source_for(self, env: Any) -> Any:
+        """The env's privileged expert answers for the oracle backend (:mod:`policies.mllm.eb_oracle`)."""
         from policies.mllm.eb_oracle import eb_oracle_source
 
-        attach_oracle(self.backend, lambda: eb_oracle_source(self.task, env))
+        return eb_oracle_source(self.task, env)
 
     def reset(self, context: EpisodeContext) -> None:
-        self.context = context
+        self.start_episode(context)
         self.max_steps = int(context.extras.get("max_steps", self.default_max_steps))
         self.system = eb_prompts.system_text(self.task, self.max_steps, self.n_examples)
-        self.counters = EpisodeCounters()
-        self.calls: list[ModelCall] = []
         self.chat: list[Message] = []
         self.history: list[str] = []
-        self.queue: list[EBAction] = []
         self.last_action: EBAction | None = None
-        self.steps_taken = self.invalid_feedback = 0
-        self.stopped = False
+        self.invalid_feedback = 0
 
     def act(self, observation: Mapping[str, Any]) -> np.ndarray | Plan:
         self._absorb_feedback(observation)
         if self.stopped:
-            return self._stay("stopped after unusable model output")
+            return self.stay("stopped after unusable model output")
         if not self.queue:
             self._plan(observation)
             if not self.queue:
-                self.counters.fallbacks += 1
-                self.stopped = self.fallback == "stop"
-                return self._stay(f"unusable model output, fallback {self.fallback!r}")
+                return self.fall_back()
         self.last_action = self.queue.pop(0)
         self.steps_taken += 1
         return self.last_action.native
 
-    def _stay(self, reason: str) -> Plan:
+    def stay(self, reason: str) -> Plan:
         self.last_action = None  # a stay is not an EB action: it gets no history line
         self.steps_taken += 1
-        return stay_plan(reason)
+        return super().stay(reason)
 
     def _absorb_feedback(self, observation: Mapping[str, Any]) -> None:
         """Log the previous action with the env's feedback; drop the rest of the plan if it was invalid."""
@@ -160,18 +141,15 @@ class EBAgentPolicy(Policy):
         user = {"role": "user", "content": self.turn_content(observation)}
         self.chat.append(user)
         messages = self.chat[-self.history_messages :] if self.chat_history else [user]
-        generation = query(self.backend, messages, self.counters)
-        text = generation.text if generation else ""
+        text = self.ask(messages, self.steps_taken + 1, self._parse)
         self.chat.append({"role": "assistant", "content": text})
-        call = ModelCall.of(self.steps_taken + 1, messages, generation)
-        if generation is not None:
-            self.queue, call.errors = self._actions(text)
-            call.parsed = [action.shown for action in self.queue]
-            call.usable = bool(self.queue)
-            repaired = any(not e.startswith("truncated") for e in call.errors)  # cutting to the budget is no repair
-            self.counters.parse_repairs += int(call.usable and repaired)
-        self.counters.parse_errors += int(not call.usable)
-        self.calls.append(call)
+
+    def _parse(self, text: str, call: ModelCall) -> bool:
+        """The answer's actions into the queue; repaired unless the only change was cutting to the budget."""
+        self.queue, call.errors = self._actions(text)
+        call.parsed = [action.shown for action in self.queue]
+        call.usable = bool(self.queue)
+        return any(not e.startswith("truncated") for e in call.errors)
 
     def turn_content(self, observation: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The user turn for the current observation: camera image(s), atomic extras, prompt text."""
@@ -209,23 +187,16 @@ class EBAgentPolicy(Policy):
 
     # ------------------------------------------------------------------------------------------- report
 
-    def episode_stats(self) -> dict[str, float]:
+    def loop_stats(self) -> dict[str, float]:
+        """EB's names for the planner counts (``planner_steps``, ``planner_output_error``), the steps and
+        the invalid-action feedback received."""
         c = self.counters
-        eb_names = {"planner_steps": float(c.model_calls), "planner_output_error": float(c.parse_errors)}
-        return {**c.as_dict(), **eb_names, "steps": float(self.steps_taken),
-                "invalid_feedback": float(self.invalid_feedback), "stopped": float(self.stopped)}  # fmt: skip
+        return {"planner_steps": float(c.model_calls), "planner_output_error": float(c.parse_errors),
+                "steps": float(self.steps_taken), "invalid_feedback": float(self.invalid_feedback)}  # fmt: skip
 
-    def episode_calls(self) -> list[dict[str, Any]]:
-        """Every model call of the episode: raw text, parser errors, cache and token information."""
-        return [c.to_json() for c in self.calls]
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            **super().describe(), "backend": self.backend.describe(), "task": self.task,
-            "max_steps": self.default_max_steps, "n_examples": self.n_examples, "chat_history": self.chat_history,
-            "history_messages": self.history_messages, "image_keys": list(self.image_keys),
-            "atomic": self.atomic.enabled, "fallback": self.fallback,
-        }  # fmt: skip
+    def settings(self) -> dict[str, Any]:
+        return {"max_steps": self.default_max_steps, "n_examples": self.n_examples,
+                "chat_history": self.chat_history, "history_messages": self.history_messages}  # fmt: skip
 
 
 def _nav_action(action_id: int) -> EBAction:

@@ -32,25 +32,15 @@ from action_mapping import (
     render_navigation_prompt,
 )
 from policies.backends.base import Backend, Message
-from policies.backends.oracle import attach_oracle
-from policies.base import EpisodeContext, Policy
+from policies.base import EpisodeContext
 from policies.mllm.atomic import AtomicPrompting
-from policies.mllm.common import (
-    EpisodeCounters,
-    ModelCall,
-    camera_images,
-    check_fallback,
-    image_part,
-    instruction_for,
-    query,
-    stay_plan,
-    text_part,
-)
+from policies.mllm.base import MLLMPolicy
+from policies.mllm.common import ModelCall, camera_images, image_part, instruction_for, text_part
 
 TASKS = ("navigation", "manipulation")
 
 
-class SpatialPlanPolicy(Policy):
+class SpatialPlanPolicy(MLLMPolicy):
     """An MLLM planning SpatialTree primitives from the current view towards a goal image or instruction.
 
     Args:
@@ -89,15 +79,12 @@ class SpatialPlanPolicy(Policy):
             raise ValueError(f"task must be one of {TASKS}, got {task!r}")
         if replan_every is not None and replan_every < 1:
             raise ValueError(f"replan_every must be >= 1 or None, got {replan_every}")
-        self.backend, self.task = backend, task
+        super().__init__(backend, task=task, image_keys=image_keys, atomic=atomic, fallback=fallback)
         self.sizes_from_env = step_sizes is None
         self.step_sizes: StepSizes = step_sizes or NAVIGATION_STEP_SIZES
-        self.oracle_source: Any = None
         self.num_steps, self.max_step_num = num_steps, max_step_num
         self.replan_every = replan_every or num_steps
-        self.image_keys, self.goal_key = tuple(image_keys), goal_key
-        self.atomic = atomic or AtomicPrompting()
-        self.fallback = check_fallback(fallback)
+        self.goal_key = goal_key
         self.reset(EpisodeContext(instruction="", seed=0))
 
     # ------------------------------------------------------------------------------------------ episode
@@ -105,64 +92,49 @@ class SpatialPlanPolicy(Policy):
     def bind(self, env: Any) -> None:
         """Adopt the env's plan units (unless set by the user); give an oracle backend the env's expert."""
         from envs.wrappers import plan_step_sizes
-        from policies.mllm.spatial_oracle import spatial_oracle_source
 
         env_sizes = plan_step_sizes(env)
         if self.sizes_from_env and env_sizes is not None:
             self.step_sizes = env_sizes
-        self.oracle_source = None
-        attach_oracle(self.backend, lambda: self._keep_source(spatial_oracle_source(env, self.task)))
+        super().bind(env)
 
-    def _keep_source(self, source: Any) -> Any:
-        self.oracle_source = source  # told about each new episode in reset (privileged wiring, oracle only)
-        return source
+    def oracle_source_for(self, env: Any) -> Any:
+        from policies.mllm.spatial_oracle import spatial_oracle_source
+
+        return spatial_oracle_source(env, self.task)
 
     def reset(self, context: EpisodeContext) -> None:
-        self.context = context
         self.goal_image = _goal_image(context.extras, self.goal_key)
-        self.counters = EpisodeCounters()
-        self.calls: list[ModelCall] = []
-        self.queue: list[PlanStep] = []
+        self.start_episode(context)
         self.plan_format = "none"
-        self.steps_taken = self.since_plan = 0
-        self.stopped = False
-        if self.oracle_source is not None:
-            self.oracle_source.reset(context)
+        self.since_plan = 0
 
     def act(self, observation: Mapping[str, Any]) -> ExecutablePlan | Plan:
         """The next plan step with its units (a one-step :class:`ExecutablePlan`), planning first when
         needed; the fallback "stay" (a :class:`Plan` that does not move) after unusable output."""
         self.steps_taken += 1
         if self.stopped:
-            return stay_plan("stopped after unusable model output")
+            return self.stay("stopped after unusable model output")
         if not self.queue or self.since_plan >= self.replan_every:
             self._plan(observation)
             if not self.queue:
-                return self._fall_back()
+                return self.fall_back()
         self.since_plan += 1
         return ExecutablePlan((self.queue.pop(0),), self.step_sizes, self.plan_format)
 
     def _plan(self, observation: Mapping[str, Any]) -> None:
         self.queue, self.since_plan = [], 0
-        messages = self.messages(observation)
-        generation = query(self.backend, messages, self.counters)
-        call = ModelCall.of(self.steps_taken, messages, generation)
-        if generation is not None:
-            plan = parse_plan(generation.text, max_step_num=self.max_step_num, max_steps=self.num_steps)
-            # The parser keeps a step whose every action was unknown (so step positions stay aligned for
-            # scoring); here such a step does nothing, and an answer of only such steps is unusable.
-            self.queue, self.plan_format = [s for s in plan.steps if _does_something(s)], plan.format
-            call.errors, call.usable = list(plan.errors), bool(self.queue)
-            call.parsed = {"format": plan.format, "steps": plan.to_json()}
-            self.counters.parse_repairs += int(call.usable and not plan.ok)
-        self.counters.parse_errors += int(not call.usable)
-        self.calls.append(call)
+        self.ask(self.messages(observation), self.steps_taken, self._parse)
 
-    def _fall_back(self) -> Plan:
-        self.counters.fallbacks += 1
-        if self.fallback == "stop":
-            self.stopped = True
-        return stay_plan(f"unusable model output, fallback {self.fallback!r}")
+    def _parse(self, text: str, call: ModelCall) -> bool:
+        """The answer's plan into the queue; repaired when the parser had to fix it."""
+        plan = parse_plan(text, max_step_num=self.max_step_num, max_steps=self.num_steps)
+        # The parser keeps a step whose every action was unknown (so step positions stay aligned for
+        # scoring); here such a step does nothing, and an answer of only such steps is unusable.
+        self.queue, self.plan_format = [s for s in plan.steps if _does_something(s)], plan.format
+        call.errors, call.usable = list(plan.errors), bool(self.queue)
+        call.parsed = {"format": plan.format, "steps": plan.to_json()}
+        return not plan.ok
 
     # ------------------------------------------------------------------------------------------ prompt
 
@@ -193,20 +165,11 @@ class SpatialPlanPolicy(Policy):
 
     # ------------------------------------------------------------------------------------------ report
 
-    def episode_stats(self) -> dict[str, float]:
-        return {**self.counters.as_dict(), "steps": float(self.steps_taken), "stopped": float(self.stopped)}
-
-    def episode_calls(self) -> list[dict[str, Any]]:
-        """Every model call of the episode: raw text, parser errors, cache and token information."""
-        return [c.to_json() for c in self.calls]
-
-    def describe(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, Any]:
         return {
-            **super().describe(), "backend": self.backend.describe(), "task": self.task,
             "step_sizes": {"translation": self.step_sizes.translation, "rotation": self.step_sizes.rotation},
             "num_steps": self.num_steps, "max_step_num": self.max_step_num, "replan_every": self.replan_every,
-            "image_keys": list(self.image_keys), "goal_key": self.goal_key, "atomic": self.atomic.enabled,
-            "fallback": self.fallback,
+            "goal_key": self.goal_key,
         }  # fmt: skip
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -61,11 +61,6 @@ def subsample(count: int, max_samples: int | None, seed: int) -> Sequence[int]:
     if max_samples is None or count <= max_samples:
         return range(count)
     return sorted(np.random.default_rng(seed).choice(count, size=max_samples, replace=False).tolist())
-
-
-def iter_samples(dataset: ChunkDataset, indices: Sequence[int]) -> Iterator[Sample]:
-    for index in indices:
-        yield dataset[index]
 
 
 def check_actions(actions: np.ndarray, where: str) -> np.ndarray:

@@ -1,0 +1,128 @@
+"""Built-in policies come from the policy registry like any other, and make_backend dispatches through a
+backend registry that a user extends."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
+from benchmarks.embodied import EmbodiedConfig
+from policies import registry
+from policies.backends import (
+    Backend,
+    Generation,
+    GenerationConfig,
+    Message,
+    factory,
+    make_backend,
+    registered_backends,
+)
+from policies.backends.cache import CachedBackend
+from policies.backends.http_backend import HTTPBackend
+from policies.backends.oracle import OracleBackend
+from policies.baselines import ConstantPolicy
+from policies.builtins import ExpertConfig, RandomConfig
+from policies.cli import arg
+from policies.experts.navigation import ShortestPathExpert
+from policies.mllm.config import MLLMPolicyConfig
+from policies.registry import policy_config_class, registered_policies
+
+
+class EchoBackend(Backend):
+    """A user's backend: answers with the last user text, upper-cased by ``shout``."""
+
+    def __init__(self, model: str, *, config: GenerationConfig | None = None, shout: bool = False) -> None:
+        self.model_id, self.config, self.shout = model, config or GenerationConfig(), shout
+
+    def generate(self, messages: Sequence[Message]) -> Generation:
+        text = str(messages[-1]["content"])
+        return Generation(text=text.upper() if self.shout else text, prompt_tokens=None, completion_tokens=1,
+                          latency_s=0.0)
+
+
+@pytest.fixture
+def echo(monkeypatch):
+    monkeypatch.setitem(factory._BACKENDS, "echo", f"{__name__}:EchoBackend")
+    return "echo"
+
+
+def test_builtin_policies_are_registered_with_their_configs():
+    assert {"expert", "random", "replay", "constant", "mllm", "vla"} <= set(registered_policies())
+    assert policy_config_class("expert") is ExpertConfig and policy_config_class("random") is RandomConfig
+
+
+@dataclass(frozen=True)
+class HoldConfig:
+    """A user's policy: hold one discrete action."""
+
+    hold: int = arg(3, "the action to hold", minimum=0)
+
+
+def build_hold(config: HoldConfig) -> ConstantPolicy:
+    return ConstantPolicy(config.hold)
+
+
+def test_a_users_registered_policy_gets_flags_and_is_listed_like_the_builtins(monkeypatch):
+    from benchmarks.command import policy_names
+
+    monkeypatch.setitem(registry._REGISTRY, "hold", registry.PolicyEntry(f"{__name__}:HoldConfig", f"{__name__}:build_hold"))
+    assert "hold" in policy_names()
+    _, spec = parse_benchmark_args(EmbodiedConfig, ["--policy", "hold", "--hold", "5"])
+    assert spec.options == {"hold": 5} and spec.label == "hold" and not spec.blind
+    assert build_policy_from_spec(spec).value == 5
+    with pytest.raises(SystemExit):
+        parse_benchmark_args(EmbodiedConfig, ["--policy", "hold", "--hold", "-1"])
+
+
+def test_what_a_benchmark_knows_of_a_policy_comes_from_its_config():
+    expert, oracle, model = PolicySpec("expert", {}), PolicySpec("mllm", {"model": "oracle"}), PolicySpec("mllm", {"model": "/c/Qwen/"})
+    assert expert.blind and PolicySpec("constant", {"action": 0}).blind and not model.blind
+    assert not PolicySpec("tests.closed_loop_policies:Anything", {}).blind
+    assert expert.manifest()["privileged"] and oracle.manifest()["privileged"] and not model.manifest()["privileged"]
+    assert (expert.label, model.label, PolicySpec("constant", {"action": [1, 0.5]}).label) == ("expert", "mllm-Qwen", "constant-1_0.5")
+
+
+def test_the_expert_is_the_benchmarks_policy_default():
+    _, spec = parse_benchmark_args(EmbodiedConfig, [], policy_defaults={"expert": {"expert": "policies.experts.navigation:ShortestPathExpert"}})
+    assert spec.name == "expert" and spec.options == {"expert": "policies.experts.navigation:ShortestPathExpert"}
+    defaults = {"expert": {"expert": "policies.experts.navigation:ShortestPathExpert"}}
+    assert isinstance(build_policy_from_spec(PolicySpec("expert", {}), defaults=defaults), ShortestPathExpert)
+    with pytest.raises(ValueError, match="no scripted expert"):
+        build_policy_from_spec(PolicySpec("expert", {}))
+
+
+def test_replay_takes_the_benchmarks_replay_file(tmp_path):
+    actions = tmp_path / "a.jsonl"
+    actions.write_text('{"key": "e0", "actions": [[0, 0, 0, 0, 0, 0, 1]]}\n')
+    _, spec = parse_benchmark_args(EmbodiedConfig, ["--policy", "replay", "--replay-file", str(actions)])
+    assert spec.options == {"replay_file": str(actions)}
+    assert list(build_policy_from_spec(spec).sequences) == ["e0"]
+
+
+def test_make_backend_picks_the_builtin_backends_by_model_and_endpoint(tmp_path):
+    assert {"transformers", "openai", "oracle"} <= set(registered_backends())
+    assert type(make_backend("oracle")) is OracleBackend  # never cached
+    http = make_backend("m", api_base="http://127.0.0.1:9/v1", cache=tmp_path / "c.sqlite", max_retries=0)
+    assert isinstance(http, CachedBackend) and isinstance(http.inner, HTTPBackend) and http.inner.max_retries == 0
+    assert type(make_backend("m", backend="openai", api_base="http://127.0.0.1:9/v1", cache=False)) is HTTPBackend
+
+
+def test_a_registered_backend_is_built_checked_and_cached(echo, tmp_path):
+    backend = make_backend("my-model", backend=echo, cache=tmp_path / "c.sqlite", max_new_tokens=7, shout=True)
+    assert isinstance(backend, CachedBackend) and isinstance(backend.inner, EchoBackend)
+    assert backend.inner.config.max_new_tokens == 7 and backend.inner.model_id == "my-model"
+    assert backend.generate([{"role": "user", "content": "left"}]).text == "LEFT"
+    with pytest.raises(TypeError, match=r"EchoBackend does not take option.*'volume'.*accepts \['shout'\]"):
+        make_backend("my-model", backend=echo, cache=False, volume=11)
+    with pytest.raises(ValueError, match=r"unknown model backend 'nope'.*echo"):
+        make_backend("my-model", backend="nope")
+    with pytest.raises(ValueError, match="already registered"):
+        factory.register_backend("echo", "somewhere.else:Backend")
+
+
+def test_the_mllm_policy_reaches_a_registered_backend_with_model_backend(echo):
+    config = MLLMPolicyConfig(model="my-model", model_backend=echo, cache=False)
+    assert config.backend_options() == {**config.generation(), "cache": False, "backend": "echo"}
+    assert isinstance(make_backend(config.model, **config.backend_options()), EchoBackend)
+    assert MLLMPolicyConfig(model="m", model_backend="oracle").privileged
