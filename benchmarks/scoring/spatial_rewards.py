@@ -38,7 +38,7 @@ from benchmarks.scoring.multihop_rewards import (
     int_box,
     key_letter,
 )
-from benchmarks.scoring.parsers import parse_number, parse_option, parse_plain_number
+from benchmarks.scoring.parsers import parse_number, parse_option
 
 
 def reference_kind(response: str | None, box: Sequence[float] | None) -> str:
@@ -77,11 +77,11 @@ def accuracy_score(text: str, response: str | None, box: Sequence[float] | None)
     if kind == "box":
         return 0.0
     if kind == "number":
-        truth = parse_plain_number(response)
-        if truth is None:
+        reference = parse_number(response)
+        if not reference.ok:
             raise ValueError(f"reference {response!r} is neither a letter, a box nor a number; fix the corpus row")
         predicted = parse_number(text)
-        return mean_relative_accuracy(predicted.value.value if predicted.ok else None, truth)
+        return mean_relative_accuracy(predicted.value.value if predicted.ok else None, reference.value.value)
     chosen = _chosen_letter(text, kind)
     return 1.0 if chosen is not None and chosen == key_letter(response) else 0.0
 

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core.jsonsafe import json_safe
 from benchmarks.static.calvin_corpus import (
     CALVIN_KINDS,
     CALVIN_STREAM,
@@ -312,10 +313,8 @@ def _row(index: int, question: Question, family: str, seed: int, key: str, truth
 def calvin_row(index: int, question: Question, scene: Any) -> dict[str, Any]:
     """One CALVIN-family row, in the nav rows' schema; ``home_seed``/``scene_key`` name the play-table scene
     and ``truth`` holds the exact values, the scene's ``scene_obs``/``robot_obs`` and the block poses."""
-    from benchmarks.static.generate import _plain
-
     scene_obs = scene.snapshot["scene_obs"]
-    truth = _plain({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
+    truth = json_safe({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
                     "home_seed": scene.seed, "scene_key": scene_key(scene_obs), "scene_obs": scene_obs,
                     "robot_obs": scene.snapshot["robot_obs"],
                     "blocks": {c: {k: b[k] for k in ("pos", "orn_xyzw")} for c, b in scene.snapshot["blocks"].items()},
@@ -326,10 +325,8 @@ def calvin_row(index: int, question: Question, scene: Any) -> dict[str, Any]:
 def table_row(index: int, question: Question, scene: TableScene) -> dict[str, Any]:
     """One EB-Manipulation or LIBERO row: ``truth`` holds the exact values, the scene's state (the episode, or
     the LIBERO task, initial state and object positions), every object's bounds and the camera."""
-    from benchmarks.static.generate import _plain
-
     objects = {o.id: {"name": o.name, "noun": o.noun, "bounds_m": o.bounds} for o in scene.objects}
-    truth = _plain({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
+    truth = json_safe({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
                     "home_seed": scene.seed, "scene_key": scene.key, "scene": scene.state, "objects": objects,
                     "c2w": scene.c2w, "fovy_deg": scene.fovy})  # fmt: skip
     return _row(index, question, scene.family, scene.seed, scene.key, truth)
