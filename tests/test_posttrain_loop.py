@@ -70,7 +70,7 @@ def test_corpus_sft_then_static_and_calvin_with_the_checkpoint(tiny_vlm, tmp_pat
                  "1", "--ep-len", "6", "--execute-steps", "5"])  # fmt: skip
     label = "vla-sft-final"  # the run folder names the post-training run, not just "final"
     (record,) = RunDir(tmp_path / "calvin" / "calvin" / label).merged_records()
-    assert record["status"] == "ok" and record["result"]["subtasks"][0]["steps"] == 6
+    assert record["status"] == "ok" and record["result"]["extras"]["subtasks"][0]["steps"] == 6
     manifest = json.loads((tmp_path / "calvin" / "calvin" / label / "manifest.json").read_text())
     assert str(final) in json.dumps(manifest["policy"])
 
