@@ -158,7 +158,7 @@ def table_size(scene: TableScene, rng: np.random.Generator) -> Question | None:
         return None
     height = float(obj.bounds[1, 2] - obj.bounds[0, 2]) * 100
     text = f"How tall is the {obj.name} (in centimeters)?"
-    return _q(scene, "size", "open-ended", "Size", "Object Size", text, f"{height:.1f}",
+    return _q(scene, "size", "open-ended", "Object Properties", "Size", text, f"{height:.1f}",
               {"object": obj.id, "height_cm": height, "bounds_m": obj.bounds.tolist()})  # fmt: skip
 
 
