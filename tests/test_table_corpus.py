@@ -140,6 +140,11 @@ def test_check_command_covers_the_manip_rows(manip_corpus, manip_rows, tmp_path,
     dirty.write_text(json.dumps({**episode, "format": EPISODE_FORMAT, "episode_id": "x"}) + "\n")
     assert main(["check", str(manip_corpus), str(dirty)]) == 1
     assert manip_rows[0]["scene_key"] in capsys.readouterr().err
+    pretty = tmp_path / "corpus.json"  # a JSON document, not JSON lines: one line naming the file and line
+    pretty.write_text('{\n  "n": 3\n}\n')
+    assert main(["check", str(manip_corpus), str(pretty)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{pretty} line 1 is not a JSON record" in err and "JSON-lines" in err
 
 
 @pytest.mark.slow

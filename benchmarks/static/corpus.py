@@ -65,7 +65,7 @@ from benchmarks.static.calvin_corpus import (
     scene_key,
 )
 from benchmarks.static.config import build_parser
-from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, is_multihop, recipe_answer
+from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, is_multihop, json_line, recipe_answer
 from benchmarks.static.generate import draw_question, truth_record
 from benchmarks.static.libero_corpus import (
     LIBERO_KINDS,
@@ -545,8 +545,8 @@ def truth_file_homes(path: str | Path) -> list[tuple[int, str]]:
     """``(home_seed, scene_key)`` of every item of a generated test set (``ground_truth.jsonl`` or a
     goal-scoring ``samples.jsonl`` whose records carry them)."""
     homes = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        record = json.loads(line) if line.strip() else {}
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        record = json_line(path, number, line)
         meta = record.get("metadata", record)
         if "home_seed" in meta:
             homes.append((int(meta["home_seed"]), str(meta["scene_key"])))

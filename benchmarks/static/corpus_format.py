@@ -1,4 +1,5 @@
-"""What every family of the spatial corpus shares in how it asks and answers: MultihopSpatial's box format.
+"""What every family of the spatial corpus shares in how it asks and answers (MultihopSpatial's box format),
+and how ``corpus check`` reads a test file's lines.
 
 A multi-hop item (kind ``multihop`` or ``<family>_multihop``) lists lettered options in ``<choice>`` tags
 and asks for the recipe's two-line answer, ``Answer: (c) red mug`` then ``Bounding Box: [x1, y1, x2, y2]`` on
@@ -7,7 +8,10 @@ and asks for the recipe's two-line answer, ``Answer: (c) red mug`` then ``Boundi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,3 +47,17 @@ def box_1000(mask: np.ndarray) -> list[int] | None:
     height, width = mask.shape
     return [int(cols.min() * 1000 // width), int(rows.min() * 1000 // height),
             int(-(-(cols.max() + 1) * 1000 // width)), int(-(-(rows.max() + 1) * 1000 // height))]  # fmt: skip
+
+
+def json_line(path: str | Path, number: int, line: str) -> dict[str, Any]:
+    """One JSON-lines record (``{}`` for a blank line); a ``ValueError`` naming the file and line otherwise."""
+    if not line.strip():
+        return {}
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} line {number} is not a JSON record ({error.msg}); pass JSON-lines test files: "
+                         "ground_truth.jsonl, samples.jsonl or EB-Manipulation episode files") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path} line {number} is not a JSON object; pass JSON-lines test files")
+    return record

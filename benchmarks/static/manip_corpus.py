@@ -119,12 +119,13 @@ def default_test_keys(seed: int = 0) -> set[str]:
 
 def episode_file_keys(path: str) -> list[str]:
     """Layout keys of the EB-Manipulation episodes in a JSONL file (lines of other formats are skipped)."""
+    from benchmarks.static.corpus_format import json_line
     from envs.manipulation.episodes import EPISODE_FORMAT
 
     keys = []
     with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line) if line.strip() else {}
+        for number, line in enumerate(handle, 1):
+            record = json_line(path, number, line)
             if record.get("format") == EPISODE_FORMAT:
                 keys.append(layout_key(record))
     return keys
