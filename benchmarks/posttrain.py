@@ -7,8 +7,11 @@
 - ``grpo``: TRL's ``GRPOTrainer`` on the corpus's ``images`` + ``prompt`` with MultihopSpatial's reward
   functions (:mod:`benchmarks.scoring.multihop_rewards`: format, answer letter and box GIoU, paper Eq. 1;
   ``--rewards recipe`` adds the public recipe's truncation penalty). ``response`` and ``bbox_normalized``
-  reach the reward functions as dataset columns. By default GRPO trains on the ``multihop`` items, the
-  ones all three terms are defined for.
+  reach the reward functions as dataset columns. With these rewards GRPO trains by default on the rows
+  all three terms are defined for: a lettered answer and a box (the ``multihop`` kind of every family:
+  ``multihop``, ``calvin_multihop``, ``manip_multihop``, ``libero_multihop``). ``--rewards spatial``
+  (:mod:`benchmarks.scoring.spatial_rewards`) scores every kind (letters, numbers by MRA, boxes by GIoU)
+  and trains on all rows by default.
 
 The data is a corpus written by ``python -m benchmarks.static.corpus`` (or any ``datasets`` folder with the
 same columns). The processor is the checkpoint's, image-only for Qwen-VL when torchvision is missing
@@ -57,7 +60,9 @@ class PostTrainConfig:
     output: str = arg("outputs/posttrain", "run folder: config, metrics.jsonl, checkpoints, final/")
     split: str = arg("train", "split of the corpus to train on")
     eval_split: str = arg("validation", "split evaluated every --eval-steps (SFT; '' for none)")
-    kinds: str = arg("", "comma-separated question kinds to keep (default: all for sft, multihop for grpo)")
+    kinds: str = arg(
+        "", "comma-separated question kinds to keep (default: all; grpo with paper/recipe rewards: rows with a letter and a box)"
+    )
     max_items: int | None = arg(None, "train on the first N items only", minimum=1)
     max_steps: int = arg(-1, "optimizer steps (-1: --epochs passes)")
     epochs: float = arg(1.0, "passes over the data when --max-steps is -1", minimum=0.0001)
@@ -75,8 +80,9 @@ class PostTrainConfig:
     max_completion_length: int = arg(64, "GRPO: most tokens generated per completion", minimum=1)
     temperature: float = arg(1.0, "GRPO: sampling temperature", minimum=0)
     beta: float = arg(0.0, "GRPO: KL coefficient (0: no reference model, TRL's default)", minimum=0)
-    rewards: Literal["paper", "recipe"] = arg(
-        "paper", "GRPO rewards: paper (format, mcq, bbox) or recipe (+ truncation penalty)"
+    rewards: Literal["paper", "recipe", "spatial"] = arg(
+        "paper",
+        "GRPO rewards: paper (format, mcq, bbox), recipe (+ truncation penalty) or spatial (every corpus kind)",
     )
     logging_steps: int = arg(1, "log every N steps", minimum=1)
     save_steps: int = arg(100, "checkpoint every N steps", minimum=1)
@@ -121,7 +127,8 @@ class PostTrainConfig:
 
 
 def load_split(config: PostTrainConfig, split: str) -> Any:
-    """One split of the corpus, filtered to ``--kinds`` (GRPO default: multihop) and ``--max-items``."""
+    """One split of the corpus, filtered to ``--kinds`` (GRPO with the paper's rewards: rows with a letter
+    and a box) and ``--max-items``."""
     from datasets import DatasetDict, load_from_disk
 
     try:
@@ -134,11 +141,16 @@ def load_split(config: PostTrainConfig, split: str) -> Any:
         if split not in loaded:
             raise InputError(f"--data {config.data} has no split {split!r}; it has {sorted(loaded)}")
         loaded = loaded[split]
-    kinds = [k for k in (config.kinds or ("multihop" if config.mode == "grpo" else "")).split(",") if k]
+    kinds = [k for k in config.kinds.split(",") if k]
     if kinds:
         if "kind" not in loaded.column_names:
             raise InputError(f"--kinds given but {config.data} has no 'kind' column; drop --kinds")
         loaded = loaded.filter(lambda kind: kind in kinds, input_columns="kind")
+    elif config.mode == "grpo" and config.rewards != "spatial" and {"response", "bbox_normalized"} <= set(loaded.column_names):
+        from benchmarks.scoring.spatial_rewards import reference_kind
+
+        kinds = ["rows with a letter and a box"]
+        loaded = loaded.filter(lambda r, b: reference_kind(r, b) == "letter+box", input_columns=["response", "bbox_normalized"])
     if config.max_items is not None:
         loaded = loaded.select(range(min(config.max_items, len(loaded))))
     if len(loaded) == 0:
@@ -264,10 +276,12 @@ def build_trainer(config: PostTrainConfig) -> Any:
     from trl import GRPOConfig, GRPOTrainer
 
     from benchmarks.scoring.multihop_rewards import PAPER_REWARD_FUNCS, RECIPE_REWARD_FUNCS
+    from benchmarks.scoring.spatial_rewards import SPATIAL_REWARD_FUNCS
 
     args = GRPOConfig(**common, num_generations=config.num_generations, max_completion_length=config.max_completion_length,
                       temperature=config.temperature, beta=config.beta)  # fmt: skip
-    rewards = list(PAPER_REWARD_FUNCS if config.rewards == "paper" else RECIPE_REWARD_FUNCS)
+    table = {"paper": PAPER_REWARD_FUNCS, "recipe": RECIPE_REWARD_FUNCS, "spatial": SPATIAL_REWARD_FUNCS}
+    rewards = list(table[config.rewards])
     return GRPOTrainer(model=config.model, reward_funcs=rewards, args=args,
                        train_dataset=grpo_columns(load_split(config, config.split)), processing_class=processor,
                        callbacks=callbacks)  # fmt: skip

@@ -61,8 +61,12 @@ def test_every_calvin_answer_follows_from_the_snapshot(rows):
         pos = {c: np.asarray(b["pos"]) for c, b in blocks.items()}
         question = row["messages"][0]["content"][-1]["text"]
         assert row["family"] == "calvin" and row["images"][0].size == (200, 200)
-        assert row["messages"][1]["content"][0]["text"] == row["answer"] == row["response"]
+        assistant = row["messages"][1]["content"][0]["text"]
         kind = row["kind"]
+        if kind == "calvin_multihop":  # the recipe's two lines: the lettered answer, then the block's box
+            assert assistant == f"Answer: {row['answer']}\nBounding Box: [{', '.join(map(str, row['bbox_normalized']))}]"
+        else:
+            assert assistant == row["answer"] == row["response"]
         if kind == "calvin_distance":
             a, b = facts["blocks"]
             assert row["answer"] == f"{np.linalg.norm(pos[a] - pos[b]):.2f}"
@@ -94,6 +98,14 @@ def test_every_calvin_answer_follows_from_the_snapshot(rows):
             image = np.asarray(row["images"][0])[y1 // 5 : -(-y2 // 5), x1 // 5 : -(-x2 // 5)]
             rgba = np.asarray(C.BLOCKS[color].rgba[:3]) * 255  # the block's colour shows inside its box
             assert (np.abs(image.astype(float) - rgba).max(axis=-1) < 90).sum() >= 5
+        elif kind == "calvin_multihop":
+            tcp = np.asarray(truth["robot_obs"][:3])
+            candidates = facts["candidates"]
+            assert len(candidates) >= 2 and all(pos[c][1] < 0.0 for c in candidates)  # on the table
+            distance = {c: np.linalg.norm(pos[c] - tcp) for c in candidates}
+            pick = min if facts["extreme"] == "nearest to" else max
+            best = pick(candidates, key=distance.__getitem__)
+            assert row["answer"].endswith(f") {best} block") and row["answer"] in question  # its letter in the list
 
 
 def test_calvin_items_are_deterministic(rows):
@@ -151,3 +163,16 @@ def test_mixed_corpus_on_disk_passes_the_check_command(tmp_path, capsys):
     clean.write_text(json.dumps({"index": 0, "home_seed": 7, "scene_key": "0123456789abcdef"}) + "\n")
     assert main(["check", str(out), str(clean)]) == 0
     assert "2 CALVIN corpus scenes" in capsys.readouterr().out
+
+
+def test_a_split_whose_items_all_fail_is_empty_and_counted(tmp_path, monkeypatch):
+    """Regression: a validation split with no item made ``datasets`` raise 'corresponds to no data'."""
+    import benchmarks.static.corpus as corpus
+
+    real = corpus.draw_calvin_question
+    calls = iter(range(100))
+    monkeypatch.setattr(corpus, "draw_calvin_question", lambda *a: real(*a) if next(calls) < 2 else None)
+    stats = corpus.generate_corpus(CorpusConfig(out=tmp_path / "c", n=3, validation=0.34, families="calvin",
+                                                kinds="calvin_counting"))  # fmt: skip
+    assert stats["splits"] == {"train": 2, "validation": 0}
+    assert stats["failed"] == {"count": 1, "indices": [2]}

@@ -40,12 +40,16 @@ class VLAPolicyConfig:
 
     def label(self) -> str:
         """``vla-`` and the checkpoint (``RUN/checkpoints/last`` -> ``RUN-last``, how vla.train lays them out)
-        or the backbone's last path part, for run folders."""
+        or the backbone (``RUN/final`` / ``RUN/checkpoint-500`` -> ``RUN-final`` / ``RUN-checkpoint-500``, how
+        ``benchmarks.posttrain`` lays a run out, so two post-trained backbones get two run folders; else its
+        last path part), for run folders."""
         if self.checkpoint:
             parts = self.checkpoint.rstrip("/").split("/")
             has_run = len(parts) >= 3 and parts[-2] == "checkpoints"
             return "vla-" + (f"{parts[-3]}-{parts[-1]}" if has_run else parts[-1])
-        return "vla-" + str(self.backbone or "").rstrip("/").split("/")[-1]
+        parts = str(self.backbone or "").rstrip("/").split("/")
+        posttrained = len(parts) >= 2 and (parts[-1] == "final" or parts[-1].startswith("checkpoint-"))
+        return "vla-" + (f"{parts[-2]}-{parts[-1]}" if posttrained else parts[-1])
 
 
 class VLAPolicy(Policy):

@@ -1,6 +1,6 @@
 """The CALVIN play-table family of the spatial corpus (:mod:`benchmarks.static.corpus`).
 
-Six kinds, each answered exactly from the env's snapshot (``info["snapshot"]``: the blocks' poses as
+Seven kinds, each answered exactly from the env's snapshot (``info["snapshot"]``: the blocks' poses as
 PyBullet holds them, the TCP in ``robot_obs``) and the static camera's own view and projection matrices
 (:meth:`envs.calvin.camera.Cameras.project`); the image is the 200 x 200 ``rgb_static`` view:
 
@@ -13,7 +13,11 @@ PyBullet holds them, the TCP in ``robot_obs``) and the static camera's own view 
 - ``calvin_counting``: how many blocks lie on the table, or in the cabinet's sliding compartments
   (``y > 0`` in the world frame: the compartments are at y = 0.09, the table spots at y = -0.12);
 - ``calvin_localisation``: the box of a visible block in the static image, ``[x1, y1, x2, y2]`` on 0-1000,
-  the bounds of its eight projected cuboid corners (so the whole block, clipped to the image).
+  the bounds of its eight projected cuboid corners (so the whole block, clipped to the image);
+- ``calvin_multihop``: MultihopSpatial-style, two hops: the visible blocks lying on the table (``y < 0``,
+  not in the cabinet), then the one of them nearest to / farthest from the gripper (>= 3 cm apart); the
+  three blocks as lettered options, answered in the recipe's format (``Answer: (b) red block`` and the
+  block's box), so GRPO's format, letter and box rewards all score it.
 
 A block is *visible* when the rendered metric depth at its projected centre lies within 6 cm in front of
 (and 5 mm behind) the centre's own depth: a block behind the cabinet's sliding door is not asked about.
@@ -39,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.static.corpus_format import BOX_FORMAT, lettered_choice
 from benchmarks.static.nav_questions import LETTERS, Question, _multi_choice, _options
 
 #: Seeds of corpus play-table scenes; the goal-scoring manip source resets with seeds below 2**31 - 1.
@@ -46,7 +51,7 @@ CALVIN_CORPUS_SEEDS = (2**31, 2**32)
 #: First entry of every CALVIN corpus item's seed sequence (the nav family's is CORPUS_STREAM).
 CALVIN_STREAM = 20_261_125
 #: Scenes tried per item before the item is given up (counted as failed by the corpus).
-CALVIN_SCENES_PER_ITEM = 10
+CALVIN_SCENES_PER_ITEM = 20  # the multi-hop kind grounds in about one scene of four
 JOINT_NOISE = 0.2  # rad: moves the gripper around the table between scenes
 TABLE_OFFSET = (0.01, 0.04)  # m: |offset| of each table block from its evaluation spot, in x and in y
 _VISIBLE_FRONT, _VISIBLE_BEHIND = 0.06, 0.005
@@ -198,10 +203,34 @@ def calvin_localisation(scene: Scene, rng: np.random.Generator) -> Question | No
                      f"Bounding Box: [{', '.join(map(str, box))}]", scene, {"block": color, "bbox_1000": box})  # fmt: skip
 
 
+def calvin_multihop(scene: Scene, rng: np.random.Generator) -> Question | None:
+    """Of the visible blocks lying on the table (not in the cabinet), the one nearest to / farthest from the
+    gripper (>= 3 cm apart), with its box; all three blocks are the options."""
+    on_table = [c for c in _blocks() if not scene.in_cabinet(c) and scene.visible(c)]
+    if len(on_table) < 2:
+        return None
+    extreme = str(rng.choice(["nearest to", "farthest from"]))
+    tcp = np.asarray(scene.snapshot["robot_obs"][:3], dtype=np.float64)
+    distances = {c: float(np.linalg.norm(scene.centre(c) - tcp)) for c in on_table}
+    ranked = sorted(on_table, key=distances.__getitem__, reverse=extreme == "farthest from")
+    if abs(distances[ranked[0]] - distances[ranked[1]]) < 0.03:
+        return None
+    best = ranked[0]
+    choices, answer = lettered_choice(rng, f"{best} block", [f"{c} block" for c in _blocks() if c != best])
+    text = (f"Among the blocks lying on the table (not inside the cabinet), which one is {extreme} the robot's "
+            f"gripper? <choice>{choices}</choice>{BOX_FORMAT}")  # fmt: skip
+    box = scene.box_1000(best)
+    truth = {"extreme": extreme, "candidates": on_table, "tcp": tcp.tolist(), "distances_m": distances,
+             "answer_block": best, "bbox_1000": box, "hops": 2}  # fmt: skip
+    return _question("calvin_multihop", "multi-choice", "Multi-hop Spatial Reasoning", f"on table + {extreme.split()[0]}",
+                     text, answer, scene, truth)  # fmt: skip
+
+
 CALVIN_BUILDERS: dict[str, CalvinBuilder] = {
     "calvin_distance": calvin_distance, "calvin_depth": calvin_depth,
     "calvin_nearest_gripper": calvin_nearest_gripper, "calvin_left_right": calvin_left_right,
     "calvin_counting": calvin_counting, "calvin_localisation": calvin_localisation,
+    "calvin_multihop": calvin_multihop,
 }  # fmt: skip
 CALVIN_KINDS: tuple[str, ...] = tuple(CALVIN_BUILDERS)
 

@@ -1,8 +1,12 @@
 """``python -m benchmarks.static.corpus``: a spatial SFT/GRPO corpus from the simulators, disjoint from every test set.
 
-Two families, alternated item by item (``--families nav,calvin``): the navigation homes (below) and the
-CALVIN play-table (:mod:`benchmarks.static.calvin_corpus`: six kinds grounded in the env's snapshot, its
-rows in the same schema with ``family="calvin"``, its scenes checked by ``check_calvin_disjoint``).
+Four families, alternated item by item (``--families nav,calvin,manip,libero``; default ``nav,calvin``):
+the navigation homes (below); the CALVIN play-table (:mod:`benchmarks.static.calvin_corpus`: seven kinds
+grounded in the env's snapshot, its scenes checked by ``check_calvin_disjoint``); EB-Manipulation on
+robosuite (:mod:`benchmarks.static.manip_corpus`) and LIBERO (:mod:`benchmarks.static.libero_corpus`),
+eight tabletop kinds each (:mod:`benchmarks.static.table_corpus`), checked by ``check_manip_disjoint`` and
+``check_libero_disjoint``. Every family's rows have the schema below, with ``family`` naming it;
+``python -m benchmarks.static.corpus check CORPUS TEST_FILE...`` checks all four.
 The navigation family:
 
 SpatialScore's SpatialCorpus (Sec. 3.2) and MultihopSpatial-Train (Sec. 4) as the simulators can ground them
@@ -51,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core.jsonsafe import json_safe
 from benchmarks.static.calvin_corpus import (
     CALVIN_KINDS,
     CALVIN_STREAM,
@@ -60,7 +65,16 @@ from benchmarks.static.calvin_corpus import (
     scene_key,
 )
 from benchmarks.static.config import build_parser
+from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, is_multihop, json_line, recipe_answer
 from benchmarks.static.generate import draw_question, truth_record
+from benchmarks.static.libero_corpus import (
+    LIBERO_KINDS,
+    LIBERO_STREAM,
+    LiberoScenes,
+    NoFreeObject,
+    task_order,
+)
+from benchmarks.static.manip_corpus import MANIP_KINDS, MANIP_STREAM, ManipScenes
 from benchmarks.static.nav_questions import (
     BUILDERS,
     Builder,
@@ -71,6 +85,7 @@ from benchmarks.static.nav_questions import (
     _pick,
     bearing_deg,
 )
+from benchmarks.static.table_corpus import TableScene, draw_table_question
 from envs.navigation.views import HomeRenderer
 
 FORMAT = "spatialarena-corpus/1"
@@ -78,10 +93,6 @@ FORMAT = "spatialarena-corpus/1"
 CORPUS_HOME_SEEDS = (2**31, 2**32)
 #: First entry of every corpus item's seed sequence, so corpus streams never equal a test set's ``[seed, i]``.
 CORPUS_STREAM = 20_260_131
-BOX_FORMAT = ("\n\nPlease respond in the following format:\n"
-              'Answer: (your choice, e.g., "(a) object name")\n'
-              "Bounding Box: [x1, y1, x2, y2]\n\n"
-              "where [x1, y1] is the top-left corner and [x2, y2] the bottom-right corner, as integers from 0 to 1000.")  # fmt: skip
 _MIN_DEPTH_RATIO, _MIN_DEPTH_GAP = 1.25, 0.3  # as relative_depth: the nearest must be clearly nearest
 
 
@@ -91,10 +102,9 @@ _MIN_DEPTH_RATIO, _MIN_DEPTH_GAP = 1.25, 0.3  # as relative_depth: the nearest m
 def entity_box(view: View, entity: Entity) -> list[int]:
     """Tight box of the entity's visible pixels, ``[x1, y1, x2, y2]`` on 0-1000 (edges of the pixel cells)."""
     assert view.frame.entity is not None
-    rows, cols = np.nonzero(view.frame.entity == entity.label)
-    height, width = view.frame.entity.shape
-    return [int(cols.min() * 1000 // width), int(rows.min() * 1000 // height),
-            int(-(-(cols.max() + 1) * 1000 // width)), int(-(-(rows.max() + 1) * 1000 // height))]  # fmt: skip
+    box = box_1000(view.frame.entity == entity.label)
+    assert box is not None, "a nameable entity has visible pixels"
+    return box
 
 
 def localisation(view: View, context: Context, rng: np.random.Generator) -> Question | None:
@@ -158,7 +168,12 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
 CORPUS_BUILDERS: dict[str, Builder] = {**BUILDERS, "localisation": localisation, "multihop": multihop}
 CORPUS_KINDS: tuple[str, ...] = tuple(CORPUS_BUILDERS)
 #: The simulator families and their kinds (``calvin``: :mod:`benchmarks.static.calvin_corpus`).
-FAMILY_KINDS: dict[str, tuple[str, ...]] = {"nav": CORPUS_KINDS, "calvin": CALVIN_KINDS}
+FAMILY_KINDS: dict[str, tuple[str, ...]] = {
+    "nav": CORPUS_KINDS, "calvin": CALVIN_KINDS, "manip": MANIP_KINDS, "libero": LIBERO_KINDS,
+}  # fmt: skip
+ALL_KINDS: tuple[str, ...] = tuple(k for kinds in FAMILY_KINDS.values() for k in kinds)
+#: Scenes tried per EB-Manipulation / LIBERO item before it is given up (counted as failed).
+TABLE_SCENES_PER_ITEM = 20
 
 
 # ------------------------------------------------------------------------------------------ config
@@ -177,9 +192,13 @@ class CorpusConfig:
     seed: int = 0
     """Seed; item i draws from numpy.random.default_rng([CORPUS_STREAM, seed, i])."""
     families: str = "nav,calvin"
-    """Comma-separated simulator families, alternated item by item: nav (MuJoCo homes), calvin (play-table)."""
-    kinds: str = ",".join((*CORPUS_KINDS, *CALVIN_KINDS))
-    """Comma-separated question kinds, asked in turn within each family (default: all of both families)."""
+    """Comma-separated simulator families, alternated item by item: nav (MuJoCo homes), calvin (play-table), manip (EB-Manipulation on robosuite), libero (LIBERO scenes)."""
+    kinds: str = ",".join(ALL_KINDS)
+    """Comma-separated question kinds, asked in turn within each family (default: all of every family)."""
+    manip_families: str = "pick,stack,place,wipe"
+    """EB-Manipulation task families whose scenes the manip family draws (each builds its own env)."""
+    libero_items_per_task: int = 50
+    """Consecutive corpus items that share one LIBERO task (building a task's env takes seconds)."""
     width: int = 224
     """Image width in pixels."""
     height: int = 224
@@ -192,7 +211,7 @@ class CorpusConfig:
     def kind_list(self) -> list[str]:
         """The question kinds, checked."""
         kinds = [k.strip() for k in self.kinds.split(",") if k.strip()]
-        known = (*CORPUS_KINDS, *CALVIN_KINDS)
+        known = ALL_KINDS
         unknown = [k for k in kinds if k not in known]
         if not kinds or unknown:
             raise ValueError(
@@ -206,7 +225,7 @@ class CorpusConfig:
         unknown = [f for f in families if f not in FAMILY_KINDS]
         if not families or unknown:
             raise ValueError(
-                f"--families {self.families!r}: unknown {unknown or 'empty list'}; choose from nav, calvin"
+                f"--families {self.families!r}: unknown {unknown or 'empty list'}; choose from {', '.join(FAMILY_KINDS)}"
             )
         kinds = self.kind_list()
         chosen = {f: [k for k in kinds if k in FAMILY_KINDS[f]] for f in dict.fromkeys(families)}
@@ -231,6 +250,15 @@ class CorpusConfig:
             raise ValueError("--out is required: a new folder for the corpus")
         if self.out.exists() and any(self.out.iterdir()):
             raise ValueError(f"{self.out} is not empty; choose a new --out folder or delete it")
+        if "manip" in self.family_kinds():
+            from envs.manipulation.tasks import FAMILIES
+
+            unknown = [f for f in self.manip_families.split(",") if f.strip() not in FAMILIES]
+            if unknown or not self.manip_families.strip():
+                raise ValueError(f"--manip-families {self.manip_families!r}: unknown {unknown or 'empty list'}; "
+                                 f"choose from {', '.join(FAMILIES)}")  # fmt: skip
+        if self.libero_items_per_task < 1:
+            raise ValueError(f"--libero-items-per-task must be at least 1, got {self.libero_items_per_task}")
         if self.n < 2 or self.min_pixels < 1:
             raise ValueError(
                 f"--n must be at least 2 and --min-pixels at least 1 (got {self.n}, {self.min_pixels})"
@@ -257,49 +285,51 @@ def chat_messages(question: Question, answer_text: str) -> list[dict[str, Any]]:
 
 def assistant_text(question: Question) -> str:
     """What the model should say: the recipe's two-line format for multi-hop items, else the answer."""
-    if question.kind == "multihop":
-        return (
-            f"Answer: {question.answer}\nBounding Box: [{', '.join(map(str, question.truth['bbox_1000']))}]"
-        )
+    if is_multihop(question.kind):
+        return recipe_answer(question.answer, question.truth["bbox_1000"])
     return question.answer
 
 
 def corpus_row(index: int, question: Question, home: dict[str, Any], config: CorpusConfig) -> dict[str, Any]:
-    """One dataset row (see the module docstring)."""
+    """One navigation row (see the module docstring)."""
+    truth = truth_record(index, question, home, config)  # type: ignore[arg-type]
+    return _row(index, question, "nav", home["home_seed"], home["scene_key"], truth)
+
+
+def _row(index: int, question: Question, family: str, seed: int, key: str, truth: dict[str, Any]) -> dict[str, Any]:
+    """One dataset row of any family (see the module docstring); ``truth`` is the JSON record behind it."""
     from PIL import Image
 
     messages = chat_messages(question, assistant_text(question))
-    truth = truth_record(index, question, home, config)  # type: ignore[arg-type]
     return {
         "index": index, "images": [Image.fromarray(im) for im in question.images], "messages": messages,
         "prompt": messages[:1], "response": question.answer, "bbox_normalized": question.truth.get("bbox_1000"),
         "kind": question.kind, "category": question.category, "subcategory": question.subcategory,
-        "question_type": question.question_type, "answer": question.answer, "home_seed": home["home_seed"],
-        "scene_key": home["scene_key"], "truth": json.dumps(truth, sort_keys=True), "family": "nav",
+        "question_type": question.question_type, "answer": question.answer, "home_seed": seed,
+        "scene_key": key, "truth": json.dumps(truth, sort_keys=True), "family": family,
     }  # fmt: skip
 
 
 def calvin_row(index: int, question: Question, scene: Any) -> dict[str, Any]:
     """One CALVIN-family row, in the nav rows' schema; ``home_seed``/``scene_key`` name the play-table scene
     and ``truth`` holds the exact values, the scene's ``scene_obs``/``robot_obs`` and the block poses."""
-    from PIL import Image
-
-    from benchmarks.static.generate import _plain
-
     scene_obs = scene.snapshot["scene_obs"]
-    messages = chat_messages(question, assistant_text(question))
-    truth = _plain({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
+    truth = json_safe({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
                     "home_seed": scene.seed, "scene_key": scene_key(scene_obs), "scene_obs": scene_obs,
                     "robot_obs": scene.snapshot["robot_obs"],
                     "blocks": {c: {k: b[k] for k in ("pos", "orn_xyzw")} for c, b in scene.snapshot["blocks"].items()},
                     "camera": "static"})  # fmt: skip
-    return {
-        "index": index, "images": [Image.fromarray(im) for im in question.images], "messages": messages,
-        "prompt": messages[:1], "response": question.answer, "bbox_normalized": question.truth.get("bbox_1000"),
-        "kind": question.kind, "category": question.category, "subcategory": question.subcategory,
-        "question_type": question.question_type, "answer": question.answer, "home_seed": scene.seed,
-        "scene_key": scene_key(scene_obs), "truth": json.dumps(truth, sort_keys=True), "family": "calvin",
-    }  # fmt: skip
+    return _row(index, question, "calvin", scene.seed, scene_key(scene_obs), truth)
+
+
+def table_row(index: int, question: Question, scene: TableScene) -> dict[str, Any]:
+    """One EB-Manipulation or LIBERO row: ``truth`` holds the exact values, the scene's state (the episode, or
+    the LIBERO task, initial state and object positions), every object's bounds and the camera."""
+    objects = {o.id: {"name": o.name, "noun": o.noun, "bounds_m": o.bounds} for o in scene.objects}
+    truth = json_safe({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
+                    "home_seed": scene.seed, "scene_key": scene.key, "scene": scene.state, "objects": objects,
+                    "c2w": scene.c2w, "fovy_deg": scene.fovy})  # fmt: skip
+    return _row(index, question, scene.family, scene.seed, scene.key, truth)
 
 
 def features() -> Any:
@@ -337,8 +367,27 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
         home = HomeRenderer(config.width, config.height, config.fov) if "nav" in families else None
         renderer = stack.enter_context(home) if home is not None else None
         scenes = stack.enter_context(CalvinScenes()) if "calvin" in families else None
+        manip_families = tuple(f.strip() for f in config.manip_families.split(",") if f.strip())
+        manip = stack.enter_context(ManipScenes(config.width, manip_families)) if "manip" in families else None
+        libero = stack.enter_context(LiberoScenes(config.width)) if "libero" in families else None
+        tasks = task_order(config.seed) if libero is not None else []
         for index in indices:
             family, kind = plan[index]
+            if family in ("manip", "libero"):
+                stream = MANIP_STREAM if family == "manip" else LIBERO_STREAM
+                table_rng = np.random.default_rng([stream, config.seed, index])
+                if family == "manip":
+                    scene_of = manip.scene  # type: ignore[union-attr]
+                else:
+                    task = tasks[(index // config.libero_items_per_task) % len(tasks)]
+                    scene_of = lambda seed, task=task: libero.scene(seed, task)  # type: ignore[union-attr]  # noqa: E731
+                try:
+                    found = draw_table_question(kind, table_rng, scene_of, TABLE_SCENES_PER_ITEM)
+                except NoFreeObject:  # such a task grounds no corpus scene: the item is given up (counted)
+                    continue
+                if found is not None:
+                    yield table_row(index, *found)
+                continue
             if family == "calvin":
                 calvin_rng = np.random.default_rng([CALVIN_STREAM, config.seed, index])
                 drawn = draw_calvin_question(kind, calvin_rng, scenes)
@@ -354,30 +403,52 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
             yield corpus_row(index, question, home, config)
 
 
+def _split(config: CorpusConfig, indices: list[int], cache: str) -> Any:
+    """The items as a dataset; when every item failed, an empty dataset (the caller counts and refuses it)."""
+    from datasets import Dataset
+    from datasets.exceptions import DatasetGenerationError
+
+    made: list[int] = []
+
+    def rows(config: CorpusConfig, indices: list[int]) -> Iterator[dict[str, Any]]:
+        for row in corpus_rows(config, indices):
+            made.append(row["index"])
+            yield row
+
+    try:
+        return Dataset.from_generator(rows, features=features(), cache_dir=cache,
+                                      gen_kwargs={"config": config, "indices": indices})  # fmt: skip
+    except DatasetGenerationError as error:  # datasets wraps the generator's own error: show that one
+        if isinstance(error.__cause__, ValueError):
+            raise error.__cause__ from None
+        raise
+    except ValueError:  # datasets refuses a generator that yields nothing
+        if made:
+            raise
+        schema = features()
+        return Dataset.from_dict({name: [] for name in schema}, features=schema)
+
+
 def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
     """Write the corpus; returns the stats written to ``corpus.json`` (items/s, category mix)."""
-    from datasets import Dataset, DatasetDict
-    from datasets.exceptions import DatasetGenerationError
+    from datasets import DatasetDict
 
     config.validate()
     n_val = max(1, round(config.n * config.validation))
-    splits = {"train": range(config.n - n_val), "validation": range(config.n - n_val, config.n)}
+    boundary = config.n - n_val
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="corpus-cache-") as cache:
-        try:
-            built = DatasetDict({
-                name: Dataset.from_generator(corpus_rows, features=features(), cache_dir=cache,
-                                             gen_kwargs={"config": config, "indices": list(indices)})
-                for name, indices in splits.items()
-            })  # fmt: skip
-        except DatasetGenerationError as error:  # datasets wraps the generator's own error: show that one
-            if isinstance(error.__cause__, ValueError):
-                raise error.__cause__ from None
-            raise
+        # one pass over every item (each simulator is opened once), then split by item index
+        rows = _split(config, list(range(config.n)), cache)
+        built = DatasetDict({
+            "train": rows.filter(lambda i: i < boundary, input_columns="index"),
+            "validation": rows.filter(lambda i: i >= boundary, input_columns="index"),
+        })  # fmt: skip
         seconds = time.perf_counter() - start
         built.save_to_disk(str(config.out))
     mix = Counter(built["train"]["kind"]) + Counter(built["validation"]["kind"])
     family_mix = Counter(built["train"]["family"]) + Counter(built["validation"]["family"])
+    category_mix = Counter(built["train"]["category"]) + Counter(built["validation"]["category"])
     present = set(built["train"]["index"]) | set(built["validation"]["index"])
     failed = [i for i in range(config.n) if i not in present]
     if len(failed) == config.n:
@@ -386,7 +457,8 @@ def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
              "home_seeds": list(CORPUS_HOME_SEEDS), "splits": {k: len(v) for k, v in built.items()},
              "failed": {"count": len(failed), "indices": failed},
              "seconds": round(seconds, 2), "items_per_second": round((config.n - len(failed)) / seconds, 3),
-             "kind_mix": dict(sorted(mix.items())), "family_mix": dict(sorted(family_mix.items()))}  # fmt: skip
+             "kind_mix": dict(sorted(mix.items())), "family_mix": dict(sorted(family_mix.items())),
+             "category_mix": dict(sorted(category_mix.items()))}  # fmt: skip
     (config.out / "corpus.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     return stats
 
@@ -441,12 +513,40 @@ def dataset_calvin_scenes(path: str | Path) -> list[tuple[int, str, list[float]]
             if f == "calvin"]  # fmt: skip
 
 
+def dataset_table_scenes(path: str | Path, family: str) -> list[tuple[int, str, dict[str, Any]]]:
+    """``(home_seed, scene_key, scene state)`` of every ``family`` row (manip or libero) of a corpus on disk."""
+    return [(int(s), str(k), json.loads(t)["scene"]) for part in _dataset_parts(path)
+            for s, k, t, f in zip(part["home_seed"], part["scene_key"], part["truth"], _families(part))
+            if f == family]  # fmt: skip
+
+
+def check_all(corpus: str | Path, test_files: list[str]) -> str:
+    """Check every family of a corpus against the test sets (see each family's checker); the summary line."""
+    from benchmarks.static.libero_corpus import check_libero_disjoint
+    from benchmarks.static.manip_corpus import check_manip_disjoint, default_test_keys, episode_file_keys
+
+    test = [home for path in test_files for home in truth_file_homes(path)]
+    n = check_disjoint(dataset_homes(corpus), test)
+    n_calvin = check_calvin_disjoint(dataset_calvin_scenes(corpus))
+    manip_rows = dataset_table_scenes(corpus, "manip")
+    n_manip = 0
+    if manip_rows:
+        keys = default_test_keys() | {k for path in test_files for k in episode_file_keys(path)}
+        n_manip = check_manip_disjoint([(seed, key, state["episode"]) for seed, key, state in manip_rows], keys)
+    libero_rows = dataset_table_scenes(corpus, "libero")
+    n_libero = check_libero_disjoint(libero_rows) if libero_rows else 0
+    return (f"disjoint: {n} corpus items, {len(test)} test items, no shared home; "
+            f"{n_calvin} CALVIN corpus scenes, none an evaluation or manip-source scene; "
+            f"{n_manip} EB-Manipulation corpus scenes, none a test episode; "
+            f"{n_libero} LIBERO corpus scenes, none a fixed initial state")  # fmt: skip
+
+
 def truth_file_homes(path: str | Path) -> list[tuple[int, str]]:
     """``(home_seed, scene_key)`` of every item of a generated test set (``ground_truth.jsonl`` or a
     goal-scoring ``samples.jsonl`` whose records carry them)."""
     homes = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        record = json.loads(line) if line.strip() else {}
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        record = json_line(path, number, line)
         meta = record.get("metadata", record)
         if "home_seed" in meta:
             homes.append((int(meta["home_seed"]), str(meta["scene_key"])))
@@ -459,19 +559,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["check"]:
         if len(argv) < 3:
             print(
-                "usage: python -m benchmarks.static.corpus check CORPUS_DIR TEST_TRUTH.jsonl [...]",
+                "usage: python -m benchmarks.static.corpus check CORPUS_DIR TEST_FILE.jsonl [...] "
+                "(ground_truth.jsonl, goal-scoring samples.jsonl or EB-Manipulation episode files)",
                 file=sys.stderr,
             )
             return 2
-        test = [home for path in argv[2:] for home in truth_file_homes(path)]
         try:
-            n = check_disjoint(dataset_homes(argv[1]), test)
-            n_calvin = check_calvin_disjoint(dataset_calvin_scenes(argv[1]))
+            print(check_all(argv[1], argv[2:]))
         except (ValueError, OSError, FileNotFoundError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        print(f"disjoint: {n} corpus items, {len(test)} test items, no shared home; "
-              f"{n_calvin} CALVIN corpus scenes, none an evaluation or manip-source scene")
         return 0
     parser = build_parser(CorpusConfig)
     parser.prog = "python -m benchmarks.static.corpus"

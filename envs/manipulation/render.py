@@ -35,6 +35,15 @@ class CameraRig:
         renderer = self._update(data, camera)
         return renderer.render().copy()
 
+    def depth(self, data: mujoco.MjData, camera: str) -> np.ndarray:
+        """Metric depth (metres along the camera's axis) of every pixel, float32."""
+        renderer = self._update(data, camera)
+        renderer.enable_depth_rendering()
+        try:
+            return renderer.render().copy()
+        finally:
+            renderer.disable_depth_rendering()
+
     def segmentation(self, data: mujoco.MjData, camera: str) -> np.ndarray:
         """Per-pixel geom id (``-1`` for background and non-geom pixels)."""
         renderer = self._update(data, camera)
