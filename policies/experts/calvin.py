@@ -558,6 +558,17 @@ def _landing_room(view: View, land: np.ndarray, skip: tuple[str, ...]) -> float:
 
 
 Stage = Callable[[View], list[Waypoint]]
+SETTLED_SPEED = 0.01  # m/s: a block moving faster is still falling or sliding
+SETTLE_STEPS = 15  # control steps to hold still while it comes to rest
+
+
+def wait_for_block(view: View, color: str) -> list[Waypoint]:
+    """Hold still while block ``color`` is still moving (e.g. one just pushed into the drawer, which the
+    previous subtask counts as done the moment it touches the drawer), so the grasp is planned where it
+    comes to rest rather than where it was in flight."""
+    if float(np.linalg.norm(view.block(color)["lin_vel"])) <= SETTLED_SPEED:
+        return []
+    return [Waypoint(view.tcp, view.target_rot, view.gripper, SLOW, tol=1.0, settle=SETTLE_STEPS)]
 
 
 def stages(task: str, attempt: int = 1) -> list[Stage]:
@@ -573,7 +584,7 @@ def stages(task: str, attempt: int = 1) -> list[Stage]:
             return [put_down, lambda v: plan_push(v, color, +1 if arg == "right" else -1, attempt == 1)]
         if arg == "slider":
             return [put_down, lambda v: uncover_block(v, color), lambda v: plan_lift(v, color, arg)]
-        return [put_down, lambda v: plan_lift(v, color, arg)]
+        return [put_down, lambda v: wait_for_block(v, color), lambda v: plan_lift(v, color, arg)]
     table: dict[str, list[Stage]] = {
         "move_slider_left": [lambda v: plan_slider(v, +1)], "move_slider_right": [lambda v: plan_slider(v, -1)],
         "open_drawer": [lambda v: plan_drawer(v, +1)], "close_drawer": [lambda v: plan_drawer(v, -1)],
