@@ -99,10 +99,11 @@ def test_gel_pads_are_what_the_fingers_close_with(env):
     p, robot = sim.p, sim.robot
     tips = robot.links["finger_left_tip"], robot.links["finger_right_tip"]
     fingers = robot.links["panda_leftfinger"], robot.links["panda_rightfinger"]
-    for tip in tips:  # CALVIN panda_longer_finger.urdf, finger_*_tip: mass 0.0001, inertia 1 1 1,
-        info = p.getDynamicsInfo(robot.uid, tip)  # lateral_friction 1, spinning_friction 0.001
-        assert info[0] == pytest.approx(1e-4) and info[2] == pytest.approx((1.0, 1.0, 1.0))
-        assert info[1] == pytest.approx(1.0) and info[7] == pytest.approx(0.001)
+    for tip in tips:  # CALVIN panda_longer_finger.urdf, finger_*_tip: mass 0.0001, lateral_friction 1,
+        info = p.getDynamicsInfo(robot.uid, tip)  # spinning_friction 0.001
+        assert info[0] == pytest.approx(1e-4) and info[1] == pytest.approx(1.0) and info[7] == pytest.approx(0.001)
+    # the gripper camera's box is visual only (CALVIN's gripper_cam link has no <collision>)
+    assert p.getCollisionShapeData(robot.uid, robot.camera_link) == ()
 
     def gap(a: int, b: int) -> float:
         return min(c[8] for c in p.getClosestPoints(robot.uid, robot.uid, 0.2, a, b))

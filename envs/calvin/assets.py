@@ -83,7 +83,6 @@ class Link:
     mass: float = 0.0
     inertia_box: Vec3 = (0.1, 0.1, 0.1)  # extents of a box with the link's inertia
     contact: dict[str, float] = field(default_factory=dict)
-    inertia: Vec3 | None = None  # principal moments (kg m^2), if given instead of ``inertia_box``
 
 
 @dataclass(frozen=True)
@@ -140,11 +139,7 @@ def _link_element(robot: ET.Element, link: Link, scale: float) -> None:
     inertial = ET.SubElement(el, "inertial")
     _origin(inertial, (0, 0, 0), (0, 0, 0), scale)
     ET.SubElement(inertial, "mass", value=_num(link.mass))
-    if link.inertia is not None:
-        moments = {"ixx": _num(link.inertia[0]), "iyy": _num(link.inertia[1]), "izz": _num(link.inertia[2])}
-        ET.SubElement(inertial, "inertia", **moments, ixy="0", ixz="0", iyz="0")
-    else:
-        ET.SubElement(inertial, "inertia", **_box_inertia(max(link.mass, 1e-3), link.inertia_box, scale))
+    ET.SubElement(inertial, "inertia", **_box_inertia(max(link.mass, 1e-3), link.inertia_box, scale))
     for i, g in enumerate(link.geoms):
         visual = ET.SubElement(el, "visual")
         _origin(visual, g.xyz, g.rpy, scale)
@@ -316,9 +311,10 @@ GEL_SECTIONS: tuple[tuple[float, float, float, float, float], ...] = (
     (0.0013, -0.0035, 0.0053, 0.0758, 0.0905),
     (0.0009, -0.0005, 0.0023, 0.0789, 0.0865),
 )
-#: The pad link's contact and inertia as panda_longer_finger.urdf gives them (``finger_left_tip``).
+#: The pad link's mass and contact as panda_longer_finger.urdf gives them (``finger_left_tip``). Its inertia
+#: there (1 kg m^2) is not used: PyBullet (no URDF_USE_INERTIA_FROM_FILE) derives it from the shape, here as there.
 TIP_CONTACT = {"lateral_friction": 1.0, "spinning_friction": 0.001}
-TIP_MASS, TIP_INERTIA = 0.0001, (1.0, 1.0, 1.0)
+TIP_MASS = 0.0001
 
 
 def finger_rings() -> list[list[Vec3]]:
@@ -358,11 +354,10 @@ def _finger_geoms(finger_obj: str, side: int) -> tuple[Geom, ...]:
 def _add_tip_link(root: ET.Element, side: int, gel_obj: str) -> None:
     """CALVIN's ``finger_*_tip`` link: the gel pad, fixed to the finger, with its own contact parameters.
 
-    Its frame is the finger's (CALVIN's sits on the pad; with 0.1 g and an isotropic inertia the link's
-    dynamics are the same)."""
+    Its frame is the finger's (CALVIN's sits on the pad; for a 0.1 g link that changes nothing)."""
     name, finger = ("finger_left_tip", "panda_leftfinger") if side > 0 else ("finger_right_tip", "panda_rightfinger")
     gel = Geom("mesh", (), rpy=(0.0, 0.0, 0.0 if side > 0 else math.pi), rgba=WHITE, mesh=gel_obj)
-    _link_element(root, Link(name, (gel,), TIP_MASS, contact=dict(TIP_CONTACT), inertia=TIP_INERTIA), 1.0)
+    _link_element(root, Link(name, (gel,), TIP_MASS, contact=dict(TIP_CONTACT)), 1.0)
     _joint_element(root, Joint(f"joint_{name}", "fixed", finger, name, (0.0, 0.0, 0.0)), 1.0)
 
 
@@ -388,8 +383,9 @@ def robot_urdf(pybullet_data_dir: str, detail: str = "collision", mesh_dir: Path
     gel_obj = write_cached(d, "finger_gel", loft_obj(gel_rings()), ".obj")
     for side, finger in ((1, "panda_leftfinger"), (-1, "panda_rightfinger")):
         _replace_geoms(root, finger, _finger_geoms(finger_obj, side))
+    # the camera is drawn but does not collide (CALVIN's gripper_cam link has a visual box only)
     _add_fixed_link(root, "gripper_cam", C.GRIPPER_CAMERA_XYZ, C.GRIPPER_CAMERA_RPY,
-                    Geom("box", (0.08, 0.025, 0.01), rgba=WHITE))
+                    Geom("box", (0.08, 0.025, 0.01), rgba=WHITE, collide=False))
     _add_fixed_link(root, "tcp", (0.0, 0.0, C.TCP_OFFSET), (0.0, 0.0, 0.0), None)
     for side in (1, -1):
         _add_tip_link(root, side, gel_obj)
