@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from envs.calvin import constants as C
-from envs.calvin.assets import OFFICIAL_SCALING, gel_rings, finger_rings
+from envs.calvin.assets import OFFICIAL_SCALING, finger_rings, gel_rings
 from envs.calvin.bullet import pb
 from envs.calvin.env import PlayTableEnv
 

@@ -372,12 +372,12 @@ def robot_urdf(pybullet_data_dir: str, detail: str = "collision", mesh_dir: Path
         raise ValueError(f"robot detail must be 'visual' or 'collision', got {detail!r}")
     src = Path(pybullet_data_dir) / "franka_panda" / "panda.urdf"
     root = ET.fromstring(src.read_text())
-    mesh_dir_pd = (Path(pybullet_data_dir) / "franka_panda").as_posix()
+    pd_meshes = (Path(pybullet_data_dir) / "franka_panda").as_posix()
     for mesh in root.iter("mesh"):
         name = mesh.get("filename", "").replace("package://", "")
         if detail == "collision":
             name = name.replace("meshes/visual/", "meshes/collision/")
-        mesh.set("filename", f"{mesh_dir_pd}/{name}")
+        mesh.set("filename", f"{pd_meshes}/{name}")
     d = mesh_dir or default_cache_dir()
     finger_obj = write_cached(d, "finger_longer", loft_obj(finger_rings()), ".obj")
     gel_obj = write_cached(d, "finger_gel", loft_obj(gel_rings()), ".obj")
