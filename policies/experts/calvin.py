@@ -34,6 +34,8 @@ FLICK_RUN, FLICK_SPEED = 0.06, 0.02  # the fast last part of a flick: length (m)
 SLIDER_SPLIT_X = C.SLIDE_ORIGIN[0]  # the door's track centre: left compartment below, right above
 CABINET_X = (-0.38, 0.18)  # inside walls of the cabinet
 DRAWER_TILT = 0.3  # fingers tipped toward the table when reaching into the drawer
+TABLE_EDGE_Y = -0.181  # the table top's front edge, above the drawer's back
+DRAWER_EDGE_ROOM = 0.075  # a block centre closer to that edge leaves no room for an open finger beside it
 SLIDER_TILT = 0.5  # fingers tipped into the cabinet keep the hand outside it, clear of walls and door
 Q7_PER_YAW = -0.92  # how the last joint moves per radian of TCP yaw (measured), to respect its limits
 Q7_LIMIT = 2.6
@@ -249,7 +251,12 @@ def plan_lift(view: View, color: str, where: str) -> list[Waypoint]:
         centre = centre + np.array([0.0, -0.008, 0.0])
         return grasp(view, color, rot, centre, 0.045)
     if where == "drawer":  # keep the hand clear of the table's front edge just behind the drawer
-        return grasp(view, color, grasp_rotation(view, color, tilt=DRAWER_TILT, axis_along_x=True), centre, 0.10)
+        rot = grasp_rotation(view, color, tilt=DRAWER_TILT, axis_along_x=True)
+        if color == "red" and centre[1] > TABLE_EDGE_Y - DRAWER_EDGE_ROOM and abs(rot[1, 1]) > abs(rot[0, 1]):
+            # fingers opening along y would meet the table's edge: close them across the 5.6 cm side
+            across = block_yaw(view.block(color)["orn_xyzw"]) + math.pi / 2
+            rot = down(choose_yaw(across, math.pi, view.yaw, view.q7), DRAWER_TILT)
+        return grasp(view, color, rot, centre, 0.10)
     return grasp(view, color, grasp_rotation(view, color), centre, 0.10)
 
 
