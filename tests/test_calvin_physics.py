@@ -93,7 +93,8 @@ def test_block_dropped_into_the_open_drawer_touches_drawer_link(env):
     snap = snapshot_of(env, scene)
     snap = settle(env, 20)
     assert snap["blocks"]["blue"]["contacts"] == [["table", "drawer_link"]]
-    assert abs(snap["blocks"]["blue"]["pos"][2] - 0.35) < 0.005  # drawer bottom at 0.33
+    # drawer floor top at 0.32 + 0.0214 (CALVIN's drawer_link_vhacd2.obj floor hull, y up to 0.0267 x 0.8)
+    assert abs(snap["blocks"]["blue"]["pos"][2] - 0.3614) < 0.003
 
 
 # --------------------------------------------------------------------- driven by the real arm

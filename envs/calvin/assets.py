@@ -3,7 +3,9 @@
 CALVIN's own table meshes are not ours to ship, so the table is built here from boxes and cylinders with
 scene D's joint positions, ranges and link names (see docs/guide/calvin.md for where it differs from the original).
 The robot is the Franka Panda of the ``pybullet_data`` package with CALVIN's evaluation additions:
-longer fingers, a ``tcp`` link 0.14 m down the hand's z axis and a ``gripper_cam`` link.
+longer fingers with gel pads at their tips, a ``tcp`` link 0.14 m down the hand's z axis and a
+``gripper_cam`` link. Parts the policy grips (switch bar, drawer handle, fingers) have the shapes and sizes
+of calvin_env's URDFs and meshes (measured there, written here as boxes and lofted convex meshes).
 
 Files are content-addressed (``name-<hash>.urdf``) and written atomically, so parallel workers share them
 and a given version of this module always produces byte-identical assets. :func:`generated_assets` dresses
@@ -43,13 +45,36 @@ WOOD_PLAIN: RGBA = (WOOD_MEAN[0] / 255, WOOD_MEAN[1] / 255, WOOD_MEAN[2] / 255, 
 
 # Grip points in their link frames (the scripted expert aims at them).
 SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame: x along the track, z out of the cabinet
-DRAWER_HANDLE: Vec3 = (0.0, -0.235, 0.05)  # drawer frame (world-aligned when closed)
-SWITCH_LEVER: Vec3 = (0.0, 0.042, 0.0)  # switch frame: y out of the panel (lever sticks out 6 cm)
+DRAWER_HANDLE: Vec3 = (0.0, -0.235, 0.05)  # drawer frame (world-aligned when closed): just behind the bar's middle
+SWITCH_LEVER: Vec3 = (0.0, 0.042, 0.0)  # switch frame: y out of the panel, at the bar's inner face
+
+# Boxes below are (min corner, max corner) in the built-in link frames, world scale. They are calvin_env's
+# collision hulls (data/calvin_table_D/meshes/*_vhacd2.obj, loaded by urdf/calvin_table_D.urdf at scaling
+# 0.8), turned into the built-in frames: the switch frame is CALVIN's; the drawer frame is CALVIN's turned
+# -90 degrees about x (built-in y = -CALVIN z, built-in z = CALVIN y).
+Box = tuple[Vec3, Vec3]
+#: The switch: a 12 cm wide bar (x) standing 4.2-6.4 cm out of the panel (y) on two legs, 3.2 cm along
+#: the slope (z; -z is up the slope). CALVIN: switch_link_vhacd2.obj, x +-0.0753, y 0-0.0804, z -0.0303-0.01.
+SWITCH_BAR: Box = ((-0.0602, 0.0416, -0.0242), (0.0602, 0.0643, 0.008))
+SWITCH_LEGS: tuple[Box, Box] = (((-0.0602, 0.0, -0.0242), (-0.0396, 0.0416, 0.008)),
+                                ((0.0386, 0.0, -0.0242), (0.0602, 0.0416, 0.008)))
+#: The drawer grip: a 24 cm long bar (x) 5.6 cm in front of the drawer's face on two posts.
+#: CALVIN: drawer_link_vhacd2.obj convex_8 (bar) and convex_6/7 (posts).
+DRAWER_BAR: Box = ((-0.0959, -0.2612, 0.0196), (0.0959, -0.2383, 0.0601))
+DRAWER_POSTS: tuple[Box, Box] = (((-0.1206, -0.2612, 0.0196), (-0.0959, -0.182, 0.0618)),
+                                 ((0.0959, -0.2612, 0.0196), (0.1206, -0.182, 0.0618)))
+#: The drawer box: front panel (convex_0), floor (convex_4), side walls (convex_2/3), back wall (convex_1+5).
+DRAWER_FRONT: Box = ((-0.2209, -0.182, -0.0209), (0.2209, -0.1574, 0.0812))
+DRAWER_FLOOR: Box = ((-0.1769, -0.1574, -0.0015), (0.1769, 0.038, 0.0214))
+DRAWER_WALLS: tuple[Box, Box] = (((-0.2015, -0.1574, -0.0015), (-0.1769, 0.038, 0.0812)),
+                                 ((0.1769, -0.1574, -0.0015), (0.2015, 0.0609, 0.0812)))
+DRAWER_BACK: Box = ((-0.2015, 0.038, -0.0015), (0.2015, 0.0609, 0.0812))
 
 
 @dataclass(frozen=True)
 class Geom:
-    """A box (``size`` = full extents) or cylinder (``size`` = (radius, length)) in a link frame."""
+    """A box (``size`` = full extents), cylinder (``size`` = (radius, length)) or mesh (``mesh`` = an OBJ
+    file, unscaled; PyBullet collides with its convex hull) in a link frame."""
 
     kind: str
     size: tuple[float, ...]
@@ -57,6 +82,7 @@ class Geom:
     rpy: Vec3 = (0.0, 0.0, 0.0)
     rgba: RGBA = WHITE
     collide: bool = True
+    mesh: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +127,8 @@ def _geometry(parent: ET.Element, g: Geom, scale: float) -> None:
         ET.SubElement(geo, "box", size=_vec(g.size, scale))
     elif g.kind == "cylinder":
         ET.SubElement(geo, "cylinder", radius=_num(g.size[0] * scale), length=_num(g.size[1] * scale))
+    elif g.kind == "mesh":
+        ET.SubElement(geo, "mesh", filename=g.mesh, scale=_vec((1.0, 1.0, 1.0), scale))
     else:
         raise ValueError(f"unknown geometry kind {g.kind!r}")
 
@@ -216,19 +244,11 @@ def _slide_link() -> Link:
 
 
 def _drawer_link() -> Link:
-    """Open box below the table top, in the drawer frame (origin at its bottom, x across, -y out)."""
-    geoms = (
-        _box((-0.15, -0.18, 0.0), (0.15, 0.07, 0.01)),  # bottom
-        _box((-0.16, -0.18, 0.0), (-0.15, 0.07, 0.07)),  # left wall
-        _box((0.15, -0.18, 0.0), (0.16, 0.07, 0.07)),  # right wall
-        _box((-0.16, 0.06, 0.0), (0.16, 0.07, 0.07)),  # back wall: under the table top even when open
-        _box((-0.17, -0.195, -0.015), (0.17, -0.18, 0.08)),  # front panel
-        # upright grip (easier to grasp from above than CALVIN's bar), 3 cm clear of the front panel
-        Geom("box", (0.02, 0.015, 0.07), DRAWER_HANDLE, rgba=DARK),
-        _box((-0.005, -0.2275, 0.02), (0.005, -0.195, 0.03), DARK),  # standoffs
-        _box((-0.005, -0.2275, 0.07), (0.005, -0.195, 0.08), DARK),
-    )
-    return Link("drawer_link", geoms, mass=4.0, inertia_box=(0.32, 0.25, 0.08))
+    """Open box below the table top with CALVIN's long bar grip, in the drawer frame (origin at the back of
+    its bottom, x across, -y out); every box is one of CALVIN's collision hulls (see ``DRAWER_*``)."""
+    box = [*(_box(lo, hi) for lo, hi in (DRAWER_FRONT, DRAWER_FLOOR, *DRAWER_WALLS, DRAWER_BACK))]
+    grip = [_box(lo, hi, DARK) for lo, hi in (DRAWER_BAR, *DRAWER_POSTS)]
+    return Link("drawer_link", tuple(box + grip), mass=4.23, inertia_box=(0.44, 0.24, 0.1))
 
 
 def _button_link() -> Link:
@@ -237,9 +257,10 @@ def _button_link() -> Link:
 
 
 def _switch_link() -> Link:
-    """A lever in the cabinet-front frame (y out of the panel, down-slope is -z), moving up the slope."""
-    lever = Geom("box", (0.03, 0.06, 0.02), (0.0, 0.03, 0.0), rgba=GREY)
-    return Link("switch_link", (lever,), mass=0.24, inertia_box=(0.03, 0.048, 0.016))
+    """CALVIN's wide switch bar on two legs, in the cabinet-front frame (y out of the panel, -z up the slope,
+    the direction it moves); the boxes are CALVIN's collision hulls (see ``SWITCH_*``)."""
+    geoms = tuple(_box(lo, hi, GREY) for lo, hi in (SWITCH_BAR, *SWITCH_LEGS))
+    return Link("switch_link", geoms, mass=0.24, inertia_box=(0.12, 0.064, 0.032))
 
 
 def _lamp_links() -> list[Link]:
@@ -288,40 +309,107 @@ def plane_urdf() -> str:
 
 # ------------------------------------------------------------------------------------------- robot
 
-FINGER_LENGTH = 0.095  # from the finger joint (hand z 0.0584): the tip is 1.3 cm past the TCP
-FINGER_THICKNESS = 0.012
-FINGER_WIDTH = 0.02
+# CALVIN's evaluation fingers (calvin_env data/franka_panda/panda_longer_finger.urdf). Each finger collides as
+# the convex hull of meshes/collision/longer_finger_v2.obj; a fixed ``finger_*_tip`` link on it carries a DIGIT
+# gel pad (meshes/visual/digit_gel_only.STL, also its collision shape) whose dome is what touches a gripped
+# object first. Both are rebuilt here as lofts through rectangular sections measured from those meshes, in
+# the left finger's frame (metres; the joint moves it along +y, z runs from the hand to the tip); the right
+# finger is the same turned pi about z, as in CALVIN.
+#: Finger body: (z, x_lo, x_hi, y_lo, y_hi) sections; inner face 3.9-6.2 mm from the joint axis, tip at z 0.0964.
+FINGER_SECTIONS: tuple[tuple[float, float, float, float, float], ...] = (
+    (0.0002, -0.0104, 0.0104, 0.0062, 0.0270),
+    (0.0340, -0.0105, 0.0105, 0.0050, 0.0216),
+    (0.0647, -0.0087, 0.0087, 0.0040, 0.0134),
+    (0.0906, -0.0088, 0.0087, 0.0039, 0.0065),
+    (0.0964, -0.0055, 0.0058, 0.0039, 0.0068),
+)
+#: Gel pad: (y, x_lo, x_hi, z_lo, z_hi) sections from its base on the finger's inner face (y 4.9 mm) to the
+#: dome's apex 0.9 mm from the joint axis, centred 1.3 mm below the TCP (finger z 0.0816).
+GEL_SECTIONS: tuple[tuple[float, float, float, float, float], ...] = (
+    (0.0049, -0.0083, 0.0102, 0.0707, 0.0957),
+    (0.0028, -0.0080, 0.0098, 0.0711, 0.0954),
+    (0.0020, -0.0061, 0.0079, 0.0728, 0.0932),
+    (0.0013, -0.0035, 0.0053, 0.0758, 0.0905),
+    (0.0009, -0.0005, 0.0023, 0.0789, 0.0865),
+)
+#: The pad link's mass and contact as panda_longer_finger.urdf gives them (``finger_left_tip``). Its inertia
+#: there (1 kg m^2) is not used: PyBullet (no URDF_USE_INERTIA_FROM_FILE) derives it from the shape, here as there.
+TIP_CONTACT = {"lateral_friction": 1.0, "spinning_friction": 0.001}
+TIP_MASS = 0.0001
 
 
-def _finger_geoms(side: int) -> tuple[Geom, ...]:
-    """A longer finger as one box; its inner face sits on the joint axis (``side`` +1 left, -1 right)."""
-    y = side * FINGER_THICKNESS / 2
-    pad = Geom("box", (FINGER_WIDTH, FINGER_THICKNESS, FINGER_LENGTH), (0.0, y, FINGER_LENGTH / 2), rgba=GREY)
-    knuckle = Geom("box", (0.02, 0.02, 0.02), (0.0, side * 0.01, 0.01), rgba=WHITE, collide=False)
-    return (pad, knuckle)
+def finger_rings() -> list[list[Vec3]]:
+    """The finger body's sections as rings of corners (x-y rectangles stacked along z)."""
+    return [[(a, c, z), (b, c, z), (b, d, z), (a, d, z)] for z, a, b, c, d in FINGER_SECTIONS]
 
 
-def robot_urdf(pybullet_data_dir: str, detail: str = "collision") -> str:
+def gel_rings() -> list[list[Vec3]]:
+    """The gel pad's sections as rings of corners (x-z rectangles stacked along y)."""
+    return [[(a, y, c), (b, y, c), (b, y, d), (a, y, d)] for y, a, b, c, d in GEL_SECTIONS]
+
+
+def loft_obj(rings: list[list[Vec3]]) -> str:
+    """A closed convex OBJ mesh through ``rings`` (equal-length corner loops), triangles facing outward."""
+    verts = [v for ring in rings for v in ring]
+    n = len(rings[0])
+    centre = np.mean(np.asarray(verts), axis=0)
+    quads = [[r * n + i, r * n + (i + 1) % n, (r + 1) * n + (i + 1) % n, (r + 1) * n + i]
+             for r in range(len(rings) - 1) for i in range(n)]
+    faces = [tri for q in quads for tri in ([q[0], q[1], q[2]], [q[0], q[2], q[3]])]
+    last = (len(rings) - 1) * n
+    faces += [[0, i, i + 1] for i in range(1, n - 1)] + [[last, last + i, last + i + 1] for i in range(1, n - 1)]
+    lines = ["# generated by envs/calvin/assets.py"] + [f"v {_num(x)} {_num(y)} {_num(z)}" for x, y, z in verts]
+    for f in faces:
+        a, b, c = (np.asarray(verts[i]) for i in f)
+        if np.dot(np.cross(b - a, c - a), a - centre) < 0:  # wind counter-clockwise seen from outside
+            f = [f[0], f[2], f[1]]
+        lines.append("f " + " ".join(str(i + 1) for i in f))
+    return "\n".join(lines) + "\n"
+
+
+def _finger_geoms(finger_obj: str, side: int) -> tuple[Geom, ...]:
+    """The finger body (``side`` +1 left, -1 right: turned pi about z)."""
+    return (Geom("mesh", (), rpy=(0.0, 0.0, 0.0 if side > 0 else math.pi), rgba=WHITE, mesh=finger_obj),)
+
+
+def _add_tip_link(root: ET.Element, side: int, gel_obj: str) -> None:
+    """CALVIN's ``finger_*_tip`` link: the gel pad, fixed to the finger, with its own contact parameters.
+
+    Its frame is the finger's (CALVIN's sits on the pad; for a 0.1 g link that changes nothing)."""
+    name, finger = ("finger_left_tip", "panda_leftfinger") if side > 0 else ("finger_right_tip", "panda_rightfinger")
+    gel = Geom("mesh", (), rpy=(0.0, 0.0, 0.0 if side > 0 else math.pi), rgba=WHITE, mesh=gel_obj)
+    _link_element(root, Link(name, (gel,), TIP_MASS, contact=dict(TIP_CONTACT)), 1.0)
+    _joint_element(root, Joint(f"joint_{name}", "fixed", finger, name, (0.0, 0.0, 0.0)), 1.0)
+
+
+def robot_urdf(pybullet_data_dir: str, detail: str = "collision", mesh_dir: Path | None = None) -> str:
     """Panda with CALVIN's evaluation additions; ``detail`` = "visual" (detailed meshes) or "collision".
 
     "collision" draws the arm with its convex collision meshes: TinyRenderer's cost grows with the
     triangle count, and the detailed meshes (over a million bytes of OBJ per link) triple a frame's time.
+    The finger and gel-pad meshes are written (content-addressed) to ``mesh_dir`` (default: the cache).
     """
     if detail not in ("visual", "collision"):
         raise ValueError(f"robot detail must be 'visual' or 'collision', got {detail!r}")
     src = Path(pybullet_data_dir) / "franka_panda" / "panda.urdf"
     root = ET.fromstring(src.read_text())
-    mesh_dir = (Path(pybullet_data_dir) / "franka_panda").as_posix()
+    pd_meshes = (Path(pybullet_data_dir) / "franka_panda").as_posix()
     for mesh in root.iter("mesh"):
         name = mesh.get("filename", "").replace("package://", "")
         if detail == "collision":
             name = name.replace("meshes/visual/", "meshes/collision/")
-        mesh.set("filename", f"{mesh_dir}/{name}")
+        mesh.set("filename", f"{pd_meshes}/{name}")
+    d = mesh_dir or default_cache_dir()
+    finger_obj = write_cached(d, "finger_longer", loft_obj(finger_rings()), ".obj")
+    gel_obj = write_cached(d, "finger_gel", loft_obj(gel_rings()), ".obj")
     for side, finger in ((1, "panda_leftfinger"), (-1, "panda_rightfinger")):
-        _replace_geoms(root, finger, _finger_geoms(side))
+        _replace_geoms(root, finger, _finger_geoms(finger_obj, side))
+    # the camera is drawn but does not collide (CALVIN's gripper_cam link has a visual box only)
     _add_fixed_link(root, "gripper_cam", C.GRIPPER_CAMERA_XYZ, C.GRIPPER_CAMERA_RPY,
-                    Geom("box", (0.08, 0.025, 0.01), rgba=WHITE))
+                    Geom("box", (0.08, 0.025, 0.01), rgba=WHITE, collide=False))
     _add_fixed_link(root, "tcp", (0.0, 0.0, C.TCP_OFFSET), (0.0, 0.0, 0.0), None)
+    for side in (1, -1):
+        _add_tip_link(root, side, gel_obj)
     ET.indent(root)
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -367,10 +455,10 @@ def default_cache_dir() -> Path:
     return Path(root) / "calvin"
 
 
-def write_cached(directory: Path, stem: str, text: str) -> str:
-    """Write ``text`` once as ``stem-<sha256 prefix>.urdf`` (atomic rename) and return its path."""
+def write_cached(directory: Path, stem: str, text: str, suffix: str = ".urdf") -> str:
+    """Write ``text`` once as ``stem-<sha256 prefix><suffix>`` (atomic rename) and return its path."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = directory / f"{stem}-{digest}.urdf"
+    path = directory / f"{stem}-{digest}{suffix}"
     if not path.exists():
         atomic_write_text(path, text)
     return path.as_posix()
@@ -393,7 +481,7 @@ def generated_assets(pybullet_data_dir: str, robot_detail: str = "collision",
     return AssetPaths(
         table=write_cached(d, "calvin_table_D", dress_urdf(table_urdf(), TABLE_LOOK, d, "table")),
         robot=write_cached(d, f"panda_longer_finger_{robot_detail}",
-                           dress_urdf(robot_urdf(pybullet_data_dir, robot_detail), ROBOT_LOOK, d, "robot")),
+                           dress_urdf(robot_urdf(pybullet_data_dir, robot_detail, d), ROBOT_LOOK, d, "robot")),
         plane=write_cached(d, "plane", dress_urdf(plane_urdf(), FLOOR_LOOK, d, "plane")),
         blocks=blocks,
     )

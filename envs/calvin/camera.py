@@ -52,9 +52,11 @@ class Cameras:
         return self.p.computeProjectionMatrixFOV(spec.fov, spec.width / spec.height, spec.near, spec.far)
 
     def _gripper_view(self) -> tuple[float, ...]:
-        state = self.p.getLinkState(self.robot_uid, self.camera_link, computeForwardKinematics=True)
-        pos = np.asarray(state[4])
-        rot = np.asarray(self.p.getMatrixFromQuaternion(state[5])).reshape(3, 3)
+        # cached frame, as calvin_env's GripperCamera reads it: from before the last physics sub-step; a
+        # forward-kinematics query here would also move robot_obs's TCP forward (see PandaRobot.observed_tcp_pose)
+        state = self.p.getLinkState(self.robot_uid, self.camera_link)
+        pos = np.asarray(state[0])
+        rot = np.asarray(self.p.getMatrixFromQuaternion(state[1])).reshape(3, 3)
         return self.p.computeViewMatrix(pos.tolist(), (pos + rot[:, 1]).tolist(), (-rot[:, 2]).tolist())
 
     def render(self, name: str, depth: bool = False) -> tuple[np.ndarray, np.ndarray | None]:

@@ -90,9 +90,22 @@ class PandaRobot:
         state = self.p.getLinkState(self.uid, self.tcp_link, computeForwardKinematics=True)
         return np.asarray(state[4]), state[5]
 
+    def observed_tcp_pose(self) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+        """The TCP pose as CALVIN's ``robot_obs`` reports it: from before the last physics sub-step.
+
+        calvin_env (``Robot.get_observation``, at 797142c) reads ``getLinkState(robot, tcp)[:2]`` without
+        ``computeForwardKinematics``. Bullet caches a link's world frame when a step starts, before it
+        integrates, so that read returns the pose after the 7th of the 8 sub-steps of an action (up to
+        ~2 mm behind while the arm moves); joint angles are current. We read it the same way. A forward-
+        kinematics query refreshes that cache (``tcp_pose``), so nothing between the last sub-step and
+        this read may call one on the robot (the gripper camera reads its link the same cached way).
+        """
+        state = self.p.getLinkState(self.uid, self.tcp_link)
+        return np.asarray(state[0]), state[1]
+
     def observation(self) -> np.ndarray:
-        """CALVIN's 15-D ``robot_obs``."""
-        pos, orn = self.tcp_pose()
+        """CALVIN's 15-D ``robot_obs`` (TCP pose from :meth:`observed_tcp_pose`)."""
+        pos, orn = self.observed_tcp_pose()
         euler = self.p.getEulerFromQuaternion(orn)
         width = sum(s[0] for s in self.p.getJointStates(self.uid, self.finger_joints))
         arm = [s[0] for s in self.p.getJointStates(self.uid, self.arm_joints)]

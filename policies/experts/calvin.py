@@ -34,6 +34,8 @@ FLICK_RUN, FLICK_SPEED = 0.06, 0.02  # the fast last part of a flick: length (m)
 SLIDER_SPLIT_X = C.SLIDE_ORIGIN[0]  # the door's track centre: left compartment below, right above
 CABINET_X = (-0.38, 0.18)  # inside walls of the cabinet
 DRAWER_TILT = 0.3  # fingers tipped toward the table when reaching into the drawer
+TABLE_EDGE_Y = -0.181  # the table top's front edge, above the drawer's back
+DRAWER_EDGE_ROOM = 0.075  # a block centre closer to that edge leaves no room for an open finger beside it
 SLIDER_TILT = 0.5  # fingers tipped into the cabinet keep the hand outside it, clear of walls and door
 Q7_PER_YAW = -0.92  # how the last joint moves per radian of TCP yaw (measured), to respect its limits
 Q7_LIMIT = 2.6
@@ -249,7 +251,12 @@ def plan_lift(view: View, color: str, where: str) -> list[Waypoint]:
         centre = centre + np.array([0.0, -0.008, 0.0])
         return grasp(view, color, rot, centre, 0.045)
     if where == "drawer":  # keep the hand clear of the table's front edge just behind the drawer
-        return grasp(view, color, grasp_rotation(view, color, tilt=DRAWER_TILT, axis_along_x=True), centre, 0.10)
+        rot = grasp_rotation(view, color, tilt=DRAWER_TILT, axis_along_x=True)
+        if color == "red" and centre[1] > TABLE_EDGE_Y - DRAWER_EDGE_ROOM and abs(rot[1, 1]) > abs(rot[0, 1]):
+            # fingers opening along y would meet the table's edge: close them across the 5.6 cm side
+            across = block_yaw(view.block(color)["orn_xyzw"]) + math.pi / 2
+            rot = down(choose_yaw(across, math.pi, view.yaw, view.q7), DRAWER_TILT)
+        return grasp(view, color, rot, centre, 0.10)
     return grasp(view, color, grasp_rotation(view, color), centre, 0.10)
 
 
@@ -381,7 +388,8 @@ def uncover_block(view: View, color: str) -> list[Waypoint]:
 
 
 def plan_drawer(view: View, sign: int) -> list[Waypoint]:
-    """Grip the drawer's upright handle and pull it out (sign +1) or push it in (-1)."""
+    """Come down just behind the middle of the drawer's bar grip (CALVIN's, 5.6 cm off the drawer's face),
+    close the fingers there so they hook the bar, and pull the drawer out (sign +1) or push it in (-1)."""
     rot = down(choose_yaw(math.pi / 2, math.pi, view.yaw, view.q7))
     grip = view.drawer_handle + np.array([0.0, 0.0, 0.012])
     opening = float(view.scene_obs[1])
@@ -403,8 +411,7 @@ def plan_button(view: View) -> list[Waypoint]:
 
 def plan_switch(view: View, on: bool) -> list[Waypoint]:
     """Grip the switch across its thickness, the hand coming in from the front, and slide it up (on) or
-    down (off) its slope. Closing across the thickness (2-3 cm) fits both CALVIN's 12 cm wide bar and the
-    built-in 3 cm lever, which a grip across the width would not."""
+    down (off) its slope. The fingers close across the bar's 3.2 cm thickness (it is 12 cm wide)."""
     up = view.switch_up
     out = np.array([0.0, -up[2], up[1]])  # out of the panel: the switch moves in the world y-z plane
     grip = view.switch_lever + SWITCH_GRIP[0] * out + SWITCH_GRIP[1] * up
@@ -558,6 +565,17 @@ def _landing_room(view: View, land: np.ndarray, skip: tuple[str, ...]) -> float:
 
 
 Stage = Callable[[View], list[Waypoint]]
+SETTLED_SPEED = 0.01  # m/s: a block moving faster is still falling or sliding
+SETTLE_STEPS = 15  # control steps to hold still while it comes to rest
+
+
+def wait_for_block(view: View, color: str) -> list[Waypoint]:
+    """Hold still while block ``color`` is still moving (e.g. one just pushed into the drawer, which the
+    previous subtask counts as done the moment it touches the drawer), so the grasp is planned where it
+    comes to rest rather than where it was in flight."""
+    if float(np.linalg.norm(view.block(color)["lin_vel"])) <= SETTLED_SPEED:
+        return []
+    return [Waypoint(view.tcp, view.target_rot, view.gripper, SLOW, tol=1.0, settle=SETTLE_STEPS)]
 
 
 def stages(task: str, attempt: int = 1) -> list[Stage]:
@@ -573,7 +591,7 @@ def stages(task: str, attempt: int = 1) -> list[Stage]:
             return [put_down, lambda v: plan_push(v, color, +1 if arg == "right" else -1, attempt == 1)]
         if arg == "slider":
             return [put_down, lambda v: uncover_block(v, color), lambda v: plan_lift(v, color, arg)]
-        return [put_down, lambda v: plan_lift(v, color, arg)]
+        return [put_down, lambda v: wait_for_block(v, color), lambda v: plan_lift(v, color, arg)]
     table: dict[str, list[Stage]] = {
         "move_slider_left": [lambda v: plan_slider(v, +1)], "move_slider_right": [lambda v: plan_slider(v, -1)],
         "open_drawer": [lambda v: plan_drawer(v, +1)], "close_drawer": [lambda v: plan_drawer(v, -1)],
