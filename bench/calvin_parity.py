@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 import statistics
 import sys
 import time
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.calvin.chain import run_chain
+from benchmarks.core.manifest import machine_line
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.official import OfficialPlayTableEnv, calvin_env_sources
 from envs.calvin.sequences import get_sequences, initial_env_state
@@ -169,7 +169,7 @@ def main() -> None:
     parser.add_argument("--image-chains", type=int, default=10, help="initial states compared as images")
     parser.add_argument("--steps", type=int, default=120, help="length of the fixed action sequence")
     parser.add_argument("--repeats", type=int, default=5, help="timings per env and camera set (median)")
-    parser.add_argument("--machine", default=platform.node(), help="machine label for the JSON line")
+    parser.add_argument("--machine", default=machine_line(), help="machine description for the JSON line")
     parser.add_argument("--json", default="", help="also write the JSON line to this file")
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts to run, of {','.join(PARTS)}")
     args = parser.parse_args()

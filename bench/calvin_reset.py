@@ -28,7 +28,6 @@ import datetime
 import hashlib
 import json
 import os
-import platform
 import random
 import statistics
 import subprocess
@@ -41,6 +40,7 @@ import numpy as np
 
 from benchmarks.calvin import evaluation_chains
 from benchmarks.calvin.chain import run_chain
+from benchmarks.core.manifest import machine_line
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.sequences import initial_env_state
 from policies.experts.calvin import ScriptedExpert
@@ -118,7 +118,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3, help="other chains run before the shuffled order")
     parser.add_argument("--baseline", default="", help="a checkout of an earlier commit to time as well")
     parser.add_argument("--calvin-assets", default=None, help="CALVIN's data/ folder or calvin_env checkout")
-    parser.add_argument("--machine", default=platform.node(), help="machine label for the JSON line")
+    parser.add_argument("--machine", default=machine_line(), help="machine description for the JSON line")
     parser.add_argument("--json", default="", help="also write the JSON line to this file")
     args = parser.parse_args()
     if args.resets < 1 or args.chains < 1 or args.warmup < 0:
