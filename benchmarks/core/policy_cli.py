@@ -110,23 +110,11 @@ def parse_benchmark_args(
     policy option the benchmark also has (``--seed``, ``--replay-file``) takes the benchmark's value."""
     import sys
 
-    from policies.registry import policy_config_class, registered_policies
-
     argv = list(sys.argv[1:] if argv is None else argv)
     bench_fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     default_policy = next(f.default for f in dataclasses.fields(cls) if f.name == "policy")  # type: ignore[arg-type]
     name = _policy_name(argv, default_policy)
-    parser = OneLineParser(prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_config_arguments(parser, cls)
-    policy_cls = None
-    if ":" not in name:
-        if name not in registered_policies():
-            parser.error(f"--policy {name!r}: choose one of {registered_policies()} "
-                         f"or a class of your own as module:Name")
-        policy_cls = policy_config_class(name)
-        group = parser.add_argument_group(f"--policy {name} options")
-        add_config_arguments(group, policy_cls, skip=bench_fields)  # type: ignore[arg-type]
-        parser.set_defaults(**(policy_defaults or {}).get(name, {}))
+    parser, policy_cls = _parser_for(cls, name, bench_fields, prog, policy_defaults)
     if not _has_flags(policy_cls, bench_fields) and {"-h", "--help"} & set(argv):
         parser.epilog = policy_options_help(bench_fields)
     namespace = parser.parse_args(argv)
@@ -135,6 +123,29 @@ def parse_benchmark_args(
         config = config_from_namespace(cls, namespace)
     except ValueError as exc:  # a value the config rejects (e.g. --limit 0): one line, argparse's exit status
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    return config, _checked_spec(name, namespace, policy_cls, config)
+
+
+def _parser_for(cls: type, name: str, bench_fields: set[str], prog: str | None,
+                policy_defaults: PolicyDefaults | None) -> tuple[OneLineParser, type | None]:
+    """The benchmark's parser with the registered policy ``name``'s options (none for a user's class)."""
+    from policies.registry import policy_config_class, registered_policies
+
+    parser = OneLineParser(prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_arguments(parser, cls)
+    if ":" in name:
+        return parser, None
+    if name not in registered_policies():
+        parser.error(f"--policy {name!r}: choose one of {registered_policies()} or a class of your own as module:Name")
+    policy_cls = policy_config_class(name)
+    group = parser.add_argument_group(f"--policy {name} options")
+    add_config_arguments(group, policy_cls, skip=bench_fields)  # type: ignore[arg-type]
+    parser.set_defaults(**(policy_defaults or {}).get(name, {}))
+    return parser, policy_cls
+
+
+def _checked_spec(name: str, namespace: argparse.Namespace, policy_cls: type | None, config: Any) -> PolicySpec:
+    """The policy's spec from the parsed flags, after the policy's own input checks (one-line errors)."""
     options: dict[str, Any] = {}
     if policy_cls is not None:
         options = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(policy_cls)
@@ -148,7 +159,7 @@ def parse_benchmark_args(
             policy_config.check_inputs()
         except ValueError as error:
             raise InputError(str(error)) from None
-    return config, spec
+    return spec
 
 
 def policy_options_help(skip: set[str] | frozenset[str] = frozenset()) -> str:
