@@ -111,6 +111,49 @@ def run_order(order: list[int], chains: list[tuple[dict, tuple[str, ...]]],
     return prints
 
 
+def time_resets(args: argparse.Namespace, fresh: Callable[[], PlayTableEnv]) -> dict[str, Any]:
+    """Median and mean reset times of a reused and a rebuilt world (and ``--baseline``'s), printed as a table."""
+    out: dict[str, Any] = {}
+    starts = [initial_env_state(state) for state, _ in evaluation_chains(10)]
+    env = fresh()
+    reset_times(env, starts, 10, rebuild=False)  # warm caches before timing either variant
+    timed = {"reused": reset_times(env, starts, args.resets, rebuild=False),
+             "rebuilt": reset_times(env, starts, args.resets, rebuild=True)}
+    env.close()
+    if args.baseline:
+        timed["baseline"] = baseline_times(args.baseline, args.resets, args.calvin_assets)
+        out["baseline"] = args.baseline
+    print(f"## env.reset without cameras, {args.resets} resets each (ms)\n")
+    print("| world | median | mean | max |\n|---|---|---|---|")
+    for name, times in timed.items():
+        median, mean = statistics.median(times), statistics.fmean(times)
+        print(f"| {name} | {median:.3f} | {mean:.3f} | {max(times):.3f} |")
+        out[f"reset_ms_median_{name}"], out[f"reset_ms_mean_{name}"] = round(median, 4), round(mean, 4)
+    return out
+
+
+def check_orders(args: argparse.Namespace, fresh: Callable[[], PlayTableEnv]) -> dict[str, Any]:
+    """The expert's first ``--chains`` chains in one reused env, in three orders, against a fresh env each."""
+    chains = evaluation_chains(args.chains + args.warmup)
+    indices = list(range(args.chains))
+    reference: dict[int, dict[str, Any]] = {}
+    for i in indices:
+        reference.update(run_order([i], chains, fresh))
+    warmup = list(range(args.chains, args.chains + args.warmup))
+    orders = {"forward": indices, "reversed": indices[::-1],
+              "warm-up then shuffled": warmup + random.Random(0).sample(indices, len(indices))}
+    print(f"\n## Expert on the first {args.chains} chains: one reused env vs a fresh env per chain\n")
+    print("| order | chains run | chains differing from fresh |\n|---|---|---|")
+    differing: dict[str, list[int]] = {}
+    for name, order in orders.items():
+        prints = run_order(order, chains, fresh)
+        differing[name] = [i for i in indices if prints[i] != reference[i]]
+        print(f"| {name} | {order} | {differing[name] or 'none'} |")
+    return {"chains": args.chains, "warmup_chains": args.warmup, "orders": orders, "chains_differing": differing,
+            "reference_completed": [reference[i]["completed"] for i in indices],
+            "reference_sha256": [reference[i]["sha256"][:16] for i in indices]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resets", type=int, default=200, help="timed resets per variant (median reported)")
@@ -127,45 +170,11 @@ def main() -> None:
                            "source": "bench/calvin_reset.py", "command": " ".join(["python", *sys.argv]),
                            "date": datetime.date.today().isoformat(), "machine": args.machine,
                            "calvin_assets": args.calvin_assets}
-
-    chains = evaluation_chains(args.chains + args.warmup)
-    starts = [initial_env_state(state) for state, _ in evaluation_chains(10)]
     fresh = lambda: PlayTableEnv(cameras=(), calvin_assets=args.calvin_assets)  # noqa: E731
-    env = fresh()
-    reset_times(env, starts, 10, rebuild=False)  # warm caches before timing either variant
-    timed = {"reused": reset_times(env, starts, args.resets, rebuild=False),
-             "rebuilt": reset_times(env, starts, args.resets, rebuild=True)}
-    env.close()
-    if args.baseline:
-        timed["baseline"] = baseline_times(args.baseline, args.resets, args.calvin_assets)
-        out["baseline"] = args.baseline
-    print(f"## env.reset without cameras, {args.resets} resets each (ms)\n")
-    print("| world | median | mean | max |\n|---|---|---|---|")
-    for name, times in timed.items():
-        median, mean = statistics.median(times), statistics.fmean(times)
-        print(f"| {name} | {median:.3f} | {mean:.3f} | {max(times):.3f} |")
-        out[f"reset_ms_median_{name}"], out[f"reset_ms_mean_{name}"] = round(median, 4), round(mean, 4)
-
-    indices = list(range(args.chains))
-    reference: dict[int, dict[str, Any]] = {}
-    for i in indices:
-        reference.update(run_order([i], chains, fresh))
-    warmup = list(range(args.chains, args.chains + args.warmup))
-    orders = {"forward": indices, "reversed": indices[::-1],
-              "warm-up then shuffled": warmup + random.Random(0).sample(indices, len(indices))}
-    print(f"\n## Expert on the first {args.chains} chains: one reused env vs a fresh env per chain\n")
-    print("| order | chains run | chains differing from fresh |\n|---|---|---|")
-    differing: dict[str, list[int]] = {}
-    for name, order in orders.items():
-        prints = run_order(order, chains, fresh)
-        differing[name] = [i for i in indices if prints[i] != reference[i]]
-        print(f"| {name} | {order} | {differing[name] or 'none'} |")
-    out.update({"chains": args.chains, "warmup_chains": args.warmup, "orders": orders,
-                "chains_differing": differing,
-                "reference_completed": [reference[i]["completed"] for i in indices],
-                "reference_sha256": [reference[i]["sha256"][:16] for i in indices]})
+    out.update(time_resets(args, fresh))
+    out.update(check_orders(args, fresh))
     out["metrics"] = {k: out[k] for k in ("reset_ms_median_reused", "reset_ms_median_rebuilt")}
-    out["metrics"]["chains_differing"] = sum(len(v) for v in differing.values())
+    out["metrics"]["chains_differing"] = sum(len(v) for v in out["chains_differing"].values())
     line = json.dumps(out)
     if args.json:
         with open(args.json, "w") as f:
