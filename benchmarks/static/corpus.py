@@ -66,7 +66,7 @@ from benchmarks.static.calvin_corpus import (
 )
 from benchmarks.static.config import build_parser
 from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, is_multihop, json_line, recipe_answer
-from benchmarks.static.generate import draw_question, truth_record
+from benchmarks.static.generate import checked_kinds, draw_question, truth_record
 from benchmarks.static.libero_corpus import (
     LIBERO_KINDS,
     LIBERO_STREAM,
@@ -210,14 +210,7 @@ class CorpusConfig:
 
     def kind_list(self) -> list[str]:
         """The question kinds, checked."""
-        kinds = [k.strip() for k in self.kinds.split(",") if k.strip()]
-        known = ALL_KINDS
-        unknown = [k for k in kinds if k not in known]
-        if not kinds or unknown:
-            raise ValueError(
-                f"--kinds {self.kinds!r}: unknown {unknown or 'empty list'}; choose from {', '.join(known)}"
-            )
-        return kinds
+        return checked_kinds(self.kinds, ALL_KINDS)
 
     def family_kinds(self) -> dict[str, list[str]]:
         """Each requested family and its requested kinds, checked (every family needs one kind)."""

@@ -55,6 +55,15 @@ _VIEWS_PER_HOME = 8
 _AIM_AT_OBJECT = 0.8  # share of views aimed at an entity of the home (the rest look anywhere)
 
 
+def checked_kinds(text: str, known: Sequence[str]) -> list[str]:
+    """``--kinds``' comma-separated names, each one of ``known`` (one-line error naming the unknown ones)."""
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in known]
+    if not kinds or unknown:
+        raise ValueError(f"--kinds {text!r}: unknown {unknown or 'empty list'}; choose from {', '.join(known)}")
+    return kinds
+
+
 @dataclass
 class GenerateConfig:
     """Generate SpatialScore-style questions with exact ground truth from the navigation env's homes."""
@@ -78,11 +87,7 @@ class GenerateConfig:
 
     def kind_list(self) -> list[str]:
         """The question kinds, checked."""
-        kinds = [k.strip() for k in self.kinds.split(",") if k.strip()]
-        unknown = [k for k in kinds if k not in BUILDERS]
-        if not kinds or unknown:
-            raise ValueError(f"--kinds {self.kinds!r}: unknown {unknown or 'empty list'}; choose from {', '.join(KINDS)}")
-        return kinds
+        return checked_kinds(self.kinds, KINDS)
 
     def validate(self) -> None:
         """Check the settings, with the fix in the message."""
