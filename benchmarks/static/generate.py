@@ -203,3 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {config.n} items to {path}; run them with: python -m benchmarks.static --bench spatialscore "
           f"--data {path} --model MODEL")  # fmt: skip
     return 0
+
+
+if __name__ == "__main__":  # python -m benchmarks.static.generate (same as python -m benchmarks.static generate)
+    raise SystemExit(main())
