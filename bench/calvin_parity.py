@@ -4,7 +4,8 @@ Three envs run the same things: the built-in table (``builtin``), the built-in t
 URDFs and meshes (``assets``, ``--calvin-assets``) and calvin_env itself (``official``, composed for scene D
 from the checkout's own configuration). It reports
 
-- the scripted expert on the first ``--chains`` public evaluation chains: avg. len, per-task success, and
+- the scripted expert on the first ``--chains`` of the 1000 public evaluation chains (the chains
+  ``python -m benchmarks.calvin --num-sequences N`` runs): avg. len, per-task success, and
   the chains whose completed length differs from calvin_env's;
 - the largest difference of ``robot_obs`` and ``scene_obs`` from calvin_env's over a fixed random action
   sequence from chain 0's initial state;
@@ -33,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.calvin import evaluation_chains
 from benchmarks.calvin.chain import run_chain
 from benchmarks.core.manifest import machine_line
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.official import OfficialPlayTableEnv, calvin_env_sources
-from envs.calvin.sequences import get_sequences, initial_env_state
+from envs.calvin.sequences import initial_env_state
 from policies.experts.calvin import ScriptedExpert
 
 ENVS = ("builtin", "assets", "official")
@@ -177,8 +179,9 @@ def main() -> None:
     make = factories(args.calvin_env)
     sources = calvin_env_sources(args.calvin_env)
     print(f"calvin_env {sources['path']} commit {sources['commit']}")
-    sequences = [(s, list(t)) for s, t in get_sequences(args.chains)]
-    starts = [initial_env_state(s) for s, _ in get_sequences(max(args.image_chains, 1))]
+    # the first N of the 1000 published chains, as `python -m benchmarks.calvin --num-sequences N` runs them
+    sequences = [(s, list(t)) for s, t in evaluation_chains(args.chains)]
+    starts = [initial_env_state(s) for s, _ in evaluation_chains(max(args.image_chains, 1))]
     scope = f"{args.chains} chains" if "expert" in parts else ", ".join(parts)
     out: dict[str, Any] = {"title": f"CALVIN parity: built-in table vs calvin_env ({scope})",
                            "source": "bench/calvin_parity.py", "command": " ".join(["python", *sys.argv]),

@@ -82,6 +82,20 @@ def test_drawer_grip_is_calvins_long_bar(env):
     assert _probe(env, "drawer_link", (0.0, -0.21, 0.04)) > 0.02  # ...stands 5.6 cm off the panel
 
 
+def test_sliding_door_has_calvins_arched_handle(env):
+    # CALVIN calvin_table_D/meshes/slide_link_vhacd2.obj (slide_link's collision, same frame as ours):
+    # door (convex_0) x -0.0007..0.3507, y -0.1507..0.1503, z -0.0007..0.0274; handle (convex_1-4)
+    # x 0.1491..0.201, y -0.1003..0.1014, z 0.0274..0.1001 (out of the door)
+    lo, hi = _box_bounds(env, "slide_link")
+    np.testing.assert_allclose(lo, np.array([-0.0007, -0.1507, -0.0007]) * S, atol=5e-4)
+    np.testing.assert_allclose(hi, np.array([0.3507, 0.1503, 0.1001]) * S, atol=5e-4)
+    lo, hi = _box_bounds(env, "slide_link", keep=lambda lo, hi: lo[2] > 0.02)
+    np.testing.assert_allclose(lo, np.array([0.1491, -0.1003, 0.0274]) * S, atol=5e-4)
+    np.testing.assert_allclose(hi, np.array([0.201, 0.1014, 0.1001]) * S, atol=5e-4)
+    assert _probe(env, "slide_link", (0.14, 0.0, 0.07)) < 0  # the bar spans the middle...
+    assert _probe(env, "slide_link", (0.14, 0.0, 0.035)) > 0.01  # ...on legs at its ends, open below it
+
+
 def test_finger_and_gel_pad_meshes_have_calvins_dimensions():
     finger = np.array([v for ring in finger_rings() for v in ring])
     # CALVIN franka_panda/meshes/collision/longer_finger_v2.obj: x -0.0105..0.0105, y 0.0039..0.027, z to 0.0964
@@ -144,14 +158,15 @@ def test_robot_obs_tcp_is_from_before_the_last_substep():
 @pytest.mark.skipif(not os.environ.get("CALVIN_ENV"), reason="set CALVIN_ENV to a calvin_env checkout to probe "
                     "the built-in shapes against CALVIN's own files")
 def test_shapes_probe_like_calvins_files(env):
-    """Signed distances from probe points around the switch and drawer grip to the built-in boxes and to
-    CALVIN's hulls agree (median within 1.5 mm; hull margins and rounded corners differ slightly); the gel
-    pads close to the same gap."""
+    """Signed distances from probe points around the switch, drawer grip and door handle to the built-in
+    boxes and to CALVIN's hulls agree (median within 1.5 mm; hull margins and rounded corners differ
+    slightly); the gel pads close to the same gap."""
     calvin = PlayTableEnv(cameras=(), calvin_assets=os.environ["CALVIN_ENV"])
     calvin.reset(options={"scene_obs": SCENE})
     rng = np.random.default_rng(0)
     for link, lo, hi in (("switch_link", (-0.09, -0.01, -0.05), (0.09, 0.09, 0.03)),
-                         ("drawer_link", (-0.16, -0.29, -0.01), (0.16, -0.17, 0.09))):
+                         ("drawer_link", (-0.16, -0.29, -0.01), (0.16, -0.17, 0.09)),
+                         ("slide_link", (0.09, -0.1, 0.0), (0.19, 0.1, 0.1))):
         points = [tuple(q) for q in rng.uniform(lo, hi, (60, 3))]
         ours = np.array([_probe(env, link, q) for q in points])
         theirs = np.array([_probe(calvin, link, q) for q in points])

@@ -44,7 +44,7 @@ WHITE_ARM: RGBA = (1.0, 1.0, 1.0, 1.0)  # the Panda's "panda_white"
 WOOD_PLAIN: RGBA = (WOOD_MEAN[0] / 255, WOOD_MEAN[1] / 255, WOOD_MEAN[2] / 255, 1.0)  # the wood's mean, for round parts
 
 # Grip points in their link frames (the scripted expert aims at them).
-SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame: x along the track, z out of the cabinet
+SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame (x along the track, z out): under the handle's bar
 DRAWER_HANDLE: Vec3 = (0.0, -0.235, 0.05)  # drawer frame (world-aligned when closed): just behind the bar's middle
 SWITCH_LEVER: Vec3 = (0.0, 0.042, 0.0)  # switch frame: y out of the panel, at the bar's inner face
 
@@ -63,6 +63,15 @@ SWITCH_LEGS: tuple[Box, Box] = (((-0.0602, 0.0, -0.0242), (-0.0396, 0.0416, 0.00
 DRAWER_BAR: Box = ((-0.0959, -0.2612, 0.0196), (0.0959, -0.2383, 0.0601))
 DRAWER_POSTS: tuple[Box, Box] = (((-0.1206, -0.2612, 0.0196), (-0.0959, -0.182, 0.0618)),
                                  ((0.0959, -0.2612, 0.0196), (0.1206, -0.182, 0.0618)))
+#: The sliding door: a 2.2 cm thick panel, 28 cm along the track (x) and 24 cm up the slope (y), in the
+#: cabinet-front frame (z out of the cabinet). CALVIN: slide_link_vhacd2.obj convex_0.
+SLIDE_DOOR: Box = ((-0.0006, -0.1206, -0.0006), (0.2806, 0.1203, 0.0219))
+#: Its handle: a 16 cm bar (y) 5.8-8 cm out of the door on two legs, 4.2 cm wide along the track (x).
+#: CALVIN: convex_1 and convex_3 (legs), convex_2 and convex_4 (bar).
+SLIDE_HANDLE_BAR: tuple[Box, Box] = (((0.1192, -0.0577, 0.0564), (0.1608, -0.0292, 0.0801)),
+                                     ((0.1192, -0.0292, 0.0575), (0.1608, 0.0811, 0.0801)))
+SLIDE_HANDLE_LEGS: tuple[Box, Box] = (((0.1192, -0.0803, 0.0219), (0.1608, -0.0577, 0.0801)),
+                                      ((0.1192, 0.0574, 0.0219), (0.1608, 0.0811, 0.0575)))
 #: The drawer box: front panel (convex_0), floor (convex_4), side walls (convex_2/3), back wall (convex_1+5).
 DRAWER_FRONT: Box = ((-0.2209, -0.182, -0.0209), (0.2209, -0.1574, 0.0812))
 DRAWER_FLOOR: Box = ((-0.1769, -0.1574, -0.0015), (0.1769, 0.038, 0.0214))
@@ -237,10 +246,10 @@ def _legs_and_apron() -> tuple[Geom, ...]:
 
 
 def _slide_link() -> Link:
-    """Sliding door in the cabinet-front frame: x along the track, y up the slope, z out of the cabinet."""
-    door = Geom("box", (0.28, 0.21, 0.012), (0.14, 0.0, 0.012), rgba=WHITE)
-    handle = Geom("box", (0.02, 0.10, 0.035), SLIDE_HANDLE, rgba=DARK)
-    return Link("slide_link", (door, handle), mass=1.5, inertia_box=(0.28, 0.21, 0.012))
+    """Sliding door in the cabinet-front frame (x along the track, y up the slope, z out of the cabinet) with
+    CALVIN's arched handle; every box is one of CALVIN's collision hulls (see ``SLIDE_*``)."""
+    handle = tuple(_box(lo, hi, DARK) for lo, hi in (*SLIDE_HANDLE_BAR, *SLIDE_HANDLE_LEGS))
+    return Link("slide_link", (_box(*SLIDE_DOOR), *handle), mass=1.54, inertia_box=(0.28, 0.24, 0.022))
 
 
 def _drawer_link() -> Link:

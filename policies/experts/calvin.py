@@ -30,6 +30,7 @@ TURN = 0.04  # radians per control step
 FINGERTIP_BELOW_TCP = 0.013
 PUSH_GOAL = 0.115  # push tasks move the block this far (CALVIN needs more than 0.1 m)
 FLICK_SLIDE = 0.02  # how far a block flicked by push_x slides on after the fingers let go
+PUSH_TILT = 0.2  # fingers tipped toward the cabinet, the hand back: it clears the sliding door's handle
 FLICK_RUN, FLICK_SPEED = 0.06, 0.02  # the fast last part of a flick: length (m) and speed (m/step)
 SLIDER_SPLIT_X = C.SLIDE_ORIGIN[0]  # the door's track centre: left compartment below, right above
 CABINET_X = (-0.38, 0.18)  # inside walls of the cabinet
@@ -39,6 +40,9 @@ DRAWER_EDGE_ROOM = 0.075  # a block centre closer to that edge leaves no room fo
 SLIDER_TILT = 0.5  # fingers tipped into the cabinet keep the hand outside it, clear of walls and door
 Q7_PER_YAW = -0.92  # how the last joint moves per radian of TCP yaw (measured), to respect its limits
 Q7_LIMIT = 2.6
+OPEN_FINGER = 0.045  # an open finger's centre from the grasp centre (the fingers open 8 cm)
+FINGER_ROOM = 0.012  # clearance an open finger needs from a neighbouring block
+GRASP_EDGE = 0.014  # closest a grasp moved along a block comes to its end
 SWITCH_TILT = 1.0  # hand tipped toward the panel so the fingers close across the switch's thickness
 SWITCH_GRIP = (-0.007, 0.008)  # grip point from the lever point: along out-of-panel, along up-slope (m)
 
@@ -243,6 +247,39 @@ def grasp_rotation(view: View, color: str, turn: float = 0.0, tilt: float = 0.0,
     return down(yaw, tilt)
 
 
+def table_grasp(view: View, color: str) -> tuple[np.ndarray, np.ndarray]:
+    """Hand rotation and grasp centre for a block on the table: as :func:`grasp_rotation` unless an open
+    finger would meet a neighbouring block; then the grasp moves along the block's free axis, or (red)
+    closes across its 5.6 cm side, whichever leaves the fingers most room."""
+    rot = grasp_rotation(view, color)
+    centre = np.asarray(view.block(color)["pos"], dtype=float)
+    if _finger_room(view, color, rot, centre) >= FINGER_ROOM:
+        return rot, centre
+    rots = [rot]
+    if color == "red":  # 5.6 cm still fits between the open fingers
+        yaw_b = block_yaw(view.block(color)["orn_xyzw"]) + math.pi / 2
+        rots.append(down(choose_yaw(yaw_b, math.pi, view.yaw, view.q7)))
+    reach = 0.5 * C.BLOCKS[color].size[0] - GRASP_EDGE  # along the long side, fingers stay on the block
+    options = [(r, centre + k * reach / 2 * np.array([r[0, 0], r[1, 0], 0.0]))
+               for r in rots for k in (0, -1, 1, -2, 2) if k == 0 or r is rot]
+    return max(options, key=lambda o: min(_finger_room(view, color, *o), FINGER_ROOM))
+
+
+def _finger_room(view: View, color: str, rot: np.ndarray, centre: np.ndarray) -> float:
+    """Clearance between the open fingers (hand rotation ``rot`` at ``centre``) and the other blocks, each
+    taken as the disc around its footprint."""
+    u = rot[:2, 1]  # the fingers open along the hand's y axis
+    fingers = [centre[:2] + k * OPEN_FINGER * u for k in (-1, 1)]
+    room = math.inf
+    for other in C.BLOCK_COLORS:
+        if other != color:
+            b = view.block(other)
+            radius = 0.5 * math.hypot(*C.BLOCKS[other].size[:2])
+            for f in fingers:
+                room = min(room, float(np.linalg.norm(f - np.asarray(b["pos"][:2]))) - radius)
+    return room
+
+
 def plan_lift(view: View, color: str, where: str) -> list[Waypoint]:
     b = view.block(color)
     centre = np.asarray(b["pos"], dtype=float)
@@ -257,7 +294,7 @@ def plan_lift(view: View, color: str, where: str) -> list[Waypoint]:
             across = block_yaw(view.block(color)["orn_xyzw"]) + math.pi / 2
             rot = down(choose_yaw(across, math.pi, view.yaw, view.q7), DRAWER_TILT)
         return grasp(view, color, rot, centre, 0.10)
-    return grasp(view, color, grasp_rotation(view, color), centre, 0.10)
+    return grasp(view, color, *table_grasp(view, color), 0.10)
 
 
 def plan_rotate(view: View, color: str, sign: int) -> list[Waypoint]:
@@ -296,7 +333,7 @@ def push_x(view: View, color: str, dx: float, drift: float = 0.0, flick: bool = 
     b = view.block(color)
     centre = np.asarray(b["pos"], dtype=float)
     sign = 1.0 if dx > 0 else -1.0
-    rot = down(choose_yaw(0.0, math.pi, view.yaw, view.q7))
+    rot = down(choose_yaw(0.0, math.pi, view.yaw, view.q7), PUSH_TILT, (0.0, 1.0))
     half = _half_extent(color, block_yaw(b["orn_xyzw"]), axis=0)
     gap = 0.025
     start = centre + np.array([-sign * (half + gap), 0.0, 0.004])
