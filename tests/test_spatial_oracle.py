@@ -125,19 +125,25 @@ def test_oracle_solves_the_task_where_random_does_not(tmp_path):
 
 
 def test_injected_errors_are_counted_exactly(tmp_path):
-    summary = cli(tmp_path, "--policy", "mllm", "--model", "oracle", "--cameras", "static",
-                  "--oracle-error-rate", "0.5", "--oracle-error-seed", "2")
-    (record,) = RunDir(tmp_path / "calvin" / "mllm-oracle").merged_records()
-    subtask = record["result"]["extras"]["subtasks"][0]
-    stats = subtask["policy_stats"]
-    # every "unusable" injection is one parse error, and nothing else is; the "usable" kind (prose) parsed
-    assert stats["injected_unusable"] >= 1 and stats["parse_errors"] == stats["injected_unusable"]
-    assert stats["injected_errors"] > stats["injected_unusable"]  # some prose was injected and executed
-    assert stats["fallbacks"] == stats["parse_errors"]
-    assert subtask["success"]  # the oracle recovers: a failed answer costs one held step, then it asks again
-    totals = summary.data["model_calls"]
-    assert totals["parse_errors"] == totals["injected_unusable"] == stats["injected_unusable"]
-    assert "injected errors" in (tmp_path / "calvin" / "mllm-oracle" / "summary.md").read_text()
+    # Which kind each answer gets is drawn from the conversation, rendered image included, so a given seed
+    # may inject no prose at all (about 1 run in 10 at 8 injections): the counting is checked on every run,
+    # and the first run that injects both kinds shows prose being executed.
+    for seed in range(2, 8):
+        out = tmp_path / f"seed-{seed}"
+        summary = cli(out, "--policy", "mllm", "--model", "oracle", "--cameras", "static",
+                      "--oracle-error-rate", "0.5", "--oracle-error-seed", str(seed))
+        (record,) = RunDir(out / "calvin" / "mllm-oracle").merged_records()
+        subtask = record["result"]["extras"]["subtasks"][0]
+        stats = subtask["policy_stats"]
+        # every "unusable" injection is one parse error, and nothing else is; the "usable" kind (prose) parses
+        assert stats["parse_errors"] == stats["injected_unusable"] and stats["fallbacks"] == stats["parse_errors"]
+        assert subtask["success"]  # the oracle recovers: a failed answer costs one held step, then it asks again
+        totals = summary.data["model_calls"]
+        assert totals["parse_errors"] == totals["injected_unusable"] == stats["injected_unusable"]
+        assert "injected errors" in (out / "calvin" / "mllm-oracle" / "summary.md").read_text()
+        if stats["injected_unusable"] >= 1 and stats["injected_errors"] > stats["injected_unusable"]:
+            return  # some prose was injected, parsed and executed
+    pytest.fail("no seed in 2-7 injected both unusable answers and prose")
 
 
 def test_each_error_kind_has_the_effect_it_declares():
