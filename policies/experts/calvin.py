@@ -255,13 +255,12 @@ def table_grasp(view: View, color: str) -> tuple[np.ndarray, np.ndarray]:
     centre = np.asarray(view.block(color)["pos"], dtype=float)
     if _finger_room(view, color, rot, centre) >= FINGER_ROOM:
         return rot, centre
-    rots = [rot]
+    reach = 0.5 * C.BLOCKS[color].size[0] - GRASP_EDGE  # along the long side, fingers stay on the block
+    along = np.array([rot[0, 0], rot[1, 0], 0.0])  # the hand's x axis: the block's long side
+    options = [(rot, centre + k * reach / 2 * along) for k in (0, -1, 1, -2, 2)]
     if color == "red":  # 5.6 cm still fits between the open fingers
         yaw_b = block_yaw(view.block(color)["orn_xyzw"]) + math.pi / 2
-        rots.append(down(choose_yaw(yaw_b, math.pi, view.yaw, view.q7)))
-    reach = 0.5 * C.BLOCKS[color].size[0] - GRASP_EDGE  # along the long side, fingers stay on the block
-    options = [(r, centre + k * reach / 2 * np.array([r[0, 0], r[1, 0], 0.0]))
-               for r in rots for k in (0, -1, 1, -2, 2) if k == 0 or r is rot]
+        options.append((down(choose_yaw(yaw_b, math.pi, view.yaw, view.q7)), centre))
     return max(options, key=lambda o: min(_finger_room(view, color, *o), FINGER_ROOM))
 
 
