@@ -254,13 +254,15 @@ def test_unstack_rules():
        contacts=st.sampled_from([[TABLE], FINGERS, [TABLE, *FINGERS], [PLANK], []]))
 def test_an_unstack_by_lifting_leaves_the_blocks_table_tasks_unreachable(dx, dz, contacts):
     """The next subtask starts from the snapshot in which ``unstack_block`` fired. Fired by lifting, the block
-    touches only the fingers there, and no end state completes a push or a lift from the table; fired
-    with the block already on the table, both stay reachable. (Why the expert misses three subtasks in
-    the first 100 chains, docs/guide/calvin.md.)"""
+    touches only the fingers there, and no end state completes a push or a lift from the table. (Why the
+    expert misses three subtasks in the first 100 chains, docs/guide/calvin.md.)"""
     lifted_off = released("red", FINGERS)
     assert "unstack_block" in done(stacked_end(), lifted_off)
     after = done(lifted_off, moved("red", dx, dz=dz, contacts=contacts))
     assert not after & {"push_red_block_left", "push_red_block_right", "lift_red_block_table"}
+
+
+def test_an_unstack_that_sets_the_block_down_leaves_its_table_tasks_reachable():
     set_down = released("red", [TABLE, *FINGERS])
     assert "unstack_block" in done(stacked_end(), set_down)
     assert "push_red_block_left" in done(set_down, moved("red", -0.12, contacts=[TABLE]))
