@@ -23,7 +23,7 @@ import numpy as np
 from envs.calvin import constants as C
 from envs.calvin.assets import builtin_frame
 from envs.calvin.camera import RENDERERS
-from envs.calvin.env import PlayTableInterface, _action_space, _observation_space, _vector
+from envs.calvin.env import ACTION_MODES, PlayTableInterface, _action_space, _observation_space, _vector
 from envs.calvin.obs_layout import check_obs_layout, shaped_observation, shaped_space
 from envs.calvin.tasks import TASKS
 
@@ -281,6 +281,19 @@ def calvin_env_action(action: np.ndarray, action_mode: str) -> tuple[Any, Target
 # ------------------------------------------------------------------------------------------- env
 
 
+def _calvin_env(env: Any, dataset_path: str | None, cameras: Sequence[str] | None, renderer: str) -> Any:
+    """``env`` when given (it must render with ``renderer`` when that is ``egl``), else calvin_env's
+    ``PlayTableSimEnv`` from ``dataset_path``'s configuration or the checkout's own for scene D."""
+    if env is not None:
+        if renderer == "egl" and not env.use_egl:
+            raise ValueError("renderer='egl', but the calvin_env passed in was built without EGL (env.use_egl=false); "
+                             "build it with use_egl=true or leave renderer at 'tiny'")
+        return env
+    if dataset_path is not None:
+        return instantiate_env(dataset_config(dataset_path, cameras, renderer))
+    return instantiate_env(compose_config(checkout_root(), cameras, renderer))
+
+
 class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
     """CALVIN's own ``PlayTableSimEnv`` with :class:`envs.calvin.env.PlayTableEnv`'s interface.
 
@@ -299,19 +312,14 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
                  cameras: Sequence[str] | None = None, action_mode: str = "relative", renderer: str = "tiny",
                  depth: bool = False, render_mode: str | None = None, obs_layout: str = "flat") -> None:
         self.obs_layout = check_obs_layout(obs_layout)
-        if action_mode not in ("relative", "absolute"):
-            raise ValueError(f"action_mode must be one of ('relative', 'absolute'), got {action_mode!r}")
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
         _use_egl(renderer)
         _require_calvin_env(calvin_env_path)
-        if env is None:
-            if dataset_path is not None:
-                cfg = dataset_config(dataset_path, cameras, renderer)
-            else:
-                cfg = compose_config(checkout_root(), cameras, renderer)
-            env = instantiate_env(cfg)
+        env = _calvin_env(env, dataset_path, cameras, renderer)
         self._env, self.action_mode, self.render_mode, self.depth = env, action_mode, render_mode, bool(depth)
-        #: The renderer calvin_env actually uses (an env passed in keeps its own).
-        self.renderer = "egl" if getattr(env, "use_egl", False) else "tiny"
+        #: The renderer calvin_env actually uses (an env passed in with EGL keeps it).
+        self.renderer = "egl" if env.use_egl else "tiny"
         self.provenance = provenance(checkout_root())
         self.cameras = tuple(cam.name for cam in env.cameras)
         self.action_space = _action_space(action_mode)
