@@ -96,6 +96,13 @@ def _rewards(text: str) -> tuple[float, ...]:
     return recipe + spatial
 
 
+def _cogmap(text: str) -> Any:
+    try:
+        return cogmap.score(text, "A", _COGMAP_HINT)
+    except cogmap.CogmapError as error:  # documented: where upstream's metric raises (the item scores 0)
+        return str(error)
+
+
 def _answer_key(text: str) -> Any:
     try:
         return answer_key_letters(text)
@@ -128,7 +135,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "spatialtree.last_yes_no": _capped(spatialtree.last_yes_no),
     "spatialtree.last_point": _capped(spatialtree._last_point),
     "spatialtree.affordance_score": _capped(lambda t: spatialtree.affordance_score(t, _mask())),
-    "spatialtree.cogmap_score": _capped(lambda t: cogmap.score(t, "A", _COGMAP_HINT)),
+    "spatialtree.cogmap_score": _capped(_cogmap),
     "spatialscore.score_item": _capped(lambda t: spatialscore.score_item("open-ended", "VSI-Bench", t, "3")),
     "multihop.score_lmms": _capped(lambda t: multihop.score_lmms(t, "(a) chair", [10, 20, 30, 40], 640, 480)),
     "space10_stats.parse_json_objects": space10_stats.parse_json_objects,
