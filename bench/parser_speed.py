@@ -14,7 +14,8 @@ means the input was cut at the parser's cap, 100 would be quadratic. Ends with t
 Inputs beyond a parser's cap (``parsers.MAX_RESPONSE_CHARS``, ``parsing.MAX_PLAN_CHARS``) are cut, so the
 growth above the cap is about 1; ``--uncapped`` lifts the caps to show each algorithm's own growth to 1 MB.
 
-    python bench/parser_speed.py [--sizes 1000,10000,100000,1000000] [--repeats 3] [--parsers parse_plan,...] [--uncapped]
+    python bench/parser_speed.py [--sizes 1000,10000,100000,1000000] [--repeats 3] [--parsers parse_plan,...]
+        [--patterns "huge cognitive map,..."] [--uncapped]
 """
 
 from __future__ import annotations
@@ -58,10 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         parsers.MAX_RESPONSE_CHARS = plan_parsing.MAX_PLAN_CHARS = 10**12
     print(f"input caps: static parsers {parsers.MAX_RESPONSE_CHARS:,} characters, plans {plan_parsing.MAX_PLAN_CHARS:,}")
     sizes = [int(s) for s in args.sizes.split(",")]
-    names = [p for p in PARSERS if not args.parsers or p in args.parsers.split(",")]
-    patterns = [p for p in PATTERNS if not args.patterns or p in args.patterns.split(",")]
-    if not names or not patterns or args.repeats < 1:
-        parser.error("no parser or pattern selected (see benchmarks/scoring/parser_catalog.py), or --repeats < 1")
+    names, patterns = _selected(parser, PARSERS, args.parsers, "--parsers"), _selected(parser, PATTERNS, args.patterns, "--patterns")
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
 
     header = "".join(f"{_size(n):>10}" for n in sizes) + "".join(f"{'x' + _size(b):>8}" for b in sizes[1:]) + f"{'k':>6}"
     worst_time, worst_exponent, exceptions = (0.0, ""), (0.0, ""), []
@@ -91,6 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     for line in exceptions:
         print(f"  raised: {line}")
     return 0 if not exceptions and worst_time[0] < GOAL_SECONDS and worst_exponent[0] <= args.max_exponent else 1
+
+
+def _selected(parser: argparse.ArgumentParser, catalog: dict, wanted: str, flag: str) -> list[str]:
+    """The catalogue's names listed in ``wanted`` (comma-separated; all when empty), in catalogue order."""
+    chosen = [name.strip() for name in wanted.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in catalog]
+    if unknown:
+        parser.error(f"{flag}: unknown name(s) {', '.join(map(repr, unknown))}; known: {', '.join(map(repr, catalog))}")
+    return [name for name in catalog if not chosen or name in chosen]
 
 
 def _fitted_exponent(sizes: list[int], times: list[float]) -> float | None:

@@ -126,6 +126,26 @@ def test_numbers_with_units(text: str, value: float, unit: str | None, method: s
     assert result.ok and result.value == Quantity(value, unit) and result.method == method
 
 
+@pytest.mark.parametrize(
+    ("text", "value", "method"),
+    [
+        ("1,000,000, give or take", 1_000_000.0, "number"),  # a comma after a run, not before a digit: punctuation
+        ("About 1,200, I think.", 1200.0, "number"),
+        ("1,234.5 m", 1234.5, "number"),  # a decimal part after grouped digits
+        ("1,000,5", 5.0, "last_number"),  # a group of one digit: a list of numbers 1, 0, 5
+        ("12,34,567", 567.0, "last_number"),  # a short middle group: 12, 34, 567
+        ("1234,567", 567.0, "last_number"),  # a first group of four digits: 1234, 567
+        ("(3,4)", 4.0, "last_number"),
+        ("3,1,000", 0.0, "last_number"),  # the whole run is malformed: 3, 1, 0 (not 3 and 1000)
+    ],
+)
+def test_thousands_separators(text: str, value: float, method: str) -> None:
+    """One number when the run of comma-joined groups is well formed (1-3 digits, then groups of exactly 3,
+    nothing but a non-digit after); else each group is a number of its own."""
+    result = parse_number(text)
+    assert (result.value.value, result.method) == (value, method), result
+
+
 def test_number_failures() -> None:
     assert parse_number("I cannot tell the distance.").method == "refusal"
     assert parse_number("no idea at all").method == "no_number"

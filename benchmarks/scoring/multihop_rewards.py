@@ -10,7 +10,9 @@ R = R_format + alpha * R_mcq + beta * R_bbox with alpha = beta = 1, each term 0 
   reference response (``"(c) white car"``).
 - R_bbox = (GIoU + 1) / 2 between the first ``Bounding Box: [n, n, n, n]`` (integers) and the reference box
   ``[x1, y1, x2, y2]`` on 0-1000; both boxes are read as the box their corners span (swapped corners are not
-  penalised), and a box with no enclosing area scores its IoU.
+  penalised), and a box with no enclosing area scores its IoU. A coordinate over 2**53 leaves the box unread
+  (R_bbox = 0): past it floats no longer hold every integer and the box's area overflows them, and past
+  4,300 digits the recipe's ``int()`` raises ValueError.
 
 The public recipe also loads a truncation term (``msr_truncation_reward``: -1 when a completion has no
 complete box or an unclosed ``<think>``, else 0); it is outside the paper's Eq. 1 and offered separately.
@@ -37,6 +39,8 @@ _ANSWER = re.compile(r"Answer:\s*\(([a-d])\)", re.IGNORECASE)
 _KEY_LETTER = re.compile(r"\(([a-d])\)", re.IGNORECASE)
 _INT_BOX = re.compile(r"Bounding Box:\s*\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", re.IGNORECASE)
 _THINK_ANSWER = re.compile(r"Answer:\s*\([a-d]\)", re.IGNORECASE)
+#: Largest box coordinate read (see the module docstring).
+MAX_COORDINATE = 2**53
 
 
 def completion_text(completion: Any) -> str:
@@ -84,9 +88,16 @@ def key_letter(reference: str | None) -> str | None:
 
 
 def int_box(text: str) -> tuple[int, int, int, int] | None:
-    """The first ``Bounding Box: [n, n, n, n]`` with integer coordinates, or ``None``."""
+    """The first ``Bounding Box: [n, n, n, n]`` with integer coordinates, or ``None`` (also when a coordinate
+    is over :data:`MAX_COORDINATE`)."""
     match = _INT_BOX.search(text)
-    return None if match is None else (int(match[1]), int(match[2]), int(match[3]), int(match[4]))
+    if match is None:
+        return None
+    digits = [group.lstrip("0") or "0" for group in match.groups()]
+    if any(len(d) > len(str(MAX_COORDINATE)) for d in digits):  # never int() of a huge digit run
+        return None
+    box = (int(digits[0]), int(digits[1]), int(digits[2]), int(digits[3]))
+    return None if max(box) > MAX_COORDINATE else box
 
 
 def box_to_1000(xywh: Sequence[float], width: float, height: float) -> list[int]:

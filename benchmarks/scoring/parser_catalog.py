@@ -7,12 +7,27 @@ here, so that it is held to the same bounds: linear time in its input, no except
 
 from __future__ import annotations
 
+import base64
+import functools
+import io
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from action_mapping import NAVIGATION_STEP_SIZES
 from action_mapping.parsing import parse_plan
-from benchmarks.scoring import judge, parsers
-from benchmarks.scoring.official import multihop, space10, spatialscore, spatialtree
+from benchmarks.scoring import judge, multihop_rewards, parsers, spatial_rewards
+from benchmarks.scoring.goal import GoalReference, score_goal
+from benchmarks.scoring.official import (
+    cogmap,
+    multihop,
+    space10,
+    space10_stats,
+    spatialscore,
+    spatialtree,
+    vsibench,
+)
 from benchmarks.scoring.official.goal_lmms_eval import lmms_eval_decode
 from benchmarks.scoring.parsers import (
     answer_key_letters,
@@ -27,6 +42,12 @@ from benchmarks.scoring.parsers import (
 _OPTIONS = {"A": "left", "B": "right", "C": "front left", "D": "back"}
 _GRAVITY_TRUTH = '{"roll": 1.0, "pitch": 2.0, "vfov": 50.0}'
 _GRAVITY_HINT = {"roll_unc": 1.0, "pitch_unc": 1.0, "vfov_unc": 5.0}
+#: A cognitive map's reference, its objects named as in the "huge map" pattern so that the maps overlap.
+_COGMAP_HINT = {"id_type": "among", "cogmap": {"o1": {"position": [0, 0], "facing": "up"}, "o2": {"position": [3, 1]},
+                                               "o3": {"position": [1, 5], "facing": "left"}}}  # fmt: skip
+_REFERENCE_BOX = [100, 200, 300, 400]
+#: One corpus row of each kind the spatial rewards know: (reference answer, reference box).
+_REWARD_ROWS = (("(a) chair", [100, 200, 300, 400]), (None, [100, 200, 300, 400]), ("(b) table", None), ("2.5 m", None))
 
 
 def _parameters(text: str) -> Any:
@@ -44,6 +65,41 @@ def _repo_box(text: str) -> Any:
     try:
         return multihop.parse_box_repo(text)
     except multihop.MalformedBoxError as error:  # the reproduced script's documented crash ("1.2.3")
+        return str(error)
+
+
+@functools.cache
+def _mask() -> str:
+    """A 4 x 4 affordance mask (base64 PNG) with values 0-255, built once."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.arange(0, 256, 16, dtype=np.uint8).reshape(4, 4)).save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+@functools.cache
+def _goal_reference() -> GoalReference:
+    return GoalReference("nav", parse_plan('{"step_1": {"actions": ["W"], "step_nums": [2]}}'), NAVIGATION_STEP_SIZES)
+
+
+def _rewards(text: str) -> tuple[float, ...]:
+    """MultihopSpatial's recipe on a thinking model's completion (answer part, then the three terms and the
+    truncation penalty), and the spatial rewards' three terms on a row of each kind."""
+    answer = multihop_rewards.strip_thinking(text)
+    recipe = (multihop_rewards.total_reward(answer, "(a) chair", _REFERENCE_BOX), multihop_rewards.truncation_term(text))
+    spatial = tuple(
+        f(text, response, box)
+        for response, box in _REWARD_ROWS
+        for f in (spatial_rewards.format_score, spatial_rewards.accuracy_score, lambda t, r, b: multihop_rewards.bbox_term(t, b))
+    )
+    return recipe + spatial
+
+
+def _cogmap(text: str) -> Any:
+    try:
+        return cogmap.score(text, "A", _COGMAP_HINT)
+    except cogmap.CogmapError as error:  # documented: where upstream's metric raises (the item scores 0)
         return str(error)
 
 
@@ -78,6 +134,17 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "spatialtree.gravity_score": _capped(lambda t: spatialtree.gravity_score(t, _GRAVITY_TRUTH, _GRAVITY_HINT)),
     "spatialtree.last_yes_no": _capped(spatialtree.last_yes_no),
     "spatialtree.last_point": _capped(spatialtree._last_point),
+    "spatialtree.affordance_score": _capped(lambda t: spatialtree.affordance_score(t, _mask())),
+    "spatialtree.cogmap_score": _capped(_cogmap),
+    "spatialscore.score_item": _capped(lambda t: spatialscore.score_item("open-ended", "VSI-Bench", t, "3")),
+    "multihop.score_lmms": _capped(lambda t: multihop.score_lmms(t, "(a) chair", [10, 20, 30, 40], 640, 480)),
+    "space10_stats.parse_json_objects": space10_stats.parse_json_objects,
+    "space10_stats.predicted_options": space10_stats.predicted_options,
+    "vsibench.mca_score": _capped(lambda t: vsibench.mca_score(t, "A")),
+    "vsibench.na_score": _capped(lambda t: vsibench.na_score(t, "3")),
+    "goal.score_goal_paper": lambda t: score_goal(t, _goal_reference(), "paper"),
+    "goal.score_goal_lmms_eval": lambda t: score_goal(t, _goal_reference(), "lmms-eval"),
+    "rewards.multihop_and_spatial": _rewards,
     "static.spatialtree.parse_parameters": _parameters,
     "judge.parse_output_line": judge.parse_output_line,
     "judge.parse_json_score": judge.parse_json_score,
@@ -108,6 +175,49 @@ def _distinct_fences(n: int) -> str:
     return "".join(blocks)[:n]
 
 
+def _padded(text: str, n: int, at: int = 0) -> str:
+    """``text`` with spaces inserted at ``at`` to make ``n`` characters (cut to ``n`` when longer)."""
+    return (text[:at] + " " * (n - len(text)) + text[at:])[:n]
+
+
+def _separator_run(tail: str) -> Callable[[int], str]:
+    """``1,000,000,...`` + ``tail``, the run as long as fits in ``n`` characters, spaces before it."""
+    return lambda n: _padded("1" + ",000" * max((n - 1 - len(tail)) // 4, 0) + tail, n)
+
+
+#: Labels the readers look for, each followed below by a run of spaces and no colon.
+_LABELS = ("Bounding Box", "bbox_2d", "Answer", "answer is", "final answer", "The correct option is", "Option", "<Answer>",
+           "My answer is", "x", "y", "roll", "pitch", "vfov", "output", "score", "scalar", "distance_unit", "step_1",
+           "actions", "estimate")  # fmt: skip
+
+
+def _labels_then_spaces(n: int) -> str:
+    """Every label followed by its own run of spaces, then ``x`` (quadratic in each run where a regex lets
+    two space runs compete around an optional colon)."""
+    run = max(n // len(_LABELS), 1)
+    text = "".join(label + " " * max(run - len(label) - 1, 1) + "x" for label in _LABELS)
+    return _padded(text, n, at=len(text) - 1)  # the last run takes what is left
+
+
+def _cognitive_map(n: int) -> str:
+    """A valid cognitive map (objects ``o0``, ``o1``... in a grid) after the letter "A.", padded to ``n``."""
+    entries, size = [], len("A. {}")
+    for i in range(n):
+        entry = f'"o{i}": {{"position": [{i % 97}, {i // 97}], "facing": "up"}}'
+        if size + len(entry) + 2 > n:
+            break
+        entries.append(entry)
+        size += len(entry) + 2
+    return _padded("A. {" + ", ".join(entries) + "}", n, at=3)
+
+
+def _huge_numbers(digits: int) -> str:
+    """One number of ``digits`` digits in each form a reader takes a number from: a box, a point, ``x=``, a
+    map position, a JSON field, a JSON record; then number words past the float range."""
+    big = "1" + "0" * (digits - 1)
+    return (f"Answer: (a) x\nBounding Box: [{big}, 2, 3, 4] ({big}, 2) x={big} y=1 "
+            f'{{"o1": {{"position": [{big}, 0]}}, "roll": {big}}}{{"prediction": [{big}]}} three ' + "hundred " * 140)  # fmt: skip
+
 #: name -> input of (about) n characters. Each once took super-linear time or raised in some parser.
 PATTERNS: dict[str, Callable[[int], str]] = {
     "exponent digits (about 1e999...)": _fill("about 1e", "9"),
@@ -115,7 +225,7 @@ PATTERNS: dict[str, Callable[[int], str]] = {
     "answer + spaces": _fill("answer", " ", "x"),
     "unclosed fence + one long line": _fill('```json\n{"step_1": {"actions": ["W"], "step_nums": [1]}, ', '"step_2": {"actions": ["W", "A"], '),
     "unclosed fence + spaces": _fill("```", " ", "x"),
-    "bare items ([W, W, ...)": _fill("[", "W, "),
+    "bare items ([W W ...] with commas)": _fill("[", "W, "),
     "bare item with spaces": _fill("[a", " ", "b]"),
     "unclosed <think>": _fill("", "<think>"),
     "unclosed <answer>": _fill("", "<answer>"),
@@ -130,4 +240,11 @@ PATTERNS: dict[str, Callable[[int], str]] = {
     "unclosed <conclusion>(a)": _fill("", "<conclusion>(a)\n"),
     "many fenced lists to repair": _fill("", "```\n[a, b, 'c', (1, 2),\n```\n"),
     "Python-literal plan": _fill("{'step_1': {'actions': ['W'], 'step_nums': [1]}, 'step_2': {'actions': [", "'W', "),
+    "separator run + trailing comma": _separator_run(","),
+    "malformed separator run": _separator_run(",5"),
+    "labels + spaces (no colon)": _labels_then_spaces,
+    "huge cognitive map": _cognitive_map,
+    "huge numbers in answer forms (400 digits)": _fill("", _huge_numbers(400)),  # past the float range
+    "huge numbers in answer forms (5000 digits)": _fill("", _huge_numbers(5000)),  # past Python's int() limit
+    "number words (hundred hundred ...)": _fill("three ", "hundred "),
 }

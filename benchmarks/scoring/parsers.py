@@ -552,7 +552,15 @@ def parse_yes_no(text: Any) -> ParseResult:
 # --------------------------------------------------------------------------------------------------------
 # Numbers with units
 
-_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(?![\w.]\d)")
+# Thousands separators: a run of digit groups joined by single commas is one number when it is well formed,
+# a first group of 1-3 digits and every later group of exactly 3, with no digit and no ",digit" after it
+# ("1,200", "1,234,567.5"; a comma followed by anything else is punctuation: "1,000, or so" reads 1000). A
+# malformed run ("1,000,5", "12,34,567", "1234,567") is a list: each comma-separated group is its own
+# number, as in "(3,4)". The grouped reading is tried only where a run starts (``(?<!\d,)``): started
+# from every group, each attempt scans to the end of the run, quadratic on "1,000,000,...,5".
+_NUMBER = re.compile(
+    r"(?<![\w.])((?<!\d,)\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(?![\w.]\d)"
+)
 _RANGE_JOIN = re.compile(r"^\s*(?:-|–|—|~|to)\s*$", re.IGNORECASE)
 # "\s*([^}]*)" is written "\s*([^\s}][^}]*|)" (same groups): the two runs never compete for spaces.
 _SCALAR_TAG = re.compile(
@@ -633,8 +641,10 @@ def _is_negative(text: str, start: int) -> bool:
 def parse_number(text: Any) -> ParseResult:
     """Read a number with its unit (``Quantity``): "2.5 m", "between 3 and 4 feet" (ranges take the maximum),
     "three", ``\\scalar{1.2} \\distance_unit{m}``. With several numbers and no answer marker, the last one is
-    taken and the explanation says so. A number beyond the float range ("1e400") is a failed parse
-    (``number_out_of_range``), never an infinity in a score.
+    taken and the explanation says so. Thousands separators make one number only in a well-formed run
+    ("1,234.5"; "1,000," too, the comma being punctuation); a malformed run ("1,000,5") is a list of numbers.
+    A number beyond the float range ("1e400", a run of 103 groups) is a failed parse (``number_out_of_range``),
+    never an infinity in a score.
     """
     result = _parse_number(text)
     if result.ok and not math.isfinite(result.value.value):
@@ -729,9 +739,11 @@ def _word_value(match: re.Match[str]) -> float:
 # --------------------------------------------------------------------------------------------------------
 # Bounding boxes
 
+# "bounding\s*box\s*:?\s*" matched the same strings, but without a colon its two space runs compete: every
+# split of the spaces after "Bounding Box" was tried (quadratic). The colon carries its own spaces here.
 _BOX_LABELLED = (
     re.compile(r"[\"']?bbox_2d[\"']?\s*:\s*(\[[^\[\]]*\])", re.IGNORECASE),
-    re.compile(r"bounding\s*box\s*:?\s*(\[[^\[\]]*\])", re.IGNORECASE),
+    re.compile(r"bounding\s*box\s*(?::\s*)?(\[[^\[\]]*\])", re.IGNORECASE),
 )
 _BOX_BARE = re.compile(r"(\[[^\[\]]*\]|\([^()]*\))")
 _COORD = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")

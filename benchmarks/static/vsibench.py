@@ -200,8 +200,9 @@ def _score_official(item: StaticItem, response: str) -> SampleScore:
         parse = parsed(token.upper(), "first_token", f"first token {token!r}") if readable else failed("first_token", f"first token {token!r} is not an option letter")
         return SampleScore(value, value == 1.0, parse, "vsibench-lmms-eval/exact_match", f"first token {token!r} vs {item.meta['key']!r}")
     numeric = official.na_score(response, item.answer)  # a non-numeric truth scores 0 there, problem noted
+    unread = {"no_number": "no number in the response", "number_out_of_range": "the first number is beyond the float range"}
     parse: ParseResult = (parsed(numeric.prediction, "first_number", f"first number {numeric.prediction}")
-                          if numeric.prediction is not None else failed("first_number", "no number in the response"))  # fmt: skip
+                          if numeric.prediction is not None else failed(numeric.read, unread.get(numeric.read, numeric.read)))  # fmt: skip
     why = numeric.problem or f"MRA {numeric.score:.2f} of {numeric.prediction} against {item.answer}"
     metrics = {"problem": numeric.problem} if numeric.problem else {}
     return SampleScore(numeric.score, None, parse, "vsibench-lmms-eval/mra", why, metrics)

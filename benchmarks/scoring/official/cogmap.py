@@ -8,23 +8,30 @@ score = 0.2 * answer correct + 0.6 * best overall similarity + 0.2 * rotation-in
 - the generated map is the JSON between the first "{" and the last "}" of the response (repaired when it
   does not parse: comments dropped, bare keys quoted, trailing commas removed, else ``"key": {...}`` pairs
   kept one by one); the reference map is the ``cogmap`` of the item's hint;
-- both maps must have valid positions (two numbers) and facings (a known word); objects are compared by
-  name; for each of six rotations (identity, z 90/180/270, x 90, y 90) of the generated map the pairwise
-  relation (right/left/down/up by the larger coordinate difference; inner/outer, from facings, under
-  distance 0.5) of every reference pair present in both maps is compared, directional = matching pairs /
-  reference pairs, facing = matching facings / reference objects with a facing (1 when none),
-  overall = 0.7 directional + 0.3 facing, and the rotation with the strictly largest overall wins
-  (none when all are 0: then isomorphism counts as false);
+- both maps must have valid positions (two finite numbers: a position beyond the float range makes the map
+  invalid, scoring 0 similarity while the answer still counts, where upstream raises on an integer too
+  large for a float and compares NaNs for ``1e400``; a JSON integer over Python's 4,300-digit limit makes
+  the map unparsable, as upstream's catch-all does) and facings (a known word); objects are compared by
+  name (a list or object as a name makes the map invalid, where upstream raises TypeError); for each of
+  six rotations (identity, z 90/180/270, x 90, y 90) of the generated map the pairwise relation
+  (right/left/down/up by the larger coordinate difference; inner/outer, from facings, under distance 0.5)
+  of every reference pair present in both maps is compared, directional = matching pairs / reference pairs,
+  facing = matching facings / reference objects with a facing (1 when none), overall = 0.7 directional +
+  0.3 facing, and the rotation with the strictly largest overall wins (none when all are 0: then
+  isomorphism counts as false);
 - upstream's metric raises (so lmms-eval scores 0) when the hint lacks ``id_type`` or ``cogmap``, or when a
   simple-format generated map holds an empty list for an object; :class:`CogmapError` stands for that.
 
-Every text scan here is linear in the response length (upstream's regular expressions are not all).
+Every text scan here is linear in the response length (upstream's regular expressions are not all), and
+the similarity in the number of objects of the generated map (upstream's is quadratic: 92 s for a 100 KB
+map).
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -185,14 +192,14 @@ def _is_complex(cogmap: Any) -> bool:
 
 
 def _valid_position(position: Any) -> bool:
+    """Two numbers first; finite ones (upstream raises OverflowError on an integer beyond the float range
+    and compares NaNs for 1e400: both make the map invalid here)."""
     if not isinstance(position, list) or len(position) < 2:
         return False
     try:
-        float(position[0])
-        float(position[1])
-    except (TypeError, ValueError):
+        return math.isfinite(float(position[0])) and math.isfinite(float(position[1]))
+    except (TypeError, ValueError, OverflowError):
         return False
-    return True
 
 
 def _valid_facing(facing: Any) -> bool:
@@ -223,7 +230,7 @@ def valid_format(cogmap: Any) -> bool:
             if not isinstance(cogmap["views"], list):
                 return False
             entries += cogmap["views"]
-        return all(_entry_ok(e) and "name" in e for e in entries)
+        return all(_entry_ok(e) and "name" in e and not isinstance(e["name"], list | dict) for e in entries)
     return all(_entry_ok(v) for v in cogmap.values())
 
 
@@ -253,7 +260,7 @@ def _position(entry: Mapping[str, Any]) -> np.ndarray:
     try:
         if isinstance(value, list) and len(value) >= 2:
             return np.array([float(value[0]), float(value[1])], dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         pass
     return np.array([0.0, 0.0])
 
@@ -318,7 +325,12 @@ class Similarity:
 
 
 def similarity(generated: Any, reference: Any) -> Similarity:
-    """Best overall similarity over the six rotations (see the module docstring)."""
+    """Best overall similarity over the six rotations (see the module docstring).
+
+    Upstream builds the relations of every pair of generated objects, quadratic in the size of the model's
+    map; only pairs of objects the reference also names are ever compared, so only those are built here:
+    time linear in the generated map (and quadratic in the reference, as upstream), the same result.
+    """
     result = Similarity()
     if not generated or not reference or not isinstance(generated, dict) or not isinstance(reference, dict):
         return result
@@ -337,16 +349,17 @@ def similarity(generated: Any, reference: Any) -> Similarity:
         ref_names = {o["name"] for o in reference.get("objects", []) if "name" in o}
     common = ref_names & set(gen)
     result.coverage = len(common) / len(ref_names) if ref_names else 0
-    result.common_objects = sorted(common)
+    shared = sorted(common, key=lambda n: (type(n).__name__, n))  # complex-format names may mix types
+    result.common_objects = shared
     if not common:
         return result
     ref_rel = _relations(ref, list(ref_names))
+    pairs = [(a, b) for a in shared for b in shared if a != b and ref_rel[a][b] is not None]
+    faced = [o for o in shared if ref[o]["facing"]]
     for name, matrix, turn in _rotations():
-        rotated = {k: {"position": (matrix @ np.append(v["position"], 0.0))[:2], "facing": turn(v["facing"])} for k, v in gen.items()}
-        gen_rel = _relations(rotated, list(gen))
-        pairs = [(a, b) for a in ref_names if a in gen for b in ref_names if b in gen and a != b and ref_rel[a][b] is not None]
+        rotated = {k: {"position": (matrix @ np.append(gen[k]["position"], 0.0))[:2], "facing": turn(gen[k]["facing"])} for k in shared}
+        gen_rel = _relations(rotated, shared)
         directional = sum(1 for a, b in pairs if gen_rel[a][b] == ref_rel[a][b]) / len(pairs) if pairs else 0
-        faced = [o for o in ref_names if o in gen and ref[o]["facing"]]
         facing = sum(1 for o in faced if rotated[o]["facing"] == ref[o]["facing"]) / len(faced) if faced else 1.0
         overall = 0.7 * directional + 0.3 * facing
         if overall > result.overall:
@@ -356,7 +369,8 @@ def similarity(generated: Any, reference: Any) -> Similarity:
 
 
 def _contains(gen_rel: Mapping[str, Mapping[str, Any]], ref_rel: Mapping[str, Mapping[str, Any]]) -> bool:
-    """Every reference relation is present, and equal, in the generated relations."""
+    """Every reference relation is present, and equal, in the generated relations (those among the objects
+    both maps name: a reference object the generated map lacks has no relations there)."""
     return all(a in gen_rel and b in gen_rel[a] and gen_rel[a][b] == rel for a, row in ref_rel.items() for b, rel in row.items())
 
 
@@ -385,8 +399,8 @@ def score(response: str, answer: Any, hint: Mapping[str, Any]) -> CogmapScore:
     reference = extract_json(hint["cogmap"]) if isinstance(hint["cogmap"], str) else hint["cogmap"]
     try:
         generated = extract_json(response)
-    except RecursionError:  # upstream wraps the generated map's extraction in a catch-all
-        generated = None
+    except (RecursionError, ValueError):  # upstream wraps the generated map's extraction in a catch-all
+        generated = None  # ValueError: a JSON integer over Python's 4,300-digit limit
     sim = similarity(generated, reference)
     value = 0.2 * float(correct) + 0.6 * float(sim.overall) + 0.2 * float(sim.isomorphic)
     return CogmapScore(value, letter, correct, sim)

@@ -35,7 +35,7 @@ def parse_json_objects(text: str) -> list[dict[str, Any]]:
     for piece in pieces:
         try:
             value = json.loads(piece)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # a JSONDecodeError, an int over 4,300 digits, deep nesting
             continue
         if isinstance(value, dict):
             records.append(value)

@@ -189,10 +189,14 @@ def last_yes_no(response: str) -> str:
 
 
 def affordance_score(response: str, mask_b64: str) -> tuple[float, str]:
-    """Mask value (0-1) at the last point in the response; a point within [0, 1]^2 is normalised."""
+    """Mask value (0-1) at the last point in the response; a point within [0, 1]^2 is normalised. A coordinate
+    beyond the float range (a 400-digit run reads inf) scores 0 as no point; rounding it to a pixel, as
+    upstream does, raises OverflowError."""
     point = _last_point(response)
     if point is None:
         return 0.0, "no point"
+    if not all(math.isfinite(v) for v in point):
+        return 0.0, f"no point: coordinate {point[0] if not math.isfinite(point[0]) else point[1]} is beyond the float range"
     mask = decode_mask(mask_b64)
     if mask is None:
         return 0.0, "undecodable mask"

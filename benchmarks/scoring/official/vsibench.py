@@ -6,7 +6,9 @@
 - Numerical answers (NA types): the first number in the response, digits or English number words,
   whichever starts first ("three" = 3, "twenty-one" = 21, "three hundred and twenty" = 320; consecutive
   number words separated by anything but letters, e.g. "three, four", are summed into one number); units
-  are ignored. Score = mean over C in ``numpy.linspace(0.5, 0.95, 10)`` of ``|pred - gt| / gt <= 1 - C``,
+  are ignored. A number beyond the float range (a 400-digit run, "hundred hundred ...") is read as no
+  number (``number_out_of_range``), where upstream reads the digits as inf (scoring 0 all the same) and
+  raises OverflowError on the words. Score = mean over C in ``numpy.linspace(0.5, 0.95, 10)`` of ``|pred - gt| / gt <= 1 - C``,
   in floating point without a tolerance (an error of exactly 0.2 fails C = 0.80, whose 1 - C is
   0.19999999999999996). No number scores 0. A ground truth of 0 raises ZeroDivisionError upstream (the
   run stops); here it scores 0 with the problem recorded.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -56,6 +59,7 @@ _NUMBER_WORDS = {
     "hundred": 100, "thousand": 1000,
 }  # fmt: skip
 _DIGITS = re.compile(r"-?\d+(?:\.\d+)?")
+_LARGEST_FLOAT = int(sys.float_info.max)
 _WORD = re.compile(r"[a-z]+")
 #: ``numpy.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2))``: the upstream thresholds, bit for bit.
 THRESHOLDS = np.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2))
@@ -89,6 +93,8 @@ def _word_run(text: str) -> tuple[int | None, list[str]]:
 
 
 def _words_value(run: list[str]) -> float:
+    """The run's value; inf once it passes the largest float ("hundred" x 200 is 10**400: the integer is not
+    built further, and ``float()`` of it would raise OverflowError)."""
     total, current = 0, 0
     for token in run:
         value = _NUMBER_WORDS[token]
@@ -99,28 +105,36 @@ def _words_value(run: list[str]) -> float:
             current = 0
         else:
             current += value
+        if total + current > _LARGEST_FLOAT:
+            return math.inf
     return float(total + current)
 
 
-def extract_number(text: str | None) -> float | None:
-    """The first number of a response as upstream reads it (see the module docstring), or ``None``."""
-    if text is None:
-        return None
-    lowered = str(text).strip().lower()
-    if not lowered:
-        return None
+def read_number(text: str | None) -> tuple[float | None, str]:
+    """The first number of a response as upstream reads it (see the module docstring), and how: the value
+    with ``first_number``, or ``None`` with ``no_number`` or ``number_out_of_range`` (beyond the float range)."""
+    lowered = "" if text is None else str(text).strip().lower()
     digits = _DIGITS.search(lowered)
     start, run = _word_run(lowered)
     if digits is not None and (start is None or digits.start() < start):
-        return float(digits.group(0))
-    return _words_value(run) if start is not None else None
+        value = float(digits.group(0))  # a run past the float range reads inf, never raises
+    elif start is not None:
+        value = _words_value(run)
+    else:
+        return None, "no_number"
+    return (value, "first_number") if math.isfinite(value) else (None, "number_out_of_range")
+
+
+def extract_number(text: str | None) -> float | None:
+    """The first number of a response as upstream reads it, or ``None`` (none, or beyond the float range)."""
+    return read_number(text)[0]
 
 
 def to_float(value: object) -> float | None:
     """``float(value)``, or ``None`` when it is not a number."""
     try:
         return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the float range
         return None
 
 
@@ -131,17 +145,19 @@ class NumericScore:
     score: float
     prediction: float | None
     problem: str | None = None
+    read: str = "first_number"  # how the prediction was read: first_number, no_number, number_out_of_range
 
 
 def na_score(prediction: str, ground_truth: object) -> NumericScore:
     """MRA of the first number against the ground truth, as upstream computes it."""
-    pred, target = extract_number(prediction), to_float(ground_truth)
+    (pred, read), target = read_number(prediction), to_float(ground_truth)
     if pred is None or target is None:  # upstream: TypeError -> the worst case, 0
-        return NumericScore(0.0, pred, None if target is not None else f"ground truth {ground_truth!r} is not a number")
+        problem = None if target is not None else f"ground truth {ground_truth!r} is not a number"
+        return NumericScore(0.0, pred, problem, read)
     if target == 0:
-        return NumericScore(0.0, pred, "ground truth 0: upstream divides by zero (ZeroDivisionError stops its run); scored 0 here")
+        return NumericScore(0.0, pred, "ground truth 0: upstream divides by zero (ZeroDivisionError stops its run); scored 0 here", read)
     error = abs(pred - target) / target
-    return NumericScore(float(np.mean(error <= 1 - THRESHOLDS)), pred)
+    return NumericScore(float(np.mean(error <= 1 - THRESHOLDS)), pred, None, read)
 
 
 def aggregate(scores: Iterable[tuple[str, float]]) -> dict[str, object]:
