@@ -189,3 +189,46 @@ def test_a_run_whose_every_unit_failed_has_no_score(tmp_path):
                                    "errored_keys": ["ep-000", "ep-001", "ep-002"]}
     text = out.summary_md.read_text()
     assert "| n/a | 3 / 3 |" in text and "**Incomplete run**: 3 of 3 unit(s) ended in an error" in text
+
+
+def test_resume_refuses_a_folder_whose_manifest_is_missing_or_damaged(tmp_path):
+    """Without its manifest nothing says which configuration wrote the records: a seed-1 resume must not
+    take seed-0 records as its own. The fix offered never deletes anything."""
+    _, out = run(tmp_path, "x")
+    before = out.records.read_bytes()
+    out.manifest.unlink()
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), seed=1))
+    with pytest.raises(ResumeError, match=r"manifest.json is missing.*restore manifest.json.*--run-name") as info:
+        run_benchmark(bench, out.path, resume=True, executor=InProcessExecutor(), progress=False)
+    assert "delete" not in str(info.value) and "\n" not in str(info.value)
+    for damaged in (b'{"config": {"se', b"\xff\xfe", b"[1, 2]", b'{"config": 3}'):
+        out.manifest.write_bytes(damaged)
+        with pytest.raises(ResumeError, match=r"manifest.json is (damaged|not a run manifest).*restore") as info:
+            run_benchmark(bench, out.path, resume=True, executor=InProcessExecutor(), progress=False)
+        assert "delete" not in str(info.value)
+    assert out.records.read_bytes() == before  # refused before touching anything
+
+
+def test_resume_quarantines_damaged_record_lines_and_reruns_their_units(tmp_path, capsys):
+    _, out = run(tmp_path, "x")
+    good = out.records.read_bytes().splitlines()
+    wrong_key = json.loads(good[1])
+    wrong_key["key"] = ["ep-001"]  # a key of the wrong type (it made resume raise TypeError)
+    wrong_index = json.loads(good[4])
+    wrong_index["index"] = "4"
+    damaged = [b'{"index": 2, "key": "ep-002", "status": "ok", "result": {"ret\xff\xfe"}', json.dumps(wrong_key).encode(),
+               json.dumps(wrong_index).encode(), b"{}"]
+    lines = [good[0], damaged[0], damaged[1], good[3], damaged[2], damaged[3], good[5], b'{"index": 2, "ke']
+    out.records.write_bytes(b"\n".join(lines))  # the last line torn by an interruption
+    (tmp_path / "runs.log").unlink()
+    capsys.readouterr()
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path)))
+    run_benchmark(bench, out.path, resume=True, executor=InProcessExecutor(), progress=False)
+    err = capsys.readouterr().err
+    assert "records.jsonl: 5 damaged line(s) (line 2, 3, 5, 6, 8) moved to records.damaged.jsonl" in err
+    quarantine = out.path / "records.damaged.jsonl"
+    assert quarantine.read_bytes() == b"".join(line + b"\n" for line in [*damaged, b'{"index": 2, "ke'])
+    assert (tmp_path / "runs.log").read_text().split() == ["ep-001", "ep-002", "ep-004"]
+    assert [r["key"] for r in out.merged_records()] == [f"ep-{i:03d}" for i in range(6)]
+    assert all(json.loads(line) for line in out.records.read_text().splitlines())
+    assert json.loads(out.manifest.read_text())["damaged_lines"] == {"records.jsonl": [2, 3, 5, 6, 8]}

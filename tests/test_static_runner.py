@@ -114,6 +114,30 @@ def test_resume_asks_only_for_unfinished_items(tmp_path: Path) -> None:
     assert again.calls == []
 
 
+def test_resume_needs_the_manifest_and_quarantines_damaged_prediction_lines(tmp_path: Path, capsys) -> None:
+    data = write_spatialscore(tmp_path / "data")
+    cfg = config(tmp_path, "spatialscore", data, batch_size=1)
+    run(cfg, backend=ScriptedBackend(answer_by_question(SPATIALSCORE_ANSWERS)))
+    folder = cfg.output / "spatialscore" / "scripted-fake"
+    predictions = folder / "predictions.jsonl"
+    lines = predictions.read_bytes().splitlines()
+    wrong = json.loads(lines[1])
+    wrong["item_id"] = [wrong["item_id"]]
+    predictions.write_bytes(b"\n".join([lines[0], b'{"item_id": "\xff"}', json.dumps(wrong).encode(), *lines[2:], b'{"item_']))
+    resumed = RunConfig(**{**cfg.__dict__, "resume": True})
+    (folder / "manifest.json").rename(folder / "manifest.bak")
+    with pytest.raises(ValueError, match=r"manifest.json is missing.*restore manifest.json.*--run-name"):
+        run(resumed, backend=ScriptedBackend(answer_by_question({})))
+    (folder / "manifest.bak").rename(folder / "manifest.json")
+    healthy = ScriptedBackend(answer_by_question(SPATIALSCORE_ANSWERS))
+    capsys.readouterr()
+    result = run(resumed, backend=healthy)
+    assert "predictions.jsonl: 3 damaged line(s) (line 2, 3, 6)" in capsys.readouterr().err
+    assert len(healthy.calls) == 1  # the item whose line had a list as its id is asked again
+    assert result.summary["headline"]["overall"] == 100.0
+    assert (folder / "predictions.damaged.jsonl").read_bytes().count(b"\n") == 3
+
+
 def test_same_predictions_give_identical_results(tmp_path: Path) -> None:
     first = run(config(tmp_path, "multihopspatial", EXCERPT, score_only=EXCERPT, run_name="a", mode="multihop-repo"))
     second = run(config(tmp_path, "multihopspatial", EXCERPT, score_only=EXCERPT, run_name="b", mode="multihop-repo"))

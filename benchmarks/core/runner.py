@@ -164,7 +164,10 @@ def run_benchmark(
     out = RunDir(run_dir)
     units = list(benchmark.selected_units() if units is None else units)
     manifest = build_manifest(benchmark.name, benchmark.config, benchmark.manifest_extra())
-    out.prepare(manifest, resume=resume, runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys)
+    for moved in out.prepare(manifest, resume=resume,
+                             runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys):
+        print(moved.message("their units run again" if moved.path == out.records else "kept there, unread"),
+              file=sys.stderr)
     finished = out.finished_keys(retry_errors=retry_errors) if resume else set()
     out.keep_decisions(finished)  # lines of units about to run (again) go; theirs are written afresh
     todo = [u for u in units if u.key not in finished]
