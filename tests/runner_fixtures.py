@@ -2,12 +2,15 @@
 
 Lives in its own module so spawned worker processes can import it. ``crash`` maps unit keys to how the
 worker process dies there: "once" (first attempt only, tracked by a marker file) or "always".
+``heartbeat`` names a file each unit appends ``pid`` lines to for ``heartbeat_s`` seconds before its
+episode, as a worker calling a model for a long time would.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,8 @@ class CartPoleConfig:
     raise_once: list[str] = field(default_factory=list)  # raise on the first attempt only (a marker file)
     workers: int = 1
     limit: int | None = None
+    heartbeat: str = ""
+    heartbeat_s: float = 60.0
 
 
 class CartPoleWorker:
@@ -43,6 +48,8 @@ class CartPoleWorker:
         if mode == "always" or (mode == "once" and not marker.exists()):
             marker.touch()
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.config.heartbeat:
+            _beat(Path(self.config.heartbeat), self.config.heartbeat_s)
         rng = np.random.default_rng(unit.seed)
         self.decisions.append({"step": 0, "action": int(rng.integers(2))})  # the random policy's first choice
         if unit.key in self.config.raise_on:
@@ -70,6 +77,14 @@ class CartPoleWorker:
 
     def close(self) -> None:
         self.env.close()
+
+
+def _beat(path: Path, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        with path.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(0.05)
 
 
 def build_worker(config: CartPoleConfig) -> CartPoleWorker:

@@ -1,6 +1,13 @@
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -232,3 +239,40 @@ def test_resume_quarantines_damaged_record_lines_and_reruns_their_units(tmp_path
     assert [r["key"] for r in out.merged_records()] == [f"ep-{i:03d}" for i in range(6)]
     assert all(json.loads(line) for line in out.records.read_text().splitlines())
     assert json.loads(out.manifest.read_text())["damaged_lines"] == {"records.jsonl": [2, 3, 5, 6, 8]}
+
+
+REPO = Path(__file__).resolve().parents[1]
+_PARENT = """
+from benchmarks.core import ProcessExecutor, run_benchmark
+from tests.runner_fixtures import CartPoleBenchmark, CartPoleConfig
+bench = CartPoleBenchmark(CartPoleConfig(episodes=4, heartbeat={beat!r}))
+run_benchmark(bench, {run!r}, executor=ProcessExecutor(2), progress=False)
+"""
+
+
+def _beating_pids(path: Path) -> set[int]:
+    return {int(x) for x in path.read_text().split()} if path.exists() else set()
+
+
+def test_workers_stop_within_a_second_of_their_parent_being_killed(tmp_path):
+    """kill -9 of the runner: its workers stop at once instead of finishing their unit (a model call each
+    heartbeat, billed by a paid API); before, they beat on for the unit's whole 60 s."""
+    beat = tmp_path / "beats"
+    code = _PARENT.format(beat=str(beat), run=str(tmp_path / "run"))
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 60
+        while len(_beating_pids(beat)) < 2 and time.monotonic() < deadline and parent.poll() is None:
+            time.sleep(0.1)
+        assert len(_beating_pids(beat)) == 2, "the two workers never started"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        time.sleep(1.0)
+        size = beat.stat().st_size
+        time.sleep(1.5)
+        assert beat.stat().st_size == size, "workers kept running after their parent was killed"
+    finally:
+        parent.kill()
+        for pid in _beating_pids(beat):  # the workers this test started, if they outlived the parent
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

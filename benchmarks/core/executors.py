@@ -7,12 +7,20 @@ do not depend on the executor, the number of workers or the completion order.
 - :class:`InProcessExecutor`: one worker in this process (tests, debugging, ``--workers 1``).
 - :class:`ProcessExecutor`: N local processes. A process that dies (segfault, out of memory) loses only
   the unit it was running; that unit is retried up to ``max_retries`` times on a fresh process and then
-  recorded as an error, never dropped.
+  recorded as an error, never dropped. A worker process dies with its parent (``kill -9`` included):
+  on Linux the kernel kills it (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread waiting on the
+  parent's sentinel ends it, so no worker goes on calling a model for a run nobody collects.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -52,8 +60,35 @@ def _build(factory: WorkerFactory) -> Worker:
 # ------------------------------------------------------------------------------------------ processes
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent() -> None:
+    """End this (worker) process as soon as the process that started it dies.
+
+    On Linux the kernel sends SIGKILL when the parent exits (``prctl(PR_SET_PDEATHSIG)``; strictly, when
+    the thread that started this process ends: start workers from a thread that lives as long as the run).
+    Everywhere, a daemon thread waits on the parent's sentinel (a pipe that closes when the parent dies)
+    and exits the process, between two model calls or in the middle of one."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):  # no prctl in this libc: the watchdog still works
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    parent = mp.parent_process()
+    if parent is None:
+        return
+    if not parent.is_alive():  # the parent died before the line above took effect
+        os._exit(1)
+    threading.Thread(target=_exit_when_gone, args=(parent.sentinel,), name="parent-watchdog", daemon=True).start()
+
+
+def _exit_when_gone(sentinel: int) -> None:
+    wait([sentinel])
+    os._exit(1)
+
+
 def _worker_main(conn: Connection, factory: WorkerFactory, worker_id: str) -> None:
     """Entry point of a worker process: build once, then run units sent by the parent until told to stop."""
+    die_with_parent()
     try:
         worker = factory()
     except Exception as exc:
