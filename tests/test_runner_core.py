@@ -21,7 +21,8 @@ from benchmarks.core import (
     comparable,
     run_benchmark,
 )
-from policies.cli import arg, parse_config
+from benchmarks.core.streak import ErrorStreak, ErrorStreakStop, describe_endpoint
+from policies.cli import EXIT_UNITS_ERRORED, arg, parse_config
 from tests.runner_fixtures import CartPoleBenchmark, CartPoleConfig
 
 
@@ -276,3 +277,47 @@ def test_workers_stop_within_a_second_of_their_parent_being_killed(tmp_path):
         for pid in _beating_pids(beat):  # the workers this test started, if they outlived the parent
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_streak_of_errored_units_stops_the_run_in_one_line(tmp_path):
+    """N units in a row in an error (a dead server) stop the run: what finished is kept and summarised, the
+    message names the endpoint and the last error; a success in between starts the count again."""
+    failing = ["ep-001", *(f"ep-{i:03d}" for i in range(3, 12))]
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), episodes=12, raise_on=failing))
+    with pytest.raises(ErrorStreakStop) as info:
+        run_benchmark(bench, tmp_path / "s", executor=InProcessExecutor(), progress=False, max_consecutive_errors=3)
+    message = str(info.value)
+    assert "\n" not in message and info.value.exit_status == EXIT_UNITS_ERRORED
+    assert message.startswith("stopped: 3 units in a row ended in an error; last error")  # no policy, no endpoint
+    assert "last error: ValueError: bad unit ep-005. Fix the cause and continue with --resume" in message
+    out = RunDir(tmp_path / "s")
+    assert [r["key"] for r in out.merged_records()] == [f"ep-{i:03d}" for i in range(6)]
+    assert json.loads(out.summary_json.read_text())["run"]["units_errored"] == 4
+    # 0 never stops; --resume (with --retry-errors) continues the same run
+    run_benchmark(bench, out.path, resume=True, executor=InProcessExecutor(), progress=False, max_consecutive_errors=0)
+    assert len(out.merged_records()) == 12
+
+
+def test_a_streak_stops_worker_processes_without_waiting_for_their_units(tmp_path):
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), episodes=40,
+                                             raise_on=[f"ep-{i:03d}" for i in range(40)]))
+    began = time.perf_counter()
+    with pytest.raises(ErrorStreakStop, match="2 units in a row"):
+        run_benchmark(bench, tmp_path / "p", executor=ProcessExecutor(2), progress=False, max_consecutive_errors=2)
+    assert len(RunDir(tmp_path / "p").merged_records()) < 40 and time.perf_counter() - began < 30
+
+
+def test_endpoint_named_in_the_stop_line():
+    assert describe_endpoint({"model": "m", "api_base": "http://127.0.0.1:8000/v1"}) == (
+        "model 'm' at http://127.0.0.1:8000/v1")
+    assert describe_endpoint({"checkpoint": "/ckpt/x"}, "vla") == "checkpoint /ckpt/x"
+    streak = ErrorStreak(2, endpoint="model 'm' at http://h/v1")
+    streak.add("Traceback (most recent call last):\n  File ...\nBackendUnavailableError: refused\n")
+    streak.check()
+    streak.add(None)
+    streak.add("x")
+    streak.check()  # the success ended the streak
+    streak.add("BackendUnavailableError: " + "y" * 1000)
+    with pytest.raises(ErrorStreakStop, match=r"2 units in a row .* calling model 'm' at http://h/v1; last error: "
+                                              r"BackendUnavailableError: y+\.\.\.\. Fix"):
+        streak.check()

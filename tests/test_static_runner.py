@@ -99,7 +99,7 @@ def test_resume_asks_only_for_unfinished_items(tmp_path: Path) -> None:
     data = write_spatialscore(tmp_path / "data")
     flaky = ScriptedBackend(answer_by_question(SPATIALSCORE_ANSWERS), fail_on=lambda n, text: n > 2)
     cfg = config(tmp_path, "spatialscore", data, batch_size=1, max_consecutive_errors=2)
-    with pytest.raises(RuntimeError, match="2 backend failures in a row"):
+    with pytest.raises(RuntimeError, match=r"2 items in a row ended in an error calling model .scripted-fake."):
         run(cfg, backend=flaky)
     lines = [json.loads(x) for x in (cfg.output / "spatialscore" / "scripted-fake" / "predictions.jsonl").read_text().splitlines()]
     assert [x["error"] is None for x in lines] == [True, True, False, False]

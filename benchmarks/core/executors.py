@@ -160,6 +160,9 @@ class ProcessExecutor(Executor):
                         if startup_deaths > self.max_retries + self.workers:
                             raise WorkerInitError("worker processes keep dying while starting up")
                         slots[i] = self._spawn(factory)
+        except GeneratorExit:  # the runner stopped early (a streak of errors): end the units in flight now
+            self._terminate(slots)
+            raise
         finally:
             self._shutdown(slots)
 
@@ -203,6 +206,12 @@ class ProcessExecutor(Executor):
         message = (f"worker process died (exit code {slot.process.exitcode}) on each of "
                    f"{attempts[unit.key]} attempts at this unit")
         return error_record(unit, message, attempts=attempts[unit.key], timing=timing)
+
+    @staticmethod
+    def _terminate(slots: list[_Slot]) -> None:
+        for slot in slots:
+            if slot.unit is not None and slot.process.is_alive():
+                slot.process.terminate()
 
     @staticmethod
     def _shutdown(slots: list[_Slot]) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from benchmarks.core.manifest import build_manifest, utc_now
 from benchmarks.core.rundir import load_manifest, quarantine_lines
+from benchmarks.core.streak import ErrorStreak, describe_endpoint
 from benchmarks.scoring.parsers import failed
 from benchmarks.scoring.result import JudgeScore
 from benchmarks.static import report
@@ -38,7 +39,7 @@ from policies.backends.oracle import (
     expected_effect,
     unwrap_oracle,
 )
-from policies.cli import InputError, RunAborted
+from policies.cli import InputError
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")
@@ -238,7 +239,8 @@ def predict(
     agent = _agent(config, backend, out_dir) if todo and config.policy == "agent" else None
     if agent is not None:
         manifest["agent"] = agent.describe()
-    failures = 0
+    streak = ErrorStreak(config.max_consecutive_errors, what="items",
+                         endpoint=describe_endpoint({"model": config.model, "api_base": config.api_base}))
     with path.open("a", encoding="utf-8") as sink:
         for chunk in _chunks(todo, config.batch_size):
             if agent is not None:  # the agent reads the same prompts; its answer goes to the same scorer
@@ -252,11 +254,10 @@ def predict(
                 done[item.item_id] = answer
                 sink.write(json.dumps({"item_id": item.item_id, "response": answer.response, "error": answer.error,
                                        "generation": answer.generation}, ensure_ascii=False) + "\n")  # fmt: skip
-                failures = failures + 1 if answer.error else 0
+                streak.add(answer.error)
             sink.flush()
             _progress(sum(1 for item in items if item.item_id in done and done[item.item_id].error is None), len(items))
-            if failures >= config.max_consecutive_errors:
-                raise RunAborted(f"{failures} backend failures in a row (last: {answers[-1].error}); fix the backend and --resume")
+            streak.check()  # after the whole batch is saved
     if agent is not None:
         agent.close()
     return done
