@@ -1,6 +1,7 @@
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from benchmarks.core import (
     run_benchmark,
 )
 from benchmarks.core.streak import ErrorStreak, ErrorStreakStop, describe_endpoint
+from benchmarks.core.worker import StepProgress
 from policies.cli import EXIT_UNITS_ERRORED, arg, parse_config
 from tests.runner_fixtures import CartPoleBenchmark, CartPoleConfig
 
@@ -321,3 +323,34 @@ def test_endpoint_named_in_the_stop_line():
     with pytest.raises(ErrorStreakStop, match=r"2 units in a row .* calling model 'm' at http://h/v1; last error: "
                                               r"BackendUnavailableError: y+\.\.\.\. Fix"):
         streak.check()
+
+
+def test_step_progress_reports_at_most_once_per_interval():
+    now, lines = [0.0], []
+    hook = StepProgress("chain-0007", lines.append, interval_s=2.0, clock=lambda: now[0])
+    for t in (0.0, 0.5, 1.9, 2.0, 2.5, 3.9, 4.1):  # the reset's observation, then steps 1..6
+        now[0] = t
+        hook({}, ["subtask 2: open the drawer and take out the pink block", "step"])
+    assert lines == ["chain-0007: step 3, subtask 2: open the drawer and take o...",
+                     "chain-0007: step 6, subtask 2: open the drawer and take o..."]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_long_unit_reports_its_steps_while_it_runs(tmp_path, workers):
+    """A unit of ~3 s (a slow model at each step) reports its step count every 2 s; a short one says nothing."""
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), episodes=2, step_s=0.08))
+    executor = InProcessExecutor() if workers == 1 else ProcessExecutor(workers)
+    lines: list[str] = []
+    executor.unit_progress = lines.append
+    records = list(executor.run(bench.worker_factory(), bench.units()))
+    assert [r["status"] for r in records] == ["ok", "ok"]
+    assert lines and all(re.fullmatch(r"ep-00[01]: step \d+, balance the pole \(ep-00[01]\)", x) for x in lines)
+    assert len(lines) <= 2 * records[0]["timing"]["wall_s"] / 2.0 + 2
+
+
+def test_the_progress_line_shows_the_running_unit(tmp_path, capsys):
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), episodes=1, step_s=0.08))
+    run_benchmark(bench, tmp_path / "bar", executor=InProcessExecutor(), progress=True)
+    err = capsys.readouterr().err
+    assert re.search(r"now=ep-000: step \d+, balance the pole", err)
+    assert err.count("now=") <= 2  # not a log flood: a log file gets one redraw per minute

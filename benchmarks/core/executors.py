@@ -29,7 +29,14 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from benchmarks.core.work import WorkUnit, error_record, format_exception
-from benchmarks.core.worker import Executor, Worker, WorkerFactory, WorkerInitError, execute_unit
+from benchmarks.core.worker import (
+    Executor,
+    Worker,
+    WorkerFactory,
+    WorkerInitError,
+    attach_progress,
+    execute_unit,
+)
 
 
 class InProcessExecutor(Executor):
@@ -41,6 +48,7 @@ class InProcessExecutor(Executor):
         worker = _build(factory)
         try:
             for unit in units:
+                attach_progress(worker, self.unit_progress)
                 record, raised = execute_unit(worker, unit, attempt=1, worker_id="main")
                 if raised:  # do not let a half-finished episode leak into the next unit
                     worker.close()
@@ -86,8 +94,9 @@ def _exit_when_gone(sentinel: int) -> None:
     os._exit(1)
 
 
-def _worker_main(conn: Connection, factory: WorkerFactory, worker_id: str) -> None:
-    """Entry point of a worker process: build once, then run units sent by the parent until told to stop."""
+def _worker_main(conn: Connection, factory: WorkerFactory, worker_id: str, report: bool = False) -> None:
+    """Entry point of a worker process: build once, then run units sent by the parent until told to stop
+    (with ``report``, sending the running unit's progress lines too)."""
     die_with_parent()
     try:
         worker = factory()
@@ -95,12 +104,17 @@ def _worker_main(conn: Connection, factory: WorkerFactory, worker_id: str) -> No
         conn.send(("init_error", format_exception(exc)))
         return
     conn.send(("ready", None))
+
+    def progress(text: str) -> None:
+        conn.send(("progress", text))
+
     try:
         while True:
             message = conn.recv()
             if message is None:
                 break
             unit, attempt = message
+            attach_progress(worker, progress if report else None)
             record, raised = execute_unit(worker, unit, attempt=attempt, worker_id=worker_id)
             if raised:
                 worker.close()
@@ -134,7 +148,8 @@ class ProcessExecutor(Executor):
         parent, child = self._ctx.Pipe()
         worker_id = f"p{self._spawned}"
         self._spawned += 1
-        process = self._ctx.Process(target=_worker_main, args=(child, factory, worker_id), daemon=True)
+        process = self._ctx.Process(target=_worker_main, args=(child, factory, worker_id, self.unit_progress is not None),
+                                    daemon=True)
         process.start()
         child.close()
         return _Slot(process, parent, worker_id)
@@ -175,8 +190,7 @@ class ProcessExecutor(Executor):
                 slot.unit, slot.started = unit, time.perf_counter()
                 slot.conn.send((unit, attempts[unit.key]))
 
-    @staticmethod
-    def _drain(slot: _Slot) -> Iterator[dict[str, Any]]:
+    def _drain(self, slot: _Slot) -> Iterator[dict[str, Any]]:
         """Handle every message the worker sent (a dead worker may have sent a record before dying)."""
         while True:
             try:
@@ -189,6 +203,9 @@ class ProcessExecutor(Executor):
                 raise WorkerInitError(f"could not build the worker:\n{payload}")
             if kind == "ready":
                 slot.ready = True
+            elif kind == "progress":
+                if self.unit_progress is not None:
+                    self.unit_progress(payload)
             elif kind == "record":
                 slot.unit = None
                 yield payload

@@ -190,6 +190,7 @@ def run_benchmark(
     streak = ErrorStreak(max_consecutive_errors, endpoint=describe_endpoint(policy.get("options") or {},
                                                                             policy.get("name")))
     executor = executor or make_executor(workers, ray=ray, max_retries=max_retries, **(ray_resources or {}))
+    executor.unit_progress = bar.unit if bar.enabled else None
     finished_units = executor.run(benchmark.worker_factory(), todo)
     stopped: ErrorStreakStop | None = None
     try:
