@@ -60,7 +60,7 @@ def run_family(job: tuple[str, str, list[str], int, int, int]) -> list[dict]:
                 records.append(record | {"policy_name": policy_name})
                 print(f"{policy_name:7s} {family:5s} {subset:12s} #{episode['index']:2d} "
                       f"{'ok ' if record['success'] else 'FAIL'} steps={record['steps']:2d} "
-                      f"invalid={record['extras']['num_invalid_actions']:2d} {record['wall_time_s']:5.1f}s", flush=True)
+                      f"invalid={record['extras']['num_invalid_actions']:2d} {record['timing']['episode_s']:5.1f}s", flush=True)
     finally:
         env.close()
     return records

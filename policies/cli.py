@@ -43,7 +43,10 @@ class InputError(ValueError):
 
 class RunAborted(RuntimeError):
     """A run stopped for a reason outside its input (e.g. a model server failing again and again); the
-    message says what happened and how to continue. One line, exit status 1, no traceback."""
+    message says what happened and how to continue. One line, exit status :attr:`exit_status`, no
+    traceback."""
+
+    exit_status = 1
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -102,7 +105,7 @@ def run_cli(main: Callable[[Sequence[str] | None], Any], argv: Sequence[str] | N
     except InputError as e:
         return _fail(str(e))
     except RunAborted as e:
-        return _fail(str(e), status=1)
+        return _fail(str(e), status=e.exit_status)
     except OSError as e:
         if e.filename is None:
             raise

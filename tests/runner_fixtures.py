@@ -2,12 +2,16 @@
 
 Lives in its own module so spawned worker processes can import it. ``crash`` maps unit keys to how the
 worker process dies there: "once" (first attempt only, tracked by a marker file) or "always".
+``heartbeat`` names a file each unit appends ``pid`` lines to for ``heartbeat_s`` seconds before its
+episode, as a worker calling a model for a long time would. ``step_s`` > 0 makes the worker a closed-loop
+:class:`EpisodeWorker` whose units take ``step_s`` per step (a model call each), for progress inside a unit.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +19,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from benchmarks.core import Benchmark, Summary, WorkUnit, score_cell, unit_seed
+from benchmarks.core import Benchmark, EpisodeWorker, Summary, WorkUnit, score_cell, unit_seed
 
 
 @dataclass
@@ -28,6 +32,9 @@ class CartPoleConfig:
     raise_once: list[str] = field(default_factory=list)  # raise on the first attempt only (a marker file)
     workers: int = 1
     limit: int | None = None
+    heartbeat: str = ""
+    heartbeat_s: float = 60.0
+    step_s: float = 0.0
 
 
 class CartPoleWorker:
@@ -43,6 +50,8 @@ class CartPoleWorker:
         if mode == "always" or (mode == "once" and not marker.exists()):
             marker.touch()
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.config.heartbeat:
+            _beat(Path(self.config.heartbeat), self.config.heartbeat_s)
         rng = np.random.default_rng(unit.seed)
         self.decisions.append({"step": 0, "action": int(rng.integers(2))})  # the random policy's first choice
         if unit.key in self.config.raise_on:
@@ -72,8 +81,35 @@ class CartPoleWorker:
         self.env.close()
 
 
-def build_worker(config: CartPoleConfig) -> CartPoleWorker:
-    return CartPoleWorker(config)
+def _beat(path: Path, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        with path.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(0.05)
+
+
+class SlowStepsWorker(EpisodeWorker):
+    """CartPole episodes whose every step waits ``step_s`` (as for a model's answer), captioned by step."""
+
+    def __init__(self, config: CartPoleConfig) -> None:
+        super().__init__(config.marker_dir, video_units=0)
+        self.config, self.env = config, gym.make("CartPole-v1")
+
+    def run_unit(self, unit: WorkUnit, on_step) -> dict[str, Any]:
+        self.env.reset(seed=unit.seed)
+        rng, steps, done = np.random.default_rng(unit.seed), 0, False
+        on_step and on_step({}, [f"balance the pole ({unit.key})", "start"])
+        while not done and steps < 40:
+            time.sleep(self.config.step_s)
+            _, _, terminated, truncated, _ = self.env.step(int(rng.integers(2)))
+            steps, done = steps + 1, terminated or truncated
+            on_step and on_step({}, [f"balance the pole ({unit.key})", f"step {steps}"])
+        return {"return": float(steps), "steps": steps}
+
+
+def build_worker(config: CartPoleConfig) -> CartPoleWorker | SlowStepsWorker:
+    return SlowStepsWorker(config) if config.step_s else CartPoleWorker(config)
 
 
 class CartPoleBenchmark(Benchmark):

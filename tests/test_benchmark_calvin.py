@@ -149,7 +149,6 @@ def test_a_chain_does_not_depend_on_the_chains_run_before_it(tmp_path):
     same chain took one step more or less depending on which chains its worker had run before."""
     from benchmarks.calvin import CalvinBenchmark, CalvinConfig, CalvinWorker
     from benchmarks.core.policy_cli import PolicySpec
-    from benchmarks.core.work import without_wall_times
     from envs.calvin import initial_env_state
 
     config = CalvinConfig(num_sequences=4, cameras="none", output=str(tmp_path))
@@ -164,8 +163,8 @@ def test_a_chain_does_not_depend_on_the_chains_run_before_it(tmp_path):
             worker.env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
             contacts.append([c[1:10] for c in worker.env.unwrapped.sim.p.getContactPoints()])
         assert contacts[0] and contacts[0] == contacts[1]
-        untimed = [without_wall_times(w.run(units[3])["extras"]["subtasks"]) for w in (fresh, used)]
-        assert untimed[0] == untimed[1]
+        subtasks = [w.run(units[3])["extras"]["subtasks"] for w in (fresh, used)]  # their timing is apart
+        assert subtasks[0] == subtasks[1]
     finally:
         fresh.close()
         used.close()

@@ -125,7 +125,8 @@ def test_the_manifest_records_the_decoding_settings_the_backend_gets(tmp_path, c
 
 
 def test_damaged_run_folders_resume_or_say_why(tmp_path, capsys, monkeypatch):
-    """A half-written manifest is refused with the fix; a foreign `{}` records line is skipped, the unit reruns."""
+    """A half-written manifest is refused with a fix that keeps the results; a foreign `{}` records line is
+    moved to records.damaged.jsonl, the unit reruns."""
     monkeypatch.chdir(tmp_path)
     args = ["--policy", "random", "--num-sequences", "1", "--ep-len", "2", "--no-progress", "--output", "out"]
     assert invoke("calvin", args, capsys)[0] == 0
@@ -134,10 +135,12 @@ def test_damaged_run_folders_resume_or_say_why(tmp_path, capsys, monkeypatch):
     records.write_text("{}\n" + records.read_text())
     code, err = invoke("calvin", [*args, "--resume"], capsys)
     assert code == 0, err
-    assert [json.loads(line)["key"] for line in records.read_text().splitlines()[1:]] == ["chain-0000"]
+    assert [json.loads(line)["key"] for line in records.read_text().splitlines()] == ["chain-0000"]
+    assert (run / "records.damaged.jsonl").read_text() == "{}\n" and "1 damaged line(s) (line 1)" in err
     (run / "manifest.json").write_text('{"config": {"num_seq')
     code, err = invoke("calvin", [*args, "--resume"], capsys)
-    assert code == EXIT_BAD_INPUT and "manifest.json is damaged" in err and "delete it" in err
+    assert code == EXIT_BAD_INPUT and "manifest.json is damaged" in err and "restore manifest.json" in err
+    assert "delete" not in err
     code, err = invoke("calvin", args, capsys)  # without --resume: the folder holds results
     assert code == EXIT_BAD_INPUT and "--resume" in err
 

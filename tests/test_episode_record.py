@@ -26,21 +26,22 @@ OLD_CHAIN = {"tasks": ["open_drawer", "turn_on_led"], "num_completed": 1,
 
 def test_old_names_are_read_through_the_aliases():
     libero, nav = read_episode(OLD_LIBERO), read_episode(OLD_NAV)
-    assert (libero["policy_calls"], libero["wall_time_s"], libero["steps"]) == (6, 0.5, 6)
+    assert (libero["policy_calls"], libero["steps"]) == (6, 6)
     assert libero["extras"]["truncated"] and libero["extras"]["task_index"] == 3 and "decisions" not in libero
-    assert (nav["success"], nav["steps"], nav["idle_steps"], nav["wall_time_s"]) == (True, 7, 2, 1.25)
+    assert (nav["success"], nav["steps"], nav["idle_steps"]) == (True, 7, 2)
+    assert not {"wall_time_s", "elapsed_s"} & {*libero, *libero["extras"], *nav, *nav["extras"]}  # old wall times go
     assert nav["extras"] == {"episode_id": "base/0", "subset": "base", "num_invalid_actions": 1,
                              "final_distance": 0.4, "final_visibility": 1, "shortest_path_length": 6}
     assert all(set(REQUIRED_FIELDS) <= set(r) for r in (libero, nav))
     assert read_episode(libero) == libero  # a record in the schema reads as it is
     assert {old for olds in READ_ALIASES.values() for old in olds} == {
-        "task_success", "num_steps", "decisions", "num_idle_steps", "time_s", "elapsed_s"}
+        "task_success", "num_steps", "decisions", "num_idle_steps"}
 
 
 def test_an_old_chain_gets_its_totals_from_its_subtasks():
     chain = read_chain(OLD_CHAIN)
     assert (chain["success"], chain["steps"], chain["policy_calls"], chain["idle_steps"]) == (False, 400, 400, 2)
-    assert chain["wall_time_s"] == 1.75 and chain["policy_stats"] == {"attempts": 2.0}
+    assert "wall_time_s" not in chain and "timing" not in chain and chain["policy_stats"] == {"attempts": 2.0}
     assert chain["extras"]["num_completed"] == 1 and chain["extras"]["initial_state"] == {"slider": "left"}
     assert [s["extras"]["task"] for s in chain["extras"]["subtasks"]] == ["open_drawer", "turn_on_led"]
     assert read_chain(json.loads(json.dumps(chain))) == chain
@@ -65,13 +66,13 @@ def _old_nav(result):
             "num_steps": result["steps"], "policy_calls": result["policy_calls"],
             "num_invalid_actions": e["num_invalid_actions"], "num_idle_steps": result["idle_steps"],
             "final_distance": e["final_distance"], "final_visibility": e["final_visibility"],
-            "shortest_path_length": e["shortest_path_length"], "elapsed_s": result["wall_time_s"],
+            "shortest_path_length": e["shortest_path_length"], "elapsed_s": 1.5,
             "policy_stats": result["policy_stats"]}
 
 
 def _old_chain(result):
     subtasks = [{"task": s["extras"]["task"], "instruction": s["extras"]["instruction"], "success": s["success"],
-                 "steps": s["steps"], "time_s": s["wall_time_s"], "policy_calls": s["policy_calls"],
+                 "steps": s["steps"], "time_s": 0.25, "policy_calls": s["policy_calls"],
                  "idle_steps": s["idle_steps"], "policy_stats": s["policy_stats"]}
                 for s in result["extras"]["subtasks"]]
     e = result["extras"]
@@ -108,3 +109,28 @@ def test_calvin_resumes_a_folder_of_old_chain_records(tmp_path):
     assert resumed.data == fresh.data and sum(v["total"] for v in resumed.data["task_info"].values()) == 2
     assert json.loads((old.path / "results.json").read_text()) == json.loads(
         (tmp_path / "fresh" / "calvin" / "random" / "results.json").read_text())
+
+
+def _keys_at_any_depth(value) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys_at_any_depth(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys_at_any_depth(v)}
+    return set()
+
+
+def test_timing_lives_under_the_records_timing_never_in_its_result(tmp_path):
+    """As the run-folder docs say: wall times and model latency sit in the record's `timing` (with the unit's
+    wall_s and worker); `result` holds what the episode did, identical from run to run."""
+    from benchmarks.calvin import main
+
+    args = ["--no-progress", "--policy", "mllm", "--model", "oracle", "--tasks", "open_drawer", "--num-sequences",
+            "1", "--ep-len", "2"]
+    main([*args, "--output", str(tmp_path / "a")])
+    (record,) = RunDir(next((tmp_path / "a" / "calvin").iterdir())).merged_records()
+    assert record["status"] == "ok", record["error"]
+    assert not {"wall_time_s", "time_s", "elapsed_s", "model_latency_s", "timing"} & _keys_at_any_depth(record["result"])
+    timing = record["timing"]
+    assert {"wall_s", "worker", "episode_s", "model_latency_s", "subtasks"} <= set(timing)
+    assert [set(t) for t in timing["subtasks"]] == [{"episode_s", "model_latency_s"}]
+    assert timing["episode_s"] >= timing["subtasks"][0]["episode_s"] >= timing["subtasks"][0]["model_latency_s"]

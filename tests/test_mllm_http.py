@@ -207,6 +207,23 @@ def test_connection_refused_is_retried_then_reported():
     assert (b.stats.connection_errors, b.stats.requests) == (3, 3)
 
 
+def test_nothing_listening_fails_within_about_a_second_with_the_default_retries():
+    """A refused connection is not a busy server: 3 attempts in a row end the call (it spent 15-31 s in the
+    default 5 retries with exponential backoff, on every call of every unit of a run)."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    b = HTTPBackend("m", f"http://127.0.0.1:{port}/v1")  # the defaults: max_retries 5, backoff from 1 s
+    began = time.perf_counter()
+    with pytest.raises(BackendUnavailableError, match=r"refused.* on 3 attempts in a row \(nothing answers there"):
+        b.generate(conv())
+    assert time.perf_counter() - began < 3.0
+    assert (b.stats.connection_errors, b.stats.requests) == (3, 3)
+
+
 def test_batch_runs_concurrently_within_the_limit_and_keeps_order(server):
     def echo(body):
         return ("sleep", 0.15, completion(body["messages"][1]["content"][0]["text"].upper()))

@@ -99,7 +99,7 @@ def test_resume_asks_only_for_unfinished_items(tmp_path: Path) -> None:
     data = write_spatialscore(tmp_path / "data")
     flaky = ScriptedBackend(answer_by_question(SPATIALSCORE_ANSWERS), fail_on=lambda n, text: n > 2)
     cfg = config(tmp_path, "spatialscore", data, batch_size=1, max_consecutive_errors=2)
-    with pytest.raises(RuntimeError, match="2 backend failures in a row"):
+    with pytest.raises(RuntimeError, match=r"2 items in a row ended in an error calling model .scripted-fake."):
         run(cfg, backend=flaky)
     lines = [json.loads(x) for x in (cfg.output / "spatialscore" / "scripted-fake" / "predictions.jsonl").read_text().splitlines()]
     assert [x["error"] is None for x in lines] == [True, True, False, False]
@@ -112,6 +112,30 @@ def test_resume_asks_only_for_unfinished_items(tmp_path: Path) -> None:
     again = ScriptedBackend(answer_by_question({}))
     run(RunConfig(**{**cfg.__dict__, "resume": True}), backend=again)
     assert again.calls == []
+
+
+def test_resume_needs_the_manifest_and_quarantines_damaged_prediction_lines(tmp_path: Path, capsys) -> None:
+    data = write_spatialscore(tmp_path / "data")
+    cfg = config(tmp_path, "spatialscore", data, batch_size=1)
+    run(cfg, backend=ScriptedBackend(answer_by_question(SPATIALSCORE_ANSWERS)))
+    folder = cfg.output / "spatialscore" / "scripted-fake"
+    predictions = folder / "predictions.jsonl"
+    lines = predictions.read_bytes().splitlines()
+    wrong = json.loads(lines[1])
+    wrong["item_id"] = [wrong["item_id"]]
+    predictions.write_bytes(b"\n".join([lines[0], b'{"item_id": "\xff"}', json.dumps(wrong).encode(), *lines[2:], b'{"item_']))
+    resumed = RunConfig(**{**cfg.__dict__, "resume": True})
+    (folder / "manifest.json").rename(folder / "manifest.bak")
+    with pytest.raises(ValueError, match=r"manifest.json is missing.*restore manifest.json.*--run-name"):
+        run(resumed, backend=ScriptedBackend(answer_by_question({})))
+    (folder / "manifest.bak").rename(folder / "manifest.json")
+    healthy = ScriptedBackend(answer_by_question(SPATIALSCORE_ANSWERS))
+    capsys.readouterr()
+    result = run(resumed, backend=healthy)
+    assert "predictions.jsonl: 3 damaged line(s) (line 2, 3, 6)" in capsys.readouterr().err
+    assert len(healthy.calls) == 1  # the item whose line had a list as its id is asked again
+    assert result.summary["headline"]["overall"] == 100.0
+    assert (folder / "predictions.damaged.jsonl").read_bytes().count(b"\n") == 3
 
 
 def test_same_predictions_give_identical_results(tmp_path: Path) -> None:

@@ -14,8 +14,15 @@ from typing import Any
 import numpy as np
 
 from benchmarks.core.episode import ActionStream, StepHook, logging_decisions
-from benchmarks.core.episode_record import EpisodeRecord, episode_record, read_episode, summed_stats
+from benchmarks.core.episode_record import (
+    TIMING_STATS,
+    EpisodeRecord,
+    episode_record,
+    read_episode,
+    summed_stats,
+)
 from benchmarks.core.latency import Latency
+from benchmarks.core.work import RESULT_TIMING
 from policies.base import EpisodeContext, Policy
 
 EP_LEN = 360  # CALVIN's step budget per subtask
@@ -62,24 +69,35 @@ def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], init
     return chain_record(list(tasks), subtasks, round(time.perf_counter() - started, 3))
 
 
-def chain_record(tasks: list[str], subtasks: list[EpisodeRecord], wall_time_s: float) -> EpisodeRecord:
-    """A chain's record from its subtasks' records: top-level fields totalled, CALVIN's own in ``extras``."""
+def chain_record(tasks: list[str], subtasks: list[EpisodeRecord], episode_s: float | None = None) -> EpisodeRecord:
+    """A chain's record from its subtasks' records: top-level fields totalled, CALVIN's own in ``extras``.
+
+    With ``episode_s`` (the chain's seconds) the record's ``timing`` holds it, the subtasks' model latency
+    summed, and each subtask's own timing (``subtasks``), taken out of the subtask records."""
     completed = sum(1 for s in subtasks if s["success"])
-    return EpisodeRecord(success=completed == len(tasks), steps=sum(s["steps"] for s in subtasks),
-                         policy_calls=sum(s["policy_calls"] for s in subtasks),
-                         idle_steps=sum(s["idle_steps"] for s in subtasks), wall_time_s=wall_time_s,
-                         policy_stats=summed_stats(s["policy_stats"] for s in subtasks),
-                         extras={"tasks": tasks, "num_completed": completed, "subtasks": subtasks})
+    sub_timing = [s.pop(RESULT_TIMING, {}) for s in subtasks]  # type: ignore[misc]
+    record = EpisodeRecord(success=completed == len(tasks), steps=sum(s["steps"] for s in subtasks),
+                           policy_calls=sum(s["policy_calls"] for s in subtasks),
+                           idle_steps=sum(s["idle_steps"] for s in subtasks),
+                           policy_stats=summed_stats(s["policy_stats"] for s in subtasks),
+                           extras={"tasks": tasks, "num_completed": completed, "subtasks": subtasks})
+    if episode_s is not None:
+        latency = {k: round(sum(t[k] for t in sub_timing if k in t), 3) for k in TIMING_STATS
+                   if any(k in t for t in sub_timing)}
+        record[RESULT_TIMING] = {"episode_s": episode_s, **latency, "subtasks": sub_timing}  # type: ignore[literal-required]
+    return record
 
 
 def read_chain(raw: dict[str, Any]) -> EpisodeRecord:
     """A chain record of any version as the schema names it. One written before the schema
     (``{"tasks", "num_completed", "subtasks", ...}``, subtasks with ``time_s``) gets its totals from its
-    subtasks, its wall time as theirs summed, and its other fields (``initial_state``) in ``extras``."""
+    subtasks and its other fields (``initial_state``) in ``extras``; old wall times are dropped."""
     if "extras" in raw:
-        return read_episode(raw)
+        record = read_episode(raw)
+        record["extras"] = {**record["extras"], "subtasks": [read_episode(s) for s in record["extras"]["subtasks"]]}
+        return record
     subtasks = [read_episode(s) for s in raw["subtasks"]]
-    record = chain_record(list(raw["tasks"]), subtasks, round(sum(s["wall_time_s"] for s in subtasks), 3))
+    record = chain_record(list(raw["tasks"]), subtasks)
     record["extras"].update({k: v for k, v in raw.items() if k not in ("tasks", "num_completed", "subtasks", "video")})
     if "video" in raw:
         record["video"] = raw["video"]

@@ -9,6 +9,11 @@ subtasks, and ``extras["subtasks"]`` holds one episode record per subtask (see
 Writers build records with :func:`episode_record`; readers go through :func:`read_episode`, which also
 reads records written before this schema (their field names are the :data:`READ_ALIASES`), so that an
 old run folder still resumes and summarises.
+
+Timing is not part of the result: :func:`episode_record` puts the episode's seconds (``episode_s``) and the
+policy's model latency (``model_latency_s``, taken out of its stats) under ``timing``, which the runner
+moves to the record's ``timing`` (:data:`benchmarks.core.work.RESULT_TIMING`), next to the unit's
+``wall_s`` and ``worker``. So ``result`` is identical from run to run for the same seeds.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from benchmarks.core.work import RECORD_OK
+from benchmarks.core.work import RECORD_OK, RESULT_TIMING
 
 if TYPE_CHECKING:
     from benchmarks.core.episode import ActionStream
@@ -27,6 +32,7 @@ if TYPE_CHECKING:
 class _OptionalFields(TypedDict, total=False):
     latency: dict[str, Any]
     video: str
+    timing: dict[str, Any]
 
 
 class EpisodeRecord(_OptionalFields):
@@ -43,10 +49,9 @@ class EpisodeRecord(_OptionalFields):
       the sum.
     - ``idle_steps`` (int): steps on which the policy asked for no motion (an empty or STOP-only plan, an
       MLLM's no-op fallback); the step is spent holding still. A chain: the sum.
-    - ``wall_time_s`` (float): wall-clock seconds of the episode, reset included, to the millisecond. It
-      differs from run to run; no metric uses it. A chain: the whole chain's.
     - ``policy_stats`` (dict[str, float]): the policy's ``episode_stats()`` at the episode's end (model
-      calls, parse errors, fallbacks, ...). A chain: each counter summed over its subtasks.
+      calls, parse errors, fallbacks, ...), less its timing (:data:`TIMING_STATS`). A chain: each counter
+      summed over its subtasks.
     - ``extras`` (dict): the family's own fields, documented with the family's writer:
       CALVIN subtask ``task``, ``instruction``; CALVIN chain ``tasks``, ``num_completed``, ``subtasks``,
       ``initial_state``; LIBERO ``suite``, ``task_index``, ``instruction``, ``init_state_index``, ``seed``,
@@ -58,29 +63,35 @@ class EpisodeRecord(_OptionalFields):
       latencies and the steps they cost (:meth:`ActionStream.latency_record`); on a CALVIN chain it is on
       each subtask.
     - ``video`` (str, optional): the episode's MP4, relative to the run folder, when one was written.
+    - ``timing`` (dict): only until the runner moves it to the record's ``timing``: ``episode_s``
+      (wall-clock seconds of the episode, reset included), ``model_latency_s`` when the policy reports it;
+      a chain's adds ``subtasks`` (each subtask's). It differs from run to run; no metric uses it.
     """
 
     success: bool
     steps: int
     policy_calls: int
     idle_steps: int
-    wall_time_s: float
     policy_stats: dict[str, float]
     extras: dict[str, Any]
 
 
 #: The top-level fields of an :class:`EpisodeRecord`, required ones first.
-REQUIRED_FIELDS = ("success", "steps", "policy_calls", "idle_steps", "wall_time_s", "policy_stats", "extras")
+REQUIRED_FIELDS = ("success", "steps", "policy_calls", "idle_steps", "policy_stats", "extras")
 OPTIONAL_FIELDS = ("latency", "video")
+#: ``episode_stats()`` counters that are timings: they go to ``timing``, not to ``policy_stats``.
+TIMING_STATS = ("model_latency_s",)
+#: Wall-clock fields results held before timing moved out of them (``wall_time_s``; CALVIN's ``time_s``,
+#: EB's ``elapsed_s`` before that): dropped when an old record is read.
+OLD_TIMING_FIELDS = ("wall_time_s", "time_s", "elapsed_s")
 
 #: Names the families wrote before this schema, read as the field they stand for: EB's ``task_success``,
-#: ``num_steps`` and ``num_idle_steps``, LIBERO's ``decisions``, CALVIN's ``time_s``, EB's ``elapsed_s``.
+#: ``num_steps`` and ``num_idle_steps``, LIBERO's ``decisions``.
 READ_ALIASES: dict[str, tuple[str, ...]] = {
     "success": ("task_success",),
     "steps": ("num_steps",),
     "policy_calls": ("decisions",),
     "idle_steps": ("num_idle_steps",),
-    "wall_time_s": ("time_s", "elapsed_s"),
 }
 _CANONICAL = {old: new for new, olds in READ_ALIASES.items() for old in olds}
 
@@ -88,11 +99,15 @@ _CANONICAL = {old: new for new, olds in READ_ALIASES.items() for old in olds}
 def episode_record(*, success: bool, steps: int, stream: ActionStream, policy: Policy, started: float,
                    extras: dict[str, Any]) -> EpisodeRecord:
     """The record of an episode that began at ``started`` (``time.perf_counter()``) and has just ended:
-    its counts from ``stream``, the policy's ``episode_stats()``, and the family's ``extras``."""
+    its counts from ``stream``, the policy's ``episode_stats()``, and the family's ``extras``; its seconds
+    and model latency under ``timing``."""
+    stats = {k: float(v) for k, v in policy.episode_stats().items()}
+    timing = {"episode_s": round(time.perf_counter() - started, 3),
+              **{k: round(stats.pop(k), 3) for k in TIMING_STATS if k in stats}}
     record = EpisodeRecord(success=bool(success), steps=int(steps), policy_calls=stream.policy_calls,
-                           idle_steps=stream.idle_steps, wall_time_s=round(time.perf_counter() - started, 3),
-                           policy_stats={k: float(v) for k, v in policy.episode_stats().items()}, extras=extras)
+                           idle_steps=stream.idle_steps, policy_stats=stats, extras=extras)
     record.update(stream.latency_record())
+    record[RESULT_TIMING] = timing  # type: ignore[literal-required]
     return record
 
 
@@ -100,14 +115,16 @@ def read_episode(raw: Mapping[str, Any]) -> EpisodeRecord:
     """An episode record as this schema names its fields, from a record of any version.
 
     A record written before the schema has its old names read through :data:`READ_ALIASES`, and every field
-    the schema does not name moved to ``extras``. A mapping that lacks a required field is a ``ValueError``
-    naming what is missing."""
+    the schema does not name moved to ``extras``; the wall times older records held (:data:`OLD_TIMING_FIELDS`)
+    are dropped. A mapping that lacks a required field is a ``ValueError`` naming what is missing."""
     if "extras" in raw:
-        record = dict(raw)
+        record = {k: v for k, v in raw.items() if k not in OLD_TIMING_FIELDS}
     else:
         record, extras = {}, {}
         for key, value in raw.items():
             name = _CANONICAL.get(key, key)
+            if name in OLD_TIMING_FIELDS:
+                continue
             if name in REQUIRED_FIELDS or name in OPTIONAL_FIELDS:
                 record[name] = value
             else:

@@ -7,12 +7,20 @@ do not depend on the executor, the number of workers or the completion order.
 - :class:`InProcessExecutor`: one worker in this process (tests, debugging, ``--workers 1``).
 - :class:`ProcessExecutor`: N local processes. A process that dies (segfault, out of memory) loses only
   the unit it was running; that unit is retried up to ``max_retries`` times on a fresh process and then
-  recorded as an error, never dropped.
+  recorded as an error, never dropped. A worker process dies with its parent (``kill -9`` included):
+  on Linux the kernel kills it (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread waiting on the
+  parent's sentinel ends it, so no worker goes on calling a model for a run nobody collects.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -21,7 +29,14 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from benchmarks.core.work import WorkUnit, error_record, format_exception
-from benchmarks.core.worker import Executor, Worker, WorkerFactory, WorkerInitError, execute_unit
+from benchmarks.core.worker import (
+    Executor,
+    Worker,
+    WorkerFactory,
+    WorkerInitError,
+    attach_progress,
+    execute_unit,
+)
 
 
 class InProcessExecutor(Executor):
@@ -33,6 +48,7 @@ class InProcessExecutor(Executor):
         worker = _build(factory)
         try:
             for unit in units:
+                attach_progress(worker, self.unit_progress)
                 record, raised = execute_unit(worker, unit, attempt=1, worker_id="main")
                 if raised:  # do not let a half-finished episode leak into the next unit
                     worker.close()
@@ -52,20 +68,53 @@ def _build(factory: WorkerFactory) -> Worker:
 # ------------------------------------------------------------------------------------------ processes
 
 
-def _worker_main(conn: Connection, factory: WorkerFactory, worker_id: str) -> None:
-    """Entry point of a worker process: build once, then run units sent by the parent until told to stop."""
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent() -> None:
+    """End this (worker) process as soon as the process that started it dies.
+
+    On Linux the kernel sends SIGKILL when the parent exits (``prctl(PR_SET_PDEATHSIG)``; strictly, when
+    the thread that started this process ends: start workers from a thread that lives as long as the run).
+    Everywhere, a daemon thread waits on the parent's sentinel (a pipe that closes when the parent dies)
+    and exits the process, between two model calls or in the middle of one."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):  # no prctl in this libc: the watchdog still works
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    parent = mp.parent_process()
+    if parent is None:
+        return
+    if not parent.is_alive():  # the parent died before the line above took effect
+        os._exit(1)
+    threading.Thread(target=_exit_when_gone, args=(parent.sentinel,), name="parent-watchdog", daemon=True).start()
+
+
+def _exit_when_gone(sentinel: int) -> None:
+    wait([sentinel])
+    os._exit(1)
+
+
+def _worker_main(conn: Connection, factory: WorkerFactory, worker_id: str, report: bool = False) -> None:
+    """Entry point of a worker process: build once, then run units sent by the parent until told to stop
+    (with ``report``, sending the running unit's progress lines too)."""
+    die_with_parent()
     try:
         worker = factory()
     except Exception as exc:
         conn.send(("init_error", format_exception(exc)))
         return
     conn.send(("ready", None))
+
+    def progress(text: str) -> None:
+        conn.send(("progress", text))
+
     try:
         while True:
             message = conn.recv()
             if message is None:
                 break
             unit, attempt = message
+            attach_progress(worker, progress if report else None)
             record, raised = execute_unit(worker, unit, attempt=attempt, worker_id=worker_id)
             if raised:
                 worker.close()
@@ -99,7 +148,8 @@ class ProcessExecutor(Executor):
         parent, child = self._ctx.Pipe()
         worker_id = f"p{self._spawned}"
         self._spawned += 1
-        process = self._ctx.Process(target=_worker_main, args=(child, factory, worker_id), daemon=True)
+        process = self._ctx.Process(target=_worker_main, args=(child, factory, worker_id, self.unit_progress is not None),
+                                    daemon=True)
         process.start()
         child.close()
         return _Slot(process, parent, worker_id)
@@ -125,6 +175,9 @@ class ProcessExecutor(Executor):
                         if startup_deaths > self.max_retries + self.workers:
                             raise WorkerInitError("worker processes keep dying while starting up")
                         slots[i] = self._spawn(factory)
+        except GeneratorExit:  # the runner stopped early (a streak of errors): end the units in flight now
+            self._terminate(slots)
+            raise
         finally:
             self._shutdown(slots)
 
@@ -137,8 +190,7 @@ class ProcessExecutor(Executor):
                 slot.unit, slot.started = unit, time.perf_counter()
                 slot.conn.send((unit, attempts[unit.key]))
 
-    @staticmethod
-    def _drain(slot: _Slot) -> Iterator[dict[str, Any]]:
+    def _drain(self, slot: _Slot) -> Iterator[dict[str, Any]]:
         """Handle every message the worker sent (a dead worker may have sent a record before dying)."""
         while True:
             try:
@@ -151,6 +203,9 @@ class ProcessExecutor(Executor):
                 raise WorkerInitError(f"could not build the worker:\n{payload}")
             if kind == "ready":
                 slot.ready = True
+            elif kind == "progress":
+                if self.unit_progress is not None:
+                    self.unit_progress(payload)
             elif kind == "record":
                 slot.unit = None
                 yield payload
@@ -168,6 +223,12 @@ class ProcessExecutor(Executor):
         message = (f"worker process died (exit code {slot.process.exitcode}) on each of "
                    f"{attempts[unit.key]} attempts at this unit")
         return error_record(unit, message, attempts=attempts[unit.key], timing=timing)
+
+    @staticmethod
+    def _terminate(slots: list[_Slot]) -> None:
+        for slot in slots:
+            if slot.unit is not None and slot.process.is_alive():
+                slot.process.terminate()
 
     @staticmethod
     def _shutdown(slots: list[_Slot]) -> None:

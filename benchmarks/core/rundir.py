@@ -4,17 +4,24 @@ It holds ``manifest.json``, ``records.jsonl`` (appended as units finish), ``deci
 model call of every unit, written just before the unit's record), ``summary.json``, ``summary.md``,
 ``plots/``, ``videos/`` and any benchmark-native files. Only the parent process writes here, so appends
 need no locking; each line is flushed and fsynced so an interruption loses at most the unit in flight.
+
+``--resume`` trusts a folder only with its manifest (it says which configuration made the records), and
+moves every line of ``records.jsonl`` / ``decisions.jsonl`` that is not a record (cut off by an
+interruption, invalid UTF-8 or JSON, a field of the wrong type) to ``records.damaged.jsonl`` /
+``decisions.damaged.jsonl`` next to it, so its unit runs again and nothing is silently lost.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.core.jsonsafe import json_default
-from benchmarks.core.work import RECORD_OK
+from benchmarks.core.work import RECORD_ERROR, RECORD_OK
 from envs.files import atomic_write_text
 from policies.cli import InputError
 
@@ -28,11 +35,86 @@ def write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=json_default) + "\n")
 
 
-_RECORD_KEYS = ("index", "key", "status")
-
-
 def _is_record(value: Any) -> bool:
-    return isinstance(value, dict) and all(k in value for k in _RECORD_KEYS) and isinstance(value["index"], int)
+    """A ``records.jsonl`` line as the runner writes it: an int ``index``, a str ``key``, a known ``status``."""
+    return (isinstance(value, dict) and type(value.get("index")) is int and isinstance(value.get("key"), str)
+            and value.get("status") in (RECORD_OK, RECORD_ERROR)
+            and (value["status"] == RECORD_ERROR or isinstance(value.get("result"), dict)))
+
+
+def _is_decision(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("key"), str)
+
+
+def load_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest of a run folder about to be resumed, or a one-line :class:`ResumeError` saying how to go
+    on without losing its results (restore the file, or start a new run)."""
+    path = folder / "manifest.json"
+    fix = (f"restore {path.name} (e.g. from a copy of the folder), or start a new run with another --run-name "
+           f"or --output (the results in {folder} stay as they are)")
+    if not path.is_file():
+        raise ResumeError(f"cannot resume {folder}: {path.name} is missing, so nothing says which configuration "
+                          f"wrote its results; {fix}")
+    try:
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise ResumeError(f"cannot resume {folder}: {path.name} is damaged ({type(e).__name__}: "
+                          f"{str(e)[:120]}); {fix}") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
+        raise ResumeError(f"cannot resume {folder}: {path.name} is not a run manifest (no 'config' object); {fix}")
+    return manifest
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """Lines moved out of a JSONL file because they were not what it holds: their 1-based numbers."""
+
+    path: Path
+    damaged: Path
+    lines: tuple[int, ...]
+
+    def message(self, what: str) -> str:
+        """One line for the user, e.g. ``records.jsonl: 2 damaged line(s) (3, 7) moved to ...``."""
+        shown = ", ".join(map(str, self.lines[:10])) + (", ..." if len(self.lines) > 10 else "")
+        return (f"warning: {self.path}: {len(self.lines)} damaged line(s) (line {shown}) moved to "
+                f"{self.damaged.name}; {what}")
+
+
+def quarantine_lines(path: Path, valid: Callable[[Any], bool]) -> Quarantined | None:
+    """Move every line of the JSONL file ``path`` that is not valid UTF-8 JSON accepted by ``valid`` (a line
+    cut off by an interruption included) to ``<stem>.damaged.jsonl`` next to it, byte for byte, appended.
+
+    Returns what was moved (``None`` when every line was good). The good lines are rewritten atomically,
+    in their order; a reader of the file afterwards sees only lines ``valid`` accepts."""
+    if not path.is_file():
+        return None
+    kept: list[bytes] = []
+    bad: list[bytes] = []
+    numbers: list[int] = []
+    for number, line in enumerate(path.read_bytes().splitlines(), 1):
+        if not line.strip():
+            continue
+        if _valid_line(line, valid):
+            kept.append(line)
+        else:
+            bad.append(line)
+            numbers.append(number)
+    if not bad:
+        return None
+    damaged = path.with_name(f"{path.stem}.damaged{path.suffix}")
+    with damaged.open("ab") as f:
+        f.write(b"".join(line + b"\n" for line in bad))
+        f.flush()
+        os.fsync(f.fileno())
+    atomic_write_text(path, "".join(line.decode("utf-8") + "\n" for line in kept))
+    return Quarantined(path, damaged, tuple(numbers))
+
+
+def _valid_line(line: bytes, valid: Callable[[Any], bool]) -> bool:
+    try:
+        return bool(valid(json.loads(line.decode("utf-8"))))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return False
 
 
 class RunDir:
@@ -51,15 +133,18 @@ class RunDir:
     def has_records(self) -> bool:
         return self.records.exists() and self.records.stat().st_size > 0
 
-    def prepare(self, manifest: dict[str, Any], *, resume: bool, runtime_keys: set[str]) -> None:
-        """Create the folder and its manifest; on resume check the configuration matches the old one."""
+    def prepare(self, manifest: dict[str, Any], *, resume: bool, runtime_keys: set[str]) -> list[Quarantined]:
+        """Create the folder and its manifest; on resume check the configuration matches the old one (a folder
+        with records but no valid manifest cannot be resumed) and quarantine damaged record and decision
+        lines. Returns what was quarantined (also listed in the manifest's ``damaged_lines``)."""
         if self.has_records() and not resume:
             raise ResumeError(
                 f"{self.path} already holds results: pass --resume to continue that run, or choose another "
                 f"--output/--run-name"
             )
-        if resume and self.manifest.exists():
-            previous = self._previous_manifest()
+        quarantined: list[Quarantined] = []
+        if resume and (self.manifest.exists() or self.has_records()):
+            previous = load_manifest(self.path)
             old = _settings(previous)
             new = _settings(json.loads(json.dumps(manifest, default=json_default)))
             diff = sorted(k for k in set(old) | set(new) if k not in runtime_keys and old.get(k) != new.get(k))
@@ -68,30 +153,16 @@ class RunDir:
                 raise ResumeError(f"cannot resume {self.path}: {changes} changed since that run; resume with the "
                                   f"same value, or start a new run with --run-name NAME")
             manifest = {**manifest, "resumed_from": [*previous.get("resumed_from", []), previous.get("started_at")]}
+            quarantined = [q for q in (quarantine_lines(self.records, _is_record),
+                                       quarantine_lines(self.decisions, _is_decision)) if q is not None]
+            damaged = {**previous.get("damaged_lines", {})}
+            for q in quarantined:
+                damaged[q.path.name] = [*damaged.get(q.path.name, []), *q.lines]
+            if damaged:
+                manifest["damaged_lines"] = damaged
         self.path.mkdir(parents=True, exist_ok=True)
-        if resume:
-            self._drop_partial_line()
         write_json(self.manifest, manifest)
-
-    def _previous_manifest(self) -> dict[str, Any]:
-        try:
-            previous = json.loads(self.manifest.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ResumeError(f"{self.manifest} is damaged ({e}); delete it to resume with the configuration you "
-                              f"pass now, or choose another --run-name") from None
-        if not isinstance(previous, dict) or not isinstance(previous.get("config"), dict):
-            raise ResumeError(f"{self.manifest} is not a run manifest (no 'config'); delete it to resume with the "
-                              f"configuration you pass now, or choose another --run-name")
-        return previous
-
-    def _drop_partial_line(self) -> None:
-        """Cut a record line left unfinished by an interruption, so new records start on a fresh line."""
-        if not self.records.exists():
-            return
-        data = self.records.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with self.records.open("r+b") as f:
-                f.truncate(data.rfind(b"\n") + 1)
+        return quarantined
 
     def append_record(self, record: dict[str, Any]) -> None:
         _append_lines(self.records, [record])
@@ -105,15 +176,16 @@ class RunDir:
         writes its lines afresh, so the file never holds two runs of one unit."""
         if not self.decisions.exists():
             return
-        kept = [line for line in _read_jsonl(self.decisions) if line.get("key") in keys]
+        kept = [line for line in _read_jsonl(self.decisions) if _is_decision(line) and line["key"] in keys]
         atomic_write_text(self.decisions, "".join(json.dumps(line, default=json_default) + "\n" for line in kept))
 
     def load_decisions(self) -> list[dict[str, Any]]:
-        return _read_jsonl(self.decisions)
+        return [line for line in _read_jsonl(self.decisions) if _is_decision(line)]
 
     def load_records(self) -> list[dict[str, Any]]:
-        """Every complete record line; a line cut off by an interruption is ignored (its unit reruns)."""
-        return [r for r in _read_jsonl(self.records) if _is_record(r)]  # a damaged or foreign line: its unit reruns
+        """Every record line (a resumed run has moved its damaged lines out in :meth:`prepare`; any other
+        line that is not a record is skipped here, and its unit counts as not run)."""
+        return [r for r in _read_jsonl(self.records) if _is_record(r)]
 
     def finished_keys(self, *, retry_errors: bool) -> set[str]:
         return {r["key"] for r in self.load_records() if r["status"] == RECORD_OK or not retry_errors}
@@ -139,14 +211,14 @@ def _append_lines(path: Path, items: list[dict[str, Any]]) -> None:
         os.fsync(f.fileno())
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every complete JSON line of ``path``; a line cut off by an interruption is skipped."""
+def _read_jsonl(path: Path) -> list[Any]:
+    """Every line of ``path`` that is valid UTF-8 JSON; any other line is skipped."""
     if not path.exists():
         return []
     out = []
-    for line in path.read_text().splitlines():
+    for line in path.read_bytes().splitlines():
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            out.append(json.loads(line.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             continue
     return out

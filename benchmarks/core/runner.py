@@ -18,13 +18,19 @@ from benchmarks.core.executors import make_executor
 from benchmarks.core.manifest import build_manifest
 from benchmarks.core.progress import Progress
 from benchmarks.core.rundir import ResumeError, RunDir, write_json
+from benchmarks.core.streak import (
+    DEFAULT_MAX_CONSECUTIVE_ERRORS,
+    ErrorStreak,
+    ErrorStreakStop,
+    describe_endpoint,
+)
 from benchmarks.core.work import DECISIONS, RECORD_ERROR, RECORD_OK, WorkUnit
 from benchmarks.core.worker import Executor, WorkerFactory
 from policies.cli import EXIT_UNITS_ERRORED, arg
 
 # Config fields that may change between an interrupted run and its resumption.
 RUNTIME_KEYS = {"workers", "resume", "retry_errors", "output", "run_name", "progress", "ray", "ray_num_cpus",
-                "ray_num_gpus", "unit_retries", "video", "allow_errors"}
+                "ray_num_gpus", "unit_retries", "video", "allow_errors", "max_consecutive_errors"}
 # Policy options that change how the model is reached, never what it answers (a moved server, a new cache).
 POLICY_RUNTIME_KEYS = {"api_base", "api_key_env", "cache", "cache_path", "timeout_s", "max_retries",
                        "max_concurrency", "price_prompt_per_mtok", "price_completion_per_mtok"}
@@ -57,6 +63,10 @@ class ExecutionConfig:
                             minimum=1)
     allow_errors: bool = arg(False, f"exit 0 even when some units ended in an error (default: exit status "
                                     f"{EXIT_UNITS_ERRORED}; errored units are never scored either way)")
+    max_consecutive_errors: int = arg(DEFAULT_MAX_CONSECUTIVE_ERRORS,
+                                      f"stop the run (exit status {EXIT_UNITS_ERRORED}) after this many units in a "
+                                      f"row ended in an error, e.g. a dead model server; --resume continues; 0: "
+                                      f"never stop", minimum=0)
     progress: bool = arg(True, "show a progress bar")
 
     def __post_init__(self) -> None:
@@ -156,33 +166,56 @@ def run_benchmark(
     progress: bool = True,
     max_retries: int = 2,
     units: Sequence[WorkUnit] | None = None,
+    max_consecutive_errors: int = DEFAULT_MAX_CONSECUTIVE_ERRORS,
 ) -> Summary:
     """Run every unit not yet finished in ``run_dir``, then summarise the records of this run's units.
 
     ``ray_resources`` (``num_cpus``, ``num_gpus``) is what each Ray worker actor declares; ``units``
-    (default: ``benchmark.selected_units()``) saves building them twice."""
+    (default: ``benchmark.selected_units()``) saves building them twice. After ``max_consecutive_errors``
+    units in a row ended in an error (0: never), the units in flight are stopped, the summary of what
+    finished is written, and :class:`ErrorStreakStop` is raised (one line naming the policy's endpoint)."""
     out = RunDir(run_dir)
     units = list(benchmark.selected_units() if units is None else units)
     manifest = build_manifest(benchmark.name, benchmark.config, benchmark.manifest_extra())
-    out.prepare(manifest, resume=resume, runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys)
+    for moved in out.prepare(manifest, resume=resume,
+                             runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys):
+        print(moved.message("their units run again" if moved.path == out.records else "kept there, unread"),
+              file=sys.stderr)
     finished = out.finished_keys(retry_errors=retry_errors) if resume else set()
     out.keep_decisions(finished)  # lines of units about to run (again) go; theirs are written afresh
     todo = [u for u in units if u.key not in finished]
     records = out.merged_records()
     bar = Progress(len(units), len(units) - len(todo), f"{benchmark.name}", enabled=progress)
+    policy = manifest.get("policy") or {}
+    streak = ErrorStreak(max_consecutive_errors, endpoint=describe_endpoint(policy.get("options") or {},
+                                                                            policy.get("name")))
+    executor = executor or make_executor(workers, ray=ray, max_retries=max_retries, **(ray_resources or {}))
+    executor.unit_progress = bar.unit if bar.enabled else None
+    finished_units = executor.run(benchmark.worker_factory(), todo)
+    stopped: ErrorStreakStop | None = None
     try:
-        for record in (executor or make_executor(workers, ray=ray, max_retries=max_retries, **(ray_resources or {}))).run(
-            benchmark.worker_factory(), todo
-        ):
+        for record in finished_units:
             # Decisions first: a unit whose record is missing after an interruption runs again, and
             # keep_decisions then drops its orphaned lines.
             out.append_decisions(decision_lines(record))
             out.append_record(record)
             records.append(record)
             bar.update(benchmark.progress_stats(records))
+            streak.add(record["error"] if record["status"] == RECORD_ERROR else None)
+            try:
+                streak.check()
+            except ErrorStreakStop as stop:
+                stopped = stop
+                break
     finally:
+        close = getattr(finished_units, "close", None)
+        if close is not None:  # an executor's generator: stops the units still in flight
+            close()
         bar.close()
-    return write_summary(benchmark, out, units)
+    summary = write_summary(benchmark, out, units)
+    if stopped is not None:
+        raise stopped
+    return summary
 
 
 def decision_lines(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -230,7 +263,7 @@ def run_command(benchmark: Benchmark, run_path: str | Path) -> Summary:
         summary = run_benchmark(benchmark, run_path, workers=c.workers, ray=c.ray, resume=c.resume,
                                 ray_resources={"num_cpus": c.ray_num_cpus, "num_gpus": c.ray_num_gpus},
                                 retry_errors=c.retry_errors, progress=c.progress, max_retries=c.unit_retries,
-                                units=units)
+                                units=units, max_consecutive_errors=c.max_consecutive_errors)
     except ResumeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

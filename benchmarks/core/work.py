@@ -2,7 +2,9 @@
 
 A **unit** is a small JSON-safe description of one episode or chain. A **record** is one finished unit,
 one JSON line in ``records.jsonl``. Timing and worker identity live under ``record["timing"]`` so that
-everything else in a record is identical for any number of workers and any completion order.
+everything else in a record is identical for any number of workers and any completion order: the unit's
+``wall_s`` and ``worker``, and whatever timing the result carried under :data:`RESULT_TIMING` (an
+episode's ``episode_s`` and ``model_latency_s``, a CALVIN chain's ``subtasks``), moved out of ``result``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ RECORD_ERROR = "error"
 #: Record field carrying a unit's model decisions from the worker to the runner, which moves them to
 #: ``decisions.jsonl`` (they never reach ``records.jsonl``).
 DECISIONS = "decisions"
+#: Result field carrying the unit's own timing (seconds of the episode, of model calls) from the worker;
+#: :func:`ok_record` moves it into the record's ``timing`` (it never stays in ``result``).
+RESULT_TIMING = "timing"
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,10 @@ def unit_seed(base_seed: int, index: int) -> int:
 
 
 def ok_record(unit: WorkUnit, result: dict[str, Any], *, attempts: int, timing: dict[str, Any]) -> dict[str, Any]:
+    """The record of a unit that finished; the result's own :data:`RESULT_TIMING` joins ``timing``."""
+    own = result.pop(RESULT_TIMING, None) or {}
     return {"index": unit.index, "key": unit.key, "seed": unit.seed, "status": RECORD_OK, "result": result,
-            "error": None, "attempts": attempts, "timing": timing}
+            "error": None, "attempts": attempts, "timing": {**timing, **own}}
 
 
 def error_record(unit: WorkUnit, error: str, *, attempts: int, timing: dict[str, Any]) -> dict[str, Any]:
@@ -53,20 +60,7 @@ def format_exception(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).strip()
 
 
-#: The episode record's wall-clock field (:mod:`benchmarks.core.episode_record`): it differs from run to run.
-WALL_TIME = "wall_time_s"
-
-
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
-    """A record without its timing, attempt count, decision log (which holds model latencies) and its
-    episodes' wall times: what must match across worker counts and runs."""
-    return without_wall_times({k: v for k, v in record.items() if k not in ("timing", "attempts", DECISIONS)})
-
-
-def without_wall_times(value: Any) -> Any:
-    """``value`` with every :data:`WALL_TIME` field removed, at any depth (a CALVIN chain's subtasks)."""
-    if isinstance(value, dict):
-        return {k: without_wall_times(v) for k, v in value.items() if k != WALL_TIME}
-    if isinstance(value, list):
-        return [without_wall_times(v) for v in value]
-    return value
+    """A record without its timing, attempt count and decision log (which holds model latencies): what must
+    match across worker counts and runs."""
+    return {k: v for k, v in record.items() if k not in ("timing", "attempts", DECISIONS)}

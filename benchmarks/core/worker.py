@@ -41,7 +41,8 @@ class EpisodeWorker(ABC):
 
     A family's worker sets ``env`` (``None`` until it has one), ``video_keys``, ``video_fps`` and
     ``video_height``, and implements :meth:`run_unit`, which runs one unit with ``on_step`` as its frame
-    hook and appends the policy's model calls to ``self.decisions``."""
+    hook and appends the policy's model calls to ``self.decisions``. An executor that shows progress sets
+    ``progress`` (:func:`attach_progress`): the unit's steps then reach the progress line as they happen."""
 
     video_keys: Sequence[str] = ()
     video_fps: int = 15
@@ -51,6 +52,7 @@ class EpisodeWorker(ABC):
         self.run_dir, self.video_units = RunDir(run_path), video_units
         self.env: Any = None
         self.decisions: list[dict[str, Any]] = []
+        self.progress: Callable[[str], None] | None = None
 
     @abstractmethod
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
@@ -67,7 +69,8 @@ class EpisodeWorker(ABC):
         if unit.index < self.video_units:
             video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", self.video_keys, fps=self.video_fps,
                                   height=self.video_height)
-        return run_recorded(lambda on_step: self.run_unit(unit, on_step), video, self.run_dir.path)
+        steps = StepProgress(unit.key, self.progress) if self.progress is not None else None
+        return run_recorded(lambda on_step: self.run_unit(unit, chain_hooks(on_step, steps)), video, self.run_dir.path)
 
     @staticmethod
     def make_env(env_id: str, **kwargs: Any) -> Any:
@@ -85,6 +88,53 @@ class EpisodeWorker(ABC):
     def close(self) -> None:
         if self.env is not None:
             self.env.close()
+
+
+#: Seconds between two progress reports of one unit (a unit shorter than this reports nothing).
+PROGRESS_INTERVAL_S = 2.0
+
+
+class StepProgress:
+    """A step hook that counts a unit's steps and reports ``"<key>: step N, <caption>"`` through ``report``
+    at most once per ``interval_s`` (the caption: the frame's first line, e.g. CALVIN's current subtask)."""
+
+    def __init__(self, key: str, report: Callable[[str], None], interval_s: float = PROGRESS_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.key, self.report, self.interval_s, self.clock = key, report, interval_s, clock
+        self.steps = -1  # the first call shows the reset's observation
+        self._due = clock() + interval_s
+
+    def __call__(self, observation: Any, captions: list[str]) -> None:
+        self.steps += 1
+        now = self.clock()
+        if now < self._due:
+            return
+        self._due = now + self.interval_s
+        caption = captions[0] if captions and captions[0] else ""
+        self.report(f"{self.key}: step {self.steps}" + (f", {_shorten(caption, 40)}" if caption else ""))
+
+
+def chain_hooks(*hooks: StepHook | None) -> StepHook | None:
+    """One step hook that calls each given hook in turn (``None`` when none is given)."""
+    given = [h for h in hooks if h is not None]
+    if len(given) <= 1:
+        return given[0] if given else None
+
+    def each(observation: dict[str, Any], captions: list[str]) -> None:
+        for hook in given:
+            hook(observation, captions)
+
+    return each
+
+
+def _shorten(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 3] + "..."
+
+
+def attach_progress(worker: Worker, report: Callable[[str], None] | None) -> None:
+    """Let ``worker`` report progress inside its units (closed-loop workers do; other workers ignore it)."""
+    if isinstance(worker, EpisodeWorker):
+        worker.progress = report
 
 
 class WorkerInitError(RuntimeError):
@@ -110,6 +160,10 @@ def execute_unit(worker: Worker, unit: WorkUnit, *, attempt: int, worker_id: str
 
 
 class Executor(ABC):
+    #: Called with a running unit's progress line (``"<key>: step N, ..."``) when set (by the runner, when
+    #: it shows progress); the in-process and local-process executors pass their workers' reports on.
+    unit_progress: Callable[[str], None] | None = None
+
     @abstractmethod
     def run(self, factory: WorkerFactory, units: Sequence[WorkUnit]) -> Iterator[dict[str, Any]]:
         """Yield one record per unit, in completion order."""

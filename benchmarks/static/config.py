@@ -10,6 +10,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.core.streak import DEFAULT_MAX_CONSECUTIVE_ERRORS
 from benchmarks.static.registry import PROJECT_MODE, benchmark_names
 from policies.cli import InputError, OneLineParser, add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
 
@@ -65,8 +66,8 @@ class RunConfig:
     """OpenAI-compatible endpoint of the judge."""
     weights: Path | None = None
     """Weight-tree file (JSON/YAML) for SpatialTree-Bench aggregation (default: the public lmms-eval weights)."""
-    max_consecutive_errors: int = 5
-    """Stop after this many backend failures in a row (failed items are retried by --resume)."""
+    max_consecutive_errors: int = DEFAULT_MAX_CONSECUTIVE_ERRORS
+    """Stop the run (exit status 3) after this many items in a row got no answer, e.g. a dead model server; --resume asks the failed items again; 0: never stop."""
     plot: bool = True
     """Write the bar chart by category."""
     agent_paradigm: str = "plan-execute"
@@ -122,6 +123,8 @@ class RunConfig:
             raise InputError("--limit must be at least 1")
         if self.batch_size < 1:
             raise InputError("--batch-size must be at least 1")
+        if self.max_consecutive_errors < 0:
+            raise InputError(f"--max-consecutive-errors must be at least 0 (0: never stop), got {self.max_consecutive_errors}")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise InputError(f"--max-new-tokens must be at least 1 (got {self.max_new_tokens})")
         if not 0.0 <= self.oracle_error_rate <= 1.0:

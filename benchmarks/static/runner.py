@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.core.manifest import build_manifest, utc_now
+from benchmarks.core.rundir import load_manifest, quarantine_lines
+from benchmarks.core.streak import ErrorStreak, describe_endpoint
 from benchmarks.scoring.parsers import failed
 from benchmarks.scoring.result import JudgeScore
 from benchmarks.static import report
@@ -37,7 +39,7 @@ from policies.backends.oracle import (
     expected_effect,
     unwrap_oracle,
 )
-from policies.cli import InputError, RunAborted
+from policies.cli import InputError
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")
@@ -137,10 +139,21 @@ def start_manifest(config: RunConfig, spec: BenchmarkSpec, mode: ScoringMode, st
                                                  "data": _data_digest(config.data), "items": n_items,
                                                  "status": "running"})
     path = out_dir / "manifest.json"
-    if config.resume and path.is_file():
-        _check_resumable(json.loads(path.read_text(encoding="utf-8")), manifest, out_dir)
+    predictions = out_dir / "predictions.jsonl"
+    if config.resume and (path.is_file() or predictions.is_file()):
+        _check_resumable(load_manifest(out_dir), manifest, out_dir)
+        moved = quarantine_lines(predictions, _is_prediction_line)
+        if moved is not None:
+            print(moved.message("their items are asked again"), file=sys.stderr)
+            manifest["damaged_lines"] = {predictions.name: list(moved.lines)}
     report.write_json(path, manifest)
     return manifest
+
+
+def _is_prediction_line(row: Any) -> bool:
+    """A ``predictions.jsonl`` line as :func:`predict` writes it."""
+    return (isinstance(row, dict) and isinstance(row.get("item_id"), str)
+            and isinstance(row.get("response"), (str, type(None))) and isinstance(row.get("error"), (str, type(None))))
 
 
 def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], out_dir: Path) -> None:
@@ -153,7 +166,8 @@ def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], ou
                 "agent_matcher_model"):  # an agent run is its tools and paradigm too
         if key in previous["config"] and previous["config"][key] != current["config"].get(key):
             raise InputError(f"cannot resume {out_dir}: it ran {key.replace('_', '-')}={previous['config'][key]!r}; use another --run-name")
-    if previous["data"]["sha256"] != current["data"]["sha256"]:
+    data = previous.get("data")
+    if not isinstance(data, dict) or data.get("sha256") != current["data"]["sha256"]:
         raise ValueError(f"cannot resume {out_dir}: the data file changed since the run started")
 
 
@@ -225,7 +239,8 @@ def predict(
     agent = _agent(config, backend, out_dir) if todo and config.policy == "agent" else None
     if agent is not None:
         manifest["agent"] = agent.describe()
-    failures = 0
+    streak = ErrorStreak(config.max_consecutive_errors, what="items",
+                         endpoint=describe_endpoint({"model": config.model, "api_base": config.api_base}))
     with path.open("a", encoding="utf-8") as sink:
         for chunk in _chunks(todo, config.batch_size):
             if agent is not None:  # the agent reads the same prompts; its answer goes to the same scorer
@@ -239,11 +254,10 @@ def predict(
                 done[item.item_id] = answer
                 sink.write(json.dumps({"item_id": item.item_id, "response": answer.response, "error": answer.error,
                                        "generation": answer.generation}, ensure_ascii=False) + "\n")  # fmt: skip
-                failures = failures + 1 if answer.error else 0
+                streak.add(answer.error)
             sink.flush()
             _progress(sum(1 for item in items if item.item_id in done and done[item.item_id].error is None), len(items))
-            if failures >= config.max_consecutive_errors:
-                raise RunAborted(f"{failures} backend failures in a row (last: {answers[-1].error}); fix the backend and --resume")
+            streak.check()  # after the whole batch is saved
     if agent is not None:
         agent.close()
     return done

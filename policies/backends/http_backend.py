@@ -6,7 +6,10 @@ with exponential backoff; anything else raises a :mod:`policies.backends.errors`
 message. Every outcome is counted in :attr:`HTTPBackend.stats`.
 
 ``timeout_s`` is a total deadline per attempt (connect, send, headers and body together): a watchdog shuts
-the socket when it passes, so a server that drips a byte at a time cannot hold an attempt past it. Every
+the socket when it passes, so a server that drips a byte at a time cannot hold an attempt past it. A refused connection (nothing listening)
+or a host name that does not resolve is not retried like a busy server: after
+:data:`UNREACHABLE_ATTEMPTS` such attempts in a row (about a second) the call fails, so a run against a dead
+endpoint stops in seconds rather than spending the whole backoff on every call. Every
 field of the answer is checked: text that is not text, token counts or a cost that are not finite
 non-negative numbers make the response malformed (:class:`MalformedResponseError`, counted), never a
 ``ValueError`` or a NaN in the run's cost.
@@ -134,10 +137,16 @@ def _opener() -> urllib.request.OpenerDirector:
     return urllib.request.build_opener(_DeadlineHTTPHandler, _DeadlineHTTPSHandler)
 
 
+#: Attempts in a row that found nothing listening (or no such host) before a call fails, and the longest
+#: wait between them: a server being restarted gets a second, a dead one costs no more.
+UNREACHABLE_ATTEMPTS = 3
+UNREACHABLE_DELAY_S = 0.5
+
+
 class _Retryable(Exception):
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None, *, unreachable: bool = False) -> None:
         super().__init__(reason)
-        self.retry_after = retry_after
+        self.retry_after, self.unreachable = retry_after, unreachable
 
 
 class HTTPBackend(Backend):
@@ -230,7 +239,7 @@ class HTTPBackend(Backend):
     # ----------------------------------------------------------------------------------------- transport
 
     def _post_with_retries(self, body: bytes) -> bytes:
-        last = ""
+        last, unreachable = "", 0
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self._count(retries=1)
@@ -239,8 +248,14 @@ class HTTPBackend(Backend):
                     return self._post_once(body)
             except _Retryable as err:
                 last = str(err)
+                unreachable = unreachable + 1 if err.unreachable else 0
+                if unreachable >= UNREACHABLE_ATTEMPTS:
+                    raise BackendUnavailableError(
+                        f"{self.url}: {last} on {unreachable} attempts in a row (nothing answers there: start "
+                        f"the server, or check api_base)") from None
                 if attempt < self.max_retries:
-                    time.sleep(self._delay(attempt, err.retry_after))
+                    delay = self._delay(attempt, err.retry_after)
+                    time.sleep(min(delay, UNREACHABLE_DELAY_S) if err.unreachable else delay)
         raise BackendUnavailableError(
             f"{self.url}: no answer after {self.max_retries + 1} attempts; last error: {last}"
         )
@@ -281,7 +296,8 @@ class HTTPBackend(Backend):
                 self._count(timeouts=1)
                 raise _Retryable(f"timed out after {self.timeout_s:g} s ({err.reason})") from err
             self._count(connection_errors=1)
-            raise _Retryable(f"connection error: {err.reason}") from err
+            unreachable = isinstance(err.reason, (ConnectionRefusedError, socket.gaierror))
+            raise _Retryable(f"connection error: {err.reason}", unreachable=unreachable) from err
         except (ConnectionError, OSError, http.client.HTTPException) as err:  # reset or cut off mid-response
             if deadline.expired:  # cut off by our own deadline
                 raise TimeoutError("deadline") from err
