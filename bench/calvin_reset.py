@@ -154,6 +154,12 @@ def check_orders(args: argparse.Namespace, fresh: Callable[[], PlayTableEnv]) ->
             "reference_sha256": [reference[i]["sha256"][:16] for i in indices]}
 
 
+def title(calvin_assets: str | None) -> str:
+    """The results page's title: a run on CALVIN's own meshes says so (the results pages' titles are unique)."""
+    meshes = " with CALVIN's meshes (--calvin-assets)" if calvin_assets else ""
+    return f"CALVIN built-in play-table{meshes}: reset time and chain-order independence"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resets", type=int, default=200, help="timed resets per variant (median reported)")
@@ -166,7 +172,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.resets < 1 or args.chains < 1 or args.warmup < 0:
         parser.error("--resets and --chains must be >= 1 and --warmup >= 0")
-    out: dict[str, Any] = {"title": "CALVIN built-in play-table: reset time and chain-order independence",
+    out: dict[str, Any] = {"title": title(args.calvin_assets),
                            "source": "bench/calvin_reset.py", "command": " ".join(["python", *sys.argv]),
                            "date": datetime.date.today().isoformat(), "machine": args.machine,
                            "calvin_assets": args.calvin_assets}

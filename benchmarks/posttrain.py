@@ -302,12 +302,28 @@ def posttrain(config: PostTrainConfig) -> Path:
     return final
 
 
+#: The modes, the first argument: each has its own options (``python -m benchmarks.posttrain MODE --help``).
+MODES = {"sft": "supervised fine-tuning on the corpus's answers (TRL SFTTrainer)",
+         "grpo": "reinforcement learning with MultihopSpatial's rewards (TRL GRPOTrainer)"}
+
+
+def usage() -> str:
+    """What ``python -m benchmarks.posttrain --help`` prints: the modes, and where each one's options are."""
+    return (f"usage: python -m benchmarks.posttrain {{{','.join(MODES)}}} --model DIR --data DIR --output DIR "
+            "[options]\n\n" + "\n".join(f"  {name}: {summary}" for name, summary in MODES.items())
+            + "\n\nThe options: python -m benchmarks.posttrain MODE --help")
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m benchmarks.posttrain sft|grpo --model DIR --data DIR --output DIR [...]``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] not in ("sft", "grpo"):
+    if args[:1] in (["-h"], ["--help"]):
+        print(usage())
+        return
+    if not args or args[0] not in MODES:
         raise InputError(
             "first argument must be the mode: python -m benchmarks.posttrain sft|grpo --model DIR --data DIR --output DIR"
+            " (modes and options: python -m benchmarks.posttrain --help)"
         )
     config = parse_config(
         PostTrainConfig, ["--mode", args[0], *args[1:]], prog=f"python -m benchmarks.posttrain {args[0]}"

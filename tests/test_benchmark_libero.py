@@ -33,7 +33,8 @@ def test_random_and_replayed_demonstrations(tmp_path):
 
 def test_task_table_by_hand():
     rows = [{"extras": {"task_index": 1, "instruction": "open it"}, "success": s} for s in (True, False, True, True)]
-    assert task_table(rows) == {1: {"instruction": "open it", "trials": 4, "successes": 3, "success_rate": 75.0}}
+    assert task_table(rows) == {1: {"instruction": "open it", "trials": 4, "successes": 3, "success_rate": 75.0,
+                                    "errored": 0}}
 
 
 def test_protocol_defaults_and_bad_tasks():
@@ -58,3 +59,54 @@ def test_limit_takes_the_first_trials_and_bad_counts_are_one_line_errors(tmp_pat
             main([*bad, "--output", str(tmp_path), "--no-progress"])
         err = capsys.readouterr().err.strip()
         assert exit_.value.code == 2 and message in err and len(err.splitlines()) == 1
+
+
+def _episode(task: int, success: bool) -> dict:
+    return {"success": success, "steps": 5, "policy_calls": 5, "idle_steps": 0, "wall_time_s": 0.1,
+            "policy_stats": {}, "extras": {"task_index": task, "instruction": INSTRUCTIONS[task]}}
+
+
+INSTRUCTIONS = {3: "open the top drawer and put the bowl inside", 4: "put the bowl on the stove",
+                5: "turn on the stove"}
+
+
+def test_summary_names_tasks_draws_zero_bars_and_keeps_an_errored_task(tmp_path, monkeypatch):
+    """Issue 29: the plot showed bare task indices and nothing for 0 %, and a task whose every trial errored
+    vanished from the table. Here task 3 scores 50 %, task 4 every trial errored, task 5 scores 0 %."""
+    from benchmarks.core import UnitTally, plots
+    from benchmarks.core.policy_cli import PolicySpec
+    from benchmarks.core.work import error_record, ok_record
+    from benchmarks.libero import LiberoBenchmark
+
+    bench = LiberoBenchmark(LiberoConfig(suite="libero_goal", tasks="3,4,5", trials_per_task=2, output=str(tmp_path)),
+                            PolicySpec("random", {}))
+    units = bench.units()
+    outcomes = [True, False, None, None, False, False]  # None: the unit raised
+    records = [error_record(u, "boom", attempts=1, timing={}) if ok is None else
+               ok_record(u, _episode(u.spec["task_index"], ok), attempts=1, timing={}) for u, ok in zip(units, outcomes)]
+    summary = bench.summarize(records, RunDir(tmp_path / "run"), UnitTally.of(records, len(units)))
+
+    assert "| 3 | open the top drawer and put the bowl inside | 2 | 50.0 | 0 |" in summary.markdown
+    assert "| 4 | (every trial errored) | 0 | n/a | 2 |" in summary.markdown
+    assert "| 5 | turn on the stove | 2 | 0.0 | 0 |" in summary.markdown
+    assert summary.data["tasks"]["4"] == {"instruction": None, "trials": 0, "successes": 0, "success_rate": None,
+                                          "errored": 2}
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    summary.files["plots/success_by_task.png"](tmp_path / "plot.png")
+    ax = figures[0].axes[0]
+    labels = [t.get_text().replace("\n", " ") for t in ax.get_yticklabels()]
+    assert labels == [f"3: {INSTRUCTIONS[3]}", "4: (instruction unknown: every trial errored)", f"5: {INSTRUCTIONS[5]}"]
+    values = [t.get_text() for t in ax.texts]
+    assert values == ["50.0", "all 2 trials errored", "0.0"]
+    zero_marks = [line for line in ax.lines if list(line.get_xdata()) == [0] and list(line.get_ydata()) == [2]]
+    assert zero_marks and zero_marks[0].get_marker() == "|"  # the 0 % bar is drawn, not an empty slot
+
+
+def test_the_plot_renders(tmp_path):
+    from benchmarks.libero import task_plot
+
+    table = task_table([_episode(3, True), _episode(5, False)], {4: 2, 5: 1})
+    path = task_plot(tmp_path / "plot.png", table, "LIBERO libero_goal: random")
+    assert path.stat().st_size > 5000

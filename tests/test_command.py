@@ -143,3 +143,14 @@ def test_a_subprocess_gets_the_same_status_as_python_m():
                             capture_output=True, text=True, timeout=120)
     assert ours.returncode == theirs.returncode == 2
     assert ours.stderr == theirs.stderr and "--bench must be one of" in ours.stderr
+
+
+@pytest.mark.parametrize("argv", [[name, *prefix] for name, command in SUBCOMMANDS.items()
+                                  for prefix in {(), *command.help_pages}], ids=" ".join)
+def test_every_subcommand_and_its_help_pages_answer_help(argv, capsys):
+    """Issue 29: ``spatial-arena posttrain --help`` was an error; every registered command's help exits 0."""
+    assert main([*argv, "--help"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert out.startswith("usage:"), out[:200]
+    if argv == ["posttrain"]:
+        assert "sft:" in out and "grpo:" in out

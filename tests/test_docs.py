@@ -128,3 +128,22 @@ def test_cli_pages_are_the_parsers_options():
     assert "[policy options](policies.md)" in page
     policies = gen_pages.policies_page()
     assert "`--backbone`" in policies and "`--model`" in policies
+
+
+def test_generated_pages_have_unique_titles_in_the_nav():
+    """Issue 29: two results pages had one title, so the site's nav listed the same entry twice."""
+    pages = gen_pages.generate()
+    config = gen_pages.on_config({"nav": [{"Environments": "envs/index.md"}, {"Command line": "cli/index.md"},
+                                          {"Results": "results/index.md"}]})
+    for section in config["nav"]:
+        (name, paths), = section.items()
+        titles = [re.search(r"^# (.+)$", pages[path], flags=re.M).group(1) for path in paths]
+        assert len(paths) > 1 and len(set(titles)) == len(titles), f"{name}: {titles}"
+
+
+def test_two_results_files_with_one_title_are_rejected(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"title": "Same", "date": "2026-01-01", "machine": "m",
+                                                           "source": "s"}))
+    with pytest.raises(ValueError, match=r"b\.json: title 'Same' is also a\.json's"):
+        gen_pages.results_pages(tmp_path)

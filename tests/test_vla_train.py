@@ -56,7 +56,10 @@ def test_cli_steps_lower_the_loss_and_resume_exactly(tiny_vlm, fixed_batch_data,
              "--max-steps", "8", "--lr", "1e-3", "--warmup-steps", "1", "--num-workers", "0", "--log-every", "2",
              "--save-every", "4", "--keep-checkpoints", "0", "--seed", "7"]  # fmt: skip
     main(flags)
-    assert "final checkpoint" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "final checkpoint" in printed
+    trains_in = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if torch.cuda.is_available() else "fp32"
+    assert f"precision {trains_in} (--precision auto)" in printed  # issue 29: it read "precision no" on CPU
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [2, 4, 6, 8]
     assert {"loss", "loss_arm", "loss_gripper", "acc_gripper", "lr", "grad_norm", "epoch"} <= set(log[0])

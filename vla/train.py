@@ -102,6 +102,11 @@ def mixed_precision(precision: str, cuda: bool) -> str:
     return {"fp32": "no"}.get(precision, precision)
 
 
+def precision_name(mixed: str) -> str:
+    """What accelerate's ``mixed_precision`` trains in, as ``--precision`` names it (``no``: fp32)."""
+    return {"no": "fp32"}.get(mixed, mixed)
+
+
 def micro_batch(global_batch: int, processes: int, accumulation: int) -> int:
     per_step = processes * accumulation
     if global_batch % per_step:
@@ -279,7 +284,8 @@ class Trainer:
             n = len(self.dataset)
             self._print(f"{n} samples, {self.steps_per_epoch} steps/epoch, {self.total_steps} steps, "
                         f"warm-up {self.warmup}, {self.accelerator.num_processes} process(es), "
-                        f"precision {self.accelerator.mixed_precision}, device {self.accelerator.device}")  # fmt: skip
+                        f"precision {precision_name(self.accelerator.mixed_precision)} (--precision "
+                        f"{self.config.precision}), device {self.accelerator.device}")  # fmt: skip
 
     def _log(self, window: list[dict[str, float]], began: float) -> None:
         import torch

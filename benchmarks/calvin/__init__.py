@@ -372,7 +372,7 @@ class CalvinBenchmark(Benchmark):
                 xlabel="subtasks completed in a row", ylabel="success rate (%)", title="CALVIN chain success")
             files["plots/task_success.png"] = lambda p: bar_plot(
                 p, list(tasks), [100 * v["success"] / v["total"] for v in tasks.values()],
-                ylabel="success rate (%)", title="CALVIN success per task")
+                value_label="success rate (%)", title="CALVIN success per task")
         data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
                 "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
                 **summarize_latency([s["latency"] for s in _subtasks(chains) if "latency" in s]),

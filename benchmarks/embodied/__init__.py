@@ -253,7 +253,7 @@ class EmbodiedBenchmark(Benchmark):
         data = {"benchmark": self.name, "policy": self.spec.label, "subsets": table,
                 "average_success_rate": average, "episodes": len(results), "families": families}
         files = {"plots/success_by_subset.png": lambda p: bar_plot(
-            p, list(table), [row["success_rate"] for row in table.values()], ylabel="success rate (%)",
+            p, list(table), [row["success_rate"] for row in table.values()], value_label="success rate (%)",
             title=f"{self.family.title}: {self.spec.label}")} if table else {}
         return Summary(data, _markdown(self.family.title, self.spec.label, table, average, tally, families,
                                        self.family.name), files)

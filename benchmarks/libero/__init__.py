@@ -8,8 +8,8 @@ goal check. Reported: success rate per task and per suite, with every protocol n
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +31,7 @@ from benchmarks.core.latency import (
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
+from benchmarks.core.work import RECORD_ERROR
 from benchmarks.core.worker import EpisodeWorker
 from envs.libero import protocol
 from policies.cli import InputError, arg
@@ -135,15 +136,36 @@ def _build_worker(config: LiberoConfig, spec: PolicySpec, run_path: str) -> Libe
     return LiberoWorker(config, spec, run_path)
 
 
-def task_table(results: Sequence[EpisodeRecord]) -> dict[int, dict[str, Any]]:
-    """Per task: instruction, trials, successes and success rate (%)."""
+def task_table(results: Sequence[EpisodeRecord], errored: Mapping[int, int] | None = None) -> dict[int, dict[str, Any]]:
+    """Per task: instruction, completed trials, successes, success rate (%) and errored trials (``errored``:
+    task index -> count). A task whose every trial errored keeps its row, with no instruction (it comes
+    from the episodes) and success rate ``None``."""
     by_task: dict[int, list[EpisodeRecord]] = defaultdict(list)
     for r in results:
         by_task[r["extras"]["task_index"]].append(r)
-    return {t: {"instruction": rows[0]["extras"]["instruction"], "trials": len(rows),
-                "successes": sum(r["success"] for r in rows),
-                "success_rate": 100.0 * float(np.mean([r["success"] for r in rows]))}
-            for t, rows in sorted(by_task.items())}
+    errored = errored or {}
+    table = {}
+    for t in sorted({*by_task, *errored}):
+        rows = by_task.get(t, [])
+        table[t] = {"instruction": rows[0]["extras"]["instruction"] if rows else None, "trials": len(rows),
+                    "successes": sum(r["success"] for r in rows),
+                    "success_rate": 100.0 * float(np.mean([r["success"] for r in rows])) if rows else None,
+                    "errored": errored.get(t, 0)}
+    return table
+
+
+def task_label(task: int, row: Mapping[str, Any]) -> str:
+    """A task as a person reads it: its index and instruction."""
+    return f"{task}: {row['instruction'] or '(instruction unknown: every trial errored)'}"
+
+
+def task_plot(path: Path, table: Mapping[int, Mapping[str, Any]], title: str) -> Path:
+    """Success per task as bars named by instruction; an errored task is a hatched row saying so."""
+    notes = [(f"{row['errored']} errored" if row["trials"] else f"all {row['errored']} trials errored")
+             if row["errored"] else "" for row in table.values()]
+    return bar_plot(path, [task_label(t, row) for t, row in table.items()],
+                    [row["success_rate"] for row in table.values()], value_label="success rate (%)", title=title,
+                    notes=notes)
 
 
 class LiberoBenchmark(Benchmark):
@@ -177,9 +199,14 @@ class LiberoBenchmark(Benchmark):
         ok = [r["success"] for r in ok_results(records)]
         return {"success%": f"{100 * np.mean(ok):.1f}" if ok else "-"}
 
+    def errored_by_task(self, records: Sequence[dict[str, Any]]) -> Counter[int]:
+        """Errored trials per task index (an errored record has no result: its unit says the task)."""
+        task_of = {u.key: u.spec["task_index"] for u in self.units()}
+        return Counter(task_of[r["key"]] for r in records if r["status"] == RECORD_ERROR)
+
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         results = ok_results(records)
-        table = task_table(results)
+        table = task_table(results, self.errored_by_task(records))
         overall = 100.0 * float(np.mean([r["success"] for r in results])) if results else None
         c = self.config
         lines = [f"## LIBERO {c.suite}: {self.spec.label}", "",
@@ -187,8 +214,8 @@ class LiberoBenchmark(Benchmark):
                  f"{c.num_steps_wait} settle steps; fast rendering {'on' if c.fast_render else 'off'}. Success is "
                  "over completed episodes; errored ones are counted, never scored.", "",
                  "| task | instruction | trials | success % | episodes errored |", "|---|---|---|---|---|"]
-        lines += [f"| {t} | {row['instruction']} | {row['trials']} | {row['success_rate']:.1f} | |"
-                  for t, row in table.items()]
+        lines += [f"| {t} | {row['instruction'] or '(every trial errored)'} | {row['trials']} | "
+                  f"{score_cell(row['success_rate'])} | {row['errored']} |" for t, row in table.items()]
         lines.append(f"| **suite** | | {len(results)} | **{score_cell(overall)}** | {tally.errored_cell()} |")
         lines += _blind_rows(c.suite)
         if c.suite in REFERENCE:
@@ -203,9 +230,8 @@ class LiberoBenchmark(Benchmark):
         data = {"benchmark": "libero", "suite": c.suite, "policy": self.spec.label, "episodes": len(results),
                 "success_rate": overall, "tasks": {str(t): row for t, row in table.items()},
                 **({"model_calls": calls} if calls else {}), **latency}
-        files = {"plots/success_by_task.png": lambda p: bar_plot(
-            p, [str(t) for t in table], [row["success_rate"] for row in table.values()],
-            ylabel="success rate (%)", title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}
+        files = {"plots/success_by_task.png": functools.partial(
+            task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}
         return Summary(data, "\n".join(lines), files)
 
 

@@ -317,14 +317,20 @@ def result_page(name: str, data: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def results_pages() -> dict[str, str]:
-    """``results/index.md`` and one page per ``bench/results/*.json``."""
-    files = sorted(RESULTS_DIR.glob("*.json"))
+def results_pages(folder: Path = RESULTS_DIR) -> dict[str, str]:
+    """``results/index.md`` and one page per ``bench/results/*.json``; two files with one title are an error
+    (the nav lists the pages by title, so they would read as one)."""
+    files = sorted(folder.glob("*.json"))
     pages, index = {}, ["# Results", "", "Measured numbers, each read from a committed file in `bench/results/` "
                         "that states when, where and how it was measured.", "", "| result | date | machine |",
                         "|---|---|---|"]
+    titles: dict[str, Path] = {}
     for path in files:
         data = load_result(path)
+        if data["title"] in titles:
+            raise ValueError(f"{path}: title {data['title']!r} is also {titles[data['title']].name}'s; "
+                             "give each results file a title of its own")
+        titles[data["title"]] = path
         pages[f"results/{path.stem}.md"] = result_page(path.stem, data)
         index.append(f"| [{_cell(data['title'])}]({path.stem}.md) | {data['date']} | {_cell(data['machine'])} |")
     return {"results/index.md": "\n".join(index) + "\n", **pages}

@@ -19,6 +19,7 @@ from action_mapping.trajectory import StepMotion
 from envs.libero import protocol
 from envs.libero.rendering import apply_fast_rendering, free_render_context, is_fast
 from envs.libero.tasks import LiberoTask, load_init_states, load_task
+from envs.rendering import starting_gl
 
 ImageOrientation = Literal["upright", "rot180", "raw"]
 IMAGE_ORIENTATIONS: tuple[str, ...] = ("upright", "rot180", "raw")
@@ -271,6 +272,7 @@ class LiberoEnv(gym.Env):
     def _make_raw_env(self) -> Any:
         from libero.libero.envs import OffScreenRenderEnv
 
+        starting_gl()  # robosuite makes its offscreen GL context here
         return OffScreenRenderEnv(
             bddl_file_name=str(self.task.bddl_file),
             camera_heights=self.image_size,

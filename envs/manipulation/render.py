@@ -14,6 +14,8 @@ import mujoco
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from envs.rendering import starting_gl
+
 BOX_COLOR = (255, 0, 0)
 
 
@@ -73,6 +75,7 @@ class CameraRig:
 
 
 def _new_renderer(model: mujoco.MjModel, size: int) -> mujoco.Renderer:
+    starting_gl()
     try:
         return mujoco.Renderer(model, size, size)
     except mujoco.FatalError as exc:

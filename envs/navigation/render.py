@@ -18,6 +18,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from envs.rendering import starting_gl
+
 TARGET_GROUP = 5  # geom group holding the current target object's geoms
 _SEG_FLAGS = (mujoco.mjtRndFlag.mjRND_SEGMENT, mujoco.mjtRndFlag.mjRND_IDCOLOR)
 _OFF_FLAGS = (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION, mujoco.mjtRndFlag.mjRND_SKYBOX,
@@ -42,6 +44,7 @@ class FrameRenderer:
         if width < 1 or height < 1:
             raise ValueError(f"image size must be positive, got {width}x{height}")
         self.width, self.height = int(width), int(height)
+        starting_gl()
         self._gl = mujoco.GLContext(self.width, self.height)
         self._gl.make_current()
         # Frees the contexts at close() or, if the owner forgot, early at interpreter exit (before EGL is gone).
