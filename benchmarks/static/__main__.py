@@ -1,5 +1,5 @@
 """Command line: ``python -m benchmarks.static --bench NAME --data PATH (--model M | --score-only FILE) ...``,
-and ``python -m benchmarks.static generate --out DIR`` for fresh SpatialScore-style sets from the simulator."""
+and ``python -m benchmarks.static generate --out DIR [--format NAME]`` for fresh sets from the simulator."""
 
 from __future__ import annotations
 
