@@ -17,7 +17,10 @@ from action_mapping import Primitive
 from action_mapping.trajectory import StepMotion
 from envs.calvin import constants as C
 from envs.calvin.assets import block_urdf, table_urdf, write_cached
+from envs.calvin.camera import egl_problem
 from envs.calvin.env import PlayTableEnv
+from envs.calvin.obs_layout import flat_observation
+from policies.cli import EXIT_BAD_INPUT, run_cli
 
 pytest.importorskip("pybullet")
 
@@ -307,10 +310,9 @@ def test_egl_renderer_when_available():
     with its own lighting and shadows."""
     with pytest.raises(ValueError, match="renderer"):
         PlayTableEnv(renderer="vulkan")
-    try:
-        env = PlayTableEnv(cameras=("static",), renderer="egl")
-    except RuntimeError as err:
-        pytest.skip(f"no EGL here: {err}")
+    if problem := egl_problem():  # without an EGL device the plugin ends the process from C
+        pytest.skip(problem)
+    env = PlayTableEnv(cameras=("static",), renderer="egl")
     egl, _ = env.reset(options={"scene_obs": SCENE_CHAIN0})
     env.close()
     tiny_env = PlayTableEnv(cameras=("static",))
@@ -318,3 +320,64 @@ def test_egl_renderer_when_available():
     tiny_env.close()
     diff = np.abs(egl["rgb_static"].astype(int) - tiny["rgb_static"].astype(int)).mean()
     assert egl["rgb_static"].std() > 20 and diff < 50
+
+
+def test_renderer_egl_is_refused_in_one_line_where_the_plugin_cannot_load(monkeypatch, capsys):
+    """Without an EGL device PyBullet's plugin ends the process from C (exit 1, "failed to EGL with glad."):
+    the benchmark asks in a child process first and refuses with exit 2 before any worker starts."""
+    from benchmarks.calvin import main
+
+    monkeypatch.setenv("__EGL_VENDOR_LIBRARY_FILENAMES", "/no/such/egl_vendor.json")  # glvnd finds no EGL
+    assert run_cli(main, ["--renderer", "egl", "--num-sequences", "1", "--output", "/no/such/dir"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --renderer egl:") and "--renderer tiny" in err and "\n" not in err
+
+
+# ------------------------------------------------------------------------- CALVIN's observation layout
+
+
+def test_calvin_observation_layout_nests_the_same_arrays():
+    """obs_layout="calvin" gives calvin_env's get_obs() layout (rgb_obs/depth_obs dicts) with the flat
+    layout's arrays; the space describes it (gym.make's checker tests every observation against it)."""
+    options = {"scene_obs": SCENE_CHAIN0}
+    flat_env = PlayTableEnv(cameras=("gripper",), depth=True)
+    nested_env = gym.make("SpatialArena/CalvinPlayTable-v0", cameras=["gripper"], depth=True, obs_layout="calvin")
+    flat, _ = flat_env.reset(options=options)
+    nested, _ = nested_env.reset(options=options)
+    action = np.array([0.3, 0, -0.2, 0, 0, 0, -1], np.float32)
+    flat, nested = flat_env.step(action)[0], nested_env.step(action)[0]
+    assert set(nested) == {"rgb_obs", "depth_obs", "robot_obs", "scene_obs"}
+    assert set(nested["rgb_obs"]) == {"rgb_gripper"} and set(nested["depth_obs"]) == {"depth_gripper"}
+    assert nested_env.observation_space.contains(nested)
+    back = flat_observation(nested)
+    assert set(back) == set(flat)
+    for key in flat:
+        np.testing.assert_array_equal(back[key], flat[key])
+    nested_env.close()
+    flat_env.close()
+    with pytest.raises(ValueError, match="obs_layout"):
+        PlayTableEnv(cameras=(), obs_layout="nested")
+
+
+def test_a_model_written_for_calvins_evaluate_policy_runs_on_the_calvin_layout(tmp_path):
+    """A model reading obs["rgb_obs"]["rgb_static"] and obs["depth_obs"] (CALVIN's evaluate_policy) solves
+    its task episodes with --obs-layout calvin, video included; on the flat layout every episode errors."""
+    from benchmarks.calvin import main
+
+    args = ["--policy", "tests.user_policy_example:CalvinLayoutButtonModel", "--tasks", "turn_on_led", "--ep-len", "60",
+            "--output", str(tmp_path), "--no-progress"]
+    summary = main([*args, "--num-sequences", "2", "--obs-layout", "calvin", "--run-name", "calvin", "--video", "1"])
+    assert summary.data["task_info"] == {"turn_on_led": {"success": 2, "total": 2}}
+    assert (tmp_path / "calvin" / "calvin" / "videos" / "chain-0013.mp4").stat().st_size > 0
+    flat = main([*args, "--num-sequences", "1", "--run-name", "flat", "--allow-errors"])
+    assert flat.data["chains"] == 0
+    records = (tmp_path / "calvin" / "flat" / "records.jsonl").read_text()
+    assert "rgb_obs" in records  # the KeyError a CALVIN model raises on the flat layout
+
+
+def test_calvin_layout_with_a_builtin_image_policy_is_refused(capsys):
+    from benchmarks.calvin import main
+
+    argv = ["--obs-layout", "calvin", "--policy", "mllm", "--model", "oracle", "--output", "/no/such/dir"]
+    assert run_cli(main, argv) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.startswith("error: --obs-layout calvin: --policy mllm reads the flat layout")

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from envs.calvin.official import calvin_env_available, snapshot_from_official
+from envs.calvin.official import (
+    CALVIN_ENV_PACKAGES,
+    INSTALL_EXTRA,
+    calvin_env_action,
+    calvin_env_available,
+    calvin_env_problem,
+    import_problem,
+    snapshot_from_official,
+)
 from envs.calvin.tasks import completed_tasks
+from policies.cli import EXIT_BAD_INPUT, run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
 
 ROBOT, TABLE, PLANE, RED, BLUE, PINK = 1, 2, 3, 4, 5, 6
 
@@ -118,3 +132,155 @@ def test_official_env_renders_only_the_asked_cameras_and_reports_link_poses():
         assert np.allclose(p_o, p_b, atol=1e-3) and np.allclose(r_o, r_b, atol=1e-5), link
     official.close()
     builtin.close()
+
+
+# ------------------------------------------------------------------------------ installing calvin_env
+
+
+@pytest.fixture
+def checkout_without_cv2(tmp_path, monkeypatch):
+    """A calvin_env checkout whose env module imports cv2 at module level, as calvin_env's does, in a
+    process where cv2 is not installed; the real calvin_env modules (if any) come back afterwards."""
+    root = tmp_path / "calvin_env"
+    (root / "conf").mkdir(parents=True)
+    (root / "calvin_env" / "envs").mkdir(parents=True)
+    (root / "calvin_env" / "__init__.py").write_text("")
+    (root / "calvin_env" / "envs" / "__init__.py").write_text("")
+    (root / "calvin_env" / "envs" / "play_table_env.py").write_text("import cv2\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setitem(sys.modules, "cv2", None)  # `import cv2` raises ModuleNotFoundError(name="cv2")
+    for name in [m for m in sys.modules if m.split(".")[0] == "calvin_env"]:
+        monkeypatch.delitem(sys.modules, name)
+    yield str(root)
+    for name in [m for m in sys.modules if m.split(".")[0] == "calvin_env"]:
+        del sys.modules[name]  # the fake's; monkeypatch puts the real ones back
+
+
+def test_a_missing_package_is_named_with_the_exact_fix(checkout_without_cv2, capsys):
+    """calvin_env imports cv2 at module level: the error names cv2, its package and the install command
+    (with the constraints file), and the benchmark refuses in one line with exit 2 before any worker."""
+    from benchmarks.calvin import main
+
+    problem = calvin_env_problem(checkout_without_cv2)
+    assert "'cv2'" in problem and "opencv-python-headless" in problem and INSTALL_EXTRA in problem
+    argv = ["--backend", "official", "--calvin-env", checkout_without_cv2, "--output", "/no/such/dir"]
+    assert run_cli(main, argv) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("error: --backend official: calvin_env needs the module 'cv2'") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("error", "words"), [
+    (ModuleNotFoundError("No module named 'calvin_env'", name="calvin_env"), ["--calvin-env PATH", "mees/calvin_env"]),
+    (ModuleNotFoundError("No module named 'quaternion'", name="quaternion"), ["numpy-quaternion", INSTALL_EXTRA]),
+    (ModuleNotFoundError("No module named 'tacto'", name="tacto"), ["'tacto'", "pip install tacto"]),
+    (ImportError("numpy.core.multiarray failed to import"), ["numpy.core.multiarray", INSTALL_EXTRA]),
+])
+def test_import_problems_say_what_is_missing_and_how_to_fix_it(error, words):
+    problem = import_problem(error)
+    assert all(w in problem for w in words) and "\n" not in problem
+
+
+def test_the_extra_installs_every_package_calvin_env_imports_under_the_pins():
+    """Each module calvin_env imports for scene D comes with the calvin-official extra; the constraints pin
+    OpenCV to a release built for the pinned NumPy 1.26 (both builds alike), and the guide installs with them."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    requirements = [*project["dependencies"], *extras["calvin"], *extras["calvin-official"]]
+    names = {re.split(r"[<>=!;\[ ]", r, maxsplit=1)[0].lower() for r in requirements}
+    assert set(CALVIN_ENV_PACKAGES.values()) <= names
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert pins["numpy"].startswith("1.") and pins["opencv-python-headless"] == pins["opencv-python"] == "4.11.0.86"
+    assert INSTALL_EXTRA in (ROOT / "docs" / "guide" / "calvin.md").read_text()
+
+
+# ---------------------------------------------------------------------------------------- actions
+
+
+def test_absolute_actions_become_calvin_envs_pose_tuple_and_the_next_target():
+    """Our absolute action (world xyz in metres, PyBullet Euler xyz, gripper) is calvin_env's
+    (pos, euler, gripper) tuple unchanged, and the pose comes back as the target the next action builds on
+    (calvin_env leaves its own accumulated target where the reset put it)."""
+    from scipy.spatial.transform import Rotation
+
+    from envs.calvin.bullet import pb
+
+    pose = np.array([0.1, -0.2, 0.5, 3.1, -0.03, 1.5, 0.7])
+    (pos, orn, gripper), target = calvin_env_action(pose, "absolute")
+    assert pos.tolist() == pose[:3].tolist() and orn.tolist() == pose[3:6].tolist() and gripper == 1
+    np.testing.assert_array_equal(target[0], pose[:3])
+    np.testing.assert_array_equal(target[1], pose[3:6])
+    # calvin_env drives to getQuaternionFromEuler(orn): the extrinsic xyz rotation robot_obs[3:6] reports
+    quat = Rotation.from_quat(pb.getQuaternionFromEuler(orn.tolist()))
+    assert np.allclose(quat.as_matrix(), Rotation.from_euler("xyz", orn).as_matrix(), atol=1e-6)
+    assert np.allclose(pb.getEulerFromQuaternion(pb.getQuaternionFromEuler(orn.tolist())), orn, atol=1e-6)
+    command, target = calvin_env_action(np.array([2, 0, -3, 0, 0, 0.5, -0.2]), "relative")
+    assert command.tolist() == [1, 0, -1, 0, 0, 0.5, -1] and target is None
+    with pytest.raises(ValueError, match="7 finite"):
+        calvin_env_action(np.array([0, 0, 0, 0, 0, np.nan, 1]), "absolute")
+
+
+# ---------------------------------------------------------------------------- with calvin_env here
+
+
+@needs_calvin_env
+def test_absolute_actions_on_the_official_env_solve_a_chain_as_on_the_builtin_table():
+    """The expert in absolute mode completes chain 0 on calvin_env (0 of 5 subtasks before: every action was
+    built from the reset pose), and target_pose() is the last commanded pose on both backends."""
+    from benchmarks.calvin import evaluation_chains
+    from benchmarks.calvin.chain import run_chain
+    from envs.calvin.env import PlayTableEnv
+    from envs.calvin.official import OfficialPlayTableEnv
+    from envs.calvin.sequences import initial_env_state
+    from policies.experts.calvin import ScriptedExpert
+
+    (state, tasks), = evaluation_chains(1)
+    robot_obs, scene_obs = initial_env_state(state)
+    for env in (OfficialPlayTableEnv(calvin_env_path=CALVIN_ENV, cameras=(), action_mode="absolute"),
+                PlayTableEnv(cameras=(), action_mode="absolute")):
+        obs, _ = env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
+        goal = obs["robot_obs"][:7] + np.array([0.03, 0.0, -0.02, 0.0, 0.0, 0.0, 0.0])
+        goal[6] = 1.0  # open
+        env.step(goal)
+        assert np.allclose(np.concatenate(env.target_pose()), goal[:6]), type(env).__name__
+        policy = ScriptedExpert()
+        policy.bind(env)
+        record = run_chain(env, policy, robot_obs, scene_obs, list(tasks), list(tasks))
+        assert record["extras"]["num_completed"] == 5, type(env).__name__
+        env.close()
+
+
+@needs_calvin_env
+def test_the_official_env_honours_the_egl_renderer():
+    """renderer="egl" loads calvin_env's EGL plugin (shadows, other lighting: the image changes) and the env
+    says which renderer it used."""
+    from envs.calvin.camera import egl_problem
+    from envs.calvin.official import OfficialPlayTableEnv
+
+    if problem := egl_problem():
+        pytest.skip(problem)
+    images = {}
+    for renderer in ("tiny", "egl"):
+        env = OfficialPlayTableEnv(calvin_env_path=CALVIN_ENV, cameras=("static",), renderer=renderer)
+        assert env.renderer == renderer and env._env.use_egl == (renderer == "egl")
+        images[renderer] = env.reset()[0]["rgb_static"].astype(int)
+        env.close()
+    assert np.abs(images["egl"] - images["tiny"]).mean() > 3
+
+
+@needs_calvin_env
+def test_the_calvin_layout_is_calvin_envs_own_get_obs():
+    """obs_layout="calvin" on the official bridge has exactly the keys, at every level, and the images of
+    calvin_env's get_obs() (what CALVIN's evaluate_policy hands a model)."""
+    from envs.calvin.official import OfficialPlayTableEnv
+
+    env = OfficialPlayTableEnv(calvin_env_path=CALVIN_ENV, depth=True, obs_layout="calvin")
+    obs, _ = env.reset()
+    raw = env._env.get_obs()
+    assert set(obs) == set(raw) and set(obs["rgb_obs"]) == set(raw["rgb_obs"]) == {"rgb_static", "rgb_gripper"}
+    assert set(obs["depth_obs"]) == set(raw["depth_obs"]) == {"depth_static", "depth_gripper"}
+    np.testing.assert_array_equal(obs["rgb_obs"]["rgb_static"], raw["rgb_obs"]["rgb_static"])
+    np.testing.assert_allclose(obs["depth_obs"]["depth_gripper"], raw["depth_obs"]["depth_gripper"], rtol=1e-6)
+    assert env.observation_space.contains(obs)
+    env.close()

@@ -65,7 +65,11 @@ class CalvinConfig(ExecutionConfig):
     calvin_env: str | None = arg(None, "--backend official: the calvin_env checkout to run (default: the importable one); "
                                        "configured for scene D from its own conf/", must_exist=True)
     calvin_dataset: str | None = arg(None, "--backend official: configure calvin_env from a CALVIN split folder's .hydra/ instead", must_exist=True)
-    renderer: Literal["tiny", "egl"] = arg("tiny", "PyBullet renderer for the built-in table (tiny: CPU TinyRenderer)")
+    renderer: Literal["tiny", "egl"] = arg("tiny", "PyBullet renderer on either backend (tiny: CPU TinyRenderer; egl: "
+                                                   "PyBullet's EGL plugin, refused where it does not load)")
+    obs_layout: Literal["flat", "calvin"] = arg("flat", "observations the policy gets: flat (rgb_static, robot_obs, ...) or "
+                                                        "calvin (calvin_env's obs['rgb_obs']['rgb_static'], obs['depth_obs'], "
+                                                        "as CALVIN's evaluate_policy passes them)")
     cameras: str = arg("auto", "cameras to render: auto (what the policy needs), none, static, gripper, static,gripper")
     video: int = arg(0, "write MP4 videos of the first K chains (static and gripper views, instruction overlaid)", minimum=0)
     latency: str = latency_arg(CONTROL_HZ)
@@ -264,9 +268,11 @@ class CalvinWorker(EpisodeWorker):
         self.config = config
         self.cameras = cameras_for(config, spec)
         self.video_keys = [f"rgb_{camera}" for camera in self.cameras]
+        # CALVIN's layout carries depth for every camera, as calvin_env's get_obs does
         env_id, kwargs = calvin_env_spec(config.backend, cameras=self.cameras, renderer=config.renderer,
                                          calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
-                                         calvin_env=config.calvin_env)
+                                         calvin_env=config.calvin_env, obs_layout=config.obs_layout,
+                                         depth=config.obs_layout == "calvin")
         self.env = self.make_env(env_id, **kwargs)
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.policy.bind(self.env)
@@ -279,11 +285,19 @@ class CalvinWorker(EpisodeWorker):
 
         robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"])
         tasks = list(unit.spec["tasks"])
+        if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
+            on_step = _flat_frames(on_step)
         result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks, [instruction_for(t) for t in tasks],
                            ep_len=self.config.ep_len, seed=unit.seed, replay_key=unit.key, on_step=on_step,
                            decisions=self.decisions, latency=self.config.latency_setting())
         result["extras"]["initial_state"] = unit.spec["initial_state"]
         return result
+
+
+def _flat_frames(on_step: StepHook) -> StepHook:
+    from envs.calvin.obs_layout import flat_observation
+
+    return lambda obs, caption: on_step(flat_observation(obs), caption)
 
 
 def _build_worker(config: CalvinConfig, spec: PolicySpec, run_path: str) -> CalvinWorker:
@@ -370,10 +384,36 @@ class CalvinBenchmark(Benchmark):
         return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
 
 
+def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:
+    """What would fail in every worker, as one-line input errors before any starts: calvin_env and its
+    packages (``--backend official``), an EGL plugin that does not load here (``--renderer egl``; without
+    a device it ends the process from C), and ``--obs-layout calvin`` with a built-in policy that reads
+    the flat layout's images."""
+    if config.backend == "official":
+        from envs.calvin.official import calvin_env_problem
+
+        try:
+            problem = calvin_env_problem(config.calvin_env)
+        except FileNotFoundError as error:
+            raise InputError(str(error)) from None
+        if problem:
+            raise InputError(f"--backend official: {problem}")
+    if config.renderer == "egl":
+        from envs.calvin.camera import egl_problem
+
+        if problem := egl_problem():
+            raise InputError(problem)
+    if config.obs_layout == "calvin" and ":" not in spec.name and not spec.blind:
+        raise InputError(f"--obs-layout calvin: --policy {spec.name} reads the flat layout (obs['rgb_static']); the "
+                         "CALVIN layout is for your own policy written for CALVIN's evaluate_policy "
+                         "(--policy package.module:Class); drop --obs-layout for built-in policies")
+
+
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin",
                                         policy_defaults=POLICY_DEFAULTS)
     cameras_for(config, spec)  # bad --cameras is an input error here, not in every worker
+    check_setup(config, spec)
     if config.tasks is not None:
         try:
             parse_tasks(config.tasks)

@@ -9,6 +9,7 @@ Importing this package is cheap: names are loaded from their modules on first us
 - :class:`PlayTableEnv` (``envs.calvin.env``): the Gymnasium env, ids ``SpatialArena/CalvinPlayTable-*``.
 - :func:`completed_tasks`, ``TASKS`` (``envs.calvin.tasks``): the oracle over two scene snapshots.
 - :class:`OfficialPlayTableEnv` (``envs.calvin.official``): the same interface over ``calvin_env``.
+- ``obs_layout="calvin"`` on either env (``envs.calvin.obs_layout``): calvin_env's nested observation dicts.
 - :func:`get_sequences`, :func:`initial_env_state` (``envs.calvin.sequences``): the evaluation chains.
 - :func:`instruction_for` (``envs.calvin.instructions``): the fixed evaluation instruction of a task.
 - :func:`make_env` (``envs.calvin.factory``): ``gym.make`` of the built-in or the official env's id with one set of options.

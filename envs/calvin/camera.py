@@ -8,6 +8,8 @@ metric (metres along the optical axis), converted from the z-buffer with each ca
 from __future__ import annotations
 
 import pkgutil
+import subprocess
+import sys
 
 import numpy as np
 
@@ -25,6 +27,25 @@ def load_egl(client: BulletClient) -> int:
         raise RuntimeError("renderer='egl': PyBullet's eglRenderer plugin did not load (no EGL device); "
                            "use renderer='tiny', which needs no GL")
     return plugin
+
+
+_EGL_PROBE = ("import pkgutil, sys, pybullet as p; c = p.connect(p.DIRECT); l = pkgutil.get_loader('eglRenderer'); "
+              "sys.exit(0 if l and p.loadPlugin(l.get_filename(), '_eglRendererPlugin', physicsClientId=c) >= 0 else 3)")
+
+
+def egl_problem(timeout_s: float = 60.0) -> str | None:
+    """None when PyBullet's EGL plugin loads on this machine; otherwise one line saying so, with the fix.
+
+    Probed in a child process: without an EGL device the plugin ends the whole process from C ("failed to
+    EGL with glad.", exit 1) instead of returning an error, so a benchmark asks before it builds a worker."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _EGL_PROBE], capture_output=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"--renderer egl: PyBullet's EGL plugin could not be tried here ({error}); use --renderer tiny"
+    if done.returncode == 0:
+        return None
+    return ("--renderer egl: PyBullet's eglRenderer plugin does not load on this machine (no usable EGL device); "
+            "use --renderer tiny, which needs no GL")
 
 
 def zbuffer_to_depth(zbuffer: np.ndarray, near: float, far: float) -> np.ndarray:

@@ -14,6 +14,7 @@ from action_mapping.plan import StepSizes
 from action_mapping.trajectory import StepMotion
 from envs.calvin import constants as C
 from envs.calvin.assets import builtin_frame
+from envs.calvin.obs_layout import check_obs_layout, shaped_observation, shaped_space
 from envs.calvin.scene import random_scene_state, scene_obs_for_state
 from envs.calvin.sim import PlayTableSim
 from envs.calvin.tasks import TASKS, completed_tasks
@@ -130,7 +131,9 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     cameras in ``cameras``; ``depth_static``/``depth_gripper`` (float32 metres) when ``depth``;
     ``robot_obs`` (15: TCP xyz, TCP Euler xyz, gripper width, 7 joints, last gripper action) and
     ``scene_obs`` (24: slide, drawer, button, switch, lightbulb, LED, then red/blue/pink block xyz + Euler
-    xyz).
+    xyz). ``obs_layout="calvin"`` nests them as calvin_env's ``get_obs()`` does: ``{"rgb_obs": {"rgb_static",
+    "rgb_gripper"}, "depth_obs": {...}, "robot_obs", "scene_obs"}`` (:mod:`envs.calvin.obs_layout`), so a
+    policy written for CALVIN's ``evaluate_policy`` reads ``obs["rgb_obs"]["rgb_static"]`` unchanged.
 
     ## Rewards / Success
     With a task set (``options["task"]`` or :meth:`begin_subtask`, used between the subtasks of a chain),
@@ -172,22 +175,24 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     TinyRenderer, CPU, no GL; "egl": PyBullet's EGL plugin, for GPU machines), ``render_mode``
     ("rgb_array"), ``robot_detail`` ("collision": the Panda drawn with its convex meshes, the default;
     "visual": its detailed meshes, 2.5x slower to render), ``calvin_assets`` (a calvin_env checkout or
-    its ``data/`` folder), ``cache_dir`` (generated URDFs; default ``~/.cache/spatial_arena/calvin``).
+    its ``data/`` folder), ``cache_dir`` (generated URDFs; default ``~/.cache/spatial_arena/calvin``),
+    ``obs_layout`` ("flat", the default, or "calvin": calvin_env's nested dicts).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}
 
     def __init__(self, *, action_mode: str = "relative", cameras: Sequence[str] = C.CAMERAS, depth: bool = False,
                  renderer: str = "tiny", render_mode: str | None = None, robot_detail: str = "collision",
-                 calvin_assets: str | None = None, cache_dir: str | None = None) -> None:
+                 calvin_assets: str | None = None, cache_dir: str | None = None, obs_layout: str = "flat") -> None:
         self._check_arguments(action_mode, cameras, render_mode)
+        self.obs_layout = check_obs_layout(obs_layout)
         self.action_mode, self.cameras, self.depth = action_mode, tuple(cameras), bool(depth)
         self.render_mode = render_mode
         self.sim = PlayTableSim(renderer=renderer, robot_detail=robot_detail, calvin_assets=calvin_assets,
                                 cache_dir=cache_dir)
         self._calvin_assets = calvin_assets is not None  # CALVIN's URDF: some link frames are turned
         self.action_space = _action_space(action_mode)
-        self.observation_space = _observation_space(self.cameras, self.depth)
+        self.observation_space = shaped_space(_observation_space(self.cameras, self.depth), obs_layout)
         self._frames: dict[str, np.ndarray] = {}
         self._depths: dict[str, np.ndarray] = {}
         self._robot_obs = np.zeros(15)
@@ -206,7 +211,7 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     # ------------------------------------------------------------------------------------- gym API
 
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-              ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         robot_obs, scene_obs, task = self._parse_options(options or {})
         self.sim.reset(robot_obs, scene_obs)
@@ -214,7 +219,7 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
         self.begin_subtask(task)
         return self._observation(), self._info(False, False)
 
-    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         assert self._snapshot is not None, "call reset() before step()"
         command, clipped = self._validate_action(action)
         self.sim.step(command, absolute=self.action_mode == "absolute")
@@ -271,11 +276,11 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
                 obs_depth[name] = depth
         self._depths = obs_depth
 
-    def _observation(self) -> dict[str, np.ndarray]:
+    def _observation(self) -> dict[str, Any]:
         obs: dict[str, np.ndarray] = {f"rgb_{n}": f for n, f in self._frames.items()}
         obs.update({f"depth_{n}": d for n, d in self._depths.items()})
         obs["robot_obs"], obs["scene_obs"] = self._robot_obs.copy(), self._scene_obs.copy()
-        return obs
+        return shaped_observation(obs, self.obs_layout)
 
     def _info(self, success: bool, clipped: bool) -> dict[str, Any]:
         return {"is_success": bool(success), "task": self._task, "snapshot": self._snapshot,

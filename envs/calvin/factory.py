@@ -11,19 +11,22 @@ BACKEND_IDS = {"builtin": "SpatialArena/CalvinPlayTable-v0", "official": "Spatia
 
 def calvin_env_spec(backend: str = "builtin", *, cameras: Sequence[str] = ("static", "gripper"), renderer: str = "tiny",
                     calvin_assets: str | None = None, calvin_dataset: str | None = None,
-                    calvin_env: str | None = None) -> tuple[str, dict[str, Any]]:
+                    calvin_env: str | None = None, obs_layout: str = "flat",
+                    depth: bool = False) -> tuple[str, dict[str, Any]]:
     """``(env_id, kwargs)`` for ``gym.make``: the built-in PyBullet play-table or the official ``calvin_env``.
 
+    Both render only ``cameras`` with ``renderer`` (``tiny`` or ``egl``), with ``depth`` images when asked,
+    in ``obs_layout`` (``flat``, or ``calvin``: calvin_env's nested dicts, :mod:`envs.calvin.obs_layout`).
     ``calvin_assets`` loads a user's original table and robot meshes into the built-in env (a calvin_env
-    checkout or its ``data/`` folder). The official env renders only ``cameras``; it is configured from
-    ``calvin_dataset`` (a CALVIN split folder with ``.hydra/``) when given, else from calvin_env's own
-    configuration for scene D; ``calvin_env`` is the checkout to import it from (default: the installed one).
+    checkout or its ``data/`` folder). The official env is configured from ``calvin_dataset`` (a CALVIN split
+    folder with ``.hydra/``) when given, else from calvin_env's own configuration for scene D; ``calvin_env``
+    is the checkout to import it from (default: the installed one).
     """
+    shared = {"cameras": list(cameras), "renderer": renderer, "obs_layout": obs_layout, "depth": depth}
     if backend == "builtin":
-        return BACKEND_IDS[backend], {"cameras": list(cameras), "renderer": renderer, "calvin_assets": calvin_assets}
+        return BACKEND_IDS[backend], {**shared, "calvin_assets": calvin_assets}
     if backend == "official":
-        return BACKEND_IDS[backend], {"dataset_path": calvin_dataset, "calvin_env_path": calvin_env,
-                                      "cameras": list(cameras)}
+        return BACKEND_IDS[backend], {**shared, "dataset_path": calvin_dataset, "calvin_env_path": calvin_env}
     raise ValueError(f"unknown CALVIN backend {backend!r}: use 'builtin' or 'official'")
 
 

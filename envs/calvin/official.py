@@ -22,22 +22,57 @@ import numpy as np
 
 from envs.calvin import constants as C
 from envs.calvin.assets import builtin_frame
-from envs.calvin.env import PlayTableInterface, _action_space, _observation_space, _vector
+from envs.calvin.camera import RENDERERS
+from envs.calvin.env import ACTION_MODES, PlayTableInterface, _action_space, _observation_space, _vector
+from envs.calvin.obs_layout import check_obs_layout, shaped_observation, shaped_space
 from envs.calvin.tasks import TASKS
 
 LinkNamer = Callable[[int, int], str]
+Target = tuple[np.ndarray, np.ndarray]
+
+#: The calvin_env modules scene D runs on: importing them imports every package calvin_env needs for it.
+CALVIN_ENV_MODULES = ("calvin_env.envs.play_table_env", "calvin_env.robot.robot", "calvin_env.scene.play_table_scene",
+                      "calvin_env.camera.static_camera", "calvin_env.camera.gripper_camera")
+#: The pip package (in the ``calvin-official`` extra) behind each top-level module calvin_env imports.
+CALVIN_ENV_PACKAGES = {"cv2": "opencv-python-headless", "gym": "gym", "hydra": "hydra-core", "omegaconf": "omegaconf",
+                       "quaternion": "numpy-quaternion", "git": "gitpython", "scipy": "scipy", "pybullet": "pybullet",
+                       "numpy": "numpy"}
+#: The install command the errors name (run in this project's folder).
+INSTALL_EXTRA = "pip install -c constraints.txt -e '.[calvin-official]'"
 
 
-def calvin_env_available(checkout: str | None = None) -> bool:
-    """True when the official ``calvin_env`` package (and the packages it needs) can be imported; with
-    ``checkout`` (a calvin_env git checkout), after putting it on ``sys.path``."""
+def calvin_env_problem(checkout: str | None = None) -> str | None:
+    """None when the official ``calvin_env`` and the packages it needs import (with ``checkout``, a calvin_env
+    git checkout, put first on ``sys.path``); otherwise one line naming what is missing and the fix."""
     if checkout is not None:
         _use_checkout(checkout)
     try:
-        import_module("calvin_env.envs.play_table_env")
-    except ImportError:
-        return False
-    return True
+        for module in CALVIN_ENV_MODULES:
+            import_module(module)
+    except ImportError as error:
+        return import_problem(error)
+    return None
+
+
+def calvin_env_available(checkout: str | None = None) -> bool:
+    """True when :func:`calvin_env_problem` finds nothing missing."""
+    return calvin_env_problem(checkout) is None
+
+
+def import_problem(error: ImportError) -> str:
+    """One line for an ImportError raised while importing calvin_env: the module that is missing and the fix."""
+    missing = (error.name or "").split(".")[0]
+    if missing == "calvin_env":
+        return ("the official CALVIN env is not importable: no calvin_env package on the path; clone "
+                "https://github.com/mees/calvin_env and pass --calvin-env PATH to the clone (it cannot come from a "
+                "package registry), or use the built-in table (--backend builtin)")
+    if missing in CALVIN_ENV_PACKAGES:
+        return (f"calvin_env needs the module {missing!r} (pip package {CALVIN_ENV_PACKAGES[missing]}), which is not "
+                f"installed: run `{INSTALL_EXTRA}` in this project")
+    if missing:
+        return f"calvin_env needs the module {missing!r}, which is not installed: run `pip install {missing}`"
+    return (f"calvin_env failed to import ({' '.join(str(error).split())}): reinstall its dependencies with the "
+            f"project's pins, `{INSTALL_EXTRA}`")
 
 
 def _use_checkout(checkout: str) -> None:
@@ -51,20 +86,17 @@ def _use_checkout(checkout: str) -> None:
 
 
 def _require_calvin_env(checkout: str | None = None) -> None:
-    if not calvin_env_available(checkout):
-        raise ImportError(
-            "the official CALVIN env is not importable: clone https://github.com/mees/calvin_env, "
-            "`pip install -e '.[calvin-official]'` for its dependencies and pass --calvin-env PATH to the clone "
-            "(it cannot come from a package registry); or use the built-in table, SpatialArena/CalvinPlayTable-v0"
-        )
+    problem = calvin_env_problem(checkout)
+    if problem is not None:
+        raise ImportError(problem)
 
 
 # ------------------------------------------------------------------------------ configuration, provenance
 
 #: What :func:`compose_config` overrides in calvin_env's ``conf/config_data_collection.yaml``: scene D,
-#: the evaluation robot, no VR, no GUI, TinyRenderer (EGL off), static and gripper cameras.
+#: the evaluation robot, no VR, no GUI, static and gripper cameras (the renderer is set from ``renderer``).
 COMPOSE_OVERRIDES = ("cameras=static_and_gripper", "scene=calvin_scene_D", "robot=panda_longer_finger",
-                     "use_vr=false", "env.use_egl=false", "env.show_gui=false", "env.use_scene_info=true")
+                     "use_vr=false", "env.show_gui=false", "env.use_scene_info=true")
 #: calvin_env names its cameras as these (the built-in env's names are the same).
 CAMERA_NAMES = ("static", "gripper")
 
@@ -74,30 +106,40 @@ def checkout_root() -> Path:
     return Path(import_module("calvin_env").__file__).resolve().parents[1]
 
 
-def compose_config(root: Path, cameras: Sequence[str] | None = None) -> Any:
+def compose_config(root: Path, cameras: Sequence[str] | None = None, renderer: str = "tiny") -> Any:
     """calvin_env's own configuration for scene D (:data:`COMPOSE_OVERRIDES`), with ``data_path`` at the
-    checkout's ``data/`` and only ``cameras`` kept (None: both); no dataset split needed."""
+    checkout's ``data/``, only ``cameras`` kept (None: both) and ``renderer`` (``tiny``: TinyRenderer, EGL
+    off; ``egl``: calvin_env's EGL plugin); no dataset split needed."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    use_egl = _use_egl(renderer)
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(root / "conf"), version_base=None):
-        cfg = compose("config_data_collection", overrides=[*COMPOSE_OVERRIDES, f"data_path={root / 'data'}"])
+        cfg = compose("config_data_collection", overrides=[*COMPOSE_OVERRIDES, f"env.use_egl={str(use_egl).lower()}",
+                                                           f"data_path={root / 'data'}"])
     return _keep_cameras(cfg, cameras)
 
 
-def dataset_config(dataset_path: str, cameras: Sequence[str] | None = None) -> Any:
+def dataset_config(dataset_path: str, cameras: Sequence[str] | None = None, renderer: str = "tiny") -> Any:
     """The configuration a CALVIN dataset split records (``.hydra/merged_config.yaml``), as CALVIN's own
-    evaluation reads it, with only ``cameras`` kept (None: the ones it lists)."""
+    evaluation reads it, with only ``cameras`` kept (None: the ones it lists) and ``renderer``."""
     from omegaconf import OmegaConf
 
+    use_egl = _use_egl(renderer)
     path = Path(dataset_path) / ".hydra" / "merged_config.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"--calvin-dataset {dataset_path}: no .hydra/merged_config.yaml; point it at a "
                                 "CALVIN split folder (e.g. task_D_D/validation) or use --calvin-env PATH instead")
     cfg = OmegaConf.load(path)
-    cfg.env.use_egl, cfg.env.show_gui, cfg.env.use_vr, cfg.env.use_scene_info = False, False, False, True
+    cfg.env.use_egl, cfg.env.show_gui, cfg.env.use_vr, cfg.env.use_scene_info = use_egl, False, False, True
     return _keep_cameras(cfg, cameras)
+
+
+def _use_egl(renderer: str) -> bool:
+    if renderer not in RENDERERS:
+        raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
+    return renderer == "egl"
 
 
 def _keep_cameras(cfg: Any, cameras: Sequence[str] | None) -> Any:
@@ -114,10 +156,15 @@ def _keep_cameras(cfg: Any, cameras: Sequence[str] | None) -> Any:
 
 
 def instantiate_env(cfg: Any) -> Any:
-    """calvin_env's ``PlayTableSimEnv`` from a composed or dataset configuration."""
+    """calvin_env's ``PlayTableSimEnv`` from a composed or dataset configuration. calvin_env exits the process
+    when its EGL plugin does not load (``sys.exit``); that becomes a one-line RuntimeError here."""
     from hydra.utils import instantiate
 
-    return instantiate(cfg.env, show_gui=False, use_vr=False, use_scene_info=True)
+    try:
+        return instantiate(cfg.env, show_gui=False, use_vr=False, use_scene_info=True)
+    except SystemExit:
+        raise RuntimeError("renderer='egl': calvin_env could not load PyBullet's eglRenderer plugin (no EGL device "
+                           "here); use --renderer tiny, which needs no GL") from None
 
 
 #: Asset files whose hashes the manifest records (relative to the checkout's ``data/``).
@@ -205,62 +252,102 @@ def snapshot_from_official(robot_obs: Sequence[float], scene_obs: Sequence[float
             "blocks": blocks}
 
 
+# ---------------------------------------------------------------------------------------- actions
+
+
+def calvin_env_action(action: np.ndarray, action_mode: str) -> tuple[Any, Target | None]:
+    """calvin_env's ``step`` argument for one of our 7-D actions, and the TCP target it commands.
+
+    ``relative``: the 7-vector, motion clipped to [-1, 1], gripper +-1; calvin_env scales it (0.02 m, 0.05 rad)
+    and adds it to its own accumulated target (``robot.target_pos``/``target_orn``), so no target comes back.
+    ``absolute``: calvin_env's ``(xyz, Euler xyz, gripper)`` tuple. Frame, units and angle convention are the
+    built-in table's: world frame, metres, PyBullet's Euler xyz (calvin_env turns it into a quaternion with
+    ``getQuaternionFromEuler`` and drives the arm there by IK). calvin_env's robot does not move its
+    accumulated target for an absolute action, so the commanded pose comes back for the bridge to keep: it
+    is the target a policy's next absolute action is built from (``target_pose``, ``native_actions``,
+    ``noop_action``). Built from the stale reset target instead, every plan step on the official env
+    started from the reset pose and the expert completed 0 of 5 chains.
+    """
+    a = np.asarray(action, dtype=np.float64).reshape(-1)
+    if a.shape != (7,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"action must be 7 finite values, got {np.asarray(action).tolist()}")
+    gripper = 1 if a[6] > 0 else -1
+    if action_mode == "relative":
+        return np.concatenate([np.clip(a[:6], -1, 1), [gripper]]), None
+    pos, orn = a[:3].copy(), a[3:6].copy()
+    return (pos, orn, gripper), (pos.copy(), orn.copy())
+
+
 # ------------------------------------------------------------------------------------------- env
+
+
+def _calvin_env(env: Any, dataset_path: str | None, cameras: Sequence[str] | None, renderer: str) -> Any:
+    """``env`` when given (it must render with ``renderer`` when that is ``egl``), else calvin_env's
+    ``PlayTableSimEnv`` from ``dataset_path``'s configuration or the checkout's own for scene D."""
+    if env is not None:
+        if renderer == "egl" and not env.use_egl:
+            raise ValueError("renderer='egl', but the calvin_env passed in was built without EGL (env.use_egl=false); "
+                             "build it with use_egl=true or leave renderer at 'tiny'")
+        return env
+    if dataset_path is not None:
+        return instantiate_env(dataset_config(dataset_path, cameras, renderer))
+    return instantiate_env(compose_config(checkout_root(), cameras, renderer))
 
 
 class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
     """CALVIN's own ``PlayTableSimEnv`` with :class:`envs.calvin.env.PlayTableEnv`'s interface.
 
     ``dataset_path``: a CALVIN dataset split folder holding ``.hydra/merged_config.yaml`` (e.g.
-    ``task_D_D/validation``); ``env``: an already built ``PlayTableSimEnv`` instead. Observations, actions,
-    ``info`` (``is_success``, ``task``, ``snapshot``), ``begin_subtask`` and ``native_actions`` behave as
-    on the built-in table. The official env renders the cameras its config lists.
+    ``task_D_D/validation``); ``env``: an already built ``PlayTableSimEnv`` instead. Observations, actions
+    (:func:`calvin_env_action`), ``info`` (``is_success``, ``task``, ``snapshot``), ``begin_subtask`` and
+    ``native_actions`` behave as on the built-in table. The official env renders the cameras its config
+    lists, with ``renderer`` ("tiny": TinyRenderer; "egl": calvin_env's EGL plugin, as CALVIN's datasets
+    were rendered); ``depth`` adds calvin_env's depth images (metres); ``obs_layout="calvin"`` returns
+    calvin_env's own nested observation (:mod:`envs.calvin.obs_layout`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}
 
     def __init__(self, *, dataset_path: str | None = None, calvin_env_path: str | None = None, env: Any = None,
-                 cameras: Sequence[str] | None = None, action_mode: str = "relative",
-                 render_mode: str | None = None) -> None:
+                 cameras: Sequence[str] | None = None, action_mode: str = "relative", renderer: str = "tiny",
+                 depth: bool = False, render_mode: str | None = None, obs_layout: str = "flat") -> None:
+        self.obs_layout = check_obs_layout(obs_layout)
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
+        _use_egl(renderer)
         _require_calvin_env(calvin_env_path)
-        if env is None:
-            if dataset_path is not None:
-                cfg = dataset_config(dataset_path, cameras)
-            else:
-                cfg = compose_config(checkout_root(), cameras)
-            env = instantiate_env(cfg)
-        self._env, self.action_mode, self.render_mode = env, action_mode, render_mode
+        env = _calvin_env(env, dataset_path, cameras, renderer)
+        self._env, self.action_mode, self.render_mode, self.depth = env, action_mode, render_mode, bool(depth)
+        #: The renderer calvin_env actually uses (an env passed in with EGL keeps it).
+        self.renderer = "egl" if env.use_egl else "tiny"
         self.provenance = provenance(checkout_root())
         self.cameras = tuple(cam.name for cam in env.cameras)
         self.action_space = _action_space(action_mode)
-        self.observation_space = _observation_space(self.cameras, depth=False)
+        self.observation_space = shaped_space(_observation_space(self.cameras, self.depth), obs_layout)
         self._obs: dict[str, np.ndarray] = {}
+        self._target: Target | None = None
 
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-              ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
         robot_obs = _vector(options.get("robot_obs", C.NEUTRAL_ROBOT_OBS), 15, "robot_obs")
         scene_obs = _vector(options["scene_obs"], 24, "scene_obs") if "scene_obs" in options else None
         raw = self._env.reset(robot_obs=robot_obs, scene_obs=scene_obs)
+        self._target = None  # calvin_env's reset aims its target at the TCP
         self._absorb(raw, self._env.get_info())
         task = options.get("task")
         self.begin_subtask(task)
-        return self._obs, self._info(False)
+        return shaped_observation(self._obs, self.obs_layout), self._info(False)
 
-    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        a = np.asarray(action, dtype=np.float64).reshape(-1)
-        if a.shape != (7,) or not np.all(np.isfinite(a)):
-            raise ValueError(f"action must be 7 finite values, got {np.asarray(action).tolist()}")
-        gripper = 1 if a[6] > 0 else -1
-        if self.action_mode == "relative":
-            command: Any = np.concatenate([np.clip(a[:6], -1, 1), [gripper]])
-        else:
-            command = (a[:3], a[3:6], gripper)
+    def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        command, target = calvin_env_action(action, self.action_mode)
         raw, _, _, info = self._env.step(command)
+        if target is not None:
+            self._target = target
         self._absorb(raw, info)
         success = self.evaluate()["success"]
-        return self._obs, float(success), success, False, self._info(success)
+        return shaped_observation(self._obs, self.obs_layout), float(success), success, False, self._info(success)
 
     def render(self) -> np.ndarray | None:
         return self._obs.get("rgb_static") if self.render_mode == "rgb_array" else None
@@ -273,6 +360,8 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
 
     def _absorb(self, raw: Mapping[str, Any], info: Mapping[str, Any]) -> None:
         obs = {k: np.asarray(v) for k, v in raw.get("rgb_obs", {}).items()}
+        if self.depth:
+            obs.update({k: np.asarray(v, dtype=np.float32) for k, v in raw.get("depth_obs", {}).items()})
         obs["robot_obs"] = np.asarray(raw["robot_obs"], dtype=np.float64)
         obs["scene_obs"] = np.asarray(raw["scene_obs"], dtype=np.float64)
         self._obs = obs
@@ -287,6 +376,9 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
         return {"is_success": bool(success), "task": self._task, "snapshot": self._snapshot}
 
     def target_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """The last absolute action's pose (see :func:`calvin_env_action`), else calvin_env's accumulated target."""
+        if self._target is not None:
+            return self._target[0].copy(), self._target[1].copy()
         robot = self._env.robot
         return np.array(robot.target_pos, dtype=float), np.array(robot.target_orn, dtype=float)
 
@@ -307,5 +399,5 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
         return np.asarray(pos, dtype=float), builtin_frame(link, rot)
 
 
-__all__ = ["TASKS", "OfficialPlayTableEnv", "calvin_env_available", "compose_config", "dataset_config", "provenance",
-           "snapshot_from_official"]
+__all__ = ["TASKS", "OfficialPlayTableEnv", "calvin_env_action", "calvin_env_available", "calvin_env_problem",
+           "compose_config", "dataset_config", "provenance", "snapshot_from_official"]
