@@ -76,14 +76,18 @@ class MLLMPolicyConfig:
 
     def check_inputs(self) -> None:
         """What would otherwise fail in every worker: a model backend nobody registered, a cache file that is
-        not a response cache. Runs once, before any worker: it also prints :meth:`budget_hint` (stderr).
+        not a response cache. Runs once, before any worker: when every check passes it also prints
+        :meth:`budget_hint` (stderr), so an input error stays one line.
 
         Raises ``ValueError`` naming the option and the fix."""
+        self._check_backend_and_cache()
         hint = self.budget_hint()
         if hint:
             import sys
 
             print(hint, file=sys.stderr)
+
+    def _check_backend_and_cache(self) -> None:
         if self.model_backend:
             from policies.backends.factory import registered_backends
 
@@ -106,12 +110,17 @@ class MLLMPolicyConfig:
                              f"--cache-path, or --no-cache") from None
 
     def budget_hint(self) -> str | None:
-        """One line for a local CPU run at the default budget: each call may write up to 1,024 tokens, which takes
-        minutes on CPU (a random-weight smoke model never stops early); ``None`` otherwise."""
+        """One line for a local checkpoint folder run on CPU at the default budget: each call may write up to
+        1,024 tokens, which takes minutes on CPU (a random-weight smoke model never stops early); ``None``
+        otherwise (a model that is not a local folder is left to the input checks, whose error is one line)."""
+        from pathlib import Path
+
         from policies.backends.factory import default_backend
 
         kind = self.model_backend or default_backend(self.model, self.api_base)
         if kind != "transformers" or self.device != "cpu" or self.max_new_tokens != DEFAULT_MAX_NEW_TOKENS:
+            return None
+        if not Path(self.model).expanduser().is_dir():
             return None
         return (f"note: --max-new-tokens {DEFAULT_MAX_NEW_TOKENS} (the default) on CPU: a call may take minutes; "
                 "for a smoke run pass --max-new-tokens 16 --limit 1")
