@@ -1,4 +1,6 @@
-"""Helpers for the static-benchmark tests: tiny data files in each benchmark's real format, a scripted backend."""
+"""Helpers for the static-benchmark tests: tiny hand-written data files in each benchmark's real format (edge cases
+the generated sets of ``benchmarks.static.sample_formats`` do not have: judge items, masks, videos), a scripted
+backend. The file writing itself (PNG, parquet) is the library's."""
 
 from __future__ import annotations
 
@@ -12,14 +14,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from benchmarks.static.sample_formats import png_bytes as encode_png
+from benchmarks.static.sample_formats import write_parquet
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
 
 
 def png_bytes(width: int = 8, height: int = 6, value: int = 128) -> bytes:
     """A small solid PNG."""
-    buffer = io.BytesIO()
-    Image.fromarray(np.full((height, width, 3), value, dtype=np.uint8)).save(buffer, format="PNG")
-    return buffer.getvalue()
+    return encode_png(np.full((height, width, 3), value, dtype=np.uint8))
 
 
 def write_png(path: Path, width: int = 8, height: int = 6) -> Path:
@@ -107,16 +109,6 @@ def space10_rows(multiple: bool) -> list[dict[str, Any]]:
          "B": "The door is wider than the TV.", "C": "The lamp is taller than the bed.", "D": "The plant is lower than the bed.",
          "answer": "A", "category": "SA", "image": [png_bytes()]},
     ]  # fmt: skip
-
-
-def write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
-    """Rows as a parquet file written with pyarrow."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    return path
 
 
 def write_space10(root: Path) -> Path:

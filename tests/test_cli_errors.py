@@ -78,6 +78,8 @@ BAD_INPUTS = [
     ("embodied", ["nav", "--episodes-file", "/no/such/episodes.jsonl"], "/no/such/episodes.jsonl"),
     ("embodied", ["manip", "--workers", "-1"], "--workers"),
     ("static", ["--bench", "nope", "--data", "x.json", "--model", "m"], "--bench"),
+    ("static", ["generate", "--format", "gqa", "--out", "x"], "--format"),
+    ("static", ["generate", "--format", "multihop", "--kinds", "counting", "--out", "x"], "--kinds"),
     ("static", ["--bench", "spatialscore", "--data", "x.json"], "--model"),
     ("static", ["--bench", "spatialscore", "--data", "x.json", "--model", "m", "--limit", "0"], "--limit"),
     ("static", ["--bench", "spatialscore", "--data", "x.json", "--model", "m", "--batch-size", "0"], "--batch-size"),

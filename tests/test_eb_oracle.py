@@ -13,6 +13,7 @@ import pytest
 
 import envs  # noqa: F401  (registers the ids)
 from benchmarks.core.blind import blind_baselines
+from benchmarks.embodied import subset_table
 from benchmarks.embodied.manipulation import run_episode as run_manip_episode
 from benchmarks.embodied.navigation import run_episode as run_nav_episode
 from envs.manipulation.episodes import make_episode as make_manip_episode
@@ -55,6 +56,9 @@ def check_error_accounting(records: list[dict], backend: Recording, error_rate: 
     assert sum(s["parse_errors"] for s in stats) == unusable
     assert sum(s["injected_errors"] for s in stats) == sum(k is not None for k in backend.kinds)
     assert sum(s["model_calls"] for s in stats) == len(backend.kinds)
+    # The summary's "avg. planner calls" is the model calls made, not the env actions (policy_calls).
+    table = subset_table(records)
+    assert sum(row["avg_planner_calls"] * row["episodes"] for row in table.values()) == pytest.approx(len(backend.kinds))
     if error_rate == 0:
         assert unusable == 0 and all(s["parse_repairs"] == 0 for s in stats)
     else:

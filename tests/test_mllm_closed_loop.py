@@ -97,3 +97,17 @@ def test_spatial_instruction_loop_on_calvin_style_observations(tiny_vlm):
         assert isinstance(policy.act(obs), Plan)
     stats = policy.episode_stats()
     assert (stats["model_calls"], stats["fallbacks"]) == (2, 2)  # noop: asks again every step
+
+
+def test_cpu_run_at_the_default_budget_gets_a_one_line_hint(tmp_path, capsys):
+    """The default budget stays the protocols' 1,024 tokens; a local CPU run at it is told, once, how to smoke-test."""
+    (tmp_path / "tiny").mkdir()
+    local = MLLMPolicyConfig(model=str(tmp_path / "tiny"))
+    local.check_inputs()
+    err = capsys.readouterr().err.strip()
+    assert err == local.budget_hint() and "--max-new-tokens 16" in err and len(err.splitlines()) == 1
+    for quiet in (dataclasses.replace(local, max_new_tokens=16), dataclasses.replace(local, device="cuda"),
+                  MLLMPolicyConfig(model=str(tmp_path / "missing")),  # left to the model check's one-line error
+                  MLLMPolicyConfig(model="oracle"), MLLMPolicyConfig(model="m", api_base="http://127.0.0.1:9/v1")):
+        quiet.check_inputs()
+        assert quiet.budget_hint() is None and capsys.readouterr().err == ""

@@ -86,6 +86,10 @@ def test_oracle_scores_every_item_in_every_mode(data, tmp_path, bench, mode, sty
             assert record["score"] == 1.0 and record["parse"]["ok"], record
         else:  # open answers, scored by the judge only
             assert record["judge"] is None or record["judge"]["score"] == 1.0, record
+    # A public scorer that cannot give a perfect model 100 says why, in one line, next to its headline.
+    numbers = [v for k, v in result.summary["headline"].items() if isinstance(v, float) and k != "box_unreadable"]
+    below = any(v < 100.0 - 1e-9 for v in numbers)
+    assert ("headline_note" in result.summary) == below == (get_benchmark(bench).mode(mode).headline_note is not None)
     if mode == "space10-stats":
         assert result.summary["headline"]["single_accuracy"] == 100.0
     elif mode == "space10-single":
@@ -139,9 +143,14 @@ def test_static_cli_with_oracle_model_and_judge(data, tmp_path, capsys):
     args = ["--bench", "space10", "--data", str(data["space10"]), "--model", "oracle", "--judge-model", "oracle",
             "--mode", "space10-lmms-eval", "--output", str(tmp_path), "--no-plot"]  # fmt: skip
     assert static_main(args) == 0
-    assert "items: 3 (3 completed, 0 errored); complete" in capsys.readouterr().out
-    summary = json.loads((tmp_path / "space10" / "oracle-space10-lmms-eval" / "summary.json").read_text())
-    assert summary["judge"]["judge_assisted_single_answer_overall"] == 100.0
+    out = capsys.readouterr().out
+    assert "items: 3 (3 completed, 0 errored); complete" in out
+    note = get_benchmark("space10").mode("space10-lmms-eval").headline_note
+    assert f"note: {note}" in out.splitlines()  # one line under the headline, saying why it reads 0
+    run_dir = tmp_path / "space10" / "oracle-space10-lmms-eval"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["judge"]["judge_assisted_single_answer_overall"] == 100.0 and summary["headline_note"] == note
+    assert f"Why this headline differs from the project's: {note}" in (run_dir / "summary.md").read_text().splitlines()
     assert static_main([*args[:6], "--oracle-error-rate", "2", "--output", str(tmp_path)]) == 2
     assert "--oracle-error-rate must be in [0, 1]" in capsys.readouterr().err
 

@@ -138,6 +138,14 @@ def _planner_errors(stats: dict[str, float]) -> float:
     return stats.get("planner_output_error", stats.get("parse_errors", 0.0))
 
 
+def planner_calls(record: EpisodeRecord) -> float:
+    """The episode's planner (model) calls: the policy's own count, ``policy_stats["model_calls"]`` (the
+    number CALVIN's and LIBERO's model-call totals add up); a policy that calls no model (the expert, the
+    baselines) plans on every ``act`` (``policy_calls``). ``policy_calls`` alone counts env actions for a
+    policy that returns a plan's actions one by one."""
+    return float(record["policy_stats"].get("model_calls", record["policy_calls"]))
+
+
 def subset_table(results: Sequence[EpisodeRecord], key: str = "subset") -> dict[str, dict[str, float]]:
     """EB's numbers per subset (or per another ``extras`` field, ``key``): success rate (%), mean steps,
     planner calls, invalid actions, output errors."""
@@ -151,7 +159,7 @@ def subset_table(results: Sequence[EpisodeRecord], key: str = "subset") -> dict[
             "episodes": len(rows),
             "success_rate": 100.0 * float(np.mean([r["success"] for r in rows])),
             "avg_steps": float(np.mean([r["steps"] for r in rows])),
-            "avg_planner_calls": float(np.mean([r["policy_calls"] for r in rows])),
+            "avg_planner_calls": float(np.mean([planner_calls(r) for r in rows])),
             "avg_invalid_actions": float(np.mean([r["extras"]["num_invalid_actions"] for r in rows])),
             "planner_output_errors": float(np.sum([_planner_errors(s) for s in stats])),
         }
@@ -178,8 +186,9 @@ def _markdown(title: str, label: str, table: dict[str, dict[str, float]], averag
     lines += [*blind, "", *([note, ""] if note else [])]
     if families:
         lines += [*_rows(families, "task family"), ""]
-    lines.append("Planner output errors are model answers that could not be parsed into an action (counted, "
-                 "and handled by the policy's recorded fallback).")
+    lines.append("Planner calls are model calls (a policy without a model: its act calls). Planner output errors "
+                 "are model answers that could not be parsed into an action (counted, and handled by the policy's "
+                 "recorded fallback).")
     return "\n".join(lines)
 
 

@@ -1,5 +1,5 @@
 """Command line: ``python -m benchmarks.static --bench NAME --data PATH (--model M | --score-only FILE) ...``,
-and ``python -m benchmarks.static generate --out DIR`` for fresh SpatialScore-style sets from the simulator."""
+and ``python -m benchmarks.static generate --out DIR [--format NAME]`` for fresh sets from the simulator."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ def _main(argv: list[str] | None = None) -> int:
     result = run(config)
     for name, value in result.summary["headline"].items():
         print(f"{name}: {'N/A' if value is None else f'{value:.2f}' if isinstance(value, float) else value}")
+    if result.summary.get("headline_note"):
+        print(f"note: {result.summary['headline_note']}")
     counts = result.summary["counts"]
     print(f"items: {counts['items']} ({counts['completed']} completed, {counts['errors']} errored); {result.summary['status']}")
     print(f"results: {result.out_dir}")

@@ -18,7 +18,7 @@ from policies.cli import InputError, OneLineParser, add_config_arguments, field_
 @dataclass
 class RunConfig:
     """``python -m benchmarks.static``: run a static spatial benchmark, or rescore saved predictions.
-    (``python -m benchmarks.static generate --help``: fresh SpatialScore-style sets from the simulator.)"""
+    (``python -m benchmarks.static generate --help``: fresh sets from the simulator, in any of the five layouts.)"""
 
     bench: str = ""
     """Benchmark to run: spatialscore, space10, multihopspatial, spatialtree or vsibench."""

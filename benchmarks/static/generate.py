@@ -1,12 +1,14 @@
-"""``python -m benchmarks.static generate``: fresh SpatialScore-style test sets from the navigation homes.
+"""``python -m benchmarks.static generate``: fresh test sets from the navigation homes, with exact answers,
+in the file layout of any of the five static benchmarks (``--format``, default ``spatialscore``).
 
 Writes, in a new folder ``--out``:
 
-- ``SpatialScore.json``: the items in SpatialScore's public format (``index``, ``category``,
-  ``subcategory``, ``question_type``, ``input_modality``, ``question`` with its options, ``answer``,
-  ``img_paths``, ``source``), so ``python -m benchmarks.static --bench spatialscore --data
-  OUT/SpatialScore.json ...`` runs and scores them like the original;
-- ``images/``: the renders (PNG);
+- the benchmark's data in its own layout (:mod:`benchmarks.static.sample_formats`): for ``spatialscore``,
+  ``SpatialScore.json`` in SpatialScore's public format (``index``, ``category``, ``subcategory``,
+  ``question_type``, ``input_modality``, ``question`` with its options, ``answer``, ``img_paths``,
+  ``source``) with the renders in ``images/``; for ``space10``, ``multihop``, ``spatialtree`` and
+  ``vsibench``, the layout their loaders read, so ``python -m benchmarks.static --bench NAME --data PATH``
+  runs and scores them like the originals (the command is printed);
 - ``ground_truth.jsonl``: per item, the exact values behind the answer (unrounded depths, distances,
   extents, bearings, the motion), the home's seed and content key, and the camera-to-world matrix of each
   image (OpenCV frame), so every answer can be re-derived from the simulator;
@@ -14,7 +16,8 @@ Writes, in a new folder ``--out``:
 
 Item ``i`` asks question kind ``kinds[i % len(kinds)]`` and draws everything (home, view, question)
 from ``numpy.random.default_rng([seed, i])``: the same seed writes byte-identical files, and any prefix
-regenerates alone.
+regenerates alone. A question the format cannot express (a yes/no question for a letter-only benchmark)
+is redrawn from the same stream.
 """
 
 from __future__ import annotations
@@ -22,24 +25,24 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from benchmarks.core.jsonsafe import json_safe
 from benchmarks.static.config import build_parser
 from benchmarks.static.nav_questions import (
+    ALL_BUILDERS,
     BUILDERS,
-    KINDS,
     Builder,
     Context,
     Question,
     View,
 )
+from benchmarks.static.sample_formats import SOURCE, SampleFormat, sample_format
 from envs.navigation import measure
 from envs.navigation.entities import Entity, home_entities
 from envs.navigation.scene import generate_scene, scene_key
@@ -47,8 +50,6 @@ from envs.navigation.views import HomeRenderer, sample_view
 from policies.cli import InputError
 
 FORMAT = "spatialarena-simqa/1"
-SOURCE = "SpatialArena-Nav"
-DATA_FILE = "SpatialScore.json"
 TRUTH_FILE = "ground_truth.jsonl"
 _HOMES_PER_ITEM = 10  # search budget: homes, and views in each, before an item gives up
 _VIEWS_PER_HOME = 8
@@ -66,16 +67,18 @@ def checked_kinds(text: str, known: Sequence[str]) -> list[str]:
 
 @dataclass
 class GenerateConfig:
-    """Generate SpatialScore-style questions with exact ground truth from the navigation env's homes."""
+    """Generate test sets with exact ground truth from the navigation env's homes, in a static benchmark's own layout."""
 
     out: Path = Path()
-    """New folder for SpatialScore.json, images/, ground_truth.jsonl and generation.json."""
+    """New folder for the data (the format's layout), ground_truth.jsonl and generation.json."""
+    format: str = "spatialscore"
+    """File layout: spatialscore, space10, multihop, spatialtree or vsibench (each asks the kinds its benchmark can express)."""
     n: int = 200
     """Number of items."""
     seed: int = 0
     """Seed; item i draws from numpy.random.default_rng([seed, i])."""
-    kinds: str = ",".join(KINDS)
-    """Comma-separated question kinds, asked in turn (default: all seven)."""
+    kinds: str = ""
+    """Comma-separated question kinds, asked in turn (default: every kind the format can ask; spatialscore: all seven)."""
     width: int = 224
     """Image width in pixels."""
     height: int = 224
@@ -85,16 +88,22 @@ class GenerateConfig:
     min_pixels: int = 150
     """Pixels an entity must show in the segmentation render to be named in a question."""
 
+    def sample_format(self) -> SampleFormat:
+        """The ``--format``, checked."""
+        return sample_format(self.format)
+
     def kind_list(self) -> list[str]:
-        """The question kinds, checked."""
-        return checked_kinds(self.kinds, KINDS)
+        """The question kinds, checked against what the format can ask."""
+        known = self.sample_format().kinds
+        return checked_kinds(self.kinds, known) if self.kinds else list(known)
 
     def validate(self) -> None:
         """Check the settings, with the fix in the message."""
         if self.out == Path():
             raise ValueError("--out is required: a new folder for the generated set")
-        if (self.out / DATA_FILE).exists():
-            raise ValueError(f"{self.out} already holds {DATA_FILE}; choose a new --out folder or delete it")
+        data = self.sample_format().data
+        if (self.out / data).exists():
+            raise ValueError(f"{self.out} already holds {data}; choose a new --out folder or delete it")
         if self.n < 1 or self.min_pixels < 1:
             raise ValueError(f"--n and --min-pixels must be at least 1 (got {self.n}, {self.min_pixels})")
         self.kind_list()
@@ -137,23 +146,24 @@ def _aim(kind: str, entities: list[Entity], rng: np.random.Generator) -> Entity 
 
 
 def generate_questions(config: GenerateConfig) -> Iterator[tuple[int, Question, dict[str, Any]]]:
-    """``(index, question, home)`` for every item, in order."""
-    kinds = config.kind_list()
+    """``(index, question, home)`` for every item, in order (only questions the format can express)."""
+    kinds, accepts = config.kind_list(), config.sample_format().accepts
+    builders = {kind: _accepting(ALL_BUILDERS[kind], accepts) for kind in kinds}
     with HomeRenderer(config.width, config.height, config.fov) as renderer:
         for index in range(config.n):
             rng = np.random.default_rng([config.seed, index])
-            question, home = draw_question(kinds[index % len(kinds)], rng, renderer, config.min_pixels)
+            question, home = draw_question(kinds[index % len(kinds)], rng, renderer, config.min_pixels, builders)
             yield index, question, home
 
 
-def item_record(index: int, question: Question, image_paths: list[str]) -> dict[str, Any]:
-    """The SpatialScore item (the fields its public JSON and our loader use)."""
-    return {
-        "index": index, "category": question.category, "subcategory": question.subcategory,
-        "question_type": question.question_type,
-        "input_modality": "single-image" if len(image_paths) == 1 else "multi-images",
-        "question": question.question, "answer": question.answer, "img_paths": image_paths, "source": SOURCE,
-    }  # fmt: skip
+def _accepting(builder: Builder, accepts: Callable[[Question], bool]) -> Builder:
+    """``builder``, returning ``None`` (draw again) for a question the format cannot express."""
+
+    def build(view: View, context: Context, rng: np.random.Generator) -> Question | None:
+        question = builder(view, context, rng)
+        return question if question is not None and accepts(question) else None
+
+    return build
 
 
 def truth_record(index: int, question: Question, home: dict[str, Any], config: GenerateConfig) -> dict[str, Any]:
@@ -165,33 +175,26 @@ def truth_record(index: int, question: Question, home: dict[str, Any], config: G
     })  # fmt: skip
 
 
-def write_images(out: Path, index: int, images: Sequence[np.ndarray]) -> list[str]:
-    """Save an item's images as PNG; returns their paths relative to ``out``."""
-    names = [f"images/{index:05d}.png"] if len(images) == 1 else [f"images/{index:05d}_{k}.png" for k in range(len(images))]
-    for name, image in zip(names, images):
-        Image.fromarray(image).save(out / name, format="PNG")
-    return names
-
-
 def generate(config: GenerateConfig) -> Path:
-    """Write the set described by ``config``; returns the path of ``SpatialScore.json``."""
+    """Write the set described by ``config``; returns its ``--data`` path (e.g. ``SpatialScore.json``)."""
     config.validate()
-    (config.out / "images").mkdir(parents=True, exist_ok=True)
-    settings = {"format": FORMAT, "benchmark": "spatialscore", "source": SOURCE, **asdict(config),
+    layout = config.sample_format()
+    config.out.mkdir(parents=True, exist_ok=True)
+    settings = {**asdict(config), "format": FORMAT, "layout": layout.name, "benchmark": layout.bench, "source": SOURCE,
                 "kinds": config.kind_list(), "out": None}  # fmt: skip
     (config.out / "generation.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-    items = []
     with (config.out / TRUTH_FILE).open("w", encoding="utf-8") as truth_file:
-        for index, question, home in generate_questions(config):
-            items.append(item_record(index, question, write_images(config.out, index, question.images)))
-            truth_file.write(json.dumps(truth_record(index, question, home, config)) + "\n")
-    path = config.out / DATA_FILE
-    path.write_text(json.dumps(items, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+
+        def questions() -> Iterator[tuple[int, Question]]:
+            for index, question, home in generate_questions(config):
+                truth_file.write(json.dumps(truth_record(index, question, home, config)) + "\n")
+                yield index, question
+
+        return layout.write(config.out, questions())
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m benchmarks.static generate --out DIR [--n 200] [--seed 0] ...``."""
+    """``python -m benchmarks.static generate --out DIR [--format spatialscore] [--n 200] [--seed 0] ...``."""
     parser = build_parser(GenerateConfig)
     parser.prog = "python -m benchmarks.static generate"
     config = GenerateConfig(**vars(parser.parse_args(argv)))
@@ -200,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"wrote {config.n} items to {path}; run them with: python -m benchmarks.static --bench spatialscore "
-          f"--data {path} --model MODEL")  # fmt: skip
+    print(f"wrote {config.n} items to {path}; run them with: python -m benchmarks.static "
+          f"--bench {config.sample_format().bench} --data {path} --model MODEL")  # fmt: skip
     return 0
 
 

@@ -19,6 +19,12 @@ view offers nothing unambiguous to ask), with the wording of the SpatialScore so
 | counting | multi-choice | visible entities of a category (none partly visible below the threshold) |
 | camera_motion | multi-choice, two images | the one primitive the camera made between the renders |
 | relative_direction | judgment or multi-choice | horizontal angles of the two entities' centres (>= 10 deg apart, in the image, and ordered as their visible pixels) |
+
+An eighth kind, ``closest_object`` (multi-choice, four options: which entity is nearest the camera, by
+median depth, 25 % and 0.3 m nearer than the next), is not in SpatialScore's default set; the sample sets
+of other benchmarks' formats (:mod:`benchmarks.static.sample_formats`) ask it (``ALL_BUILDERS``), with the answer's box.
+A multi-choice question keeps its option texts in shown order (``options``); a question about one entity
+keeps that entity's visible box in the first image (``region``, ``[x, y, w, h]`` pixels).
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ from envs.navigation.views import HomeRenderer, move_problem
 from envs.navigation.world import AgentPose
 
 LETTERS = "ABCD"
+#: The sentence before a multi-choice question's options (dropped where a format asks for a number instead).
+SELECT = "Select from the following choices."
 CAMERA_MOTION_TEXT: dict[Primitive, str] = {
     Primitive.DOLLY_IN: "The camera moved forward", Primitive.DOLLY_OUT: "The camera moved backward",
     Primitive.TRUCK_LEFT: "The camera moved to the left", Primitive.TRUCK_RIGHT: "The camera moved to the right",
@@ -87,6 +95,12 @@ class View:
         assert self.frame.entity is not None
         return float(np.nonzero(self.frame.entity == entity.label)[1].mean())
 
+    def box(self, entity: Entity) -> list[float]:
+        """The entity's visible pixels' bounding box, ``[x, y, w, h]`` in pixels."""
+        assert self.frame.entity is not None
+        rows, cols = np.nonzero(self.frame.entity == entity.label)
+        return [float(cols.min()), float(rows.min()), float(cols.max() - cols.min() + 1), float(rows.max() - rows.min() + 1)]
+
     def median_depth(self, entity: Entity) -> float:
         """Median of the depth render over the entity's visible pixels (metres)."""
         assert self.frame.depth is not None and self.frame.entity is not None
@@ -114,18 +128,31 @@ class Question:
     images: list[np.ndarray]
     truth: dict[str, Any]
     cameras: list[np.ndarray]
+    options: list[str] = field(default_factory=list)
+    region: list[float] | None = None
+
+    @property
+    def stem(self) -> str:
+        """The question without its options block."""
+        return self.question[: -len(_options(self.options)) - 1] if self.options else self.question
 
 
 def _options(texts: list[str]) -> str:
     return "\n".join(f"({LETTERS[i]}) {t}" for i, t in enumerate(texts))
 
 
-def _multi_choice(rng: np.random.Generator, right: str, wrong: list[str]) -> tuple[str, str]:
-    """Shuffled options text and the right letter as SpatialScore writes it, e.g. ``"(B)"``."""
+def _shuffled_choice(rng: np.random.Generator, right: str, wrong: list[str]) -> tuple[list[str], str]:
+    """Shuffled option texts and the right letter as SpatialScore writes it, e.g. ``"(B)"``."""
     texts = [right, *wrong]
     order = rng.permutation(len(texts))
     shuffled = [texts[int(i)] for i in order]
-    return _options(shuffled), f"({LETTERS[shuffled.index(right)]})"
+    return shuffled, f"({LETTERS[shuffled.index(right)]})"
+
+
+def _multi_choice(rng: np.random.Generator, right: str, wrong: list[str]) -> tuple[str, str]:
+    """Shuffled options text and the right letter as SpatialScore writes it, e.g. ``"(B)"``."""
+    shuffled, answer = _shuffled_choice(rng, right, wrong)
+    return _options(shuffled), answer
 
 
 def _pick(rng: np.random.Generator, entities: list[Entity], k: int) -> list[Entity] | None:
@@ -148,7 +175,7 @@ def absolute_depth(view: View, context: Context, rng: np.random.Generator) -> Qu
             f"viewing direction, taken as the median over its visible surface? Answer in meters.")  # fmt: skip
     truth = {"entity": obj.id, "median_depth_m": depth, "pixels": view.pixels[obj.label]}
     return Question("absolute_depth", "open-ended", "Depth and Distance", "Absolute Depth", text, f"{depth:.2f}",
-                    [view.frame.rgb], truth, [view.c2w])  # fmt: skip
+                    [view.frame.rgb], truth, [view.c2w], region=view.box(obj))  # fmt: skip
 
 
 def relative_depth(view: View, context: Context, rng: np.random.Generator) -> Question | None:
@@ -161,11 +188,11 @@ def relative_depth(view: View, context: Context, rng: np.random.Generator) -> Qu
     if depths[far] < 1.25 * depths[near] or depths[far] - depths[near] < 0.3:
         return None
     a, b = picked
-    options = _options([a.name, b.name])
-    text = f"Which object is closer to the camera taking this photo, the {a.name} or the {b.name}?\n{options}"
+    options = [a.name, b.name]
+    text = f"Which object is closer to the camera taking this photo, the {a.name} or the {b.name}?\n{_options(options)}"
     truth = {"entities": [a.id, b.id], "median_depths_m": depths}
     return Question("relative_depth", "multi-choice", "Depth and Distance", "Relative Depth", text,
-                    f"({LETTERS[near]})", [view.frame.rgb], truth, [view.c2w])  # fmt: skip
+                    f"({LETTERS[near]})", [view.frame.rgb], truth, [view.c2w], options, view.box(picked[near]))  # fmt: skip
 
 
 def object_distance(view: View, context: Context, rng: np.random.Generator) -> Question | None:
@@ -195,7 +222,7 @@ def object_size(view: View, context: Context, rng: np.random.Generator) -> Quest
             "measured in centimeters?")  # fmt: skip
     truth = {"entity": entity.id, "extents_m": dims.tolist(), "longest_m": float(dims.max())}
     return Question("object_size", "open-ended", "Object Properties", "Size", text, f"{round(100 * dims.max())}",
-                    [view.frame.rgb], truth, [view.c2w])  # fmt: skip
+                    [view.frame.rgb], truth, [view.c2w], region=view.box(entity))  # fmt: skip
 
 
 def _category_counts(view: View) -> dict[str, int | None]:
@@ -223,11 +250,11 @@ def counting(view: View, context: Context, rng: np.random.Generator) -> Question
     noun = pool[int(rng.integers(len(pool)))]
     n = counts[noun]
     choices = [str(k) for k in (range(4) if n <= 3 else range(n - 2, n + 2))]
-    options, answer = _multi_choice(rng, str(n), [c for c in choices if c != str(n)])
-    text = f"How many {plural(noun)} are in the image? Select from the following choices.\n{options}"
+    options, answer = _shuffled_choice(rng, str(n), [c for c in choices if c != str(n)])
+    text = f"How many {plural(noun)} are in the image? {SELECT}\n{_options(options)}"
     truth = {"noun": noun, "count": n, "entities": [e.id for e in view.entities if e.noun == noun and view.pixels[e.label]]}
     return Question("counting", "multi-choice", "Counting", "Object Counting", text, answer, [view.frame.rgb], truth,
-                    [view.c2w])  # fmt: skip
+                    [view.c2w], options)  # fmt: skip
 
 
 def _single_motion(primitive: Primitive, amount: float) -> np.ndarray:
@@ -255,13 +282,13 @@ def camera_motion(view: View, context: Context, rng: np.random.Generator) -> Que
                     and p is not primitive)  # fmt: skip
     others = [p for p in CAMERA_MOTION_TEXT if p not in (primitive, opposite)]
     wrong = [opposite, *(others[int(i)] for i in rng.choice(len(others), size=2, replace=False))]
-    options, answer = _multi_choice(rng, CAMERA_MOTION_TEXT[primitive], [CAMERA_MOTION_TEXT[p] for p in wrong])
+    options, answer = _shuffled_choice(rng, CAMERA_MOTION_TEXT[primitive], [CAMERA_MOTION_TEXT[p] for p in wrong])
     text = ("The two images were taken by the same camera, the second one after a single movement. How did the "
-            f"camera move between the first image and the second?\n{options}")  # fmt: skip
+            f"camera move between the first image and the second?\n{_options(options)}")  # fmt: skip
     truth = {"primitive": primitive.value, "amount": amount, "unit": "m" if primitive.category is Category.TRANSLATION
              else "deg", "overlap": overlap}  # fmt: skip
     return Question("camera_motion", "multi-choice", "Camera and Image Transformation", "Camera Motion", text, answer,
-                    [view.frame.rgb, second.rgb], truth, [start, goal])  # fmt: skip
+                    [view.frame.rgb, second.rgb], truth, [start, goal], options)  # fmt: skip
 
 
 def bearing_deg(view: View, context: Context, entity: Entity) -> float | None:
@@ -294,12 +321,28 @@ def relative_direction(view: View, context: Context, rng: np.random.Generator) -
         asked = str(rng.choice(["left", "right"]))
         text = f"From the camera's point of view, is the {a.name} to the {asked} of the {b.name}? Answer with Yes or No."
         return Question("relative_direction", "judgment", "3D Positional Relation", "Relative Direction", text,
-                        "Yes" if asked == side else "No", [view.frame.rgb], truth, [view.c2w])  # fmt: skip
-    options = _options(["left", "right"])
+                        "Yes" if asked == side else "No", [view.frame.rgb], truth, [view.c2w], region=view.box(a))  # fmt: skip
+    options = ["left", "right"]
     text = (f"Considering the relative positions of the {a.name} and the {b.name} in the image provided, where is "
-            f"the {a.name} located with respect to the {b.name}? Select from the following choices.\n{options}")  # fmt: skip
+            f"the {a.name} located with respect to the {b.name}? {SELECT}\n{_options(options)}")  # fmt: skip
     return Question("relative_direction", "multi-choice", "3D Positional Relation", "Relative Direction", text,
-                    "(A)" if side == "left" else "(B)", [view.frame.rgb], truth, [view.c2w])  # fmt: skip
+                    "(A)" if side == "left" else "(B)", [view.frame.rgb], truth, [view.c2w], options, view.box(a))  # fmt: skip
+
+
+def closest_object(view: View, context: Context, rng: np.random.Generator) -> Question | None:
+    """Which of four visible entities is nearest the camera (median depths; 25 % and 0.3 m nearer than the next)."""
+    picked = _pick(rng, view.nameable(), 4)
+    if picked is None:
+        return None
+    depths = [view.median_depth(e) for e in picked]
+    nearest, second = (int(i) for i in np.argsort(depths)[:2])
+    if depths[second] < 1.25 * depths[nearest] or depths[second] - depths[nearest] < 0.3:
+        return None
+    options = [e.name for e in picked]
+    text = f"Which object is closest to the camera taking this photo?\n{_options(options)}"
+    truth = {"entities": [e.id for e in picked], "median_depths_m": depths}
+    return Question("closest_object", "multi-choice", "Depth and Distance", "Relative Depth", text,
+                    f"({LETTERS[nearest]})", [view.frame.rgb], truth, [view.c2w], options, view.box(picked[nearest]))  # fmt: skip
 
 
 #: A question builder: ``(view, context, rng) -> Question | None``.
@@ -310,3 +353,5 @@ BUILDERS: dict[str, Builder] = {
     "relative_direction": relative_direction,
 }  # fmt: skip
 KINDS: tuple[str, ...] = tuple(BUILDERS)
+#: Every kind ``generate`` can ask: SpatialScore's seven and ``closest_object`` (the other formats' sample sets).
+ALL_BUILDERS: dict[str, Builder] = {**BUILDERS, "closest_object": closest_object}

@@ -48,6 +48,9 @@ class ScoringMode:
         differences: how this mode differs from the project's (documentation).
         judge_gold: (item, response) -> the reply a perfect judge writes for this sample, in the judge
             prompt's format; what ``--judge-model oracle`` says.
+        headline_note: one line saying why this mode's headline differs from the project's or the
+            judge-assisted one (e.g. a public scorer that cannot credit a perfect answer); shown with the
+            headline in summary.md, summary.json and on the terminal.
     """
 
     name: str
@@ -59,6 +62,7 @@ class ScoringMode:
     judge_score: Callable[[StaticItem, str, str], JudgeScore] | None = None
     differences: tuple[str, ...] = ()
     judge_gold: Callable[[StaticItem, str], str] | None = None
+    headline_note: str | None = None
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ def summary_markdown(title: str, summary: Mapping[str, Any], context: Mapping[st
     coverage = {"status": summary.get("status", "complete"), "items": counts.get("items"),
                 "completed": counts.get("completed"), "errored": counts.get("errors")}  # fmt: skip
     parts = [f"# {title}", "", _key_values(context), "", "## Headline (%)", "", _key_values({**summary["headline"], **coverage})]
+    if summary.get("headline_note"):
+        parts += ["", f"Why this headline differs from the project's: {summary['headline_note']}"]
     parts += ["", "## Counts", "", _key_values(summary["counts"])]
     if summary.get("judge"):
         parts += ["", "## LLM judge (separate from the rule-based score)", "", _key_values(summary["judge"])]

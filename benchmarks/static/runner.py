@@ -509,6 +509,8 @@ def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem
     summary["reference"] = dict(spec.reference)
     if mode.differences:
         summary["mode_differences"] = list(mode.differences)
+    if mode.headline_note:
+        summary["headline_note"] = mode.headline_note
     return summary
 
 

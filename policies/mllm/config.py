@@ -12,6 +12,11 @@ from typing import Any
 from policies.base import Policy
 from policies.cli import arg
 
+#: The closed-loop generation budget: room for a real model's reasoning before its plan (EB's JSON answer with
+#: a visual description and a reflection, SpatialTree's plan); a cut answer is a parse error, so the default
+#: stays this size and a local CPU run at it gets a one-line hint instead (:meth:`MLLMPolicyConfig.budget_hint`).
+DEFAULT_MAX_NEW_TOKENS = 1024
+
 
 @dataclass(frozen=True)
 class MLLMPolicyConfig:
@@ -28,7 +33,7 @@ class MLLMPolicyConfig:
     fallback: str = arg("noop", "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)")
     cache: bool = arg(True, "reuse answers from the SQLite response cache")
     cache_path: str | None = arg(None, "cache file (default $SPATIAL_ARENA_CACHE_DIR or ~/.cache/spatial_arena/responses.sqlite)")
-    max_new_tokens: int = arg(1024, "most tokens the model may write per call", minimum=1)
+    max_new_tokens: int = arg(DEFAULT_MAX_NEW_TOKENS, "most tokens the model may write per call (a smoke run on CPU: 16)", minimum=1)
     temperature: float = arg(0.0, "0 = greedy decoding (the benchmarks' protocols)", minimum=0)
     top_p: float = arg(1.0, "nucleus sampling mass when temperature > 0", minimum=0, maximum=1)
     seed: int = arg(0, "sampling seed (sent to servers too)")
@@ -71,9 +76,18 @@ class MLLMPolicyConfig:
 
     def check_inputs(self) -> None:
         """What would otherwise fail in every worker: a model backend nobody registered, a cache file that is
-        not a response cache.
+        not a response cache. Runs once, before any worker: when every check passes it also prints
+        :meth:`budget_hint` (stderr), so an input error stays one line.
 
         Raises ``ValueError`` naming the option and the fix."""
+        self._check_backend_and_cache()
+        hint = self.budget_hint()
+        if hint:
+            import sys
+
+            print(hint, file=sys.stderr)
+
+    def _check_backend_and_cache(self) -> None:
         if self.model_backend:
             from policies.backends.factory import registered_backends
 
@@ -94,6 +108,22 @@ class MLLMPolicyConfig:
         except sqlite3.DatabaseError as e:
             raise ValueError(f"--cache-path {path}: not a SQLite response cache ({e}); delete it, pass another "
                              f"--cache-path, or --no-cache") from None
+
+    def budget_hint(self) -> str | None:
+        """One line for a local checkpoint folder run on CPU at the default budget: each call may write up to
+        1,024 tokens, which takes minutes on CPU (a random-weight smoke model never stops early); ``None``
+        otherwise (a model that is not a local folder is left to the input checks, whose error is one line)."""
+        from pathlib import Path
+
+        from policies.backends.factory import default_backend
+
+        kind = self.model_backend or default_backend(self.model, self.api_base)
+        if kind != "transformers" or self.device != "cpu" or self.max_new_tokens != DEFAULT_MAX_NEW_TOKENS:
+            return None
+        if not Path(self.model).expanduser().is_dir():
+            return None
+        return (f"note: --max-new-tokens {DEFAULT_MAX_NEW_TOKENS} (the default) on CPU: a call may take minutes; "
+                "for a smoke run pass --max-new-tokens 16 --limit 1")
 
     @property
     def privileged(self) -> bool:
