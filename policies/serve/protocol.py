@@ -24,6 +24,7 @@ import numpy as np
 
 from policies.backends.base import Generation, GenerationConfig, Message
 from policies.backends.images import validate_messages
+from policies.backends.jsonwire import MAX_JSON_DEPTH, NestingError, loads_bounded
 
 ROLES = ("system", "user", "assistant")
 # Image formats decoded (the data URL's bytes decide, not its media type): what OpenAI-compatible APIs accept.
@@ -101,11 +102,12 @@ def parse_chat_request(raw: bytes, served_model: str, defaults: GenerationConfig
 
 def _json_object(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as err:
+        body = loads_bounded(raw)
+    except NestingError:
+        raise RequestError(400, f"the request body nests JSON arrays/objects too deeply to be a chat request "
+                                f"(more than {MAX_JSON_DEPTH} levels)") from None
+    except ValueError as err:  # UnicodeDecodeError is one
         raise RequestError(400, f"the request body is not valid JSON ({str(err)[:200]})") from None
-    except RecursionError:
-        raise RequestError(400, "the request body nests JSON arrays/objects too deeply to be a chat request") from None
     if not isinstance(body, dict):
         raise RequestError(400, f"the request body must be a JSON object, got a JSON {type(body).__name__}")
     return body
