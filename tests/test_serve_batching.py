@@ -15,7 +15,7 @@ from policies.backends.transformers_backend import TransformersBackend
 from policies.cli import parse_config
 from policies.serve import DynamicBatcher, ModelServer, RequestError
 from policies.serve.__main__ import ServeConfig, server_options
-from policies.serve.batcher import _groups, _Pending
+from policies.serve.batcher import _batch_key, _Pending
 from policies.serve.protocol import ChatRequest
 
 MAX_BATCH = 4
@@ -162,7 +162,17 @@ def test_batches_group_by_decoding_settings_and_input_kind():
     batch = [_Pending(ChatRequest(m, c)) for m, c in
              [(with_image, greedy), (text, greedy), (with_image, greedy_seed), (with_image, GenerationConfig(4)),
               (with_image, sampled), (with_image, sampled), (text, greedy)]]
-    assert [[batch.index(p) for p in g] for g in _groups(batch)] == [[0, 2], [1, 6], [3], [4], [5]]
+    assert _groups(batch) == [[0, 2], [1, 6], [3], [4], [5]]
+    lengths = [_Pending(ChatRequest(text, greedy), prompt_tokens=n) for n in (10, 255, 256, 300, 1000, 1100, 5000)]
+    assert _groups(lengths) == [[0, 1, 2], [3], [4, 5], [6]]  # short ones together, long ones within 4x
+
+
+def _groups(batch):
+    """Indices of ``batch`` grouped by the key that lets requests share a forward pass."""
+    groups = {}
+    for i, pending in enumerate(batch):
+        groups.setdefault(_batch_key(pending), []).append(i)
+    return list(groups.values())
 
 
 def test_a_failing_conversation_does_not_fail_its_batch_and_a_full_queue_refuses():
