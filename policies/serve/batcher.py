@@ -111,14 +111,22 @@ class DynamicBatcher:
         pending.future.pending = pending  # type: ignore[attr-defined]  # for cancel()
         return pending.future
 
-    def cancel(self, future: Future) -> None:
-        """Give up on a request (its client went away): dropped if queued, stopped at its next token if
-        running on a backend with ``supports_deadlines``."""
+    def cancel(self, future: Future) -> bool:
+        """Give up on a request (its client went away, or its deadline passed): dropped if still queued
+        (then True), else stopped at its next token on a backend with ``supports_deadlines``."""
         pending: _Pending | None = getattr(future, "pending", None)
-        if pending is not None:
-            with self._changed:
-                pending.deadline = min(pending.deadline, time.monotonic())
-                self._changed.notify_all()
+        if pending is None:
+            return False
+        with self._changed:
+            pending.deadline = min(pending.deadline, time.monotonic())
+            queued = pending in self._waiting
+            if queued:
+                self._waiting.remove(pending)
+            self._changed.notify_all()
+        if queued:
+            with self._lock:
+                self._stats.expired += 1
+        return queued
 
     def stats(self) -> dict[str, Any]:
         """Counters since start: requests, forward passes, batch-size histogram, mean wait and model time."""
@@ -181,10 +189,7 @@ class DynamicBatcher:
         late = [p for p in self._waiting if p.deadline <= now]
         for pending in late:
             self._waiting.remove(pending)
-            waited = now - pending.arrived
-            _settle(pending.future, error=RequestError(503, f"the request waited {waited:.1f} s in the queue and "
-                                                            f"reached its deadline before the model was free "
-                                                            f"(--request-deadline-s); retry later"))
+            _settle(pending.future, error=queued_too_long(now - pending.arrived))
         if late:
             with self._lock:
                 self._stats.expired += len(late)
@@ -256,6 +261,12 @@ class _Deadlines(Sequence[float]):
         if isinstance(index, slice):
             return _Deadlines(self._group[index])
         return self._group[index].deadline
+
+
+def queued_too_long(waited_s: float) -> RequestError:
+    """HTTP 503 for a request whose deadline came while it waited for the model (the server is busy)."""
+    return RequestError(503, f"the request waited {waited_s:.1f} s in the queue and reached its deadline before "
+                             f"the model was free (--request-deadline-s); retry later")
 
 
 def _pick(waiting: list[_Pending], now: float) -> _Pending:

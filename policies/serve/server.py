@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from policies.backends.base import Backend, GenerationConfig
-from policies.serve.batcher import DynamicBatcher
+from policies.serve.batcher import DynamicBatcher, queued_too_long
 from policies.serve.limits import PromptLimit
 from policies.serve.protocol import (
     ChatRequest,
@@ -231,15 +231,18 @@ class ModelServer:
         return completion_body(generation, self.model_name, request.config.max_new_tokens)
 
     def _wait(self, future: Future, deadline: float, client_gone: Callable[[], bool]) -> Any:
-        """The future's result by ``deadline`` (plus a grace for the model to stop there)."""
+        """The future's result by ``deadline``: a request still queued then is withdrawn (HTTP 503); one
+        being generated gets a grace for the model to stop it there, then HTTP 504."""
         while True:
-            remaining = deadline + DEADLINE_GRACE_S - time.monotonic()
-            if remaining <= 0:
-                self.batcher.cancel(future)
+            now = time.monotonic()
+            if now >= deadline and self.batcher.cancel(future):
+                raise queued_too_long(now - (deadline - self.request_deadline_s))
+            if now >= deadline + DEADLINE_GRACE_S:
                 raise RequestError(504, f"no answer within {self.request_deadline_s:g} s (--request-deadline-s); "
                                         f"ask for fewer max_tokens or a shorter prompt, or retry later")
             try:
-                return future.result(timeout=min(POLL_S, remaining))
+                wake = deadline if now < deadline else deadline + DEADLINE_GRACE_S
+                return future.result(timeout=min(POLL_S, max(wake - now, 0.001)))
             except FutureTimeout:
                 if client_gone():
                     self.batcher.cancel(future)
