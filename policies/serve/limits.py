@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.backends.base import Backend, Message
+from policies.cli import InputError
 from policies.serve.protocol import ChatRequest, RequestError
 
 #: Default prompt limit: the model's context, but at most this (one prefill of it fits a 7B model on a GPU).
@@ -47,9 +48,9 @@ class PromptLimit:
         attend over such a prompt)."""
         context = getattr(backend, "context_length", None)
         if max_prompt_tokens is not None and max_prompt_tokens < 1:
-            raise ValueError(f"max_prompt_tokens must be at least 1, got {max_prompt_tokens}")
+            raise InputError(f"--max-prompt-tokens must be at least 1, got {max_prompt_tokens}")
         if max_prompt_tokens is not None and context is not None and max_prompt_tokens > context:
-            raise ValueError(f"--max-prompt-tokens {max_prompt_tokens} is more than the model's context of "
+            raise InputError(f"--max-prompt-tokens {max_prompt_tokens} is more than the model's context of "
                              f"{context} tokens; pass at most {context}")
         default = min(context, DEFAULT_MAX_PROMPT_TOKENS) if context else DEFAULT_MAX_PROMPT_TOKENS
         token_chars = getattr(backend, "longest_token_chars", None) or FALLBACK_TOKEN_CHARS
