@@ -45,6 +45,7 @@ def serve(args: argparse.Namespace) -> None:
     """Child process: serve until stdin closes; print the port first."""
     from policies.backends.scripted import ScriptedBackend
     from policies.serve import ModelServer
+    from policies.serve.limits import FALLBACK_TOKEN_CHARS
 
     def answer(messages: list) -> str:
         backend.calls.clear()  # ScriptedBackend keeps every conversation for tests: not the server's memory
@@ -54,7 +55,10 @@ def serve(args: argparse.Namespace) -> None:
         return f"{len(images)} images, {sum(i.size for i in images)} values"
 
     backend = ScriptedBackend(answer)
-    server = ModelServer(backend, model_name="m", port=0, max_batch=1, max_wait_ms=0,
+    # A prompt limit that admits the whole body's text (the worst case for memory; by default a prompt of
+    # more than max_prompt_tokens x 32 characters would be refused before it is queued).
+    text_tokens = int(args.max_body_mb * MB) // FALLBACK_TOKEN_CHARS + 1
+    server = ModelServer(backend, model_name="m", port=0, max_batch=1, max_wait_ms=0, max_prompt_tokens=text_tokens,
                          max_body_mb=args.max_body_mb, max_images=args.max_images,
                          max_image_pixels=args.max_image_pixels, max_connections=args.max_connections,
                          read_timeout_s=60).start()  # fmt: skip

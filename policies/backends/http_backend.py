@@ -270,7 +270,8 @@ class HTTPBackend(Backend):
         deadline: _Deadline = request.deadline  # type: ignore[attr-defined]
         try:
             with _opener().open(request, timeout=self.timeout_s) as response:
-                data = response.read(MAX_RESPONSE_BYTES + 1)
+                bounded = response.length is not None and response.length <= MAX_RESPONSE_BYTES
+                data = response.read() if bounded else response.read(MAX_RESPONSE_BYTES + 1)  # read() notices a cut
         except urllib.error.HTTPError as err:
             if deadline.expired:  # the error body was cut off by the deadline: a timeout, not the server's word
                 raise TimeoutError("deadline") from err
