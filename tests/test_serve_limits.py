@@ -188,7 +188,11 @@ def test_connections_over_the_cap_wait_then_get_503_and_slots_come_back():
         while s.stats()["open_connections"] < 2:
             time.sleep(0.02)
         began = time.monotonic()
-        refused = _connect(s, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        with urllib.request.urlopen(s.url.removesuffix("/v1") + "/health", timeout=5) as response:
+            assert json.loads(response.read()) == {"status": "ok"}  # liveness answers without a slot
+        assert time.monotonic() - began < 0.5
+        began = time.monotonic()
+        refused = _connect(s, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
         answer = refused.recv(4096).decode()
         assert answer.startswith("HTTP/1.1 503") and "max_connections" in answer
         assert time.monotonic() - began >= 0.5  # it waited for a slot first

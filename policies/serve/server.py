@@ -13,7 +13,7 @@ batcher runs the smallest waiting request first, so a long one cannot hold short
 its own turn. Open connections are capped (``max_connections``); the accepting thread never waits, and
 when the cap is reached a new connection takes the slot of the one that has spent longest sending an
 unfinished request (a stalled or slow client), so stalled connections cannot lock others out; otherwise it
-waits briefly, then gets HTTP 503. A request must arrive within ``read_timeout_s`` (a client that sends
+waits briefly, then gets HTTP 503 (``GET /health`` is answered at once, without a slot). A request must arrive within ``read_timeout_s`` (a client that sends
 headers and then nothing, or drips bytes, is disconnected), and an optional API key is required as
 ``Authorization: Bearer <key>`` (HTTP 401 without it). Binding an address other than loopback without a
 key warns (:class:`ExposedServerWarning`).
@@ -385,6 +385,9 @@ class _HTTPServer(ThreadingHTTPServer):
             self._refuse(request)
 
     def _admit_then_handle(self, request: Any, client_address: Any) -> None:
+        if _answer_health_probe(request):  # liveness must not wait behind busy slots: it costs nothing
+            super().shutdown_request(request)
+            return
         if not self.connections.open(request):
             self._refuse(request)
             return
@@ -397,6 +400,25 @@ class _HTTPServer(ThreadingHTTPServer):
     def shutdown_request(self, request: Any) -> None:
         self.connections.close(request)
         super().shutdown_request(request)
+
+
+HEALTH_PROBE = b"GET /health HTTP/1."
+HEALTH_ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\nConnection: close\r\n\r\n"
+                 b'{"status": "ok"}')  # fmt: skip
+
+
+def _answer_health_probe(conn: socket.socket) -> bool:
+    """Answer ``GET /health`` on a connection waiting for a slot, without one (its request line is peeked
+    at for up to 0.5 s); False, with nothing read, for any other request."""
+    try:
+        conn.settimeout(0.5)
+        head = conn.recv(len(HEALTH_PROBE), socket.MSG_PEEK | socket.MSG_WAITALL)
+        if head != HEALTH_PROBE:
+            return False
+        conn.sendall(HEALTH_ANSWER)
+        return True
+    except OSError:  # nothing within 0.5 s (a slow client: it waits for a slot like the others), or gone
+        return False
 
 
 def _refuse(conn: socket.socket, cap: int) -> None:
