@@ -257,3 +257,12 @@ def test_a_long_generation_stops_at_its_deadline_and_a_short_request_is_still_an
     assert results["short"][0] == 200 and short_s < 3  # behind the long one for at most its deadline
     assert over[0] == 400 and "this server accepts prompts of at most 60 tokens" in over[1]["error"]["message"]
     assert stats["expired"] == 1 and stats["requests"] == 2  # the over-long prompt never reached the model
+
+
+def test_a_prompt_limit_beyond_the_context_is_bad_input(model_path, capsys):
+    from policies.cli import run_cli
+    from policies.serve.__main__ import main
+
+    assert run_cli(main, ["--model", model_path, "--device", "cpu", "--port", "0", "--max-prompt-tokens", "40000"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "--max-prompt-tokens 40000 is more than the model's context of 32768 tokens; pass at most 32768")

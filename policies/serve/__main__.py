@@ -89,9 +89,11 @@ def server_options(config: ServeConfig) -> dict[str, Any]:
             "api_key": api_key(config)}  # fmt: skip
 
 
-def _announce(url: str, config: ServeConfig, where: str) -> None:
+def _announce(url: str, config: ServeConfig, where: str, max_prompt_tokens: int | None) -> None:
+    prompts = f"prompts up to {max_prompt_tokens} tokens" if max_prompt_tokens else "the prompt limit of the model"
     print(f"serving {config.served_model_name or config.model} at {url} {where}(max batch {config.max_batch}, "
-          f"max wait {config.max_wait_ms:g} ms); stop with Ctrl-C", flush=True)
+          f"max wait {config.max_wait_ms:g} ms, {prompts}, deadline {config.request_deadline_s:g} s); stop with Ctrl-C",
+          flush=True)  # fmt: skip
 
 
 def _serve_on_ray(config: ServeConfig) -> None:
@@ -99,7 +101,7 @@ def _serve_on_ray(config: ServeConfig) -> None:
 
     server = start_ray_server(config.model, num_gpus=config.num_gpus, num_cpus=config.num_cpus, host=config.host,
                               port=config.port, address=config.ray, **server_options(config))
-    _announce(server.url, config, f"from a Ray actor with {config.num_gpus:g} GPU(s) ")
+    _announce(server.url, config, f"from a Ray actor with {config.num_gpus:g} GPU(s) ", config.max_prompt_tokens)
     try:
         while True:
             time.sleep(3600)
@@ -125,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from policies.serve.server import ModelServer
 
     server = ModelServer.from_model(config.model, host=config.host, port=config.port, **server_options(config))
-    _announce(server.url, config, "")
+    _announce(server.url, config, "", server.prompt_limit.max_tokens)
     server.serve_forever()
 
 
