@@ -235,11 +235,13 @@ def _check_pixels(size: tuple[int, int], where: str, max_pixels: int) -> None:
 
 
 def completion_body(generation: Generation, model: str, max_new_tokens: int) -> dict[str, Any]:
-    """A ``chat.completion`` object with ``usage``. ``finish_reason`` is ``length`` when the token budget
-    was used up, else ``stop``."""
+    """A ``chat.completion`` object with ``usage``. ``finish_reason`` is the backend's (``stop`` or
+    ``length``) or, when it does not tell, ``length`` when the token budget was used up, else ``stop``."""
     completion = generation.completion_tokens or 0
     prompt = generation.prompt_tokens or 0
-    finish = "length" if completion >= max_new_tokens else "stop"
+    finish = generation.finish_reason
+    if finish not in ("stop", "length"):
+        finish = "length" if completion >= max_new_tokens else "stop"
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
         "model": model,

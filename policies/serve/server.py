@@ -256,11 +256,12 @@ class ClientGone(Exception):
 def _closed_by_peer(conn: socket.socket) -> bool:
     """Whether the client has closed ``conn`` (readable, with nothing to read), without consuming data."""
     try:
-        readable, _, _ = select.select([conn], [], [], 0)
-        return bool(readable) and conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        poller = select.poll()  # not select.select: it fails for descriptors over 1023
+        poller.register(conn, select.POLLIN)
+        return bool(poller.poll(0)) and conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
     except BlockingIOError:  # nothing to read after all: still connected
         return False
-    except (OSError, ValueError):  # reset, or already closed on our side
+    except OSError:  # reset, or already closed on our side
         return True
 
 
