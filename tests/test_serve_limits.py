@@ -234,6 +234,10 @@ def test_an_over_long_prompt_is_refused_before_the_tokenizer_and_the_model():
         message = body["error"]["message"]
         assert "15728640 characters, so more than 100 tokens" in message and "--max-prompt-tokens" in message
         assert backend.counted == [] and backend.calls == []  # neither tokenised nor run
+        many = {"model": "m", "messages": [{"role": "user", "content": "a"}] * 101}
+        status, body = post(s, many)  # few characters, but each turn costs template tokens
+        assert status == 400 and "101 messages, so more than 100 prompt tokens" in body["error"]["message"]
+        assert backend.counted == []
         status, body = post(s, chat("word " * 150))  # within the character bound: counted, then refused
         assert status == 400 and "the prompt has 150 tokens; this server accepts prompts of at most 100" in body["error"]["message"]
         assert len(backend.counted) == 1 and backend.calls == []

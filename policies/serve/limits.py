@@ -1,8 +1,8 @@
 """How much model work one request may ask for, checked before it reaches the model.
 
-A prompt is sized in two steps, so an over-long one costs almost nothing: first its characters (a prompt
-of ``n`` characters has at least ``n / longest_token_chars`` tokens, so a 15 MB text is refused before any
-tokenising), then its tokens, counted by the backend's tokenizer when it has one
+A prompt is sized in two steps, so an over-long one costs almost nothing: first its characters and turns
+(a prompt of ``n`` characters has at least ``n / longest_token_chars`` tokens, and each message at least
+one, so a 15 MB text or 500,000 one-letter messages are refused before any tokenising), then its tokens, counted by the backend's tokenizer when it has one
 (:meth:`~policies.backends.transformers_backend.TransformersBackend.count_prompt_tokens`). A prompt over
 ``max_prompt_tokens``, or a prompt and ``max_tokens`` that together exceed the model's context, is refused
 with HTTP 400 naming the limit and the flag. The count also sizes the request for the batcher's scheduling.
@@ -64,7 +64,11 @@ class PromptLimit:
     def check(self, request: ChatRequest, backend: Backend) -> int:
         """The request's prompt tokens (counted, or estimated from characters when the backend cannot
         count); raises :class:`RequestError` (400) for a prompt over the limit or beyond the context."""
-        chars = prompt_chars(request.messages)
+        turns, chars = len(request.messages), prompt_chars(request.messages)
+        if turns > self.max_tokens:  # each turn takes a token of the chat template at least
+            raise RequestError(400, f"the request has {turns} messages, so more than {self.max_tokens} prompt tokens; "
+                                    f"this server accepts prompts of at most {self.max_tokens} tokens "
+                                    f"(--max-prompt-tokens); send fewer messages", "messages")
         if chars > self.max_chars:
             raise RequestError(400, f"the prompt has {chars} characters, so more than {self.max_tokens} tokens; "
                                     f"this server accepts prompts of at most {self.max_tokens} tokens "
