@@ -151,3 +151,61 @@ def test_empty_answers_are_never_cached(tmp_path):
     assert texts == ["", "  \n", "an answer", "an answer"]
     assert len(inner.calls) == 3 and len(cache) == 1 and cache.hits == 1
     assert json.loads(json.dumps(cache.describe()))["cache"].endswith("cache.sqlite")
+
+
+def _nested(depth):
+    return "[" * depth + "]" * depth
+
+
+def _at_stack_depth(frames, call):
+    """``call()`` with ``frames`` frames under it on a fresh thread's stack (a worker calls from some depth):
+    what it raised, or None."""
+    raised = []
+
+    def nest(n):
+        if n:
+            return nest(n - 1)
+        try:
+            call()
+        except BaseException as err:
+            raised.append(err)
+
+    thread = threading.Thread(target=nest, args=(frames,))
+    thread.start()
+    thread.join(10)
+    return raised[0] if raised else None
+
+
+@pytest.mark.parametrize("body", [
+    '{"choices": [%s]}', '{"choices": %s}', '{"error": %s}', '{"choices": [{"message": {"content": [%s]}}]}',
+])
+def test_an_answer_nested_near_1000_deep_is_a_counted_malformed_response(body):
+    """The issue's case (991 levels): ``json.loads`` accepted a depth that the preview of a part of it, one
+    frame deeper, could not print, and RecursionError escaped. Each depth from 900 to 999 is tried from a
+    fresh thread, so one of them lands in that window; every one is the same counted error."""
+    server = FakeServer()
+    server.script = [lambda request: _raw(body % _nested(len(request["messages"][0]["content"])))]
+    backend = HTTPBackend("m", server.url, max_retries=0)
+    depths = range(900, 1000)
+    try:
+        raised = [_at_stack_depth(0, lambda d=d: backend.generate([{"role": "user", "content": "x" * d}]))
+                  for d in depths]  # fmt: skip
+    finally:
+        server.close()
+    assert {type(err).__name__ for err in raised} == {"MalformedResponseError"}
+    assert all("more than 64 levels deep" in str(err) for err in raised)
+    assert backend.stats.malformed == len(depths) and backend.stats.successes == 0
+
+
+def test_a_deep_but_bounded_answer_still_parses_and_a_huge_one_is_malformed():
+    server = FakeServer()
+    parts = [{"type": "text", "text": "ok"}]
+    server.script = [completion(parts), _raw('{"choices": [{"message": {"content": "' + "x" * (16 * 2**20) + '"}}]}')]
+    backend = HTTPBackend("m", server.url, max_retries=0)
+    try:
+        assert backend.generate(MESSAGES).text == "ok"
+        with pytest.raises(MalformedResponseError, match="larger than 16777216 bytes"):
+            backend.generate(MESSAGES)
+    finally:
+        server.close()
+    assert backend.stats.malformed == 1

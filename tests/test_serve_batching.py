@@ -2,6 +2,7 @@
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -15,7 +16,7 @@ from policies.backends.transformers_backend import TransformersBackend
 from policies.cli import parse_config
 from policies.serve import DynamicBatcher, ModelServer, RequestError
 from policies.serve.__main__ import ServeConfig, server_options
-from policies.serve.batcher import _groups, _Pending
+from policies.serve.batcher import _batch_key, _Pending
 from policies.serve.protocol import ChatRequest
 
 MAX_BATCH = 4
@@ -162,7 +163,17 @@ def test_batches_group_by_decoding_settings_and_input_kind():
     batch = [_Pending(ChatRequest(m, c)) for m, c in
              [(with_image, greedy), (text, greedy), (with_image, greedy_seed), (with_image, GenerationConfig(4)),
               (with_image, sampled), (with_image, sampled), (text, greedy)]]
-    assert [[batch.index(p) for p in g] for g in _groups(batch)] == [[0, 2], [1, 6], [3], [4], [5]]
+    assert _groups(batch) == [[0, 2], [1, 6], [3], [4], [5]]
+    lengths = [_Pending(ChatRequest(text, greedy), prompt_tokens=n) for n in (10, 255, 256, 300, 1000, 1100, 5000)]
+    assert _groups(lengths) == [[0, 1, 2], [3], [4, 5], [6]]  # short ones together, long ones within 4x
+
+
+def _groups(batch):
+    """Indices of ``batch`` grouped by the key that lets requests share a forward pass."""
+    groups = {}
+    for i, pending in enumerate(batch):
+        groups.setdefault(_batch_key(pending), []).append(i)
+    return list(groups.values())
 
 
 def test_a_failing_conversation_does_not_fail_its_batch_and_a_full_queue_refuses():
@@ -218,3 +229,40 @@ def test_navigation_benchmark_workers_use_the_server_and_match_the_local_model(t
 def test_a_busy_port_is_a_clear_error(server):
     with pytest.raises(OSError, match="pass another --port"):
         ModelServer(ScriptedBackend(["unused"]), port=server.address[1])
+
+
+def test_prompt_tokens_are_counted_before_the_model_as_the_model_counts_them(local):
+    text_only = [{"role": "user", "content": "Which way is the door?"}]
+    for conversation in [text_only, *conversations(3)]:  # images of three sizes
+        assert local.count_prompt_tokens(conversation) == local.generate(conversation).prompt_tokens
+    assert local.context_length == 32768 and local.longest_token_chars >= 1
+
+
+def test_a_long_generation_stops_at_its_deadline_and_a_short_request_is_still_answered(local):
+    with ModelServer(local, model_name="m", port=0, max_wait_ms=0, request_deadline_s=0.6, max_prompt_tokens=60) as s:
+        results = {}
+        long = threading.Thread(target=lambda: results.__setitem__("long", post(s, {  # greedy: 3000+ tokens, no end
+            "model": "m", "max_tokens": 30000, "messages": [{"role": "user", "content": "robot"}]})))
+        long.start()
+        time.sleep(0.2)
+        began = time.monotonic()
+        results["short"] = post(s, {"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]})
+        short_s = time.monotonic() - began
+        long.join(30)
+        over = post(s, {"model": "m", "messages": [{"role": "user", "content": "move to the red block " * 20}]})
+        stats = s.stats()
+    status, body = results["long"]
+    assert status == 504 and "reached its deadline after" in body["error"]["message"]
+    assert "--request-deadline-s" in body["error"]["message"]
+    assert results["short"][0] == 200 and short_s < 3  # behind the long one for at most its deadline
+    assert over[0] == 400 and "this server accepts prompts of at most 60 tokens" in over[1]["error"]["message"]
+    assert stats["expired"] == 1 and stats["requests"] == 2  # the over-long prompt never reached the model
+
+
+def test_a_prompt_limit_beyond_the_context_is_bad_input(model_path, capsys):
+    from policies.cli import run_cli
+    from policies.serve.__main__ import main
+
+    assert run_cli(main, ["--model", model_path, "--device", "cpu", "--port", "0", "--max-prompt-tokens", "40000"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "--max-prompt-tokens 40000 is more than the model's context of 32768 tokens; pass at most 32768")

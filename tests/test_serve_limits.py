@@ -86,7 +86,7 @@ def test_a_request_within_the_limits_is_answered(server):
     (lambda: request([png_url(raw=png_header_only(60000, 60000))]), 400, "larger than this server accepts"),
     (lambda: request([png_url(raw=b"GIF89a" + b"\0" * 20)]), 400, "does not hold a readable"),
     (lambda: b"[" * 100_000 + b"]" * 100_000, 400, "too deeply"),
-    (lambda: ('{"model": "m", "messages": ' + "[" * 900 + "]" * 900 + "}").encode(), 400, "role must be one of"),
+    (lambda: ('{"model": "m", "messages": ' + "[" * 900 + "]" * 900 + "}").encode(), 400, "too deeply"),
     (lambda: b'{"model": "m", "max_tokens": ' + b"9" * 5000 + b"}", 400, "not valid JSON"),
     (lambda: b"\xff\xfe{}", 400, "not valid JSON"),
 ])  # fmt: skip
@@ -188,7 +188,11 @@ def test_connections_over_the_cap_wait_then_get_503_and_slots_come_back():
         while s.stats()["open_connections"] < 2:
             time.sleep(0.02)
         began = time.monotonic()
-        refused = _connect(s, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        with urllib.request.urlopen(s.url.removesuffix("/v1") + "/health", timeout=5) as response:
+            assert json.loads(response.read()) == {"status": "ok"}  # liveness answers without a slot
+        assert time.monotonic() - began < 0.5
+        began = time.monotonic()
+        refused = _connect(s, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
         answer = refused.recv(4096).decode()
         assert answer.startswith("HTTP/1.1 503") and "max_connections" in answer
         assert time.monotonic() - began >= 0.5  # it waited for a slot first
@@ -201,3 +205,130 @@ def test_connections_over_the_cap_wait_then_get_503_and_slots_come_back():
             t.join(10)
         assert results and results[0][0] == 200 and s.stats()["refused_connections"] == 1
         refused.close()
+
+
+class CountingBackend(ScriptedBackend):
+    """A scripted model with a tokenizer stand-in: one token a word, the longest token 10 characters."""
+
+    longest_token_chars = 10
+
+    def __init__(self, answer="ok", context_length=None, delay_s=0.0):
+        super().__init__(lambda messages: time.sleep(delay_s) or answer)
+        self.context_length, self.counted = context_length, []
+
+    def count_prompt_tokens(self, messages):
+        self.counted.append(messages)
+        return sum(len(str(m["content"]).split()) for m in messages)
+
+
+def chat(text, max_tokens=4):
+    return {"model": "m", "max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
+
+
+def test_an_over_long_prompt_is_refused_before_the_tokenizer_and_the_model():
+    backend = CountingBackend()
+    with ModelServer(backend, model_name="m", port=0, max_wait_ms=0, max_prompt_tokens=100) as s:
+        began = time.monotonic()
+        status, body = post(s, chat("x" * (15 * 2**20), max_tokens=1))  # the issue's 15 MB request
+        assert status == 400 and time.monotonic() - began < 5
+        message = body["error"]["message"]
+        assert "15728640 characters, so more than 100 tokens" in message and "--max-prompt-tokens" in message
+        assert backend.counted == [] and backend.calls == []  # neither tokenised nor run
+        many = {"model": "m", "messages": [{"role": "user", "content": "a"}] * 101}
+        status, body = post(s, many)  # few characters, but each turn costs template tokens
+        assert status == 400 and "101 messages, so more than 100 prompt tokens" in body["error"]["message"]
+        assert backend.counted == []
+        status, body = post(s, chat("word " * 150))  # within the character bound: counted, then refused
+        assert status == 400 and "the prompt has 150 tokens; this server accepts prompts of at most 100" in body["error"]["message"]
+        assert len(backend.counted) == 1 and backend.calls == []
+        assert post(s, chat("word " * 100))[0] == 200 and len(backend.calls) == 1
+        assert s.stats()["max_prompt_tokens"] == 100
+
+
+def test_prompt_and_completion_must_fit_the_context_and_the_default_limit_follows_it():
+    backend = CountingBackend(context_length=200)
+    with ModelServer(backend, model_name="m", port=0, max_wait_ms=0) as s:
+        assert s.prompt_limit.max_tokens == 200  # the model's context (under 32768)
+        status, body = post(s, chat("word " * 20, max_tokens=190))
+        assert status == 400 and "210 is more than the model's context of 200 tokens" in body["error"]["message"]
+        assert post(s, chat("word " * 20, max_tokens=180))[0] == 200
+    with pytest.raises(ValueError, match="--max-prompt-tokens 300 is more than the model's context of 200"):
+        ModelServer(backend, port=0, max_prompt_tokens=300)
+    assert ModelServer(ScriptedBackend(["x"]), port=0).prompt_limit.max_tokens == 32768  # no context known
+    config = parse_config(ServeConfig, ["--model", "/ckpt/q", "--max-prompt-tokens", "4096", "--request-deadline-s", "30"])
+    assert (server_options(config)["max_prompt_tokens"], server_options(config)["request_deadline_s"]) == (4096, 30.0)
+
+
+def test_a_request_past_its_deadline_gets_504_and_one_still_queued_503(monkeypatch):
+    monkeypatch.setattr("policies.serve.server.DEADLINE_GRACE_S", 0.2)  # how long the model may take to stop
+    backend = CountingBackend(delay_s=0.9)  # no supports_deadlines: the server stops waiting for it
+    with ModelServer(backend, model_name="m", port=0, max_wait_ms=0, max_batch=1, request_deadline_s=0.4) as s:
+        results = {}
+        first = threading.Thread(target=lambda: results.__setitem__("running", post(s, chat("a"))))
+        first.start()
+        while not backend.calls:
+            time.sleep(0.01)
+        began = time.monotonic()
+        results["queued"] = post(s, chat("b"))
+        queued_s = time.monotonic() - began
+        first.join(10)
+    (status, body), (queued, queued_body) = results["running"], results["queued"]
+    assert status == 504 and "no answer within 0.4 s (--request-deadline-s)" in body["error"]["message"]
+    assert queued == 503 and "waited" in queued_body["error"]["message"] and queued_s < 1.5
+    assert len(backend.calls) == 1  # the queued one never reached the model
+
+
+def test_the_least_work_runs_first_and_the_oldest_cannot_starve():
+    from policies.backends.base import GenerationConfig
+    from policies.serve import DynamicBatcher
+    from policies.serve.protocol import ChatRequest
+
+    backend = ScriptedBackend(lambda messages: messages[0]["content"])
+    batcher = DynamicBatcher(backend, max_batch=1, max_wait_ms=0)
+
+    def submit(name, tokens, new, deadline_s):
+        request = ChatRequest([{"role": "user", "content": name}], GenerationConfig(max_new_tokens=new))
+        return batcher.submit(request, deadline=time.monotonic() + deadline_s, prompt_tokens=tokens)
+
+    futures = [submit("old", 9000, 8000, 1.0)]
+    time.sleep(0.55)  # "old" has now waited more than half its deadline: it goes first, however long
+    futures += [submit("long-1", 2000, 1000, 60), submit("long-2", 2000, 1000, 60), submit("short", 5, 4, 60)]
+    batcher.start()
+    assert [f.result(5).text for f in futures] == ["old", "long-1", "long-2", "short"]
+    batcher.stop()
+    assert [c[0]["content"] for c in backend.calls] == ["old", "short", "long-1", "long-2"]
+
+
+def test_a_request_whose_client_hangs_up_is_dropped_before_the_model():
+    release = threading.Event()
+    backend = ScriptedBackend(lambda messages: release.wait(10) and messages[0]["content"])
+    with ModelServer(backend, model_name="m", port=0, max_wait_ms=0, max_batch=1) as s:
+        busy = threading.Thread(target=post, args=(s, chat("busy")))
+        busy.start()
+        while not backend.calls:
+            time.sleep(0.01)
+        body = json.dumps(chat("abandoned")).encode()
+        gone = _connect(s, HEADERS.replace(b"500", str(len(body)).encode()) + body)
+        time.sleep(0.3)  # parsed and queued behind "busy"
+        gone.close()
+        time.sleep(0.6)  # the waiting handler notices within 0.25 s
+        release.set()
+        busy.join(10)
+    assert [c[0]["content"] for c in backend.calls] == ["busy"] and s.stats()["expired"] == 1
+
+
+def test_stalled_connections_cannot_lock_out_health_and_small_requests():
+    """The issue's case: 32 stalled connections (the default cap) held every slot until their 30 s read
+    timeout. Now a new client takes the slot of the longest-stalled one at once."""
+    with _serve() as s:  # the defaults: max_connections 32, read_timeout_s 30
+        stalled = [_connect(s, HEADERS[:30]) for _ in range(32)] + [_connect(s, HEADERS + b"{") for _ in range(8)]
+        time.sleep(1.2)  # past EVICT_AFTER_S: the stalled ones may now be evicted
+        began = time.monotonic()
+        with urllib.request.urlopen(s.url.removesuffix("/v1") + "/health", timeout=5) as response:
+            assert json.loads(response.read()) == {"status": "ok"}
+        assert time.monotonic() - began < 1.5
+        began = time.monotonic()
+        assert post(s, request())[0] == 200 and time.monotonic() - began < 1.5
+        assert s.stats()["evicted_connections"] >= 2
+        for conn in stalled:
+            conn.close()

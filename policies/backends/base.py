@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 Message = dict[str, Any]
+#: ``Generation.finish_reason`` of an answer stopped at its deadline (``Backend.supports_deadlines``).
+FINISH_DEADLINE = "deadline"
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class Generation:
     cost_usd: float | None = None
     #: The kind of model error the oracle injected into this answer (``None`` for every real backend).
     injected_error: str | None = None
+    #: Why decoding ended, where the backend tells: ``"stop"`` (end of turn), ``"length"`` (the token
+    #: budget) or ``"deadline"`` (stopped at its deadline, see ``Backend.supports_deadlines``).
+    finish_reason: str | None = None
 
 
 class Backend(ABC):
@@ -50,6 +55,9 @@ class Backend(ABC):
     config: GenerationConfig
     #: Whether ``make_backend`` may put the response cache in front (answers depend on the messages alone).
     cacheable: ClassVar[bool] = True
+    #: Whether ``generate_batch(conversations, deadlines=[...])`` stops each conversation at its deadline
+    #: (``time.monotonic()`` values); the model server bounds a request's time on the model with it.
+    supports_deadlines: ClassVar[bool] = False
 
     @abstractmethod
     def generate(self, messages: Sequence[Message]) -> Generation:

@@ -12,7 +12,9 @@ or a host name that does not resolve is not retried like a busy server: after
 endpoint stops in seconds rather than spending the whole backoff on every call. Every
 field of the answer is checked: text that is not text, token counts or a cost that are not finite
 non-negative numbers make the response malformed (:class:`MalformedResponseError`, counted), never a
-``ValueError`` or a NaN in the run's cost.
+``ValueError`` or a NaN in the run's cost. So are an answer nested more than 64 levels deep (read through
+:func:`~policies.backends.jsonwire.loads_bounded`, so no ``RecursionError`` escapes whatever the caller's
+stack) and one larger than 16 MiB (read no further).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from policies.backends.errors import (
     MalformedResponseError,
 )
 from policies.backends.images import png_data_url, validate_messages
+from policies.backends.jsonwire import loads_bounded
 
 
 @dataclass
@@ -64,6 +67,7 @@ class HTTPStats:
 
 
 MAX_TOKENS_REPORTED = 2**53  # a token count beyond this is not a count (and would overflow cost arithmetic)
+MAX_RESPONSE_BYTES = 16 * 2**20  # a chat completion is kilobytes; more is not an answer, and is not read
 
 
 class _Deadline:
@@ -281,7 +285,8 @@ class HTTPBackend(Backend):
         deadline: _Deadline = request.deadline  # type: ignore[attr-defined]
         try:
             with _opener().open(request, timeout=self.timeout_s) as response:
-                data = response.read()
+                bounded = response.length is not None and response.length <= MAX_RESPONSE_BYTES
+                data = response.read() if bounded else response.read(MAX_RESPONSE_BYTES + 1)  # read() notices a cut
         except urllib.error.HTTPError as err:
             if deadline.expired:  # the error body was cut off by the deadline: a timeout, not the server's word
                 raise TimeoutError("deadline") from err
@@ -337,9 +342,11 @@ class HTTPBackend(Backend):
     # ------------------------------------------------------------------------------------------- parsing
 
     def _parse(self, raw: bytes, latency: float) -> Generation:
+        if len(raw) > MAX_RESPONSE_BYTES:
+            self._malformed(f"the answer is larger than {MAX_RESPONSE_BYTES} bytes: {raw[:200]!r}")
         try:
-            payload = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as err:
+            payload = loads_bounded(raw)  # a fixed depth limit: the previews below never recurse too deep
+        except ValueError as err:  # UnicodeDecodeError and NestingError are ValueErrors
             self._malformed(f"body is not JSON ({type(err).__name__}: {str(err)[:100]}): {raw[:200]!r}")
         if not isinstance(payload, dict):
             self._malformed(f"body is a JSON {type(payload).__name__}, not an object: {raw[:200]!r}")
@@ -447,15 +454,15 @@ def _wire_message(message: Message) -> dict[str, Any]:
 
 def _error_detail(err: urllib.error.HTTPError) -> str:
     try:
-        body = err.read()[:500].decode("utf-8", "replace")
+        body = err.read(500).decode("utf-8", "replace")  # the start is enough, and all a hostile server gets read
     except Exception:  # the body of a failed response may itself be unreadable
         body = ""
     try:
-        message = json.loads(body).get("error", {})
+        message = loads_bounded(body).get("error", {})
         if isinstance(message, dict):
             message = message.get("message", body)
         return str(message)[:300] or err.reason
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError):  # not JSON, too deep, or not an object
         return body.strip()[:300] or str(err.reason)
 
 

@@ -10,6 +10,9 @@ id that is not in the local cache fails at once, without a DNS lookup.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
 import hashlib
 import os
 import time
@@ -18,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from policies.backends.base import Backend, Generation, GenerationConfig, Message
+from policies.backends.base import FINISH_DEADLINE, Backend, Generation, GenerationConfig, Message
 from policies.backends.hub import hub_access
 from policies.backends.images import is_image_part, to_pil, validate_messages
 
@@ -33,6 +36,10 @@ _PROBE_BYTES = 1 << 20
 
 class TransformersBackend(Backend):
     """A local transformers model behind :class:`Backend`.
+
+    For a server in front of it (:mod:`policies.serve`): :attr:`context_length`, :attr:`longest_token_chars`
+    and :meth:`count_prompt_tokens` size a prompt before it reaches the model, and :meth:`generate_batch`
+    takes a deadline per conversation (``supports_deadlines``).
 
     Args:
         model: checkpoint directory or hub id.
@@ -101,32 +108,83 @@ class TransformersBackend(Backend):
         self._eos_ids = _eos_ids(self.model, self.tokenizer)
         self._torch = torch
 
+    # ------------------------------------------------------------------------------------ prompt size
+
+    @property
+    def context_length(self) -> int | None:
+        """Tokens the language model attends over (``max_position_embeddings``), when its config says."""
+        config = self.model.config
+        text = config.get_text_config() if hasattr(config, "get_text_config") else config
+        value = getattr(text, "max_position_embeddings", None)
+        return int(value) if isinstance(value, int) and value > 0 else None
+
+    @functools.cached_property
+    def longest_token_chars(self) -> int:
+        """Characters of the longest token in the vocabulary: a prompt of ``n`` characters has at least
+        ``n / longest_token_chars`` tokens, known before any tokenising."""
+        return max((len(token) for token in self.tokenizer.get_vocab()), default=1) or 1
+
+    @functools.cached_property
+    def _counting_tokenizer(self) -> Any:
+        """A copy of the tokenizer for counting on other threads: the model thread's padding calls change
+        the tokenizer's state, which a fast tokenizer refuses to share ("Already borrowed")."""
+        return copy.deepcopy(self.tokenizer)
+
+    def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens of the prompt as :meth:`generate` builds it, without decoding an image's pixels: the text
+        with the chat template, plus each image's tokens from its size where the processor can tell them
+        (Qwen-VL, LLaVA and other processors with ``_get_num_multimodal_tokens``; elsewhere images count
+        as their placeholder, so the number is a lower bound)."""
+        text, images = self._render(messages)
+        tokens = len(self._counting_tokenizer(text)["input_ids"])
+        counter = getattr(self.processor, "_get_num_multimodal_tokens", None)
+        if not images or counter is None:
+            return tokens
+        sizes = [(image.height, image.width) for image in images]
+        per_image = counter(image_sizes=sizes, **self._image_kwargs).num_image_tokens
+        return tokens + sum(max(0, int(n) - 1) for n in per_image)  # each placeholder becomes n tokens
+
     # -------------------------------------------------------------------------------------- generation
+
+    #: :meth:`generate_batch` stops each conversation at its deadline (``deadlines=``).
+    supports_deadlines = True
 
     def generate(self, messages: Sequence[Message]) -> Generation:
         return self.generate_batch([messages])[0]
 
-    def generate_batch(self, conversations: Sequence[Sequence[Message]]) -> list[Generation]:
-        """Answer conversations in chunks of ``batch_size``, left-padded, in the order given."""
+    def generate_batch(self, conversations: Sequence[Sequence[Message]], *,
+                       deadlines: Sequence[float] | None = None) -> list[Generation]:  # fmt: skip
+        """Answer conversations in chunks of ``batch_size``, left-padded, in the order given.
+
+        ``deadlines`` (``time.monotonic()`` values, one per conversation) stop a conversation's decoding at
+        the first new token after its deadline; its answer then has ``finish_reason == "deadline"``."""
         for messages in conversations:
             validate_messages(messages)
+        if deadlines is not None and len(deadlines) != len(conversations):
+            raise ValueError(f"{len(deadlines)} deadlines for {len(conversations)} conversations")
         out: list[Generation] = []
         for start in range(0, len(conversations), self.batch_size):
-            out += self._generate_chunk(conversations[start : start + self.batch_size])
+            chunk = slice(start, start + self.batch_size)
+            out += self._generate_chunk(conversations[chunk], None if deadlines is None else deadlines[chunk])
         return out
 
-    def _generate_chunk(self, conversations: Sequence[Sequence[Message]]) -> list[Generation]:
+    def _generate_chunk(self, conversations: Sequence[Sequence[Message]],
+                        deadlines: Sequence[float] | None = None) -> list[Generation]:  # fmt: skip
         rendered = [self._render(m) for m in conversations]
         inputs = self._encode([t for t, _ in rendered], [imgs for _, imgs in rendered])
+        width = inputs["input_ids"].shape[1]
+        stop = _DeadlineCriteria(deadlines, width, self._torch) if deadlines is not None else None
         began = time.perf_counter()
         with self._torch.inference_mode():
             if self.config.temperature > 0:
                 self._torch.manual_seed(self.config.seed)  # the same conversation gives the same sample
-            sequences = self.model.generate(**inputs, **self._generate_kwargs())
+            extra = {"stopping_criteria": [stop]} if stop is not None else {}
+            sequences = self.model.generate(**inputs, **self._generate_kwargs(), **extra)
         latency = time.perf_counter() - began
-        new_tokens = sequences[:, inputs["input_ids"].shape[1] :]
+        new_tokens = sequences[:, width:]
         prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
-        return [self._decode(row, int(n), latency) for row, n in zip(new_tokens, prompt_lengths)]
+        out = [self._decode(row, int(n), latency) for row, n in zip(new_tokens, prompt_lengths)]
+        return out if stop is None else [stop.mark(i, g) for i, g in enumerate(out)]
 
     def _render(self, messages: Sequence[Message]) -> tuple[str, list[Any]]:
         """Prompt text and the images in order of appearance (image parts become placeholders)."""
@@ -175,7 +233,9 @@ class TransformersBackend(Backend):
         stop = next((i for i, t in enumerate(ids) if t in self._eos_ids), None)
         kept = ids if stop is None else ids[: stop + 1]  # the end-of-turn token counts as generated
         text = self.tokenizer.decode(kept, skip_special_tokens=True)
-        return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(kept), latency_s=latency)
+        finish = "stop" if stop is not None else "length"
+        return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(kept), latency_s=latency,
+                          finish_reason=finish)  # fmt: skip
 
     # --------------------------------------------------------------------------------------- identity
 
@@ -194,6 +254,31 @@ class TransformersBackend(Backend):
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+class _DeadlineCriteria:
+    """A ``stopping_criteria`` entry: a row is done once its deadline has passed (checked after each new
+    token, so a deadline moved earlier while generating, a cancelled request, counts); :meth:`mark` then
+    labels that row's answer ``finish_reason="deadline"`` unless it had ended on its own by then."""
+
+    def __init__(self, deadlines: Sequence[float], prompt_width: int, torch: Any) -> None:
+        self.deadlines, self.width, self._torch = deadlines, prompt_width, torch
+        self.cut_at: dict[int, int] = {}  # row -> new tokens it had when its deadline passed
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        now = time.monotonic()
+        late = [now > d for d in self.deadlines]
+        for row, is_late in enumerate(late):
+            if is_late:
+                self.cut_at.setdefault(row, input_ids.shape[1] - self.width)
+        return self._torch.tensor(late, dtype=self._torch.bool, device=input_ids.device)
+
+    def mark(self, row: int, generation: Generation) -> Generation:
+        cut = self.cut_at.get(row)
+        ended = generation.finish_reason == "stop" and (generation.completion_tokens or 0) <= (cut or 0)
+        if cut is None or ended:  # the padding after a cut may be an end-of-turn token: not an ending
+            return generation
+        return dataclasses.replace(generation, finish_reason=FINISH_DEADLINE)
 
 
 def _plain_text(content: Any) -> str:

@@ -41,7 +41,11 @@ class ServeConfig:
     max_pixels: int | None = arg(None, "largest image area for Qwen-VL processors (default: the checkpoint's)", minimum=1)
     attn_implementation: str | None = arg(None, "e.g. sdpa or eager (default: the transformers default)")
     threads: int = arg(0, "torch CPU threads of a local server (0: torch's default; a Ray actor gets --num-cpus)", minimum=0)
-    request_timeout_s: float = arg(600.0, "longest a request waits for its answer (then HTTP 504)", minimum=0.001)
+    request_deadline_s: float = arg(300.0, "longest a request may take from arrival to answer: still queued then, HTTP "
+                                           "503; generating, stopped at the next token, HTTP 504", minimum=0.001)
+    max_prompt_tokens: int | None = arg(None, "most prompt tokens (text and images) of one request, sized before "
+                                              "it reaches the model (then HTTP 400); default: the model's context, "
+                                              "at most 32768", minimum=1)
     api_key_env: str | None = arg(None, "environment variable holding an API key clients must send as "
                                         "'Authorization: Bearer <key>' (HTTP 401 without it)")
     max_body_mb: float = arg(16.0, "largest request body (then HTTP 413)", minimum=0.001)
@@ -78,15 +82,18 @@ def server_options(config: ServeConfig) -> dict[str, Any]:
             "model_name": config.served_model_name or config.model, "max_batch": config.max_batch,
             "max_wait_ms": config.max_wait_ms, "max_queue": config.max_queue,
             "defaults": GenerationConfig(max_new_tokens=config.max_new_tokens),
-            "request_timeout_s": config.request_timeout_s, "max_body_mb": config.max_body_mb,
+            "request_deadline_s": config.request_deadline_s, "max_prompt_tokens": config.max_prompt_tokens,
+            "max_body_mb": config.max_body_mb,
             "max_images": config.max_images, "max_image_pixels": config.max_image_pixels,
             "max_connections": config.max_connections, "read_timeout_s": config.read_timeout_s,
             "api_key": api_key(config)}  # fmt: skip
 
 
-def _announce(url: str, config: ServeConfig, where: str) -> None:
+def _announce(url: str, config: ServeConfig, where: str, max_prompt_tokens: int | None) -> None:
+    prompts = f"prompts up to {max_prompt_tokens} tokens" if max_prompt_tokens else "the prompt limit of the model"
     print(f"serving {config.served_model_name or config.model} at {url} {where}(max batch {config.max_batch}, "
-          f"max wait {config.max_wait_ms:g} ms); stop with Ctrl-C", flush=True)
+          f"max wait {config.max_wait_ms:g} ms, {prompts}, deadline {config.request_deadline_s:g} s); stop with Ctrl-C",
+          flush=True)  # fmt: skip
 
 
 def _serve_on_ray(config: ServeConfig) -> None:
@@ -94,7 +101,7 @@ def _serve_on_ray(config: ServeConfig) -> None:
 
     server = start_ray_server(config.model, num_gpus=config.num_gpus, num_cpus=config.num_cpus, host=config.host,
                               port=config.port, address=config.ray, **server_options(config))
-    _announce(server.url, config, f"from a Ray actor with {config.num_gpus:g} GPU(s) ")
+    _announce(server.url, config, f"from a Ray actor with {config.num_gpus:g} GPU(s) ", config.max_prompt_tokens)
     try:
         while True:
             time.sleep(3600)
@@ -120,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from policies.serve.server import ModelServer
 
     server = ModelServer.from_model(config.model, host=config.host, port=config.port, **server_options(config))
-    _announce(server.url, config, "")
+    _announce(server.url, config, "", server.prompt_limit.max_tokens)
     server.serve_forever()
 
 

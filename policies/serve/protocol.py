@@ -24,6 +24,7 @@ import numpy as np
 
 from policies.backends.base import Generation, GenerationConfig, Message
 from policies.backends.images import validate_messages
+from policies.backends.jsonwire import MAX_JSON_DEPTH, NestingError, loads_bounded
 
 ROLES = ("system", "user", "assistant")
 # Image formats decoded (the data URL's bytes decide, not its media type): what OpenAI-compatible APIs accept.
@@ -101,11 +102,12 @@ def parse_chat_request(raw: bytes, served_model: str, defaults: GenerationConfig
 
 def _json_object(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as err:
+        body = loads_bounded(raw)
+    except NestingError:
+        raise RequestError(400, f"the request body nests JSON arrays/objects too deeply to be a chat request "
+                                f"(more than {MAX_JSON_DEPTH} levels)") from None
+    except ValueError as err:  # UnicodeDecodeError is one
         raise RequestError(400, f"the request body is not valid JSON ({str(err)[:200]})") from None
-    except RecursionError:
-        raise RequestError(400, "the request body nests JSON arrays/objects too deeply to be a chat request") from None
     if not isinstance(body, dict):
         raise RequestError(400, f"the request body must be a JSON object, got a JSON {type(body).__name__}")
     return body
@@ -233,11 +235,13 @@ def _check_pixels(size: tuple[int, int], where: str, max_pixels: int) -> None:
 
 
 def completion_body(generation: Generation, model: str, max_new_tokens: int) -> dict[str, Any]:
-    """A ``chat.completion`` object with ``usage``. ``finish_reason`` is ``length`` when the token budget
-    was used up, else ``stop``."""
+    """A ``chat.completion`` object with ``usage``. ``finish_reason`` is the backend's (``stop`` or
+    ``length``) or, when it does not tell, ``length`` when the token budget was used up, else ``stop``."""
     completion = generation.completion_tokens or 0
     prompt = generation.prompt_tokens or 0
-    finish = "length" if completion >= max_new_tokens else "stop"
+    finish = generation.finish_reason
+    if finish not in ("stop", "length"):
+        finish = "length" if completion >= max_new_tokens else "stop"
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
         "model": model,

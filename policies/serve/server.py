@@ -5,10 +5,18 @@ counters, not part of the OpenAI API). Standard library only: a ``ThreadingHTTPS
 connection a thread that parses the request and waits while the :class:`DynamicBatcher` answers it.
 
 Safe to expose: every request is bounded (body size, images per request, pixels per image: HTTP 413/400),
-open connections are capped (beyond ``max_connections`` a connection waits briefly, then gets HTTP 503), a
-request must arrive within ``read_timeout_s`` (a client that sends headers and then nothing, or drips
-bytes, is disconnected), and an optional API key is required as ``Authorization: Bearer <key>`` (HTTP 401
-without it). Binding an address other than loopback without a key warns (:class:`ExposedServerWarning`).
+and so is the model work it may ask for: its prompt is sized before it reaches the model (characters,
+then tokens: over ``max_prompt_tokens`` or beyond the model's context is HTTP 400, see
+:mod:`policies.serve.limits`), and it has a deadline (``request_deadline_s``: still queued then, HTTP 503;
+still generating, stopped at the next token, HTTP 504; a request whose client hung up is dropped too). The
+batcher runs the smallest waiting request first, so a long one cannot hold short ones back for longer than
+its own turn. Open connections are capped (``max_connections``); the accepting thread never waits, and
+when the cap is reached a new connection takes the slot of the one that has spent longest sending an
+unfinished request (a stalled or slow client), so stalled connections cannot lock others out; otherwise it
+waits briefly, then gets HTTP 503 (``GET /health`` is answered at once, without a slot). A request must arrive within ``read_timeout_s`` (a client that sends
+headers and then nothing, or drips bytes, is disconnected), and an optional API key is required as
+``Authorization: Bearer <key>`` (HTTP 401 without it). Binding an address other than loopback without a
+key warns (:class:`ExposedServerWarning`).
 """
 
 from __future__ import annotations
@@ -17,16 +25,20 @@ import contextlib
 import hmac
 import ipaddress
 import json
+import select
 import socket
 import threading
 import time
 import warnings
+from collections.abc import Callable
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from policies.backends.base import Backend, GenerationConfig
-from policies.serve.batcher import DynamicBatcher
+from policies.serve.batcher import DynamicBatcher, queued_too_long
+from policies.serve.limits import PromptLimit
 from policies.serve.protocol import (
     ChatRequest,
     RequestError,
@@ -39,6 +51,9 @@ from policies.serve.protocol import (
 
 LOOPBACK = "127.0.0.1"
 ADMISSION_WAIT_S = 5.0  # longest a connection over the cap waits for a free slot before HTTP 503
+EVICT_AFTER_S = 1.0  # at the cap, a connection still sending its request after this long gives up its slot
+DEADLINE_GRACE_S = 1.0  # past the deadline, how long a client waits for the model to stop before HTTP 504
+POLL_S = 0.25  # how often a waiting request checks that its client is still connected
 OPEN_ROUTES = ("/health",)  # answered without the API key (it tells nothing about the model)
 
 
@@ -66,12 +81,17 @@ class ModelServer:
         port: TCP port; 0 picks a free one (read it back from :attr:`url`).
         max_batch, max_wait_ms, max_queue: dynamic batching, see :class:`DynamicBatcher`.
         defaults: decoding settings for fields a request leaves out (greedy by default).
-        request_timeout_s: longest a client waits for its answer before getting HTTP 504.
+        request_deadline_s: longest a request may take from its arrival to its answer. Still queued then:
+            HTTP 503 (the server is busy, retry); generating: stopped at the next token (backends with
+            ``supports_deadlines``; others are waited for no longer) and HTTP 504.
+        max_prompt_tokens: most prompt tokens (text and images) a request may send (HTTP 400 beyond); by
+            default the model's context, at most 32768 (:class:`~policies.serve.limits.PromptLimit`).
         max_body_mb: largest request body accepted (HTTP 413 beyond it).
         max_images / max_image_pixels: images per request and pixels per image (HTTP 400 beyond them), see
             :class:`~policies.serve.protocol.RequestLimits`.
-        max_connections: most connections open at once; one more waits up to 5 s (at most ``read_timeout_s``)
-            for a slot, then is answered HTTP 503 and closed (clients retry).
+        max_connections: most connections open at once. One more takes the slot of the connection that has
+            spent longest (over 1 s) sending an unfinished request; when none has, it waits up to 5 s (at most
+            ``read_timeout_s``) for a slot, then is answered HTTP 503 and closed (clients retry).
         read_timeout_s: longest a connection may take to send one whole request (headers and body), and to
             take each part of the answer; slower connections are closed.
         parse_slots: requests parsed (JSON and image decoding) at once; the others wait with their raw body.
@@ -83,17 +103,19 @@ class ModelServer:
 
     def __init__(self, backend: Backend, *, model_name: str | None = None, host: str = LOOPBACK, port: int = 8000,
                  max_batch: int = 8, max_wait_ms: float = 20.0, max_queue: int = 1024,
-                 defaults: GenerationConfig | None = None, request_timeout_s: float = 600.0,
-                 max_body_mb: float = 16.0, max_images: int = 16, max_image_pixels: int = 2**20,
-                 max_connections: int = 32, read_timeout_s: float = 30.0, parse_slots: int = 2,
-                 api_key: str | None = None) -> None:
-        if max_body_mb <= 0 or max_connections < 1 or read_timeout_s <= 0:
-            raise ValueError(f"need max_body_mb > 0, max_connections >= 1 and read_timeout_s > 0, got "
-                             f"{max_body_mb}, {max_connections}, {read_timeout_s}")
+                 defaults: GenerationConfig | None = None, request_deadline_s: float = 300.0,
+                 max_prompt_tokens: int | None = None, max_body_mb: float = 16.0, max_images: int = 16,
+                 max_image_pixels: int = 2**20, max_connections: int = 32, read_timeout_s: float = 30.0,
+                 parse_slots: int = 2, api_key: str | None = None) -> None:
+        if max_body_mb <= 0 or max_connections < 1 or read_timeout_s <= 0 or request_deadline_s <= 0:
+            raise ValueError(f"need max_body_mb > 0, max_connections >= 1, read_timeout_s > 0 and "
+                             f"request_deadline_s > 0, got {max_body_mb}, {max_connections}, {read_timeout_s}, "
+                             f"{request_deadline_s}")
         self.backend = backend
         self.model_name = model_name or backend.model_id
         self.defaults = defaults or GenerationConfig()
-        self.request_timeout_s, self.max_body_bytes = request_timeout_s, int(max_body_mb * 2**20)
+        self.request_deadline_s, self.max_body_bytes = request_deadline_s, int(max_body_mb * 2**20)
+        self.prompt_limit = PromptLimit.for_backend(backend, max_prompt_tokens)
         self.limits = RequestLimits(max_images=max_images, max_image_pixels=max_image_pixels)
         self.read_timeout_s, self.api_key = read_timeout_s, api_key or None
         self._parsing = threading.BoundedSemaphore(max(1, parse_slots))
@@ -172,7 +194,9 @@ class ModelServer:
         self.stop()
 
     def stats(self) -> dict[str, Any]:
-        return {"model": self.model_name, **self.batcher.stats(), **self._httpd.connections.stats()}
+        return {"model": self.model_name, "max_prompt_tokens": self.prompt_limit.max_tokens,
+                "request_deadline_s": self.request_deadline_s, **self.batcher.stats(),
+                **self._httpd.connections.stats()}  # fmt: skip
 
     def authorized(self, header: str | None) -> bool:
         """Whether an ``Authorization`` header carries the API key (always, when the server has none)."""
@@ -183,33 +207,79 @@ class ModelServer:
 
     def parse(self, raw: bytes) -> ChatRequest:
         """A request body as a :class:`ChatRequest` under this server's limits; raises :class:`RequestError`."""
-        with self._parsing:
+        with self._parsing:  # parsing takes memory in proportion to the body: a bounded number at once
             return parse_chat_request(raw, self.model_name, self.defaults, self.limits)
 
-    def answer(self, request: ChatRequest | bytes) -> dict[str, Any]:
-        """The chat completion for a request (or its body); raises :class:`RequestError` for the client."""
+    def prompt_tokens(self, request: ChatRequest) -> int:
+        """The request's prompt tokens (counted, or estimated when the backend cannot count); raises
+        :class:`RequestError` (400) over ``max_prompt_tokens`` or beyond the model's context."""
+        with self._parsing:  # tokenising too
+            return self.prompt_limit.check(request, self.backend)
+
+    def answer(self, request: ChatRequest | bytes, *, received: float | None = None,
+               client_gone: Callable[[], bool] | None = None) -> dict[str, Any]:  # fmt: skip
+        """The chat completion for a request (or its body) received at ``received`` (``time.monotonic()``,
+        default now); raises :class:`RequestError` for the client. ``client_gone`` is polled while waiting:
+        when it says so, the request is dropped (:class:`ClientGone`)."""
+        received = time.monotonic() if received is None else received
         if isinstance(request, bytes):
             request = self.parse(request)
-        future = self.batcher.submit(request)
-        try:
-            generation = future.result(timeout=self.request_timeout_s)
-        except FutureTimeout as err:
-            raise RequestError(504, f"no answer within {self.request_timeout_s:g} s (request_timeout_s)") from err
+        tokens = self.prompt_tokens(request)
+        deadline = received + self.request_deadline_s
+        future = self.batcher.submit(request, deadline=deadline, prompt_tokens=tokens)
+        generation = self._wait(future, deadline, client_gone or (lambda: False))
         return completion_body(generation, self.model_name, request.config.max_new_tokens)
+
+    def _wait(self, future: Future, deadline: float, client_gone: Callable[[], bool]) -> Any:
+        """The future's result by ``deadline``: a request still queued then is withdrawn (HTTP 503); one
+        being generated gets a grace for the model to stop it there, then HTTP 504."""
+        while True:
+            now = time.monotonic()
+            if now >= deadline and self.batcher.cancel(future):
+                raise queued_too_long(now - (deadline - self.request_deadline_s))
+            if now >= deadline + DEADLINE_GRACE_S:
+                raise RequestError(504, f"no answer within {self.request_deadline_s:g} s (--request-deadline-s); "
+                                        f"ask for fewer max_tokens or a shorter prompt, or retry later")
+            try:
+                wake = deadline if now < deadline else deadline + DEADLINE_GRACE_S
+                return future.result(timeout=min(POLL_S, max(wake - now, 0.001)))
+            except FutureTimeout:
+                if client_gone():
+                    self.batcher.cancel(future)
+                    raise ClientGone from None
+
+
+class ClientGone(Exception):
+    """The client closed its connection before its answer: nobody to answer."""
+
+
+def _closed_by_peer(conn: socket.socket) -> bool:
+    """Whether the client has closed ``conn`` (readable, with nothing to read), without consuming data."""
+    try:
+        poller = select.poll()  # not select.select: it fails for descriptors over 1023
+        poller.register(conn, select.POLLIN)
+        return bool(poller.poll(0)) and conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:  # nothing to read after all: still connected
+        return False
+    except OSError:  # reset, or already closed on our side
+        return True
 
 
 class _Connections:
     """Open connections: their number (at most ``cap``) and, for each, the deadline to finish sending the
     request it is sending. A watchdog thread shuts down connections past their deadline, so neither a client
-    that sends headers and no body nor one that drips a byte at a time holds a thread for longer."""
+    that sends headers and no body nor one that drips a byte at a time holds a thread for longer; and at the
+    cap, a new connection evicts the one that has been sending an unfinished request longest (at least
+    ``EVICT_AFTER_S``), so stalled clients cannot lock out new ones for ``read_timeout_s``."""
 
     def __init__(self, cap: int, read_timeout_s: float) -> None:
         self.cap, self.read_timeout_s = cap, read_timeout_s
         self.admission_wait_s = min(ADMISSION_WAIT_S, read_timeout_s)
+        self.evict_after_s = min(EVICT_AFTER_S, read_timeout_s / 2)
         self._deadlines: dict[socket.socket, float | None] = {}
         self._lock, self._stop = threading.Lock(), threading.Event()
         self._freed = threading.Condition(self._lock)
-        self.refused = self.timed_out = 0
+        self.refused = self.timed_out = self.evicted = self.waiting = 0
         self._thread = threading.Thread(target=self._watch, name="read-deadlines", daemon=True)
 
     def start(self) -> None:
@@ -219,15 +289,50 @@ class _Connections:
     def stop(self) -> None:
         self._stop.set()
 
+    def try_open(self, conn: socket.socket) -> bool:
+        """Register ``conn`` at once if a slot is free or can be taken from a stalled connection."""
+        with self._lock:
+            victim = self._admit(conn)
+        if victim is not None:
+            _shut(victim)
+        return conn in self._deadlines
+
     def open(self, conn: socket.socket) -> bool:
-        """Register a new connection, waiting up to ``admission_wait_s`` for a free slot when ``cap`` are open
-        (new connections queue in the listen backlog meanwhile); False, counted as refused, if none frees."""
+        """Register a new connection, waiting up to ``admission_wait_s`` for a free slot (or one that can be
+        taken from a stalled connection) when ``cap`` are open; False, counted as refused, if none comes."""
+        give_up = time.monotonic() + self.admission_wait_s
         with self._freed:
-            if not self._freed.wait_for(lambda: len(self._deadlines) < self.cap, self.admission_wait_s):
-                self.refused += 1
-                return False
+            self.waiting += 1
+            try:
+                while (victim := self._admit(conn)) is None and conn not in self._deadlines:
+                    remaining = give_up - time.monotonic()
+                    if remaining <= 0:
+                        self.refused += 1
+                        return False
+                    self._freed.wait(min(remaining, self.evict_after_s / 4))  # an eviction may become possible
+            finally:
+                self.waiting -= 1
+        if victim is not None:
+            _shut(victim)
+        return True
+
+    def _admit(self, conn: socket.socket) -> socket.socket | None:
+        """(Lock held.) Register ``conn`` if there is room, making room by evicting the connection that
+        has been sending its request longest when that is over ``evict_after_s``; returns the evicted one."""
+        if len(self._deadlines) < self.cap:
             self._deadlines[conn] = None
-            return True
+            return None
+        reading = [(d, c) for c, d in self._deadlines.items() if d is not None]
+        if not reading:
+            return None
+        deadline, victim = min(reading, key=lambda item: item[0])
+        started = deadline - self.read_timeout_s
+        if time.monotonic() - started < self.evict_after_s:
+            return None
+        del self._deadlines[victim]
+        self.evicted += 1
+        self._deadlines[conn] = None
+        return victim
 
     def close(self, conn: socket.socket) -> None:
         with self._freed:
@@ -249,35 +354,76 @@ class _Connections:
                     self._deadlines[conn] = None
                 self.timed_out += len(late)
             for conn in late:
-                with contextlib.suppress(OSError):  # OSError: the client closed it already
-                    conn.shutdown(socket.SHUT_RDWR)  # the handler's blocked read returns at once
+                _shut(conn)  # the handler's blocked read returns at once
 
     def stats(self) -> dict[str, int]:
         with self._lock:
             return {"open_connections": len(self._deadlines), "refused_connections": self.refused,
-                    "timed_out_connections": self.timed_out}  # fmt: skip
+                    "timed_out_connections": self.timed_out, "evicted_connections": self.evicted,
+                    "waiting_connections": self.waiting}  # fmt: skip
+
+
+def _shut(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # OSError: the client closed it already
+        conn.shutdown(socket.SHUT_RDWR)
 
 
 class _HTTPServer(ThreadingHTTPServer):
+    """Accepts without ever blocking: a connection is admitted at once, handed to a thread that waits for
+    a slot (at most ``cap`` such threads), or refused with HTTP 503."""
+
     daemon_threads = True
     request_queue_size = 256  # many simulator workers may connect at once; the default backlog is 5
     app: ModelServer
     connections: _Connections
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.connections.open(request):
-            _refuse(request, self.connections.cap)
+        if self.connections.try_open(request):
+            super().process_request(request, client_address)  # a handler thread
+        elif self.connections.waiting < self.connections.cap:
+            threading.Thread(target=self._admit_then_handle, args=(request, client_address), daemon=True).start()
+        else:
+            self._refuse(request)
+
+    def _admit_then_handle(self, request: Any, client_address: Any) -> None:
+        if _answer_health_probe(request):  # liveness must not wait behind busy slots: it costs nothing
             super().shutdown_request(request)
             return
-        super().process_request(request, client_address)
+        if not self.connections.open(request):
+            self._refuse(request)
+            return
+        self.process_request_thread(request, client_address)
+
+    def _refuse(self, request: Any) -> None:
+        _refuse(request, self.connections.cap)
+        super().shutdown_request(request)
 
     def shutdown_request(self, request: Any) -> None:
         self.connections.close(request)
         super().shutdown_request(request)
 
 
+HEALTH_PROBE = b"GET /health HTTP/1."
+HEALTH_ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\nConnection: close\r\n\r\n"
+                 b'{"status": "ok"}')  # fmt: skip
+
+
+def _answer_health_probe(conn: socket.socket) -> bool:
+    """Answer ``GET /health`` on a connection waiting for a slot, without one (its request line is peeked
+    at for up to 0.5 s); False, with nothing read, for any other request."""
+    try:
+        conn.settimeout(0.5)
+        head = conn.recv(len(HEALTH_PROBE), socket.MSG_PEEK | socket.MSG_WAITALL)
+        if head != HEALTH_PROBE:
+            return False
+        conn.sendall(HEALTH_ANSWER)
+        return True
+    except OSError:  # nothing within 0.5 s (a slow client: it waits for a slot like the others), or gone
+        return False
+
+
 def _refuse(conn: socket.socket, cap: int) -> None:
-    """Answer HTTP 503 on a connection over the cap, from the accepting thread (it must not block it)."""
+    """Answer HTTP 503 on a connection over the cap (without blocking: the answer fits the send buffer)."""
     message = f"the server has {cap} connections open (max_connections); retry later"
     payload = json.dumps(error_body(message, "server_error", None, 503)).encode()
     head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}"
@@ -326,8 +472,13 @@ class _Handler(BaseHTTPRequestHandler):
             if self._route() != "/v1/chat/completions":
                 self.close_connection = True  # the body is left unread
                 raise RequestError(404, f"no route POST {self._route()}; the endpoint is /v1/chat/completions")
-            request = self.server.app.parse(self._body())  # the raw body is freed once parsed
-            self._send(200, self.server.app.answer(request))
+            raw, received = self._body(), time.monotonic()
+            request = self.server.app.parse(raw)  # the raw body is freed once parsed
+            del raw
+            gone = lambda: _closed_by_peer(self.connection)  # noqa: E731
+            self._send(200, self.server.app.answer(request, received=received, client_gone=gone))
+        except ClientGone:
+            self.close_connection = True
         except RequestError as err:
             self._send_error(err)
         except RecursionError:  # deeply nested JSON that got past the parser
