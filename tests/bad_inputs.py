@@ -110,6 +110,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", ["--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"], "/ckpt/Qwen2.5-VL-7B-Instruct"),
     ("libero", ["--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     ("libero", [*MLLM, "--n-examples", "3"], "--n-examples"),  # EB loop only
+    ("libero", [*MLLM, "--loop", "eb"], "--loop"),  # LIBERO runs the spatial loop only
     # --- EB navigation and manipulation
     ("embodied", [], "nav"),
     ("embodied", ["boat"], "nav"),
@@ -133,6 +134,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["nav", "--policy", "agent", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     ("embodied", ["nav", *AGENT, "--device", "cuda:99"], "--device"),
     ("embodied", ["nav", *MLLM, "--object-info-key", "objects"], "--object-info-key"),  # manipulation only
+    ("embodied", ["nav", *MLLM, "--loop", "react"], "--loop"),
     ("embodied", ["nav", "--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     ("embodied", ["manip", "--workers", "-1"], "--workers"),
     ("embodied", ["manip", *AGENT], "--policy agent"),

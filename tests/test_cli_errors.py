@@ -129,3 +129,33 @@ def test_python_m_entry_points_exit_2_with_one_line(argv):
     done = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_BAD_INPUT, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_the_preflight_lets_through_what_is_there(tmp_path):
+    """A listening server, a checkpoint folder, the CPU and an existing path pass; a closed port fails fast."""
+    import socket
+    import time
+
+    from policies.preflight import check_device, check_model, check_path, check_server
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        check_server("--api-base", f"http://127.0.0.1:{server.getsockname()[1]}/v1")
+    (tmp_path / "config.json").write_text("{}")
+    check_model("--model", str(tmp_path))
+    check_device("--device", "cpu")
+    check_path("--data", tmp_path)
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"nothing answers at 127\.0\.0\.1"):
+        check_server("--api-base", dead_endpoint())
+    assert time.perf_counter() - start < 3
+
+
+def test_each_policy_declares_where_it_runs():
+    from policies.registry import CLOSED_LOOP_BENCHMARKS, policies_for, policy_benchmarks, registered_policies
+
+    assert policies_for("libero") == ["constant", "mllm", "random", "replay", "vla"]
+    assert policies_for("embodied-nav") == ["agent", "constant", "expert", "mllm", "random", "replay"]
+    assert policies_for(None) == registered_policies()
+    assert all(set(policy_benchmarks(name)) <= set(CLOSED_LOOP_BENCHMARKS) for name in registered_policies())

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from policies.base import Policy
 from policies.cli import arg
 
-EB_ONLY = {"benchmarks": ("embodied-nav", "embodied-manip")}  # the EB agent loop's options
+EB_ONLY = {"benchmarks": ("embodied-nav", "embodied-manip")}  # the EB agent loop: options on embodied only
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class MLLMPolicyConfig:
     model_backend: str | None = arg(None, "registered model backend: transformers, openai, oracle or one of your own "
                                            "(policies.backends.factory.register_backend); default: oracle for "
                                            "--model oracle, openai with --api-base, else transformers")
-    loop: Literal["spatial", "eb"] = arg("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop")
+    loop: Literal["spatial", "eb"] = arg("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop", **EB_ONLY)
     task: Literal["navigation", "manipulation"] = arg("manipulation", "'navigation' or 'manipulation': action format and prompt")
     fallback: Literal["noop", "stop"] = arg("noop", "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)")
     cache: bool = arg(True, "reuse answers from the SQLite response cache")
