@@ -109,7 +109,7 @@ class MLLMPolicyConfig:
         if kind == "transformers":
             check_model("--model", self.model, allow_download=self.allow_download, served=True)
             check_device("--device", self.device)
-        if self.api_base and kind != "oracle":
+        if self.api_base and kind not in ("oracle", "transformers"):
             check_server("--api-base", self.api_base)
 
     @property
