@@ -40,7 +40,9 @@ def check_model(flag: str, model: str, *, allow_download: bool | None = False, s
                              f"pass the checkpoint folder itself")
         return
     serve = ", or serve it (python -m policies.serve) and pass --api-base URL" if served else ""
-    if looks_like_path(model) or local.exists():
+    if local.exists():
+        raise ValueError(f"{flag} {model}: a file, not a checkpoint folder; pass the folder that holds config.json")
+    if looks_like_path(model):
         raise ValueError(f"{flag} {model}: no such checkpoint folder; check the path{serve}")
     if allow_download or _in_hub_cache(model):
         return

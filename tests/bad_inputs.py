@@ -60,6 +60,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"], "/ckpt/Qwen2.5-VL-7B-Instruct"),
     ("calvin", ["--policy", "mllm", "--model", "{empty_dir}"], "config.json"),
     ("calvin", ["--policy", "mllm", "--model", "no-such-org/no-such-model-xyz"], "no-such-org/no-such-model-xyz"),
+    ("calvin", ["--policy", "mllm", "--model", "{file}"], "not a checkpoint folder"),
     ("calvin", ["--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     ("calvin", ["--policy", "mllm", "--model", "m", "--api-base", "localhost:8000"], "--api-base"),
     ("calvin", ["--policy", "mllm", "--model", "m", "--api-base", "http://127.0.0.1:99999/v1"], "--api-base"),

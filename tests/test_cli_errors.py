@@ -159,3 +159,10 @@ def test_each_policy_declares_where_it_runs():
     assert policies_for("embodied-nav") == ["agent", "constant", "expert", "mllm", "random", "replay"]
     assert policies_for(None) == registered_policies()
     assert all(set(policy_benchmarks(name)) <= set(CLOSED_LOOP_BENCHMARKS) for name in registered_policies())
+
+
+def test_the_hardening_guide_lists_every_bad_input_with_its_message():
+    text = (ROOT / "docs" / "guide" / "hardening.md").read_text()
+    shown = {case: f"| `{' '.join(argv).replace('|', chr(92) + '|') or '(none)'}` | " for case, argv in
+             ((case_id(c, a), a) for c, a, _ in BAD_INPUTS)}
+    assert [case for case, row in shown.items() if row not in text] == []
