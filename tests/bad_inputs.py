@@ -3,8 +3,8 @@ must contain (the flag or the value). ``tests/test_cli_errors.py`` runs each row
 shared handler; ``bench/bad_inputs.py`` runs each as ``python -m MODULE ARGS`` and counts tracebacks.
 
 Placeholders in ``argv`` and the named word, filled by :func:`fill`: ``{empty_dir}`` (an empty folder),
-``{model_dir}`` (a folder with a ``config.json``, as a checkpoint has), ``{file}`` (a small text file) and
-``{dead}`` (``http://127.0.0.1:PORT/v1`` with nothing listening on PORT).
+``{model_dir}`` (a folder with a ``config.json``, as a checkpoint has), ``{file}`` (a small text file),
+``{calvin_dir}`` (a folder that looks like a CALVIN split: an ``ep_start_end_ids.npy``) and ``{dead}`` (``http://127.0.0.1:PORT/v1`` with nothing listening on PORT).
 """
 
 from __future__ import annotations
@@ -174,6 +174,10 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("train", ["--lr", "-1"], "--lr"),
     ("train", ["--data", "/no/such/data"], "--backbone"),
     ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "{file}", "--precision", "fp8"], "--precision"),
+    ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "/no/such/task_ABC_D"], "/no/such/task_ABC_D"),
+    ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "{empty_dir}"], "--data"),
+    ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "{empty_dir}", "--data-format", "calvin"], "--data"),
+    ("train", ["--backbone", "/ckpt/Qwen3-VL-4B-Instruct", "--data", "{calvin_dir}"], "/ckpt/Qwen3-VL-4B-Instruct"),
     ("demos", ["--episodes", "0"], "--episodes"),
     ("demos", ["--ep-len", "0"], "--ep-len"),
     ("demos", ["--out", "{empty_dir}", "--task", "fly_away"], "fly_away"),
@@ -187,8 +191,10 @@ def fill(text: str, root: Path, dead: str) -> str:
     (root / "model_dir").mkdir(exist_ok=True)
     (root / "model_dir" / "config.json").write_text("{}")
     (root / "file.txt").write_text("not what any command wants\n")
+    (root / "calvin_dir").mkdir(exist_ok=True)
+    (root / "calvin_dir" / "ep_start_end_ids.npy").write_bytes(b"")
     for name, value in {"empty_dir": root / "empty_dir", "model_dir": root / "model_dir", "file": root / "file.txt",
-                        "dead": dead}.items():
+                        "calvin_dir": root / "calvin_dir", "dead": dead}.items():
         text = text.replace("{" + name + "}", str(value))
     return text
 

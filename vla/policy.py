@@ -52,15 +52,15 @@ class VLAPolicyConfig:
         built-in name, a model folder or a cached hub id, the device exists."""
         from pathlib import Path
 
-        from policies.preflight import check_device, check_model
+        from policies.preflight import check_device
 
         if self.checkpoint:
             if not (Path(self.checkpoint) / "config.json").is_file():
                 where = "has no config.json" if Path(self.checkpoint).is_dir() else "does not exist"
                 raise ValueError(f"--checkpoint {self.checkpoint}: {where}, so it is no VLA checkpoint; pass a "
                                  f"folder written by vla.train (e.g. outputs/vla/checkpoints/last)")
-        elif self.backbone and not _builtin_backbone(self.backbone):
-            check_model("--backbone", self.backbone, allow_download=self.allow_download)
+        elif self.backbone:
+            check_backbone("--backbone", self.backbone, allow_download=self.allow_download)
         check_device("--device", self.device)
 
     def label(self) -> str:
@@ -141,6 +141,15 @@ class VLAPolicy(Policy):
         return {**super().describe(), **self.identity, "backbone": config.backbone, "model_type": config.model_type,
                 "chunk_size": config.chunk_size, "execute_steps": self.execute_steps,
                 "image_keys": list(self.image_keys)}  # fmt: skip
+
+
+def check_backbone(flag: str, name: str, *, allow_download: bool = False) -> None:
+    """A backbone that loads without a download (unless allowed): a ``tiny-*`` or native name, a model folder,
+    or a hub id in the local Hugging Face cache; ``ValueError`` naming ``flag`` otherwise (nothing loaded)."""
+    from policies.preflight import check_model
+
+    if not _builtin_backbone(name):
+        check_model(flag, name, allow_download=allow_download)
 
 
 def _builtin_backbone(name: str) -> bool:
