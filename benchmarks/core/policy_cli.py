@@ -227,11 +227,9 @@ def preflight(spec: PolicySpec, config: Any, *, defaults: PolicyDefaults | None 
     Ray GPUs this machine lacks, the policy config's ``preflight()`` (model folder, checkpoint, server,
     device: no model is loaded) and its ``check_action_space`` against ``action_space()`` (the env's space,
     built without a simulator). Each failure is one :class:`InputError` naming the flag and the fix."""
-    from policies.preflight import check_gpus
-
     policy_config = spec.config(defaults)
     try:
-        _check_ray(config, check_gpus)
+        _check_ray(config)
         if policy_config is not None and hasattr(policy_config, "preflight"):
             policy_config.preflight()
         if policy_config is not None and hasattr(policy_config, "check_action_space") and action_space is not None:
@@ -240,8 +238,10 @@ def preflight(spec: PolicySpec, config: Any, *, defaults: PolicyDefaults | None 
         raise InputError(str(error)) from None
 
 
-def _check_ray(config: Any, check_gpus: Callable[[str, float], None]) -> None:
+def _check_ray(config: Any) -> None:
     """``--ray-num-gpus`` goes with ``--ray``; with ``--ray local`` this machine must have the GPUs."""
+    from policies.preflight import check_gpus
+
     gpus, ray = getattr(config, "ray_num_gpus", 0.0), getattr(config, "ray", None)
     if gpus and ray is None:
         raise ValueError(f"--ray-num-gpus {gpus:g} is what each Ray worker declares: add --ray local (or auto, or "
