@@ -21,6 +21,8 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from policies.cli import OneLineParser
+
 
 @dataclass(frozen=True)
 class Subcommand:
@@ -93,11 +95,19 @@ def env_families() -> dict[str, list[str]]:
 
 
 def policy_names() -> list[str]:
-    """The registered policies: the built-ins every benchmark has (expert, random, replay, constant), mllm,
-    vla and any a user registered."""
+    """The registered policies: the built-ins (expert, random, replay, constant), mllm, vla, agent and any a
+    user registered."""
     from policies.registry import registered_policies
 
     return registered_policies()
+
+
+def policy_benchmarks() -> dict[str, list[str]]:
+    """Each registered policy and the closed-loop benchmarks it runs on, as their commands spell them
+    (``embodied nav``), from the registry's declaration."""
+    from policies.registry import policy_benchmarks as runs_on
+
+    return {name: [b.replace("-", " ") for b in runs_on(name)] for name in policy_names()}
 
 
 def vla_backbones() -> dict[str, list[str]]:
@@ -163,10 +173,11 @@ def listing() -> str:
     for name in BENCHMARKS:
         families = f" [{' | '.join(embodied_families())}]" if name == "embodied" else ""
         lines.append(f"  {name}{families}: {SUBCOMMANDS[name].summary}")
-    lines.append("static benchmarks (spatial-arena static --bench NAME --mode MODE):")
+    lines.append("static benchmarks (spatial-arena static --bench NAME --mode MODE; --policy mllm or agent):")
     lines += [f"  {name}: modes {', '.join(modes)}" for name, modes in static_benchmarks().items()]
     lines.append(f"goal-image scorers (spatial-arena goal score --scorer NAME): {', '.join(goal_scorers())}")
-    lines.append(f"policies (--policy NAME, or package.module:Class): {', '.join(policy_names())}")
+    lines.append("policies (--policy NAME, or package.module:Class on any benchmark), where each runs:")
+    lines += [f"  {name}: {', '.join(where)}" for name, where in policy_benchmarks().items()]
     lines.append("VLA backbones (--backbone NAME_OR_PATH):")
     lines += [f"  {kind}: {', '.join(names)}" for kind, names in vla_backbones().items()]
     families = env_families()
@@ -182,7 +193,7 @@ def listing() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser: its help lists each subcommand; arguments after the name are the module's."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="spatial-arena",
         description="SpatialArena: one command with a subcommand per entry point, and `list` to see what exists.",
         epilog="Each subcommand takes the options of its python -m module: spatial-arena NAME --help.")

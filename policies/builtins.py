@@ -12,7 +12,10 @@ than from the policy's name:
 - ``privileged``: the policy reads simulator state beyond the observation (recorded in the manifest);
 - ``label()``: a short name for run folders (default: the policy's registered name);
 - ``check_inputs()``: raises ``ValueError`` (naming the flag and the fix) for input that would otherwise
-  fail in every worker.
+  fail in every worker;
+- ``preflight()``: the same for what takes a look outside the flags (a model folder, a server, a device),
+  run once before any worker starts;
+- ``check_action_space(space)``: the same for an option that must fit the env's action space.
 """
 
 from __future__ import annotations
@@ -72,6 +75,15 @@ class ReplayConfig:
         if not self.replay_file:
             raise ValueError("--policy replay needs --replay-file PATH (a .jsonl, .hdf5, .npy or .npz of actions)")
 
+    def preflight(self) -> None:
+        """The file reads as actions (its format, its keys), once here rather than in every worker."""
+        from policies.baselines import ReplayPolicy
+
+        try:
+            ReplayPolicy.from_file(str(self.replay_file))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"--replay-file {self.replay_file}: {error}") from None
+
 
 def build_replay(config: ReplayConfig) -> Policy:
     from policies.baselines import ReplayPolicy
@@ -103,6 +115,12 @@ class ConstantConfig:
         "help": "the native action sent at every step: an integer (Discrete spaces, e.g. 0) or a JSON list "
                 "(e.g. '[0, 0, 1, 0, 0, 0, -1]')",
         "parse": json_action, "metavar": "JSON"})
+
+    def check_action_space(self, space: Any) -> None:
+        """``--action`` is an action of the env's ``space`` (``ValueError`` naming both otherwise)."""
+        from policies.baselines import constant_action
+
+        constant_action(space, list(self.action) if isinstance(self.action, tuple) else self.action)
 
     def label(self) -> str:
         """``constant-0``; ``[0, 0.5, -1]`` -> ``constant-0_0.5_-1`` (safe in a folder name)."""

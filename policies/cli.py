@@ -224,7 +224,16 @@ def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:
 
 
 def parse_config(cls: type[C], argv: Sequence[str] | None = None, *, prog: str | None = None) -> C:
-    """Parse ``argv`` (default: ``sys.argv[1:]``) into the dataclass ``cls``; its docstring is the help."""
+    """Parse ``argv`` (default: ``sys.argv[1:]``) into the dataclass ``cls``; its docstring is the help.
+
+    A value the config rejects (``__post_init__``, or its ``check()`` method) is a one-line usage error."""
     parser = OneLineParser(prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_arguments(parser, cls)
-    return config_from_namespace(cls, parser.parse_args(argv))
+    namespace = parser.parse_args(argv)
+    try:
+        config = config_from_namespace(cls, namespace)
+        if callable(getattr(config, "check", None)):  # the config's own checks of what the types cannot say
+            config.check()
+    except ValueError as exc:  # one line, argparse's exit status, before anything heavy is imported
+        parser.error(str(exc))
+    return config

@@ -7,6 +7,11 @@ built-ins (``expert``, ``random``, ``replay``, ``constant``: :mod:`policies.buil
 like ``mllm``, ``vla`` and a user's own; a ``package.module:Class`` name is a user class instead
 (:mod:`policies.user`).
 
+Where a policy runs is declared here too, once: ``benchmarks`` names the closed-loop benchmarks it supports
+(:data:`CLOSED_LOOP_BENCHMARKS`; ``None``: all of them). The benchmark commands refuse ``--policy NAME``
+elsewhere in one line, and ``spatial-arena list`` and each ``--help`` offer only what runs there. A config
+field whose ``metadata["benchmarks"]`` names benchmarks is an option there only (e.g. the EB agent loop's).
+
     config = policy_config("mllm", model="/ckpt/Qwen2.5-VL-7B-Instruct", loop="eb", task="navigation")
     policy = build_policy("mllm", config)
 """
@@ -20,25 +25,48 @@ from typing import Any
 from policies.base import Policy
 from policies.entry_point import load_entry_point
 
+#: The closed-loop benchmarks, by the name their commands and run folders use.
+CLOSED_LOOP_BENCHMARKS = ("calvin", "libero", "embodied-nav", "embodied-manip")
+EMBODIED = ("embodied-nav", "embodied-manip")
+
 
 @dataclass(frozen=True)
 class PolicyEntry:
     config: str  # "module:ConfigClass"
     builder: str  # "module:function", called with the config instance
+    benchmarks: tuple[str, ...] | None = None  # where it runs (None: every closed-loop benchmark)
 
 
 _REGISTRY: dict[str, PolicyEntry] = {}
 
 
-def register_policy(name: str, *, config: str, builder: str) -> None:
-    """Register a policy under ``name``; both targets are lazy ``"module:attribute"`` strings."""
-    if name in _REGISTRY and _REGISTRY[name] != PolicyEntry(config, builder):
+def register_policy(name: str, *, config: str, builder: str, benchmarks: tuple[str, ...] | None = None) -> None:
+    """Register a policy under ``name``; both targets are lazy ``"module:attribute"`` strings; ``benchmarks``
+    lists the closed-loop benchmarks it runs on (default: all)."""
+    entry = PolicyEntry(config, builder, None if benchmarks is None else tuple(benchmarks))
+    if name in _REGISTRY and _REGISTRY[name] != entry:
         raise ValueError(f"policy name {name!r} is already registered to {_REGISTRY[name]}")
-    _REGISTRY[name] = PolicyEntry(config, builder)
+    _REGISTRY[name] = entry
 
 
 def registered_policies() -> list[str]:
     return sorted(_REGISTRY)
+
+
+def policy_benchmarks(name: str) -> tuple[str, ...]:
+    """The closed-loop benchmarks policy ``name`` runs on."""
+    return _entry(name).benchmarks or CLOSED_LOOP_BENCHMARKS
+
+
+def policies_for(benchmark: str | None) -> list[str]:
+    """The registered policies that run on ``benchmark`` (``None``: all of them)."""
+    return [name for name in registered_policies() if benchmark is None or benchmark in policy_benchmarks(name)]
+
+
+def option_applies(field: Any, benchmark: str | None) -> bool:
+    """Whether a policy config field is an option on ``benchmark`` (its ``metadata["benchmarks"]``)."""
+    only = field.metadata.get("benchmarks")
+    return benchmark is None or only is None or benchmark in only
 
 
 def _entry(name: str) -> PolicyEntry:
@@ -71,11 +99,15 @@ def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
     return load_entry_point(_entry(name).builder, what=f"policy {name!r} builder")(config)
 
 
-# The built-ins every benchmark offers, then the model policies.
-register_policy("expert", config="policies.builtins:ExpertConfig", builder="policies.builtins:build_expert")
+# The built-ins, then the model policies. LIBERO has no scripted expert; a VLA acts in continuous 7-D
+# end-effector space (CALVIN, LIBERO); the closed-loop agent acts in EB-Navigation only.
+register_policy("expert", config="policies.builtins:ExpertConfig", builder="policies.builtins:build_expert",
+                benchmarks=("calvin", *EMBODIED))
 register_policy("random", config="policies.builtins:RandomConfig", builder="policies.builtins:build_random")
 register_policy("replay", config="policies.builtins:ReplayConfig", builder="policies.builtins:build_replay")
 register_policy("constant", config="policies.builtins:ConstantConfig", builder="policies.builtins:build_constant")
 register_policy("mllm", config="policies.mllm.config:MLLMPolicyConfig", builder="policies.mllm.config:build_mllm_policy")
-register_policy("vla", config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy")
-register_policy("agent", config="policies.agent.policy:AgentPolicyConfig", builder="policies.agent.policy:build_agent_policy")
+register_policy("vla", config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy",
+                benchmarks=("calvin", "libero"))
+register_policy("agent", config="policies.agent.policy:AgentPolicyConfig",
+                builder="policies.agent.policy:build_agent_policy", benchmarks=("embodied-nav",))

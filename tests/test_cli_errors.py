@@ -1,7 +1,9 @@
-"""Every command answers bad input with one line that names the input, and a non-zero exit status.
+"""Every command answers bad input with one line that names the input, and exit status 2, before any
+worker starts.
 
-The table walks each CLI's entry point in-process through the shared handler (``run_cli``), which is what
-``python -m ...`` runs; a few cases also run as real subprocesses to pin that wiring.
+The table (``tests/bad_inputs.py``) walks each CLI's entry point in-process through the shared handler
+(``run_cli``), which is what ``python -m ...`` runs; a few cases also run as real subprocesses to pin that
+wiring.
 """
 
 from __future__ import annotations
@@ -14,19 +16,20 @@ from pathlib import Path
 import pytest
 
 from policies.cli import EXIT_BAD_INPUT, run_cli
+from tests.bad_inputs import BAD_INPUTS, MODULES, case_id, dead_endpoint, fill
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _mains():
-    from benchmarks import calvin, embodied, libero
+    from benchmarks import calvin, command, embodied, libero
     from benchmarks.goal_scoring import cli as goal
     from benchmarks.static import __main__ as static
     from policies.serve import __main__ as serve
     from vla import demos, train
 
     return {"calvin": calvin.main, "libero": libero.main, "embodied": embodied.main, "static": static.main,
-            "goal": goal.main, "serve": serve.main, "train": train.main, "demos": demos.main}
+            "goal": goal.main, "serve": serve.main, "train": train.main, "demos": demos.main, "arena": command.main}
 
 
 def invoke(command: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -38,74 +41,38 @@ def invoke(command: str, argv: list[str], capsys: pytest.CaptureFixture[str]) ->
     return code, capsys.readouterr().err
 
 
-def _corrupt_file(tmp_path: Path, name: str, content: str) -> str:
-    path = tmp_path / name
-    path.write_text(content)
-    return str(path)
+@pytest.fixture
+def no_workers(monkeypatch):
+    """Starting a worker (or the static runner) fails the test: every bad input must be found before."""
+    import benchmarks.core.runner as runner
+    import benchmarks.static.__main__ as static
+
+    def started(*args, **kwargs):
+        raise AssertionError("a worker was about to start: the input was not checked up front")
+
+    monkeypatch.setattr(runner, "make_executor", started)
+    monkeypatch.setattr(static, "run", started)
 
 
-BAD_INPUTS = [
-    # (command, argv, a word the message must contain)
-    ("calvin", ["--num-sequences", "0"], "--num-sequences"),
-    ("calvin", ["--ep-len", "0"], "--ep-len"),
-    ("calvin", ["--ep-len", "-5"], "--ep-len"),
-    ("calvin", ["--video", "-1"], "--video"),
-    ("calvin", ["--workers", "0"], "--workers"),
-    ("calvin", ["--num-sequences", "ten"], "--num-sequences"),
-    ("calvin", ["--policy-kwargs", "{bad"], "--policy-kwargs"),
-    ("calvin", ["--policy-kwargs", "[1, 2]"], "--policy-kwargs"),
-    ("calvin", ["--policy", "nope"], "--policy"),
-    ("calvin", ["--policy", "no_such_module_xyz:Policy"], "no_such_module_xyz"),
-    ("calvin", ["--policy", "replay"], "--replay-file"),
-    ("calvin", ["--policy", "replay", "--replay-file", "/no/such/file.jsonl"], "/no/such/file.jsonl"),
-    ("calvin", ["--calvin-assets", "/no/such/calvin/data"], "/no/such/calvin/data"),
-    ("calvin", ["--cameras", "front"], "--cameras"),
-    ("calvin", ["--backend", "mujoco"], "--backend"),
-    ("calvin", ["--backbone", "x", "--policy", "random"], "--backbone"),
-    ("calvin", ["--policy", "mllm", "--model", "oracle", "--max-new-tokens", "0"], "--max-new-tokens"),
-    ("calvin", ["--policy", "mllm", "--model", "oracle", "--oracle-error-rate", "2"], "--oracle-error-rate"),
-    ("calvin", ["--policy", "mllm", "--model", "oracle", "--num-steps", "0"], "--num-steps"),
-    ("calvin", ["--policy", "mllm", "--model", "m", "--model-backend", "nope"], "--model-backend"),
-    ("calvin", ["--output", "/etc/hostname/sub", "--num-sequences", "1", "--no-progress"], "/etc/hostname"),
-    ("libero", ["--trials-per-task", "0"], "--trials-per-task"),
-    ("libero", ["--image-size", "0"], "--image-size"),
-    ("libero", ["--suite", "libero_100"], "--suite"),
-    ("embodied", [], "nav"),
-    ("embodied", ["boat"], "nav"),
-    ("embodied", ["nav", "--episodes", "0"], "--episodes"),
-    ("embodied", ["nav", "--image-size", "0"], "--image-size"),
-    ("embodied", ["nav", "--env-kwargs", "{"], "--env-kwargs"),
-    ("embodied", ["nav", "--episodes-file", "/no/such/episodes.jsonl"], "/no/such/episodes.jsonl"),
-    ("embodied", ["manip", "--workers", "-1"], "--workers"),
-    ("static", ["--bench", "nope", "--data", "x.json", "--model", "m"], "--bench"),
-    ("static", ["generate", "--format", "gqa", "--out", "x"], "--format"),
-    ("static", ["generate", "--format", "multihop", "--kinds", "counting", "--out", "x"], "--kinds"),
-    ("static", ["--bench", "spatialscore", "--data", "x.json"], "--model"),
-    ("static", ["--bench", "spatialscore", "--data", "x.json", "--model", "m", "--limit", "0"], "--limit"),
-    ("static", ["--bench", "spatialscore", "--data", "x.json", "--model", "m", "--batch-size", "0"], "--batch-size"),
-    ("goal", ["predict"], "--dataset"),
-    ("goal", ["score", "--dataset", "/no/such/goal_set", "--predictions", "/no/such/p.jsonl", "--output", "o"], "/no/such"),
-    ("goal", ["fly"], "fly"),
-    ("serve", [], "--model"),
-    ("serve", ["--model", "m", "--port", "-1"], "--port"),
-    ("serve", ["--model", "m", "--max-batch", "0"], "--max-batch"),
-    ("serve", ["--model", "m", "--host", "node"], "--host"),
-    ("train", ["--batch-size", "0"], "--batch-size"),
-    ("train", ["--lr", "-1"], "--lr"),
-    ("demos", ["--episodes", "0"], "--episodes"),
-    ("demos", ["--ep-len", "0"], "--ep-len"),
-]
-
-
-@pytest.mark.parametrize(("command", "argv", "named"), BAD_INPUTS, ids=[f"{c}:{' '.join(a)}" for c, a, _ in BAD_INPUTS])
-def test_bad_input_gets_one_line_naming_it(command, argv, named, capsys, tmp_path, monkeypatch):
+@pytest.mark.parametrize(("command", "argv", "named"), BAD_INPUTS, ids=[case_id(c, a) for c, a, _ in BAD_INPUTS])
+def test_bad_input_gets_one_line_naming_it(command, argv, named, capsys, tmp_path, monkeypatch, no_workers):
+    """Exit status 2, one line on stderr naming the input, no traceback, and no worker started."""
     monkeypatch.chdir(tmp_path)
-    code, err = invoke(command, argv, capsys)
+    if "cuda:99" in argv:
+        pytest.importorskip("torch")
+    dead = dead_endpoint()
+    code, err = invoke(command, [fill(a, tmp_path, dead) for a in argv], capsys)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == EXIT_BAD_INPUT, (code, err)
     assert len(lines) == 1, err
-    assert named in lines[0], lines[0]
+    assert fill(named, tmp_path, dead) in lines[0], lines[0]
     assert "Traceback" not in err
+
+
+def test_the_table_covers_every_command_and_many_inputs():
+    assert {c for c, _, _ in BAD_INPUTS} == set(MODULES) == set(_mains())
+    assert len(BAD_INPUTS) >= 120
+    assert len({case_id(c, a) for c, a, _ in BAD_INPUTS}) == len(BAD_INPUTS)
 
 
 def test_a_corrupt_response_cache_is_named_before_any_worker_starts(tmp_path, capsys, monkeypatch):
@@ -158,8 +125,47 @@ def test_changed_configuration_is_refused_in_one_line(tmp_path, capsys, monkeypa
 
 @pytest.mark.parametrize("argv", [["-m", "benchmarks.calvin", "--ep-len", "0"],
                                   ["-m", "benchmarks.embodied", "nav", "--env-kwargs", "{"],
-                                  ["-m", "vla.train", "--batch-size", "0"]])
+                                  ["-m", "vla.train", "--batch-size", "0"],
+                                  ["-m", "benchmarks.calvin", "--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B"],
+                                  ["-m", "benchmarks.libero", "--policy", "agent", "--model", "oracle"]])
 def test_python_m_entry_points_exit_2_with_one_line(argv):
     done = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_BAD_INPUT, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_the_preflight_lets_through_what_is_there(tmp_path):
+    """A listening server, a checkpoint folder, the CPU and an existing path pass; a closed port fails fast."""
+    import socket
+    import time
+
+    from policies.preflight import check_device, check_model, check_path, check_server
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        check_server("--api-base", f"http://127.0.0.1:{server.getsockname()[1]}/v1")
+    (tmp_path / "config.json").write_text("{}")
+    check_model("--model", str(tmp_path))
+    check_device("--device", "cpu")
+    check_path("--data", tmp_path)
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"nothing answers at 127\.0\.0\.1"):
+        check_server("--api-base", dead_endpoint())
+    assert time.perf_counter() - start < 3
+
+
+def test_each_policy_declares_where_it_runs():
+    from policies.registry import CLOSED_LOOP_BENCHMARKS, policies_for, policy_benchmarks, registered_policies
+
+    assert policies_for("libero") == ["constant", "mllm", "random", "replay", "vla"]
+    assert policies_for("embodied-nav") == ["agent", "constant", "expert", "mllm", "random", "replay"]
+    assert policies_for(None) == registered_policies()
+    assert all(set(policy_benchmarks(name)) <= set(CLOSED_LOOP_BENCHMARKS) for name in registered_policies())
+
+
+def test_the_hardening_guide_lists_every_bad_input_with_its_message():
+    text = (ROOT / "docs" / "guide" / "hardening.md").read_text()
+    shown = {case: f"| `{' '.join(argv).replace('|', chr(92) + '|') or '(none)'}` | " for case, argv in
+             ((case_id(c, a), a) for c, a, _ in BAD_INPUTS)}
+    assert [case for case, row in shown.items() if row not in text] == []

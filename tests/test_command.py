@@ -17,7 +17,7 @@ import pytest
 import envs
 from benchmarks.command import SUBCOMMANDS, env_families, main, policy_names, vla_backbones
 from benchmarks.static.registry import benchmark_names, get_benchmark
-from policies.registry import registered_policies
+from policies.registry import policies_for, policy_benchmarks, registered_policies
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "transformers", "pybullet", "mujoco", "robosuite", "libero")
@@ -61,8 +61,10 @@ def test_list_prints_everything_registered_without_importing_torch_or_a_simulato
     assert "HEAVY []" in out
     for env_id in envs.registered_ids():
         assert f"    {env_id}\n" in out
-    for name in ("expert", "random", "replay", *registered_policies()):
-        assert name in out.split("policies")[1].splitlines()[0]
+    for name in registered_policies():
+        where = ", ".join(b.replace("-", " ") for b in policy_benchmarks(name))
+        assert f"\n  {name}: {where}\n" in out
+    assert "\n  agent: embodied nav\n" in out and "\n  vla: calvin, libero\n" in out
     for name in benchmark_names():
         assert f"  {name}: modes {', '.join(get_benchmark(name).modes)}" in out
     for kind, names in vla_backbones().items():
@@ -93,15 +95,41 @@ def test_backbones_read_from_source_match_the_registry():
     assert found["transformers"] == own
 
 
-@pytest.mark.parametrize("argv", [["calvin"], ["libero"], ["embodied", "nav"], ["embodied", "manip"]])
-def test_benchmark_help_shows_every_policy_option_without_heavy_imports(argv):
+HELP_CASES = {"calvin": ["calvin"], "libero": ["libero"], "embodied-nav": ["embodied", "nav"],
+              "embodied-manip": ["embodied", "manip"]}
+
+
+@pytest.mark.parametrize("benchmark", list(HELP_CASES))
+def test_benchmark_help_shows_the_options_of_what_runs_there_without_heavy_imports(benchmark):
+    argv = HELP_CASES[benchmark]
     done = _python("import sys; from benchmarks.command import main; code = main("
                    f"{[*argv, '--help']!r}); print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules]); sys.exit(code)")
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout
     assert done.stdout.startswith(f"usage: python -m benchmarks.{argv[0]}")
-    for flag in ("--backbone", "--checkpoint", "--model", "--api-base", "--policy mllm options", "--policy vla options"):
+    offered = policies_for(benchmark)
+    assert " | ".join(offered) in " ".join(done.stdout.split())  # --policy's own help
+    for name in registered_policies():
+        assert (f"--policy {name} options" in done.stdout) == (name in offered and name not in ("expert", "random", "replay")), name
+    for flag in ("--model", "--api-base"):
         assert flag in done.stdout, flag
+    vla = benchmark in ("calvin", "libero")
+    assert ("--backbone" in done.stdout) == vla and ("--checkpoint" in done.stdout) == vla
+    eb_loop = benchmark.startswith("embodied")
+    for flag in ("--loop", "--n-examples", "--no-chat-history", "--history-messages"):  # the EB agent loop's options
+        assert (flag in done.stdout) == eb_loop, flag
+    assert ("--object-info-key" in done.stdout) == (benchmark == "embodied-manip")
+
+
+@pytest.mark.parametrize(("argv", "named"), [(["libero", "--policy", "expert"], "--policy expert does not run on libero"),
+                                             (["calvin", "--policy", "agent", "--model", "oracle"], "runs on embodied nav"),
+                                             (["embodied", "nav", "--backbone", "tiny-qwen2.5-vl"], "--policy vla"),
+                                             (["calvin", "--policy", "mllm", "--model", "oracle", "--n-examples", "2"],
+                                              "unrecognized arguments: --n-examples")])
+def test_what_is_not_offered_is_refused_in_one_line(argv, named, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert named in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_help_of_a_chosen_policy_has_no_listing_of_the_others(capsys):

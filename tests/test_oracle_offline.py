@@ -192,6 +192,7 @@ def test_static_errored_items_are_counted_and_fail_the_command(data, tmp_path, m
         return H.ScriptedBackend(lambda text: answers[text], fail_on=lambda n, text: "keyboard" in text)
 
     monkeypatch.setattr(runner, "build_backend", make)
+    monkeypatch.setattr(RunConfig, "preflight", lambda self: None)  # model "m" is the scripted backend above
     args = ["--bench", "multihopspatial", "--data", str(data["multihopspatial"]), "--model", "m", "--output", str(tmp_path),
             "--no-plot"]  # fmt: skip
     assert static_main(args) == 3

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -28,15 +28,40 @@ class VLAPolicyConfig:
 
     backbone: str | None = arg(None, "VLM for an untrained model (directory, hub id, or tiny-*); ignored when --checkpoint is given")
     checkpoint: str | None = arg(None, "VLA checkpoint directory written by vla.train (e.g. outputs/vla/checkpoints/last)")
-    execute_steps: int | None = arg(None, "actions executed from each predicted chunk before querying again (default: the whole chunk)")
+    execute_steps: int | None = arg(None, "actions executed from each predicted chunk before querying again (default: the whole chunk)", minimum=1)
     device: str = arg("cpu", "cpu, cuda, cuda:N or auto")
-    dtype: str = arg("auto", "auto (float32 on CPU, bf16 on GPUs that support it), float32, bfloat16 or float16")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg("auto", "auto (float32 on CPU, bf16 on GPUs that support it), float32, bfloat16 or float16")
     image_keys: tuple[str, ...] = arg((), "observation keys of the model's cameras, in order (default: from the checkpoint)")
     gripper_open: float | None = arg(None, "the env's gripper value for 'open' (default: the training data's: CALVIN 1, LIBERO -1)")
-    chunk_size: int = arg(10, "chunk length of an untrained model (a checkpoint fixes its own)")
-    data_format: str = arg("calvin", "action convention of an untrained model: calvin or libero")
+    chunk_size: int = arg(10, "chunk length of an untrained model (a checkpoint fixes its own)", minimum=1)
+    data_format: Literal["calvin", "libero"] = arg("calvin", "action convention of an untrained model: calvin or libero")
     seed: int = arg(0, "initialisation seed of an untrained model's head")
     allow_download: bool = arg(False, "let transformers download a hub id that is not cached locally")
+
+    def check_inputs(self) -> None:
+        """A model to build (a checkpoint or a backbone); ``ValueError`` naming the flags otherwise."""
+        if not (self.checkpoint or self.backbone):
+            raise ValueError("--policy vla needs --checkpoint DIR (a model trained with vla.train) or --backbone "
+                             "NAME_OR_PATH (an untrained head)")
+        if not self.checkpoint and self.execute_steps is not None and not 1 <= self.execute_steps <= self.chunk_size:
+            raise ValueError(f"--execute-steps {self.execute_steps}: must be between 1 and --chunk-size "
+                             f"{self.chunk_size}")
+
+    def preflight(self) -> None:
+        """Before any worker starts (nothing loaded): the checkpoint folder holds a VLA config, the backbone is a
+        built-in name, a model folder or a cached hub id, the device exists."""
+        from pathlib import Path
+
+        from policies.preflight import check_device
+
+        if self.checkpoint:
+            if not (Path(self.checkpoint) / "config.json").is_file():
+                where = "has no config.json" if Path(self.checkpoint).is_dir() else "does not exist"
+                raise ValueError(f"--checkpoint {self.checkpoint}: {where}, so it is no VLA checkpoint; pass a "
+                                 f"folder written by vla.train (e.g. outputs/vla/checkpoints/last)")
+        elif self.backbone:
+            check_backbone("--backbone", self.backbone, allow_download=self.allow_download)
+        check_device("--device", self.device)
 
     def label(self) -> str:
         """``vla-`` and the checkpoint (``RUN/checkpoints/last`` -> ``RUN-last``, how vla.train lays them out)
@@ -116,6 +141,27 @@ class VLAPolicy(Policy):
         return {**super().describe(), **self.identity, "backbone": config.backbone, "model_type": config.model_type,
                 "chunk_size": config.chunk_size, "execute_steps": self.execute_steps,
                 "image_keys": list(self.image_keys)}  # fmt: skip
+
+
+def check_backbone(flag: str, name: str, *, allow_download: bool = False) -> None:
+    """A backbone that loads without a download (unless allowed): a ``tiny-*`` or native name, a model folder,
+    or a hub id in the local Hugging Face cache; ``ValueError`` naming ``flag`` otherwise (nothing loaded)."""
+    from policies.preflight import check_model
+
+    if not _builtin_backbone(name):
+        check_model(flag, name, allow_download=allow_download)
+
+
+def _builtin_backbone(name: str) -> bool:
+    """A ``--backbone`` name built locally (``tiny-*``) or loaded by its own module (e.g. EfficientNet);
+    ``ValueError`` for a ``tiny-*`` name that is none of them."""
+    if "/" in name:
+        return False
+    from vla.backbones import NATIVE_BACKBONES, TINY_BACKBONES
+
+    if name.startswith("tiny-") and name not in TINY_BACKBONES:
+        raise ValueError(f"--backbone {name}: no such tiny backbone; choose one of {', '.join(TINY_BACKBONES)}")
+    return name in TINY_BACKBONES or name in NATIVE_BACKBONES
 
 
 def default_image_keys(config: Any) -> tuple[str, ...]:

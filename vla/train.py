@@ -73,11 +73,25 @@ class TrainConfig:
 
     def check(self) -> None:
         if not self.backbone or not self.data:
-            raise ValueError("--backbone and --data are required (see python -m vla.train --help)")
+            raise ValueError("--backbone and --data are required: the VLM to start from and the demonstrations")
         if self.batch_size < 1 or self.grad_accum < 1:
             raise ValueError(f"--batch-size and --grad-accum must be >= 1, got {self.batch_size}, {self.grad_accum}")
         if self.precision not in ("auto", "bf16", "fp16", "fp32"):
             raise ValueError(f"--precision must be auto, bf16, fp16 or fp32, got {self.precision!r}")
+        self._check_paths()
+
+    def _check_paths(self) -> None:
+        """The data reads as CALVIN or LIBERO demonstrations and the backbone is there (nothing loaded)."""
+        from policies.preflight import check_path
+        from vla.data import detect_format
+        from vla.policy import check_backbone
+
+        check_path("--data", self.data, kind="dataset folder")
+        try:
+            detect_format(self.data)
+        except ValueError as error:
+            raise ValueError(f"--data {error}") from None
+        check_backbone("--backbone", self.backbone, allow_download=self.allow_download)
 
 
 # ------------------------------------------------------------------------------------------ schedule

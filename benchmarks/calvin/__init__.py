@@ -31,7 +31,7 @@ from benchmarks.core.latency import (
     summarize_latency,
 )
 from benchmarks.core.plots import bar_plot, line_plot
-from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
+from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from benchmarks.core.worker import EpisodeWorker
@@ -409,9 +409,16 @@ def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:
                          "(--policy package.module:Class); drop --obs-layout for built-in policies")
 
 
+def action_space() -> Any:
+    """The env's action space (CALVIN's relative 7-D actions on either backend), built without a simulator."""
+    from envs.calvin.env import _action_space
+
+    return _action_space("relative")
+
+
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin",
-                                        policy_defaults=POLICY_DEFAULTS)
+                                        policy_defaults=POLICY_DEFAULTS, benchmark="calvin")
     cameras_for(config, spec)  # bad --cameras is an input error here, not in every worker
     check_setup(config, spec)
     if config.tasks is not None:
@@ -419,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> Summary:
             parse_tasks(config.tasks)
         except ValueError as error:  # one line naming the bad input and the valid names
             raise InputError(str(error)) from None
+    preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = CalvinBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 

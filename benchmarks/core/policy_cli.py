@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -103,20 +103,24 @@ def parse_benchmark_args(
     *,
     prog: str | None = None,
     policy_defaults: PolicyDefaults | None = None,
+    benchmark: str | None = None,
 ) -> tuple[C, PolicySpec]:
     """Parse the benchmark config ``cls`` (which has ``policy`` and ``policy_kwargs`` fields) and the
     options of the chosen policy. ``policy_defaults[name]`` overrides that policy's defaults for this
     benchmark (e.g. its scripted expert, the EB agent loop for navigation); explicit flags still win. A
-    policy option the benchmark also has (``--seed``, ``--replay-file``) takes the benchmark's value."""
+    policy option the benchmark also has (``--seed``, ``--replay-file``) takes the benchmark's value.
+
+    ``benchmark`` (a name in ``policies.registry.CLOSED_LOOP_BENCHMARKS``) offers only the policies and the
+    policy options that run there, and refuses the others in one line; ``None`` offers everything."""
     import sys
 
     argv = list(sys.argv[1:] if argv is None else argv)
     bench_fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     default_policy = next(f.default for f in dataclasses.fields(cls) if f.name == "policy")  # type: ignore[arg-type]
     name = _policy_name(argv, default_policy)
-    parser, policy_cls = _parser_for(cls, name, bench_fields, prog, policy_defaults)
-    if not _has_flags(policy_cls, bench_fields) and {"-h", "--help"} & set(argv):
-        parser.epilog = policy_options_help(bench_fields)
+    parser, policy_cls = _parser_for(cls, name, bench_fields, prog, policy_defaults, benchmark)
+    if not _has_flags(policy_cls, bench_fields, benchmark) and {"-h", "--help"} & set(argv):
+        parser.epilog = policy_options_help(bench_fields, benchmark)
     namespace = parser.parse_args(argv)
     namespace.policy = name
     try:
@@ -127,21 +131,36 @@ def parse_benchmark_args(
 
 
 def _parser_for(cls: type, name: str, bench_fields: set[str], prog: str | None,
-                policy_defaults: PolicyDefaults | None) -> tuple[OneLineParser, type | None]:
+                policy_defaults: PolicyDefaults | None, benchmark: str | None) -> tuple[OneLineParser, type | None]:
     """The benchmark's parser with the registered policy ``name``'s options (none for a user's class)."""
-    from policies.registry import policy_config_class, registered_policies
+    from policies.registry import policies_for, policy_benchmarks, policy_config_class, registered_policies
 
     parser = OneLineParser(prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_arguments(parser, cls)
+    offered = policies_for(benchmark)
+    for action in parser._actions:  # --policy's help lists what runs here, from the registry
+        if action.dest == "policy":
+            action.help = f"{' | '.join(offered)} | package.module:Class (your own policy) (default: {action.default})"
     if ":" in name:
         return parser, None
     if name not in registered_policies():
-        parser.error(f"--policy {name!r}: choose one of {registered_policies()} or a class of your own as module:Name")
+        parser.error(f"--policy {name!r}: choose one of {offered} or a class of your own as module:Name")
+    if name not in offered:
+        runs_on = ", ".join(b.replace("-", " ") for b in policy_benchmarks(name))
+        parser.error(f"--policy {name} does not run on {(benchmark or '').replace('-', ' ')} (it runs on {runs_on}); "
+                     f"choose one of {offered}")
     policy_cls = policy_config_class(name)
     group = parser.add_argument_group(f"--policy {name} options")
-    add_config_arguments(group, policy_cls, skip=bench_fields)  # type: ignore[arg-type]
+    add_config_arguments(group, policy_cls, skip=bench_fields | _other_benchmarks_options(policy_cls, benchmark))
     parser.set_defaults(**(policy_defaults or {}).get(name, {}))
     return parser, policy_cls
+
+
+def _other_benchmarks_options(config_cls: type, benchmark: str | None) -> set[str]:
+    """The fields of a policy config that are options on other benchmarks only (no flag here)."""
+    from policies.registry import option_applies
+
+    return {f.name for f in dataclasses.fields(config_cls) if not option_applies(f, benchmark)}  # type: ignore[arg-type]
 
 
 def _checked_spec(name: str, namespace: argparse.Namespace, policy_cls: type | None, config: Any) -> PolicySpec:
@@ -162,30 +181,33 @@ def _checked_spec(name: str, namespace: argparse.Namespace, policy_cls: type | N
     return spec
 
 
-def policy_options_help(skip: set[str] | frozenset[str] = frozenset()) -> str:
-    """Every registered policy's options, one section per policy, for a help page where none is chosen.
+def policy_options_help(skip: set[str] | frozenset[str] = frozenset(), benchmark: str | None = None) -> str:
+    """The options of every policy that runs on ``benchmark`` (``None``: every registered policy), one
+    section per policy, for a help page where none is chosen.
 
     Policy options are parsed only once ``--policy NAME`` (or ``--backbone`` / ``--checkpoint``) picks the
     policy, so without this text ``--help`` would not show ``--model``, ``--backbone`` or ``--checkpoint``."""
-    from policies.registry import policy_config_class, registered_policies
+    from policies.registry import policies_for, policy_config_class
 
     sections = []
-    for name in registered_policies():  # one parser each: two policies may share an option name (--device)
+    for name in policies_for(benchmark):  # one parser each: two policies may share an option name (--device)
         listing = argparse.ArgumentParser(add_help=False, usage=argparse.SUPPRESS)
         shortcut = " (--backbone / --checkpoint select it)" if name == "vla" else ""
         group = listing.add_argument_group(f"--policy {name} options{shortcut}")
-        add_config_arguments(group, policy_config_class(name), skip=skip)  # type: ignore[arg-type]
+        config_cls = policy_config_class(name)
+        add_config_arguments(group, config_cls, skip=set(skip) | _other_benchmarks_options(config_cls, benchmark))
         section = listing.format_help().strip()
         if section:  # a policy without options of its own (random, expert) has no section
             sections.append(section)
     return "\n\n".join(["policy options (accepted once --policy picks the policy):", *sections])
 
 
-def _has_flags(config_cls: type | None, skip: set[str]) -> bool:
+def _has_flags(config_cls: type | None, skip: set[str], benchmark: str | None = None) -> bool:
     """Whether the config dataclass adds flags of its own (fields with a flag that the benchmark lacks)."""
     return config_cls is not None and any(
         f.init and f.metadata.get("cli") is not False and f.name not in skip
-        for f in dataclasses.fields(config_cls))  # type: ignore[arg-type]
+        for f in dataclasses.fields(config_cls)  # type: ignore[arg-type]
+        if f.name not in _other_benchmarks_options(config_cls, benchmark))
 
 
 def _check_user_class(name: str) -> None:
@@ -197,6 +219,35 @@ def _check_user_class(name: str) -> None:
             load_entry_point(name, what="--policy")
         except (ImportError, AttributeError, ValueError) as e:  # the message names the input and the fix
             raise InputError(str(e)) from None
+
+
+def preflight(spec: PolicySpec, config: Any, *, defaults: PolicyDefaults | None = None,
+              action_space: Callable[[], Any] | None = None) -> None:
+    """What would otherwise stop every worker as it is built, checked once in this process before any starts:
+    Ray GPUs this machine lacks, the policy config's ``preflight()`` (model folder, checkpoint, server,
+    device: no model is loaded) and its ``check_action_space`` against ``action_space()`` (the env's space,
+    built without a simulator). Each failure is one :class:`InputError` naming the flag and the fix."""
+    policy_config = spec.config(defaults)
+    try:
+        _check_ray(config)
+        if policy_config is not None and hasattr(policy_config, "preflight"):
+            policy_config.preflight()
+        if policy_config is not None and hasattr(policy_config, "check_action_space") and action_space is not None:
+            policy_config.check_action_space(action_space())
+    except ValueError as error:
+        raise InputError(str(error)) from None
+
+
+def _check_ray(config: Any) -> None:
+    """``--ray-num-gpus`` goes with ``--ray``; with ``--ray local`` this machine must have the GPUs."""
+    from policies.preflight import check_gpus
+
+    gpus, ray = getattr(config, "ray_num_gpus", 0.0), getattr(config, "ray", None)
+    if gpus and ray is None:
+        raise ValueError(f"--ray-num-gpus {gpus:g} is what each Ray worker declares: add --ray local (or auto, or "
+                         f"a cluster address), or drop it")
+    if ray == "local":
+        check_gpus("--ray-num-gpus", gpus)
 
 
 def build_policy_from_spec(spec: PolicySpec, *, defaults: PolicyDefaults | None = None) -> Policy:

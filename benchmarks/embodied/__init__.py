@@ -24,7 +24,7 @@ from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, sco
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.plots import bar_plot
-from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
+from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from benchmarks.core.worker import EpisodeWorker
 from policies.cli import InputError, arg
@@ -106,6 +106,41 @@ def _env_kwargs(config: EmbodiedConfig, family: Family) -> dict[str, Any]:
     if config.image_size:
         kwargs.update({k: config.image_size for k in family.size_kwargs})
     return kwargs
+
+
+def action_space(family: str, env_kwargs: dict[str, Any]) -> Any:
+    """The family's action space as its env builds it from ``env_kwargs``, without building the env: EB
+    navigation's discrete actions (or its continuous ones), EB manipulation's voxel bins."""
+    from gymnasium import spaces
+
+    if family == "manip":
+        from envs.manipulation.workspace import ACTION_NVEC  # (env.py imports robosuite)
+
+        return spaces.MultiDiscrete(ACTION_NVEC)
+    from envs.navigation.env import ACTION_NAMES, CONTINUOUS_LIMITS
+
+    if env_kwargs.get("action_mode", "discrete") == "discrete":
+        return spaces.Discrete(len(ACTION_NAMES))
+    return spaces.Box(-CONTINUOUS_LIMITS, CONTINUOUS_LIMITS, dtype=np.float32)
+
+
+def check_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> None:
+    """``--env-kwargs`` names only arguments the env takes (read from its class, which is not built)."""
+    import inspect
+
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the ids)
+
+    entry = gym.spec(env_id).entry_point
+    cls = load_entry_point(entry) if isinstance(entry, str) else entry
+    parameters = inspect.signature(cls).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    unknown = sorted(set(kwargs) - set(parameters))
+    if unknown:
+        raise InputError(f"--env-kwargs: {env_id} takes no argument(s) {', '.join(unknown)}; it takes "
+                         f"{', '.join(parameters)}")
 
 
 class EmbodiedWorker(EpisodeWorker):
@@ -280,8 +315,12 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
                          f"(e.g. python -m benchmarks.embodied nav --help)")
     family = FAMILIES[argv[0]]
     config, spec = parse_benchmark_args(EmbodiedConfig, argv[1:], prog=f"python -m benchmarks.embodied {argv[0]}",
-                                        policy_defaults=family.policy_defaults())
+                                        policy_defaults=family.policy_defaults(), benchmark=f"embodied-{family.name}")
     config.family = family.name
+    if config.env_kwargs.strip() not in ("", "{}"):  # (importing the env class may import its simulator)
+        check_env_kwargs(family.env_id, json.loads(config.env_kwargs))
+    preflight(spec, config, defaults=family.policy_defaults(),
+              action_space=lambda: action_space(family.name, _env_kwargs(config, family)))
     bench = EmbodiedBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 

@@ -29,7 +29,7 @@ from benchmarks.core.latency import (
     summarize_latency,
 )
 from benchmarks.core.plots import bar_plot
-from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args
+from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.runner import ExecutionConfig, require_count, run_command
 from benchmarks.core.work import RECORD_ERROR
 from benchmarks.core.worker import EpisodeWorker
@@ -88,7 +88,11 @@ class LiberoConfig(ExecutionConfig):
         count = protocol.TASK_COUNTS[self.suite]
         if self.tasks == "all":
             return list(range(count))
-        chosen = [int(t) for t in self.tasks.split(",") if t.strip()]
+        try:
+            chosen = [int(t) for t in self.tasks.split(",") if t.strip()]
+        except ValueError:
+            raise InputError(f"--tasks {self.tasks}: give task indices separated by commas (e.g. 0,3), or "
+                             f"all") from None
         bad = [t for t in chosen if not 0 <= t < count]
         if bad:
             raise InputError(f"--tasks {bad}: {self.suite} has tasks 0..{count - 1}")
@@ -246,10 +250,18 @@ def _blind_rows(suite: str) -> list[str]:
     return [*rows, "", note] if note else rows
 
 
+def action_space() -> Any:
+    """The env's action space (delta end-effector pose and gripper, in [-1, 1]), built without a simulator."""
+    from envs.libero.env import action_space
+
+    return action_space()
+
+
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(
         LiberoConfig, argv, prog="python -m benchmarks.libero",
-        policy_defaults=POLICY_DEFAULTS)
+        policy_defaults=POLICY_DEFAULTS, benchmark="libero")
+    preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path)
 

@@ -119,6 +119,7 @@ class RunConfig:
                 raise InputError("--agent-max-attempts, --agent-max-turns and --agent-max-tokens must be at least 1")
             if self.score_only is not None:
                 raise InputError("--policy agent asks a model; --score-only rescores saved predictions with any policy (drop --policy agent)")
+        self._validate_for_benchmark()
         if self.limit is not None and self.limit < 1:
             raise InputError("--limit must be at least 1")
         if self.batch_size < 1:
@@ -133,6 +134,47 @@ class RunConfig:
             raise InputError("--oracle-error-rate applies to --model oracle only")
 
 
+    def _validate_for_benchmark(self) -> None:
+        """The scoring mode, prompt style and ``--model oracle`` are ones the chosen benchmark has."""
+        from benchmarks.static.registry import get_benchmark
+
+        spec = get_benchmark(self.bench)
+        if self.mode not in spec.modes:
+            raise InputError(f"--mode {self.mode}: {self.bench} has no such scoring mode; choose one of "
+                             f"{', '.join(spec.modes)}")
+        if self.prompt_style is not None and self.prompt_style not in spec.prompt_styles:
+            raise InputError(f"--prompt-style {self.prompt_style}: {self.bench} has no such prompt style; choose one "
+                             f"of {', '.join(spec.prompt_styles)}")
+        if self.model == "oracle" and self.score_only is None and spec.gold_answer is None and self.policy != "agent":
+            raise InputError(f"--model oracle: {self.bench} does not say how its gold answer is written, so the "
+                             f"oracle cannot answer it; pass a real --model")
+
+    def preflight(self) -> None:
+        """Before the first question (nothing loaded): the data is there, a local model is a checkpoint folder or
+        in the Hugging Face cache, a server (``--api-base``, ``--judge-api-base``) accepts connections, the agent's
+        model folders exist. One-line :class:`InputError` otherwise."""
+        from policies.preflight import check_model, check_path, check_server
+
+        try:
+            check_path("--data", self.data)
+            check_path("--score-only", self.score_only, kind="predictions file")
+            check_path("--weights", self.weights, kind="weight-tree file")
+            check_path("--image-root", self.image_root, kind="folder")
+            for flag, model, api_base in (("--model", self.model, self.api_base),
+                                          ("--judge-model", self.judge_model, self.judge_api_base)):
+                if (flag == "--model" and self.score_only is not None) or model in (None, "oracle"):
+                    continue
+                if api_base:
+                    check_server(flag.replace("model", "api-base"), api_base)
+                else:
+                    check_model(flag, str(model), allow_download=None, served=True)
+            for flag, folder in self.agent_models().items():
+                if folder is not None:
+                    check_model(flag, str(folder), allow_download=None)
+        except ValueError as error:
+            raise InputError(str(error)) from None
+
+
 def build_parser(cls: type = RunConfig) -> argparse.ArgumentParser:
     """An argparse parser with one flag per dataclass field (help: the docstring under each field)."""
     parser = OneLineParser(prog="python -m benchmarks.static", description=(cls.__doc__ or "").strip())
@@ -145,4 +187,5 @@ def parse_config(argv: list[str] | None = None) -> RunConfig:
     namespace = build_parser().parse_args(argv)
     config = RunConfig(**vars(namespace))
     config.validate()
+    config.preflight()
     return config

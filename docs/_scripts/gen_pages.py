@@ -255,20 +255,23 @@ def command_page(name: str) -> str:
 
 def policies_page() -> str:
     """Every registered policy's options, from its config dataclass."""
-    from benchmarks.command import policy_names
+    from benchmarks.command import policy_benchmarks, policy_names
     from policies.cli import add_config_arguments
     from policies.registry import policy_config_class, registered_policies
 
     lines = ["# Policy options", "", f"Policies: {', '.join(f'`{n}`' for n in policy_names())}, or a class of "
-             "your own as `--policy package.module:Class`. A registered policy's options are accepted by every "
-             "benchmark command once `--policy NAME` picks it (`--backbone` and `--checkpoint` pick `vla`); an "
-             "option the benchmark also has (e.g. `--seed`) takes the benchmark's value.", ""]
+             "your own as `--policy package.module:Class`. A registered policy's options are accepted by the "
+             "benchmark commands it runs on (below) once `--policy NAME` picks it (`--backbone` and "
+             "`--checkpoint` pick `vla`); an option the benchmark also has (e.g. `--seed`) takes the "
+             "benchmark's value. The EB loop's options of `mllm` exist on `embodied` only.", ""]
+    where = policy_benchmarks()
     for name in registered_policies():
         cls = policy_config_class(name)
         parser = argparse.ArgumentParser(add_help=False)
         add_config_arguments(parser, cls)
         parser._action_groups[1].title = f"--policy {name} ({cls.__module__}.{cls.__name__})"
-        lines += [f"## {name}", "", _cell((cls.__doc__ or "").strip()), "", *parser_markdown(parser)]
+        lines += [f"## {name}", "", _cell((cls.__doc__ or "").strip()), "", f"Runs on: {', '.join(where[name])}.", "",
+                  *parser_markdown(parser)]
     return "\n".join(lines)
 
 

@@ -150,7 +150,7 @@ class LiberoEnv(gym.Env):
         self.init_states = load_init_states(self.task)
         self._raw: Any = self._make_raw_env()
         self._apply_render_settings()
-        self.action_space = spaces.Box(-1.0, 1.0, (7,), np.float32)
+        self.action_space = action_space()
         self.observation_space = self._observation_space()
         self._episode: _Episode | None = None
         self._gripper = protocol.SETTLE_ACTION[6]
@@ -429,3 +429,8 @@ def _global_numpy_seed(seed: int) -> Iterator[None]:
         yield
     finally:
         np.random.set_state(saved)
+
+
+def action_space() -> spaces.Box:
+    """Every LIBERO env's action space: delta end-effector position and rotation, and the gripper, in [-1, 1]."""
+    return spaces.Box(-1.0, 1.0, (7,), np.float32)

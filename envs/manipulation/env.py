@@ -21,7 +21,7 @@ from envs.manipulation.tasks import SUBSETS, TASKS
 
 CAMERAS = {"front_rgb": "eb_front", "wrist_rgb": workspace.WRIST_CAMERA, "overhead_rgb": "eb_overhead"}
 ACTION_NAMES = ("X", "Y", "Z", "Roll", "Pitch", "Yaw", "Gripper")
-ACTION_NVEC = np.array([workspace.VOXELS] * 3 + [workspace.ROTATION_BINS] * 3 + [2])
+ACTION_NVEC = workspace.ACTION_NVEC
 TEXT_CHARSET = string.printable
 _GRID = {"bounds": workspace.WORKSPACE_BOUNDS, "voxels": workspace.VOXELS,
          "rotation_bin_deg": workspace.ROTATION_BIN_DEG}

@@ -25,6 +25,8 @@ WORKSPACE_BOUNDS: tuple[np.ndarray, np.ndarray] = (_GRID_LOW, _GRID_LOW + GRID_S
 VOXELS = EB_MANIP_VOXELS
 ROTATION_BIN_DEG = EB_MANIP_ROTATION_BIN_DEG
 ROTATION_BINS = round(360 / ROTATION_BIN_DEG) + 1  # EB's prompt allows indices 0..120 (120 = +180 deg)
+#: The action space's bins (``MultiDiscrete``): voxel x, y, z, roll, pitch, yaw bins, gripper closed/open.
+ACTION_NVEC = np.array([VOXELS] * 3 + [ROTATION_BINS] * 3 + [2])
 
 # Where episodes put objects (object centres, world frame): reachable with the gripper pointing down.
 PLACEMENT_X = (-0.25, 0.10)

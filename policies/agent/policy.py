@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -49,8 +49,8 @@ class AgentPolicyConfig:
     model: str = field(metadata={"help": "the core model (as --policy mllm's --model; 'oracle': a core that reads "
                                          "tool results and acts on them)"})
     api_base: str | None = arg(None, "OpenAI-compatible server serving --model (omit: local transformers)")
-    agent_paradigm: str = arg("plan-execute", "plan-execute or react")
-    agent_tools: str = arg("truth", "truth (env's privileged state), cv (OpenCV), mixed (OpenCV + truth), learned "
+    agent_paradigm: Literal["plan-execute", "react"] = arg("plan-execute", "plan-execute or react")
+    agent_tools: Literal["truth", "cv", "mixed", "learned", "none"] = arg("truth", "truth (env's privileged state), cv (OpenCV), mixed (OpenCV + truth), learned "
                                      "(local models + OpenCV) or none (Terminate only)")
     detector_model: str | None = arg(None, "--agent-tools learned: local OWLv2 / Grounding DINO folder (detection, counting)")
     segmenter_model: str | None = arg(None, "--agent-tools learned: local SAM / SAM-HQ / SAM2 folder (masks from the detector's boxes)")
@@ -72,7 +72,7 @@ class AgentPolicyConfig:
     oracle_error_rate: float = arg(0.0, "--model oracle: probability of injecting a typical model error", minimum=0, maximum=1)
     oracle_error_seed: int = arg(0, "--model oracle: seed of the injected errors")
     device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto (core model and tool models)")
-    dtype: str = arg("auto", "auto, float32, bfloat16 or float16 (core model)")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg("auto", "auto, float32, bfloat16 or float16 (core model)")
 
     @property
     def privileged(self) -> bool:
@@ -92,6 +92,19 @@ class AgentPolicyConfig:
                              "--segmenter-model, --depth-model or --matcher-model")
         if self.agent_tools != "learned" and given:
             raise ValueError(f"{', '.join(given)} only go with --agent-tools learned")
+
+    def preflight(self) -> None:
+        """Before any worker starts: the core model (as ``--policy mllm``'s), the tool model folders and the
+        device are there. ``ValueError`` naming the flag otherwise."""
+        from policies.preflight import check_device, check_model
+
+        self.mllm().preflight()
+        models = {"--detector-model": self.detector_model, "--segmenter-model": self.segmenter_model,
+                  "--depth-model": self.depth_model, "--matcher-model": self.matcher_model}  # fmt: skip
+        for flag, folder in models.items():
+            if folder:
+                check_model(flag, folder, allow_download=None)
+        check_device("--device", self.device)
 
     def mllm(self) -> Any:
         """The core model's settings as an :class:`MLLMPolicyConfig` (one place builds backends)."""

@@ -7,7 +7,7 @@ Importing this module is cheap; the backend (torch/transformers or HTTP) is impo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from policies.base import Policy
 from policies.cli import arg
@@ -16,6 +16,8 @@ from policies.cli import arg
 #: a visual description and a reflection, SpatialTree's plan); a cut answer is a parse error, so the default
 #: stays this size and a local CPU run at it gets a one-line hint instead (:meth:`MLLMPolicyConfig.budget_hint`).
 DEFAULT_MAX_NEW_TOKENS = 1024
+
+EB_ONLY = {"benchmarks": ("embodied-nav", "embodied-manip")}  # the EB agent loop: options on embodied only
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,9 @@ class MLLMPolicyConfig:
     model_backend: str | None = arg(None, "registered model backend: transformers, openai, oracle or one of your own "
                                            "(policies.backends.factory.register_backend); default: oracle for "
                                            "--model oracle, openai with --api-base, else transformers")
-    loop: str = arg("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop")
-    task: str = arg("manipulation", "'navigation' or 'manipulation': action format and prompt")
-    fallback: str = arg("noop", "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)")
+    loop: Literal["spatial", "eb"] = arg("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop", **EB_ONLY)
+    task: Literal["navigation", "manipulation"] = arg("manipulation", "'navigation' or 'manipulation': action format and prompt")
+    fallback: Literal["noop", "stop"] = arg("noop", "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)")
     cache: bool = arg(True, "reuse answers from the SQLite response cache")
     cache_path: str | None = arg(None, "cache file (default $SPATIAL_ARENA_CACHE_DIR or ~/.cache/spatial_arena/responses.sqlite)")
     max_new_tokens: int = arg(DEFAULT_MAX_NEW_TOKENS, "most tokens the model may write per call (a smoke run on CPU: 16)", minimum=1)
@@ -42,7 +44,7 @@ class MLLMPolicyConfig:
     oracle_error_seed: int = arg(0, "--model oracle: seed of the injected errors")
     # transformers
     device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto")
-    dtype: str = arg("auto", "auto (float32 on CPU), float32, bfloat16 or float16")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg("auto", "auto (float32 on CPU), float32, bfloat16 or float16")
     allow_download: bool = arg(False, "download hub ids that are not in the local Hugging Face cache")
     batch_size: int = arg(4, "conversations per forward pass in batched generation", minimum=1)
     max_pixels: int | None = arg(None, "largest image area in pixels for Qwen-VL processors (default: the checkpoint's)", minimum=1)
@@ -63,11 +65,12 @@ class MLLMPolicyConfig:
     replan_every: int | None = arg(None, "plan steps executed before asking again (default: the whole plan)", minimum=1)
     goal_key: str = arg("goal_image", "EpisodeContext.extras key of the goal image (absent: the instruction is the goal)")
     # loop 'eb'
-    max_steps: int | None = arg(None, "EB step budget (default 20 navigation, 15 manipulation)", minimum=1)
-    n_examples: int | None = arg(None, "in-context examples (default 3 navigation, 4 manipulation)", minimum=0)
-    chat_history: bool = arg(True, "send earlier turns with each call")
-    history_messages: int = arg(5, "most chat messages per call with chat_history", minimum=1)
-    object_info_key: str = arg("object_info", "observation key of the object-coordinates text (EB-Manipulation)")
+    max_steps: int | None = arg(None, "EB step budget (default 20 navigation, 15 manipulation)", minimum=1, **EB_ONLY)
+    n_examples: int | None = arg(None, "in-context examples (default 3 navigation, 4 manipulation)", minimum=0, **EB_ONLY)
+    chat_history: bool = arg(True, "send earlier turns with each call", **EB_ONLY)
+    history_messages: int = arg(5, "most chat messages per call with chat_history", minimum=1, **EB_ONLY)
+    object_info_key: str = arg("object_info", "observation key of the object-coordinates text (EB-Manipulation)",
+                               benchmarks=("embodied-manip",))
     # both loops
     image_keys: tuple[str, ...] = arg((), "observation keys of the camera images (default: the first RGB image)")
     atomic_depth: bool = arg(False, "atomic prompting: add the depth map ('w/ Depth')")
@@ -75,19 +78,11 @@ class MLLMPolicyConfig:
     atomic_size: bool = arg(False, "atomic prompting: add object size hints ('w/ Size')")
 
     def check_inputs(self) -> None:
-        """What would otherwise fail in every worker: a model backend nobody registered, a cache file that is
-        not a response cache. Runs once, before any worker: when every check passes it also prints
-        :meth:`budget_hint` (stderr), so an input error stays one line.
+        """What would otherwise fail in every worker: a model backend nobody registered, half of the step
+        sizes, a cache file that is not a response cache.
 
         Raises ``ValueError`` naming the option and the fix."""
-        self._check_backend_and_cache()
-        hint = self.budget_hint()
-        if hint:
-            import sys
-
-            print(hint, file=sys.stderr)
-
-    def _check_backend_and_cache(self) -> None:
+        _step_sizes(self)
         if self.model_backend:
             from policies.backends.factory import registered_backends
 
@@ -124,6 +119,23 @@ class MLLMPolicyConfig:
             return None
         return (f"note: --max-new-tokens {DEFAULT_MAX_NEW_TOKENS} (the default) on CPU: a call may take minutes; "
                 "for a smoke run pass --max-new-tokens 16 --limit 1")
+
+    def preflight(self) -> None:
+        """Before any worker starts (no model is loaded): a local model is a checkpoint folder or in the Hugging
+        Face cache, its device exists, a server (``--api-base``) accepts connections. ``ValueError`` otherwise."""
+        from policies.backends.factory import default_backend
+        from policies.preflight import check_device, check_model, check_server
+
+        kind = self.model_backend or default_backend(self.model, self.api_base)
+        if kind == "transformers":
+            check_model("--model", self.model, allow_download=self.allow_download, served=True)
+            check_device("--device", self.device)
+        if self.api_base and kind not in ("oracle", "transformers"):
+            check_server("--api-base", self.api_base)
+        if hint := self.budget_hint():  # printed once every check passed, so an input error stays one line
+            import sys
+
+            print(hint, file=sys.stderr)
 
     @property
     def privileged(self) -> bool:
