@@ -102,8 +102,11 @@ def test_spatial_instruction_loop_on_calvin_style_observations(tiny_vlm):
 def test_cpu_run_at_the_default_budget_gets_a_one_line_hint(tmp_path, capsys):
     """The default budget stays the protocols' 1,024 tokens; a local CPU run at it is told, once, how to smoke-test."""
     (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "config.json").write_text("{}")
     local = MLLMPolicyConfig(model=str(tmp_path / "tiny"))
     local.check_inputs()
+    assert capsys.readouterr().err == ""  # printed once every check passed: by the preflight, not before it
+    local.preflight()
     err = capsys.readouterr().err.strip()
     assert err == local.budget_hint() and "--max-new-tokens 16" in err and len(err.splitlines()) == 1
     for quiet in (dataclasses.replace(local, max_new_tokens=16), dataclasses.replace(local, device="cuda"),
