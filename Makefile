@@ -32,6 +32,7 @@ test-gpu: $(VENV)/.stamp-all
 lint: $(VENV)/.stamp-all
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 # The documentation site (mkdocs-material, dev extra) into site/; `$(VENV)/bin/mkdocs serve` to browse it.
 docs: $(VENV)/.stamp-all
@@ -59,4 +60,4 @@ system-deps:
 	fi
 
 clean:
-	rm -rf $(VENV) outputs .pytest_cache .ruff_cache
+	rm -rf $(VENV) outputs .pytest_cache .ruff_cache .mypy_cache
