@@ -66,6 +66,17 @@ class Policy(ABC):
         """Counters for the finished episode, copied into its record (model calls, parse errors, ...)."""
         return {}
 
+    def pending_actions(self) -> list[Any]:
+        """The actions of the last chunk not executed yet, oldest first: what a latency-aware loop
+        (``--latency ... continue``) keeps running while the next chunk is computed. A policy that plans one
+        action at a time has none."""
+        return []
+
+    def episode_calls(self) -> list[dict[str, Any]]:
+        """The model calls of the current episode, one JSON-safe mapping each (raw text, parse errors, ...),
+        written to ``decisions.jsonl``. A policy without a model has none."""
+        return []
+
     def describe(self) -> dict[str, Any]:
         """Identity recorded in the run manifest (class, checkpoint, model id, ...)."""
         return {"name": self.name, "class": f"{type(self).__module__}.{type(self).__qualname__}",

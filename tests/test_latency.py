@@ -132,3 +132,28 @@ def test_libero_run_with_latency(tmp_path):
     assert record["result"]["policy_calls"] == 2 and lat["steps"] == lat["held_steps"] == 4  # H H A H H A
     assert lat["latencies_ms"] == [100.0, 100.0] and lat["control_hz"] == 20.0
     assert summary.data["latency"]["decisions"] == 2 and summary.data["latency"]["p90_ms"] == 100.0
+
+
+
+class StepPolicy(Policy):
+    """One action per call, no model: defines neither ``pending_actions`` nor ``episode_calls``."""
+
+    name = "step-test"
+
+    def reset(self, context):
+        pass
+
+    def act(self, observation):
+        return "move"
+
+
+def test_policy_declares_pending_actions_and_episode_calls_with_empty_defaults():
+    """Every policy answers both (the loop probes no attribute); one that plans a step at a time without a
+    model has nothing pending and no calls, so ``continue`` holds still during inference as ``hold`` does."""
+    from benchmarks.core.episode import policy_decisions
+
+    policy = StepPolicy()
+    assert policy.pending_actions() == [] and policy.episode_calls() == []
+    assert policy_decisions(policy, subtask="x") == []
+    stream = ActionStream(_env(), policy, parse_latency("fixed:100", "continue", 30))
+    assert [stream.next_action({}) for _ in range(4)] == ["hold"] * 3 + ["move"]

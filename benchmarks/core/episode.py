@@ -107,8 +107,7 @@ class ActionStream:
             action = self.policy.act(observation)
             self.policy_calls += 1
             return action
-        pending = getattr(self.policy, "pending_actions", None)
-        leftover = list(pending()) if pending is not None and self.latency.mode == "continue" else []
+        leftover = self.policy.pending_actions() if self.latency.mode == "continue" else []
         before = _model_calls(self.policy)
         began = time.perf_counter()
         action = self.policy.act(observation)
@@ -182,10 +181,9 @@ def run_agent_loop(env: Any, policy: Policy, obs: dict[str, Any], info: dict[str
 
 
 def policy_decisions(policy: Policy, **tags: Any) -> list[dict[str, Any]]:
-    """The policy's model calls of the current episode (``episode_calls()``, which MLLM policies and any
-    user policy may define), each with ``tags`` (e.g. the CALVIN subtask) in front."""
-    calls = getattr(policy, "episode_calls", None)
-    return [{**tags, **call} for call in calls()] if callable(calls) else []
+    """The policy's model calls of the current episode (:meth:`Policy.episode_calls`), each with ``tags``
+    (e.g. the CALVIN subtask) in front."""
+    return [{**tags, **call} for call in policy.episode_calls()]
 
 
 @contextmanager
