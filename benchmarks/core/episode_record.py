@@ -106,7 +106,9 @@ def episode_record(*, success: bool, steps: int, stream: ActionStream, policy: P
               **{k: round(stats.pop(k), 3) for k in TIMING_STATS if k in stats}}
     record = EpisodeRecord(success=bool(success), steps=int(steps), policy_calls=stream.policy_calls,
                            idle_steps=stream.idle_steps, policy_stats=stats, extras=extras)
-    record.update(stream.latency_record())
+    latency = stream.latency_record().get("latency")
+    if latency is not None:
+        record["latency"] = latency
     record[RESULT_TIMING] = timing  # type: ignore[literal-required]
     return record
 

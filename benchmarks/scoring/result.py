@@ -5,9 +5,35 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from benchmarks.scoring.parsers import ParseResult, bounded, truncated_result
+
+
+class _ScoringErrorField(TypedDict, total=False):
+    scoring_error: str
+
+
+class ScoreFields(_ScoringErrorField):
+    """A sample's score as its per-sample record holds it (:meth:`SampleScore.to_dict`).
+
+    - ``score`` (float or None), ``correct`` (bool or None), ``scorer``, ``explanation``, ``metrics``: as
+      :class:`SampleScore` has them; ``scorer`` is ``None`` only when there was no response to score.
+    - ``parse`` (dict or None): :meth:`ParseResult.to_dict`, ``None`` when there was no response.
+    - ``scoring_error`` (str, optional): the scorer raised on the answer, which then scored 0.
+    """
+
+    score: float | None
+    correct: bool | None
+    parse: dict[str, Any] | None
+    scorer: str | None
+    explanation: str
+    metrics: dict[str, Any]
+
+
+def no_response() -> ScoreFields:
+    """The score fields of an item the model gave no response to (it errored): unscored."""
+    return ScoreFields(score=None, correct=None, parse=None, scorer=None, explanation="no response", metrics={})
 
 
 @dataclass(frozen=True)
@@ -31,7 +57,7 @@ class SampleScore:
     explanation: str = ""
     metrics: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ScoreFields:
         """JSON-safe fields for the per-sample record."""
         return {
             "score": self.score,

@@ -19,18 +19,19 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from benchmarks.core.manifest import build_manifest, utc_now
 from benchmarks.core.rundir import load_manifest, quarantine_lines
 from benchmarks.core.streak import ErrorStreak, describe_endpoint
 from benchmarks.scoring.parsers import failed
-from benchmarks.scoring.result import JudgeScore
+from benchmarks.scoring.result import JudgeScore, ScoreFields, no_response
 from benchmarks.static import report
 from benchmarks.static.config import RunConfig
 from benchmarks.static.items import DataError, StaticItem, data_files
 from benchmarks.static.media import load_media
 from benchmarks.static.registry import BenchmarkSpec, LoadOptions, Prompt, ScoringMode, get_benchmark
+from benchmarks.static.sample_record import SampleRecord, StaticSummary, static_summary
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
 from policies.backends.oracle import (
     ANSWER_ERROR_KINDS,
@@ -60,8 +61,8 @@ class RunResult:
     """What a run produced."""
 
     out_dir: Path
-    summary: dict[str, Any]
-    records: list[dict[str, Any]]
+    summary: StaticSummary
+    records: list[SampleRecord]
 
 
 def run(config: RunConfig, backend: Backend | None = None, judge: Backend | None = None) -> RunResult:
@@ -366,24 +367,21 @@ def _short(value: Any) -> Any:
     return value
 
 
-def make_record(item: StaticItem, mode: ScoringMode, prediction: Prediction) -> dict[str, Any]:
+def make_record(item: StaticItem, mode: ScoringMode, prediction: Prediction) -> SampleRecord:
     """The per-sample record: item identity, response, and the rule-based score (or the error)."""
-    record: dict[str, Any] = {
-        "index": item.index, "item_id": item.item_id, "benchmark": item.benchmark, "mode": mode.name,
-        "category": item.category, "tags": dict(item.tags), "task": item.task, "answer": _short(item.answer),
-        "response": prediction.response, "generation": prediction.generation, "judge": None, "error": prediction.error,
-    }  # fmt: skip
-    if prediction.error is None:
-        record.update(safe_score(item, mode, prediction.response or ""))
-        injected = (prediction.generation or {}).get("injected_error")
-        if injected is not None:
-            record["injected_error"] = injected
-    else:
-        record.update(score=None, correct=None, parse=None, scorer=None, explanation="no response", metrics={})
+    scored = no_response() if prediction.error is not None else safe_score(item, mode, prediction.response or "")
+    generation = None if prediction.generation is None else dict(prediction.generation)
+    record = SampleRecord(index=item.index, item_id=item.item_id, benchmark=item.benchmark, mode=mode.name,
+                          category=item.category, tags=dict(item.tags), task=item.task, answer=_short(item.answer),
+                          response=prediction.response, generation=generation, judge=None, error=prediction.error,
+                          **scored)
+    injected = (prediction.generation or {}).get("injected_error")
+    if prediction.error is None and injected is not None:
+        record["injected_error"] = injected
     return record
 
 
-def safe_score(item: StaticItem, mode: ScoringMode, response: str) -> dict[str, Any]:
+def safe_score(item: StaticItem, mode: ScoringMode, response: str) -> ScoreFields:
     """The mode's score of ``response``; an answer the scorer cannot handle (it raises) scores 0 with the
     error recorded on the item, so one answer never stops a run. The record keeps the shape the mode's
     summary reads: it is the mode's own record of an empty answer, with the score and parse replaced."""
@@ -394,7 +392,7 @@ def safe_score(item: StaticItem, mode: ScoringMode, response: str) -> dict[str, 
     try:
         record = mode.score(item, "").to_dict()
     except Exception:  # the mode cannot even score an empty answer: a bare record
-        record = {"metrics": {}}
+        record = cast(ScoreFields, {"metrics": {}})  # its score fields follow, after metrics as before
     failure = failed("scoring_error", f"the scorer raised on this answer: {why}")
     record.update(score=0.0, correct=False if record.get("correct") is not None else None, parse=failure.to_dict(),
                   scorer=record.get("scorer") or mode.name, explanation=f"scored 0: the scorer raised {why}", scoring_error=why)  # fmt: skip
@@ -413,7 +411,7 @@ def _judge_request(mode: ScoringMode, item: StaticItem, response: str) -> str | 
         return None
 
 
-def score_items(items: Sequence[StaticItem], predictions: Mapping[str, Prediction], mode: ScoringMode, judge: Backend | None, out_dir: Path) -> list[dict[str, Any]]:
+def score_items(items: Sequence[StaticItem], predictions: Mapping[str, Prediction], mode: ScoringMode, judge: Backend | None, out_dir: Path) -> list[SampleRecord]:
     """Score every item that has a prediction; judge the ones the mode sends to a judge."""
     records = [make_record(item, mode, predictions[item.item_id]) for item in items if item.item_id in predictions]
     by_id = {item.item_id: item for item in items}
@@ -426,7 +424,7 @@ def score_items(items: Sequence[StaticItem], predictions: Mapping[str, Predictio
     return records
 
 
-def _judge_records(records: list[dict[str, Any]], by_id: Mapping[str, StaticItem], mode: ScoringMode, judge: Backend, out_dir: Path) -> None:
+def _judge_records(records: list[SampleRecord], by_id: Mapping[str, StaticItem], mode: ScoringMode, judge: Backend, out_dir: Path) -> None:
     cache_path = out_dir / "judgments.jsonl"
     cache = _read_judgments(cache_path)
     judge_id = json.dumps(judge.describe(), sort_keys=True, default=str)
@@ -483,14 +481,14 @@ def _judge_reply(judge: Backend, prompt: str) -> dict[str, Any]:
 # Summary and files
 
 
-def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]],
-              config: RunConfig, predictions: Mapping[str, Prediction]) -> dict[str, Any]:  # fmt: skip
+def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem], records: Sequence[SampleRecord],
+              config: RunConfig, predictions: Mapping[str, Prediction]) -> StaticSummary:  # fmt: skip
     """The mode's summary over the completed items, plus coverage: errored items (no answer: the backend
     failed), items without predictions, answers the scorer could not handle, samples that needed a judge,
     the oracle's injected errors. A run with errored or missing items is marked incomplete."""
-    completed = [r for r in records if r.get("error") is None]
-    summary = mode.summarize(items, completed, {"weights": config.weights})
-    counts = summary["counts"]
+    completed = [r for r in records if r["error"] is None]
+    mode_summary = mode.summarize(items, completed, {"weights": config.weights})
+    counts = mode_summary["counts"]
     counts.update(items=len(items), completed=len(completed), errors=len(records) - len(completed))
     counts["missing_predictions"] = sum(1 for item in items if item.item_id not in predictions)
     counts["scoring_errors"] = sum(1 for r in completed if r.get("scoring_error"))
@@ -504,9 +502,7 @@ def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem
     if injected:
         counts["injected_errors"] = {kind: injected.count(kind) for kind in sorted(set(injected))}
         counts["injected_unusable"] = sum(1 for kind in injected if expected_effect(kind) == "unusable")
-    summary["status"] = run_status(counts)
-    summary["benchmark"], summary["mode"] = spec.name, mode.name
-    summary["reference"] = dict(spec.reference)
+    summary = static_summary(mode_summary, status=run_status(counts), benchmark=spec.name, mode=mode.name, reference=spec.reference)
     if mode.differences:
         summary["mode_differences"] = list(mode.differences)
     if mode.headline_note:
@@ -525,7 +521,7 @@ def run_status(counts: Mapping[str, Any]) -> str:
 
 
 def write_results(out_dir: Path, spec: BenchmarkSpec, mode: ScoringMode, style: str, config: RunConfig,
-                  records: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> None:  # fmt: skip
+                  records: Sequence[SampleRecord], summary: StaticSummary) -> None:  # fmt: skip
     """samples.jsonl, summary.json/.md, tables/*.csv and the bar chart."""
     report.write_jsonl(out_dir / "samples.jsonl", report.records_in_order(records))
     report.write_json(out_dir / "summary.json", summary)
