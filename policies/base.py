@@ -12,11 +12,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from action_mapping import ExecutablePlan, Plan
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 Action = np.ndarray | ExecutablePlan | Plan
 
@@ -51,7 +54,7 @@ class Policy(ABC):
         if not getattr(cls, "__abstractmethods__", None) and not isinstance(getattr(cls, "name", None), str):
             raise TypeError(f"policy class {cls.__qualname__} must define a class attribute `name: str`")
 
-    def bind(self, env: Any) -> None:  # noqa: B027 - optional hook, most policies ignore the env
+    def bind(self, env: gym.Env) -> None:  # noqa: B027 - optional hook, most policies ignore the env
         """Called once with the (wrapped) env the policy will act in. Privileged policies keep it."""
 
     @abstractmethod

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from action_mapping import Plan
 from policies.base import Action, EpisodeContext, Policy
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 
 class RandomPolicy(Policy):
@@ -23,7 +26,7 @@ class RandomPolicy(Policy):
         self._space: Any = None
         self._rng = np.random.default_rng(0)
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         self._space = env.action_space
 
     def reset(self, context: EpisodeContext) -> None:
@@ -93,7 +96,7 @@ class ConstantPolicy(Policy):
         self.value = action
         self._action: Any = None
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         self._action = constant_action(env.action_space, self.value)
 
     def reset(self, context: EpisodeContext) -> None:

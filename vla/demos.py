@@ -35,11 +35,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from policies.cli import arg, parse_config, run_cli
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 DEFAULT_JOINT_NOISE = 0.1  # radians (std per joint): moves the start TCP by several centimetres
 CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}
@@ -174,7 +177,7 @@ def sent_action(action: np.ndarray) -> np.ndarray:
     return a
 
 
-def _frame(obs: dict[str, np.ndarray], action: np.ndarray, env: Any) -> dict[str, np.ndarray]:
+def _frame(obs: dict[str, np.ndarray], action: np.ndarray, env: gym.Env) -> dict[str, np.ndarray]:
     from envs.calvin import constants as C
 
     pos, orn = env.unwrapped.target_pose()  # the accumulated target this relative action moves
@@ -199,7 +202,7 @@ class Episode:
         return self.prefix_ok and self.success_step is not None
 
 
-def record_task(env: Any, expert: Any, task: str, instruction: str, obs: dict[str, np.ndarray],
+def record_task(env: gym.Env, expert: Any, task: str, instruction: str, obs: dict[str, np.ndarray],
                 ep_len: int, tail_steps: int) -> Episode:  # fmt: skip
     """Run the expert on ``task`` from the current state (subtask begun here) and record every step."""
     from policies.base import EpisodeContext
@@ -220,7 +223,7 @@ def record_task(env: Any, expert: Any, task: str, instruction: str, obs: dict[st
     return Episode(frames, success_step, obs)
 
 
-def run_attempt(env: Any, expert: Any, task: str, start: Start, config: DemoConfig) -> Episode:
+def run_attempt(env: gym.Env, expert: Any, task: str, start: Start, config: DemoConfig) -> Episode:
     """Reset to ``start``, run the setup tasks unrecorded, then record ``task``."""
     from envs.calvin.instructions import instruction_for
 
@@ -233,7 +236,7 @@ def run_attempt(env: Any, expert: Any, task: str, start: Start, config: DemoConf
     return record_task(env, expert, task, instruction_for(task), obs, config.ep_len, config.tail_steps)
 
 
-def attempts(env: Any, expert: Any, task: str, task_index: int, config: DemoConfig
+def attempts(env: gym.Env, expert: Any, task: str, task_index: int, config: DemoConfig
              ) -> Iterator[tuple[int, Start, Episode]]:  # fmt: skip
     """Attempts at ``task`` until ``config.episodes`` succeed or the attempt budget is spent."""
     budget = config.max_attempts or 3 * config.episodes

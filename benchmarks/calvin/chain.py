@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,10 +25,13 @@ from benchmarks.core.latency import Latency
 from benchmarks.core.work import RESULT_TIMING
 from policies.base import EpisodeContext, Policy
 
+if TYPE_CHECKING:
+    import gymnasium as gym
+
 EP_LEN = 360  # CALVIN's step budget per subtask
 
 
-def run_chain(env: Any, policy: Policy, initial_robot_obs: Sequence[float], initial_scene_obs: Sequence[float],
+def run_chain(env: gym.Env, policy: Policy, initial_robot_obs: Sequence[float], initial_scene_obs: Sequence[float],
               tasks: Sequence[str], instructions: Sequence[str], ep_len: int = EP_LEN, seed: int = 0, *,
               replay_key: str | None = None, on_step: StepHook | None = None,
               decisions: list[dict[str, Any]] | None = None, latency: Latency | None = None) -> EpisodeRecord:
@@ -110,7 +113,7 @@ def _captioner(on_step: StepHook | None, index: int, instruction: str) -> Callab
     return lambda obs, step: on_step(obs, [f"subtask {index + 1}: {instruction}", f"step {step}"])
 
 
-def _run_subtask(env: Any, policy: Policy, obs: Any, info: dict, ep_len: int, show: Callable[[Any, int], None] | None,
+def _run_subtask(env: gym.Env, policy: Policy, obs: Any, info: dict, ep_len: int, show: Callable[[Any, int], None] | None,
                  latency: Latency | None, extras: dict[str, Any]) -> tuple[EpisodeRecord, Any, dict]:
     start, steps, success = time.perf_counter(), 0, False
     stream = ActionStream(env, policy, latency)

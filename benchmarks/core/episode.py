@@ -14,12 +14,15 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from action_mapping import ExecutablePlan, Plan
 from benchmarks.core.latency import Latency, latency_stats
 from envs.wrappers import HoldsStill
 from policies.base import Policy
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 
 class ActionStream:
@@ -36,7 +39,7 @@ class ActionStream:
     without that stat decides on every call. ``latencies_ms`` and ``latency_steps`` record them.
     """
 
-    def __init__(self, env: Any, policy: Policy, latency: Latency | None = None) -> None:
+    def __init__(self, env: gym.Env, policy: Policy, latency: Latency | None = None) -> None:
         self.env, self.policy, self.latency = env, policy, latency
         self._native: deque[Any] = deque()
         self._steps: deque[tuple[ExecutablePlan, int]] = deque()
@@ -148,7 +151,7 @@ class AgentLoopResult:
     stream: ActionStream
 
 
-def run_agent_loop(env: Any, policy: Policy, obs: dict[str, Any], info: dict[str, Any], *,
+def run_agent_loop(env: gym.Env, policy: Policy, obs: dict[str, Any], info: dict[str, Any], *,
                    on_step: StepHook | None = None,
                    decisions: list[dict[str, Any]] | None = None) -> AgentLoopResult:
     """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the

@@ -17,6 +17,8 @@ from benchmarks.core.rundir import RunDir
 from benchmarks.core.work import DECISIONS, WorkUnit, error_record, format_exception, ok_record
 
 if TYPE_CHECKING:  # the executors import this module: no action-mapping or policy imports at run time
+    import gymnasium as gym
+
     from benchmarks.core.episode import StepHook
     from benchmarks.core.episode_record import EpisodeRecord
 
@@ -50,7 +52,7 @@ class EpisodeWorker(ABC):
 
     def __init__(self, run_path: str, video_units: int) -> None:
         self.run_dir, self.video_units = RunDir(run_path), video_units
-        self.env: Any = None
+        self.env: gym.Env | None = None
         self.decisions: list[dict[str, Any]] = []
         self.progress: Callable[[str], None] | None = None
 

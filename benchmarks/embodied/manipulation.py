@@ -12,15 +12,18 @@ env steps, planner calls, the policy's own counters such as planner output error
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.core.episode import StepHook, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.jsonsafe import json_safe
 from policies.base import EpisodeContext, Policy
 
+if TYPE_CHECKING:
+    import gymnasium as gym
 
-def run_episode(env: Any, policy: Policy, episode: dict[str, Any], seed: int = 0, *,
+
+def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], seed: int = 0, *,
                 on_step: StepHook | None = None,
                 decisions: list[dict[str, Any]] | None = None) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or EB's 15 steps; a JSON-safe record.

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from policies.base import Policy
 from policies.cli import arg
 from policies.mllm.common import ModelCall
 from policies.mllm.embodied import EBAgentPolicy
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
 CLOSED_LOOP_MIN_PIXELS = 20  # a target this many pixels large is seen (the env's visibility counts any pixel)
@@ -169,7 +172,7 @@ class SpatialAgentPolicy(EBAgentPolicy):
         self.agent_totals: Counter[str] = Counter()
         self.turns: list[dict[str, Any]] = []
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         """Keep the env (the truth tools' scene and cameras); with the oracle core, attach the navigation
         oracle that acts on the tool results (:mod:`policies.agent.nav_oracle`)."""
         from policies.agent.nav_oracle import NavigationAgentOracle

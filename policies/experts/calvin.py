@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -23,6 +23,9 @@ from envs.calvin import constants as C
 from envs.calvin.assets import DRAWER_HANDLE, SLIDE_HANDLE, SWITCH_LEVER
 from envs.calvin.tasks import TASKS, completed_tasks
 from policies.base import EpisodeContext, Policy
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 SAFE_Z = 0.60  # transit height of the TCP above the table
 FAST, SLOW = 0.015, 0.006  # metres per control step
@@ -170,7 +173,7 @@ class View:
         return held[0] if held else None
 
 
-def read_view(env: Any, start: Mapping[str, Any] | None = None) -> View:
+def read_view(env: gym.Env, start: Mapping[str, Any] | None = None) -> View:
     """Everything the planner needs from the (unwrapped) env: its snapshot, target pose and table link
     poses (:class:`envs.calvin.env.PlayTableInterface`, which the built-in and official backends implement)."""
     snap = env.snapshot()
@@ -692,14 +695,14 @@ class ScriptedExpert(Policy):
 
     def __init__(self, max_attempts: int = 3) -> None:
         self.max_attempts = max_attempts
-        self.env: Any = None
+        self.env: gym.Env | None = None
         self._task: str | None = None
         self._tracker: Tracker | None = None
         self._attempts = 0
         self._stages: list[Stage] = []
         self._start: Mapping[str, Any] | None = None
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         self.env = env
 
     def reset(self, context: EpisodeContext) -> None:
@@ -759,7 +762,7 @@ class ScriptedExpert(Policy):
         if self._tracker is not None and progress is not None:
             self._tracker.index, self._tracker.waited = progress
 
-    def _advance(self, env: Any) -> bool:
+    def _advance(self, env: gym.Env) -> bool:
         """Plan the next stage (starting a new attempt when needed); False when there is nothing left."""
         if not self._stages:
             solved = self._task in completed_tasks(self._start, env.snapshot(), tasks=(self._task,))

@@ -23,7 +23,7 @@ answers any step sizes the user prompts with.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -32,6 +32,9 @@ from action_mapping import Plan, PlanStep, Primitive, StepSizes, step_motion, tr
 from action_mapping.se3 import axes_from_rotation, body_motion, pose, rotation_from_axes
 from policies.base import EpisodeContext
 from policies.experts.calvin import FAST, ScriptedExpert, Waypoint
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 TRANSIT_TOL = 0.02  # waypoints this loose (and without settling) are passed without checking the arm
 CATCH_UP_WAITS = 2  # control steps held per plan while the arm catches up with its target
@@ -50,7 +53,7 @@ class PlanExpert:
         max_attempts: the expert's attempts per subtask.
     """
 
-    def __init__(self, env: Any, max_attempts: int = 3) -> None:
+    def __init__(self, env: gym.Env, max_attempts: int = 3) -> None:
         self.env = env
         self.expert = ScriptedExpert(max_attempts=max_attempts)
         self.expert.bind(env)
@@ -78,7 +81,7 @@ class PlanExpert:
     def next_plan(self, sizes: StepSizes, max_steps: int, max_step_num: int) -> Plan:
         """Up to ``max_steps`` plan steps of the expert's motion from the robot's current state."""
         env = self.env.unwrapped
-        robot_obs = np.asarray(env.snapshot()["robot_obs"], dtype=float)
+        robot_obs = np.asarray(env.snapshot()["robot_obs"], dtype=np.float64)
         target_pos, target_euler = env.target_pose()
         self._undo_unexecuted(np.asarray(target_pos, float), np.asarray(target_euler, float))
         # The frame a relative action moves in is the real TCP orientation; the position it adds to is the

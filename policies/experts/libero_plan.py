@@ -13,13 +13,16 @@ Orientation is held (no rotation primitives): the hand starts pointing down.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from action_mapping import Plan, PlanStep, Primitive, StepSizes, trajectory_to_plan
 from action_mapping.se3 import pose
 from policies.base import EpisodeContext
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 TOL = 0.015  # metres: a waypoint is reached when the hand is this close
 LIFT_Z = 0.25  # carrying height above the floor / table origin (world z)
@@ -63,7 +66,7 @@ def place_of(raw_env: Any, name: str) -> np.ndarray:
 class LiberoPlanExpert:
     """Pick-and-place plans from privileged object poses for the LIBERO env the policy is bound to."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: gym.Env) -> None:
         self.env = env
         pick_and_place_goal(env.unwrapped.raw_env)  # refuse unsupported goals at bind time, in one line
         self.waypoints: list[Waypoint] = []

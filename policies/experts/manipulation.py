@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -22,6 +22,9 @@ from envs.manipulation.tasks.pick import CONTAINER_HEIGHT
 from envs.manipulation.tasks.place import SORTER_HEIGHT
 from envs.manipulation.tasks.wipe import AREA_LENGTH, SPONGE_HALF
 from policies.base import EpisodeContext, Policy
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 # The gripper's yaw is about 135 deg + q1 - q7 (home: 90 deg at q7 = 45 deg), and q7 turns +-166 deg, so
 # (unwrapped) yaws from about -30 to 300 deg are reachable. A target yaw only fixes the gripper modulo 360
@@ -46,7 +49,7 @@ class EBManipulationExpert(Policy):
 
     def __init__(self, max_replans: int = 6) -> None:
         self.max_replans = max_replans
-        self._env: Any = None
+        self._env: gym.Env | None = None
         self._queue: list[np.ndarray] = []
         self._plans = 0
         # the pose the queued actions will leave the gripper in (unwrapped yaw), while planning
@@ -54,7 +57,7 @@ class EBManipulationExpert(Policy):
         self._yaw = 0.0
         self._closed = False
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         self._env = env.unwrapped
 
     def reset(self, context: EpisodeContext) -> None:

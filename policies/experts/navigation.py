@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from envs.navigation.planner import Lattice
 from envs.navigation.scene import house_bounds
 from policies.base import EpisodeContext, Policy
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 # EB id -> the same motion as a continuous [truck, pedestal, dolly, tilt, pan, roll] action.
 _AS_CONTINUOUS = {
@@ -31,14 +34,14 @@ class ShortestPathExpert(Policy):
     privileged = True
 
     def __init__(self) -> None:
-        self._env: Any = None
+        self._env: gym.Env | None = None
         self._lattice: Lattice | None = None
         self._dist: np.ndarray | None = None
         self._key: tuple[Any, ...] | None = None
         self._replans = 0
         self._stuck = 0
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         self._env = env
 
     def reset(self, context: EpisodeContext) -> None:
