@@ -22,9 +22,13 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # transformers is imported where it is used: the mllm extra is optional
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
+    from transformers.image_processing_utils import BaseImageProcessor
 
 QWEN_SPECIAL_TOKENS = (
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -60,8 +64,8 @@ class TinyArch:
     """How to build one architecture: its tokenizer family, config and processor."""
 
     tokenizer: str  # "qwen" (byte-level BPE), "gemma" (BPE with byte fallback) or "xlmr" (Unigram)
-    build_config: Callable[[Any], Any]  # tokenizer -> model config
-    build_processor: Callable[[Any], Any]  # tokenizer -> processor
+    build_config: Callable[[PreTrainedTokenizerBase], PretrainedConfig]  # tokenizer -> model config
+    build_processor: Callable[[PreTrainedTokenizerBase], ProcessorMixin]  # tokenizer -> processor
     special_tokens: dict[str, str] = field(default_factory=dict)  # named special tokens the processor reads
 
 
@@ -120,7 +124,7 @@ def _train_bpe(lines: list[str], *, byte_level: bool) -> tuple[dict[str, int], l
     return dict(model["vocab"]), merges  # type: ignore[return-value]
 
 
-def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None) -> Any:
+def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None) -> PreTrainedTokenizerBase:
     """A tokenizer of the given family trained on :func:`_corpus`: ``qwen`` (Qwen2Tokenizer, byte-level BPE),
     ``gemma`` (GemmaTokenizer, BPE with byte fallback) or ``xlmr`` (XLMRobertaTokenizer, Unigram, Kosmos-2's).
 
@@ -157,7 +161,7 @@ def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None)
 # ---------------------------------------------------------------------------------------- architectures
 
 
-def _qwen_ids(tok: Any) -> dict[str, int]:
+def _qwen_ids(tok: PreTrainedTokenizerBase) -> dict[str, int]:
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
     return {
         "image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
@@ -165,7 +169,7 @@ def _qwen_ids(tok: Any) -> dict[str, int]:
     }  # fmt: skip
 
 
-def _qwen_text(tok: Any) -> dict[str, Any]:
+def _qwen_text(tok: PreTrainedTokenizerBase) -> dict[str, Any]:
     return {
         "vocab_size": len(tok), "hidden_size": TEXT_HIDDEN, "intermediate_size": 2 * TEXT_HIDDEN,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -177,7 +181,7 @@ def _qwen_text(tok: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _qwen2_5_vl_config(tok: Any) -> Any:
+def _qwen2_5_vl_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     from transformers import Qwen2_5_VLConfig
 
     vision = {
@@ -187,7 +191,7 @@ def _qwen2_5_vl_config(tok: Any) -> Any:
     return Qwen2_5_VLConfig(text_config=_qwen_text(tok), vision_config=vision, **_qwen_ids(tok))
 
 
-def _qwen3_vl_config(tok: Any) -> Any:
+def _qwen3_vl_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     from transformers import Qwen3VLConfig
 
     text = {**_qwen_text(tok), "head_dim": TEXT_HIDDEN // 4}
@@ -200,7 +204,7 @@ def _qwen3_vl_config(tok: Any) -> Any:
     return Qwen3VLConfig(text_config=text, vision_config=vision, **_qwen_ids(tok))
 
 
-def _qwen_image_processor(patch: int, mean: list[float], std: list[float]) -> Any:
+def _qwen_image_processor(patch: int, mean: list[float], std: list[float]) -> BaseImageProcessor:
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     factor = 2 * patch  # merge_size 2: image sides become multiples of 2 x patch
@@ -210,7 +214,7 @@ def _qwen_image_processor(patch: int, mean: list[float], std: list[float]) -> An
     )  # fmt: skip
 
 
-def _qwen2_5_vl_processor(tok: Any) -> Any:
+def _qwen2_5_vl_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from policies.backends.hf_processing import ImageOnlyQwen2_5_VLProcessor
 
     clip_mean, clip_std = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
@@ -218,7 +222,7 @@ def _qwen2_5_vl_processor(tok: Any) -> Any:
     return ImageOnlyQwen2_5_VLProcessor(image_processor=ip, tokenizer=tok, chat_template=QWEN_CHAT_TEMPLATE)
 
 
-def _qwen3_vl_processor(tok: Any) -> Any:
+def _qwen3_vl_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from policies.backends.hf_processing import ImageOnlyQwen3VLProcessor
 
     ip = _qwen_image_processor(16, [0.5] * 3, [0.5] * 3)
@@ -228,7 +232,7 @@ def _qwen3_vl_processor(tok: Any) -> Any:
 PALIGEMMA_IMAGE_SIZE, PALIGEMMA_PATCH = 56, 14
 
 
-def _paligemma_processor(tok: Any) -> Any:
+def _paligemma_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from transformers import PaliGemmaProcessor
     from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
 
@@ -239,7 +243,7 @@ def _paligemma_processor(tok: Any) -> Any:
     return PaliGemmaProcessor(image_processor=ip, tokenizer=tok)  # adds <image>, <locXXXX>, <segXXX>
 
 
-def _paligemma_config(tok: Any) -> Any:
+def _paligemma_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     from transformers import PaliGemmaConfig
 
     vision = {
@@ -259,7 +263,7 @@ def _paligemma_config(tok: Any) -> Any:
     )
 
 
-def _paligemma2_config(tok: Any) -> Any:
+def _paligemma2_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """PaliGemma 2: the same SigLIP + projector, with a Gemma 2 language model (model_type ``paligemma``)."""
     config = _paligemma_config(tok)
     text = {
@@ -272,7 +276,7 @@ def _paligemma2_config(tok: Any) -> Any:
                            image_token_index=config.image_token_index, projection_dim=TEXT_HIDDEN)  # fmt: skip
 
 
-def _qwen3_vl_moe_config(tok: Any) -> Any:
+def _qwen3_vl_moe_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """Qwen3-VL-MoE (30B-A3B's architecture): Qwen3-VL with a mixture-of-experts text model."""
     from transformers import Qwen3VLMoeConfig
 
@@ -284,7 +288,7 @@ def _qwen3_vl_moe_config(tok: Any) -> Any:
     return Qwen3VLMoeConfig(text_config=text, vision_config=vision, **_qwen_ids(tok))
 
 
-def _qwen3_vl_moe_processor(tok: Any) -> Any:
+def _qwen3_vl_moe_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from policies.backends.hf_processing import ImageOnlyQwen3VLProcessor
 
     return ImageOnlyQwen3VLProcessor(image_processor=_qwen_image_processor(16, [0.5] * 3, [0.5] * 3), tokenizer=tok,
@@ -303,7 +307,7 @@ INTERNVL_TOKENS = {"start_image_token": "<img>", "end_image_token": "</img>", "c
                    "video_token": "<video>"}  # fmt: skip
 
 
-def _internvl_config(tok: Any) -> Any:
+def _internvl_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """InternVL 3.5: InternViT + pixel-shuffle MLP projector + a Qwen3 language model."""
     from transformers import InternVLConfig
 
@@ -315,7 +319,7 @@ def _internvl_config(tok: Any) -> Any:
                           downsample_ratio=0.5, projector_hidden_act="gelu")  # fmt: skip
 
 
-def _internvl_processor(tok: Any) -> Any:
+def _internvl_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import GotOcr2ImageProcessorPil
 
     from policies.backends.hf_processing import ImageOnlyInternVLProcessor
@@ -330,7 +334,7 @@ def _internvl_processor(tok: Any) -> Any:
 LLAVA_OV_TOKENS = {"image_token": "<image>", "video_token": "<video>"}
 
 
-def _llava_onevision_config(tok: Any) -> Any:
+def _llava_onevision_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """LLaVA-OneVision: SigLIP + 2-layer MLP projector + a Qwen2 language model, "anyres" image tiles."""
     from transformers import LlavaOnevisionConfig
 
@@ -347,7 +351,7 @@ LLAVA_OV_PINPOINTS = [[SMALL_IMAGE, SMALL_IMAGE], [SMALL_IMAGE, 2 * SMALL_IMAGE]
                       [2 * SMALL_IMAGE, 2 * SMALL_IMAGE]]  # fmt: skip
 
 
-def _llava_onevision_processor(tok: Any) -> Any:
+def _llava_onevision_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
         LlavaOnevisionImageProcessorPil,
     )
@@ -367,7 +371,7 @@ SMOLVLM_TOKENS = {"image_token": "<image>", "fake_image_token": "<fake_token_aro
 SMOLVLM_IMAGE, SMOLVLM_PATCH = 64, 16  # 4 x 4 patches, pixel shuffle by 2: 4 tokens per image
 
 
-def _smolvlm_config(tok: Any) -> Any:
+def _smolvlm_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """SmolVLM / SmolVLM2: SigLIP (Idefics3 vision) + pixel-shuffle projector + a Llama (SmolLM2) language model."""
     from transformers import SmolVLMConfig
 
@@ -379,7 +383,7 @@ def _smolvlm_config(tok: Any) -> Any:
                          pad_token_id=tok.pad_token_id)  # fmt: skip
 
 
-def _smolvlm_processor(tok: Any) -> Any:
+def _smolvlm_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from transformers.models.smolvlm.image_processing_pil_smolvlm import SmolVLMImageProcessorPil
 
     from policies.backends.hf_processing import ImageOnlySmolVLMProcessor
@@ -394,7 +398,7 @@ GEMMA3_TOKENS = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
 GEMMA3_IMAGE, GEMMA3_PATCH, GEMMA3_IMAGE_TOKENS = 64, 8, 16  # 8 x 8 patches average-pooled to 4 x 4 tokens
 
 
-def _gemma3_config(tok: Any) -> Any:
+def _gemma3_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """Gemma 3: SigLIP + pooling projector + Gemma 3 (local sliding / global attention layers)."""
     from transformers import Gemma3Config
 
@@ -412,7 +416,7 @@ def _gemma3_config(tok: Any) -> Any:
     )  # fmt: skip
 
 
-def _gemma3_processor(tok: Any) -> Any:
+def _gemma3_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from transformers import Gemma3Processor
     from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
 
@@ -424,7 +428,7 @@ def _gemma3_processor(tok: Any) -> Any:
 KOSMOS2_IMAGE_TOKENS = 64  # Kosmos-2's latent queries: the processor's num_image_tokens
 
 
-def _kosmos2_config(tok: Any) -> Any:
+def _kosmos2_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """Kosmos-2: CLIP ViT + latent-query resampler + a Magneto-style decoder with sinusoidal positions."""
     from transformers import Kosmos2Config
 
@@ -436,7 +440,7 @@ def _kosmos2_config(tok: Any) -> Any:
     return Kosmos2Config(text_config=text, vision_config=vision, latent_query_num=KOSMOS2_IMAGE_TOKENS)
 
 
-def _kosmos2_processor(tok: Any) -> Any:
+def _kosmos2_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from transformers import Kosmos2Processor
     from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
 
@@ -502,7 +506,7 @@ def _quiet_progress() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _fill_zero_matrices(model: Any) -> None:
+def _fill_zero_matrices(model: PreTrainedModel) -> None:
     """Weight matrices that initialise to zero (Gemma 3's image projection) get small random values: in a
     random-weight model they would cut the image off from the text, and trained checkpoints never have them."""
     import torch
@@ -513,7 +517,7 @@ def _fill_zero_matrices(model: Any) -> None:
                 param.normal_(0.0, 0.02)
 
 
-def _set_generation_defaults(model: Any, tok: Any) -> None:
+def _set_generation_defaults(model: PreTrainedModel, tok: PreTrainedTokenizerBase) -> None:
     gc = model.generation_config
     eos = [tok.eos_token_id] + ([tok.pad_token_id] if tok.pad_token_id != tok.eos_token_id else [])
     gc.eos_token_id, gc.pad_token_id, gc.do_sample = eos, tok.pad_token_id, False

@@ -17,11 +17,14 @@ from transformers import (
     AutoProcessor,
     InternVLConfig,
     LlavaOnevisionConfig,
+    PreTrainedTokenizerBase,
+    ProcessorMixin,
     Qwen2_5_VLConfig,
     Qwen3VLConfig,
     Qwen3VLMoeConfig,
     SmolVLMConfig,
 )
+from transformers.image_processing_utils import BaseImageProcessor
 from transformers.models.internvl.processing_internvl import InternVLProcessor
 from transformers.models.llava_onevision.processing_llava_onevision import LlavaOnevisionProcessor
 from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
@@ -33,22 +36,22 @@ from transformers.utils import is_torchvision_available
 class ImageOnlyQwen2_5_VLProcessor(Qwen2_5_VLProcessor):
     """Qwen2.5-VL processor with images and text only (no video processor, so no torchvision)."""
 
-    def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None, **kwargs: Any):
+    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, chat_template: str | None = None, **kwargs: Any):
         super().__init__(image_processor, tokenizer, video_processor=None, chat_template=chat_template, **kwargs)
 
 
 class ImageOnlyQwen3VLProcessor(Qwen3VLProcessor):
     """Qwen3-VL processor with images and text only (no video processor, so no torchvision)."""
 
-    def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None, **kwargs: Any):
+    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, chat_template: str | None = None, **kwargs: Any):
         super().__init__(image_processor, tokenizer, video_processor=None, chat_template=chat_template, **kwargs)
 
 
 class ImageOnlyInternVLProcessor(InternVLProcessor):
     """InternVL processor with images and text only (no video processor, so no torchvision)."""
 
-    def __init__(self, image_processor: Any = None, tokenizer: Any = None, image_seq_length: int = 256,
-                 chat_template: Any = None, **kwargs: Any):  # fmt: skip
+    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, image_seq_length: int = 256,
+                 chat_template: str | None = None, **kwargs: Any):  # fmt: skip
         super().__init__(image_processor, tokenizer, video_processor=None, image_seq_length=image_seq_length,
                          chat_template=chat_template, **kwargs)  # fmt: skip
 
@@ -56,8 +59,8 @@ class ImageOnlyInternVLProcessor(InternVLProcessor):
 class ImageOnlyLlavaOnevisionProcessor(LlavaOnevisionProcessor):
     """LLaVA-OneVision processor with images and text only (no video processor, so no torchvision)."""
 
-    def __init__(self, image_processor: Any = None, tokenizer: Any = None, num_image_tokens: int | None = None,
-                 vision_feature_select_strategy: str | None = None, chat_template: Any = None,
+    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, num_image_tokens: int | None = None,
+                 vision_feature_select_strategy: str | None = None, chat_template: str | None = None,
                  vision_aspect_ratio: str = "anyres_max_9", **kwargs: Any):  # fmt: skip
         # named arguments, not **kwargs: ProcessorMixin saves (and reloads) only what __init__ names
         super().__init__(image_processor, tokenizer, video_processor=None, num_image_tokens=num_image_tokens,
@@ -71,8 +74,8 @@ class ImageOnlySmolVLMProcessor(SmolVLMProcessor):
     The stock processor refuses to start without the ``num2words`` package, which it uses only to spell out a
     video's frame count; without videos it is never called, so a stand-in that says so takes its place."""
 
-    def __init__(self, image_processor: Any = None, tokenizer: Any = None, image_seq_len: int = 169,
-                 chat_template: Any = None, **kwargs: Any):  # fmt: skip
+    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, image_seq_len: int = 169,
+                 chat_template: str | None = None, **kwargs: Any):  # fmt: skip
         from transformers.models.smolvlm import processing_smolvlm
 
         if processing_smolvlm.num2words is None:
@@ -103,7 +106,7 @@ for _config, _processor in ((Qwen2_5_VLConfig, ImageOnlyQwen2_5_VLProcessor), (Q
     AutoProcessor.register(_config, _processor, exist_ok=True)
 
 
-def load_processor(path_or_id: str, **kwargs: Any) -> Any:
+def load_processor(path_or_id: str, **kwargs: Any) -> ProcessorMixin:
     """The processor of a checkpoint, image-only for Qwen-VL models when torchvision is not installed.
 
     ``kwargs`` go to ``from_pretrained`` (``local_files_only``, ``revision``, ``trust_remote_code``, ...).

@@ -16,14 +16,20 @@ import functools
 import hashlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from policies.backends.base import FINISH_DEADLINE, Backend, Generation, GenerationConfig, Message
 from policies.backends.hub import hub_access
 from policies.backends.images import is_image_part, to_pil, validate_messages
+
+if TYPE_CHECKING:  # torch and transformers are imported when a model loads (the mllm extra)
+    import torch
+    from PIL import Image
+    from transformers import BatchFeature, PreTrainedModel, PreTrainedTokenizerBase
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _SMALL_FILES = (
@@ -125,7 +131,7 @@ class TransformersBackend(Backend):
         return max((len(token) for token in self.tokenizer.get_vocab()), default=1) or 1
 
     @functools.cached_property
-    def _counting_tokenizer(self) -> Any:
+    def _counting_tokenizer(self) -> PreTrainedTokenizerBase:
         """A copy of the tokenizer for counting on other threads: the model thread's padding calls change
         the tokenizer's state, which a fast tokenizer refuses to share ("Already borrowed")."""
         return copy.deepcopy(self.tokenizer)
@@ -212,7 +218,7 @@ class TransformersBackend(Backend):
             text = placeholder * len(images) + "\n".join(_plain_text(m["content"]) for m in skeleton)
         return text, images
 
-    def _encode(self, texts: list[str], images: list[list[Any]]) -> Any:
+    def _encode(self, texts: list[str], images: list[list[Image.Image]]) -> BatchFeature:
         kwargs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt", **self._image_kwargs}
         if any(images):
             if not all(images):
@@ -228,7 +234,7 @@ class TransformersBackend(Backend):
             return {**kwargs, "do_sample": True, "temperature": c.temperature, "top_p": c.top_p}
         return {**kwargs, "do_sample": False, "temperature": None, "top_p": None, "top_k": None}
 
-    def _decode(self, row: Any, prompt_tokens: int, latency: float) -> Generation:
+    def _decode(self, row: torch.Tensor, prompt_tokens: int, latency: float) -> Generation:
         ids = row.tolist()
         stop = next((i for i, t in enumerate(ids) if t in self._eos_ids), None)
         kept = ids if stop is None else ids[: stop + 1]  # the end-of-turn token counts as generated
@@ -261,11 +267,11 @@ class _DeadlineCriteria:
     token, so a deadline moved earlier while generating, a cancelled request, counts); :meth:`mark` then
     labels that row's answer ``finish_reason="deadline"`` unless it had ended on its own by then."""
 
-    def __init__(self, deadlines: Sequence[float], prompt_width: int, torch: Any) -> None:
+    def __init__(self, deadlines: Sequence[float], prompt_width: int, torch: ModuleType) -> None:
         self.deadlines, self.width, self._torch = deadlines, prompt_width, torch
         self.cut_at: dict[int, int] = {}  # row -> new tokens it had when its deadline passed
 
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
         now = time.monotonic()
         late = [now > d for d in self.deadlines]
         for row, is_late in enumerate(late):
@@ -281,13 +287,13 @@ class _DeadlineCriteria:
         return dataclasses.replace(generation, finish_reason=FINISH_DEADLINE)
 
 
-def _plain_text(content: Any) -> str:
+def _plain_text(content: str | Sequence[Mapping[str, Any]]) -> str:
     if isinstance(content, str):
         return content
     return "".join(p["text"] for p in content if p.get("type") == "text")
 
 
-def _resolve_device(device: str) -> Any:
+def _resolve_device(device: str) -> torch.device:
     import torch
 
     if device == "auto":
@@ -298,7 +304,7 @@ def _resolve_device(device: str) -> Any:
     return dev
 
 
-def _torch_dtype(dtype: str, device: Any) -> Any:
+def _torch_dtype(dtype: str, device: torch.device) -> torch.dtype | str:
     import torch
 
     if dtype == "auto":
@@ -306,7 +312,7 @@ def _torch_dtype(dtype: str, device: Any) -> Any:
     return getattr(torch, dtype)
 
 
-def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+def _eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> set[int]:
     ids = model.generation_config.eos_token_id
     ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
     if tokenizer.eos_token_id is not None:
