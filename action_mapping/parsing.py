@@ -327,7 +327,7 @@ class _StepContext:
         self.errors.append(f"{code}: {where}: {detail}")
 
 
-def _interpret(value: Any, ctx: _StepContext, depth: int = 0) -> tuple[list[PlanStep], str]:
+def _interpret(value: object, ctx: _StepContext, depth: int = 0) -> tuple[list[PlanStep], str]:
     if isinstance(value, dict):
         if "executable_plan" in value:
             return _executable_plan(value["executable_plan"], ctx), "executable_plan"
@@ -390,7 +390,7 @@ def _step_number(digits: str) -> float:
     return int(digits) if len(digits) <= 4000 else math.inf
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """``repr(value)`` for an error message; a description when repr fails (an int over 4,300 digits
     raises ValueError, a deeply nested list RecursionError), so a message never raises."""
     try:
@@ -399,7 +399,7 @@ def _shown(value: Any) -> str:
         return f"<{type(value).__name__} too large to print>"
 
 
-def _as_list(x: Any) -> list[Any]:
+def _as_list(x: object) -> list[Any]:
     if isinstance(x, str):
         # Split on commas and strip: the same parts as re.split(r"\s*,\s*"), which is quadratic on spaces.
         parts = [p for p in (part.strip() for part in x.strip().split(",")) if p]
@@ -438,7 +438,7 @@ def _step(obj: dict[str, Any], where: str, ctx: _StepContext) -> PlanStep | None
     return step
 
 
-def _count(n: Any, where: str, ctx: _StepContext) -> int | None:
+def _count(n: object, where: str, ctx: _StepContext) -> int | None:
     if type(n) is int and 0 <= n <= ctx.cap:  # the common case, decided without the checks below
         return n
     value: float | None = None
@@ -489,7 +489,7 @@ def _gripper(obj: dict[str, Any], where: str, ctx: _StepContext) -> int | None:
     return coerced
 
 
-def _executable_plan(entries: Any, ctx: _StepContext) -> list[PlanStep]:
+def _executable_plan(entries: object, ctx: _StepContext) -> list[PlanStep]:
     if not isinstance(entries, list):
         ctx.flag("not_a_plan", "executable_plan", f"{type(entries).__name__}, not a list")
         return []
@@ -513,7 +513,7 @@ def _executable_plan(entries: Any, ctx: _StepContext) -> list[PlanStep]:
     return steps
 
 
-def _action_id_step(raw: Any, where: str, ctx: _StepContext) -> PlanStep | None:
+def _action_id_step(raw: object, where: str, ctx: _StepContext) -> PlanStep | None:
     action_id: int | None = None
     if isinstance(raw, int) and not isinstance(raw, bool):
         action_id = raw
@@ -529,7 +529,7 @@ def _action_id_step(raw: Any, where: str, ctx: _StepContext) -> PlanStep | None:
     return PlanStep(actions=[table[action_id]], step_nums=[1], action_id=action_id)
 
 
-def _vector(raw: Any) -> list[float] | None:
+def _vector(raw: object) -> list[float] | None:
     if isinstance(raw, str):
         ok, raw = _loads(raw.strip())
         if not ok:

@@ -37,12 +37,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
 from PIL import Image
 from torch import nn
+
+if TYPE_CHECKING:  # transformers is imported with the backbone that needs it
+    from transformers import ProcessorMixin
 
 #: Smoke-test backbones built locally by :mod:`policies.tiny` (name -> tiny architecture).
 TINY_BACKBONES: dict[str, str] = {
@@ -138,7 +141,7 @@ class VLMBackbone(nn.Module):
     #: Most images one sample may hold (Kosmos-2's processor places exactly one).
     max_images: ClassVar[int | None] = None
 
-    def __init__(self, vlm: nn.Module, processor: Any, position_ids: str = "mrope") -> None:
+    def __init__(self, vlm: nn.Module, processor: ProcessorMixin, position_ids: str = "mrope") -> None:
         super().__init__()
         if position_ids not in POSITION_MODES:
             raise ValueError(f"position_ids must be one of {POSITION_MODES}, got {position_ids!r}")
@@ -156,7 +159,7 @@ class VLMBackbone(nn.Module):
     # ------------------------------------------------------------------------------------ input side
 
     @classmethod
-    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         raise NotImplementedError
 
     @classmethod
@@ -174,7 +177,7 @@ class VLMBackbone(nn.Module):
 
     @classmethod
     def build_inputs(
-        cls, processor: Any, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str], num_action_tokens: int
+        cls, processor: ProcessorMixin, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str], num_action_tokens: int
     ) -> dict[str, torch.Tensor]:
         """Tensors for a batch: one list of images and one instruction per sample, action tokens appended."""
         check_batch(images, instructions)
@@ -269,7 +272,7 @@ class QwenVLBackbone(VLMBackbone):
     positions = "M-RoPE (temporal, height, width) from get_rope_index"
 
     @classmethod
-    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         image = "<|vision_start|><|image_pad|><|vision_end|>"  # the processor expands <|image_pad|> per image
         return [QWEN_TEMPLATE.format(images=image * count, instruction=instruction.strip())
                 for instruction, count in zip(instructions, image_counts)]  # fmt: skip
@@ -332,7 +335,7 @@ class PaliGemmaBackbone(VLMBackbone):
     forward_keys = ("pixel_values", "token_type_ids")
 
     @classmethod
-    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         # The processor expands each <image> to the image's token count and adds <bos> and the newline.
         return [processor.image_token * count + instruction.strip() for instruction, count in zip(instructions, image_counts)]
 
@@ -364,7 +367,7 @@ class InternVLBackbone(VLMBackbone):
                    Checkpoint("OpenGVLab/InternVL3-2B-hf", "2B"), Checkpoint("OpenGVLab/InternVL3-8B-hf", "8B"))  # fmt: skip
 
     @classmethod
-    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         return _questions(QWEN_TEMPLATE.replace(QUESTION, "{question}"), processor.image_token, instructions, image_counts)
 
 
@@ -380,7 +383,7 @@ class LlavaOnevisionBackbone(VLMBackbone):
     forward_keys = ("pixel_values", "image_sizes", "batch_num_images")
 
     @classmethod
-    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         return _questions(QWEN_TEMPLATE.replace(QUESTION, "{question}"), processor.image_token + "\n", instructions,
                           image_counts)  # fmt: skip
 
@@ -398,7 +401,7 @@ class SmolVLMBackbone(VLMBackbone):
     nested_images = True
 
     @classmethod
-    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         template = "<|im_start|>User:{images}{question}{eou}\nAssistant:"
         return _questions(template, processor.image_token, instructions, image_counts, eou=processor.end_of_utterance_token)
 
@@ -418,7 +421,7 @@ class Gemma3Backbone(VLMBackbone):
     nested_images = True
 
     @classmethod
-    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         # <bos> written here as Gemma 3's chat template does, so the processor must not add another one
         template = "{bos}<start_of_turn>user\n{images}{question}<end_of_turn>\n<start_of_turn>model\n"
         return _questions(template, processor.boi_token, instructions, image_counts, bos=processor.tokenizer.bos_token)
@@ -442,7 +445,7 @@ class Kosmos2Backbone(VLMBackbone):
     max_images = 1
 
     @classmethod
-    def render_prompts(cls, processor: Any, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
         return _questions("{question}", "", instructions, image_counts)
 
     def position_ids(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -87,7 +87,7 @@ _REFUSALS = re.compile(
 )
 
 
-def clean_response(text: Any) -> str:
+def clean_response(text: object) -> str:
     """Drop reasoning blocks, keep the last ``<answer>`` block if any, remove markdown emphasis."""
     if not isinstance(text, str):
         return ""
@@ -139,7 +139,7 @@ def bounded_parser(parse: Callable[..., ParseResult]) -> Callable[..., ParseResu
     """Wrap a parser so it reads at most :data:`MAX_RESPONSE_CHARS` and reports a cut as a parse error."""
 
     @functools.wraps(parse)
-    def run(text: Any, *args: Any, **kwargs: Any) -> ParseResult:
+    def run(text: object, *args: Any, **kwargs: Any) -> ParseResult:
         if not isinstance(text, str) or len(text) <= MAX_RESPONSE_CHARS:
             return parse(text, *args, **kwargs)
         kept, note = bounded(text)
@@ -204,7 +204,7 @@ def option_letters(options: OptionSpec) -> tuple[str, ...]:
 
 
 @bounded_parser
-def parse_option(text: Any, options: OptionSpec = "ABCD") -> ParseResult:
+def parse_option(text: object, options: OptionSpec = "ABCD") -> ParseResult:
     """Read one option letter: ``"(b)"``, ``"B."``, ``"Answer: b"``, ``"B) chair"``, or the option's text alone.
 
     Args:
@@ -371,7 +371,7 @@ _SET_MARKER = re.compile(r"\b(?:final\s+answers?|answers?|correct\s+(?:options|c
 
 
 @bounded_parser
-def parse_option_set(text: Any, options: OptionSpec = "ABCDE") -> ParseResult:
+def parse_option_set(text: object, options: OptionSpec = "ABCDE") -> ParseResult:
     """Read a set of option letters (``"A, C"``, ``"AC"``, ``"['A', 'C']"``, ``"A and C"``), sorted.
 
     Text after the last answer marker is read when there is one; without letters, option texts are matched.
@@ -529,7 +529,7 @@ _AS_YES_NO = {"yes": "yes", "no": "no", "true": "yes", "false": "no", "not true"
 
 
 @bounded_parser
-def parse_yes_no(text: Any) -> ParseResult:
+def parse_yes_no(text: object) -> ParseResult:
     """Read ``"yes"`` or ``"no"`` (also true/false). "No, that is not correct." is no."""
     body = clean_response(text)
     if not body:
@@ -638,7 +638,7 @@ def _is_negative(text: str, start: int) -> bool:
 
 
 @bounded_parser
-def parse_number(text: Any) -> ParseResult:
+def parse_number(text: object) -> ParseResult:
     """Read a number with its unit (``Quantity``): "2.5 m", "between 3 and 4 feet" (ranges take the maximum),
     "three", ``\\scalar{1.2} \\distance_unit{m}``. With several numbers and no answer marker, the last one is
     taken and the explanation says so. Thousands separators make one number only in a well-formed run
@@ -652,7 +652,7 @@ def parse_number(text: Any) -> ParseResult:
     return result
 
 
-def _parse_number(text: Any) -> ParseResult:
+def _parse_number(text: object) -> ParseResult:
     body = clean_response(text)
     if not body:
         return _no_answer(body, "number")
@@ -751,7 +751,7 @@ BOX_SCALES = ("auto", "0-1", "0-1000", "pixel")
 
 
 @bounded_parser
-def parse_box(text: Any, *, scale: str = "auto", image_size: tuple[float, float] | None = None) -> ParseResult:
+def parse_box(text: object, *, scale: str = "auto", image_size: tuple[float, float] | None = None) -> ParseResult:
     """Read an ``[x1, y1, x2, y2]`` box and normalise it to 0-1.
 
     Args:

@@ -187,11 +187,11 @@ def _object_pairs(text: str) -> list[tuple[str, str]]:
 # Maps
 
 
-def _is_complex(cogmap: Any) -> bool:
+def _is_complex(cogmap: object) -> bool:
     return isinstance(cogmap, dict) and isinstance(cogmap.get("objects"), list)
 
 
-def _valid_position(position: Any) -> bool:
+def _valid_position(position: object) -> bool:
     """Two numbers first; finite ones (upstream raises OverflowError on an integer beyond the float range
     and compares NaNs for 1e400: both make the map invalid here)."""
     if not isinstance(position, list) or len(position) < 2:
@@ -202,7 +202,7 @@ def _valid_position(position: Any) -> bool:
         return False
 
 
-def _valid_facing(facing: Any) -> bool:
+def _valid_facing(facing: object) -> bool:
     if facing is None:
         return True
     if isinstance(facing, list):
@@ -212,7 +212,7 @@ def _valid_facing(facing: Any) -> bool:
     return isinstance(facing, str) and facing.lower().strip() in _FACINGS
 
 
-def _entry_ok(entry: Any) -> bool:
+def _entry_ok(entry: object) -> bool:
     if not isinstance(entry, dict):
         return False
     if "position" not in entry or not _valid_position(entry["position"]):
@@ -220,7 +220,7 @@ def _entry_ok(entry: Any) -> bool:
     return "facing" not in entry or _valid_facing(entry["facing"])
 
 
-def valid_format(cogmap: Any) -> bool:
+def valid_format(cogmap: object) -> bool:
     """Upstream's format check: objects (and views) with names, valid positions and known facings."""
     if not isinstance(cogmap, dict):
         return False
@@ -246,7 +246,7 @@ def _first_of_lists(cogmap: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _normalize_facing(facing: Any) -> str | None:
+def _normalize_facing(facing: object) -> str | None:
     if isinstance(facing, list):
         facing = facing[0] if facing else None
     if not isinstance(facing, str) or not facing.strip():
