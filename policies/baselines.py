@@ -38,7 +38,7 @@ class RandomPolicy(Policy):
         return sample_space(self._space, self._rng)
 
 
-def sample_space(space: Any, rng: np.random.Generator) -> Any:
+def sample_space(space: gym.Space, rng: np.random.Generator) -> Any:
     """One uniform draw from a gymnasium space with ``rng`` (so the episode seed alone fixes it).
 
     Handles every space type gymnasium has: ``Discrete`` (an ``int``), ``MultiDiscrete``, ``MultiBinary``
@@ -64,7 +64,7 @@ def sample_space(space: Any, rng: np.random.Generator) -> Any:
                     "MultiBinary, Box, Tuple and Dict")
 
 
-def _sample_box(space: Any, rng: np.random.Generator) -> np.ndarray:
+def _sample_box(space: gym.spaces.Box, rng: np.random.Generator) -> np.ndarray:
     """Uniform where both bounds are finite (every integer of ``[low, high]`` for an integer dtype); as
     gymnasium samples elsewhere: normal where unbounded, a shifted exponential where bounded on one side."""
     low = np.broadcast_to(space.low, space.shape).astype(np.float64)
@@ -110,7 +110,7 @@ class ConstantPolicy(Policy):
         return {**super().describe(), "action": self.value}
 
 
-def constant_action(space: Any, value: Any) -> Any:
+def constant_action(space: gym.Space, value: Any) -> Any:
     """``value`` as a native action of ``space``, or a one-line ``ValueError`` naming both and the fix."""
     import gymnasium.spaces as spaces
 

@@ -389,7 +389,7 @@ def make_libero_env(suite: str, task_index: int, **kwargs: Any) -> LiberoEnv:
     return LiberoEnv(suite, task_index, **kwargs)
 
 
-def _check_action(action: Any) -> np.ndarray:
+def _check_action(action: object) -> np.ndarray:
     try:
         native = np.asarray(action, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -404,7 +404,7 @@ def _check_action(action: Any) -> np.ndarray:
     return native
 
 
-def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+def _check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an int, got {value!r}")
     if value < minimum or (maximum is not None and value > maximum):

@@ -387,7 +387,7 @@ def _check_args(action_mode: str, width: int, height: int, fov: float, max_steps
         raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
 
 
-def _as_action_id(action: Any) -> int:
+def _as_action_id(action: object) -> int:
     """An EB action id from an int-like value; NaN and non-integers raise with the offending value."""
     a = np.asarray(action)
     if a.shape != () or a.dtype == bool:
@@ -402,7 +402,7 @@ def _as_action_id(action: Any) -> int:
     raise ValueError(f"a discrete action must be an integer id from 0 to 7, got {action!r}")
 
 
-def _as_continuous(action: Any) -> np.ndarray:
+def _as_continuous(action: object) -> np.ndarray:
     a = np.asarray(action, dtype=np.float64)
     if a.shape != (6,):
         raise ValueError(f"a continuous action must have shape (6,) = [truck, pedestal, dolly, tilt, pan, roll], "

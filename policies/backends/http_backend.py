@@ -34,7 +34,7 @@ import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlparse
 
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
@@ -374,16 +374,17 @@ class HTTPBackend(Backend):
             self._malformed(f"message content is a {type(content).__name__}, not text")
         return content
 
-    def _part_text(self, part: Any, i: int) -> str:
+    def _part_text(self, part: object, i: int) -> str:
         """The text of one content part; a refusal part carries none. Anything else is not an answer."""
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind in ("text", "output_text") and isinstance(part.get("text"), str):
-            return part["text"]
-        if kind == "refusal":
-            return ""
+        if isinstance(part, dict):
+            kind = part.get("type")
+            if kind in ("text", "output_text") and isinstance(part.get("text"), str):
+                return part["text"]
+            if kind == "refusal":
+                return ""
         return self._malformed(f"content part {i} is not text: {json.dumps(part)[:200]}")
 
-    def _usage(self, usage: Any) -> tuple[int | None, int | None, float | None]:
+    def _usage(self, usage: object) -> tuple[int | None, int | None, float | None]:
         if not isinstance(usage, dict):
             return None, None, None
         prompt, completion = self._count_field(usage, "prompt_tokens"), self._count_field(usage, "completion_tokens")
@@ -404,7 +405,7 @@ class HTTPBackend(Backend):
             return self._malformed(f"usage.{name} is not a token count: {json.dumps(value)[:60]}")
         return int(value)
 
-    def _cost_field(self, value: Any) -> float:
+    def _cost_field(self, value: object) -> float:
         number = math.nan
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             with contextlib.suppress(OverflowError):  # an integer too large for a float
@@ -413,7 +414,7 @@ class HTTPBackend(Backend):
             self._malformed(f"usage.cost is not a finite non-negative number: {json.dumps(value)[:60]}")
         return number
 
-    def _malformed(self, detail: str) -> Any:
+    def _malformed(self, detail: str) -> NoReturn:
         self._count(malformed=1)
         raise MalformedResponseError(f"{self.url}: malformed chat completion: {detail}")
 

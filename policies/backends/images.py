@@ -12,14 +12,17 @@ import base64
 import hashlib
 import io
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from policies.backends.base import Message
 
+if TYPE_CHECKING:
+    from PIL import Image
 
-def as_rgb_array(image: Any, *, where: str = "image") -> np.ndarray:
+
+def as_rgb_array(image: object, *, where: str = "image") -> np.ndarray:
     """The image as a contiguous ``uint8`` array ``H x W x 3``; a clear ``TypeError``/``ValueError`` otherwise."""
     if hasattr(image, "convert") and hasattr(image, "size"):  # a PIL image, without importing PIL eagerly
         image = np.asarray(image.convert("RGB"))
@@ -35,14 +38,14 @@ def as_rgb_array(image: Any, *, where: str = "image") -> np.ndarray:
     return np.ascontiguousarray(image)
 
 
-def to_pil(image: Any, *, where: str = "image") -> Any:
+def to_pil(image: np.ndarray | Image.Image, *, where: str = "image") -> Image.Image:
     """The image as a ``PIL.Image`` in RGB mode."""
     from PIL import Image
 
     return Image.fromarray(as_rgb_array(image, where=where), mode="RGB")
 
 
-def image_digest(image: Any, *, where: str = "image") -> str:
+def image_digest(image: np.ndarray | Image.Image, *, where: str = "image") -> str:
     """SHA-256 of the pixels (with the shape), so equal pictures give equal digests whatever carries them."""
     array = as_rgb_array(image, where=where)
     h = hashlib.sha256(f"{array.shape[0]}x{array.shape[1]}:".encode())
@@ -50,14 +53,14 @@ def image_digest(image: Any, *, where: str = "image") -> str:
     return h.hexdigest()
 
 
-def png_data_url(image: Any, *, where: str = "image") -> str:
+def png_data_url(image: np.ndarray | Image.Image, *, where: str = "image") -> str:
     """The image as a ``data:image/png;base64,...`` URL (lossless, so the server sees the exact pixels)."""
     buffer = io.BytesIO()
     to_pil(image, where=where).save(buffer, format="PNG", compress_level=1)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def is_image_part(part: Any) -> bool:
+def is_image_part(part: object) -> bool:
     return isinstance(part, dict) and part.get("type") == "image"
 
 
