@@ -14,12 +14,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from policies.base import EpisodeContext, Policy
 from policies.cli import arg
+
+if TYPE_CHECKING:  # torch is imported when a model loads
+    from vla.model import VLAModel
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class VLAPolicy(Policy):
     name = "vla"
 
     def __init__(
-        self, model: Any, *, execute_steps: int | None = None, image_keys: tuple[str, ...] = (),
+        self, model: VLAModel, *, execute_steps: int | None = None, image_keys: tuple[str, ...] = (),
         gripper_open: float | None = None, identity: Mapping[str, Any] | None = None,
     ) -> None:  # fmt: skip
         chunk = model.config.chunk_size
@@ -179,7 +182,7 @@ def _resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def load_vla_model(config: VLAPolicyConfig) -> Any:
+def load_vla_model(config: VLAPolicyConfig) -> VLAModel:
     """The model ``config`` names: its checkpoint, or an untrained head on ``backbone``."""
     from vla.backbones import torch_dtype
     from vla.model import VLAModel
@@ -198,7 +201,7 @@ def load_vla_model(config: VLAPolicyConfig) -> Any:
     return model.to(device).eval()
 
 
-def build_vla_policy(config: VLAPolicyConfig, model: Any = None) -> VLAPolicy:
+def build_vla_policy(config: VLAPolicyConfig, model: VLAModel | None = None) -> VLAPolicy:
     """The policy ``config`` describes; ``model`` replaces the one it would load (tests, shared models)."""
     model = model if model is not None else load_vla_model(config)
     identity = {"checkpoint": config.checkpoint, "trained": bool(config.checkpoint), "dtype": config.dtype}

@@ -24,13 +24,21 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from policies.cli import arg, parse_config, run_cli
+
+if TYPE_CHECKING:  # torch and the model are imported when training starts
+    import torch
+
+    from vla.data.common import ChunkDataset
+    from vla.model import VLAModel
+    from vla.normalization import ActionNormalizer
 
 LOG_FILE, STATE_FILE, TRAIN_CONFIG_FILE = "train_log.jsonl", "trainer_state.json", "train_config.json"
 
@@ -136,7 +144,7 @@ def micro_batch(global_batch: int, processes: int, accumulation: int) -> int:
 class Collator:
     """Samples -> model inputs + normalised targets; picklable, so it runs in data-loader workers."""
 
-    def __init__(self, build_inputs: Any, normalizer: Any) -> None:
+    def __init__(self, build_inputs: Callable[..., dict[str, torch.Tensor]], normalizer: ActionNormalizer) -> None:
         self.build_inputs, self.normalizer = build_inputs, normalizer
 
     def __call__(self, samples: list[Any]) -> dict[str, Any]:
@@ -184,14 +192,14 @@ class Trainer:
 
     # ---- set-up
 
-    def _open_data(self) -> Any:
+    def _open_data(self) -> ChunkDataset:
         from vla.data import open_dataset
 
         c = self.config
         return open_dataset(c.data, data_format=c.data_format, chunk_size=c.chunk_size, cameras=c.cameras or None,
                             image_size=c.image_size)  # fmt: skip
 
-    def _normalizer(self) -> Any:
+    def _normalizer(self) -> ActionNormalizer:
         from vla.normalization import ActionNormalizer
 
         last = self.out / "checkpoints" / "last"
@@ -200,7 +208,7 @@ class Trainer:
         actions = self.dataset.action_samples(self.config.norm_max_samples, self.config.seed)
         return ActionNormalizer.fit(actions, self.config.action_norm, self.dataset.gripper_open_value)
 
-    def _build_model(self) -> Any:
+    def _build_model(self) -> VLAModel:
         from vla.model import VLAModel
 
         c, d = self.config, self.dataset

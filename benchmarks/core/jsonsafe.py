@@ -17,7 +17,7 @@ import numpy as np
 _PRINTABLE_INT_BITS = 13_000  # about 3,900 decimal digits, under Python's 4,300-digit str() limit
 
 
-def json_safe(x: Any) -> Any:
+def json_safe(x: object) -> Any:
     """Recursively make ``x`` strict JSON: dict keys -> str, tuples -> lists, sets -> sorted lists, NumPy ->
     Python, non-finite floats -> ``None``, paths -> str; any other object becomes its ``repr``."""
     if isinstance(x, dict):
@@ -42,7 +42,7 @@ def json_safe(x: Any) -> Any:
     return repr(x)
 
 
-def json_default(obj: Any) -> Any:
+def json_default(obj: object) -> Any:
     """``json.dumps(..., default=json_default)``: arrays and scalars with ``tolist``, sets and paths; anything else is
     a ``TypeError`` (a writer that meets an unknown object should fail, not write its repr)."""
     if hasattr(obj, "tolist"):  # NumPy arrays and scalars (and tensors)

@@ -30,19 +30,19 @@ class ResumeError(InputError):
     """The folder holds a run that cannot be continued with this configuration."""
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: object) -> None:
     """Write JSON atomically (a reader never sees half a file), readable like any file the run writes."""
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=json_default) + "\n")
 
 
-def _is_record(value: Any) -> bool:
+def _is_record(value: object) -> bool:
     """A ``records.jsonl`` line as the runner writes it: an int ``index``, a str ``key``, a known ``status``."""
     return (isinstance(value, dict) and type(value.get("index")) is int and isinstance(value.get("key"), str)
             and value.get("status") in (RECORD_OK, RECORD_ERROR)
             and (value["status"] == RECORD_ERROR or isinstance(value.get("result"), dict)))
 
 
-def _is_decision(value: Any) -> bool:
+def _is_decision(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("key"), str)
 
 

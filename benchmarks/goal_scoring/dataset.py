@@ -189,7 +189,7 @@ def _check_images(root: Path, sample: GoalSample, where: str) -> None:
                                "Fix: paths are relative to the dataset directory; copy the image there")  # fmt: skip
 
 
-def sample_from_json(obj: Any, where: str = "sample") -> GoalSample:
+def sample_from_json(obj: object, where: str = "sample") -> GoalSample:
     """Validate one ``samples.jsonl`` record and build the sample (deriving the plan from a trajectory)."""
     if not isinstance(obj, dict):
         raise DatasetError(f"{where}: expected a JSON object, got {type(obj).__name__}")
@@ -247,7 +247,7 @@ def _step_sizes(value: Any, where: str) -> StepSizes:
     return StepSizes(float(value["translation"]), float(value["rotation"]))
 
 
-def _trajectory(value: Any, where: str) -> np.ndarray:
+def _trajectory(value: object, where: str) -> np.ndarray:
     try:
         poses = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as e:
@@ -274,7 +274,7 @@ def trajectory_problem(poses: np.ndarray) -> str | None:
     return None
 
 
-def _ground_truth_plan(value: Any, trajectory: np.ndarray | None, sizes: StepSizes, max_step_num: int,
+def _ground_truth_plan(value: object, trajectory: np.ndarray | None, sizes: StepSizes, max_step_num: int,
                        where: str) -> Plan:  # fmt: skip
     if value is None and trajectory is None:
         raise DatasetError(f"{where}: needs a ground truth: 'plan' and/or 'trajectory'")
@@ -293,7 +293,7 @@ def _ground_truth_plan(value: Any, trajectory: np.ndarray | None, sizes: StepSiz
     return plan
 
 
-def _plan_from_json(value: Any, max_step_num: int, where: str) -> Plan:
+def _plan_from_json(value: object, max_step_num: int, where: str) -> Plan:
     if not isinstance(value, dict) or not value:
         raise DatasetError(f"{where}: 'plan' must be an object {{\"step_1\": {{\"actions\": [...], \"step_nums\": [...]}}}}")
     plan = parse_plan(json.dumps(value, ensure_ascii=False), max_step_num=max_step_num)

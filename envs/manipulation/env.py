@@ -303,7 +303,7 @@ def observation_space(image_size: int) -> spaces.Dict:
     })
 
 
-def validate_action(action: Any) -> np.ndarray:
+def validate_action(action: object) -> np.ndarray:
     """The action as 7 numbers, or a ``ValueError`` that says what is wrong and what EB expects.
 
     Plans, NaN/infinite values and wrong shapes are caller errors; finite values that are not valid

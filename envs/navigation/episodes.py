@@ -65,7 +65,7 @@ class EpisodeError(ValueError):
 # --------------------------------------------------------------------------------------- validation
 
 
-def validate_episode(episode: Any) -> None:
+def validate_episode(episode: object) -> None:
     """Raise :class:`EpisodeError` (or ``SceneError``) naming the first malformed field."""
     if not isinstance(episode, dict):
         raise EpisodeError(f"an episode must be a dict, got {type(episode).__name__}")

@@ -543,7 +543,7 @@ def _attempt(rng: np.random.Generator, n: int) -> dict[str, Any] | None:
 _REQUIRED = {"rooms": list, "doors": list, "furniture": list, "objects": list, "decor": list, "wall_height": (int, float)}
 
 
-def validate_scene(scene: Any) -> None:
+def validate_scene(scene: object) -> None:
     """Raise :class:`SceneError` naming the first malformed field of a scene dict."""
     if not isinstance(scene, dict):
         raise SceneError(f"a scene must be a dict, got {type(scene).__name__}")

@@ -63,7 +63,7 @@ def parse_calls(text: str) -> ParsedCalls:
     return out
 
 
-def _entries(value: Any) -> tuple[list[Any] | None, str | None]:
+def _entries(value: object) -> tuple[list[Any] | None, str | None]:
     if isinstance(value, list):
         return value, None
     if not isinstance(value, Mapping):
@@ -77,7 +77,7 @@ def _entries(value: Any) -> tuple[list[Any] | None, str | None]:
     return None, thought
 
 
-def _call(entry: Any) -> ToolCall | None:
+def _call(entry: object) -> ToolCall | None:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
         return None
     arguments = entry.get("arguments", entry.get("args", {}))

@@ -188,7 +188,7 @@ TERMINATE = "Terminate"
 # ------------------------------------------------------------------------------------------ checking
 
 
-def check_arguments(spec: ToolSpec, arguments: Any, n_images: int) -> dict[str, Any]:
+def check_arguments(spec: ToolSpec, arguments: object, n_images: int) -> dict[str, Any]:
     """The call's arguments typed per ``spec`` (defaults filled in), or :class:`ToolError` naming the problem."""
     if not isinstance(arguments, Mapping):
         raise ToolError("invalid_arguments", f"{spec.name}: 'arguments' must be an object, got {type(arguments).__name__}")
@@ -242,7 +242,7 @@ def _typed(arg: Arg, raw: Any, n_images: int, tool: str) -> Any:
     raise ToolError("invalid_arguments", f"{where}: unknown argument type {arg.type!r}")  # a spec bug, shown as such
 
 
-def _image_index(raw: Any, n_images: int, where: str) -> int:
+def _image_index(raw: object, n_images: int, where: str) -> int:
     text = str(raw).strip()
     digits = text[len(_IMAGE_REF):] if text.startswith(_IMAGE_REF) else ""
     if not digits.isdecimal() or len(digits) > 3 or int(digits) >= n_images:
@@ -250,7 +250,7 @@ def _image_index(raw: Any, n_images: int, where: str) -> int:
     return int(digits)
 
 
-def _numbers(raw: Any, n: int, where: str) -> list[float]:
+def _numbers(raw: object, n: int, where: str) -> list[float]:
     if not isinstance(raw, list) or len(raw) != n or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in raw):
         raise ToolError("invalid_arguments", f"{where}: expected {n} finite numbers")
     return [float(v) for v in raw]

@@ -32,7 +32,7 @@ def loads_bounded(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return value
 
 
-def nesting_depth(value: Any, stop_after: int | None = None) -> int:
+def nesting_depth(value: object, stop_after: int | None = None) -> int:
     """Levels of arrays/objects in a parsed JSON value (a scalar is 0), walked without recursion; the walk
     stops as soon as the depth passes ``stop_after``."""
     deepest, stack = 0, [(value, 1)]

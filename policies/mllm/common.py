@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -165,11 +165,11 @@ def camera_images(observation: Mapping[str, Any], keys: Sequence[str] = ()) -> l
     raise ValueError(f"observation has no RGB image (uint8 H x W x 3); keys: {sorted(observation)}; set image_keys")
 
 
-def _is_rgb(value: Any) -> bool:
+def _is_rgb(value: object) -> TypeGuard[np.ndarray]:
     return isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 3 and value.shape[2] == 3
 
 
-def _checked_image(value: Any, key: str) -> np.ndarray:
+def _checked_image(value: object, key: str) -> np.ndarray:
     if not _is_rgb(value):
         shape = getattr(value, "shape", None)
         raise ValueError(f"observation[{key!r}] must be an RGB uint8 array H x W x 3, got {type(value).__name__} {shape}")

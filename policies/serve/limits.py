@@ -11,6 +11,7 @@ with HTTP 400 naming the limit and the flag. The count also sizes the request fo
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,7 +95,7 @@ def prompt_chars(messages: list[Message]) -> int:
     return sum(_content_chars(m["content"]) for m in messages)
 
 
-def _content_chars(content: Any) -> int:
+def _content_chars(content: str | Sequence[Mapping[str, Any]]) -> int:
     if isinstance(content, str):
         return len(content)
     return sum(len(p["text"]) for p in content if p.get("type") == "text")

@@ -170,7 +170,7 @@ def _check_image_count(messages: list[Any], max_images: int) -> None:
                                 f"request (--max-images); send fewer images", "messages")
 
 
-def _message(message: Any, i: int, max_pixels: int) -> Message:
+def _message(message: object, i: int, max_pixels: int) -> Message:
     where = f"messages[{i}]"
     if not isinstance(message, dict) or message.get("role") not in ROLES:
         role = message.get("role") if isinstance(message, dict) else None
@@ -199,7 +199,7 @@ def _part(part: Any, where: str, max_pixels: int) -> dict[str, Any]:
                             f"got {json.dumps(part)[:80]}", "messages")
 
 
-def decode_data_url(url: Any, where: str, max_pixels: int = RequestLimits.max_image_pixels) -> np.ndarray:
+def decode_data_url(url: object, where: str, max_pixels: int = RequestLimits.max_image_pixels) -> np.ndarray:
     """A ``data:image/...;base64,`` URL as an RGB ``uint8`` array; remote URLs are refused (no network).
 
     The size comes from the image header (``Image.open`` reads no pixels): an image over ``max_pixels`` is

@@ -15,11 +15,14 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vla.data.common import IMAGE_SIZE, Sample, check_actions, chunk_starts, resize_image, subsample
+
+if TYPE_CHECKING:
+    import h5py
 
 LIBERO_CHUNK = 4
 LIBERO_CAMERAS = ("agentview_rgb", "eye_in_hand_rgb")
@@ -37,7 +40,7 @@ def libero_files(path: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-def read_instruction(handle: Any, path: Path) -> str:
+def read_instruction(handle: h5py.File, path: Path) -> str:
     raw = handle["data"].attrs.get("problem_info")
     if raw is None:
         raise ValueError(f"{path}: data.attrs['problem_info'] is missing, so the task's language goal is unknown")
@@ -93,7 +96,7 @@ class LiberoDataset:
             raise ValueError(f"{path}: no demonstration is long enough for a chunk of {self.chunk_size} actions")
         self._handles: dict[tuple[int, int], Any] = {}
 
-    def _index_file(self, handle: Any, file_index: int, file: Path) -> None:
+    def _index_file(self, handle: h5py.File, file_index: int, file: Path) -> None:
         self.instructions.append(read_instruction(handle, file))
         if "data" not in handle:
             raise ValueError(f"{file}: no 'data' group (not a LIBERO demonstration file)")
@@ -108,7 +111,7 @@ class LiberoDataset:
     def __len__(self) -> int:
         return len(self.index)
 
-    def _handle(self, file_index: int) -> Any:
+    def _handle(self, file_index: int) -> h5py.File:
         # Opened lazily and per process: h5py handles must not cross a fork into data-loader workers.
         key = (os.getpid(), file_index)
         if key not in self._handles:
