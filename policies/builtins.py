@@ -24,11 +24,14 @@ import argparse
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from policies.base import Policy
 from policies.cli import arg
 from policies.entry_point import load_entry_point
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,7 @@ class ConstantConfig:
                 "(e.g. '[0, 0, 1, 0, 0, 0, -1]')",
         "parse": json_action, "metavar": "JSON"})
 
-    def check_action_space(self, space: Any) -> None:
+    def check_action_space(self, space: gym.Space) -> None:
         """``--action`` is an action of the env's ``space`` (``ValueError`` naming both otherwise)."""
         from policies.baselines import constant_action
 

@@ -113,7 +113,7 @@ def _captioner(on_step: StepHook | None, index: int, instruction: str) -> Callab
     return lambda obs, step: on_step(obs, [f"subtask {index + 1}: {instruction}", f"step {step}"])
 
 
-def _run_subtask(env: gym.Env, policy: Policy, obs: Any, info: dict, ep_len: int, show: Callable[[Any, int], None] | None,
+def _run_subtask(env: gym.Env, policy: Policy, obs: dict[str, Any], info: dict, ep_len: int, show: Callable[[Any, int], None] | None,
                  latency: Latency | None, extras: dict[str, Any]) -> tuple[EpisodeRecord, Any, dict]:
     start, steps, success = time.perf_counter(), 0, False
     stream = ActionStream(env, policy, latency)

@@ -75,7 +75,7 @@ class EpisodeWorker(ABC):
         return run_recorded(lambda on_step: self.run_unit(unit, chain_hooks(on_step, steps)), video, self.run_dir.path)
 
     @staticmethod
-    def make_env(env_id: str, **kwargs: Any) -> Any:
+    def make_env(env_id: str, **kwargs: Any) -> gym.Env:
         """``gym.make`` of a registered id (``SpatialArena/...``): the one way a worker builds its env."""
         import gymnasium as gym
 

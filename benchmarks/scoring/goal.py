@@ -154,7 +154,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def failed_score(scorer: str, kind: str, parsed: Any, errors: list[str], code: str, why: str) -> GoalScore:
+def failed_score(scorer: str, kind: str, parsed: object, errors: list[str], code: str, why: str) -> GoalScore:
     """A parse failure: value 0, with ``metadata["failure"]`` a short code for the summary's tally."""
     return GoalScore(0.0, scorer, kind, True, f"parse failure, scored 0: {why}", parsed=parsed,
                      parse_errors=list(errors), metadata={"failure": code})  # fmt: skip

@@ -43,7 +43,7 @@ _THINK_ANSWER = re.compile(r"Answer:\s*\([a-d]\)", re.IGNORECASE)
 MAX_COORDINATE = 2**53
 
 
-def completion_text(completion: Any) -> str:
+def completion_text(completion: object) -> str:
     """The text of one TRL completion: a string, or the last message's content of a conversation."""
     if isinstance(completion, str):
         return completion

@@ -43,7 +43,7 @@ class ParseResult:
         return {"value": _json_value(self.value), "ok": self.ok, "method": self.method, "explanation": self.explanation}
 
 
-def _json_value(value: Any) -> Any:
+def _json_value(value: object) -> Any:
     if isinstance(value, Quantity):
         return value.to_dict()
     if isinstance(value, tuple):
@@ -51,7 +51,7 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def parsed(value: Any, method: str, explanation: str = "") -> ParseResult:
+def parsed(value: object, method: str, explanation: str = "") -> ParseResult:
     """A successful parse."""
     return ParseResult(value, True, method, explanation)
 
@@ -453,7 +453,7 @@ def _set_from_texts(body: str, texts: Mapping[str, str]) -> ParseResult:
     return _no_answer(body, "options")
 
 
-def answer_key_letters(answer: Any) -> tuple[str, ...]:
+def answer_key_letters(answer: object) -> tuple[str, ...]:
     """The letters of a ground-truth key: ``"(a)"``, ``"B"``, ``"(c) text"``, ``"AC"``, ``"A, C"``, ``["A", "C"]``.
 
     Raises:

@@ -135,7 +135,7 @@ def _calibration(camera: Mapping[str, Any]) -> list[list[float]]:
     return Intrinsics(int(camera["width"]), int(camera["height"]), float(camera["fovy_deg"])).matrix().tolist()
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):

@@ -188,7 +188,7 @@ def choose_media_root(data_path: Path, explicit: Path | None, sample: str | None
     return MediaRoot(base, check)
 
 
-def iter_strings(value: Any) -> Iterator[str]:
+def iter_strings(value: object) -> Iterator[str]:
     """A string, or each string of a list (for path fields that hold one path or many)."""
     if isinstance(value, str):
         yield value

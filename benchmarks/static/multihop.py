@@ -77,13 +77,13 @@ def _item(row: Mapping[str, Any], item_id: str, index: int, media_root: MediaRoo
     )  # fmt: skip
 
 
-def _gt_box(value: Any, where: str) -> list[float]:
+def _gt_box(value: object, where: str) -> list[float]:
     if not isinstance(value, list | tuple) or len(value) != 4 or not all(isinstance(v, int | float) for v in value):
         raise DataError(f"{where}: bbox must be four numbers [x, y, w, h] in pixels (got {value!r})")
     return [float(v) for v in value]
 
 
-def _hop(value: Any, where: str) -> int:
+def _hop(value: object, where: str) -> int:
     match = re.match(r"^\s*(\d+)", str(value))
     if match is None:
         raise DataError(f"{where}: hop {value!r} is not like '1hop'")

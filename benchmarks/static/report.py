@@ -26,7 +26,7 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
     path.write_text(json.dumps(_finite(data), indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, Mapping):
@@ -36,7 +36,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return "N/A"
     if isinstance(value, float):

@@ -97,13 +97,13 @@ def _item(row: Mapping[str, Any], file: Path, base: Path, prefix_ids: bool, inde
     )  # fmt: skip
 
 
-def _has_option(value: Any) -> bool:
+def _has_option(value: object) -> bool:
     if value is None or (isinstance(value, float) and value != value):  # NaN from pandas-written files
         return False
     return str(value).strip() not in ("", "nan", "None")
 
 
-def _key(answer: Any, options: Mapping[str, str], where: str) -> tuple[str, ...]:
+def _key(answer: object, options: Mapping[str, str], where: str) -> tuple[str, ...]:
     try:
         key = answer_key_letters(answer)
     except ValueError:
@@ -134,7 +134,7 @@ def _qa_type(row: Mapping[str, Any], file: Path, where: str) -> str:
     )
 
 
-def _media(value: Any, media_root: MediaRoot, where: str) -> tuple[Media, ...]:
+def _media(value: object, media_root: MediaRoot, where: str) -> tuple[Media, ...]:
     entries = value if isinstance(value, list | tuple) else [value]
     media: list[Media] = []
     for entry in entries:

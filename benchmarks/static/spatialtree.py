@@ -136,7 +136,7 @@ def _tags(row: Mapping[str, Any], extra: Mapping[str, Any], where: str) -> dict[
             "path": ordered, "spatree": spatree, "scorer_type": str(first_present({**extra, **row}, ("metricfunc", "scorer")))}  # fmt: skip
 
 
-def _key(task: str, answer: Any, option_list: Sequence[str], hint: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _key(task: str, answer: object, option_list: Sequence[str], hint: Mapping[str, Any], where: str) -> dict[str, Any]:
     if task == "mcq":
         return {"key": _mcq_key(answer, option_list, where)}
     if task == "numeric":
@@ -154,7 +154,7 @@ def _key(task: str, answer: Any, option_list: Sequence[str], hint: Mapping[str, 
     return {"key": answer}
 
 
-def _mcq_key(answer: Any, option_list: Sequence[str], where: str) -> str:
+def _mcq_key(answer: object, option_list: Sequence[str], where: str) -> str:
     if not option_list:
         raise DataError(f"{where}: a multichoiceeval item needs an 'option' list")
     try:
@@ -166,7 +166,7 @@ def _mcq_key(answer: Any, option_list: Sequence[str], where: str) -> str:
     return letter
 
 
-def _orientation_key(answer: Any, hint: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _orientation_key(answer: object, hint: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The parameters and their uncertainties. Annotation problems do not refuse the item: lmms-eval scores
     such items (a zero or missing uncertainty, an answer that is no JSON object) and so must its mode; the
     problems are kept on the item, and the project's mode says what it makes of them."""
@@ -184,7 +184,7 @@ def _orientation_key(answer: Any, hint: Mapping[str, Any], where: str) -> dict[s
     return {"values": values, "sigma": sigma, "problems": problems}
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -102,7 +102,7 @@ def _item(row: Mapping[str, Any], file: Path, item_id: str, index: int, roots: S
     )  # fmt: skip
 
 
-def _options(value: Any, where: str) -> dict[str, str]:
+def _options(value: object, where: str) -> dict[str, str]:
     lines = list(value) if isinstance(value, list | tuple) else []
     if len(lines) < 2:
         raise DataError(f"{where}: a multiple-choice question needs an 'options' list such as ['A. chair', 'B. table'] (got {value!r})")

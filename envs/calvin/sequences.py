@@ -163,7 +163,7 @@ def _unstack() -> list[tuple[Condition, Effect]]:
     ]
 
 
-def _toggle(variable: str, before: Any, after: Any) -> list[tuple[Condition, Effect]]:
+def _toggle(variable: str, before: object, after: object) -> list[tuple[Condition, Effect]]:
     return [({variable: before, "grasped": 0}, {variable: after})]
 
 
@@ -479,7 +479,7 @@ def _read_cache(path: Path, num_sequences: int) -> list[tuple[SymbolicState, tup
     return chains
 
 
-def _parse_cache(payload: Any, num_sequences: int) -> list[tuple[SymbolicState, tuple[str, ...]]] | None:
+def _parse_cache(payload: object, num_sequences: int) -> list[tuple[SymbolicState, tuple[str, ...]]] | None:
     """The chains of a cache payload, or None unless it holds ``num_sequences`` valid chains."""
     header = {"format": _CACHE_FORMAT, "algorithm_version": ALGORITHM_VERSION, "num_sequences": num_sequences}
     if not isinstance(payload, dict) or any(payload.get(k) != v for k, v in header.items()):
@@ -644,7 +644,7 @@ def _as_symbolic(initial_state: Mapping[str, Any]) -> SymbolicState:
     return values
 
 
-def _plain_value(key: str, value: Any) -> Any:
+def _plain_value(key: str, value: object) -> Any:
     allowed = SYMBOLIC_DOMAINS[key]
     as_python: Callable[[Any], Any] = int if isinstance(allowed[0], int) else str
     try:

@@ -7,12 +7,15 @@ stays, so the scene looks the same apart from shadows and reflections.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import mujoco
 
+if TYPE_CHECKING:
+    from robosuite.utils.binding_utils import MjRenderContext
 
-def apply_fast_rendering(context: Any) -> None:
+
+def apply_fast_rendering(context: MjRenderContext) -> None:
     """Shadows, reflections and multisampling off for a robosuite ``MjRenderContext``.
 
     The multisample count is read when the MuJoCo GL context is built, so that context is rebuilt here.
@@ -26,7 +29,7 @@ def apply_fast_rendering(context: Any) -> None:
         _rebuild_mujoco_context(context)
 
 
-def is_fast(context: Any) -> bool:
+def is_fast(context: MjRenderContext) -> bool:
     """True when shadows, reflections and multisampling are all off for ``context``."""
     flags = context.scn.flags
     return (
@@ -36,14 +39,14 @@ def is_fast(context: Any) -> bool:
     )
 
 
-def free_render_context(context: Any) -> None:
+def free_render_context(context: MjRenderContext) -> None:
     """Release the MuJoCo and GL contexts now, instead of in ``__del__`` at interpreter exit (EGL errors)."""
     context.gl_ctx.make_current()
     context.con.free()
     context.gl_ctx.free()  # robosuite's later __del__ finds both already freed; both frees are idempotent
 
 
-def _rebuild_mujoco_context(context: Any) -> None:
+def _rebuild_mujoco_context(context: MjRenderContext) -> None:
     context.gl_ctx.make_current()
     context.con.free()
     context.con = mujoco.MjrContext(context.model._model, mujoco.mjtFontScale.mjFONTSCALE_150)

@@ -194,7 +194,7 @@ class EBNavigationEnv(gym.Env):
         info["snapshot"] = self.snapshot()
         return obs, 1.0 if terminated else 0.0, terminated, truncated, info
 
-    def _discrete_step(self, action: Any) -> tuple[str, bool, str]:
+    def _discrete_step(self, action: object) -> tuple[str, bool, str]:
         action_id = _as_action_id(action)
         if not 0 <= action_id < len(ACTION_NAMES):
             return str(action_id), False, f"Action id must be an integer from 0 to {len(ACTION_NAMES) - 1}."
@@ -209,7 +209,7 @@ class EBNavigationEnv(gym.Env):
             return name, True, ""
         return (name, *self._tilt(math.degrees(EB_NAV_LOOK_STEP) * (1 if action_id == 6 else -1), clip=False))
 
-    def _continuous_step(self, action: Any) -> tuple[str, bool, str]:
+    def _continuous_step(self, action: object) -> tuple[str, bool, str]:
         a = _as_continuous(action)
         name = _describe_motion(a)
         forward, right = self._pose.level_axes()

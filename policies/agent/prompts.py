@@ -180,6 +180,6 @@ def react_summarizer(memory: Sequence[dict[str, Any]]) -> str:
             "the response for the next step.")  # fmt: skip
 
 
-def _dump(value: Any) -> str:
+def _dump(value: object) -> str:
     """Stable JSON (keys in insertion order, non-ASCII kept) for tool plans and results in prompts."""
     return json.dumps(value, ensure_ascii=False, default=str)

@@ -14,6 +14,9 @@ from policies.base import EpisodeContext, Policy
 if TYPE_CHECKING:
     import gymnasium as gym
 
+    from envs.navigation.env import EBNavigationEnv
+    from envs.navigation.world import AgentPose
+
 # EB id -> the same motion as a continuous [truck, pedestal, dolly, tilt, pan, roll] action.
 _AS_CONTINUOUS = {
     0: (0, 0, 0.25, 0, 0, 0), 1: (0, 0, -0.25, 0, 0, 0), 2: (0.25, 0, 0, 0, 0, 0), 3: (-0.25, 0, 0, 0, 0, 0),
@@ -70,7 +73,7 @@ class ShortestPathExpert(Policy):
             return [5]
         return actions
 
-    def _state(self, nav: Any) -> tuple[int, int]:
+    def _state(self, nav: EBNavigationEnv) -> tuple[int, int]:
         """The agent's lattice state, (re)planning when the episode changed or the agent left the lattice."""
         pose, target = nav.agent_pose, nav.target
         state = self._locate(pose)
@@ -81,7 +84,7 @@ class ShortestPathExpert(Policy):
         assert state is not None
         return state
 
-    def _next_action(self, nav: Any) -> int:
+    def _next_action(self, nav: EBNavigationEnv) -> int:
         state = self._state(nav)
         assert self._lattice is not None and self._dist is not None
         action = self._lattice.best_action(self._dist, *state)
@@ -90,14 +93,14 @@ class ShortestPathExpert(Policy):
             return 5
         return action
 
-    def _plan(self, nav: Any, pose: Any, target: dict[str, Any], key: tuple[Any, ...]) -> None:
+    def _plan(self, nav: EBNavigationEnv, pose: AgentPose, target: dict[str, Any], key: tuple[Any, ...]) -> None:
         world = nav.world
         self._lattice = Lattice.build(world.obstacles, house_bounds(world.scene), pose.xy, pose.heading_deg)
         self._dist = self._lattice.steps_to_goal(target["position"][:2], nav.success_distance)
         self._key = key
         self._replans += 1
 
-    def _locate(self, pose: Any) -> tuple[int, int] | None:
+    def _locate(self, pose: AgentPose) -> tuple[int, int] | None:
         if self._lattice is None:
             return None
         node, k = self._lattice.nearest(pose.xy), self._lattice.heading_index(pose.heading_deg)

@@ -166,7 +166,7 @@ def correspondence_figure(image_a: np.ndarray, image_b: np.ndarray, pairs: np.nd
     return np.asarray(canvas)
 
 
-def _correspondence_parts(value: Any, images: list[np.ndarray], index: int, max_listed: int) -> list[dict[str, Any]]:
+def _correspondence_parts(value: object, images: list[np.ndarray], index: int, max_listed: int) -> list[dict[str, Any]]:
     array = np.asarray(value)
     if array.dtype == np.uint8 and array.ndim == 3 and array.shape[2] == 3:  # a figure made by the env
         return [text_part(f"Image {index} shows matching points between Image 1 and Image 2."), image_part(array)]
@@ -186,7 +186,7 @@ def _correspondence_parts(value: Any, images: list[np.ndarray], index: int, max_
 # ------------------------------------------------------------------------------------------------- size
 
 
-def size_text(value: Any) -> str:
+def size_text(value: object) -> str:
     """Object sizes as one sentence: ``{name: metres or [x, y, z]}`` or a ready-made string."""
     if isinstance(value, str):
         return value

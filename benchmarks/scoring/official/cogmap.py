@@ -324,7 +324,7 @@ class Similarity:
     common_objects: list[str] = field(default_factory=list)
 
 
-def similarity(generated: Any, reference: Any) -> Similarity:
+def similarity(generated: object, reference: object) -> Similarity:
     """Best overall similarity over the six rotations (see the module docstring).
 
     Upstream builds the relations of every pair of generated objects, quadratic in the size of the model's
@@ -384,7 +384,7 @@ class CogmapScore:
     similarity: Similarity
 
 
-def score(response: str, answer: Any, hint: Mapping[str, Any]) -> CogmapScore:
+def score(response: str, answer: object, hint: Mapping[str, Any]) -> CogmapScore:
     """0.2 answer + 0.6 overall similarity + 0.2 isomorphism.
 
     Raises:

@@ -175,7 +175,7 @@ class LmmsEvalTruth:
     total_rotation: float  # sum of the rotation angles between consecutive poses (radians)
 
 
-def check_lmms_eval_extra_info(extra: Any) -> None:
+def check_lmms_eval_extra_info(extra: object) -> None:
     """Raise ``ValueError`` with a precise message when ``extra`` is not a usable lmms-eval ground truth."""
     if not isinstance(extra, Mapping) or "optimal_rel_pose" not in extra:
         raise ValueError("lmms_eval_extra_info must be an object with 'optimal_rel_pose' and '0->1'-style segments")
