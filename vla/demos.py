@@ -44,6 +44,9 @@ from policies.cli import arg, parse_config, run_cli
 if TYPE_CHECKING:
     import gymnasium as gym
 
+    from policies.experts.calvin import ScriptedExpert
+    from vla.data import CalvinWriter
+
 DEFAULT_JOINT_NOISE = 0.1  # radians (std per joint): moves the start TCP by several centimetres
 CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}
 MAX_PREFIX = 2  # setup tasks before the recorded one (lift + stack before unstack_block)
@@ -202,7 +205,7 @@ class Episode:
         return self.prefix_ok and self.success_step is not None
 
 
-def record_task(env: gym.Env, expert: Any, task: str, instruction: str, obs: dict[str, np.ndarray],
+def record_task(env: gym.Env, expert: ScriptedExpert, task: str, instruction: str, obs: dict[str, np.ndarray],
                 ep_len: int, tail_steps: int) -> Episode:  # fmt: skip
     """Run the expert on ``task`` from the current state (subtask begun here) and record every step."""
     from policies.base import EpisodeContext
@@ -223,7 +226,7 @@ def record_task(env: gym.Env, expert: Any, task: str, instruction: str, obs: dic
     return Episode(frames, success_step, obs)
 
 
-def run_attempt(env: gym.Env, expert: Any, task: str, start: Start, config: DemoConfig) -> Episode:
+def run_attempt(env: gym.Env, expert: ScriptedExpert, task: str, start: Start, config: DemoConfig) -> Episode:
     """Reset to ``start``, run the setup tasks unrecorded, then record ``task``."""
     from envs.calvin.instructions import instruction_for
 
@@ -236,7 +239,7 @@ def run_attempt(env: gym.Env, expert: Any, task: str, start: Start, config: Demo
     return record_task(env, expert, task, instruction_for(task), obs, config.ep_len, config.tail_steps)
 
 
-def attempts(env: gym.Env, expert: Any, task: str, task_index: int, config: DemoConfig
+def attempts(env: gym.Env, expert: ScriptedExpert, task: str, task_index: int, config: DemoConfig
              ) -> Iterator[tuple[int, Start, Episode]]:  # fmt: skip
     """Attempts at ``task`` until ``config.episodes`` succeed or the attempt budget is spent."""
     budget = config.max_attempts or 3 * config.episodes
@@ -299,7 +302,7 @@ def generate(config: DemoConfig) -> dict[str, Any]:
     return summary
 
 
-def _account(report: TaskReport, writer: Any, attempt: int, start: Start, episode: Episode) -> None:
+def _account(report: TaskReport, writer: CalvinWriter, attempt: int, start: Start, episode: Episode) -> None:
     report.attempts += 1
     report.setup_failed += int(not episode.prefix_ok)
     entry = {"attempt": attempt, "symbolic_state": start.symbolic, "setup": start.prefix,

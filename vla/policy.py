@@ -22,7 +22,7 @@ from policies.base import EpisodeContext, Policy
 from policies.cli import arg
 
 if TYPE_CHECKING:  # torch is imported when a model loads
-    from vla.model import VLAModel
+    from vla.model import VLAConfig, VLAModel
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def _builtin_backbone(name: str) -> bool:
     return name in TINY_BACKBONES or name in NATIVE_BACKBONES
 
 
-def default_image_keys(config: Any) -> tuple[str, ...]:
+def default_image_keys(config: VLAConfig) -> tuple[str, ...]:
     """Observation keys for the checkpoint's dataset cameras (CALVIN names match; LIBERO's are mapped)."""
     from vla.data import LIBERO_OBSERVATION_KEYS
 

@@ -12,10 +12,14 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.core.jsonsafe import json_safe
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # Distributions whose versions can change a number in a results table.
 TRACKED_PACKAGES = (
@@ -67,7 +71,7 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def build_manifest(benchmark: str, config: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_manifest(benchmark: str, config: DataclassInstance | Mapping[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest of a run: ``benchmark``, ``command``, ``config`` (JSON-safe: paths as strings),
     ``started_at``, ``git`` (``commit``, ``dirty``), ``packages``, ``machine``, then ``extra``'s sections.
 

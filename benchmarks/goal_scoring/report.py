@@ -17,7 +17,7 @@ import numpy as np
 from benchmarks.core.jsonsafe import json_safe
 from benchmarks.core.manifest import build_manifest
 from benchmarks.goal_scoring.dataset import DatasetError, GoalDataset, write_jsonl
-from benchmarks.scoring.goal import GoalScore, ManipulationWeights, get_scorer
+from benchmarks.scoring.goal import BatchScorer, GoalReference, GoalScore, ManipulationWeights, get_scorer
 
 HISTOGRAM_BINS = 20
 
@@ -52,7 +52,7 @@ def score_dataset(dataset: GoalDataset, texts: Sequence[str | None], scorer: str
     return out
 
 
-def _score_one(batch: Any, text: str, ref: Any, scorer: str) -> GoalScore:
+def _score_one(batch: BatchScorer, text: str, ref: GoalReference, scorer: str) -> GoalScore:
     try:
         return batch([text], [ref])[0]
     except Exception as error:  # recorded on the sample: value 0, a parse failure with code scoring_error
