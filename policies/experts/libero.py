@@ -1,0 +1,389 @@
+"""A privileged scripted expert for LIBERO: reads the task's BDDL goal and the simulator, acts in OSC_POSE.
+
+``LiberoExpert`` (``--policy expert`` on ``benchmarks.libero``) parses the goal
+(:mod:`policies.experts.libero_goals`), then solves each predicate in turn with native 7-D actions
+(OSC_POSE deltas and the gripper, as any policy sends), closed loop on the measured hand pose: every
+step moves the hand a capped fraction of the way to the current waypoint and turns it toward the
+waypoint's orientation. It reads object poses, collision-geom extents in the object's frame and the
+geometry under a place (a ray cast); it never sets simulator state.
+
+``In`` / ``On`` (pick and place): the grasp comes from the object's shape (:func:`choose_grasp`: from
+above across the narrow side for boxes and cans, around the top part of tall bottles and cartons, across
+the wall at the rim of bowls and plates); after lifting, the object's offset from the hand is measured
+and the place is corrected by it; a grasp that did not lift the object is retried once from the
+object's new pose. Deterministic: no randomness, so a seed and initial state give one episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from policies.base import EpisodeContext, Policy
+from policies.experts.libero_goals import Goal, choose_grasp, parse_goal
+
+POS_UNIT, ROT_UNIT = 0.05, 0.5  # OSC_POSE: metres / radians per action unit
+OPEN, CLOSED = -1.0, 1.0
+FAST, SLOW = 1.0, 0.4  # cap of each translation component, in action units
+GAIN = 2.0  # action units per unit of position error (in 5 cm): full speed beyond 2.5 cm
+ROT_GAIN = 2.0
+CLEARANCE = 0.05  # m: a carried object's base clears what lies under its path by this much
+MAX_HAND_Z = 1.40  # m (world): the highest the hand is sent
+APPROACH = 0.10  # m: the hand descends the last stretch to a grasp vertically
+LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
+RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
+
+
+@dataclass(frozen=True)
+class Waypoint:
+    """A hand target: site position, finger-axis direction (horizontal, world), gripper command."""
+
+    pos: np.ndarray
+    axis: np.ndarray
+    gripper: float
+    speed: float = FAST
+    tol: float = 0.01
+    settle: int = 0  # steps held once reached (fingers closing / opening)
+    max_steps: int = 80  # give up waiting for the hand and move on
+
+
+# ---------------------------------------------------------------------------------------- the scene
+
+
+class Scene:
+    """Read-only views of the LIBERO simulator the expert needs (poses, extents, rays)."""
+
+    def __init__(self, raw_env: Any) -> None:
+        self.env = raw_env.env  # LIBERO's problem env (robosuite)
+        import mujoco
+
+        self.mujoco = mujoco
+        self.model, self.data = self.env.sim.model._model, self.env.sim.data._data
+        robot = self.env.robots[0]
+        self.site = robot.eef_site_id["right"]
+        fingers = [b for b in range(self.model.nbody) if "finger" in self.model.body(b).name
+                   and self.model.body(b).name.endswith(("leftfinger", "rightfinger"))]
+        self.fingers = fingers[:2]
+        self._subtrees: dict[str, set[int]] = {}
+
+    # the hand
+    def hand(self) -> np.ndarray:
+        return np.array(self.data.site_xpos[self.site])
+
+    def hand_rotation(self) -> np.ndarray:
+        return np.array(self.data.site_xmat[self.site]).reshape(3, 3)
+
+    def finger_axis(self) -> np.ndarray:
+        """Unit vector from one finger to the other (the closing direction), world frame."""
+        a, b = (np.array(self.data.xpos[f]) for f in self.fingers)
+        return (b - a) / max(float(np.linalg.norm(b - a)), 1e-9)
+
+    # objects
+    def names(self) -> list[str]:
+        return [*self.env.objects_dict, *self.env.fixtures_dict]
+
+    def body(self, name: str) -> int:
+        return int(self.env.obj_body_id[name])
+
+    def owner(self, region: str) -> str:
+        """The object or fixture a BDDL name refers to (a region's name starts with its owner's)."""
+        if region in self.env.obj_body_id:
+            return region
+        owners = [n for n in self.names() if region.startswith(n + "_")]
+        if not owners:
+            raise ValueError(f"the LIBERO expert finds no object or fixture for {region!r}")
+        return max(owners, key=len)
+
+    def position(self, name: str) -> np.ndarray:
+        """A body's origin, or a region's site, in the world."""
+        if name in self.env.obj_body_id:
+            return np.array(self.data.xpos[self.body(name)])
+        return np.array(self.env.sim.data.get_site_xpos(name))
+
+    def subtree(self, name: str) -> set[int]:
+        if name not in self._subtrees:
+            root, parent = self.body(name), self.model.body_parentid
+            inside = set()
+            for b in range(self.model.nbody):
+                x = b
+                while x not in (0, root):
+                    x = int(parent[x])
+                if x == root:
+                    inside.add(b)
+            self._subtrees[name] = inside
+        return self._subtrees[name]
+
+    def corners(self, name: str) -> np.ndarray:
+        """World corners of the collision geoms' bounding boxes of an object (n x 3)."""
+        bodies, m, d = self.subtree(name), self.model, self.data
+        out = []
+        signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
+        for g in range(m.ngeom):
+            if m.geom_bodyid[g] in bodies and (m.geom_contype[g] or m.geom_conaffinity[g]):
+                centre, half = m.geom_aabb[g, :3], m.geom_aabb[g, 3:]
+                rot = d.geom_xmat[g].reshape(3, 3)
+                out.append(d.geom_xpos[g] + (centre + signs * half) @ rot.T)
+        if not out:
+            raise ValueError(f"the LIBERO expert finds no collision geometry for {name!r}")
+        return np.concatenate(out)
+
+    def box(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(centre, half extents, axes)`` of an object's bounding box in its own frame (axes: columns,
+        world), from its collision geoms."""
+        rot = np.array(self.data.xmat[self.body(name)]).reshape(3, 3)
+        local = (self.corners(name) - self.position(name)) @ rot
+        lo, hi = local.min(0), local.max(0)
+        return self.position(name) + rot @ ((lo + hi) / 2), (hi - lo) / 2, rot
+
+    def extent(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World axis-aligned bounds ``(low, high)`` of an object."""
+        c = self.corners(name)
+        return c.min(0), c.max(0)
+
+    def surface_z(self, xy: np.ndarray, skip: str) -> float:
+        """Height of the first collision surface below ``xy`` from above the scene, ignoring ``skip``'s
+        geoms and the robot's (a ray cast)."""
+        m, d, mj = self.model, self.data, self.mujoco
+        skip_bodies = self.subtree(skip)
+        start = np.array([xy[0], xy[1], 2.5])
+        top = -np.inf
+        groups = np.ones(6, np.uint8)
+        geom = np.zeros(1, np.int32)
+        for _ in range(16):  # step past ignored geoms
+            dist = mj.mj_ray(m, d, start, np.array([0.0, 0.0, -1.0]), groups, 1, -1, geom)
+            if dist < 0:
+                break
+            hit = start[2] - dist
+            g = int(geom[0])
+            collides = m.geom_contype[g] or m.geom_conaffinity[g]
+            if collides and m.geom_bodyid[g] not in skip_bodies and not self._robot(g):
+                top = hit
+                break
+            start = np.array([xy[0], xy[1], hit - 1e-4])
+        return float(top)
+
+    def _robot(self, geom: int) -> bool:
+        name = self.model.body(self.model.geom_bodyid[geom]).name
+        return name.startswith(("robot", "gripper", "mount"))
+
+    def highest_between(self, a: np.ndarray, b: np.ndarray, skip: str, margin: float) -> float:
+        """Top of the tallest object or fixture whose box comes within ``margin`` of segment a-b (xy)."""
+        top = -np.inf
+        for name in self.names():
+            if name == skip:
+                continue
+            lo, hi = self.extent(name)
+            if _segment_box_distance(a[:2], b[:2], lo[:2], hi[:2]) < margin:
+                top = max(top, float(hi[2]))
+        return top
+
+
+def _segment_box_distance(a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Distance in the plane between segment a-b and the box [lo, hi] (sampled along the segment)."""
+    ts = np.linspace(0.0, 1.0, 21)[:, None]
+    points = a + ts * (b - a)
+    gap = np.maximum(np.maximum(lo - points, points - hi), 0.0)
+    return float(np.linalg.norm(gap, axis=1).min())
+
+
+# ------------------------------------------------------------------------------------------ planning
+
+Stage = Callable[[Scene], list[Waypoint]]
+
+
+def _horizontal(v: np.ndarray) -> np.ndarray:
+    h = np.array([v[0], v[1], 0.0])
+    return h / max(float(np.linalg.norm(h)), 1e-9)
+
+
+def _nearest_sign(axis: np.ndarray, current: np.ndarray) -> np.ndarray:
+    return axis if float(axis @ current) >= 0 else -axis
+
+
+class PickPlace:
+    """Pick ``obj`` and put it in / on ``target`` (a region site or an object), as planning stages."""
+
+    def __init__(self, goal: Goal, retries: int = 1) -> None:
+        self.goal = goal
+        self.obj, self.target = goal.args
+        self.retries = retries
+        self.grasp_kind = ""
+        self.base_z = 0.0
+
+    def stages(self) -> list[Stage]:
+        return [self.plan_grasp, self.check_grasp, self.plan_place]
+
+    def plan_grasp(self, scene: Scene) -> list[Waypoint]:
+        centre, half, rot = scene.box(self.obj)
+        lo, hi = scene.extent(self.obj)
+        self.base_z = float(lo[2])
+        horiz = [i for i in range(3) if abs(rot[2, i]) < 0.7]  # the object's two horizontal axes
+        up = next(i for i in range(3) if i not in horiz)
+        if len(horiz) != 2:  # lying at an odd angle: fall back to world axes
+            horiz, rot, half, up = [0, 1], np.eye(3), (hi - lo) / 2, 2
+            centre = (lo + hi) / 2
+        width, depth, height = 2 * half[horiz[0]], 2 * half[horiz[1]], 2 * half[up]
+        choice = choose_grasp(width, depth, height)
+        self.grasp_kind = choice.kind
+        narrow = horiz[0] if width <= depth else horiz[1]
+        current = scene.finger_axis()
+        grasp = np.array([centre[0], centre[1], lo[2] + choice.height])
+        if choice.kind == "rim":
+            # the rim point nearest the robot base (behind the object, -x), fingers across the wall
+            radius = min(width, depth) / 2
+            toward = _horizontal(np.array([-1.0, 0.0, 0.0]))
+            grasp[:2] = centre[:2] + toward[:2] * (radius - 0.012)
+            axis = _nearest_sign(toward, current)
+        else:
+            axis = _nearest_sign(_horizontal(rot[:, narrow]), current)
+        above = grasp + np.array([0, 0, APPROACH])
+        above[2] = min(max(above[2], hi[2] + 0.05), MAX_HAND_Z)
+        hand = scene.hand()
+        travel_z = min(max(hand[2], above[2]), MAX_HAND_Z)
+        return [Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03),
+                Waypoint(above, axis, OPEN, tol=0.015),
+                Waypoint(grasp, axis, OPEN, speed=SLOW, tol=0.008),
+                Waypoint(grasp, axis, CLOSED, speed=SLOW, tol=0.02, settle=12),
+                Waypoint(grasp + np.array([0, 0, 0.15]), axis, CLOSED, speed=SLOW, tol=0.02)]
+
+    def check_grasp(self, scene: Scene) -> list[Waypoint]:
+        """After the lift: nothing to do when the object came up; else let go and grasp again (once)."""
+        lo, _ = scene.extent(self.obj)
+        if lo[2] - self.base_z >= LIFTED or self.retries <= 0:
+            return []
+        self.retries -= 1
+        hand = scene.hand()
+        axis = _horizontal(scene.finger_axis())
+        return [Waypoint(hand, axis, OPEN, tol=0.05, settle=10), *self.plan_grasp(scene)]
+
+    def plan_place(self, scene: Scene) -> list[Waypoint]:
+        hand, axis = scene.hand(), _horizontal(scene.finger_axis())
+        lo, hi = scene.extent(self.obj)
+        centre = (lo + hi) / 2
+        offset = centre - hand  # measured carry offset: where the object hangs from the hand
+        goal = scene.position(self.target)
+        if self.goal.predicate == "on" and self.target in scene.env.obj_body_id:
+            goal = scene.position(self.target)  # On an object: over its origin (LIBERO checks 3 cm)
+        hand_goal_xy = goal[:2] - offset[:2]
+        surface = scene.surface_z(goal[:2], skip=self.obj)
+        if not np.isfinite(surface):
+            surface = float(goal[2])
+        below = hand[2] - lo[2]  # hand height above the object's base
+        release_z = surface + RELEASE_GAP[self.goal.predicate] + below
+        obstacles = scene.highest_between(centre, np.array([*goal[:2], 0.0]), skip=self.obj,
+                                          margin=float(max(hi[:2] - lo[:2])) / 2 + 0.02)
+        carry_z = min(max(release_z + 0.06, obstacles + CLEARANCE + below, hand[2]), MAX_HAND_Z)
+        over = np.array([*hand_goal_xy, carry_z])
+        release = np.array([*hand_goal_xy, min(release_z, carry_z)])
+        return [Waypoint(np.array([*hand[:2], carry_z]), axis, CLOSED, tol=0.02),
+                Waypoint(over, axis, CLOSED, tol=0.012),
+                Waypoint(release, axis, CLOSED, speed=SLOW, tol=0.01),
+                Waypoint(release, axis, OPEN, tol=0.05, settle=10),
+                Waypoint(release + np.array([0, 0, 0.08]), axis, OPEN, tol=0.03)]
+
+
+# ---------------------------------------------------------------------------------------- tracking
+
+
+def rotation_toward(current: np.ndarray, finger_axis_now: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """Axis-angle (world) turning the hand so that it points down and its fingers close along ``axis``.
+
+    ``current`` is the hand site's rotation; the fingers' closing direction in the site frame is read
+    from ``finger_axis_now`` (so no convention of the gripper model is assumed)."""
+    finger_local = current.T @ finger_axis_now
+    approach_local = current.T @ np.array([0.0, 0.0, -1.0])  # where "down" is in the hand frame now
+    # the site axis that points down when the hand points down: the one nearest down now
+    down_index = int(np.argmax(np.abs(approach_local)))
+    down_local = np.zeros(3)
+    down_local[down_index] = np.sign(approach_local[down_index])
+    finger_local = finger_local - (finger_local @ down_local) * down_local
+    finger_local /= max(float(np.linalg.norm(finger_local)), 1e-9)
+    third_local = np.cross(down_local, finger_local)
+    local = np.stack([down_local, finger_local, third_local], axis=1)
+    want = np.stack([np.array([0.0, 0.0, -1.0]), axis, np.cross(np.array([0.0, 0.0, -1.0]), axis)], axis=1)
+    desired = want @ local.T  # site rotation that maps the local frame onto the wanted one
+    return Rotation.from_matrix(desired @ current.T).as_rotvec()
+
+
+class Tracker:
+    """Native actions toward a list of waypoints, closed loop on the measured hand pose."""
+
+    def __init__(self, waypoints: list[Waypoint]) -> None:
+        self.waypoints, self.index, self.steps, self.held = waypoints, 0, 0, 0
+
+    @property
+    def done(self) -> bool:
+        return self.index >= len(self.waypoints)
+
+    def action(self, scene: Scene, base_rotation: np.ndarray) -> np.ndarray:
+        wp = self.waypoints[self.index]
+        hand = scene.hand()
+        error = wp.pos - hand
+        turn = rotation_toward(scene.hand_rotation(), scene.finger_axis(), wp.axis)
+        reached = float(np.linalg.norm(error)) < wp.tol and float(np.linalg.norm(turn)) < 0.08
+        self.steps += 1
+        if reached:
+            self.held += 1
+        if (reached and self.held > wp.settle) or self.steps > wp.max_steps:
+            self.index, self.steps, self.held = self.index + 1, 0, 0
+        move = np.clip(base_rotation.T @ error / POS_UNIT * GAIN, -wp.speed, wp.speed)
+        spin = np.clip(base_rotation.T @ turn / ROT_UNIT * ROT_GAIN, -1.0, 1.0)
+        return np.array([*move, *spin, wp.gripper])
+
+
+# ------------------------------------------------------------------------------------------- policy
+
+
+class LiberoExpert(Policy):
+    """Privileged scripted expert for LIBERO tasks whose goals are ``In`` / ``On`` predicates (conjunctions
+    included); other goal predicates are refused in one line when bound."""
+
+    name = "libero_expert"
+    privileged = True
+
+    def __init__(self, retries: int = 1) -> None:
+        self.retries = retries
+        self.env: Any = None
+        self.goals: list[Goal] = []
+        self._tasks: list[PickPlace] = []
+        self._stages: list[Stage] = []
+        self._tracker: Tracker | None = None
+        self._scene: Scene | None = None
+        self._stats: dict[str, float] = {}
+
+    def bind(self, env: Any) -> None:
+        self.env = env
+        self.goals = parse_goal(env.unwrapped.raw_env.env.parsed_problem["goal_state"])
+
+    def reset(self, context: EpisodeContext) -> None:
+        if self.env is None:
+            raise RuntimeError("LiberoExpert needs the env: call policy.bind(env) before reset()")
+        self._scene = Scene(self.env.unwrapped.raw_env)
+        self._tasks = [PickPlace(g, self.retries) for g in self.goals]
+        self._stages = [stage for task in self._tasks for stage in task.stages()]
+        self._tracker = None
+        self._stats = {"retries": 0.0}
+
+    def act(self, observation: Mapping[str, Any]) -> np.ndarray:
+        scene = self._scene
+        if scene is None:
+            raise RuntimeError("call reset() before act()")
+        while self._tracker is None or self._tracker.done:
+            if not self._stages:
+                gripper = self.env.unwrapped.noop_action()[6]
+                return np.array([0, 0, 0, 0, 0, 0, gripper], np.float32)
+            self._tracker = Tracker(self._stages.pop(0)(scene))
+        base = self._base_rotation()
+        return self._tracker.action(scene, base).astype(np.float32)
+
+    def _base_rotation(self) -> np.ndarray:
+        controller = self.env.unwrapped.raw_env.robots[0].composite_controller
+        return np.asarray(controller.get_controller_base_pose("right")[1])
+
+    def episode_stats(self) -> dict[str, float]:
+        used = sum(self.retries - t.retries for t in self._tasks)
+        return {"grasp_retries": float(used)}

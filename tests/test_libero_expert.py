@@ -1,0 +1,84 @@
+"""The LIBERO scripted expert: goal parsing and grasp choice (no simulator), and slow closed-loop solves."""
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from policies.experts.libero_goals import Goal, choose_grasp, goal_of_bddl, parse_goal
+
+LIBERO_10_MICROWAVE = """(define (problem LIBERO_Kitchen_Tabletop_Manipulation)
+  (:domain robosuite)
+  (:language put the yellow and white mug in the microwave and close it)
+  (:objects white_yellow_mug_1 - white_yellow_mug)
+  (:goal
+    (And (In white_yellow_mug_1 microwave_1_heating_region) (Close microwave_1))
+  )
+)
+"""
+
+
+def test_goal_of_bddl_reads_the_conjunction_and_parse_orders_it():
+    clauses = goal_of_bddl(LIBERO_10_MICROWAVE)
+    assert clauses == [["In", "white_yellow_mug_1", "microwave_1_heating_region"], ["Close", "microwave_1"]]
+    # a single clause without And, and the order a person works in: open, put, close, switch
+    assert goal_of_bddl("(:goal (On a_1 b_1))") == [["On", "a_1", "b_1"]]
+    every = {"in", "on", "open", "close", "turnon", "turnoff"}
+    goals = parse_goal([["TurnOn", "stove_1"], ["Close", "d_1"], ["On", "a_1", "b_1"], ["Open", "d_1"],
+                        ["In", "c_1", "d_1_region"]], solved=frozenset(every))
+    assert [g.predicate for g in goals] == ["open", "on", "in", "close", "turnon"]
+    assert goals[1] == Goal("on", ("a_1", "b_1")) and str(goals[1]) == "(on a_1 b_1)"
+
+
+@pytest.mark.parametrize(("clauses", "message"), [
+    ([["Stack", "a_1", "b_1"]], "does not know the goal predicate 'Stack'"),
+    ([["In", "a_1"]], "In takes 2 argument(s), got 1"),
+    ([["Open", "wooden_cabinet_1_middle_region"]], "cannot solve the goal predicate 'Open' yet"),
+    ([], "the BDDL goal is empty"),
+])
+def test_bad_goals_are_one_line_errors_naming_the_predicate(clauses, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as error:
+        parse_goal(clauses)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("text", ["(:goal (And (In a b)", "(define (problem x))", "(:goal (And (In a (b c))))"])
+def test_malformed_bddl_goals_are_refused(text):
+    with pytest.raises(ValueError, match="goal"):
+        goal_of_bddl(text)
+
+
+@pytest.mark.parametrize(("size", "kind"), [
+    ((0.081, 0.043, 0.018), "top"),     # cream cheese box: across its 4.3 cm side
+    ((0.065, 0.065, 0.072), "top"),     # alphabet soup can
+    ((0.043, 0.044, 0.157), "upper"),   # wine bottle: around its top part
+    ((0.060, 0.060, 0.140), "upper"),   # milk carton
+    ((0.107, 0.107, 0.051), "rim"),     # akita black bowl, wider than the gripper
+    ((0.137, 0.138, 0.019), "rim"),     # plate
+])
+def test_grasp_choice_follows_the_shape(size, kind):
+    choice = choose_grasp(*size)
+    assert choice.kind == kind
+    assert 0 < choice.height < size[2]  # the grasp is within the object's height
+
+
+def test_rotation_toward_turns_the_fingers_onto_the_axis_and_keeps_the_hand_down():
+    from policies.experts.libero import rotation_toward
+
+    # a hand pointing down (site z to world -z), fingers closing along its y axis, yawed by 0.4 rad
+    hand = Rotation.from_euler("z", 0.4).as_matrix() @ np.diag([1.0, -1.0, -1.0])
+    fingers = hand @ np.array([0.0, 1.0, 0.0])
+    want = np.array([np.cos(1.2), np.sin(1.2), 0.0])
+    turned = Rotation.from_rotvec(rotation_toward(hand, fingers, want)).as_matrix() @ hand
+    assert np.allclose(turned @ np.array([0.0, 1.0, 0.0]), want, atol=1e-9)
+    assert np.allclose(turned @ np.array([0.0, 0.0, 1.0]), [0.0, 0.0, -1.0], atol=1e-9)
+
+
+def test_expert_refuses_a_task_it_cannot_solve_before_any_episode(tmp_path, capsys):
+    from benchmarks.libero import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--policy", "expert", "--suite", "libero_goal", "--tasks", "0", "--output", str(tmp_path),
+              "--no-progress"])
+    err = capsys.readouterr().err.strip()  # robosuite's import warnings may come first
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert "libero_goal task 0" in err.splitlines()[-1] and "'Open'" in err.splitlines()[-1]
