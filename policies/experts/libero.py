@@ -49,6 +49,7 @@ class Waypoint:
     tol: float = 0.01
     settle: int = 0  # steps held once reached (fingers closing / opening)
     max_steps: int = 80  # give up waiting for the hand and move on
+    approach: tuple[float, float, float] = (0.0, 0.0, -1.0)  # where the fingers point (world)
 
 
 # ---------------------------------------------------------------------------------------- the scene
@@ -165,6 +166,36 @@ class Scene:
                 break
             start = np.array([xy[0], xy[1], hit - 1e-4])
         return float(top)
+
+    def joints_of(self, name: str) -> list[str]:
+        """The articulation joints a BDDL name refers to: a region's own joints, else its owner's."""
+        site = self.env.object_sites_dict.get(name)
+        joints = getattr(site, "joints", None) if site is not None else None
+        if not joints:
+            joints = list(self.env.get_object(self.owner(name)).joints)
+        if not joints:
+            raise ValueError(f"the LIBERO expert finds no joint to move for {name!r}")
+        return list(joints)
+
+    def joint(self, joint: str) -> tuple[float, np.ndarray, np.ndarray, int, np.ndarray]:
+        """``(qpos, world axis, world anchor, type, range)`` of a joint."""
+        m, d = self.model, self.data
+        j = m.joint(joint).id
+        rot = np.array(d.xmat[m.jnt_bodyid[j]]).reshape(3, 3)
+        return (float(d.qpos[m.jnt_qposadr[j]]), rot @ m.jnt_axis[j], np.array(d.xanchor[j]), int(m.jnt_type[j]),
+                np.array(m.jnt_range[j]))
+
+    def joint_body_boxes(self, joint: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """World bounding boxes ``(low, high)`` of the collision geoms the joint moves (its body only)."""
+        m, d = self.model, self.data
+        body = m.jnt_bodyid[m.joint(joint).id]
+        signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
+        boxes = []
+        for g in range(m.ngeom):
+            if m.geom_bodyid[g] == body and (m.geom_contype[g] or m.geom_conaffinity[g]):
+                c = d.geom_xpos[g] + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+                boxes.append((c.min(0), c.max(0)))
+        return boxes
 
     def _robot(self, geom: int) -> bool:
         name = self.model.body(self.model.geom_bodyid[geom]).name
@@ -286,26 +317,142 @@ class PickPlace:
                 Waypoint(release + np.array([0, 0, 0.08]), axis, OPEN, tol=0.03)]
 
 
+DRAWER_OPEN_MARGIN = 0.012  # m: pull a drawer this much past LIBERO's "open" threshold (within its range)
+GRIP_DEPTH = 0.007  # m: the pad centres this far behind a handle's outer side (handles are ~1.5 cm deep)
+TWIST = 0.75  # rad: a knob is turned this far past where it starts
+
+
+def handle_of(boxes: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> tuple[np.ndarray, float]:
+    """The handle of a drawer whose geoms are ``boxes`` and which opens along ``out`` (unit, horizontal):
+    ``(handle centre, handle's outer side as a coordinate along out)``; the handle is the geom reaching
+    farthest out."""
+    def span(box: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+        corners = np.array([[box[i][0], box[j][1], box[k][2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)])
+        values = corners @ out
+        return float(values.min()), float(values.max())
+
+    spans = [span(b) for b in boxes]
+    h = int(np.argmax([hi for _, hi in spans]))
+    lo, hi = boxes[h]
+    return (lo + hi) / 2, spans[h][1]
+
+
+class Articulate:
+    """Open or close a drawer (a slide joint: hook the handle and pull / push it along the joint axis), or
+    turn a knob on or off (a hinge: grasp its grip and twist about the joint axis)."""
+
+    def __init__(self, goal: Goal, retries: int = 1) -> None:
+        self.goal, self.retries = goal, retries
+        self.target = goal.args[0]
+        self.grasp_kind = ""
+
+    def stages(self) -> list[Stage]:
+        return [self.plan, self.check]
+
+    def done(self, scene: Scene) -> bool:
+        state = scene.env.object_states_dict[self.target]
+        method = {"open": "is_open", "close": "is_close", "turnon": "turn_on", "turnoff": "turn_off"}
+        return bool(getattr(state, method[self.goal.predicate])())
+
+    def plan(self, scene: Scene) -> list[Waypoint]:
+        if self.done(scene):
+            return []
+        joint = scene.joints_of(self.target)[0]
+        qpos, axis, anchor, kind, limits = scene.joint(joint)
+        if kind == 2:  # slide: a drawer
+            self.grasp_kind = "handle"
+            return self._drawer(scene, joint, qpos, axis, limits)
+        if kind == 3 and abs(axis[2]) > 0.9 and self.goal.predicate in ("turnon", "turnoff"):
+            self.grasp_kind = "twist"
+            return self._knob(scene, joint, qpos, axis, anchor)
+        raise ValueError(f"the LIBERO expert cannot yet ({self.goal.predicate} {self.target}): joint {joint} "
+                         f"is {'a hinge' if kind == 3 else 'not a slide or hinge'}")
+
+    def check(self, scene: Scene) -> list[Waypoint]:
+        if self.done(scene) or self.retries <= 0:
+            return []
+        self.retries -= 1
+        hand = scene.hand()
+        axis = _horizontal(scene.finger_axis())
+        up = Waypoint(hand + np.array([0, 0, 0.06]), axis, OPEN, tol=0.02, settle=4)
+        return [up, *self.plan(scene)]
+
+    def _drawer(self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, limits: np.ndarray) -> list[Waypoint]:
+        opening = self.goal.predicate == "open"
+        state = scene.env.get_object(scene.owner(self.target)).object_properties["articulation"]
+        # which way along the axis "open" lies: toward the open range from the closed one
+        open_sign = -1.0 if max(state["default_open_ranges"]) < min(state["default_close_ranges"]) else 1.0
+        out = _horizontal(axis * open_sign)
+        if opening:  # just past LIBERO's "open" threshold, within the joint's range
+            edge = max(state["default_open_ranges"]) if open_sign < 0 else min(state["default_open_ranges"])
+            goal_q = edge + open_sign * DRAWER_OPEN_MARGIN
+        else:  # all the way in: LIBERO's "closed" is a strict inequality at the end of the range
+            goal_q = limits[1] if open_sign < 0 else limits[0]
+        goal_q = float(np.clip(goal_q, limits[0], limits[1]))
+        travel = abs(goal_q - qpos) + 0.01
+        centre, outer = handle_of(scene.joint_body_boxes(joint), out)
+        hand = scene.hand()
+        point = tuple(float(v) for v in -out)  # the hand faces the drawer, fingers closing up-down
+        vertical = np.array([0.0, 0.0, 1.0])
+        reach = centre + out * (outer - float(centre @ out) - GRIP_DEPTH)  # pads around the bar
+        if opening:
+            start, gripper, motion = reach, CLOSED, out * travel
+        else:  # closed fingers pressed on the handle, then pushed in
+            start, gripper, motion = reach + out * 0.01, CLOSED, -out * travel
+        front = start + out * 0.10
+        lift = np.array([*front[:2], min(max(front[2] + 0.08, hand[2]), MAX_HAND_Z)])
+        grip = [Waypoint(start, vertical, CLOSED, speed=SLOW, tol=0.02, settle=12, approach=point)] if opening else []
+        return [Waypoint(lift, vertical, OPEN, tol=0.03, approach=point, max_steps=100),
+                Waypoint(front, vertical, OPEN, tol=0.012, approach=point),
+                Waypoint(start, vertical, OPEN if opening else gripper, speed=SLOW, tol=0.008, approach=point),
+                *grip,
+                Waypoint(start + motion, vertical, gripper, speed=SLOW, tol=0.015, max_steps=90, approach=point),
+                Waypoint(start + motion + out * 0.06, vertical, OPEN, tol=0.03, approach=point)]
+
+    def _knob(self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray) -> list[Waypoint]:
+        boxes = scene.joint_body_boxes(joint)
+        top = max(float(hi[2]) for _, hi in boxes)
+        # the grip: the geoms standing above the knob's base; fingers across its narrow side
+        base = min(float(lo[2]) for lo, _ in boxes)
+        ridge = [(lo, hi) for lo, hi in boxes if hi[2] > base + 0.6 * (top - base)]
+        lo = np.min([b[0] for b in ridge], axis=0)
+        hi = np.max([b[1] for b in ridge], axis=0)
+        across = np.array([1.0, 0.0, 0.0]) if hi[0] - lo[0] < hi[1] - lo[1] else np.array([0.0, 1.0, 0.0])
+        current = scene.finger_axis()
+        axis0 = _nearest_sign(across, current)
+        sign = 1.0 if self.goal.predicate == "turnon" else -1.0
+        sign *= 1.0 if axis[2] > 0 else -1.0  # turn about +z (world) by this sign
+        turn = Rotation.from_rotvec(np.array([0.0, 0.0, sign * TWIST])).as_matrix()
+        grip = np.array([anchor[0], anchor[1], (top + base) / 2 + 0.01])
+        above = np.array([*grip[:2], grip[2] + 0.10])
+        return [Waypoint(above, axis0, OPEN, tol=0.015),
+                Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008),
+                Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10),
+                Waypoint(grip, turn @ axis0, CLOSED, speed=SLOW, tol=0.02, settle=4, max_steps=60),
+                Waypoint(grip, turn @ axis0, OPEN, tol=0.05, settle=6),
+                Waypoint(above, turn @ axis0, OPEN, tol=0.03)]
+
+
 # ---------------------------------------------------------------------------------------- tracking
 
 
-def rotation_toward(current: np.ndarray, finger_axis_now: np.ndarray, axis: np.ndarray) -> np.ndarray:
-    """Axis-angle (world) turning the hand so that it points down and its fingers close along ``axis``.
+DOWN = np.array([0.0, 0.0, -1.0])
 
-    ``current`` is the hand site's rotation; the fingers' closing direction in the site frame is read
-    from ``finger_axis_now`` (so no convention of the gripper model is assumed)."""
+
+def rotation_toward(current: np.ndarray, finger_axis_now: np.ndarray, axis: np.ndarray,
+                    approach: np.ndarray = DOWN) -> np.ndarray:
+    """Axis-angle (world) turning the hand so that its fingers point along ``approach`` and close along
+    ``axis`` (perpendicular to it).
+
+    ``current`` is the hand site's rotation, whose z axis is where the fingers point (robosuite's grip
+    site); the closing direction in the site frame is read from ``finger_axis_now``."""
+    approach_local = np.array([0.0, 0.0, 1.0])
     finger_local = current.T @ finger_axis_now
-    approach_local = current.T @ np.array([0.0, 0.0, -1.0])  # where "down" is in the hand frame now
-    # the site axis that points down when the hand points down: the one nearest down now
-    down_index = int(np.argmax(np.abs(approach_local)))
-    down_local = np.zeros(3)
-    down_local[down_index] = np.sign(approach_local[down_index])
-    finger_local = finger_local - (finger_local @ down_local) * down_local
+    finger_local = finger_local - (finger_local @ approach_local) * approach_local
     finger_local /= max(float(np.linalg.norm(finger_local)), 1e-9)
-    third_local = np.cross(down_local, finger_local)
-    local = np.stack([down_local, finger_local, third_local], axis=1)
-    want = np.stack([np.array([0.0, 0.0, -1.0]), axis, np.cross(np.array([0.0, 0.0, -1.0]), axis)], axis=1)
-    desired = want @ local.T  # site rotation that maps the local frame onto the wanted one
+    local = np.stack([approach_local, finger_local, np.cross(approach_local, finger_local)], axis=1)
+    want = np.stack([approach, axis, np.cross(approach, axis)], axis=1)
+    desired = want @ local.T  # the site rotation that maps the local frame onto the wanted one
     return Rotation.from_matrix(desired @ current.T).as_rotvec()
 
 
@@ -323,7 +470,7 @@ class Tracker:
         wp = self.waypoints[self.index]
         hand = scene.hand()
         error = wp.pos - hand
-        turn = rotation_toward(scene.hand_rotation(), scene.finger_axis(), wp.axis)
+        turn = rotation_toward(scene.hand_rotation(), scene.finger_axis(), wp.axis, np.array(wp.approach))
         reached = float(np.linalg.norm(error)) < wp.tol and float(np.linalg.norm(turn)) < 0.08
         self.steps += 1
         if reached:
@@ -349,7 +496,7 @@ class LiberoExpert(Policy):
         self.retries = retries
         self.env: Any = None
         self.goals: list[Goal] = []
-        self._tasks: list[PickPlace] = []
+        self._tasks: list[PickPlace | Articulate] = []
         self._stages: list[Stage] = []
         self._tracker: Tracker | None = None
         self._scene: Scene | None = None
@@ -363,7 +510,7 @@ class LiberoExpert(Policy):
         if self.env is None:
             raise RuntimeError("LiberoExpert needs the env: call policy.bind(env) before reset()")
         self._scene = Scene(self.env.unwrapped.raw_env)
-        self._tasks = [PickPlace(g, self.retries) for g in self.goals]
+        self._tasks = plan_tasks(self._scene, self.goals, self.retries)
         self._stages = [stage for task in self._tasks for stage in task.stages()]
         self._tracker = None
         self._stats = {"retries": 0.0}
@@ -386,4 +533,23 @@ class LiberoExpert(Policy):
 
     def episode_stats(self) -> dict[str, float]:
         used = sum(self.retries - t.retries for t in self._tasks)
-        return {"grasp_retries": float(used)}
+        return {"retries": float(used)}
+
+
+def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace | Articulate]:
+    """One sub-task per goal, in the goals' order; putting something in a closed drawer opens it first."""
+    tasks: list[PickPlace | Articulate] = []
+    opened = {g.args[0] for g in goals if g.predicate == "open"}
+    for goal in goals:
+        if goal.predicate in ("in", "on"):
+            region = goal.args[1]
+            site = scene.env.object_sites_dict.get(region)
+            if getattr(site, "joints", None) and region not in opened:
+                opener = Articulate(Goal("open", (region,)), retries)
+                if not opener.done(scene):
+                    tasks.append(opener)
+                opened.add(region)
+            tasks.append(PickPlace(goal, retries))
+        else:
+            tasks.append(Articulate(goal, retries))
+    return tasks

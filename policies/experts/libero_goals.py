@@ -17,8 +17,8 @@ from typing import Literal
 
 #: Predicates LIBERO tasks use, each with its number of arguments.
 PREDICATE_ARITY: dict[str, int] = {"in": 2, "on": 2, "open": 1, "close": 1, "turnon": 1, "turnoff": 1}
-#: The predicates this expert solves now; the others known to LIBERO are refused by name.
-SOLVED_PREDICATES: frozenset[str] = frozenset({"in", "on"})
+#: The predicates this expert works on; others are refused by name.
+SOLVED_PREDICATES: frozenset[str] = frozenset(PREDICATE_ARITY)
 _ORDER = {"open": 0, "in": 1, "on": 1, "close": 2, "turnon": 3, "turnoff": 3}
 
 GraspKind = Literal["top", "upper", "rim"]
