@@ -318,6 +318,7 @@ class PickPlace:
 
 
 DRAWER_OPEN_MARGIN = 0.012  # m: pull a drawer this much past LIBERO's "open" threshold (within its range)
+SLIDE, HINGE = 2, 3  # MuJoCo joint types (mjtJoint)
 GRIP_DEPTH = 0.007  # m: the pad centres this far behind a handle's outer side (handles are ~1.5 cm deep)
 TWIST = 0.75  # rad: a knob is turned this far past where it starts
 
@@ -359,14 +360,14 @@ class Articulate:
             return []
         joint = scene.joints_of(self.target)[0]
         qpos, axis, anchor, kind, limits = scene.joint(joint)
-        if kind == 2:  # slide: a drawer
+        if kind == SLIDE:  # a drawer
             self.grasp_kind = "handle"
             return self._drawer(scene, joint, qpos, axis, limits)
-        if kind == 3 and abs(axis[2]) > 0.9 and self.goal.predicate in ("turnon", "turnoff"):
+        if kind == HINGE and abs(axis[2]) > 0.9 and self.goal.predicate in ("turnon", "turnoff"):
             self.grasp_kind = "twist"
             return self._knob(scene, joint, qpos, axis, anchor)
         raise ValueError(f"the LIBERO expert cannot yet ({self.goal.predicate} {self.target}): joint {joint} "
-                         f"is {'a hinge' if kind == 3 else 'not a slide or hinge'}")
+                         f"is {'a hinge' if kind == HINGE else 'not a slide or hinge'}")
 
     def check(self, scene: Scene) -> list[Waypoint]:
         if self.done(scene) or self.retries <= 0:
@@ -544,7 +545,8 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
         if goal.predicate in ("in", "on"):
             region = goal.args[1]
             site = scene.env.object_sites_dict.get(region)
-            if getattr(site, "joints", None) and region not in opened:
+            articulated = [j for j in getattr(site, "joints", None) or [] if scene.joint(j)[3] in (SLIDE, HINGE)]
+            if articulated and region not in opened:
                 opener = Articulate(Goal("open", (region,)), retries)
                 if not opener.done(scene):
                     tasks.append(opener)
