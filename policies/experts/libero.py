@@ -34,6 +34,8 @@ ROT_GAIN = 2.0
 CLEARANCE = 0.05  # m: a carried object's base clears what lies under its path by this much
 MAX_HAND_Z = 1.40  # m (world): the highest the hand is sent
 APPROACH = 0.10  # m: the hand descends the last stretch to a grasp vertically
+NEAR = 0.04  # m: the last stretch of a descent, taken slowly
+TRAVEL_TURN = 3.2  # rad: a travel waypoint is passed whatever the hand's orientation (it turns on the way)
 LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
 RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
 
@@ -50,6 +52,7 @@ class Waypoint:
     settle: int = 0  # steps held once reached (fingers closing / opening)
     max_steps: int = 80  # give up waiting for the hand and move on
     approach: tuple[float, float, float] = (0.0, 0.0, -1.0)  # where the fingers point (world)
+    turn_tol: float = 0.08  # rad: orientation error accepted (travel waypoints turn on the way)
 
 
 # ---------------------------------------------------------------------------------------- the scene
@@ -197,6 +200,42 @@ class Scene:
                 boxes.append((c.min(0), c.max(0)))
         return boxes
 
+    def free_spot(self, region: str, radius: float, skip: str, grid: int = 9) -> np.ndarray:
+        """The point of a region (LIBERO's box: site position +- its size, turned by the site) where an
+        object of ``radius`` lands lowest: the tallest collision geom whose box meets the object's
+        footprint is the lowest there (no wall, rim or overhang in the way), nearest the centre among equals."""
+        site = self.env.object_sites_dict.get(region)
+        centre = self.position(region)
+        size = getattr(site, "size", None)
+        if size is None:
+            return centre[:2]
+        half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
+        lows, highs = self._geom_boxes(skip)
+        reach = radius + 0.005
+        best, best_key = centre[:2], (np.inf, np.inf)
+        for fx in np.linspace(-1.0, 1.0, grid):
+            for fy in np.linspace(-1.0, 1.0, grid):
+                point = centre[:2] + np.array([fx, fy]) * half
+                meets = np.all((lows[:, :2] < point + reach) & (highs[:, :2] > point - reach), axis=1)
+                key = (round(float(highs[meets, 2].max(initial=-np.inf)), 3), float(np.hypot(fx, fy)))
+                if key < best_key:
+                    best, best_key = point, key
+        return best
+
+    def _geom_boxes(self, skip: str) -> tuple[np.ndarray, np.ndarray]:
+        """World bounding boxes of the scene's collision geoms, but ``skip``'s and the robot's."""
+        m, d = self.model, self.data
+        skip_bodies = self.subtree(skip)
+        signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
+        lows, highs = [], []
+        for g in range(m.ngeom):
+            if not (m.geom_contype[g] or m.geom_conaffinity[g]) or m.geom_bodyid[g] in skip_bodies or self._robot(g):
+                continue
+            c = d.geom_xpos[g] + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+            lows.append(c.min(0))
+            highs.append(c.max(0))
+        return np.array(lows), np.array(highs)
+
     def _robot(self, geom: int) -> bool:
         name = self.model.body(self.model.geom_bodyid[geom]).name
         return name.startswith(("robot", "gripper", "mount"))
@@ -275,8 +314,10 @@ class PickPlace:
         above[2] = min(max(above[2], hi[2] + 0.05), MAX_HAND_Z)
         hand = scene.hand()
         travel_z = min(max(hand[2], above[2]), MAX_HAND_Z)
-        return [Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03),
+        near = grasp + np.array([0, 0, NEAR])
+        return [Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
                 Waypoint(above, axis, OPEN, tol=0.015),
+                *([Waypoint(near, axis, OPEN, tol=0.015)] if above[2] > near[2] + 0.01 else []),
                 Waypoint(grasp, axis, OPEN, speed=SLOW, tol=0.008),
                 Waypoint(grasp, axis, CLOSED, speed=SLOW, tol=0.02, settle=12),
                 Waypoint(grasp + np.array([0, 0, 0.15]), axis, CLOSED, speed=SLOW, tol=0.02)]
@@ -296,9 +337,9 @@ class PickPlace:
         lo, hi = scene.extent(self.obj)
         centre = (lo + hi) / 2
         offset = centre - hand  # measured carry offset: where the object hangs from the hand
-        goal = scene.position(self.target)
-        if self.goal.predicate == "on" and self.target in scene.env.obj_body_id:
-            goal = scene.position(self.target)  # On an object: over its origin (LIBERO checks 3 cm)
+        goal = scene.position(self.target)  # On an object: over its origin (LIBERO checks 3 cm)
+        if self.target not in scene.env.obj_body_id:  # a region: the spot in it with the most room
+            goal[:2] = scene.free_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
         hand_goal_xy = goal[:2] - offset[:2]
         surface = scene.surface_z(goal[:2], skip=self.obj)
         if not np.isfinite(surface):
@@ -310,8 +351,10 @@ class PickPlace:
         carry_z = min(max(release_z + 0.06, obstacles + CLEARANCE + below, hand[2]), MAX_HAND_Z)
         over = np.array([*hand_goal_xy, carry_z])
         release = np.array([*hand_goal_xy, min(release_z, carry_z)])
-        return [Waypoint(np.array([*hand[:2], carry_z]), axis, CLOSED, tol=0.02),
+        near = release + np.array([0, 0, NEAR])
+        return [Waypoint(np.array([*hand[:2], carry_z]), axis, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
                 Waypoint(over, axis, CLOSED, tol=0.012),
+                *([Waypoint(near, axis, CLOSED, tol=0.015)] if over[2] > near[2] + 0.01 else []),
                 Waypoint(release, axis, CLOSED, speed=SLOW, tol=0.01),
                 Waypoint(release, axis, OPEN, tol=0.05, settle=10),
                 Waypoint(release + np.array([0, 0, 0.08]), axis, OPEN, tol=0.03)]
@@ -443,7 +486,7 @@ DOWN = np.array([0.0, 0.0, -1.0])
 def rotation_toward(current: np.ndarray, finger_axis_now: np.ndarray, axis: np.ndarray,
                     approach: np.ndarray = DOWN) -> np.ndarray:
     """Axis-angle (world) turning the hand so that its fingers point along ``approach`` and close along
-    ``axis`` (perpendicular to it).
+    ``axis`` (perpendicular to it), either way round, whichever is the smaller turn.
 
     ``current`` is the hand site's rotation, whose z axis is where the fingers point (robosuite's grip
     site); the closing direction in the site frame is read from ``finger_axis_now``."""
@@ -452,9 +495,12 @@ def rotation_toward(current: np.ndarray, finger_axis_now: np.ndarray, axis: np.n
     finger_local = finger_local - (finger_local @ approach_local) * approach_local
     finger_local /= max(float(np.linalg.norm(finger_local)), 1e-9)
     local = np.stack([approach_local, finger_local, np.cross(approach_local, finger_local)], axis=1)
-    want = np.stack([approach, axis, np.cross(approach, axis)], axis=1)
-    desired = want @ local.T  # the site rotation that maps the local frame onto the wanted one
-    return Rotation.from_matrix(desired @ current.T).as_rotvec()
+    turns = []
+    for closing in (axis, -axis):  # the two fingers are alike: either sign of the closing axis will do
+        want = np.stack([approach, closing, np.cross(approach, closing)], axis=1)
+        desired = want @ local.T  # the site rotation that maps the local frame onto the wanted one
+        turns.append(Rotation.from_matrix(desired @ current.T).as_rotvec())
+    return min(turns, key=lambda t: float(np.linalg.norm(t)))
 
 
 class Tracker:
@@ -472,7 +518,7 @@ class Tracker:
         hand = scene.hand()
         error = wp.pos - hand
         turn = rotation_toward(scene.hand_rotation(), scene.finger_axis(), wp.axis, np.array(wp.approach))
-        reached = float(np.linalg.norm(error)) < wp.tol and float(np.linalg.norm(turn)) < 0.08
+        reached = float(np.linalg.norm(error)) < wp.tol and float(np.linalg.norm(turn)) < wp.turn_tol
         self.steps += 1
         if reached:
             self.held += 1
