@@ -477,6 +477,58 @@ class Articulate:
                 Waypoint(above, turn @ axis0, OPEN, tol=0.03)]
 
 
+FLAT = 0.03  # m: an object this low and wider than the gripper is pushed, not lifted, to a place at its level
+PUSH_HEIGHT = 0.012  # m: the closed fingertips push this far above the object's base
+PUSH_INSET = 0.025  # m: ... from inside its rim (outside, a wall or cabinet may stand in the way)
+
+
+def is_flat_and_wide(scene: Scene, obj: str) -> bool:
+    """Lower than FLAT and too wide for the fingers (a plate): such an object is pushed."""
+    lo, hi = scene.extent(obj)
+    return choose_grasp(*(hi - lo)).kind == "rim" and float(hi[2] - lo[2]) < FLAT
+
+
+class Push:
+    """Push a flat, wide object along its support into a region at its own level (``On`` a table region):
+    closed fingertips inside it against the rim away from the region, then straight through to where its centre meets the region's freest
+    spot; re-planned once from where it ended."""
+
+    def __init__(self, goal: Goal, retries: int = 1) -> None:
+        self.goal, self.retries = goal, retries
+        self.obj, self.target = goal.args
+        self.grasp_kind = "push"
+
+    def stages(self) -> list[Stage]:
+        return [self.plan, self.again]
+
+    def plan(self, scene: Scene) -> list[Waypoint]:
+        lo, hi = scene.extent(self.obj)
+        centre = (lo + hi) / 2
+        radius = float(max(hi[:2] - lo[:2])) / 2
+        goal = scene.free_spot(self.target, radius, skip=self.obj)
+        shift = goal - centre[:2]
+        if float(np.linalg.norm(shift)) < 0.01:
+            return []
+        u = np.array([*shift / np.linalg.norm(shift), 0.0])
+        side = np.array([-u[1], u[0], 0.0])  # fingers close across the push: the pair's flat side leads
+        z = float(lo[2]) + PUSH_HEIGHT
+        start = np.array([*centre[:2], z]) - u * (radius - PUSH_INSET)  # inside it, against its far rim
+        end = start + np.array([*shift, 0.0])
+        hand = scene.hand()
+        above = np.array([*start[:2], min(max(z + 0.10, hand[2]), MAX_HAND_Z)])
+        return [Waypoint(above, side, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
+                Waypoint(start + np.array([0, 0, NEAR]), side, CLOSED, tol=0.012),
+                Waypoint(start, side, CLOSED, speed=SLOW, tol=0.008),
+                Waypoint(end, side, CLOSED, speed=SLOW, tol=0.008, max_steps=120),
+                Waypoint(end - u * 0.03 + np.array([0, 0, 0.08]), side, CLOSED, tol=0.03)]
+
+    def again(self, scene: Scene) -> list[Waypoint]:
+        if self.retries <= 0:
+            return []
+        self.retries -= 1
+        return self.plan(scene)
+
+
 # ---------------------------------------------------------------------------------------- tracking
 
 
@@ -543,7 +595,7 @@ class LiberoExpert(Policy):
         self.retries = retries
         self.env: Any = None
         self.goals: list[Goal] = []
-        self._tasks: list[PickPlace | Articulate] = []
+        self._tasks: list[PickPlace | Push | Articulate] = []
         self._stages: list[Stage] = []
         self._tracker: Tracker | None = None
         self._scene: Scene | None = None
@@ -583,9 +635,9 @@ class LiberoExpert(Policy):
         return {"retries": float(used)}
 
 
-def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace | Articulate]:
+def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace | Push | Articulate]:
     """One sub-task per goal, in the goals' order; putting something in a closed drawer opens it first."""
-    tasks: list[PickPlace | Articulate] = []
+    tasks: list[PickPlace | Push | Articulate] = []
     opened = {g.args[0] for g in goals if g.predicate == "open"}
     for goal in goals:
         if goal.predicate in ("in", "on"):
@@ -597,7 +649,9 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
                 if not opener.done(scene):
                     tasks.append(opener)
                 opened.add(region)
-            tasks.append(PickPlace(goal, retries))
+            flat = region not in scene.env.obj_body_id and is_flat_and_wide(scene, goal.args[0])
+            level = abs(float(scene.position(region)[2]) - float(scene.extent(goal.args[0])[0][2])) < FLAT
+            tasks.append(Push(goal, retries) if flat and level else PickPlace(goal, retries))
         else:
             tasks.append(Articulate(goal, retries))
     return tasks
