@@ -68,9 +68,33 @@ def test_rotation_toward_turns_the_fingers_onto_the_axis_and_keeps_the_hand_down
     hand = Rotation.from_euler("z", 0.4).as_matrix() @ np.diag([1.0, -1.0, -1.0])
     fingers = hand @ np.array([0.0, 1.0, 0.0])
     want = np.array([np.cos(1.2), np.sin(1.2), 0.0])
-    turned = Rotation.from_rotvec(rotation_toward(hand, fingers, want)).as_matrix() @ hand
-    assert np.allclose(turned @ np.array([0.0, 1.0, 0.0]), want, atol=1e-9)
+    turn = rotation_toward(hand, fingers, want)
+    turned = Rotation.from_rotvec(turn).as_matrix() @ hand
+    # the fingers start at -(pi/2 - 0.4) rad: -want (at 1.2 - pi) is the nearer way round, 0.77 rad, not 2.37
+    assert np.allclose(turned @ np.array([0.0, 1.0, 0.0]), -want, atol=1e-9)
+    assert np.linalg.norm(turn) == pytest.approx(np.pi - 1.2 - (np.pi / 2 - 0.4))
     assert np.allclose(turned @ np.array([0.0, 0.0, 1.0]), [0.0, 0.0, -1.0], atol=1e-9)
+    # the closing axis the other way round is the same grasp: the same hand pose
+    back = Rotation.from_rotvec(rotation_toward(hand, fingers, -want)).as_matrix() @ hand
+    assert np.allclose(back, turned, atol=1e-9)
+    # facing a drawer: fingers pointing along -y, closing up-down
+    front = Rotation.from_rotvec(rotation_toward(hand, fingers, np.array([0.0, 0.0, 1.0]),
+                                                 np.array([0.0, -1.0, 0.0]))).as_matrix() @ hand
+    assert np.allclose(front @ np.array([0.0, 0.0, 1.0]), [0.0, -1.0, 0.0], atol=1e-9)
+    assert np.allclose(np.abs(front @ np.array([0.0, 1.0, 0.0])), [0.0, 0.0, 1.0], atol=1e-9)
+
+
+def test_the_handle_is_the_geom_reaching_farthest_along_the_opening_direction():
+    from policies.experts.libero import handle_of
+
+    # LIBERO's wooden cabinet middle drawer (world boxes): front face, a side wall, two standoffs, the bar
+    face = (np.array([-0.091, -0.169, 0.984]), np.array([0.128, -0.164, 1.053]))
+    wall = (np.array([-0.09, -0.334, 0.988]), np.array([-0.084, -0.172, 1.05]))
+    standoffs = [(np.array([x, -0.169, 1.01]), np.array([x + 0.01, -0.148, 1.021])) for x in (-0.012, 0.052)]
+    bar = (np.array([-0.02, -0.148, 1.007]), np.array([0.069, -0.133, 1.024]))
+    centre, outer = handle_of([face, wall, *standoffs, bar], np.array([0.0, 1.0, 0.0]))
+    np.testing.assert_allclose(centre, [0.0245, -0.1405, 1.0155])
+    assert outer == pytest.approx(-0.133)
 
 
 def test_expert_refuses_a_task_it_cannot_solve_before_any_episode(tmp_path, capsys, monkeypatch):
@@ -89,7 +113,7 @@ def test_expert_refuses_a_task_it_cannot_solve_before_any_episode(tmp_path, caps
     assert "libero_goal task 0 (stack_it)" in err and "goal predicate 'Stack'" in err
 
 
-def _solve(suite: str, task: int, init_state: int = 0) -> dict:
+def _solve(suite: str, task: int, init_state: int) -> dict:
     from benchmarks.libero.episode import run_episode
     from envs.libero import MAX_STEPS, make_libero_env
     from policies.experts.libero import LiberoExpert
@@ -105,19 +129,22 @@ def _solve(suite: str, task: int, init_state: int = 0) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("suite", "task", "goal"), [
-    ("libero_object", 0, "In: the alphabet soup can in the basket (top grasp)"),
-    ("libero_object", 7, "In: the milk carton in the basket (upper grasp)"),
-    ("libero_spatial", 2, "On: the black bowl on the plate (rim grasp)"),
-    ("libero_goal", 0, "Open: the middle drawer (handle grasp, pulled along the slide)"),
-    ("libero_goal", 7, "TurnOn: the stove (knob grasped and twisted)"),
+@pytest.mark.parametrize(("suite", "task", "init_state", "goal"), [
+    ("libero_object", 0, 0, "In: the alphabet soup can in the basket (top grasp)"),
+    ("libero_object", 7, 0, "In: the milk carton in the basket (upper grasp)"),
+    ("libero_spatial", 2, 0, "On: the black bowl on the plate (rim grasp)"),
+    ("libero_goal", 5, 0, "On a region at the object's level: the plate pushed to the front of the stove"),
+    ("libero_goal", 0, 0, "Open: the middle drawer (handle grasp, pulled along the slide)"),
+    ("libero_goal", 3, 2, "In a closed drawer: opened first, then the bowl put in"),
+    ("libero_goal", 7, 0, "TurnOn: the stove (knob grasped and twisted)"),
+    ("libero_10", 0, 0, "two In goals: the soup and the tomato sauce in the basket"),
 ])
-def test_expert_solves_one_task_of_each_goal_type(suite, task, goal):
-    record = _solve(suite, task)
+def test_expert_solves_one_task_of_each_goal_type(suite, task, init_state, goal):
+    record = _solve(suite, task, init_state)
     assert record["success"], f"{suite} task {task} ({goal}) failed after {record['steps']} steps"
 
 
 @pytest.mark.slow
 def test_expert_is_deterministic_for_a_seed():
-    first, second = _solve("libero_goal", 7), _solve("libero_goal", 7)
+    first, second = _solve("libero_goal", 7, 0), _solve("libero_goal", 7, 0)
     assert first["success"] and first["steps"] == second["steps"]

@@ -31,10 +31,12 @@ OPEN, CLOSED = -1.0, 1.0
 FAST, SLOW = 1.0, 0.4  # cap of each translation component, in action units
 GAIN = 2.0  # action units per unit of position error (in 5 cm): full speed beyond 2.5 cm
 ROT_GAIN = 2.0
+STALL, STALL_MOVE, STALL_TURN = 12, 0.003, 0.02  # steps, m, rad: a waypoint the hand stops short of is passed
 CLEARANCE = 0.05  # m: a carried object's base clears what lies under its path by this much
 MAX_HAND_Z = 1.40  # m (world): the highest the hand is sent
 APPROACH = 0.10  # m: the hand descends the last stretch to a grasp vertically
 NEAR = 0.04  # m: the last stretch of a descent, taken slowly
+FINGERS = 0.05  # m: how far the fingertips reach below the hand site, roughly (for clearances)
 TRAVEL_TURN = 3.2  # rad: a travel waypoint is passed whatever the hand's orientation (it turns on the way)
 LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
 RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
@@ -313,7 +315,9 @@ class PickPlace:
         above = grasp + np.array([0, 0, APPROACH])
         above[2] = min(max(above[2], hi[2] + 0.05), MAX_HAND_Z)
         hand = scene.hand()
-        travel_z = min(max(hand[2], above[2]), MAX_HAND_Z)
+        # high enough that the fingers (about 5 cm below the hand) clear what lies on the way
+        obstacles = scene.highest_between(hand, grasp, skip=self.obj, margin=0.05)
+        travel_z = min(max(hand[2], above[2], obstacles + CLEARANCE + FINGERS), MAX_HAND_Z)
         near = grasp + np.array([0, 0, NEAR])
         return [Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
                 Waypoint(above, axis, OPEN, tol=0.015),
@@ -560,6 +564,7 @@ class Tracker:
 
     def __init__(self, waypoints: list[Waypoint]) -> None:
         self.waypoints, self.index, self.steps, self.held = waypoints, 0, 0, 0
+        self.history: list[tuple[np.ndarray, float]] = []  # (hand position, turn left) at this waypoint
 
     @property
     def done(self) -> bool:
@@ -574,11 +579,19 @@ class Tracker:
         self.steps += 1
         if reached:
             self.held += 1
-        if (reached and self.held > wp.settle) or self.steps > wp.max_steps:
-            self.index, self.steps, self.held = self.index + 1, 0, 0
+        self.history.append((hand, float(np.linalg.norm(turn))))
+        if (reached and self.held > wp.settle) or self.steps > wp.max_steps or (not reached and self._stalled()):
+            self.index, self.steps, self.held, self.history = self.index + 1, 0, 0, []
         move = np.clip(base_rotation.T @ error / POS_UNIT * GAIN, -wp.speed, wp.speed)
         spin = np.clip(base_rotation.T @ turn / ROT_UNIT * ROT_GAIN, -1.0, 1.0)
         return np.array([*move, *spin, wp.gripper])
+
+    def _stalled(self) -> bool:
+        """The hand has neither moved nor turned for STALL steps: blocked (by contact or its reach)."""
+        if len(self.history) <= STALL:
+            return False
+        (then, turn_then), (now, turn_now) = self.history[-STALL - 1], self.history[-1]
+        return float(np.linalg.norm(now - then)) < STALL_MOVE and abs(turn_now - turn_then) < STALL_TURN
 
 
 # ------------------------------------------------------------------------------------------- policy
