@@ -137,6 +137,7 @@ def _solve(suite: str, task: int, init_state: int) -> dict:
     ("libero_goal", 0, 0, "Open: the middle drawer (handle grasp, pulled along the slide)"),
     ("libero_goal", 3, 2, "In a closed drawer: opened first, then the bowl put in"),
     ("libero_goal", 7, 0, "TurnOn: the stove (knob grasped and twisted)"),
+    ("libero_90", 0, 0, "Close: the top drawer pushed shut along the slide"),
     ("libero_10", 0, 0, "two In goals: the soup and the tomato sauce in the basket"),
 ])
 def test_expert_solves_one_task_of_each_goal_type(suite, task, init_state, goal):

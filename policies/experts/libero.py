@@ -366,6 +366,7 @@ class PickPlace:
 
 DRAWER_OPEN_MARGIN = 0.012  # m: pull a drawer this much past LIBERO's "open" threshold (within its range)
 SLIDE, HINGE = 2, 3  # MuJoCo joint types (mjtJoint)
+PUSH_GAP = 0.02  # m: closed fingertips start this far outside a drawer's handle to push it shut
 GRIP_DEPTH = 0.007  # m: the pad centres this far behind a handle's outer side (handles are ~1.5 cm deep)
 TWIST = 0.75  # rad: a knob is turned this far past where it starts
 
@@ -440,22 +441,26 @@ class Articulate:
         travel = abs(goal_q - qpos) + 0.01
         centre, outer = handle_of(scene.joint_body_boxes(joint), out)
         hand = scene.hand()
+        if not opening:  # from above, closed fingertips just outside the handle, pushed in along the axis
+            across = np.array([-out[1], out[0], 0.0])
+            start = centre + out * (outer - float(centre @ out) + PUSH_GAP)
+            above = np.array([*start[:2], min(max(start[2] + 0.12, hand[2]), MAX_HAND_Z)])
+            return [Waypoint(above, across, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
+                    Waypoint(start + np.array([0, 0, NEAR]), across, CLOSED, tol=0.012),
+                    Waypoint(start, across, CLOSED, speed=SLOW, tol=0.008),
+                    Waypoint(start - out * travel, across, CLOSED, speed=SLOW, tol=0.015, max_steps=90),
+                    Waypoint(start - out * travel + np.array([0, 0, 0.08]), across, CLOSED, tol=0.03)]
         point = tuple(float(v) for v in -out)  # the hand faces the drawer, fingers closing up-down
         vertical = np.array([0.0, 0.0, 1.0])
-        reach = centre + out * (outer - float(centre @ out) - GRIP_DEPTH)  # pads around the bar
-        if opening:
-            start, gripper, motion = reach, CLOSED, out * travel
-        else:  # closed fingers pressed on the handle, then pushed in
-            start, gripper, motion = reach + out * 0.01, CLOSED, -out * travel
+        start = centre + out * (outer - float(centre @ out) - GRIP_DEPTH)  # pads around the bar
         front = start + out * 0.10
         lift = np.array([*front[:2], min(max(front[2] + 0.08, hand[2]), MAX_HAND_Z)])
-        grip = [Waypoint(start, vertical, CLOSED, speed=SLOW, tol=0.02, settle=12, approach=point)] if opening else []
         return [Waypoint(lift, vertical, OPEN, tol=0.03, approach=point, max_steps=100),
                 Waypoint(front, vertical, OPEN, tol=0.012, approach=point),
-                Waypoint(start, vertical, OPEN if opening else gripper, speed=SLOW, tol=0.008, approach=point),
-                *grip,
-                Waypoint(start + motion, vertical, gripper, speed=SLOW, tol=0.015, max_steps=90, approach=point),
-                Waypoint(start + motion + out * 0.06, vertical, OPEN, tol=0.03, approach=point)]
+                Waypoint(start, vertical, OPEN, speed=SLOW, tol=0.008, approach=point),
+                Waypoint(start, vertical, CLOSED, speed=SLOW, tol=0.02, settle=12, approach=point),
+                Waypoint(start + out * travel, vertical, CLOSED, speed=SLOW, tol=0.015, max_steps=90, approach=point),
+                Waypoint(start + out * (travel + 0.06), vertical, OPEN, tol=0.03, approach=point)]
 
     def _knob(self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray) -> list[Waypoint]:
         boxes = scene.joint_body_boxes(joint)
