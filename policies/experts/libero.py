@@ -367,6 +367,7 @@ class PickPlace:
 DRAWER_OPEN_MARGIN = 0.012  # m: pull a drawer this much past LIBERO's "open" threshold (within its range)
 SLIDE, HINGE = 2, 3  # MuJoCo joint types (mjtJoint)
 PUSH_GAP = 0.02  # m: closed fingertips start this far outside a drawer's handle to push it shut
+CLOSE_TILT = 0.7  # the fingers point down and this much toward the cabinet (35 degrees) when closing
 GRIP_DEPTH = 0.007  # m: the pad centres this far behind a handle's outer side (handles are ~1.5 cm deep)
 TWIST = 0.75  # rad: a knob is turned this far past where it starts
 
@@ -445,11 +446,14 @@ class Articulate:
             across = np.array([-out[1], out[0], 0.0])
             start = centre + out * (outer - float(centre @ out) + PUSH_GAP)
             above = np.array([*start[:2], min(max(start[2] + 0.12, hand[2]), MAX_HAND_Z)])
-            return [Waypoint(above, across, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
-                    Waypoint(start + np.array([0, 0, NEAR]), across, CLOSED, tol=0.012),
-                    Waypoint(start, across, CLOSED, speed=SLOW, tol=0.008),
-                    Waypoint(start - out * travel, across, CLOSED, speed=SLOW, tol=0.015, max_steps=90),
-                    Waypoint(start - out * travel + np.array([0, 0, 0.08]), across, CLOSED, tol=0.03)]
+            # fingers tipped toward the cabinet: the hand stays clear of the handles of drawers above
+            tip = DOWN + (-out) * CLOSE_TILT
+            point = tuple(float(v) for v in tip / np.linalg.norm(tip))
+            return [Waypoint(above, across, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN, approach=point),
+                    Waypoint(start + np.array([0, 0, NEAR]), across, CLOSED, tol=0.012, approach=point),
+                    Waypoint(start, across, CLOSED, speed=SLOW, tol=0.008, approach=point),
+                    Waypoint(start - out * travel, across, CLOSED, speed=SLOW, tol=0.015, max_steps=90, approach=point),
+                    Waypoint(start - out * travel + np.array([0, 0, 0.08]), across, CLOSED, tol=0.03, approach=point)]
         point = tuple(float(v) for v in -out)  # the hand faces the drawer, fingers closing up-down
         vertical = np.array([0.0, 0.0, 1.0])
         start = centre + out * (outer - float(centre @ out) - GRIP_DEPTH)  # pads around the bar
