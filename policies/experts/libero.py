@@ -18,13 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from policies.base import EpisodeContext, Policy
 from policies.experts.libero_goals import Goal, choose_grasp, parse_goal
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 POS_UNIT, ROT_UNIT = 0.05, 0.5  # OSC_POSE: metres / radians per action unit
 OPEN, CLOSED = -1.0, 1.0
@@ -615,7 +618,7 @@ class LiberoExpert(Policy):
 
     def __init__(self, retries: int = 1) -> None:
         self.retries = retries
-        self.env: Any = None
+        self.env: gym.Env | None = None
         self.goals: list[Goal] = []
         self._tasks: list[PickPlace | Push | Articulate] = []
         self._stages: list[Stage] = []
@@ -623,7 +626,7 @@ class LiberoExpert(Policy):
         self._scene: Scene | None = None
         self._stats: dict[str, float] = {}
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         self.env = env
         self.goals = parse_goal(env.unwrapped.raw_env.env.parsed_problem["goal_state"])
 
