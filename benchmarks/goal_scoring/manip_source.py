@@ -125,6 +125,7 @@ class PlayTableManipSource:
         self.gripper_change, self.settle, self.max_attempts = float(gripper_change), int(settle), int(max_attempts)
         self.step_sizes, self.max_step_num = StepSizes(float(step_translation), float(step_rotation)), int(max_step_num)
         self.renderer = renderer
+        self._last: dict[str, Any] = {}  # the latest observation, set by every reset and step
         self.env = PlayTableEnv(action_mode="relative", cameras=(), renderer=renderer, render_mode="rgb_array")
 
     # ----------------------------------------------------------------------------------- stepping

@@ -394,8 +394,9 @@ def safe_score(item: StaticItem, mode: ScoringMode, response: str) -> ScoreField
     except Exception:  # the mode cannot even score an empty answer: a bare record
         record = cast(ScoreFields, {"metrics": {}})  # its score fields follow, after metrics as before
     failure = failed("scoring_error", f"the scorer raised on this answer: {why}")
-    record.update(score=0.0, correct=False if record.get("correct") is not None else None, parse=failure.to_dict(),
-                  scorer=record.get("scorer") or mode.name, explanation=f"scored 0: the scorer raised {why}", scoring_error=why)  # fmt: skip
+    record.update({"score": 0.0, "correct": False if record.get("correct") is not None else None, "parse": failure.to_dict(),
+                   "scorer": record.get("scorer") or mode.name, "explanation": f"scored 0: the scorer raised {why}",
+                   "scoring_error": why})
     return record
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from benchmarks.scoring.aggregate import percent
 from benchmarks.scoring.metrics import mra_with_units
 from benchmarks.scoring.official import vsibench as official
-from benchmarks.scoring.parsers import ParseResult, failed, parse_number, parse_option, parsed
+from benchmarks.scoring.parsers import failed, parse_number, parse_option, parsed
 from benchmarks.scoring.result import SampleScore, bounded_scorer
 from benchmarks.scoring.units import Quantity, unit_stated_in_question
 from benchmarks.static import summary as S
@@ -201,7 +201,7 @@ def _score_official(item: StaticItem, response: str) -> SampleScore:
         return SampleScore(value, value == 1.0, parse, "vsibench-lmms-eval/exact_match", f"first token {token!r} vs {item.meta['key']!r}")
     numeric = official.na_score(response, item.answer)  # a non-numeric truth scores 0 there, problem noted
     unread = {"no_number": "no number in the response", "number_out_of_range": "the first number is beyond the float range"}
-    parse: ParseResult = (parsed(numeric.prediction, "first_number", f"first number {numeric.prediction}")
+    parse = (parsed(numeric.prediction, "first_number", f"first number {numeric.prediction}")
                           if numeric.prediction is not None else failed(numeric.read, unread.get(numeric.read, numeric.read)))  # fmt: skip
     why = numeric.problem or f"MRA {numeric.score:.2f} of {numeric.prediction} against {item.answer}"
     metrics = {"problem": numeric.problem} if numeric.problem else {}

@@ -53,9 +53,13 @@ class PandaRobot:
         for j in self._dof_joints:
             if j in self.arm_joints:
                 k = self.arm_joints.index(j)
-                lower.append(C.JOINT_LOWER[k]), upper.append(C.JOINT_UPPER[k]), rest.append(C.INITIAL_JOINTS[k])
+                lower.append(C.JOINT_LOWER[k])
+                upper.append(C.JOINT_UPPER[k])
+                rest.append(C.INITIAL_JOINTS[k])
             else:
-                lower.append(C.FINGER_TRAVEL[0]), upper.append(C.FINGER_TRAVEL[1]), rest.append(C.FINGER_TRAVEL[1])
+                lower.append(C.FINGER_TRAVEL[0])
+                upper.append(C.FINGER_TRAVEL[1])
+                rest.append(C.FINGER_TRAVEL[1])
         ranges = [u - lo for lo, u in zip(lower, upper)]
         return {"lowerLimits": lower, "upperLimits": upper, "jointRanges": ranges, "restPoses": rest}
 
