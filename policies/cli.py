@@ -223,6 +223,14 @@ def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:
     return cls(**{k: v for k, v in vars(namespace).items() if k in names})
 
 
+def config_parser(cls: type, prog: str) -> argparse.ArgumentParser:
+    """A one-line-error parser named ``prog`` with one flag per field of the dataclass ``cls`` (help: its
+    docstring and the docstring under each field)."""
+    parser = OneLineParser(prog=prog, description=(cls.__doc__ or "").strip())
+    add_config_arguments(parser, cls)
+    return parser
+
+
 def parse_config(cls: type[C], argv: Sequence[str] | None = None, *, prog: str | None = None) -> C:
     """Parse ``argv`` (default: ``sys.argv[1:]``) into the dataclass ``cls``; its docstring is the help.
 

@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.command import main as arena_main
+from benchmarks.datagen.sample_formats import FORMATS
 from benchmarks.static.__main__ import main
 from benchmarks.static.config import RunConfig
 from benchmarks.static.registry import LoadOptions, get_benchmark
 from benchmarks.static.runner import run
-from benchmarks.static.sample_formats import FORMATS
 from tests.static_helpers import ScriptedBackend
 
 SEED = 5

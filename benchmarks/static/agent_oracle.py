@@ -25,9 +25,9 @@ import numpy as np
 
 from action_mapping import Category, Primitive
 from action_mapping.se3 import axes_from_rotation
+from benchmarks.datagen.nav_questions import CAMERA_MOTION_TEXT
 from benchmarks.scoring.parsers import normalize_text
 from benchmarks.static.items import StaticItem
-from benchmarks.static.nav_questions import CAMERA_MOTION_TEXT
 from policies.agent.oracle_core import AgentCoreOracle
 
 _ROTATION_DEG = 5.0  # a relative pose rotating more than this about some axis is a rotation, else a translation

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from benchmarks.core.streak import DEFAULT_MAX_CONSECUTIVE_ERRORS
 from benchmarks.static.registry import PROJECT_MODE, benchmark_names
-from policies.cli import InputError, OneLineParser, add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
+from policies.cli import InputError, config_parser, field_docs  # noqa: F401  (field_docs re-exported)
 
 
 @dataclass
@@ -177,9 +177,7 @@ class RunConfig:
 
 def build_parser(cls: type = RunConfig) -> argparse.ArgumentParser:
     """An argparse parser with one flag per dataclass field (help: the docstring under each field)."""
-    parser = OneLineParser(prog="python -m benchmarks.static", description=(cls.__doc__ or "").strip())
-    add_config_arguments(parser, cls)
-    return parser
+    return config_parser(cls, "python -m benchmarks.static")
 
 
 def parse_config(argv: list[str] | None = None) -> RunConfig:
