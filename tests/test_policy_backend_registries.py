@@ -1,6 +1,7 @@
 """Built-in policies come from the policy registry like any other, and make_backend dispatches through a
 backend registry that a user extends."""
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,6 +51,50 @@ def echo(monkeypatch):
 def test_builtin_policies_are_registered_with_their_configs():
     assert {"expert", "random", "replay", "constant", "mllm", "vla"} <= set(registered_policies())
     assert policy_config_class("expert") is ExpertConfig and policy_config_class("random") is RandomConfig
+
+
+def test_vla_registers_through_the_entry_point_group_and_the_registry_names_no_higher_layer():
+    """Issue 30: ``policies.registry`` named ``vla`` by string; now the package's metadata declares it."""
+    import re
+    from pathlib import Path
+
+    from vla.policy import POLICY, VLAPolicyConfig
+
+    root = Path(__file__).resolve().parents[1]
+    declared = re.search(r'\[project\.entry-points\."spatial_arena\.policies"\]\n(.*?)(?:\n\[|\Z)',
+                         (root / "pyproject.toml").read_text(), re.S)
+    assert declared and 'vla = "vla.policy:POLICY"' in declared.group(1)
+    assert isinstance(POLICY, registry.PolicyEntry) and POLICY.benchmarks == ("calvin", "libero")
+    assert registry.load_entry_point(POLICY.config) is VLAPolicyConfig
+    higher = [f"{path.relative_to(root)}: {line.strip()}" for path in (root / "policies").rglob("*.py")
+              for line in path.read_text().splitlines() if re.search(r"""["'](vla|benchmarks)[.:]""", line)]
+    assert higher == []
+
+
+def test_installed_packages_register_policies_through_the_entry_point_group(tmp_path, monkeypatch):
+    """A package's ``spatial_arena.policies`` entry point, read from its installed metadata, is a policy;
+    one that names anything but a PolicyEntry is an error naming the entry point."""
+    dist = tmp_path / "holdpkg-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: holdpkg\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\nhold-ep = holdpkg_entry:POLICY\n")
+    (tmp_path / "holdpkg_entry.py").write_text(
+        "from policies.registry import PolicyEntry\n"
+        f"POLICY = PolicyEntry('{__name__}:HoldConfig', '{__name__}:build_hold', ('embodied-nav',))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    registry.register_installed_policies.cache_clear()
+    try:
+        assert "hold-ep" in registry.registered_policies()
+        assert registry.policy_benchmarks("hold-ep") == ("embodied-nav",)
+        assert registry.build_policy("hold-ep", hold=4).value == 4
+        (tmp_path / "holdpkg_entry.py").write_text("POLICY = 'holdpkg:HoldConfig'\n")
+        monkeypatch.delitem(sys.modules, "holdpkg_entry")
+        registry.register_installed_policies.cache_clear()
+        with pytest.raises(TypeError, match=r"entry point hold-ep = .holdpkg_entry:POLICY. .*expected a"):
+            registry.registered_policies()
+    finally:
+        registry.register_installed_policies.cache_clear()
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import numpy as np
 
 from policies.base import EpisodeContext, Policy
 from policies.cli import arg
+from policies.registry import PolicyEntry
 
 
 @dataclass(frozen=True)
@@ -204,3 +205,10 @@ def build_vla_policy(config: VLAPolicyConfig, model: Any = None) -> VLAPolicy:
     identity = {"checkpoint": config.checkpoint, "trained": bool(config.checkpoint), "dtype": config.dtype}
     return VLAPolicy(model, execute_steps=config.execute_steps, image_keys=config.image_keys,
                      gripper_open=config.gripper_open, identity=identity)  # fmt: skip
+
+
+#: ``--policy vla``, found by :mod:`policies.registry` through the ``spatial_arena.policies`` entry point
+#: ``vla = "vla.policy:POLICY"`` (pyproject.toml), so that no lower layer names this one. It acts in
+#: continuous 7-D end-effector space: CALVIN and LIBERO.
+POLICY = PolicyEntry(config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy",
+                     benchmarks=("calvin", "libero"))
