@@ -21,7 +21,7 @@ from policies.agent.nav_oracle import (
     approach,
     to_goal,
 )
-from policies.cli import InputError
+from policies.config_cli import InputError
 from policies.registry import build_policy
 from tests.nav_scenes import empty_room, episode
 

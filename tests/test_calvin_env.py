@@ -20,7 +20,7 @@ from envs.calvin.assets import block_urdf, table_urdf, write_cached
 from envs.calvin.camera import egl_problem
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.obs_layout import flat_observation
-from policies.cli import EXIT_BAD_INPUT, run_cli
+from policies.config_cli import EXIT_BAD_INPUT, run_cli
 
 pytest.importorskip("pybullet")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.cli import EXIT_BAD_INPUT, run_cli
+from policies.config_cli import EXIT_BAD_INPUT, run_cli
 from tests.bad_inputs import BAD_INPUTS, MODULES, case_id, dead_endpoint, fill
 
 ROOT = Path(__file__).resolve().parent.parent

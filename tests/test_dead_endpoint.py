@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.cli import EXIT_UNITS_ERRORED, run_cli
+from policies.config_cli import EXIT_UNITS_ERRORED, run_cli
 
 
 def _closed_port() -> int:

@@ -24,7 +24,7 @@ from policies.backends.http_backend import HTTPBackend
 from policies.backends.oracle import OracleBackend
 from policies.baselines import ConstantPolicy
 from policies.builtins import ExpertConfig, RandomConfig
-from policies.cli import arg
+from policies.config_cli import arg
 from policies.experts.navigation import ShortestPathExpert
 from policies.mllm.config import MLLMPolicyConfig
 from policies.registry import policy_config_class, registered_policies

@@ -153,7 +153,7 @@ def test_grpo_logs_multihop_rewards_and_resumes(tiny_vlm, corpus, tmp_path):
 def test_bad_input_is_one_line_naming_the_fix(tmp_path, capsys):
     from benchmarks.datagen.corpus import main as corpus_main
     from benchmarks.posttrain import main
-    from policies.cli import run_cli
+    from policies.config_cli import run_cli
 
     assert run_cli(main, ["sft", "--model", str(tmp_path / "none"), "--data", str(tmp_path)]) == 2
     assert run_cli(main, ["train", "--model", "x"]) == 2

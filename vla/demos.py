@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from policies.cli import arg, parse_config, run_cli
+from policies.config_cli import arg, parse_config, run_cli
 
 DEFAULT_JOINT_NOISE = 0.1  # radians (std per joint): moves the start TCP by several centimetres
 CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from policies.base import EpisodeContext, Policy
-from policies.cli import arg
+from policies.config_cli import arg
 from policies.registry import PolicyEntry
 
 

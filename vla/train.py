@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from policies.cli import arg, parse_config, run_cli
+from policies.config_cli import arg, parse_config, run_cli
 
 LOG_FILE, STATE_FILE, TRAIN_CONFIG_FILE = "train_log.jsonl", "trainer_state.json", "train_config.json"
 

@@ -28,7 +28,7 @@ from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import run_command
 from benchmarks.core.worker import EpisodeWorker
-from policies.cli import InputError
+from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 

@@ -14,7 +14,7 @@ from benchmarks.core.latency import (
 )
 from benchmarks.core.runner import ExecutionConfig, require_count
 from envs.calvin.constants import CONTROL_HZ
-from policies.cli import arg
+from policies.config_cli import arg
 
 CHAIN_LENGTH = 5
 #: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 
 def evaluation_chains(n: int) -> list[tuple[dict[str, Any], tuple[str, ...]]]:

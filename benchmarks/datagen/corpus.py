@@ -86,7 +86,7 @@ from benchmarks.datagen.nav_questions import (
 )
 from benchmarks.datagen.table_corpus import TableScene, draw_table_question
 from envs.navigation.views import HomeRenderer
-from policies.cli import config_parser
+from policies.config_cli import config_parser
 
 FORMAT = "spatialarena-corpus/1"
 #: Corpus homes: seeds in [2**31, 2**32); test sets draw theirs below 2**31 - 1.
@@ -353,7 +353,7 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
     from the ``index`` column, and :func:`generate_corpus` counts it."""
     from contextlib import ExitStack
 
-    from policies.cli import InputError
+    from policies.config_cli import InputError
 
     indices = list(indices)
     plan = {index: config.item_kind(index) for index in indices}

@@ -46,7 +46,7 @@ from envs.navigation import measure
 from envs.navigation.entities import Entity, home_entities
 from envs.navigation.scene import generate_scene, scene_key
 from envs.navigation.views import HomeRenderer, sample_view
-from policies.cli import InputError, config_parser
+from policies.config_cli import InputError, config_parser
 
 FORMAT = "spatialarena-simqa/1"
 TRUTH_FILE = "ground_truth.jsonl"

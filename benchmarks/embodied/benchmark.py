@@ -22,7 +22,7 @@ from benchmarks.core.runner import run_command
 from benchmarks.core.worker import EpisodeWorker
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
 from benchmarks.embodied.report import subset_markdown, subset_table
-from policies.cli import InputError
+from policies.config_cli import InputError
 from policies.entry_point import load_entry_point
 
 

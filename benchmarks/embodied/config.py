@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.core.runner import ExecutionConfig, require_count
-from policies.cli import arg
+from policies.config_cli import arg
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from benchmarks.scoring.goal import ManipulationWeights
 from benchmarks.static.spatialtree import MAX_NEW_TOKENS as SPATIALTREE_MAX_NEW_TOKENS
 from policies.backends.base import Backend, GenerationConfig
 from policies.backends.oracle import ORACLE_MODEL, expected_effect
-from policies.cli import (
+from policies.config_cli import (
     EXIT_UNITS_ERRORED,
     OneLineParser,
     add_config_arguments,

@@ -18,7 +18,7 @@ from benchmarks.goal_scoring.dataset import GoalDataset, GoalSample
 from benchmarks.scoring.goal import KINDS, render_answer
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
 from policies.backends.oracle import ORACLE_MODEL, unwrap_oracle
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 
 def prompt_steps(sample: GoalSample, num_steps: int | None) -> int:

@@ -25,7 +25,7 @@ from benchmarks.core.worker import EpisodeWorker
 from benchmarks.libero.config import POLICY_DEFAULTS, REFERENCE, LiberoConfig
 from benchmarks.libero.report import blind_rows, task_plot, task_table
 from envs.libero import protocol
-from policies.cli import InputError
+from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 

@@ -14,7 +14,7 @@ from benchmarks.core.latency import (
 )
 from benchmarks.core.runner import ExecutionConfig, require_count
 from envs.libero import protocol
-from policies.cli import InputError, arg
+from policies.config_cli import InputError, arg
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
 #: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``); LIBERO has no

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from policies.cli import InputError, arg, parse_config
+from policies.config_cli import InputError, arg, parse_config
 
 CONFIG_FILE, METRICS_FILE, FINAL_DIR = "posttrain_config.json", "metrics.jsonl", "final"
 SFT_COLUMNS = ("images", "prompt", "completion")

@@ -7,7 +7,7 @@ import sys
 
 from benchmarks.static.config import parse_config
 from benchmarks.static.runner import run
-from policies.cli import EXIT_UNITS_ERRORED, run_cli
+from policies.config_cli import EXIT_UNITS_ERRORED, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:

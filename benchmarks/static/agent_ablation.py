@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.static.config import RunConfig, build_parser
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 ORDER = ("none", "cv", "mixed", "learned", "truth")
 

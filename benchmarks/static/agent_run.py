@@ -39,7 +39,7 @@ from policies.agent.core import AGENT_ERROR_KINDS  # noqa: F401  (re-exported fo
 from policies.agent.cv_tools import OpenCVTools
 from policies.backends.base import Backend
 from policies.backends.oracle import unwrap_oracle
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
 AGENT_MAX_NEW_TOKENS = 4096  # the paper's per-call budget for agent roles (Appendix B.1)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from benchmarks.core.streak import DEFAULT_MAX_CONSECUTIVE_ERRORS
 from benchmarks.static.registry import PROJECT_MODE, benchmark_names
-from policies.cli import InputError, config_parser, field_docs  # noqa: F401  (field_docs re-exported)
+from policies.config_cli import InputError, config_parser, field_docs  # noqa: F401  (field_docs re-exported)
 
 
 @dataclass

@@ -39,7 +39,7 @@ from policies.backends.oracle import (
     expected_effect,
     unwrap_oracle,
 )
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")

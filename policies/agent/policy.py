@@ -34,7 +34,7 @@ from policies.agent.tools import Toolbox
 from policies.backends.base import Backend
 from policies.backends.oracle import attach_oracle, expected_effect
 from policies.base import Policy
-from policies.cli import arg
+from policies.config_cli import arg
 from policies.mllm.common import ModelCall
 from policies.mllm.embodied import EBAgentPolicy
 

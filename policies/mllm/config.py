@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from policies.base import Policy
-from policies.cli import arg
+from policies.config_cli import arg
 
 #: The closed-loop generation budget: room for a real model's reasoning before its plan (EB's JSON answer with
 #: a visual description and a reflection, SpatialTree's plan); a cut answer is a parse error, so the default

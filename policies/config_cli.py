@@ -1,5 +1,10 @@
 """Typed configs are the CLI: one dataclass per command, one flag per field, help from the field.
 
+Generic command-line plumbing, not policy code: every command of every layer above (``policies.serve``,
+``vla.train``, ``vla.demos``, each benchmark) parses its flags and reports bad input with it (``arg``,
+``parse_config``, ``run_cli``, ``InputError``, the exit statuses). It lives in ``policies``, the lowest layer
+whose configs are flags (the policies' own options), so that every layer reaches it downward.
+
     @dataclass
     class EvalConfig:
         num_sequences: int = arg(1000, "chains to evaluate")
