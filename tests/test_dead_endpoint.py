@@ -29,7 +29,7 @@ def _closed_port() -> int:
 class _NotAModelServer(BaseHTTPRequestHandler):
     """A web server on the port that is not an OpenAI-compatible endpoint: every request gets 404."""
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         self.send_error(404, "no such route")
 
     def log_message(self, *args: object) -> None:  # keep the test output clean
