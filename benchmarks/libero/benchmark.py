@@ -50,7 +50,8 @@ class LiberoWorker(EpisodeWorker):
             c = self.config
             self.env = self.make_env(env_id(c.suite, task_index), image_size=c.image_size, max_steps=c.budget(),
                                      num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
-                                     image_orientation=c.image_orientation)
+                                     image_orientation=c.image_orientation,
+                                     cameras=c.video > 0 or not self.spec.blind)
             self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
             self.task_index = task_index
@@ -82,6 +83,8 @@ class LiberoBenchmark(Benchmark):
         c = self.config
         if not 1 <= c.trials_per_task <= protocol.NUM_INIT_STATES:
             raise InputError(f"--trials-per-task must be 1..{protocol.NUM_INIT_STATES} (one per fixed initial state)")
+        if self.spec.name == "expert":
+            check_expert_goals(c.suite, c.task_indices())
         pairs = [(t, k) for t in c.task_indices() for k in range(c.trials_per_task)]
         return [WorkUnit(i, f"{c.suite}/{t:02d}/{k:02d}", unit_seed(c.seed, i), {"task_index": t, "init_state_index": k})
                 for i, (t, k) in enumerate(pairs)]
@@ -135,6 +138,19 @@ class LiberoBenchmark(Benchmark):
         files = {"plots/success_by_task.png": functools.partial(
             task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}
         return Summary(data, "\n".join(lines), files)
+
+
+def check_expert_goals(suite: str, tasks: Sequence[int]) -> None:
+    """Refuse, before any episode, a task whose BDDL goal the scripted expert cannot solve (one line)."""
+    from envs.libero.tasks import load_task
+    from policies.experts.libero_goals import goal_of_bddl, parse_goal
+
+    for t in tasks:
+        task = load_task(suite, t)
+        try:
+            parse_goal(goal_of_bddl(task.bddl_file.read_text()))
+        except ValueError as error:
+            raise InputError(f"--policy expert, {suite} task {t} ({task.name}): {error}") from None
 
 
 def action_space() -> Any:

@@ -17,9 +17,10 @@ from envs.libero import protocol
 from policies.config_cli import InputError, arg
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
-#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``); LIBERO has no
-#: scripted expert.
-POLICY_DEFAULTS = {"mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
+#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``): the scripted
+#: expert is :class:`policies.experts.libero.LiberoExpert`.
+POLICY_DEFAULTS = {"expert": {"expert": "policies.experts.libero:LiberoExpert"},
+                   "mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
                    "vla": {"data_format": "libero", "chunk_size": 4}}
 REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_rate": 35.8}}
 
@@ -28,7 +29,7 @@ REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_
 class LiberoConfig(ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
-    policy: str = arg("random", "random | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)")
+    policy: str = arg("random", "random | expert | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)")
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed SUITE/TASK/TRIAL, .npz, .npy)", must_exist=True)
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     suite: Literal["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"] = arg(
