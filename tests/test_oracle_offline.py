@@ -24,7 +24,7 @@ from benchmarks.static.__main__ import main as static_main
 from benchmarks.static.config import RunConfig
 from benchmarks.static.registry import get_benchmark
 from benchmarks.static.runner import run
-from policies.backends.oracle import expected_effect
+from policies.backends.injection import expected_effect
 from tests import static_helpers as H
 from tests.goal_data import WallPairSource
 
@@ -282,7 +282,9 @@ def test_goal_parse_failures_equal_injected_unusable(goal_dir, tmp_path, seed):
 def test_goal_errored_samples_are_counted_and_fail_the_command(goal_dir, tmp_path, capsys):
     from benchmarks.goal_scoring.cli import IncompleteRun, run_predict
     from benchmarks.goal_scoring.config import PredictConfig
-    from policies.backends.oracle import OracleBackend
+    from benchmarks.goal_scoring.dataset import load_dataset
+    from benchmarks.goal_scoring.predict import gold_conversations
+    from policies.backends.oracle import AnswerKey, OracleBackend
 
     class Flaky(OracleBackend):
         def generate(self, messages):
@@ -291,7 +293,8 @@ def test_goal_errored_samples_are_counted_and_fail_the_command(goal_dir, tmp_pat
             return super().generate(messages)
 
     with pytest.raises(IncompleteRun, match="4 of 10 samples errored"):
-        run_predict(PredictConfig(goal_dir, tmp_path / "p", model="oracle"), backend=Flaky())
+        run_predict(PredictConfig(goal_dir, tmp_path / "p", model="oracle"),
+                    backend=Flaky(truth=AnswerKey(gold_conversations(load_dataset(goal_dir)))))
     records = [json.loads(line) for line in (tmp_path / "p" / "predictions.jsonl").read_text().splitlines()]
     assert sum(1 for r in records if r["output"] is None and "ConnectionError" in r["error"]) == 4
     code, summary = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "s")

@@ -13,7 +13,7 @@ from action_mapping import ExecutablePlan, StepSizes, render_manipulation_prompt
 from benchmarks.calvin import main, parse_tasks, task_episodes
 from benchmarks.core import RunDir
 from envs.calvin.env import PLAN_STEP_SIZES
-from policies.backends.oracle import ERROR_KINDS
+from policies.backends.injection import ERROR_KINDS
 from policies.backends.scripted import ScriptedBackend
 from policies.base import EpisodeContext
 from policies.mllm.spatial import SpatialPlanPolicy

@@ -24,7 +24,12 @@ from benchmarks.goal_scoring.dataset import (
     load_predictions,
     write_jsonl,
 )
-from benchmarks.goal_scoring.predict import builtin_records, make_model_backend, predict_with_backend
+from benchmarks.goal_scoring.predict import (
+    builtin_records,
+    gold_conversations,
+    make_model_backend,
+    predict_with_backend,
+)
 from benchmarks.goal_scoring.report import (
     markdown_table,
     match_predictions,
@@ -37,7 +42,8 @@ from benchmarks.goal_scoring.sources import generate_dataset, make_source
 from benchmarks.scoring.goal import ManipulationWeights
 from benchmarks.static.spatialtree import MAX_NEW_TOKENS as SPATIALTREE_MAX_NEW_TOKENS
 from policies.backends.base import Backend, GenerationConfig
-from policies.backends.oracle import ORACLE_MODEL, expected_effect
+from policies.backends.injection import expected_effect
+from policies.backends.oracle import ORACLE_MODEL, AnswerKey
 from policies.cli import (
     EXIT_UNITS_ERRORED,
     OneLineParser,
@@ -74,7 +80,7 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     if config.policy in BUILTIN_PREDICTIONS:
         records, identity = builtin_records(dataset, config.policy), {"policy": config.policy}
     else:
-        backend = backend or _backend(config)
+        backend = backend or _backend(config, dataset)
         records = predict_with_backend(dataset, backend, num_steps=config.num_steps, batch_size=config.batch_size)
         identity = backend.describe()
         extra["max_new_tokens"] = backend.config.max_new_tokens  # what the backend uses, not the flag
@@ -92,7 +98,7 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     return path
 
 
-def _backend(config: PredictConfig) -> Backend:
+def _backend(config: PredictConfig, dataset: GoalDataset) -> Backend:
     if not config.model:
         raise DatasetError("--policy mllm needs --model (a checkpoint path, hub id, or server model name)")
     if config.oracle_error_rate and config.model != ORACLE_MODEL:
@@ -104,7 +110,8 @@ def _backend(config: PredictConfig) -> Backend:
         raise DatasetError(f"--max-new-tokens must be at least 1, got {budget}")
     generation = GenerationConfig(max_new_tokens=budget, temperature=config.temperature, seed=config.seed)
     return make_model_backend(config.model, api_base=config.api_base, generation=generation, cache=config.cache,
-                              oracle_errors=(config.oracle_error_rate, config.oracle_error_seed))  # fmt: skip
+                              oracle_errors=(config.oracle_error_rate, config.oracle_error_seed),
+                              truth=AnswerKey(gold_conversations(dataset, config.num_steps)))  # fmt: skip
 
 
 def _outputs(config: ScoreConfig, dataset: GoalDataset) -> tuple[dict[str, str], str, dict[str, Any], set[str]]:

@@ -27,7 +27,7 @@ from policies.agent import prompts
 from policies.agent.calls import ParsedCalls, parse_answer, parse_calls
 from policies.agent.tools import TERMINATE, Toolbox, ToolCall, ToolContext, ToolError
 from policies.backends.base import Backend, Generation, Message
-from policies.backends.oracle import expected_effect
+from policies.backends.injection import expected_effect
 
 PARADIGMS = ("plan-execute", "react")
 #: Roles whose output must be JSON tool calls (their parse failures are the counted tool-call failures).

@@ -32,7 +32,8 @@ import numpy as np
 from policies.agent.core import AGENT_ERROR_KINDS, TOOL_CALL_ROLES, AgentConfig, SpatialAgent
 from policies.agent.tools import Toolbox
 from policies.backends.base import Backend
-from policies.backends.oracle import attach_oracle, expected_effect
+from policies.backends.injection import expected_effect
+from policies.backends.oracle import attach_oracle
 from policies.base import Policy
 from policies.cli import arg
 from policies.mllm.common import ModelCall

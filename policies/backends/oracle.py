@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
 from policies.backends.images import validate_messages
+from policies.backends.injection import DEFAULT_ERROR_KINDS, ERROR_KINDS
 
 ORACLE_MODEL = "oracle"
 
@@ -41,93 +42,38 @@ class OracleSource(Protocol):
         ...
 
 
-# ------------------------------------------------------------------------------------------ injection
-# Each kind says what a parser must make of it: "unusable" answers count as parse errors (no action, no
-# parsed answer), "repaired" ones are usable after a repair (parse_repairs). Tests compare these counts
-# with the recorded ones exactly.
-
-Corruption = Callable[[str, np.random.Generator], str]
+#: A truth: the answer a perfect model gives to one conversation, written as its prompt asks.
+Truth = Callable[[Sequence[Message]], str]
 
 
-def _unknown_primitive(text: str, rng: np.random.Generator) -> str:
-    """Every action name replaced by a word no parser knows (a model inventing its own vocabulary); a
-    manipulation step's gripper state too, since parsers rightly keep a step whose gripper alone is valid."""
-    return _rewrite_json(text, lambda value: _replace_actions(value, "teleport"), fallback="teleport")
+class AnswerKey:
+    """The truth of the offline routes, made from (conversation, gold answer) pairs read lazily in order.
 
+    A conversation is matched by its content (:func:`_fingerprint`: text and image bytes); the pairs are
+    read only as far as the conversation asked, so a run that asks its items in order builds each
+    conversation twice at most. Two identical conversations get the first one's answer.
+    """
 
-def _malformed_json(text: str, rng: np.random.Generator) -> str:
-    """Structure lost: braces, brackets and colons gone, as a model that half-forgot the format writes."""
-    broken = "".join(" " if c in "{}[]:" else c for c in text)
-    return f"My answer is {broken.replace(chr(34), '')} and nothing else"
+    def __init__(self, pairs: Iterable[tuple[Sequence[Message], str]]) -> None:
+        self._pairs: Iterator[tuple[Sequence[Message], str]] = iter(pairs)
+        self._known: dict[str, str] = {}
 
-
-def _truncated(text: str, rng: np.random.Generator) -> str:
-    """Cut off after the first few characters, as by a tiny token budget: nothing usable survives."""
-    return text[: min(len(text) // 4, 6)]
-
-
-def _prose(text: str, rng: np.random.Generator) -> str:
-    """The right answer wrapped in chatter and a code fence (usable: parsers extract it)."""
-    return f"Let me look at the images carefully.\n\n```json\n{text}\n```\n\nThis should do it."
-
-
-def _empty(text: str, rng: np.random.Generator) -> str:
-    """No text at all (a model that stops at once): nothing to read, whatever the answer format."""
-    return ""
-
-
-def _refusal(text: str, rng: np.random.Generator) -> str:
-    """A refusal instead of the answer (short-answer routes). Worded without option letters a-f, the
-    words yes/no (nor a substring such as "know") or digits, so even the public scorers' lenient rules,
-    which take the first letter a-f anywhere or the last "no" substring, find no answer in it."""
-    return "I'm sorry, I must skip this."
-
-
-def _answer_sentence(text: str, rng: np.random.Generator) -> str:
-    """The right answer said in a short sentence (short-answer routes; usable: parsers read past it)."""
-    return f"Answer: {text}"
-
-
-#: kind -> (corruption, expected effect on the parser: "unusable" or "usable")
-ERROR_KINDS: dict[str, tuple[Corruption, str]] = {
-    "unknown_primitive": (_unknown_primitive, "unusable"),
-    "malformed_json": (_malformed_json, "unusable"),
-    "truncated": (_truncated, "unusable"),
-    "prose": (_prose, "usable"),
-    "empty": (_empty, "unusable"),
-    "refusal": (_refusal, "unusable"),
-    "answer_sentence": (_answer_sentence, "usable"),
-}
-#: What the closed-loop routes draw from by default (plans: JSON that can lose its structure or vocabulary).
-DEFAULT_ERROR_KINDS: tuple[str, ...] = ("unknown_primitive", "malformed_json", "truncated", "prose")
-#: What the offline short-answer routes draw from (static benchmarks: a letter, yes/no, a number, a box).
-ANSWER_ERROR_KINDS: tuple[str, ...] = ("truncated", "empty", "refusal", "answer_sentence")
-
-
-def _rewrite_json(text: str, rewrite: Callable[[Any], Any], *, fallback: str) -> str:
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return fallback
-    return json.dumps(rewrite(value))
-
-
-def _replace_actions(value: Any, word: str) -> Any:
-    if isinstance(value, dict):
-        # EB navigation names an action twice ({"action_id": 4, "action_name": ...}): both are invented
-        return {k: ([word] * len(v) if k == "actions" and isinstance(v, list) else
-                    word if k in ("action", "action_name", "action_id", "gripper") else _replace_actions(v, word))
-                for k, v in value.items()}  # fmt: skip
-    if isinstance(value, list):
-        return [_replace_actions(v, word) for v in value]
-    return value
+    def __call__(self, messages: Sequence[Message]) -> str:
+        key = _fingerprint(messages)
+        while key not in self._known:
+            conversation, answer = next(self._pairs, (None, ""))
+            if conversation is None:
+                raise RuntimeError("the answer key has no gold answer for this conversation")
+            self._known.setdefault(_fingerprint(conversation), answer)
+        return self._known[key]
 
 
 # ------------------------------------------------------------------------------------------ backend
 
 
 class OracleBackend(Backend):
-    """Answers with the truth from its source (closed loop) or from :meth:`expect` (offline).
+    """Answers with the truth it was built with (``truth``, offline: an :class:`AnswerKey`) or from an attached
+    source (closed loop).
 
     Args:
         config: generation settings (recorded; the oracle's answers do not depend on them, except that an
@@ -143,8 +89,9 @@ class OracleBackend(Backend):
     #: Never cached: its answers come from the attached truth, not from the conversation alone.
     cacheable = False
 
-    def __init__(self, config: GenerationConfig | None = None, *, error_rate: float = 0.0, error_seed: int = 0,
-                 error_kinds: Sequence[str] = DEFAULT_ERROR_KINDS, model: str = ORACLE_MODEL) -> None:
+    def __init__(self, config: GenerationConfig | None = None, *, truth: Truth | None = None, error_rate: float = 0.0,
+                 error_seed: int = 0, error_kinds: Sequence[str] = DEFAULT_ERROR_KINDS,
+                 model: str = ORACLE_MODEL) -> None:
         if not 0.0 <= error_rate <= 1.0:
             raise ValueError(f"oracle error_rate must be in [0, 1], got {error_rate}")
         unknown = sorted(set(error_kinds) - set(ERROR_KINDS))
@@ -153,21 +100,16 @@ class OracleBackend(Backend):
         self.model_id = model  # the name it was built under (make_backend passes every backend its model)
         self.config = config or GenerationConfig()
         self.error_rate, self.error_seed, self.error_kinds = error_rate, error_seed, tuple(error_kinds)
-        self.source: OracleSource | None = None
-        self._expected: dict[str, str] = {}
+        self.source: OracleSource | Truth | None = truth
 
-    def attach(self, source: OracleSource) -> None:
+    def attach(self, source: OracleSource | Truth) -> None:
         """Answer from ``source`` from now on (closed loop: the bound env's privileged expert)."""
         self.source = source
-
-    def expect(self, messages: Sequence[Message], answer: str) -> None:
-        """Register the ground-truth ``answer`` of one conversation (offline routes), before it is asked."""
-        self._expected[_fingerprint(messages)] = answer
 
     def generate(self, messages: Sequence[Message]) -> Generation:
         validate_messages(messages)
         key = _fingerprint(messages)
-        text = self._truth(messages, key)
+        text = self._truth(messages)
         kind = self._draw_error(key)
         if kind is not None:
             text = ERROR_KINDS[kind][0](text, np.random.default_rng(_seed(self.error_seed, key, "kind")))
@@ -175,13 +117,11 @@ class OracleBackend(Backend):
         return Generation(text=text, prompt_tokens=None, completion_tokens=len(text.split()), latency_s=0.0,
                           injected_error=kind)
 
-    def _truth(self, messages: Sequence[Message], key: str) -> str:
-        if key in self._expected:
-            return self._expected[key]
+    def _truth(self, messages: Sequence[Message]) -> str:
         if self.source is None:
-            raise RuntimeError("the oracle has no ground truth for this conversation: closed-loop routes attach "
-                               "a source (attach_oracle), offline runners call expect() before generate()")
-        return self.source.answer(messages)
+            raise RuntimeError("the oracle has no ground truth: build it with truth= (offline: an AnswerKey of "
+                               "the gold answers) or attach a source (closed loop: attach_oracle)")
+        return self.source(messages) if callable(self.source) else self.source.answer(messages)
 
     def _draw_error(self, key: str) -> str | None:
         if self.error_rate <= 0.0:
@@ -210,11 +150,6 @@ def attach_oracle(backend: Backend, make_source: Callable[[], OracleSource]) -> 
         return False
     oracle.attach(make_source())
     return True
-
-
-def expected_effect(kind: str | None) -> str:
-    """``"clean"`` for no injection, else the kind's expected parser outcome (``unusable`` / ``usable``)."""
-    return "clean" if kind is None else ERROR_KINDS[kind][1]
 
 
 # ------------------------------------------------------------------------------------------ helpers

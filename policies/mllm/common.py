@@ -14,7 +14,7 @@ from action_mapping import Plan, PlanStep, Primitive
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.cache import canonical_messages
 from policies.backends.errors import MalformedResponseError
-from policies.backends.oracle import expected_effect
+from policies.backends.injection import expected_effect
 
 FALLBACKS = ("noop", "stop")
 
