@@ -22,7 +22,7 @@ from policies.backends.base import Backend, Generation, Message
 from policies.backends.injection import expected_effect
 from policies.backends.oracle import OracleBackend
 from policies.baselines import ConstantPolicy, RandomPolicy
-from policies.mllm.eb_oracle import actions_left, asked_fields
+from policies.mllm.eb_oracle import actions_left, asked_fields, eb_truth
 from policies.mllm.eb_prompts import system_text, turn_text
 from policies.mllm.embodied import EBAgentPolicy
 
@@ -36,6 +36,12 @@ class Recording(Backend):
         self.inner, self.model_id, self.config = inner, inner.model_id, inner.config
         self.kinds: list[str | None] = []
 
+    def bind(self, env) -> None:
+        self.inner.bind(env)
+
+    def start_episode(self, context) -> None:
+        self.inner.start_episode(context)
+
     def generate(self, messages: Sequence[Message]) -> Generation:
         generation = self.inner.generate(messages)
         self.kinds.append(generation.injected_error)
@@ -43,7 +49,7 @@ class Recording(Backend):
 
 
 def oracle_policy(task: str, env, error_rate: float, error_seed: int) -> tuple[EBAgentPolicy, Recording]:
-    backend = Recording(OracleBackend(error_rate=error_rate, error_seed=error_seed))
+    backend = Recording(OracleBackend(truth=eb_truth(task), error_rate=error_rate, error_seed=error_seed))
     image_key = "rgb" if task == "navigation" else "front_rgb"
     policy = EBAgentPolicy(backend, task=task, image_keys=(image_key,))
     policy.bind(env)

@@ -334,6 +334,7 @@ def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
     from policies.backends import make_backend
     from policies.backends.scripted import ScriptedBackend
     from policies.mllm.spatial import SpatialPlanPolicy
+    from policies.mllm.spatial_oracle import spatial_truth
 
     env = env_of("libero_goal")
     answer = '{"step_1": {"actions": ["space"], "step_nums": [4], "gripper": 0}}'
@@ -345,7 +346,7 @@ def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
     assert result["steps"] == 2 and result["idle_steps"] == 0 and result["policy_stats"]["parse_errors"] == 0
     assert "0.01 m per step" in backend.calls[0][0]["content"]
     with pytest.raises(ValueError, match=r"handles one In/On goal \(put X in/on Y\), not \[\['turnon'"):
-        SpatialPlanPolicy(make_backend("oracle")).bind(env)  # libero_goal 7: "turn on the stove"
+        SpatialPlanPolicy(make_backend("oracle", truth=spatial_truth("manipulation"))).bind(env)  # libero_goal 7: "turn on the stove"
 
 
 @pytest.mark.slow  # a whole pick-and-place: about a minute on the shared 2-core machine

@@ -33,13 +33,14 @@ from policies.agent.core import AGENT_ERROR_KINDS, TOOL_CALL_ROLES, AgentConfig,
 from policies.agent.tools import Toolbox
 from policies.backends.base import Backend
 from policies.backends.injection import expected_effect
-from policies.backends.oracle import attach_oracle
 from policies.base import Policy
 from policies.cli import arg
 from policies.mllm.common import ModelCall
 from policies.mllm.embodied import EBAgentPolicy
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
+#: Added to the question when the episode has a goal view (the second image).
+GOAL_VIEW_LINE = "image-0 is your current view; image-1 is the goal view: reach the place and heading it was taken from."
 CLOSED_LOOP_MIN_PIXELS = 20  # a target this many pixels large is seen (the env's visibility counts any pixel)
 
 
@@ -130,7 +131,10 @@ def build_agent_policy(config: AgentPolicyConfig, backend: Backend | None = None
         mllm.check_inputs()
         options = mllm.backend_options()
         if config.model == "oracle":  # errors that break tool calls (the EB kinds replace action names)
-            options["error_kinds"] = AGENT_ERROR_KINDS
+            from policies.agent.nav_oracle import NavigationAgentOracle
+            from policies.backends.oracle import EnvTruth
+
+            options.update(error_kinds=AGENT_ERROR_KINDS, truth=EnvTruth(NavigationAgentOracle))
         backend = make_backend(config.model, **options)
     agent = AgentConfig(config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens)
     return SpatialAgentPolicy(backend, config, agent)
@@ -171,15 +175,12 @@ class SpatialAgentPolicy(EBAgentPolicy):
         self.turns: list[dict[str, Any]] = []
 
     def bind(self, env: Any) -> None:
-        """Keep the env (the truth tools' scene and cameras); with the oracle core, attach the navigation
-        oracle that acts on the tool results (:mod:`policies.agent.nav_oracle`)."""
-        from policies.agent.nav_oracle import NavigationAgentOracle
-
+        """Keep the env (the truth tools' scene and cameras); the core's backend hears it."""
         if not hasattr(env.unwrapped, "agent_pose"):
             raise ValueError(f"--policy agent acts in EB-Navigation (python -m benchmarks.embodied nav); "
                              f"{type(env.unwrapped).__name__} is not a navigation env")
         self.env = env
-        attach_oracle(self.backend, lambda: NavigationAgentOracle(env))
+        self.backend.bind(env)
 
     def reset(self, context: Any) -> None:
         super().reset(context)
@@ -187,8 +188,6 @@ class SpatialAgentPolicy(EBAgentPolicy):
         self.turns = []
 
     def _plan(self, observation: Mapping[str, Any]) -> None:
-        from policies.agent.nav_oracle import GOAL_VIEW_LINE
-
         content = self.turn_content(observation)
         images = [part["image"] for part in content if part.get("type") == "image"][:1]
         question = content[-1]["text"]

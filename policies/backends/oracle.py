@@ -68,6 +68,32 @@ class AnswerKey:
         return self._known[key]
 
 
+class EnvTruth:
+    """The truth of the closed-loop routes: a privileged source made from the env the policy is bound to.
+
+    ``make_source(env)`` is called when the policy binds (:meth:`Backend.bind`); a source with a ``reset``
+    (plan sources) hears each new episode (:meth:`Backend.start_episode`).
+    """
+
+    def __init__(self, make_source: Callable[[Any], OracleSource]) -> None:
+        self.make_source = make_source
+        self.source: OracleSource | None = None
+
+    def bind(self, env: Any) -> None:
+        self.source = None
+        self.source = self.make_source(env)
+
+    def start_episode(self, context: Any) -> None:
+        reset = getattr(self.source, "reset", None)
+        if reset is not None:
+            reset(context)
+
+    def __call__(self, messages: Sequence[Message]) -> str:
+        if self.source is None:
+            raise RuntimeError("the closed-loop truth has no env: the policy never bound one")
+        return self.source.answer(messages)
+
+
 # ------------------------------------------------------------------------------------------ backend
 
 
@@ -105,6 +131,17 @@ class OracleBackend(Backend):
     def attach(self, source: OracleSource | Truth) -> None:
         """Answer from ``source`` from now on (closed loop: the bound env's privileged expert)."""
         self.source = source
+
+    def bind(self, env: Any) -> None:
+        """Pass the policy's env to a closed-loop truth (:class:`EnvTruth`); an answer key ignores it."""
+        bind = getattr(self.source, "bind", None)
+        if bind is not None:
+            bind(env)
+
+    def start_episode(self, context: Any) -> None:
+        start = getattr(self.source, "start_episode", None)
+        if start is not None:
+            start(context)
 
     def generate(self, messages: Sequence[Message]) -> Generation:
         validate_messages(messages)

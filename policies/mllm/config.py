@@ -151,6 +151,16 @@ class MLLMPolicyConfig:
         return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
                 "seed": self.seed}
 
+    def closed_loop_truth(self) -> Any:
+        """What the stand-in (``--model oracle``) answers from: the privileged expert of the env the policy binds."""
+        if self.loop == "eb":
+            from policies.mllm.eb_oracle import eb_truth
+
+            return eb_truth(self.task)
+        from policies.mllm.spatial_oracle import spatial_truth
+
+        return spatial_truth(self.task)
+
     def backend_options(self) -> dict[str, Any]:
         """Keyword arguments of :func:`policies.backends.make_backend` for this config: the options of the
         built-in backend it picks; a user's backend (``--model-backend``) gets the generation settings, the
@@ -162,7 +172,8 @@ class MLLMPolicyConfig:
             common["backend"] = self.model_backend
         kind = self.model_backend or default_backend(self.model, self.api_base)
         if kind == "oracle":
-            return {**common, "cache": False, "error_rate": self.oracle_error_rate, "error_seed": self.oracle_error_seed}
+            return {**common, "cache": False, "error_rate": self.oracle_error_rate, "error_seed": self.oracle_error_seed,
+                    "truth": self.closed_loop_truth()}
         if kind == "openai":
             return {**common, "api_base": self.api_base, "api_key_env": self.api_key_env, "timeout_s": self.timeout_s,
                     "max_retries": self.max_retries, "max_concurrency": self.max_concurrency,

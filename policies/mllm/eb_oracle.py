@@ -1,7 +1,7 @@
 """Privileged oracle sources for the EmbodiedBench agent loop: what a perfect model writes in EB's format.
 
-With ``--model oracle`` the :class:`~policies.mllm.embodied.EBAgentPolicy` attaches one of these to the
-oracle backend when it is bound to its env. Each answer is one JSON object in the format the prompt's
+With ``--model oracle`` the backend is built with :func:`eb_truth` (where the CLI builds it), which makes one
+of these from the env the :class:`~policies.mllm.embodied.EBAgentPolicy` is bound to. Each answer is one JSON object in the format the prompt's
 "## Output format" section asks for: its ``executable_plan`` holds the privileged expert's actions from
 the current state (navigation: the whole remaining shortest path of :class:`ShortestPathExpert`, as
 ``{"action_id", "action_name"}``; manipulation: the next skill of :class:`EBManipulationExpert`, as
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from policies.backends.base import Message
+from policies.backends.oracle import EnvTruth
 from policies.mllm import eb_prompts
 
 _FORMAT_SECTION = re.compile(r"## Output format\n(.*?)(?:\n## |\Z)", re.DOTALL)
@@ -131,6 +132,11 @@ class ManipulationOracleSource:
                                        for v in vectors),
         }
         return eb_answer(last_user_text(messages), plan, texts)
+
+
+def eb_truth(task: str) -> EnvTruth:
+    """The closed-loop truth of the EB agent loop for ``task``: the bound env's privileged source."""
+    return EnvTruth(lambda env: eb_oracle_source(task, env))
 
 
 def eb_oracle_source(task: str, env: Any) -> NavigationOracleSource | ManipulationOracleSource:
