@@ -20,7 +20,7 @@ from envs.manipulation.episodes import make_episode as make_manip_episode
 from envs.navigation.episodes import make_episode_set
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.injection import expected_effect
-from policies.backends.oracle import OracleBackend
+from policies.backends.answer_key import AnswerKeyBackend
 from policies.baselines import ConstantPolicy, RandomPolicy
 from policies.mllm.eb_oracle import actions_left, asked_fields, eb_truth
 from policies.mllm.eb_prompts import system_text, turn_text
@@ -32,7 +32,7 @@ SIZE = 32  # success does not depend on the image; small images keep rendering c
 class Recording(Backend):
     """Passes calls to the oracle and keeps the kind of error injected into each answer."""
 
-    def __init__(self, inner: OracleBackend) -> None:
+    def __init__(self, inner: AnswerKeyBackend) -> None:
         self.inner, self.model_id, self.config = inner, inner.model_id, inner.config
         self.kinds: list[str | None] = []
 
@@ -49,7 +49,7 @@ class Recording(Backend):
 
 
 def oracle_policy(task: str, env, error_rate: float, error_seed: int) -> tuple[EBAgentPolicy, Recording]:
-    backend = Recording(OracleBackend(truth=eb_truth(task), error_rate=error_rate, error_seed=error_seed))
+    backend = Recording(AnswerKeyBackend(truth=eb_truth(task), error_rate=error_rate, error_seed=error_seed))
     image_key = "rgb" if task == "navigation" else "front_rgb"
     policy = EBAgentPolicy(backend, task=task, image_keys=(image_key,))
     policy.bind(env)

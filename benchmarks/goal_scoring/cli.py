@@ -41,9 +41,9 @@ from benchmarks.goal_scoring.report import (
 from benchmarks.goal_scoring.sources import generate_dataset, make_source
 from benchmarks.scoring.goal import ManipulationWeights
 from benchmarks.static.spatialtree import MAX_NEW_TOKENS as SPATIALTREE_MAX_NEW_TOKENS
+from policies.backends.answer_key import ANSWER_KEY_MODEL, AnswerKey
 from policies.backends.base import Backend, GenerationConfig
 from policies.backends.injection import expected_effect
-from policies.backends.oracle import ORACLE_MODEL, AnswerKey
 from policies.cli import (
     EXIT_UNITS_ERRORED,
     OneLineParser,
@@ -75,7 +75,7 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
         dataset = GoalDataset(dataset.root, dataset.samples[: config.limit], dataset.header)
     if config.policy in BUILTIN_PREDICTIONS and (config.oracle_error_rate or config.model):
         raise DatasetError(f"--policy {config.policy} writes its answers without a model; drop --model and "
-                           "--oracle-error-rate, or use --policy mllm --model oracle for the oracle backend")  # fmt: skip
+                           "--oracle-error-rate, or use --policy mllm --model answer-key for the stand-in backend")  # fmt: skip
     extra: dict[str, Any] = {}
     if config.policy in BUILTIN_PREDICTIONS:
         records, identity = builtin_records(dataset, config.policy), {"policy": config.policy}
@@ -101,8 +101,8 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
 def _backend(config: PredictConfig, dataset: GoalDataset) -> Backend:
     if not config.model:
         raise DatasetError("--policy mllm needs --model (a checkpoint path, hub id, or server model name)")
-    if config.oracle_error_rate and config.model != ORACLE_MODEL:
-        raise DatasetError("--oracle-error-rate applies to --model oracle only")
+    if config.oracle_error_rate and config.model != ANSWER_KEY_MODEL:
+        raise DatasetError("--oracle-error-rate applies to --model answer-key only")
     if not 0.0 <= config.oracle_error_rate <= 1.0:
         raise DatasetError(f"--oracle-error-rate must be in [0, 1], got {config.oracle_error_rate}")
     budget = SPATIALTREE_MAX_NEW_TOKENS if config.max_new_tokens is None else config.max_new_tokens

@@ -16,8 +16,8 @@ from typing import Any
 from action_mapping import Plan, PlanStep, render_manipulation_prompt, render_navigation_prompt
 from benchmarks.goal_scoring.dataset import GoalDataset, GoalSample
 from benchmarks.scoring.goal import KINDS, render_answer
+from policies.backends.answer_key import ANSWER_KEY_MODEL
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
-from policies.backends.oracle import ORACLE_MODEL
 from policies.cli import InputError
 
 
@@ -118,7 +118,7 @@ def make_model_backend(model: str, *, api_base: str | None, generation: Generati
             f"--policy mllm needs policies.backends.factory.make_backend, which cannot be imported ({e}). "
             "Fix: install the MLLM backends (pip install -e '.[mllm]') in a checkout that has them"
         ) from e
-    if model == ORACLE_MODEL:  # the oracle is never cached and takes no endpoint
+    if model == ANSWER_KEY_MODEL:  # the oracle is never cached and takes no endpoint
         return make_backend(model, config=generation, truth=truth, error_rate=oracle_errors[0],
                             error_seed=oracle_errors[1])
     accepted = inspect.signature(make_backend).parameters

@@ -1,6 +1,6 @@
 """The oracle core for SpatialAgent on generated sets: a perfect reasoner with no perception of its own.
 
-Attached to the oracle backend (:meth:`OracleBackend.attach`) for one item, :class:`AgentOracleSource` answers
+Attached to the oracle backend (:meth:`AnswerKeyBackend.attach`) for one item, :class:`AgentTruthSource` answers
 each role's prompt as a competent core would: the planner calls the right tools for the question (only tools
 the prompt lists), the executor writes the chain of thought over the results it is shown, the observer calls
 the next tool or ``Terminate``, and the summarizers derive the answer **from the tool outputs in the prompt**,
@@ -142,7 +142,7 @@ def _letter(task: Task, text: str) -> str | None:
 # ------------------------------------------------------------------------------------------ the source
 
 
-class AgentOracleSource(AgentCoreOracle):
+class AgentTruthSource(AgentCoreOracle):
     """Writes each role's reply for one item (see the module docstring and :class:`AgentCoreOracle`)."""
 
     def __init__(self, task: Task) -> None:

@@ -37,8 +37,8 @@ from benchmarks.static.registry import Prompt
 from policies.agent import AgentConfig, SpatialAgent, Toolbox
 from policies.agent.core import AGENT_ERROR_KINDS  # noqa: F401  (re-exported for the runner)
 from policies.agent.cv_tools import OpenCVTools
+from policies.backends.answer_key import unwrap_answer_key
 from policies.backends.base import Backend
-from policies.backends.oracle import unwrap_oracle
 from policies.cli import InputError
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
@@ -57,7 +57,7 @@ class AgentAnswerer:
         if (tools == "learned") != any(m is not None for m in models.values()):
             raise InputError("--agent-tools learned needs a local model folder (--agent-depth-model, --agent-detector-model, "
                              "--agent-segmenter-model or --agent-matcher-model), and only it takes them")  # fmt: skip
-        self.oracle = unwrap_oracle(backend)
+        self.oracle = unwrap_answer_key(backend)
         self.truth: dict[str, dict[str, Any]] = {}
         self.scenes: Any = None
         if tools in ("truth", "mixed", "learned") or self.oracle is not None:
@@ -110,17 +110,17 @@ class AgentAnswerer:
         if self.truth and truth is None:
             raise InputError(f"item {item.item_id}: no record in the set's ground_truth.jsonl; the data and truth files differ")
         if self.oracle is not None:
-            self._attach_oracle(item, truth)
+            self._attach_answer_key(item, truth)
         question = prompt.text if prompt.preamble is None else f"{prompt.preamble}\n{prompt.text}"
         meta = {"intrinsics": _calibration(truth["camera"])} if truth is not None else {}
         return self.agent.answer(question, images, truth if self.tools in ("truth", "mixed", "learned") else None, meta)
 
-    def _attach_oracle(self, item: StaticItem, truth: Mapping[str, Any] | None) -> None:
-        from benchmarks.static.agent_oracle import AgentOracleSource, task_of
+    def _attach_answer_key(self, item: StaticItem, truth: Mapping[str, Any] | None) -> None:
+        from benchmarks.static.agent_oracle import AgentTruthSource, task_of
 
         assert truth is not None and self.scenes is not None  # read_truth ran for the oracle
         self.scenes.load(truth)
-        self.oracle.attach(AgentOracleSource(task_of(item, truth, self.scenes.names())))
+        self.oracle.attach(AgentTruthSource(task_of(item, truth, self.scenes.names())))
 
     def close(self) -> None:
         if self.scenes is not None:

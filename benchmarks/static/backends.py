@@ -15,9 +15,9 @@ from benchmarks.static.config import RunConfig
 from benchmarks.static.items import StaticItem
 from benchmarks.static.media import load_media
 from benchmarks.static.registry import Prompt, ScoringMode, get_benchmark
+from policies.backends.answer_key import ANSWER_KEY_MODEL, AnswerKey
 from policies.backends.base import Backend, GenerationConfig, Message
 from policies.backends.injection import ANSWER_ERROR_KINDS
-from policies.backends.oracle import ORACLE_MODEL, AnswerKey
 from policies.cli import InputError
 
 JUDGE_MAX_NEW_TOKENS = 1024
@@ -60,7 +60,7 @@ def build_backend(config: RunConfig, max_new_tokens: int, *, items: Sequence[Sta
         raise InputError(f"policies.backends.factory is not available ({error}); install the 'mllm' extra") from None
     name = model or config.model
     kwargs: dict[str, Any] = {"config": GenerationConfig(max_new_tokens=max_new_tokens)}
-    if name == ORACLE_MODEL:  # never cached; short answers get the short-answer error kinds
+    if name == ANSWER_KEY_MODEL:  # never cached; short answers get the short-answer error kinds
         kwargs.update(cache=False, error_kinds=ANSWER_ERROR_KINDS)
         if model is None and config.policy == "agent":  # the agent's calls are JSON tool calls and tagged answers
             from benchmarks.static.agent_run import AGENT_ERROR_KINDS
@@ -79,7 +79,7 @@ def build_backend(config: RunConfig, max_new_tokens: int, *, items: Sequence[Sta
 def build_judge(config: RunConfig, items: Sequence[StaticItem], predictions: Mapping[str, Answered]) -> Backend:
     """The LLM judge of ``--judge-model``; a perfect judge (``oracle``) replies what the mode says it would."""
     truth = None
-    if config.judge_model == ORACLE_MODEL:
+    if config.judge_model == ANSWER_KEY_MODEL:
         mode = get_benchmark(config.bench).mode(config.mode)
         if mode.judge_gold is not None:
             truth = AnswerKey(_judge_pairs(mode, items, predictions))

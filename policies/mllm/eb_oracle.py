@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from policies.backends.answer_key import EnvTruth
 from policies.backends.base import Message
-from policies.backends.oracle import EnvTruth
 from policies.mllm import eb_prompts
 
 _FORMAT_SECTION = re.compile(r"## Output format\n(.*?)(?:\n## |\Z)", re.DOTALL)
@@ -69,7 +69,7 @@ def eb_answer(prompt: str, plan: list[dict[str, Any]], texts: dict[str, str]) ->
     return json.dumps(answer)
 
 
-class NavigationOracleSource:
+class NavigationTruthSource:
     """Answers EB-Navigation prompts with the shortest path from the agent's current pose."""
 
     def __init__(self, env: Any) -> None:
@@ -99,7 +99,7 @@ class NavigationOracleSource:
         }
 
 
-class ManipulationOracleSource:
+class ManipulationTruthSource:
     """Answers EB-Manipulation prompts with the expert's next skill planned from the current state.
 
     The expert is re-planned at every answer (the loop asks again when a plan is used up or an action is
@@ -139,8 +139,8 @@ def eb_truth(task: str) -> EnvTruth:
     return EnvTruth(lambda env: eb_oracle_source(task, env))
 
 
-def eb_oracle_source(task: str, env: Any) -> NavigationOracleSource | ManipulationOracleSource:
+def eb_oracle_source(task: str, env: Any) -> NavigationTruthSource | ManipulationTruthSource:
     """The privileged source for ``task`` (``"navigation"`` or ``"manipulation"``) acting in ``env``."""
     if task == "navigation":
-        return NavigationOracleSource(env)
-    return ManipulationOracleSource(env)
+        return NavigationTruthSource(env)
+    return ManipulationTruthSource(env)

@@ -1,6 +1,6 @@
 """The spatial loop's oracle source: the privileged expert's next motion, written as the prompt asks.
 
-The oracle backend (:mod:`policies.backends.oracle`), built with :func:`spatial_truth` where the CLI builds the
+The oracle backend (:mod:`policies.backends.answer_key`), built with :func:`spatial_truth` where the CLI builds the
 backend, answers each planning prompt of :class:`~policies.mllm.spatial.SpatialPlanPolicy` with the text a
 perfect model would write. The source
 reads the format from the prompt itself (step sizes, at most how many steps, the count cap), asks the
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from action_mapping import StepSizes
+from policies.backends.answer_key import EnvTruth
 from policies.backends.base import Message
-from policies.backends.oracle import EnvTruth
 from policies.base import EpisodeContext
 
 # What render_manipulation_prompt / render_navigation_prompt write (pinned by their snapshot tests).

@@ -1,26 +1,31 @@
-"""The oracle backend: a competent stand-in model that answers every prompt as a perfect model would.
+"""The answer-key model: a competent stand-in that answers every prompt as a perfect model would.
+
+It is named ``answer-key`` (``--model answer-key``); ``--model oracle``, its former name, still works and prints
+a one-line deprecation note (the name collided with CALVIN's task oracle, :mod:`envs.calvin.tasks`).
 
 Only ``generate`` differs from a real backend. Prompt building, parsing, wrappers, envs and scoring are the
-code a real model goes through, so a route the oracle cannot succeed on is broken for every model.
+code a real model goes through, so a route the stand-in cannot succeed on is broken for every model. Nothing
+downstream knows which backend it has: the stand-in is built with its *truth*, a callable from a
+conversation to its answer, where the CLI builds backends (the composition root):
 
-Where the truth comes from depends on the route, and is given to the backend by the code that knows it:
+- **offline** (static benchmarks, goal-image scoring): an :class:`AnswerKey` made from each item's gold
+  answer, written as the benchmark's prompt asks (``benchmarks.static.backends``, ``benchmarks.goal_scoring``);
+- **closed loop**: an :class:`EnvTruth`, whose privileged source (e.g. the env family's scripted expert, which
+  reads the prompt's format and writes the expert's next motion in it) is made from the env the policy binds;
+  policies only tell their backend ``bind(env)`` and ``start_episode(context)``, which models ignore.
 
-- **closed loop**: a privileged *source* (``attach(source)``), e.g. the scripted expert of the env the
-  policy is bound to, which reads the prompt's format (step sizes, plan length, action list) and writes the
-  expert's next motion in it; see :func:`attach_oracle`.
-- **offline** (static benchmarks, goal-image scoring): the runner registers each conversation's ground-truth
-  answer with :meth:`OracleBackend.expect` before asking.
-
-``error_rate`` injects typical model errors at a seeded rate, so parse-failure accounting can be checked
-against known counts. Whether a call is corrupted, and how, depends only on ``error_seed`` and the
-conversation's content, never on call order, so results do not depend on worker count or sharding. The
-kind injected comes back in :attr:`Generation.injected_error` (and is counted by the policies).
+``error_rate`` injects typical model errors (:mod:`policies.backends.injection`) at a seeded rate, so
+parse-failure accounting can be checked against known counts. Whether a call is corrupted, and how, depends
+only on ``error_seed`` and the conversation's content, never on call order, so results do not depend on worker
+count or sharding. The kind injected comes back in :attr:`Generation.injected_error`, the only way it reaches
+policies and records.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,11 +35,25 @@ from policies.backends.base import Backend, Generation, GenerationConfig, Messag
 from policies.backends.images import validate_messages
 from policies.backends.injection import DEFAULT_ERROR_KINDS, ERROR_KINDS
 
-ORACLE_MODEL = "oracle"
+ANSWER_KEY_MODEL = "answer-key"
+#: Former names, still accepted with a deprecation note (:func:`canonical_model`).
+DEPRECATED_NAMES = {"oracle": ANSWER_KEY_MODEL}
+_warned: set[str] = set()
+
+
+def canonical_model(name: str | None) -> str | None:
+    """``name``, or the stand-in's name for a former one (a one-line note on stderr, once per process)."""
+    if name not in DEPRECATED_NAMES:
+        return name
+    if name not in _warned:
+        _warned.add(name)
+        print(f"note: --model {name} is deprecated; use --model {DEPRECATED_NAMES[name]} (the same stand-in)",
+              file=sys.stderr)
+    return DEPRECATED_NAMES[name]
 
 
 @runtime_checkable
-class OracleSource(Protocol):
+class TruthSource(Protocol):
     """Writes the answer a perfect model would give to one conversation (privileged)."""
 
     def answer(self, messages: Sequence[Message]) -> str:
@@ -75,9 +94,9 @@ class EnvTruth:
     (plan sources) hears each new episode (:meth:`Backend.start_episode`).
     """
 
-    def __init__(self, make_source: Callable[[Any], OracleSource]) -> None:
+    def __init__(self, make_source: Callable[[Any], TruthSource]) -> None:
         self.make_source = make_source
-        self.source: OracleSource | None = None
+        self.source: TruthSource | None = None
 
     def bind(self, env: Any) -> None:
         self.source = None
@@ -97,12 +116,12 @@ class EnvTruth:
 # ------------------------------------------------------------------------------------------ backend
 
 
-class OracleBackend(Backend):
+class AnswerKeyBackend(Backend):
     """Answers with the truth it was built with (``truth``, offline: an :class:`AnswerKey`) or from an attached
     source (closed loop).
 
     Args:
-        config: generation settings (recorded; the oracle's answers do not depend on them, except that an
+        config: generation settings (recorded; the stand-in's answers do not depend on them, except that an
             answer longer than ``max_new_tokens`` whitespace-separated tokens is cut there, as a real model's).
         error_rate: probability that an answer is corrupted with one of ``error_kinds``.
         error_seed: seed of the corruption draws.
@@ -117,18 +136,18 @@ class OracleBackend(Backend):
 
     def __init__(self, config: GenerationConfig | None = None, *, truth: Truth | None = None, error_rate: float = 0.0,
                  error_seed: int = 0, error_kinds: Sequence[str] = DEFAULT_ERROR_KINDS,
-                 model: str = ORACLE_MODEL) -> None:
+                 model: str = ANSWER_KEY_MODEL) -> None:
         if not 0.0 <= error_rate <= 1.0:
-            raise ValueError(f"oracle error_rate must be in [0, 1], got {error_rate}")
+            raise ValueError(f"answer-key error_rate must be in [0, 1], got {error_rate}")
         unknown = sorted(set(error_kinds) - set(ERROR_KINDS))
         if unknown or not error_kinds:
-            raise ValueError(f"oracle error_kinds {list(error_kinds)}: choose from {sorted(ERROR_KINDS)}")
+            raise ValueError(f"answer-key error_kinds {list(error_kinds)}: choose from {sorted(ERROR_KINDS)}")
         self.model_id = model  # the name it was built under (make_backend passes every backend its model)
         self.config = config or GenerationConfig()
         self.error_rate, self.error_seed, self.error_kinds = error_rate, error_seed, tuple(error_kinds)
-        self.source: OracleSource | Truth | None = truth
+        self.source: TruthSource | Truth | None = truth
 
-    def attach(self, source: OracleSource | Truth) -> None:
+    def attach(self, source: TruthSource | Truth) -> None:
         """Answer from ``source`` from now on (closed loop: the bound env's privileged expert)."""
         self.source = source
 
@@ -156,8 +175,8 @@ class OracleBackend(Backend):
 
     def _truth(self, messages: Sequence[Message]) -> str:
         if self.source is None:
-            raise RuntimeError("the oracle has no ground truth: build it with truth= (offline: an AnswerKey of "
-                               "the gold answers) or attach a source (closed loop: attach_oracle)")
+            raise RuntimeError("the answer-key model has no ground truth: build it with truth= (offline: an "
+                               "AnswerKey of the gold answers, closed loop: an EnvTruth) or attach a source")
         return self.source(messages) if callable(self.source) else self.source.answer(messages)
 
     def _draw_error(self, key: str) -> str | None:
@@ -173,20 +192,11 @@ class OracleBackend(Backend):
                 "error_seed": self.error_seed, "error_kinds": list(self.error_kinds)}
 
 
-def unwrap_oracle(backend: Backend) -> OracleBackend | None:
-    """The oracle, also behind a wrapper that exposes ``inner`` (the cache); ``None`` for a real model."""
-    while not isinstance(backend, OracleBackend) and hasattr(backend, "inner"):
+def unwrap_answer_key(backend: Backend) -> AnswerKeyBackend | None:
+    """The answer-key backend, also behind a wrapper that exposes ``inner`` (the cache); ``None`` for a real model."""
+    while not isinstance(backend, AnswerKeyBackend) and hasattr(backend, "inner"):
         backend = backend.inner
-    return backend if isinstance(backend, OracleBackend) else None
-
-
-def attach_oracle(backend: Backend, make_source: Callable[[], OracleSource]) -> bool:
-    """Give an oracle backend its privileged source; a real backend is left alone. Returns whether attached."""
-    oracle = unwrap_oracle(backend)
-    if oracle is None:
-        return False
-    oracle.attach(make_source())
-    return True
+    return backend if isinstance(backend, AnswerKeyBackend) else None
 
 
 # ------------------------------------------------------------------------------------------ helpers
