@@ -1,7 +1,7 @@
 """The composition root of a static run: the conversations it sends and the models it sends them to.
 
 :func:`build_backend` builds the model under test and :func:`build_judge` the LLM judge, both through
-:func:`policies.backends.factory.make_backend`. The stand-in model (``--model oracle``) is built here with its
+:func:`policies.backends.factory.make_backend`. The stand-in model (``--model answer-key``) is built here with its
 truth, an answer key made offline from the benchmark's gold answers (a perfect judge's from the mode's
 ``judge_gold``), so the runner asks it as it asks any model and never knows which one it has.
 """
@@ -77,14 +77,14 @@ def build_backend(config: RunConfig, max_new_tokens: int, *, items: Sequence[Sta
 
 
 def build_judge(config: RunConfig, items: Sequence[StaticItem], predictions: Mapping[str, Answered]) -> Backend:
-    """The LLM judge of ``--judge-model``; a perfect judge (``oracle``) replies what the mode says it would."""
+    """The LLM judge of ``--judge-model``; a perfect judge (``answer-key``) replies what the mode says it would."""
     truth = None
     if config.judge_model == ANSWER_KEY_MODEL:
         mode = get_benchmark(config.bench).mode(config.mode)
         if mode.judge_gold is not None:
             truth = AnswerKey(_judge_pairs(mode, items, predictions))
         elif mode.judge_score is not None:  # a mode without a judge never asks it
-            raise ValueError(f"--judge-model oracle: the {mode.name} mode does not say what a perfect judge replies")
+            raise ValueError(f"--judge-model answer-key: the {mode.name} mode does not say what a perfect judge replies")
     return build_backend(config, JUDGE_MAX_NEW_TOKENS, model=config.judge_model, api_base=config.judge_api_base,
                          truth=truth)
 

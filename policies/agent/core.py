@@ -32,7 +32,7 @@ from policies.backends.injection import expected_effect
 PARADIGMS = ("plan-execute", "react")
 #: Roles whose output must be JSON tool calls (their parse failures are the counted tool-call failures).
 TOOL_CALL_ROLES = ("planner", "observer", "react_summarizer")
-#: Oracle error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled
+#: Injected error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled
 #: (``unknown_primitive`` is left out: a tool plan has no action names for it to replace).
 AGENT_ERROR_KINDS: tuple[str, ...] = ("malformed_json", "truncated", "empty", "prose")
 #: Tool failures that are the core's fault (a plan with one of them is asked again); others are perception's.
