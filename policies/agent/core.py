@@ -32,6 +32,8 @@ from policies.backends.injection import expected_effect
 PARADIGMS = ("plan-execute", "react")
 #: Roles whose output must be JSON tool calls (their parse failures are the counted tool-call failures).
 TOOL_CALL_ROLES = ("planner", "observer", "react_summarizer")
+#: Added to the question when the episode has a goal view (the second image).
+GOAL_VIEW_LINE = "image-0 is your current view; image-1 is the goal view: reach the place and heading it was taken from."
 #: Injected error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled
 #: (``unknown_primitive`` is left out: a tool plan has no action names for it to replace).
 AGENT_ERROR_KINDS: tuple[str, ...] = ("malformed_json", "truncated", "empty", "prose")

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from policies.agent.core import GOAL_VIEW_LINE
 from policies.agent.oracle_core import AgentCoreOracle
-from policies.agent.policy import GOAL_VIEW_LINE
 from policies.mllm import eb_prompts
 from policies.mllm.eb_oracle import eb_answer
 

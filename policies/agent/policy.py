@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from policies.agent.core import AGENT_ERROR_KINDS, TOOL_CALL_ROLES, AgentConfig, SpatialAgent
+from policies.agent.core import AGENT_ERROR_KINDS, GOAL_VIEW_LINE, TOOL_CALL_ROLES, AgentConfig, SpatialAgent
 from policies.agent.tools import Toolbox
 from policies.backends.answer_key import ANSWER_KEY_MODEL, canonical_model
 from policies.backends.base import Backend
@@ -40,8 +40,6 @@ from policies.mllm.common import ModelCall
 from policies.mllm.embodied import EBAgentPolicy
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
-#: Added to the question when the episode has a goal view (the second image).
-GOAL_VIEW_LINE = "image-0 is your current view; image-1 is the goal view: reach the place and heading it was taken from."
 CLOSED_LOOP_MIN_PIXELS = 20  # a target this many pixels large is seen (the env's visibility counts any pixel)
 
 
