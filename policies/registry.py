@@ -99,10 +99,9 @@ def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
     return load_entry_point(_entry(name).builder, what=f"policy {name!r} builder")(config)
 
 
-# The built-ins, then the model policies. LIBERO has no scripted expert; a VLA acts in continuous 7-D
-# end-effector space (CALVIN, LIBERO); the closed-loop agent acts in EB-Navigation only.
-register_policy("expert", config="policies.builtins:ExpertConfig", builder="policies.builtins:build_expert",
-                benchmarks=("calvin", *EMBODIED))
+# The built-ins, then the model policies. A VLA acts in continuous 7-D end-effector space (CALVIN, LIBERO);
+# the closed-loop agent acts in EB-Navigation only.
+register_policy("expert", config="policies.builtins:ExpertConfig", builder="policies.builtins:build_expert")
 register_policy("random", config="policies.builtins:RandomConfig", builder="policies.builtins:build_random")
 register_policy("replay", config="policies.builtins:ReplayConfig", builder="policies.builtins:build_replay")
 register_policy("constant", config="policies.builtins:ConstantConfig", builder="policies.builtins:build_constant")

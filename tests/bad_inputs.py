@@ -103,7 +103,6 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", ["--num-steps-wait", "-1"], "--num-steps-wait"),
     ("libero", ["--image-orientation", "sideways"], "--image-orientation"),
     ("libero", ["--latency-mode", "skip"], "--latency-mode"),
-    ("libero", ["--policy", "expert"], "--policy expert"),
     ("libero", [*AGENT], "--policy agent"),
     ("libero", ["--policy", "constant", "--action", "[0]"], "--action"),
     ("libero", ["--policy", "vla"], "--checkpoint"),

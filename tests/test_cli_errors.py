@@ -158,7 +158,7 @@ def test_the_preflight_lets_through_what_is_there(tmp_path):
 def test_each_policy_declares_where_it_runs():
     from policies.registry import CLOSED_LOOP_BENCHMARKS, policies_for, policy_benchmarks, registered_policies
 
-    assert policies_for("libero") == ["constant", "mllm", "random", "replay", "vla"]
+    assert policies_for("libero") == ["constant", "expert", "mllm", "random", "replay", "vla"]
     assert policies_for("embodied-nav") == ["agent", "constant", "expert", "mllm", "random", "replay"]
     assert policies_for(None) == registered_policies()
     assert all(set(policy_benchmarks(name)) <= set(CLOSED_LOOP_BENCHMARKS) for name in registered_policies())

@@ -121,7 +121,7 @@ def test_benchmark_help_shows_the_options_of_what_runs_there_without_heavy_impor
     assert ("--object-info-key" in done.stdout) == (benchmark == "embodied-manip")
 
 
-@pytest.mark.parametrize(("argv", "named"), [(["libero", "--policy", "expert"], "--policy expert does not run on libero"),
+@pytest.mark.parametrize(("argv", "named"), [(["libero", "--policy", "agent", "--model", "answer-key"], "--policy agent does not run on libero"),
                                              (["calvin", "--policy", "agent", "--model", "answer-key"], "runs on embodied nav"),
                                              (["embodied", "nav", "--backbone", "tiny-qwen2.5-vl"], "--policy vla"),
                                              (["calvin", "--policy", "mllm", "--model", "answer-key", "--n-examples", "2"],

@@ -147,3 +147,27 @@ def test_two_results_files_with_one_title_are_rejected(tmp_path):
                                                            "source": "s"}))
     with pytest.raises(ValueError, match=r"b\.json: title 'Same' is also a\.json's"):
         gen_pages.results_pages(tmp_path)
+
+
+def test_a_results_note_beside_its_file_is_on_its_page_and_an_orphan_note_is_rejected(tmp_path):
+    """Issue 30: dated measurements live in bench/results/ (a NAME.md beside NAME.json), the guides link them."""
+    (tmp_path / "speed.json").write_text(json.dumps({"title": "Speed", "date": "2026-01-01", "machine": "m",
+                                                     "source": "s"}))
+    (tmp_path / "speed.md").write_text("| run | steps/s |\n|---|---|\n| a | 12.5 |\n")
+    page = gen_pages.results_pages(tmp_path)["results/speed.md"]
+    assert page.index("| file | `bench/results/speed.json` |") < page.index("| a | 12.5 |")
+    (tmp_path / "lost.md").write_text("numbers")
+    with pytest.raises(ValueError, match=r"lost\.md without a \.json beside it"):
+        gen_pages.results_pages(tmp_path)
+
+
+def test_every_results_page_is_linked_from_a_guide_and_every_guide_link_to_results_resolves():
+    """Issue 30: the guides keep each measurement's method and link its numbers; no results page is left
+    unlinked and no guide points at a results page that does not exist."""
+    pages = {path.removeprefix("results/") for path in gen_pages.results_pages()} - {"index.md"}
+    linked: dict[str, list[str]] = {}
+    for guide in sorted((ROOT / "docs" / "guide").glob("*.md")):
+        for target in re.findall(r"\]\(\.\./results/([^)#\s]+)", guide.read_text()):
+            linked.setdefault(target, []).append(guide.name)
+    assert not set(linked) - pages - {"index.md"}, {t: linked[t] for t in set(linked) - pages - {"index.md"}}
+    assert not pages - set(linked), f"results pages no guide links: {sorted(pages - set(linked))}"

@@ -363,3 +363,15 @@ def test_oracle_pick_and_place_with_injected_errors(env_of):
     stats = result["policy_stats"]
     assert result["success"] and stats["injected_unusable"] >= 1
     assert stats["parse_errors"] == stats["fallbacks"] == stats["injected_unusable"]
+
+
+def test_without_cameras_the_env_steps_physics_only():
+    env = make_libero_env("libero_goal", 7, image_size=32, cameras=False)
+    try:
+        obs, _ = env.reset(seed=0, options={"init_state_index": 0})
+        obs, *_ = env.step(np.zeros(7))
+        assert env.observation_space.contains(obs) and env.describe()["cameras"] is False
+        assert not obs["agentview_image"].any() and not obs["eye_in_hand_image"].any()  # black, not rendered
+        assert env._render_context() is None  # no renderer was built
+    finally:
+        env.close()

@@ -38,9 +38,10 @@ from policies.cli import InputError, arg
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
-#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``); LIBERO has no
-#: scripted expert.
-POLICY_DEFAULTS = {"mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
+#: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``): the scripted
+#: expert is :class:`policies.experts.libero.LiberoExpert`.
+POLICY_DEFAULTS = {"expert": {"expert": "policies.experts.libero:LiberoExpert"},
+                   "mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
                    "vla": {"data_format": "libero", "chunk_size": 4}}
 REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_rate": 35.8}}
 
@@ -49,7 +50,7 @@ REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_
 class LiberoConfig(ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
-    policy: str = arg("random", "random | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)")
+    policy: str = arg("random", "random | expert | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)")
     replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed SUITE/TASK/TRIAL, .npz, .npy)", must_exist=True)
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     suite: Literal["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"] = arg(
@@ -120,7 +121,8 @@ class LiberoWorker(EpisodeWorker):
             c = self.config
             self.env = self.make_env(env_id(c.suite, task_index), image_size=c.image_size, max_steps=c.budget(),
                                      num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
-                                     image_orientation=c.image_orientation)
+                                     image_orientation=c.image_orientation,
+                                     cameras=c.video > 0 or not self.spec.blind)
             self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
             self.task_index = task_index
@@ -184,6 +186,8 @@ class LiberoBenchmark(Benchmark):
         c = self.config
         if not 1 <= c.trials_per_task <= protocol.NUM_INIT_STATES:
             raise InputError(f"--trials-per-task must be 1..{protocol.NUM_INIT_STATES} (one per fixed initial state)")
+        if self.spec.name == "expert":
+            check_expert_goals(c.suite, c.task_indices())
         pairs = [(t, k) for t in c.task_indices() for k in range(c.trials_per_task)]
         return [WorkUnit(i, f"{c.suite}/{t:02d}/{k:02d}", unit_seed(c.seed, i), {"task_index": t, "init_state_index": k})
                 for i, (t, k) in enumerate(pairs)]
@@ -237,6 +241,19 @@ class LiberoBenchmark(Benchmark):
         files = {"plots/success_by_task.png": functools.partial(
             task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}
         return Summary(data, "\n".join(lines), files)
+
+
+def check_expert_goals(suite: str, tasks: Sequence[int]) -> None:
+    """Refuse, before any episode, a task whose BDDL goal the scripted expert cannot solve (one line)."""
+    from envs.libero.tasks import load_task
+    from policies.experts.libero_goals import goal_of_bddl, parse_goal
+
+    for t in tasks:
+        task = load_task(suite, t)
+        try:
+            parse_goal(goal_of_bddl(task.bddl_file.read_text()))
+        except ValueError as error:
+            raise InputError(f"--policy expert, {suite} task {t} ({task.name}): {error}") from None
 
 
 def _blind_rows(suite: str) -> list[str]:

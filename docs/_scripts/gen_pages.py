@@ -9,7 +9,9 @@ Every page here is built from the code or from committed data, never typed by ha
   first id of a class with more than :data:`MAX_IDS_MADE`) and checked against ``gym.make`` by the tests.
 - ``cli/``: one page per ``spatial-arena`` subcommand, from the parser its ``python -m`` module builds from
   its config dataclass (captured at ``--help``), and one for the registered policies' config dataclasses.
-- ``results/``: one page per committed ``bench/results/*.json`` file (numbers with date, machine, command).
+- ``results/``: one page per committed ``bench/results/*.json`` file (numbers with date, machine, command),
+  followed by the Markdown of ``bench/results/NAME.md`` where one sits beside ``NAME.json``: the measurement's
+  tables and dated findings, which the guides link instead of carrying them.
 
 mkdocs runs :func:`on_config` (generate, extend the nav) and :func:`on_files` (add the pages).
 """
@@ -302,8 +304,8 @@ def load_result(path: Path) -> dict[str, Any]:
     return data
 
 
-def result_page(name: str, data: Mapping[str, Any]) -> str:
-    """One results file as a page: provenance, headline metrics, tables, notes."""
+def result_page(name: str, data: Mapping[str, Any], note: str = "") -> str:
+    """One results file as a page: provenance, headline metrics, tables, notes, then its Markdown note."""
     lines = [f"# {data['title']}", "", "| | |", "|---|---|"]
     lines += [f"| {key} | {_cell(data[key])} |" for key in ("date", "machine", "setup", "source") if data.get(key)]
     if data.get("command"):
@@ -317,13 +319,20 @@ def result_page(name: str, data: Mapping[str, Any]) -> str:
                   *("| " + " | ".join(map(_cell, row)) + " |" for row in table["rows"]), ""]
     if data.get("notes"):
         lines += [data["notes"], ""]
+    if note:
+        lines += [note.strip(), ""]
     return "\n".join(lines)
 
 
 def results_pages(folder: Path = RESULTS_DIR) -> dict[str, str]:
-    """``results/index.md`` and one page per ``bench/results/*.json``; two files with one title are an error
-    (the nav lists the pages by title, so they would read as one)."""
+    """``results/index.md`` and one page per ``bench/results/*.json`` (with ``NAME.md`` beside it appended);
+    two files with one title are an error (the nav lists the pages by title, so they would read as one), and so
+    is a note without its ``NAME.json`` (it would never be shown)."""
     files = sorted(folder.glob("*.json"))
+    orphans = sorted(p.name for p in folder.glob("*.md") if not p.with_suffix(".json").is_file())
+    if orphans:
+        raise ValueError(f"{folder}: {', '.join(orphans)} without a .json beside it; a note is shown on the page of "
+                         "its NAME.json, which states the provenance")
     pages, index = {}, ["# Results", "", "Measured numbers, each read from a committed file in `bench/results/` "
                         "that states when, where and how it was measured.", "", "| result | date | machine |",
                         "|---|---|---|"]
@@ -334,7 +343,8 @@ def results_pages(folder: Path = RESULTS_DIR) -> dict[str, str]:
             raise ValueError(f"{path}: title {data['title']!r} is also {titles[data['title']].name}'s; "
                              "give each results file a title of its own")
         titles[data["title"]] = path
-        pages[f"results/{path.stem}.md"] = result_page(path.stem, data)
+        note = path.with_suffix(".md")
+        pages[f"results/{path.stem}.md"] = result_page(path.stem, data, note.read_text() if note.is_file() else "")
         index.append(f"| [{_cell(data['title'])}]({path.stem}.md) | {data['date']} | {_cell(data['machine'])} |")
     return {"results/index.md": "\n".join(index) + "\n", **pages}
 

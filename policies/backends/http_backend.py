@@ -461,9 +461,14 @@ def _error_detail(err: urllib.error.HTTPError) -> str:
         message = loads_bounded(body).get("error", {})
         if isinstance(message, dict):
             message = message.get("message", body)
-        return str(message)[:300] or err.reason
+        return _one_line(str(message)) or err.reason
     except (ValueError, AttributeError):  # not JSON, too deep, or not an object
-        return body.strip()[:300] or str(err.reason)
+        return _one_line(body) or str(err.reason)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    """An error body as one line (an HTML error page spans many), for messages that must stay one line."""
+    return " ".join(text.split())[:limit]
 
 
 def _retry_after(err: urllib.error.HTTPError) -> float | None:

@@ -1,0 +1,679 @@
+"""A privileged scripted expert for LIBERO: reads the task's BDDL goal and the simulator, acts in OSC_POSE.
+
+``LiberoExpert`` (``--policy expert`` on ``benchmarks.libero``) parses the goal
+(:mod:`policies.experts.libero_goals`), then solves each predicate in turn with native 7-D actions
+(OSC_POSE deltas and the gripper, as any policy sends), closed loop on the measured hand pose: every
+step moves the hand a capped fraction of the way to the current waypoint and turns it toward the
+waypoint's orientation. It reads object poses, collision-geom extents in the object's frame and the
+geometry under a place (a ray cast); it never sets simulator state.
+
+``In`` / ``On`` (pick and place): the grasp comes from the object's shape (:func:`choose_grasp`: from
+above across the narrow side for boxes and cans, around the top part of tall bottles and cartons, across
+the wall at the rim of bowls and plates); after lifting, the object's offset from the hand is measured
+and the place is corrected by it; a grasp that did not lift the object is retried once from the
+object's new pose. Deterministic: no randomness, so a seed and initial state give one episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from policies.base import EpisodeContext, Policy
+from policies.experts.libero_goals import Goal, choose_grasp, parse_goal
+
+POS_UNIT, ROT_UNIT = 0.05, 0.5  # OSC_POSE: metres / radians per action unit
+OPEN, CLOSED = -1.0, 1.0
+FAST, SLOW = 1.0, 0.4  # cap of each translation component, in action units
+GAIN = 2.0  # action units per unit of position error (in 5 cm): full speed beyond 2.5 cm
+ROT_GAIN = 2.0
+STALL, STALL_MOVE, STALL_TURN = 12, 0.003, 0.02  # steps, m, rad: a waypoint the hand stops short of is passed
+CLEARANCE = 0.05  # m: a carried object's base clears what lies under its path by this much
+MAX_HAND_Z = 1.40  # m (world): the highest the hand is sent
+APPROACH = 0.10  # m: the hand descends the last stretch to a grasp vertically
+NEAR = 0.04  # m: the last stretch of a descent, taken slowly
+FINGERS = 0.05  # m: how far the fingertips reach below the hand site, roughly (for clearances)
+TRAVEL_TURN = 3.2  # rad: a travel waypoint is passed whatever the hand's orientation (it turns on the way)
+LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
+RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
+
+
+@dataclass(frozen=True)
+class Waypoint:
+    """A hand target: site position, finger-axis direction (horizontal, world), gripper command."""
+
+    pos: np.ndarray
+    axis: np.ndarray
+    gripper: float
+    speed: float = FAST
+    tol: float = 0.01
+    settle: int = 0  # steps held once reached (fingers closing / opening)
+    max_steps: int = 80  # give up waiting for the hand and move on
+    approach: tuple[float, float, float] = (0.0, 0.0, -1.0)  # where the fingers point (world)
+    turn_tol: float = 0.08  # rad: orientation error accepted (travel waypoints turn on the way)
+
+
+# ---------------------------------------------------------------------------------------- the scene
+
+
+class Scene:
+    """Read-only views of the LIBERO simulator the expert needs (poses, extents, rays)."""
+
+    def __init__(self, raw_env: Any) -> None:
+        self.env = raw_env.env  # LIBERO's problem env (robosuite)
+        import mujoco
+
+        self.mujoco = mujoco
+        self.model, self.data = self.env.sim.model._model, self.env.sim.data._data
+        robot = self.env.robots[0]
+        self.site = robot.eef_site_id["right"]
+        fingers = [b for b in range(self.model.nbody) if "finger" in self.model.body(b).name
+                   and self.model.body(b).name.endswith(("leftfinger", "rightfinger"))]
+        self.fingers = fingers[:2]
+        self._subtrees: dict[str, set[int]] = {}
+
+    # the hand
+    def hand(self) -> np.ndarray:
+        return np.array(self.data.site_xpos[self.site])
+
+    def hand_rotation(self) -> np.ndarray:
+        return np.array(self.data.site_xmat[self.site]).reshape(3, 3)
+
+    def finger_axis(self) -> np.ndarray:
+        """Unit vector from one finger to the other (the closing direction), world frame."""
+        a, b = (np.array(self.data.xpos[f]) for f in self.fingers)
+        return (b - a) / max(float(np.linalg.norm(b - a)), 1e-9)
+
+    # objects
+    def names(self) -> list[str]:
+        return [*self.env.objects_dict, *self.env.fixtures_dict]
+
+    def body(self, name: str) -> int:
+        return int(self.env.obj_body_id[name])
+
+    def owner(self, region: str) -> str:
+        """The object or fixture a BDDL name refers to (a region's name starts with its owner's)."""
+        if region in self.env.obj_body_id:
+            return region
+        owners = [n for n in self.names() if region.startswith(n + "_")]
+        if not owners:
+            raise ValueError(f"the LIBERO expert finds no object or fixture for {region!r}")
+        return max(owners, key=len)
+
+    def position(self, name: str) -> np.ndarray:
+        """A body's origin, or a region's site, in the world."""
+        if name in self.env.obj_body_id:
+            return np.array(self.data.xpos[self.body(name)])
+        return np.array(self.env.sim.data.get_site_xpos(name))
+
+    def subtree(self, name: str) -> set[int]:
+        if name not in self._subtrees:
+            root, parent = self.body(name), self.model.body_parentid
+            inside = set()
+            for b in range(self.model.nbody):
+                x = b
+                while x not in (0, root):
+                    x = int(parent[x])
+                if x == root:
+                    inside.add(b)
+            self._subtrees[name] = inside
+        return self._subtrees[name]
+
+    def corners(self, name: str) -> np.ndarray:
+        """World corners of the collision geoms' bounding boxes of an object (n x 3)."""
+        bodies, m, d = self.subtree(name), self.model, self.data
+        out = []
+        signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
+        for g in range(m.ngeom):
+            if m.geom_bodyid[g] in bodies and (m.geom_contype[g] or m.geom_conaffinity[g]):
+                centre, half = m.geom_aabb[g, :3], m.geom_aabb[g, 3:]
+                rot = d.geom_xmat[g].reshape(3, 3)
+                out.append(d.geom_xpos[g] + (centre + signs * half) @ rot.T)
+        if not out:
+            raise ValueError(f"the LIBERO expert finds no collision geometry for {name!r}")
+        return np.concatenate(out)
+
+    def box(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(centre, half extents, axes)`` of an object's bounding box in its own frame (axes: columns,
+        world), from its collision geoms."""
+        rot = np.array(self.data.xmat[self.body(name)]).reshape(3, 3)
+        local = (self.corners(name) - self.position(name)) @ rot
+        lo, hi = local.min(0), local.max(0)
+        return self.position(name) + rot @ ((lo + hi) / 2), (hi - lo) / 2, rot
+
+    def extent(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World axis-aligned bounds ``(low, high)`` of an object."""
+        c = self.corners(name)
+        return c.min(0), c.max(0)
+
+    def surface_z(self, xy: np.ndarray, skip: str) -> float:
+        """Height of the first collision surface below ``xy`` from above the scene, ignoring ``skip``'s
+        geoms and the robot's (a ray cast)."""
+        m, d, mj = self.model, self.data, self.mujoco
+        skip_bodies = self.subtree(skip)
+        start = np.array([xy[0], xy[1], 2.5])
+        top = -np.inf
+        groups = np.ones(6, np.uint8)
+        geom = np.zeros(1, np.int32)
+        for _ in range(16):  # step past ignored geoms
+            dist = mj.mj_ray(m, d, start, np.array([0.0, 0.0, -1.0]), groups, 1, -1, geom)
+            if dist < 0:
+                break
+            hit = start[2] - dist
+            g = int(geom[0])
+            collides = m.geom_contype[g] or m.geom_conaffinity[g]
+            if collides and m.geom_bodyid[g] not in skip_bodies and not self._robot(g):
+                top = hit
+                break
+            start = np.array([xy[0], xy[1], hit - 1e-4])
+        return float(top)
+
+    def joints_of(self, name: str) -> list[str]:
+        """The articulation joints a BDDL name refers to: a region's own joints, else its owner's."""
+        site = self.env.object_sites_dict.get(name)
+        joints = getattr(site, "joints", None) if site is not None else None
+        if not joints:
+            joints = list(self.env.get_object(self.owner(name)).joints)
+        if not joints:
+            raise ValueError(f"the LIBERO expert finds no joint to move for {name!r}")
+        return list(joints)
+
+    def joint(self, joint: str) -> tuple[float, np.ndarray, np.ndarray, int, np.ndarray]:
+        """``(qpos, world axis, world anchor, type, range)`` of a joint."""
+        m, d = self.model, self.data
+        j = m.joint(joint).id
+        rot = np.array(d.xmat[m.jnt_bodyid[j]]).reshape(3, 3)
+        return (float(d.qpos[m.jnt_qposadr[j]]), rot @ m.jnt_axis[j], np.array(d.xanchor[j]), int(m.jnt_type[j]),
+                np.array(m.jnt_range[j]))
+
+    def joint_body_boxes(self, joint: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """World bounding boxes ``(low, high)`` of the collision geoms the joint moves (its body only)."""
+        m, d = self.model, self.data
+        body = m.jnt_bodyid[m.joint(joint).id]
+        signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
+        boxes = []
+        for g in range(m.ngeom):
+            if m.geom_bodyid[g] == body and (m.geom_contype[g] or m.geom_conaffinity[g]):
+                c = d.geom_xpos[g] + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+                boxes.append((c.min(0), c.max(0)))
+        return boxes
+
+    def free_spot(self, region: str, radius: float, skip: str, grid: int = 9) -> np.ndarray:
+        """The point of a region (LIBERO's box: site position +- its size, turned by the site) where an
+        object of ``radius`` lands lowest: the tallest collision geom whose box meets the object's
+        footprint is the lowest there (no wall, rim or overhang in the way), nearest the centre among equals."""
+        site = self.env.object_sites_dict.get(region)
+        centre = self.position(region)
+        size = getattr(site, "size", None)
+        if size is None:
+            return centre[:2]
+        half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
+        lows, highs = self._geom_boxes(skip)
+        reach = radius + 0.005
+        best, best_key = centre[:2], (np.inf, np.inf)
+        for fx in np.linspace(-1.0, 1.0, grid):
+            for fy in np.linspace(-1.0, 1.0, grid):
+                point = centre[:2] + np.array([fx, fy]) * half
+                meets = np.all((lows[:, :2] < point + reach) & (highs[:, :2] > point - reach), axis=1)
+                key = (round(float(highs[meets, 2].max(initial=-np.inf)), 3), float(np.hypot(fx, fy)))
+                if key < best_key:
+                    best, best_key = point, key
+        return best
+
+    def _geom_boxes(self, skip: str) -> tuple[np.ndarray, np.ndarray]:
+        """World bounding boxes of the scene's collision geoms, but ``skip``'s and the robot's."""
+        m, d = self.model, self.data
+        skip_bodies = self.subtree(skip)
+        signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
+        lows, highs = [], []
+        for g in range(m.ngeom):
+            if not (m.geom_contype[g] or m.geom_conaffinity[g]) or m.geom_bodyid[g] in skip_bodies or self._robot(g):
+                continue
+            c = d.geom_xpos[g] + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+            lows.append(c.min(0))
+            highs.append(c.max(0))
+        return np.array(lows), np.array(highs)
+
+    def _robot(self, geom: int) -> bool:
+        name = self.model.body(self.model.geom_bodyid[geom]).name
+        return name.startswith(("robot", "gripper", "mount"))
+
+    def highest_between(self, a: np.ndarray, b: np.ndarray, skip: str, margin: float) -> float:
+        """Top of the tallest object or fixture whose box comes within ``margin`` of segment a-b (xy)."""
+        top = -np.inf
+        for name in self.names():
+            if name == skip:
+                continue
+            lo, hi = self.extent(name)
+            if _segment_box_distance(a[:2], b[:2], lo[:2], hi[:2]) < margin:
+                top = max(top, float(hi[2]))
+        return top
+
+
+def _segment_box_distance(a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Distance in the plane between segment a-b and the box [lo, hi] (sampled along the segment)."""
+    ts = np.linspace(0.0, 1.0, 21)[:, None]
+    points = a + ts * (b - a)
+    gap = np.maximum(np.maximum(lo - points, points - hi), 0.0)
+    return float(np.linalg.norm(gap, axis=1).min())
+
+
+# ------------------------------------------------------------------------------------------ planning
+
+Stage = Callable[[Scene], list[Waypoint]]
+
+
+def _horizontal(v: np.ndarray) -> np.ndarray:
+    h = np.array([v[0], v[1], 0.0])
+    return h / max(float(np.linalg.norm(h)), 1e-9)
+
+
+def _nearest_sign(axis: np.ndarray, current: np.ndarray) -> np.ndarray:
+    return axis if float(axis @ current) >= 0 else -axis
+
+
+class PickPlace:
+    """Pick ``obj`` and put it in / on ``target`` (a region site or an object), as planning stages."""
+
+    def __init__(self, goal: Goal, retries: int = 1) -> None:
+        self.goal = goal
+        self.obj, self.target = goal.args
+        self.retries = retries
+        self.grasp_kind = ""
+        self.base_z = 0.0
+
+    def stages(self) -> list[Stage]:
+        return [self.plan_grasp, self.check_grasp, self.plan_place]
+
+    def plan_grasp(self, scene: Scene) -> list[Waypoint]:
+        centre, half, rot = scene.box(self.obj)
+        lo, hi = scene.extent(self.obj)
+        self.base_z = float(lo[2])
+        horiz = [i for i in range(3) if abs(rot[2, i]) < 0.7]  # the object's two horizontal axes
+        up = next(i for i in range(3) if i not in horiz)
+        if len(horiz) != 2:  # lying at an odd angle: fall back to world axes
+            horiz, rot, half, up = [0, 1], np.eye(3), (hi - lo) / 2, 2
+            centre = (lo + hi) / 2
+        width, depth, height = 2 * half[horiz[0]], 2 * half[horiz[1]], 2 * half[up]
+        choice = choose_grasp(width, depth, height)
+        self.grasp_kind = choice.kind
+        narrow = horiz[0] if width <= depth else horiz[1]
+        current = scene.finger_axis()
+        grasp = np.array([centre[0], centre[1], lo[2] + choice.height])
+        if choice.kind == "rim":
+            # the rim point nearest the robot base (behind the object, -x), fingers across the wall
+            radius = min(width, depth) / 2
+            toward = _horizontal(np.array([-1.0, 0.0, 0.0]))
+            grasp[:2] = centre[:2] + toward[:2] * (radius - 0.012)
+            axis = _nearest_sign(toward, current)
+        else:
+            axis = _nearest_sign(_horizontal(rot[:, narrow]), current)
+        above = grasp + np.array([0, 0, APPROACH])
+        above[2] = min(max(above[2], hi[2] + 0.05), MAX_HAND_Z)
+        hand = scene.hand()
+        # high enough that the fingers (about 5 cm below the hand) clear what lies on the way
+        obstacles = scene.highest_between(hand, grasp, skip=self.obj, margin=0.05)
+        travel_z = min(max(hand[2], above[2], obstacles + CLEARANCE + FINGERS), MAX_HAND_Z)
+        near = grasp + np.array([0, 0, NEAR])
+        return [Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
+                Waypoint(above, axis, OPEN, tol=0.015),
+                *([Waypoint(near, axis, OPEN, tol=0.015)] if above[2] > near[2] + 0.01 else []),
+                Waypoint(grasp, axis, OPEN, speed=SLOW, tol=0.008),
+                Waypoint(grasp, axis, CLOSED, speed=SLOW, tol=0.02, settle=12),
+                Waypoint(grasp + np.array([0, 0, 0.15]), axis, CLOSED, speed=SLOW, tol=0.02)]
+
+    def check_grasp(self, scene: Scene) -> list[Waypoint]:
+        """After the lift: nothing to do when the object came up; else let go and grasp again (once)."""
+        lo, _ = scene.extent(self.obj)
+        if lo[2] - self.base_z >= LIFTED or self.retries <= 0:
+            return []
+        self.retries -= 1
+        hand = scene.hand()
+        axis = _horizontal(scene.finger_axis())
+        return [Waypoint(hand, axis, OPEN, tol=0.05, settle=10), *self.plan_grasp(scene)]
+
+    def plan_place(self, scene: Scene) -> list[Waypoint]:
+        hand, axis = scene.hand(), _horizontal(scene.finger_axis())
+        lo, hi = scene.extent(self.obj)
+        centre = (lo + hi) / 2
+        offset = centre - hand  # measured carry offset: where the object hangs from the hand
+        goal = scene.position(self.target)  # On an object: over its origin (LIBERO checks 3 cm)
+        if self.target not in scene.env.obj_body_id:  # a region: the spot in it with the most room
+            goal[:2] = scene.free_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
+        hand_goal_xy = goal[:2] - offset[:2]
+        surface = scene.surface_z(goal[:2], skip=self.obj)
+        if not np.isfinite(surface):
+            surface = float(goal[2])
+        below = hand[2] - lo[2]  # hand height above the object's base
+        release_z = surface + RELEASE_GAP[self.goal.predicate] + below
+        obstacles = scene.highest_between(centre, np.array([*goal[:2], 0.0]), skip=self.obj,
+                                          margin=float(max(hi[:2] - lo[:2])) / 2 + 0.02)
+        carry_z = min(max(release_z + 0.06, obstacles + CLEARANCE + below, hand[2]), MAX_HAND_Z)
+        over = np.array([*hand_goal_xy, carry_z])
+        release = np.array([*hand_goal_xy, min(release_z, carry_z)])
+        near = release + np.array([0, 0, NEAR])
+        return [Waypoint(np.array([*hand[:2], carry_z]), axis, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
+                Waypoint(over, axis, CLOSED, tol=0.012),
+                *([Waypoint(near, axis, CLOSED, tol=0.015)] if over[2] > near[2] + 0.01 else []),
+                Waypoint(release, axis, CLOSED, speed=SLOW, tol=0.01),
+                Waypoint(release, axis, OPEN, tol=0.05, settle=10),
+                Waypoint(release + np.array([0, 0, 0.08]), axis, OPEN, tol=0.03)]
+
+
+DRAWER_OPEN_MARGIN = 0.012  # m: pull a drawer this much past LIBERO's "open" threshold (within its range)
+SLIDE, HINGE = 2, 3  # MuJoCo joint types (mjtJoint)
+PUSH_GAP = 0.02  # m: closed fingertips start this far outside a drawer's handle to push it shut
+CLOSE_TILT = 0.7  # the fingers point down and this much toward the cabinet (35 degrees) when closing
+GRIP_DEPTH = 0.007  # m: the pad centres this far behind a handle's outer side (handles are ~1.5 cm deep)
+TWIST = 0.75  # rad: a knob is turned this far past where it starts
+
+
+def handle_of(boxes: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> tuple[np.ndarray, float]:
+    """The handle of a drawer whose geoms are ``boxes`` and which opens along ``out`` (unit, horizontal):
+    ``(handle centre, handle's outer side as a coordinate along out)``; the handle is the geom reaching
+    farthest out."""
+    def span(box: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+        corners = np.array([[box[i][0], box[j][1], box[k][2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)])
+        values = corners @ out
+        return float(values.min()), float(values.max())
+
+    spans = [span(b) for b in boxes]
+    h = int(np.argmax([hi for _, hi in spans]))
+    lo, hi = boxes[h]
+    return (lo + hi) / 2, spans[h][1]
+
+
+class Articulate:
+    """Open or close a drawer (a slide joint: hook the handle and pull / push it along the joint axis), or
+    turn a knob on or off (a hinge: grasp its grip and twist about the joint axis)."""
+
+    def __init__(self, goal: Goal, retries: int = 1) -> None:
+        self.goal, self.retries = goal, retries
+        self.target = goal.args[0]
+        self.grasp_kind = ""
+
+    def stages(self) -> list[Stage]:
+        return [self.plan, self.check]
+
+    def done(self, scene: Scene) -> bool:
+        state = scene.env.object_states_dict[self.target]
+        method = {"open": "is_open", "close": "is_close", "turnon": "turn_on", "turnoff": "turn_off"}
+        return bool(getattr(state, method[self.goal.predicate])())
+
+    def plan(self, scene: Scene) -> list[Waypoint]:
+        if self.done(scene):
+            return []
+        joint = scene.joints_of(self.target)[0]
+        qpos, axis, anchor, kind, limits = scene.joint(joint)
+        if kind == SLIDE:  # a drawer
+            self.grasp_kind = "handle"
+            return self._drawer(scene, joint, qpos, axis, limits)
+        if kind == HINGE and abs(axis[2]) > 0.9 and self.goal.predicate in ("turnon", "turnoff"):
+            self.grasp_kind = "twist"
+            return self._knob(scene, joint, qpos, axis, anchor)
+        raise ValueError(f"the LIBERO expert cannot yet ({self.goal.predicate} {self.target}): joint {joint} "
+                         f"is {'a hinge' if kind == HINGE else 'not a slide or hinge'}")
+
+    def check(self, scene: Scene) -> list[Waypoint]:
+        if self.done(scene) or self.retries <= 0:
+            return []
+        self.retries -= 1
+        hand = scene.hand()
+        axis = _horizontal(scene.finger_axis())
+        up = Waypoint(hand + np.array([0, 0, 0.06]), axis, OPEN, tol=0.02, settle=4)
+        return [up, *self.plan(scene)]
+
+    def _drawer(self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, limits: np.ndarray) -> list[Waypoint]:
+        opening = self.goal.predicate == "open"
+        state = scene.env.get_object(scene.owner(self.target)).object_properties["articulation"]
+        # which way along the axis "open" lies: toward the open range from the closed one
+        open_sign = -1.0 if max(state["default_open_ranges"]) < min(state["default_close_ranges"]) else 1.0
+        out = _horizontal(axis * open_sign)
+        if opening:  # just past LIBERO's "open" threshold, within the joint's range
+            edge = max(state["default_open_ranges"]) if open_sign < 0 else min(state["default_open_ranges"])
+            goal_q = edge + open_sign * DRAWER_OPEN_MARGIN
+        else:  # all the way in: LIBERO's "closed" is a strict inequality at the end of the range
+            goal_q = limits[1] if open_sign < 0 else limits[0]
+        goal_q = float(np.clip(goal_q, limits[0], limits[1]))
+        travel = abs(goal_q - qpos) + 0.01
+        centre, outer = handle_of(scene.joint_body_boxes(joint), out)
+        hand = scene.hand()
+        if not opening:  # from above, closed fingertips just outside the handle, pushed in along the axis
+            across = np.array([-out[1], out[0], 0.0])
+            start = centre + out * (outer - float(centre @ out) + PUSH_GAP)
+            above = np.array([*start[:2], min(max(start[2] + 0.12, hand[2]), MAX_HAND_Z)])
+            # fingers tipped toward the cabinet: the hand stays clear of the handles of drawers above
+            tip = DOWN + (-out) * CLOSE_TILT
+            point = tuple(float(v) for v in tip / np.linalg.norm(tip))
+            return [Waypoint(above, across, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN, approach=point),
+                    Waypoint(start + np.array([0, 0, NEAR]), across, CLOSED, tol=0.012, approach=point),
+                    Waypoint(start, across, CLOSED, speed=SLOW, tol=0.008, approach=point),
+                    Waypoint(start - out * travel, across, CLOSED, speed=SLOW, tol=0.015, max_steps=90, approach=point),
+                    Waypoint(start - out * travel + np.array([0, 0, 0.08]), across, CLOSED, tol=0.03, approach=point)]
+        point = tuple(float(v) for v in -out)  # the hand faces the drawer, fingers closing up-down
+        vertical = np.array([0.0, 0.0, 1.0])
+        start = centre + out * (outer - float(centre @ out) - GRIP_DEPTH)  # pads around the bar
+        front = start + out * 0.10
+        lift = np.array([*front[:2], min(max(front[2] + 0.08, hand[2]), MAX_HAND_Z)])
+        return [Waypoint(lift, vertical, OPEN, tol=0.03, approach=point, max_steps=100),
+                Waypoint(front, vertical, OPEN, tol=0.012, approach=point),
+                Waypoint(start, vertical, OPEN, speed=SLOW, tol=0.008, approach=point),
+                Waypoint(start, vertical, CLOSED, speed=SLOW, tol=0.02, settle=12, approach=point),
+                Waypoint(start + out * travel, vertical, CLOSED, speed=SLOW, tol=0.015, max_steps=90, approach=point),
+                Waypoint(start + out * (travel + 0.06), vertical, OPEN, tol=0.03, approach=point)]
+
+    def _knob(self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray) -> list[Waypoint]:
+        boxes = scene.joint_body_boxes(joint)
+        top = max(float(hi[2]) for _, hi in boxes)
+        # the grip: the geoms standing above the knob's base; fingers across its narrow side
+        base = min(float(lo[2]) for lo, _ in boxes)
+        ridge = [(lo, hi) for lo, hi in boxes if hi[2] > base + 0.6 * (top - base)]
+        lo = np.min([b[0] for b in ridge], axis=0)
+        hi = np.max([b[1] for b in ridge], axis=0)
+        across = np.array([1.0, 0.0, 0.0]) if hi[0] - lo[0] < hi[1] - lo[1] else np.array([0.0, 1.0, 0.0])
+        current = scene.finger_axis()
+        axis0 = _nearest_sign(across, current)
+        sign = 1.0 if self.goal.predicate == "turnon" else -1.0
+        sign *= 1.0 if axis[2] > 0 else -1.0  # turn about +z (world) by this sign
+        turn = Rotation.from_rotvec(np.array([0.0, 0.0, sign * TWIST])).as_matrix()
+        grip = np.array([anchor[0], anchor[1], (top + base) / 2 + 0.01])
+        above = np.array([*grip[:2], grip[2] + 0.10])
+        return [Waypoint(above, axis0, OPEN, tol=0.015),
+                Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008),
+                Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10),
+                Waypoint(grip, turn @ axis0, CLOSED, speed=SLOW, tol=0.02, settle=4, max_steps=60),
+                Waypoint(grip, turn @ axis0, OPEN, tol=0.05, settle=6),
+                Waypoint(above, turn @ axis0, OPEN, tol=0.03)]
+
+
+FLAT = 0.03  # m: an object this low and wider than the gripper is pushed, not lifted, to a place at its level
+PUSH_HEIGHT = 0.012  # m: the closed fingertips push this far above the object's base
+PUSH_INSET = 0.025  # m: ... from inside its rim (outside, a wall or cabinet may stand in the way)
+
+
+def is_flat_and_wide(scene: Scene, obj: str) -> bool:
+    """Lower than FLAT and too wide for the fingers (a plate): such an object is pushed."""
+    lo, hi = scene.extent(obj)
+    return choose_grasp(*(hi - lo)).kind == "rim" and float(hi[2] - lo[2]) < FLAT
+
+
+class Push:
+    """Push a flat, wide object along its support into a region at its own level (``On`` a table region):
+    closed fingertips inside it against the rim away from the region, then straight through to where its centre meets the region's freest
+    spot; re-planned once from where it ended."""
+
+    def __init__(self, goal: Goal, retries: int = 1) -> None:
+        self.goal, self.retries = goal, retries
+        self.obj, self.target = goal.args
+        self.grasp_kind = "push"
+
+    def stages(self) -> list[Stage]:
+        return [self.plan, self.again]
+
+    def plan(self, scene: Scene) -> list[Waypoint]:
+        lo, hi = scene.extent(self.obj)
+        centre = (lo + hi) / 2
+        radius = float(max(hi[:2] - lo[:2])) / 2
+        goal = scene.free_spot(self.target, radius, skip=self.obj)
+        shift = goal - centre[:2]
+        if float(np.linalg.norm(shift)) < 0.01:
+            return []
+        u = np.array([*shift / np.linalg.norm(shift), 0.0])
+        side = np.array([-u[1], u[0], 0.0])  # fingers close across the push: the pair's flat side leads
+        z = float(lo[2]) + PUSH_HEIGHT
+        start = np.array([*centre[:2], z]) - u * (radius - PUSH_INSET)  # inside it, against its far rim
+        end = start + np.array([*shift, 0.0])
+        hand = scene.hand()
+        above = np.array([*start[:2], min(max(z + 0.10, hand[2]), MAX_HAND_Z)])
+        return [Waypoint(above, side, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
+                Waypoint(start + np.array([0, 0, NEAR]), side, CLOSED, tol=0.012),
+                Waypoint(start, side, CLOSED, speed=SLOW, tol=0.008),
+                Waypoint(end, side, CLOSED, speed=SLOW, tol=0.008, max_steps=120),
+                Waypoint(end - u * 0.03 + np.array([0, 0, 0.08]), side, CLOSED, tol=0.03)]
+
+    def again(self, scene: Scene) -> list[Waypoint]:
+        if self.retries <= 0:
+            return []
+        self.retries -= 1
+        return self.plan(scene)
+
+
+# ---------------------------------------------------------------------------------------- tracking
+
+
+DOWN = np.array([0.0, 0.0, -1.0])
+
+
+def rotation_toward(current: np.ndarray, finger_axis_now: np.ndarray, axis: np.ndarray,
+                    approach: np.ndarray = DOWN) -> np.ndarray:
+    """Axis-angle (world) turning the hand so that its fingers point along ``approach`` and close along
+    ``axis`` (perpendicular to it), either way round, whichever is the smaller turn.
+
+    ``current`` is the hand site's rotation, whose z axis is where the fingers point (robosuite's grip
+    site); the closing direction in the site frame is read from ``finger_axis_now``."""
+    approach_local = np.array([0.0, 0.0, 1.0])
+    finger_local = current.T @ finger_axis_now
+    finger_local = finger_local - (finger_local @ approach_local) * approach_local
+    finger_local /= max(float(np.linalg.norm(finger_local)), 1e-9)
+    local = np.stack([approach_local, finger_local, np.cross(approach_local, finger_local)], axis=1)
+    turns = []
+    for closing in (axis, -axis):  # the two fingers are alike: either sign of the closing axis will do
+        want = np.stack([approach, closing, np.cross(approach, closing)], axis=1)
+        desired = want @ local.T  # the site rotation that maps the local frame onto the wanted one
+        turns.append(Rotation.from_matrix(desired @ current.T).as_rotvec())
+    return min(turns, key=lambda t: float(np.linalg.norm(t)))
+
+
+class Tracker:
+    """Native actions toward a list of waypoints, closed loop on the measured hand pose."""
+
+    def __init__(self, waypoints: list[Waypoint]) -> None:
+        self.waypoints, self.index, self.steps, self.held = waypoints, 0, 0, 0
+        self.history: list[tuple[np.ndarray, float]] = []  # (hand position, turn left) at this waypoint
+
+    @property
+    def done(self) -> bool:
+        return self.index >= len(self.waypoints)
+
+    def action(self, scene: Scene, base_rotation: np.ndarray) -> np.ndarray:
+        wp = self.waypoints[self.index]
+        hand = scene.hand()
+        error = wp.pos - hand
+        turn = rotation_toward(scene.hand_rotation(), scene.finger_axis(), wp.axis, np.array(wp.approach))
+        reached = float(np.linalg.norm(error)) < wp.tol and float(np.linalg.norm(turn)) < wp.turn_tol
+        self.steps += 1
+        if reached:
+            self.held += 1
+        self.history.append((hand, float(np.linalg.norm(turn))))
+        if (reached and self.held > wp.settle) or self.steps > wp.max_steps or (not reached and self._stalled()):
+            self.index, self.steps, self.held, self.history = self.index + 1, 0, 0, []
+        move = np.clip(base_rotation.T @ error / POS_UNIT * GAIN, -wp.speed, wp.speed)
+        spin = np.clip(base_rotation.T @ turn / ROT_UNIT * ROT_GAIN, -1.0, 1.0)
+        return np.array([*move, *spin, wp.gripper])
+
+    def _stalled(self) -> bool:
+        """The hand has neither moved nor turned for STALL steps: blocked (by contact or its reach)."""
+        if len(self.history) <= STALL:
+            return False
+        (then, turn_then), (now, turn_now) = self.history[-STALL - 1], self.history[-1]
+        return float(np.linalg.norm(now - then)) < STALL_MOVE and abs(turn_now - turn_then) < STALL_TURN
+
+
+# ------------------------------------------------------------------------------------------- policy
+
+
+class LiberoExpert(Policy):
+    """Privileged scripted expert for LIBERO tasks whose goals are ``In`` / ``On`` predicates (conjunctions
+    included); other goal predicates are refused in one line when bound."""
+
+    name = "libero_expert"
+    privileged = True
+
+    def __init__(self, retries: int = 1) -> None:
+        self.retries = retries
+        self.env: Any = None
+        self.goals: list[Goal] = []
+        self._tasks: list[PickPlace | Push | Articulate] = []
+        self._stages: list[Stage] = []
+        self._tracker: Tracker | None = None
+        self._scene: Scene | None = None
+        self._stats: dict[str, float] = {}
+
+    def bind(self, env: Any) -> None:
+        self.env = env
+        self.goals = parse_goal(env.unwrapped.raw_env.env.parsed_problem["goal_state"])
+
+    def reset(self, context: EpisodeContext) -> None:
+        if self.env is None:
+            raise RuntimeError("LiberoExpert needs the env: call policy.bind(env) before reset()")
+        self._scene = Scene(self.env.unwrapped.raw_env)
+        self._tasks = plan_tasks(self._scene, self.goals, self.retries)
+        self._stages = [stage for task in self._tasks for stage in task.stages()]
+        self._tracker = None
+        self._stats = {"retries": 0.0}
+
+    def act(self, observation: Mapping[str, Any]) -> np.ndarray:
+        scene = self._scene
+        if scene is None:
+            raise RuntimeError("call reset() before act()")
+        while self._tracker is None or self._tracker.done:
+            if not self._stages:
+                gripper = self.env.unwrapped.noop_action()[6]
+                return np.array([0, 0, 0, 0, 0, 0, gripper], np.float32)
+            self._tracker = Tracker(self._stages.pop(0)(scene))
+        base = self._base_rotation()
+        return self._tracker.action(scene, base).astype(np.float32)
+
+    def _base_rotation(self) -> np.ndarray:
+        controller = self.env.unwrapped.raw_env.robots[0].composite_controller
+        return np.asarray(controller.get_controller_base_pose("right")[1])
+
+    def episode_stats(self) -> dict[str, float]:
+        used = sum(self.retries - t.retries for t in self._tasks)
+        return {"retries": float(used)}
+
+
+def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace | Push | Articulate]:
+    """One sub-task per goal, in the goals' order; putting something in a closed drawer opens it first."""
+    tasks: list[PickPlace | Push | Articulate] = []
+    opened = {g.args[0] for g in goals if g.predicate == "open"}
+    for goal in goals:
+        if goal.predicate in ("in", "on"):
+            region = goal.args[1]
+            site = scene.env.object_sites_dict.get(region)
+            articulated = [j for j in getattr(site, "joints", None) or [] if scene.joint(j)[3] in (SLIDE, HINGE)]
+            if articulated and region not in opened:
+                opener = Articulate(Goal("open", (region,)), retries)
+                if not opener.done(scene):
+                    tasks.append(opener)
+                opened.add(region)
+            flat = region not in scene.env.obj_body_id and is_flat_and_wide(scene, goal.args[0])
+            level = abs(float(scene.position(region)[2]) - float(scene.extent(goal.args[0])[0][2])) < FLAT
+            tasks.append(Push(goal, retries) if flat and level else PickPlace(goal, retries))
+        else:
+            tasks.append(Articulate(goal, retries))
+    return tasks
