@@ -18,9 +18,9 @@ from benchmarks.embodied.manipulation import run_episode as run_manip_episode
 from benchmarks.embodied.navigation import run_episode as run_nav_episode
 from envs.manipulation.episodes import make_episode as make_manip_episode
 from envs.navigation.episodes import make_episode_set
+from policies.backends.answer_key import AnswerKeyBackend
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.injection import expected_effect
-from policies.backends.answer_key import AnswerKeyBackend
 from policies.baselines import ConstantPolicy, RandomPolicy
 from policies.mllm.eb_oracle import actions_left, asked_fields, eb_truth
 from policies.mllm.eb_prompts import system_text, turn_text

@@ -18,9 +18,9 @@ from policies.backends import (
     make_backend,
     registered_backends,
 )
+from policies.backends.answer_key import AnswerKeyBackend
 from policies.backends.cache import CachedBackend
 from policies.backends.http_backend import HTTPBackend
-from policies.backends.answer_key import AnswerKeyBackend
 from policies.baselines import ConstantPolicy
 from policies.builtins import ExpertConfig, RandomConfig
 from policies.cli import arg
