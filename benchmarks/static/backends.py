@@ -68,7 +68,7 @@ def build_backend(config: RunConfig, max_new_tokens: int, *, items: Sequence[Sta
             kwargs["error_kinds"] = AGENT_ERROR_KINDS
         if model is None:  # the model under test, not a perfect judge
             kwargs.update(error_rate=config.oracle_error_rate, error_seed=config.oracle_error_seed)
-            truth = truth if truth is not None or config.policy == "agent" else AnswerKey(_gold_pairs(config, items))
+            truth = truth if truth is not None else _truth(config, items)
         return make_backend(name, truth=truth, **kwargs)
     kwargs["api_base"] = api_base if model else config.api_base
     if config.cache is not None:
@@ -87,6 +87,15 @@ def build_judge(config: RunConfig, items: Sequence[StaticItem], predictions: Map
             raise ValueError(f"--judge-model answer-key: the {mode.name} mode does not say what a perfect judge replies")
     return build_backend(config, JUDGE_MAX_NEW_TOKENS, model=config.judge_model, api_base=config.judge_api_base,
                          truth=truth)
+
+
+def _truth(config: RunConfig, items: Sequence[StaticItem]) -> Any:
+    """The stand-in's truth: the agent's per-item source (``--policy agent``), else the gold answers."""
+    if config.policy == "agent":
+        from benchmarks.static.agent_oracle import StaticAgentTruth
+
+        return StaticAgentTruth()
+    return AnswerKey(_gold_pairs(config, items))
 
 
 def _gold_pairs(config: RunConfig, items: Sequence[StaticItem]) -> Iterator[tuple[list[Message], str]]:

@@ -117,12 +117,14 @@ class EnvTruth:
 
 
 class AnswerKeyBackend(Backend):
-    """Answers with the truth it was built with (``truth``, offline: an :class:`AnswerKey`) or from an attached
-    source (closed loop).
+    """Answers with the truth it was built with: offline an :class:`AnswerKey`, in closed loop an
+    :class:`EnvTruth`; any callable from a conversation to its answer (``bind``/``start_episode`` are passed on
+    to a truth that has them).
 
     Args:
         config: generation settings (recorded; the stand-in's answers do not depend on them, except that an
             answer longer than ``max_new_tokens`` whitespace-separated tokens is cut there, as a real model's).
+        truth: what it answers from (``None``: every call is a ``RuntimeError``).
         error_rate: probability that an answer is corrupted with one of ``error_kinds``.
         error_seed: seed of the corruption draws.
         error_kinds: which kinds of :data:`ERROR_KINDS` to draw from (uniformly); default
@@ -145,11 +147,7 @@ class AnswerKeyBackend(Backend):
         self.model_id = model  # the name it was built under (make_backend passes every backend its model)
         self.config = config or GenerationConfig()
         self.error_rate, self.error_seed, self.error_kinds = error_rate, error_seed, tuple(error_kinds)
-        self.source: TruthSource | Truth | None = truth
-
-    def attach(self, source: TruthSource | Truth) -> None:
-        """Answer from ``source`` from now on (closed loop: the bound env's privileged expert)."""
-        self.source = source
+        self.source: Truth | None = truth
 
     def bind(self, env: Any) -> None:
         """Pass the policy's env to a closed-loop truth (:class:`EnvTruth`); an answer key ignores it."""
@@ -176,8 +174,8 @@ class AnswerKeyBackend(Backend):
     def _truth(self, messages: Sequence[Message]) -> str:
         if self.source is None:
             raise RuntimeError("the answer-key model has no ground truth: build it with truth= (offline: an "
-                               "AnswerKey of the gold answers, closed loop: an EnvTruth) or attach a source")
-        return self.source(messages) if callable(self.source) else self.source.answer(messages)
+                               "AnswerKey of the gold answers, closed loop: an EnvTruth)")
+        return self.source(messages)
 
     def _draw_error(self, key: str) -> str | None:
         if self.error_rate <= 0.0:
@@ -190,13 +188,6 @@ class AnswerKeyBackend(Backend):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "privileged": True, "error_rate": self.error_rate,
                 "error_seed": self.error_seed, "error_kinds": list(self.error_kinds)}
-
-
-def unwrap_answer_key(backend: Backend) -> AnswerKeyBackend | None:
-    """The answer-key backend, also behind a wrapper that exposes ``inner`` (the cache); ``None`` for a real model."""
-    while not isinstance(backend, AnswerKeyBackend) and hasattr(backend, "inner"):
-        backend = backend.inner
-    return backend if isinstance(backend, AnswerKeyBackend) else None
 
 
 # ------------------------------------------------------------------------------------------ helpers
