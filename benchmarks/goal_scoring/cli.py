@@ -124,7 +124,7 @@ def _outputs(config: ScoreConfig, dataset: GoalDataset) -> tuple[dict[str, str],
     models = sorted({str(r.get("model")) for r in records.values() if r.get("model")})
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     label = ", ".join(models) or path.stem
-    if label in BUILTIN_PREDICTIONS:  # answers of the oracle *backend*: keep the built-in reference row apart
+    if label in BUILTIN_PREDICTIONS:  # not the answer-key backend's answers: keep the built-in reference row apart
         label = f"{label} (model)"
     outputs = {k: r["output"] for k, r in records.items() if r["output"] is not None}
     injected = Counter(str(r["injected_error"]) for r in records.values() if r.get("injected_error") and r["output"] is not None)
@@ -155,7 +155,7 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
             baselines[name] = score_dataset(dataset, [reference[s.id] for s in dataset], config.scorer, weights_arg)
     summary = summarize(dataset, scores, config.scorer, baselines)
     summary.update(samples=total, errored=len(errored), errored_ids=sorted(errored))
-    if provenance.get("injected_errors"):  # the oracle's seeded errors, next to the parse failures they cause
+    if provenance.get("injected_errors"):  # the stand-in's seeded errors, next to the parse failures they cause
         summary["injected_errors"] = provenance["injected_errors"]
         summary["injected_unusable"] = sum(n for k, n in provenance["injected_errors"].items() if expected_effect(k) == "unusable")
     missing = summary["missing"]

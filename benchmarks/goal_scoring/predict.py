@@ -44,7 +44,7 @@ def build_messages(dataset: GoalDataset, sample: GoalSample, num_steps: int | No
 
 def gold_answer(sample: GoalSample) -> str:
     """The ground-truth plan written as the prompt asks (``step_1``... JSON with symbols, counts in the
-    sample's step sizes, gripper for manipulation): what ``--model oracle`` answers."""
+    sample's step sizes, gripper for manipulation): what ``--model answer-key`` answers."""
     return render_answer(sample.plan, sample.kind, "paper")
 
 
@@ -109,7 +109,7 @@ def make_model_backend(model: str, *, api_base: str | None, generation: Generati
 
     Optional arguments are passed under the names the factory accepts (``api_base``/``base_url``,
     ``config``/``generation``/``generation_config``, ``cache``), so this stays valid as the factory grows.
-    ``oracle_errors`` is the oracle's (error rate, error seed) and ``truth`` its answer key for ``model="oracle"``.
+    ``oracle_errors`` is the stand-in's (error rate, error seed) and ``truth`` its answer key for ``model="answer-key"``.
     """
     try:
         from policies.backends.factory import make_backend
@@ -118,7 +118,7 @@ def make_model_backend(model: str, *, api_base: str | None, generation: Generati
             f"--policy mllm needs policies.backends.factory.make_backend, which cannot be imported ({e}). "
             "Fix: install the MLLM backends (pip install -e '.[mllm]') in a checkout that has them"
         ) from e
-    if model == ANSWER_KEY_MODEL:  # the oracle is never cached and takes no endpoint
+    if model == ANSWER_KEY_MODEL:  # the stand-in is never cached and takes no endpoint
         return make_backend(model, config=generation, truth=truth, error_rate=oracle_errors[0],
                             error_seed=oracle_errors[1])
     accepted = inspect.signature(make_backend).parameters
