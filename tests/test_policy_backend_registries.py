@@ -19,9 +19,9 @@ from policies.backends import (
     make_backend,
     registered_backends,
 )
+from policies.backends.answer_key import AnswerKeyBackend
 from policies.backends.cache import CachedBackend
 from policies.backends.http_backend import HTTPBackend
-from policies.backends.oracle import OracleBackend
 from policies.baselines import ConstantPolicy
 from policies.builtins import ExpertConfig, RandomConfig
 from policies.config_cli import arg
@@ -121,7 +121,7 @@ def test_a_users_registered_policy_gets_flags_and_is_listed_like_the_builtins(mo
 
 
 def test_what_a_benchmark_knows_of_a_policy_comes_from_its_config():
-    expert, oracle, model = PolicySpec("expert", {}), PolicySpec("mllm", {"model": "oracle"}), PolicySpec("mllm", {"model": "/c/Qwen/"})
+    expert, oracle, model = PolicySpec("expert", {}), PolicySpec("mllm", {"model": "answer-key"}), PolicySpec("mllm", {"model": "/c/Qwen/"})
     assert expert.blind and PolicySpec("constant", {"action": 0}).blind and not model.blind
     assert not PolicySpec("tests.closed_loop_policies:Anything", {}).blind
     assert expert.manifest()["privileged"] and oracle.manifest()["privileged"] and not model.manifest()["privileged"]
@@ -146,11 +146,27 @@ def test_replay_takes_the_benchmarks_replay_file(tmp_path):
 
 
 def test_make_backend_picks_the_builtin_backends_by_model_and_endpoint(tmp_path):
-    assert {"transformers", "openai", "oracle"} <= set(registered_backends())
-    assert type(make_backend("oracle")) is OracleBackend  # never cached
+    assert {"transformers", "openai", "answer-key"} <= set(registered_backends())
+    assert type(make_backend("answer-key")) is AnswerKeyBackend  # never cached
     http = make_backend("m", api_base="http://127.0.0.1:9/v1", cache=tmp_path / "c.sqlite", max_retries=0)
     assert isinstance(http, CachedBackend) and isinstance(http.inner, HTTPBackend) and http.inner.max_retries == 0
     assert type(make_backend("m", backend="openai", api_base="http://127.0.0.1:9/v1", cache=False)) is HTTPBackend
+
+
+def test_oracle_is_a_deprecated_name_of_the_answer_key_stand_in(monkeypatch, capsys):
+    """``--model oracle`` (and ``--model-backend oracle``) still build the stand-in, under its new name, with
+    one deprecation line on stderr per process."""
+    from benchmarks.static.config import RunConfig
+    from policies.backends import answer_key
+
+    monkeypatch.setattr(answer_key, "_warned", set())
+    backend = make_backend("oracle")
+    assert type(backend) is AnswerKeyBackend and backend.model_id == "answer-key"
+    assert MLLMPolicyConfig(model="oracle").model == "answer-key"
+    assert MLLMPolicyConfig(model="m", model_backend="oracle").model_backend == "answer-key"
+    assert RunConfig(model="oracle", judge_model="oracle").judge_model == "answer-key"
+    assert capsys.readouterr().err == "note: --model oracle is deprecated; use --model answer-key (the same stand-in)\n"
+    assert MLLMPolicyConfig(model="m").model == "m" and capsys.readouterr().err == ""
 
 
 def test_a_registered_backend_is_built_checked_and_cached(echo, tmp_path):
@@ -170,4 +186,4 @@ def test_the_mllm_policy_reaches_a_registered_backend_with_model_backend(echo):
     config = MLLMPolicyConfig(model="my-model", model_backend=echo, cache=False)
     assert config.backend_options() == {**config.generation(), "cache": False, "backend": "echo"}
     assert isinstance(make_backend(config.model, **config.backend_options()), EchoBackend)
-    assert MLLMPolicyConfig(model="m", model_backend="oracle").privileged
+    assert MLLMPolicyConfig(model="m", model_backend="answer-key").privileged
