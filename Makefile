@@ -42,6 +42,8 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --disable-pip-version-check --upgrade pip
 
+# pyproject.toml is a prerequisite of the stamps: a change to it (extras, scripts, the spatial_arena.policies
+# entry points that register `--policy vla`) re-runs the editable install, which rewrites the installed metadata.
 $(VENV)/.stamp-calvin: pyproject.toml constraints.txt | $(VENV)/bin/python
 	$(PIP_INSTALL) -e ".[calvin]"
 	touch $@

@@ -128,7 +128,7 @@ def episodes_file(family: str, n: int, output: Path, subsets: tuple[str, ...] | 
     """EB families: the default episode sets (seed 0) written once, so every policy runs the same episodes
     without regenerating them (navigation scenes take a while to draw)."""
     from benchmarks.embodied import FAMILIES as EMBODIED
-    from benchmarks.embodied import _load
+    from policies.entry_point import load_entry_point as _load
 
     fam = EMBODIED[family]
     make, save = _load(fam.make_episodes), _load(fam.load_episodes.replace("load_episodes", "save_episodes"))

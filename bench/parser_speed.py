@@ -1,6 +1,6 @@
 """Parser time against input size: every parser of model output on every pathological pattern, 1 KB to 1 MB.
 
-For each parser and pattern (``benchmarks.scoring.parser_catalog``), times one parse of inputs of 1 KB,
+For each parser and pattern (``benchmarks.parser_catalog``), times one parse of inputs of 1 KB,
 10 KB, 100 KB and 1 MB (best of ``--repeats`` runs, CPU time of this process, so that other work on the
 machine does not count) and prints the time and its growth per 10x of input: about 10 is linear, about 1
 means the input was cut at the parser's cap, 100 would be quadratic. Ends with the goals:
@@ -26,8 +26,8 @@ import math
 import time
 
 from action_mapping import parsing as plan_parsing
+from benchmarks.parser_catalog import PARSERS, PATTERNS
 from benchmarks.scoring import parsers
-from benchmarks.scoring.parser_catalog import PARSERS, PATTERNS
 
 GOAL_SECONDS = 1.0
 NOISE_FLOOR_S = 0.001  # below this, a time measures timer noise, not growth

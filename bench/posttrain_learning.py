@@ -1,6 +1,6 @@
 """Learning evidence for spatial post-training on CPU: corpus -> SFT -> GRPO, each for a bounded time.
 
-1. Corpus: ``benchmarks.static.corpus`` (homes disjoint from every test set; checked against the test set of
+1. Corpus: ``benchmarks.datagen.corpus`` (homes disjoint from every test set; checked against the test set of
    step 4 with ``check_disjoint``).
 2. SFT: ``benchmarks.posttrain sft`` on the tiny Qwen2.5-VL for ``--sft-min`` minutes, evaluated on the corpus's
    held-out ``validation`` split from step 0 (loss and token accuracy of the answers: the untrained model
@@ -93,8 +93,8 @@ def _plot(sft: list[dict], grpo: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from benchmarks.datagen.corpus import check_disjoint, dataset_homes, truth_file_homes
     from benchmarks.posttrain import read_metrics
-    from benchmarks.static.corpus import check_disjoint, dataset_homes, truth_file_homes
     from policies.tiny import cached_tiny_vlm, default_cache_root
 
     out, t = args.out, args.threads
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (corpus / "corpus.json").exists():
         kinds = ["--kinds", args.corpus_kinds] if args.corpus_kinds else []
         # --families nav: the navigation corpus the learning numbers of docs/guide/post-training.md were measured on
-        _python("-m", "benchmarks.static.corpus", "--out", str(corpus), "--n", str(args.corpus_n), "--families", "nav",
+        _python("-m", "benchmarks.datagen.corpus", "--out", str(corpus), "--n", str(args.corpus_n), "--families", "nav",
                 "--seed", str(args.corpus_seed), *kinds, threads=t)  # fmt: skip
     if not (testset / "SpatialScore.json").exists():
         _python("-m", "benchmarks.static", "generate", "--out", str(testset), "--n", str(args.test_n), threads=t)

@@ -29,11 +29,11 @@ import numpy as np
 from PIL import Image
 
 from benchmarks.core.timing import median_time, timed_call
+from benchmarks.datagen.generate import GenerateConfig, generate
 from benchmarks.goal_scoring.manip_source import PlayTableManipSource
 from benchmarks.goal_scoring.nav_source import NavigationPairSource
 from benchmarks.goal_scoring.sources import generate_dataset
 from benchmarks.static.config import RunConfig
-from benchmarks.static.generate import GenerateConfig, generate
 from benchmarks.static.runner import run
 from envs.navigation.scene import generate_scene
 from envs.navigation.views import HomeRenderer, sample_view

@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from policies.cli import OneLineParser
+from policies.config_cli import OneLineParser
 
 
 @dataclass(frozen=True)

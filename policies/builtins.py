@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from policies.base import Policy
-from policies.cli import arg
+from policies.config_cli import arg
 from policies.entry_point import load_entry_point
 
 if TYPE_CHECKING:

@@ -3,8 +3,11 @@
 Each entry maps a name (the value of a benchmark's ``--policy`` flag) to a config dataclass and a builder,
 both given as ``"module:attribute"`` strings so that listing or parsing flags imports nothing heavy. A
 config's fields are its command-line options: each field's ``metadata["help"]`` documents it. The
-built-ins (``expert``, ``random``, ``replay``, ``constant``: :mod:`policies.builtins`) are registered here
-like ``mllm``, ``vla`` and a user's own; a ``package.module:Class`` name is a user class instead
+built-ins (``expert``, ``random``, ``replay``, ``constant``: :mod:`policies.builtins`), ``mllm`` and ``agent``
+are registered here. Policies of higher layers and other packages (``vla``: :mod:`vla.policy`) register
+through the ``spatial_arena.policies`` entry point group, read on first use with :mod:`importlib.metadata`
+(a package declares them in its ``pyproject.toml``; ``pip install -e .`` registers this checkout's), so
+nothing here names a higher layer. A ``package.module:Class`` name is a user class instead
 (:mod:`policies.user`).
 
 Where a policy runs is declared here too, once: ``benchmarks`` names the closed-loop benchmarks it supports
@@ -19,7 +22,9 @@ field whose ``metadata["benchmarks"]`` names benchmarks is an option there only 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any
 
 from policies.base import Policy
@@ -38,6 +43,9 @@ class PolicyEntry:
 
 
 _REGISTRY: dict[str, PolicyEntry] = {}
+#: The entry point group an installed package declares its policies in: ``NAME = "module:ENTRY"``, where
+#: ``ENTRY`` is a :class:`PolicyEntry` (e.g. this project's ``vla``, declared in its pyproject.toml).
+ENTRY_POINT_GROUP = "spatial_arena.policies"
 
 
 def register_policy(name: str, *, config: str, builder: str, benchmarks: tuple[str, ...] | None = None) -> None:
@@ -49,7 +57,22 @@ def register_policy(name: str, *, config: str, builder: str, benchmarks: tuple[s
     _REGISTRY[name] = entry
 
 
+@functools.cache
+def register_installed_policies() -> tuple[str, ...]:
+    """Register the policies installed packages declare in :data:`ENTRY_POINT_GROUP` (once); their names."""
+    names = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        entry = point.load()
+        if not isinstance(entry, PolicyEntry):
+            raise TypeError(f"entry point {point.name} = {point.value!r} in {ENTRY_POINT_GROUP!r}: expected a "
+                            f"policies.registry.PolicyEntry, got {type(entry).__name__}")
+        register_policy(point.name, config=entry.config, builder=entry.builder, benchmarks=entry.benchmarks)
+        names.append(point.name)
+    return tuple(names)
+
+
 def registered_policies() -> list[str]:
+    register_installed_policies()
     return sorted(_REGISTRY)
 
 
@@ -70,8 +93,10 @@ def option_applies(field: Any, benchmark: str | None) -> bool:
 
 
 def _entry(name: str) -> PolicyEntry:
+    register_installed_policies()
     if name not in _REGISTRY:
-        raise KeyError(f"unknown policy {name!r}; registered: {registered_policies()}")
+        raise KeyError(f"unknown policy {name!r}; registered: {registered_policies()} (installed packages add theirs "
+                       f"through the {ENTRY_POINT_GROUP!r} entry points: pip install -e . registers this checkout's)")
     return _REGISTRY[name]
 
 
@@ -99,14 +124,12 @@ def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
     return load_entry_point(_entry(name).builder, what=f"policy {name!r} builder")(config)
 
 
-# The built-ins, then the model policies. A VLA acts in continuous 7-D end-effector space (CALVIN, LIBERO);
-# the closed-loop agent acts in EB-Navigation only.
+# The built-ins, then the model policies. The closed-loop agent acts in EB-Navigation only. The VLA (continuous
+# 7-D end-effector actions: CALVIN, LIBERO) comes through the entry point group.
 register_policy("expert", config="policies.builtins:ExpertConfig", builder="policies.builtins:build_expert")
 register_policy("random", config="policies.builtins:RandomConfig", builder="policies.builtins:build_random")
 register_policy("replay", config="policies.builtins:ReplayConfig", builder="policies.builtins:build_replay")
 register_policy("constant", config="policies.builtins:ConstantConfig", builder="policies.builtins:build_constant")
 register_policy("mllm", config="policies.mllm.config:MLLMPolicyConfig", builder="policies.mllm.config:build_mllm_policy")
-register_policy("vla", config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy",
-                benchmarks=("calvin", "libero"))
 register_policy("agent", config="policies.agent.policy:AgentPolicyConfig",
                 builder="policies.agent.policy:build_agent_policy", benchmarks=("embodied-nav",))

@@ -17,8 +17,8 @@ MODULES = {"calvin": "benchmarks.calvin", "libero": "benchmarks.libero", "embodi
            "static": "benchmarks.static", "goal": "benchmarks.goal_scoring", "serve": "policies.serve",
            "train": "vla.train", "demos": "vla.demos", "arena": "benchmarks.command"}
 
-MLLM = ["--policy", "mllm", "--model", "oracle"]
-AGENT = ["--policy", "agent", "--model", "oracle"]
+MLLM = ["--policy", "mllm", "--model", "answer-key"]
+AGENT = ["--policy", "agent", "--model", "answer-key"]
 STATIC = ["--bench", "spatialscore", "--data", "{file}"]
 
 BAD_INPUTS: list[tuple[str, list[str], str]] = [
@@ -149,20 +149,20 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("static", ["generate", "--format", "multihop", "--kinds", "counting", "--out", "x"], "--kinds"),
     ("static", [*STATIC, "--model", "m", "--limit", "0"], "--limit"),
     ("static", [*STATIC, "--model", "m", "--batch-size", "0"], "--batch-size"),
-    ("static", [*STATIC, "--model", "oracle", "--mode", "official"], "--mode"),
-    ("static", [*STATIC, "--model", "oracle", "--prompt-style", "fancy"], "--prompt-style"),
-    ("static", ["--bench", "spatialscore", "--data", "/no/such/data.json", "--model", "oracle"], "/no/such/data.json"),
+    ("static", [*STATIC, "--model", "answer-key", "--mode", "official"], "--mode"),
+    ("static", [*STATIC, "--model", "answer-key", "--prompt-style", "fancy"], "--prompt-style"),
+    ("static", ["--bench", "spatialscore", "--data", "/no/such/data.json", "--model", "answer-key"], "/no/such/data.json"),
     ("static", [*STATIC, "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"], "/ckpt/Qwen2.5-VL-7B-Instruct"),
     ("static", [*STATIC, "--model", "m", "--api-base", "{dead}"], "{dead}"),
-    ("static", [*STATIC, "--model", "oracle", "--judge-model", "j", "--judge-api-base", "{dead}"], "--judge-api-base"),
+    ("static", [*STATIC, "--model", "answer-key", "--judge-model", "j", "--judge-api-base", "{dead}"], "--judge-api-base"),
     ("static", [*STATIC, "--score-only", "/no/such/predictions.jsonl"], "/no/such/predictions.jsonl"),
-    ("static", [*STATIC, "--model", "oracle", "--weights", "/no/such/weights.json"], "/no/such/weights.json"),
-    ("static", [*STATIC, "--model", "oracle", "--policy", "vla"], "--policy"),
-    ("static", [*STATIC, "--model", "oracle", "--policy", "agent", "--agent-tools", "xray"], "--agent-tools"),
-    ("static", [*STATIC, "--model", "oracle", "--policy", "agent", "--agent-tools", "learned",
+    ("static", [*STATIC, "--model", "answer-key", "--weights", "/no/such/weights.json"], "/no/such/weights.json"),
+    ("static", [*STATIC, "--model", "answer-key", "--policy", "vla"], "--policy"),
+    ("static", [*STATIC, "--model", "answer-key", "--policy", "agent", "--agent-tools", "xray"], "--agent-tools"),
+    ("static", [*STATIC, "--model", "answer-key", "--policy", "agent", "--agent-tools", "learned",
                 "--agent-depth-model", "/no/such/depth"], "/no/such/depth"),
     ("static", [*STATIC, "--model", "m", "--oracle-error-rate", "0.5"], "--oracle-error-rate"),
-    ("static", [*STATIC, "--model", "oracle", "--max-new-tokens", "0"], "--max-new-tokens"),
+    ("static", [*STATIC, "--model", "answer-key", "--max-new-tokens", "0"], "--max-new-tokens"),
     # --- goal-image scoring, the server, VLA training and demonstrations, the umbrella command
     ("goal", ["predict"], "--dataset"),
     ("goal", ["score", "--dataset", "/no/such/goal_set", "--predictions", "/no/such/p.jsonl", "--output", "o"], "/no/such"),

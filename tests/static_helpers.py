@@ -1,5 +1,5 @@
 """Helpers for the static-benchmark tests: tiny hand-written data files in each benchmark's real format (edge cases
-the generated sets of ``benchmarks.static.sample_formats`` do not have: judge items, masks, videos), a scripted
+the generated sets of ``benchmarks.datagen.sample_formats`` do not have: judge items, masks, videos), a scripted
 backend. The file writing itself (PNG, parquet) is the library's."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from benchmarks.static.sample_formats import png_bytes as encode_png
-from benchmarks.static.sample_formats import write_parquet
+from benchmarks.datagen.sample_formats import png_bytes as encode_png
+from benchmarks.datagen.sample_formats import write_parquet
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
 
 

@@ -21,7 +21,7 @@ from policies.agent.nav_oracle import (
     approach,
     to_goal,
 )
-from policies.cli import InputError
+from policies.config_cli import InputError
 from policies.registry import build_policy
 from tests.nav_scenes import empty_room, episode
 
@@ -53,7 +53,7 @@ def _run(env, policy, ep, seed=0):
 @pytest.mark.parametrize("paradigm", ["plan-execute", "react"])
 def test_oracle_core_reaches_the_target_by_reading_truth_tools(env, paradigm):
     for ep in _EPISODES:
-        policy = build_policy("agent", model="oracle", agent_paradigm=paradigm)
+        policy = build_policy("agent", model="answer-key", agent_paradigm=paradigm)
         record, decisions = _run(env, policy, ep)
         assert record["success"] and record["steps"] <= 12, record
         tools = [e for d in decisions for e in d["agent"]["trace"] if e["role"] == "tool" and e["call"]["name"] != "Terminate"]
@@ -65,14 +65,14 @@ def test_oracle_core_reaches_the_target_by_reading_truth_tools(env, paradigm):
 
 
 def test_without_tools_the_same_core_does_not_find_the_target(env):
-    policy = build_policy("agent", model="oracle", agent_tools="none", max_steps=6)
+    policy = build_policy("agent", model="answer-key", agent_tools="none", max_steps=6)
     record, decisions = _run(env, policy, _EPISODES[1])
     assert not record["success"]
     assert all(e["role"] != "tool" for d in decisions for e in d["agent"]["trace"])
 
 
 def test_injected_unusable_tool_calls_are_the_counted_parse_failures(env):
-    policy = build_policy("agent", model="oracle", oracle_error_rate=0.4, oracle_error_seed=3, max_steps=8)
+    policy = build_policy("agent", model="answer-key", oracle_error_rate=0.4, oracle_error_seed=3, max_steps=8)
     record, _ = _run(env, policy, _EPISODES[0])
     stats = record["policy_stats"]
     assert stats["injected_errors"] > 0 and stats["agent.injected_unusable_tool_calls"] > 0
@@ -80,7 +80,7 @@ def test_injected_unusable_tool_calls_are_the_counted_parse_failures(env):
 
 
 def test_selected_like_any_registered_policy_with_its_options():
-    _, spec = parse_benchmark_args(EmbodiedConfig, ["--policy", "agent", "--model", "oracle", "--agent-paradigm", "react",
+    _, spec = parse_benchmark_args(EmbodiedConfig, ["--policy", "agent", "--model", "answer-key", "--agent-paradigm", "react",
                                                          "--agent-tools", "cv", "--episodes", "1"])  # fmt: skip
     assert spec.name == "agent" and spec.options["agent_paradigm"] == "react" and spec.manifest()["privileged"]
     policy = build_policy_from_spec(spec)
@@ -89,9 +89,9 @@ def test_selected_like_any_registered_policy_with_its_options():
     with pytest.raises(ValueError, match="acts in EB-Navigation"):
         policy.bind(type("Env", (), {"unwrapped": object()})())
     with pytest.raises(InputError, match="--agent-tools learned needs"):
-        parse_benchmark_args(EmbodiedConfig, ["--policy", "agent", "--model", "oracle", "--agent-tools", "learned"])
+        parse_benchmark_args(EmbodiedConfig, ["--policy", "agent", "--model", "answer-key", "--agent-tools", "learned"])
     with pytest.raises(InputError, match="only go with --agent-tools learned"):
-        parse_benchmark_args(EmbodiedConfig, ["--policy", "agent", "--model", "oracle", "--depth-model", "/x"])
+        parse_benchmark_args(EmbodiedConfig, ["--policy", "agent", "--model", "answer-key", "--depth-model", "/x"])
 
 
 def test_navigation_strategy_reads_boxes_and_poses():
@@ -184,7 +184,7 @@ def test_learned_backends_load_local_tiny_models_and_serve_their_tools(tmp_path,
     assert mask.shape == (48, 64) and mask.dtype == bool
     # the same folders drive the closed-loop policy: its learned tools run on the observation, and the oracle core,
     # which reaches this target with truth tools, does not with random weights
-    policy = build_policy("agent", model="oracle", agent_tools="learned", detector_model=models["owl"], depth_model=models["depth"], max_steps=4)
+    policy = build_policy("agent", model="answer-key", agent_tools="learned", detector_model=models["owl"], depth_model=models["depth"], max_steps=4)
     record, decisions = _run(env, policy, _EPISODES[0])
     tools = [e for d in decisions for e in d["agent"]["trace"] if e["role"] == "tool"]
     assert tools and tools[0]["backend"].startswith("3d-boxes:detector:owl") and not record["success"]
@@ -210,7 +210,7 @@ def test_goal_image_task_reaches_the_goal_view_from_the_relative_pose(env):
     with HomeRenderer(96, 96, 100.0) as renderer:
         renderer.load(ep["scene"])
         goal_image = renderer.render(goal, entity=False).rgb
-    policy = build_policy("agent", model="oracle")
+    policy = build_policy("agent", model="answer-key")
     obs, _ = env.reset(options={"episode": ep})
     policy.bind(env)
     policy.reset(EpisodeContext(instruction=obs["instruction"], seed=0, extras={"goal_image": goal_image, "goal_c2w": c2w_from_pose(goal)}))

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.datagen.nav_questions import KINDS
 from benchmarks.static.__main__ import main
 from benchmarks.static.agent_oracle import motion_primitive
 from benchmarks.static.agent_truth import SimScenes, SimTruthTools, read_truth
-from benchmarks.static.nav_questions import KINDS
 from policies.agent import Toolbox, ToolCall, ToolContext
 
 SEED = 3
@@ -30,7 +30,7 @@ def qa_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(qa_set: Path, out: Path, *extra: str) -> dict[str, Any]:
-    argv = ["--bench", "spatialscore", "--data", str(qa_set), "--model", "oracle", "--policy", "agent", "--output", str(out),
+    argv = ["--bench", "spatialscore", "--data", str(qa_set), "--model", "answer-key", "--policy", "agent", "--output", str(out),
             "--no-plot", "--allow-errors", *extra]  # fmt: skip
     assert main(argv) == 0
     (folder,) = (out / "spatialscore").iterdir()
@@ -122,7 +122,7 @@ def test_opencv_tools_run_through_the_same_path(qa_set, tmp_path):
 def test_truth_tools_need_a_generated_set(qa_set, tmp_path, capsys):
     bare = tmp_path / "bare"
     shutil.copytree(qa_set.parent, bare, ignore=shutil.ignore_patterns("ground_truth.jsonl"))
-    argv = ["--bench", "spatialscore", "--data", str(bare / "SpatialScore.json"), "--model", "oracle", "--policy", "agent",
+    argv = ["--bench", "spatialscore", "--data", str(bare / "SpatialScore.json"), "--model", "answer-key", "--policy", "agent",
             "--output", str(tmp_path / "out")]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -138,7 +138,7 @@ def test_ablation_separates_perception_from_reasoning(qa_set, tmp_path):
     assert len(rows) == len(KINDS) + 1 and all(row["reasoning_error"] == 0.0 for row in rows.values())  # the sanity row
     assert rows["overall"]["perception_error"]["none"] == pytest.approx(100.0 - rows["overall"]["scores"]["none"])
     assert rows["overall"]["scores"]["none"] < 100.0 and rows["Camera Motion"]["scores"]["none"] < 100.0
-    assert (tmp_path / "agent-ablation-plan-execute" / "ablation.md").read_text().startswith("# SpatialAgent ablation: oracle")
+    assert (tmp_path / "agent-ablation-plan-execute" / "ablation.md").read_text().startswith("# SpatialAgent ablation: answer-key")
 
 
 def _tiny_depth_model(folder: Path) -> Path:
@@ -169,7 +169,7 @@ def test_learned_depth_tools_load_a_local_model_and_tiny_weights_answer_wrong(qa
 
 
 def test_a_run_resumes_only_with_the_same_paradigm_and_tools(qa_set, tmp_path, capsys):
-    argv = ["--bench", "spatialscore", "--data", str(qa_set), "--model", "oracle", "--policy", "agent", "--output", str(tmp_path),
+    argv = ["--bench", "spatialscore", "--data", str(qa_set), "--model", "answer-key", "--policy", "agent", "--output", str(tmp_path),
             "--run-name", "r", "--limit", "1", "--no-plot"]  # fmt: skip
     assert main(argv) == 0
     assert "SpatialAgent plan-execute, truth tools" in (tmp_path / "spatialscore" / "r" / "summary.md").read_text()

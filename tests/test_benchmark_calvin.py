@@ -138,7 +138,7 @@ def test_tiny_vla_backbone_on_the_play_table(tmp_path):
 
 
 def test_backbone_conflicts_with_another_policy(tmp_path):
-    from policies.cli import InputError
+    from policies.config_cli import InputError
 
     with pytest.raises(InputError, match="--backbone"):
         run(tmp_path, "--backbone", "tiny-qwen2.5-vl", "--policy", "random")

@@ -56,10 +56,10 @@ def test_summary_rows_come_from_the_results_file(tmp_path):
 
 
 def test_summaries_show_the_blind_rows_under_the_model_row(committed):
-    from benchmarks.calvin import _markdown as calvin_markdown
+    from benchmarks.calvin import chain_markdown as calvin_markdown
     from benchmarks.calvin import chain_metrics
     from benchmarks.core import UnitTally
-    from benchmarks.embodied import _markdown as embodied_markdown
+    from benchmarks.embodied import subset_markdown as embodied_markdown
 
     table = {"base": {"episodes": 1, "success_rate": 100.0, "avg_steps": 5.0, "avg_planner_calls": 1.0,
                       "avg_invalid_actions": 0.0, "planner_output_errors": 0.0}}

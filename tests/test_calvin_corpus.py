@@ -11,14 +11,14 @@ import pytest
 
 pytest.importorskip("datasets")
 
-from benchmarks.static.calvin_corpus import (
+from benchmarks.datagen.calvin_corpus import (
     CALVIN_CORPUS_SEEDS,
     CALVIN_KINDS,
     check_calvin_disjoint,
     evaluation_scene_keys,
     scene_key,
 )
-from benchmarks.static.corpus import CorpusConfig, corpus_rows
+from benchmarks.datagen.corpus import CorpusConfig, corpus_rows
 from envs.calvin import constants as C
 
 CALVIN_ONLY = {"families": "calvin", "kinds": ",".join(CALVIN_KINDS)}
@@ -151,7 +151,7 @@ def test_families_alternate_and_bad_families_are_refused():
 
 def test_mixed_corpus_on_disk_passes_the_check_command(tmp_path, capsys):
     """Both families written by the CLI path, then ``corpus check`` proves both disjoint."""
-    from benchmarks.static.corpus import dataset_calvin_scenes, dataset_homes, generate_corpus, main
+    from benchmarks.datagen.corpus import dataset_calvin_scenes, dataset_homes, generate_corpus, main
 
     out = tmp_path / "mixed"
     stats = generate_corpus(
@@ -167,7 +167,7 @@ def test_mixed_corpus_on_disk_passes_the_check_command(tmp_path, capsys):
 
 def test_a_split_whose_items_all_fail_is_empty_and_counted(tmp_path, monkeypatch):
     """Regression: a validation split with no item made ``datasets`` raise 'corresponds to no data'."""
-    import benchmarks.static.corpus as corpus
+    import benchmarks.datagen.corpus as corpus
 
     real = corpus.draw_calvin_question
     calls = iter(range(100))
@@ -181,7 +181,7 @@ def test_a_split_whose_items_all_fail_is_empty_and_counted(tmp_path, monkeypatch
 def test_one_pass_over_the_simulators_with_progress_and_eta(tmp_path, monkeypatch, capsys):
     """Regression: ``datasets`` split the item list into one shard per item, so every simulator was built again
     for every item (7 s per EB-Manipulation family). One call now makes every row; the bar shows items/s and ETA."""
-    import benchmarks.static.corpus as corpus
+    import benchmarks.datagen.corpus as corpus
 
     calls: list[list[int]] = []
     real = corpus.corpus_rows

@@ -20,7 +20,7 @@ from envs.calvin.assets import block_urdf, table_urdf, write_cached
 from envs.calvin.camera import egl_problem
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.obs_layout import flat_observation
-from policies.cli import EXIT_BAD_INPUT, run_cli
+from policies.config_cli import EXIT_BAD_INPUT, run_cli
 
 pytest.importorskip("pybullet")
 
@@ -378,6 +378,6 @@ def test_a_model_written_for_calvins_evaluate_policy_runs_on_the_calvin_layout(t
 def test_calvin_layout_with_a_builtin_image_policy_is_refused(capsys):
     from benchmarks.calvin import main
 
-    argv = ["--obs-layout", "calvin", "--policy", "mllm", "--model", "oracle", "--output", "/no/such/dir"]
+    argv = ["--obs-layout", "calvin", "--policy", "mllm", "--model", "answer-key", "--output", "/no/such/dir"]
     assert run_cli(main, argv) == EXIT_BAD_INPUT
     assert capsys.readouterr().err.startswith("error: --obs-layout calvin: --policy mllm reads the flat layout")

@@ -20,7 +20,7 @@ from envs.calvin.official import (
     snapshot_from_official,
 )
 from envs.calvin.tasks import completed_tasks
-from policies.cli import EXIT_BAD_INPUT, run_cli
+from policies.config_cli import EXIT_BAD_INPUT, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 

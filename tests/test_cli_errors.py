@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.cli import EXIT_BAD_INPUT, run_cli
+from policies.config_cli import EXIT_BAD_INPUT, run_cli
 from tests.bad_inputs import BAD_INPUTS, MODULES, case_id, dead_endpoint, fill
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_a_corrupt_response_cache_is_named_before_any_worker_starts(tmp_path, ca
 
 def test_the_manifest_records_the_decoding_settings_the_backend_gets(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    args = ["--policy", "mllm", "--model", "oracle", "--max-new-tokens", "77", "--tasks", "open_drawer",
+    args = ["--policy", "mllm", "--model", "answer-key", "--max-new-tokens", "77", "--tasks", "open_drawer",
             "--num-sequences", "1", "--ep-len", "1", "--no-progress", "--output", "out"]
     assert invoke("calvin", args, capsys)[0] in (0, 3)
     manifest = json.loads(next((tmp_path / "out" / "calvin").glob("*/manifest.json")).read_text())
@@ -127,7 +127,7 @@ def test_changed_configuration_is_refused_in_one_line(tmp_path, capsys, monkeypa
                                   ["-m", "benchmarks.embodied", "nav", "--env-kwargs", "{"],
                                   ["-m", "vla.train", "--batch-size", "0"],
                                   ["-m", "benchmarks.calvin", "--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B"],
-                                  ["-m", "benchmarks.libero", "--policy", "agent", "--model", "oracle"]])
+                                  ["-m", "benchmarks.libero", "--policy", "agent", "--model", "answer-key"]])
 def test_python_m_entry_points_exit_2_with_one_line(argv):
     done = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_BAD_INPUT, done.stderr

@@ -121,10 +121,10 @@ def test_benchmark_help_shows_the_options_of_what_runs_there_without_heavy_impor
     assert ("--object-info-key" in done.stdout) == (benchmark == "embodied-manip")
 
 
-@pytest.mark.parametrize(("argv", "named"), [(["libero", "--policy", "agent", "--model", "oracle"], "--policy agent does not run on libero"),
-                                             (["calvin", "--policy", "agent", "--model", "oracle"], "runs on embodied nav"),
+@pytest.mark.parametrize(("argv", "named"), [(["libero", "--policy", "agent", "--model", "answer-key"], "--policy agent does not run on libero"),
+                                             (["calvin", "--policy", "agent", "--model", "answer-key"], "runs on embodied nav"),
                                              (["embodied", "nav", "--backbone", "tiny-qwen2.5-vl"], "--policy vla"),
-                                             (["calvin", "--policy", "mllm", "--model", "oracle", "--n-examples", "2"],
+                                             (["calvin", "--policy", "mllm", "--model", "answer-key", "--n-examples", "2"],
                                               "unrecognized arguments: --n-examples")])
 def test_what_is_not_offered_is_refused_in_one_line(argv, named, capsys):
     assert main(argv) == 2

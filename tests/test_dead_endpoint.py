@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.cli import EXIT_BAD_INPUT, EXIT_UNITS_ERRORED, run_cli
+from policies.config_cli import EXIT_BAD_INPUT, EXIT_UNITS_ERRORED, run_cli
 
 
 def _closed_port() -> int:
@@ -29,7 +29,7 @@ def _closed_port() -> int:
 class _NotAModelServer(BaseHTTPRequestHandler):
     """A web server on the port that is not an OpenAI-compatible endpoint: every request gets 404."""
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         self.send_error(404, "no such route")
 
     def log_message(self, *args: object) -> None:  # keep the test output clean

@@ -18,10 +18,11 @@ from benchmarks.embodied.manipulation import run_episode as run_manip_episode
 from benchmarks.embodied.navigation import run_episode as run_nav_episode
 from envs.manipulation.episodes import make_episode as make_manip_episode
 from envs.navigation.episodes import make_episode_set
+from policies.backends.answer_key import AnswerKeyBackend
 from policies.backends.base import Backend, Generation, Message
-from policies.backends.oracle import OracleBackend, expected_effect
+from policies.backends.injection import expected_effect
 from policies.baselines import ConstantPolicy, RandomPolicy
-from policies.mllm.eb_oracle import actions_left, asked_fields
+from policies.mllm.eb_oracle import actions_left, asked_fields, eb_truth
 from policies.mllm.eb_prompts import system_text, turn_text
 from policies.mllm.embodied import EBAgentPolicy
 
@@ -31,9 +32,15 @@ SIZE = 32  # success does not depend on the image; small images keep rendering c
 class Recording(Backend):
     """Passes calls to the oracle and keeps the kind of error injected into each answer."""
 
-    def __init__(self, inner: OracleBackend) -> None:
+    def __init__(self, inner: AnswerKeyBackend) -> None:
         self.inner, self.model_id, self.config = inner, inner.model_id, inner.config
         self.kinds: list[str | None] = []
+
+    def bind(self, env) -> None:
+        self.inner.bind(env)
+
+    def start_episode(self, context) -> None:
+        self.inner.start_episode(context)
 
     def generate(self, messages: Sequence[Message]) -> Generation:
         generation = self.inner.generate(messages)
@@ -42,7 +49,7 @@ class Recording(Backend):
 
 
 def oracle_policy(task: str, env, error_rate: float, error_seed: int) -> tuple[EBAgentPolicy, Recording]:
-    backend = Recording(OracleBackend(error_rate=error_rate, error_seed=error_seed))
+    backend = Recording(AnswerKeyBackend(truth=eb_truth(task), error_rate=error_rate, error_seed=error_seed))
     image_key = "rgb" if task == "navigation" else "front_rgb"
     policy = EBAgentPolicy(backend, task=task, image_keys=(image_key,))
     policy.bind(env)

@@ -124,7 +124,7 @@ def test_timing_lives_under_the_records_timing_never_in_its_result(tmp_path):
     wall_s and worker); `result` holds what the episode did, identical from run to run."""
     from benchmarks.calvin import main
 
-    args = ["--no-progress", "--policy", "mllm", "--model", "oracle", "--tasks", "open_drawer", "--num-sequences",
+    args = ["--no-progress", "--policy", "mllm", "--model", "answer-key", "--tasks", "open_drawer", "--num-sequences",
             "1", "--ep-len", "2"]
     main([*args, "--output", str(tmp_path / "a")])
     (record,) = RunDir(next((tmp_path / "a" / "calvin").iterdir())).merged_records()

@@ -334,6 +334,7 @@ def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
     from policies.backends import make_backend
     from policies.backends.scripted import ScriptedBackend
     from policies.mllm.spatial import SpatialPlanPolicy
+    from policies.mllm.spatial_oracle import spatial_truth
 
     env = env_of("libero_goal")
     answer = '{"step_1": {"actions": ["space"], "step_nums": [4], "gripper": 0}}'
@@ -345,7 +346,7 @@ def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
     assert result["steps"] == 2 and result["idle_steps"] == 0 and result["policy_stats"]["parse_errors"] == 0
     assert "0.01 m per step" in backend.calls[0][0]["content"]
     with pytest.raises(ValueError, match=r"handles one In/On goal \(put X in/on Y\), not \[\['turnon'"):
-        SpatialPlanPolicy(make_backend("oracle")).bind(env)  # libero_goal 7: "turn on the stove"
+        SpatialPlanPolicy(make_backend("answer-key", truth=spatial_truth("manipulation"))).bind(env)  # libero_goal 7: "turn on the stove"
 
 
 @pytest.mark.slow  # a whole pick-and-place: about a minute on the shared 2-core machine
@@ -355,7 +356,7 @@ def test_oracle_pick_and_place_with_injected_errors(env_of):
     from policies.registry import build_policy
 
     env = env_of("libero_object")  # task 0: pick up the alphabet soup and place it in the basket
-    policy = build_policy("mllm", model="oracle", oracle_error_rate=0.2, oracle_error_seed=0)
+    policy = build_policy("mllm", model="answer-key", oracle_error_rate=0.2, oracle_error_seed=0)
     policy.bind(env)
     result = run_episode(env, policy, init_state_index=0, max_steps=protocol.MAX_STEPS["libero_object"],
                          num_steps_wait=protocol.NUM_STEPS_WAIT, seed=0)

@@ -111,6 +111,6 @@ def test_cpu_run_at_the_default_budget_gets_a_one_line_hint(tmp_path, capsys):
     assert err == local.budget_hint() and "--max-new-tokens 16" in err and len(err.splitlines()) == 1
     for quiet in (dataclasses.replace(local, max_new_tokens=16), dataclasses.replace(local, device="cuda"),
                   MLLMPolicyConfig(model=str(tmp_path / "missing")),  # left to the model check's one-line error
-                  MLLMPolicyConfig(model="oracle"), MLLMPolicyConfig(model="m", api_base="http://127.0.0.1:9/v1")):
+                  MLLMPolicyConfig(model="answer-key"), MLLMPolicyConfig(model="m", api_base="http://127.0.0.1:9/v1")):
         quiet.check_inputs()
         assert quiet.budget_hint() is None and capsys.readouterr().err == ""

@@ -6,8 +6,7 @@ import re
 
 import pytest
 
-from benchmarks.scoring.metrics import giou
-from benchmarks.scoring.multihop_rewards import (
+from benchmarks.posttrain.multihop_rewards import (
     PAPER_REWARD_FUNCS,
     RECIPE_REWARD_FUNCS,
     box_to_1000,
@@ -20,6 +19,7 @@ from benchmarks.scoring.multihop_rewards import (
     strip_thinking,
     total_reward,
 )
+from benchmarks.scoring.metrics import giou
 
 GOOD = "Answer: (c) white car\nBounding Box: [300, 145, 556, 621]"
 TRUTH_BOX = [300, 145, 556, 621]

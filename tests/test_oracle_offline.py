@@ -24,7 +24,7 @@ from benchmarks.static.__main__ import main as static_main
 from benchmarks.static.config import RunConfig
 from benchmarks.static.registry import get_benchmark
 from benchmarks.static.runner import run
-from policies.backends.oracle import expected_effect
+from policies.backends.injection import expected_effect
 from tests import static_helpers as H
 from tests.goal_data import WallPairSource
 
@@ -42,8 +42,8 @@ def data(tmp_path_factory) -> dict[str, Path]:
 
 
 def oracle_run(data: dict[str, Path], out: Path, bench: str, mode: str, style: str | None, **options) -> runner.RunResult:
-    config = RunConfig(bench=bench, data=data[bench], output=out, model="oracle", mode=mode, prompt_style=style,
-                       judge_model="oracle", plot=False, **options)  # fmt: skip
+    config = RunConfig(bench=bench, data=data[bench], output=out, model="answer-key", mode=mode, prompt_style=style,
+                       judge_model="answer-key", plot=False, **options)  # fmt: skip
     return run(config)
 
 
@@ -140,14 +140,14 @@ def unusable(record: dict) -> bool:
 
 
 def test_static_cli_with_oracle_model_and_judge(data, tmp_path, capsys):
-    args = ["--bench", "space10", "--data", str(data["space10"]), "--model", "oracle", "--judge-model", "oracle",
+    args = ["--bench", "space10", "--data", str(data["space10"]), "--model", "answer-key", "--judge-model", "answer-key",
             "--mode", "space10-lmms-eval", "--output", str(tmp_path), "--no-plot"]  # fmt: skip
     assert static_main(args) == 0
     out = capsys.readouterr().out
     assert "items: 3 (3 completed, 0 errored); complete" in out
     note = get_benchmark("space10").mode("space10-lmms-eval").headline_note
     assert f"note: {note}" in out.splitlines()  # one line under the headline, saying why it reads 0
-    run_dir = tmp_path / "space10" / "oracle-space10-lmms-eval"
+    run_dir = tmp_path / "space10" / "answer-key-space10-lmms-eval"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["judge"]["judge_assisted_single_answer_overall"] == 100.0 and summary["headline_note"] == note
     assert f"Why this headline differs from the project's: {note}" in (run_dir / "summary.md").read_text().splitlines()
@@ -175,7 +175,7 @@ def test_static_budget_reaches_the_backend(data, tmp_path, bench, published):
 def test_closed_loop_config_passes_the_budget():
     from policies.mllm.config import MLLMPolicyConfig, build_mllm_policy
 
-    policy = build_mllm_policy(MLLMPolicyConfig(model="oracle", loop="eb", task="navigation", max_new_tokens=77))
+    policy = build_mllm_policy(MLLMPolicyConfig(model="answer-key", loop="eb", task="navigation", max_new_tokens=77))
     assert policy.backend.config.max_new_tokens == 77
 
 
@@ -254,14 +254,14 @@ def goal_score(goal_dir: Path, predictions: Path, out: Path, scorer: str = "pape
 
 
 def test_goal_predict_oracle_scores_one_with_the_paper_scorer(goal_dir, tmp_path):
-    assert goal_main(["predict", "--dataset", str(goal_dir), "--model", "oracle", "--output", str(tmp_path / "p")]) == 0
+    assert goal_main(["predict", "--dataset", str(goal_dir), "--model", "answer-key", "--output", str(tmp_path / "p")]) == 0
     manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
     assert manifest["max_new_tokens"] == manifest["model"]["config"]["max_new_tokens"] == 16000
     code, paper = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "paper")
     assert code == 0 and paper["mean_score"] == 1.0 and paper["parse_failures"] == 0 and paper["status"] == "complete"
     code, lmms = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "lmms", "lmms-eval")
     assert code == 0 and lmms["parse_failures"] == 0 and 0.0 < lmms["mean_score"] < 1.0  # its documented ceiling
-    assert goal_main(["predict", "--dataset", str(goal_dir), "--model", "oracle", "--max-new-tokens", "2",
+    assert goal_main(["predict", "--dataset", str(goal_dir), "--model", "answer-key", "--max-new-tokens", "2",
                       "--output", str(tmp_path / "short")]) == 0  # fmt: skip
     assert json.loads((tmp_path / "short" / "manifest.json").read_text())["max_new_tokens"] == 2
     code, short = goal_score(goal_dir, tmp_path / "short" / "predictions.jsonl", tmp_path / "short-paper")
@@ -270,7 +270,7 @@ def test_goal_predict_oracle_scores_one_with_the_paper_scorer(goal_dir, tmp_path
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_goal_parse_failures_equal_injected_unusable(goal_dir, tmp_path, seed):
-    assert goal_main(["predict", "--dataset", str(goal_dir), "--model", "oracle", "--oracle-error-rate", "0.5",
+    assert goal_main(["predict", "--dataset", str(goal_dir), "--model", "answer-key", "--oracle-error-rate", "0.5",
                       "--oracle-error-seed", str(seed), "--output", str(tmp_path / "p")]) == 0  # fmt: skip
     records = [json.loads(line) for line in (tmp_path / "p" / "predictions.jsonl").read_text().splitlines()]
     unusable = sum(1 for r in records if expected_effect(r.get("injected_error")) == "unusable")
@@ -282,16 +282,19 @@ def test_goal_parse_failures_equal_injected_unusable(goal_dir, tmp_path, seed):
 def test_goal_errored_samples_are_counted_and_fail_the_command(goal_dir, tmp_path, capsys):
     from benchmarks.goal_scoring.cli import IncompleteRun, run_predict
     from benchmarks.goal_scoring.config import PredictConfig
-    from policies.backends.oracle import OracleBackend
+    from benchmarks.goal_scoring.dataset import load_dataset
+    from benchmarks.goal_scoring.predict import gold_conversations
+    from policies.backends.answer_key import AnswerKey, AnswerKeyBackend
 
-    class Flaky(OracleBackend):
+    class Flaky(AnswerKeyBackend):
         def generate(self, messages):
             if "Grasp" in json.dumps(messages[-1]["content"][-1]):
                 raise ConnectionError("server went away")
             return super().generate(messages)
 
     with pytest.raises(IncompleteRun, match="4 of 10 samples errored"):
-        run_predict(PredictConfig(goal_dir, tmp_path / "p", model="oracle"), backend=Flaky())
+        run_predict(PredictConfig(goal_dir, tmp_path / "p", model="answer-key"),
+                    backend=Flaky(truth=AnswerKey(gold_conversations(load_dataset(goal_dir)))))
     records = [json.loads(line) for line in (tmp_path / "p" / "predictions.jsonl").read_text().splitlines()]
     assert sum(1 for r in records if r["output"] is None and "ConnectionError" in r["error"]) == 4
     code, summary = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "s")

@@ -2,7 +2,7 @@
 
 Regression cases replay each input that once took quadratic (or worse) time or raised, with a time bound
 generous enough for a loaded 2-core machine and the parse result it must give. A bounded hypothesis fuzz
-runs every parser of :mod:`benchmarks.scoring.parser_catalog` in the default run; slow-marked, each parser
+runs every parser of :mod:`benchmarks.parser_catalog` in the default run; slow-marked, each parser
 reads every pattern of the catalogue at 150 KB under the same bound, and 100,000 generated inputs.
 """
 
@@ -24,11 +24,12 @@ from hypothesis import strategies as st
 
 from action_mapping import ERROR_CODES, NAVIGATION_STEP_SIZES, Plan, Primitive, parse_plan
 from action_mapping import parsing as plan_parsing
-from benchmarks.scoring import judge, multihop_rewards, parsers, spatial_rewards
+from benchmarks.parser_catalog import PARSERS, PATTERNS, _mask
+from benchmarks.posttrain import multihop_rewards, spatial_rewards
+from benchmarks.scoring import judge, parsers
 from benchmarks.scoring.goal import GoalReference, GoalScore, score_goal
 from benchmarks.scoring.official import cogmap, multihop, space10_stats, spatialscore, spatialtree, vsibench
 from benchmarks.scoring.official.goal_lmms_eval import lmms_eval_decode
-from benchmarks.scoring.parser_catalog import PARSERS, PATTERNS, _mask
 from benchmarks.scoring.parsers import (
     ParseResult,
     parse_box,

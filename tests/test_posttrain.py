@@ -11,8 +11,7 @@ import pytest
 pytest.importorskip("datasets")
 pytest.importorskip("trl")
 
-from benchmarks.scoring.multihop_rewards import msr_total_reward
-from benchmarks.static.corpus import (
+from benchmarks.datagen.corpus import (
     CORPUS_HOME_SEEDS,
     CORPUS_KINDS,
     CorpusConfig,
@@ -21,6 +20,7 @@ from benchmarks.static.corpus import (
     dataset_homes,
     generate_corpus,
 )
+from benchmarks.posttrain.multihop_rewards import msr_total_reward
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_corpus_items_are_deterministic():
 
 
 def _static_test_homes(n: int) -> list[tuple[int, str]]:
-    from benchmarks.static.generate import GenerateConfig, generate_questions
+    from benchmarks.datagen.generate import GenerateConfig, generate_questions
 
     return [(h["home_seed"], h["scene_key"]) for _, _, h in generate_questions(GenerateConfig(n=n))]
 
@@ -151,9 +151,9 @@ def test_grpo_logs_multihop_rewards_and_resumes(tiny_vlm, corpus, tmp_path):
 
 
 def test_bad_input_is_one_line_naming_the_fix(tmp_path, capsys):
+    from benchmarks.datagen.corpus import main as corpus_main
     from benchmarks.posttrain import main
-    from benchmarks.static.corpus import main as corpus_main
-    from policies.cli import run_cli
+    from policies.config_cli import run_cli
 
     assert run_cli(main, ["sft", "--model", str(tmp_path / "none"), "--data", str(tmp_path)]) == 2
     assert run_cli(main, ["train", "--model", "x"]) == 2
@@ -166,7 +166,7 @@ def test_bad_input_is_one_line_naming_the_fix(tmp_path, capsys):
 
 
 def test_check_command_proves_or_refuses(corpus, tmp_path, capsys):
-    from benchmarks.static.corpus import main as corpus_main
+    from benchmarks.datagen.corpus import main as corpus_main
 
     out, _ = corpus
     _, key = dataset_homes(out)[0]

@@ -14,8 +14,8 @@ pytest.importorskip("trl")
 
 def _sft(tiny_vlm, tmp_path, kinds: str, steps: int):
     """A tiny CALVIN corpus and an SFT run on it; returns (base model dir, the run's final/)."""
+    from benchmarks.datagen.corpus import main as corpus_main
     from benchmarks.posttrain import main as posttrain_main
-    from benchmarks.static.corpus import main as corpus_main
 
     base, corpus, run = tiny_vlm("qwen2_5_vl"), tmp_path / "corpus", tmp_path / "sft"
     assert corpus_main(["--out", str(corpus), "--n", "4", "--validation", "0.25", "--families", "calvin",

@@ -24,7 +24,7 @@ from benchmarks.core import (
 )
 from benchmarks.core.streak import ErrorStreak, ErrorStreakStop, describe_endpoint
 from benchmarks.core.worker import StepProgress
-from policies.cli import EXIT_UNITS_ERRORED, arg, parse_config
+from policies.config_cli import EXIT_UNITS_ERRORED, arg, parse_config
 from tests.runner_fixtures import CartPoleBenchmark, CartPoleConfig
 
 

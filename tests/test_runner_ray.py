@@ -31,7 +31,7 @@ def test_ray_matches_in_process_and_survives_killed_actors(tmp_path):
 def test_actor_resources_come_from_the_command_line_and_are_checked(tmp_path):
     from benchmarks.calvin import CalvinConfig
     from benchmarks.core.executors import make_executor
-    from policies.cli import parse_config
+    from policies.config_cli import parse_config
 
     config = parse_config(CalvinConfig, ["--ray", "local", "--ray-num-cpus", "0.5", "--ray-num-gpus", "2"])
     executor = make_executor(config.workers, ray=config.ray, num_cpus=config.ray_num_cpus,

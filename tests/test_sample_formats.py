@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.command import main as arena_main
+from benchmarks.datagen.sample_formats import FORMATS
 from benchmarks.static.__main__ import main
 from benchmarks.static.config import RunConfig
 from benchmarks.static.registry import LoadOptions, get_benchmark
 from benchmarks.static.runner import run
-from benchmarks.static.sample_formats import FORMATS
 from tests.static_helpers import ScriptedBackend
 
 SEED = 5
@@ -40,7 +40,7 @@ def test_oracle_scores_every_generated_item(sets, tmp_path, fmt):
     truths = [json.loads(line) for line in (sets[fmt].parent / "ground_truth.jsonl").read_text().splitlines()]
     assert len(items) == len(truths) == len(FORMATS[fmt].kinds)
     assert sorted(t["kind"] for t in truths) == sorted(FORMATS[fmt].kinds)  # every kind the format asks, once
-    result = run(RunConfig(bench=bench, data=sets[fmt], output=tmp_path, model="oracle", plot=False))
+    result = run(RunConfig(bench=bench, data=sets[fmt], output=tmp_path, model="answer-key", plot=False))
     assert result.summary["status"] == "complete" and result.summary["counts"]["parse_failures"] == 0
     assert all(r["score"] == 1.0 and r["parse"]["ok"] for r in result.records), result.records
     numbers = [v for v in result.summary["headline"].values() if isinstance(v, float)]

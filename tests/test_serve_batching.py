@@ -13,7 +13,7 @@ from benchmarks.core import RunDir
 from policies.backends import BackendRequestError, GenerationConfig, make_backend
 from policies.backends.scripted import ScriptedBackend
 from policies.backends.transformers_backend import TransformersBackend
-from policies.cli import parse_config
+from policies.config_cli import parse_config
 from policies.serve import DynamicBatcher, ModelServer, RequestError
 from policies.serve.__main__ import ServeConfig, server_options
 from policies.serve.batcher import _batch_key, _Pending
@@ -260,7 +260,7 @@ def test_a_long_generation_stops_at_its_deadline_and_a_short_request_is_still_an
 
 
 def test_a_prompt_limit_beyond_the_context_is_bad_input(model_path, capsys):
-    from policies.cli import run_cli
+    from policies.config_cli import run_cli
     from policies.serve.__main__ import main
 
     assert run_cli(main, ["--model", model_path, "--device", "cpu", "--port", "0", "--max-prompt-tokens", "40000"]) == 2

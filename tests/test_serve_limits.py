@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from policies.backends.scripted import ScriptedBackend
-from policies.cli import parse_config
+from policies.config_cli import parse_config
 from policies.serve import ModelServer
 from policies.serve.__main__ import ServeConfig, api_key, server_options
 from policies.serve.server import ExposedServerWarning, is_loopback

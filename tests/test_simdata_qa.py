@@ -16,11 +16,11 @@ import pytest
 
 from action_mapping import Primitive
 from action_mapping.se3 import axes_from_rotation, body_motion
+from benchmarks.datagen.nav_questions import KINDS, plural
 from benchmarks.scoring.parsers import split_lettered_options
 from benchmarks.scoring.units import Quantity
 from benchmarks.static.__main__ import main
 from benchmarks.static.config import RunConfig
-from benchmarks.static.nav_questions import KINDS, plural
 from benchmarks.static.registry import LoadOptions, get_benchmark
 from benchmarks.static.runner import run
 from envs.navigation import measure

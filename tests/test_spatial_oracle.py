@@ -13,7 +13,7 @@ from action_mapping import ExecutablePlan, StepSizes, render_manipulation_prompt
 from benchmarks.calvin import main, parse_tasks, task_episodes
 from benchmarks.core import RunDir
 from envs.calvin.env import PLAN_STEP_SIZES
-from policies.backends.oracle import ERROR_KINDS
+from policies.backends.injection import ERROR_KINDS
 from policies.backends.scripted import ScriptedBackend
 from policies.base import EpisodeContext
 from policies.mllm.spatial import SpatialPlanPolicy
@@ -85,7 +85,7 @@ def test_bind_keeps_sizes_the_user_set(env):
     from policies.registry import build_policy
 
     with pytest.raises(ValueError, match="set both --translation-step and --rotation-step"):
-        build_policy("mllm", model="oracle", translation_step=0.02)
+        build_policy("mllm", model="answer-key", translation_step=0.02)
 
 
 def test_the_oracle_reads_the_prompts_format(env):
@@ -113,8 +113,8 @@ def test_the_oracle_reads_the_prompts_format(env):
 
 
 def test_oracle_solves_the_task_where_random_does_not(tmp_path):
-    summary = cli(tmp_path, "--policy", "mllm", "--model", "oracle", "--cameras", "static")
-    (record,) = RunDir(tmp_path / "calvin" / "mllm-oracle").merged_records()
+    summary = cli(tmp_path, "--policy", "mllm", "--model", "answer-key", "--cameras", "static")
+    (record,) = RunDir(tmp_path / "calvin" / "mllm-answer-key").merged_records()
     subtask = record["result"]["extras"]["subtasks"][0]
     assert record["key"] == "chain-0013" and subtask["extras"]["task"] == TASK and subtask["success"]
     stats = subtask["policy_stats"]
@@ -130,9 +130,9 @@ def test_injected_errors_are_counted_exactly(tmp_path):
     # and the first run that injects both kinds shows prose being executed.
     for seed in range(2, 8):
         out = tmp_path / f"seed-{seed}"
-        summary = cli(out, "--policy", "mllm", "--model", "oracle", "--cameras", "static",
+        summary = cli(out, "--policy", "mllm", "--model", "answer-key", "--cameras", "static",
                       "--oracle-error-rate", "0.5", "--oracle-error-seed", str(seed))
-        (record,) = RunDir(out / "calvin" / "mllm-oracle").merged_records()
+        (record,) = RunDir(out / "calvin" / "mllm-answer-key").merged_records()
         subtask = record["result"]["extras"]["subtasks"][0]
         stats = subtask["policy_stats"]
         # every "unusable" injection is one parse error, and nothing else is; the "usable" kind (prose) parses
@@ -140,7 +140,7 @@ def test_injected_errors_are_counted_exactly(tmp_path):
         assert subtask["success"]  # the oracle recovers: a failed answer costs one held step, then it asks again
         totals = summary.data["model_calls"]
         assert totals["parse_errors"] == totals["injected_unusable"] == stats["injected_unusable"]
-        assert "injected errors" in (out / "calvin" / "mllm-oracle" / "summary.md").read_text()
+        assert "injected errors" in (out / "calvin" / "mllm-answer-key" / "summary.md").read_text()
         if stats["injected_unusable"] >= 1 and stats["injected_errors"] > stats["injected_unusable"]:
             return  # some prose was injected, parsed and executed
     pytest.fail("no seed in 2-7 injected both unusable answers and prose")

@@ -7,15 +7,15 @@ import pytest
 
 pytest.importorskip("datasets")
 
-from benchmarks.scoring.multihop_rewards import PAPER_REWARD_FUNCS
-from benchmarks.scoring.spatial_rewards import (
+from benchmarks.datagen.calvin_corpus import CALVIN_KINDS
+from benchmarks.datagen.corpus import CorpusConfig, generate_corpus
+from benchmarks.posttrain.multihop_rewards import PAPER_REWARD_FUNCS
+from benchmarks.posttrain.spatial_rewards import (
     SPATIAL_REWARD_FUNCS,
     accuracy_score,
     format_score,
     reference_kind,
 )
-from benchmarks.static.calvin_corpus import CALVIN_KINDS
-from benchmarks.static.corpus import CorpusConfig, generate_corpus
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("datasets")
 
-from benchmarks.scoring.multihop_rewards import msr_total_reward
-from benchmarks.static.corpus import CorpusConfig, corpus_rows
+from benchmarks.datagen.corpus import CorpusConfig, corpus_rows
+from benchmarks.posttrain.multihop_rewards import msr_total_reward
 
 MANIP = {"families": "manip", "kinds": "manip_depth,manip_localisation,manip_counting,manip_multihop,manip_camera_motion",
          "manip_families": "pick"}  # one task family: one env to build
@@ -21,7 +21,7 @@ MANIP = {"families": "manip", "kinds": "manip_depth,manip_localisation,manip_cou
 @pytest.fixture(scope="module")
 def manip_corpus(tmp_path_factory):
     """Three items (depth, localisation, counting) written to disk, from one task family's env."""
-    from benchmarks.static.corpus import generate_corpus
+    from benchmarks.datagen.corpus import generate_corpus
 
     out = tmp_path_factory.mktemp("manip") / "c"
     stats = generate_corpus(CorpusConfig(out=out, n=3, validation=0.34, **MANIP))
@@ -104,7 +104,7 @@ def test_manip_items_are_deterministic(manip_rows):
 
 
 def test_manip_corpus_is_disjoint_from_the_episode_sets(manip_rows, tmp_path):
-    from benchmarks.static.manip_corpus import (
+    from benchmarks.datagen.manip_corpus import (
         check_manip_disjoint,
         default_test_keys,
         episode_file_keys,
@@ -129,7 +129,7 @@ def test_manip_corpus_is_disjoint_from_the_episode_sets(manip_rows, tmp_path):
 
 
 def test_check_command_covers_the_manip_rows(manip_corpus, manip_rows, tmp_path, capsys):
-    from benchmarks.static.corpus import main
+    from benchmarks.datagen.corpus import main
     from envs.manipulation.episodes import EPISODE_FORMAT, make_episode, save_episodes
 
     clean = save_episodes([make_episode("stack", "base", 0)], tmp_path / "clean.jsonl")
@@ -150,7 +150,7 @@ def test_check_command_covers_the_manip_rows(manip_corpus, manip_rows, tmp_path,
 @pytest.mark.slow
 def test_libero_answers_and_disjointness_from_the_initial_states():
     pytest.importorskip("libero")
-    from benchmarks.static.libero_corpus import check_libero_disjoint
+    from benchmarks.datagen.libero_corpus import check_libero_disjoint
 
     kinds = "libero_depth,libero_localisation,libero_multihop,libero_camera_motion"
     rows = list(corpus_rows(CorpusConfig(n=4, families="libero", kinds=kinds), range(4)))
@@ -164,7 +164,7 @@ def test_libero_answers_and_disjointness_from_the_initial_states():
     seed, _, state = scenes[0]
     init = load_init_states(load_task(state["suite"], state["task_index"]))[state["init_state_index"]]
     replayed = {k: init[1 + a : 4 + a].tolist() for k, a in state["qpos_addresses"].items()}  # the test start itself
-    from benchmarks.static.libero_corpus import libero_scene_key
+    from benchmarks.datagen.libero_corpus import libero_scene_key
 
     clash = {**state, "positions": replayed}
     with pytest.raises(ValueError, match="matches initial state"):
@@ -172,7 +172,7 @@ def test_libero_answers_and_disjointness_from_the_initial_states():
 
 
 def test_bad_manip_families_are_refused_in_one_line(tmp_path, capsys):
-    from benchmarks.static.corpus import main
+    from benchmarks.datagen.corpus import main
 
     assert main(["--out", str(tmp_path / "c"), "--families", "manip", "--kinds", "manip_depth",
                  "--manip-families", "pick,juggle"]) == 2  # fmt: skip

@@ -8,7 +8,7 @@
 - :mod:`vla.data`: CALVIN and LIBERO readers, the CALVIN writer.
 - :mod:`vla.demos`: ``python -m vla.demos``: scripted-expert demonstrations on the play-table, CALVIN layout.
 - :mod:`vla.train`: ``python -m vla.train`` (accelerate; CPU, one GPU, many GPUs/nodes).
-- :mod:`vla.policy`: the closed-loop policy registered as ``vla`` in :mod:`policies.registry`.
+- :mod:`vla.policy`: the closed-loop policy ``vla``, registered through the ``spatial_arena.policies`` entry point.
 
 Submodules are imported on use, so ``import vla`` stays cheap (no torch).
 """

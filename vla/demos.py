@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from policies.cli import arg, parse_config, run_cli
+from policies.config_cli import arg, parse_config, run_cli
 
 if TYPE_CHECKING:
     import gymnasium as gym

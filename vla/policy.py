@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from policies.base import EpisodeContext, Policy
-from policies.cli import arg
+from policies.config_cli import arg
+from policies.registry import PolicyEntry
 
 if TYPE_CHECKING:  # torch is imported when a model loads
     from vla.model import VLAConfig, VLAModel
@@ -207,3 +208,10 @@ def build_vla_policy(config: VLAPolicyConfig, model: VLAModel | None = None) -> 
     identity = {"checkpoint": config.checkpoint, "trained": bool(config.checkpoint), "dtype": config.dtype}
     return VLAPolicy(model, execute_steps=config.execute_steps, image_keys=config.image_keys,
                      gripper_open=config.gripper_open, identity=identity)  # fmt: skip
+
+
+#: ``--policy vla``, found by :mod:`policies.registry` through the ``spatial_arena.policies`` entry point
+#: ``vla = "vla.policy:POLICY"`` (pyproject.toml), so that no lower layer names this one. It acts in
+#: continuous 7-D end-effector space: CALVIN and LIBERO.
+POLICY = PolicyEntry(config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy",
+                     benchmarks=("calvin", "libero"))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from policies.cli import arg, parse_config, run_cli
+from policies.config_cli import arg, parse_config, run_cli
 
 if TYPE_CHECKING:  # torch and the model are imported when training starts
     import torch

@@ -77,7 +77,7 @@ def latency_stats(latencies_ms: Sequence[float]) -> dict[str, float | int | None
 
 def latency_arg(control_hz: float) -> Any:
     """The ``--latency`` option of a closed-loop benchmark config whose env runs at ``control_hz``."""
-    from policies.cli import arg
+    from policies.config_cli import arg
 
     return arg("off", f"off (the protocol: the world waits for the policy) | real | fixed:MS: the env runs on at "
                       f"{control_hz:g} Hz while the policy computes each decision (measured wall time, or MS ms)")
@@ -85,7 +85,7 @@ def latency_arg(control_hz: float) -> Any:
 
 def latency_mode_arg() -> Any:
     """The ``--latency-mode`` option (``continue`` or ``hold``) that goes with :func:`latency_arg`."""
-    from policies.cli import arg
+    from policies.config_cli import arg
 
     return arg("continue", "with --latency: during inference keep executing the previous chunk's remaining "
                            "actions, or hold still")
@@ -93,7 +93,7 @@ def latency_mode_arg() -> Any:
 
 def checked_latency(text: str, mode: str, control_hz: float) -> Latency | None:
     """:func:`parse_latency` for a config's ``__post_init__``: a bad value is a one-line input error."""
-    from policies.cli import InputError
+    from policies.config_cli import InputError
 
     try:
         return parse_latency(text, mode, control_hz)

@@ -1,7 +1,7 @@
 """Command-line construction of benchmark + policy configs, and building the policy inside a worker.
 
 A benchmark command takes its own config dataclass plus the config dataclass of the chosen policy, both
-turned into flags the same way (``policies.cli``)::
+turned into flags the same way (``policies.config_cli``)::
 
     python -m benchmarks.calvin --num-sequences 100 --policy mllm --model /ckpt --api-base http://...:8000/v1
 
@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from benchmarks.core.jsonsafe import json_safe
 from policies.base import Policy
-from policies.cli import (
+from policies.config_cli import (
     InputError,
     OneLineParser,
     add_config_arguments,

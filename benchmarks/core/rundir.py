@@ -23,7 +23,7 @@ from typing import Any
 from benchmarks.core.jsonsafe import json_default
 from benchmarks.core.work import RECORD_ERROR, RECORD_OK
 from envs.files import atomic_write_text
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 
 class ResumeError(InputError):

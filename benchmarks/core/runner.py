@@ -26,7 +26,7 @@ from benchmarks.core.streak import (
 )
 from benchmarks.core.work import DECISIONS, RECORD_ERROR, RECORD_OK, WorkUnit
 from benchmarks.core.worker import Executor, WorkerFactory
-from policies.cli import EXIT_UNITS_ERRORED, arg
+from policies.config_cli import EXIT_UNITS_ERRORED, arg
 
 # Config fields that may change between an interrupted run and its resumption.
 RUNTIME_KEYS = {"workers", "resume", "retry_errors", "output", "run_name", "progress", "ray", "ray_num_cpus",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from policies.cli import EXIT_UNITS_ERRORED, RunAborted
+from policies.config_cli import EXIT_UNITS_ERRORED, RunAborted
 
 #: The default of ``--max-consecutive-errors`` (closed-loop and static runs): small enough that a dead
 #: server stops a run within seconds, large enough that a few unlucky units in a row do not.

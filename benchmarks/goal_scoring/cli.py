@@ -24,7 +24,12 @@ from benchmarks.goal_scoring.dataset import (
     load_predictions,
     write_jsonl,
 )
-from benchmarks.goal_scoring.predict import builtin_records, make_model_backend, predict_with_backend
+from benchmarks.goal_scoring.predict import (
+    builtin_records,
+    gold_conversations,
+    make_model_backend,
+    predict_with_backend,
+)
 from benchmarks.goal_scoring.report import (
     markdown_table,
     match_predictions,
@@ -36,9 +41,10 @@ from benchmarks.goal_scoring.report import (
 from benchmarks.goal_scoring.sources import generate_dataset, make_source
 from benchmarks.scoring.goal import ManipulationWeights
 from benchmarks.static.spatialtree import MAX_NEW_TOKENS as SPATIALTREE_MAX_NEW_TOKENS
+from policies.backends.answer_key import ANSWER_KEY_MODEL, AnswerKey
 from policies.backends.base import Backend, GenerationConfig
-from policies.backends.oracle import ORACLE_MODEL, expected_effect
-from policies.cli import (
+from policies.backends.injection import expected_effect
+from policies.config_cli import (
     EXIT_UNITS_ERRORED,
     OneLineParser,
     add_config_arguments,
@@ -69,12 +75,12 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
         dataset = GoalDataset(dataset.root, dataset.samples[: config.limit], dataset.header)
     if config.policy in BUILTIN_PREDICTIONS and (config.oracle_error_rate or config.model):
         raise DatasetError(f"--policy {config.policy} writes its answers without a model; drop --model and "
-                           "--oracle-error-rate, or use --policy mllm --model oracle for the oracle backend")  # fmt: skip
+                           "--oracle-error-rate, or use --policy mllm --model answer-key for the stand-in backend")  # fmt: skip
     extra: dict[str, Any] = {}
     if config.policy in BUILTIN_PREDICTIONS:
         records, identity = builtin_records(dataset, config.policy), {"policy": config.policy}
     else:
-        backend = backend or _backend(config)
+        backend = backend or _backend(config, dataset)
         records = predict_with_backend(dataset, backend, num_steps=config.num_steps, batch_size=config.batch_size)
         identity = backend.describe()
         extra["max_new_tokens"] = backend.config.max_new_tokens  # what the backend uses, not the flag
@@ -92,11 +98,11 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     return path
 
 
-def _backend(config: PredictConfig) -> Backend:
+def _backend(config: PredictConfig, dataset: GoalDataset) -> Backend:
     if not config.model:
         raise DatasetError("--policy mllm needs --model (a checkpoint path, hub id, or server model name)")
-    if config.oracle_error_rate and config.model != ORACLE_MODEL:
-        raise DatasetError("--oracle-error-rate applies to --model oracle only")
+    if config.oracle_error_rate and config.model != ANSWER_KEY_MODEL:
+        raise DatasetError("--oracle-error-rate applies to --model answer-key only")
     if not 0.0 <= config.oracle_error_rate <= 1.0:
         raise DatasetError(f"--oracle-error-rate must be in [0, 1], got {config.oracle_error_rate}")
     budget = SPATIALTREE_MAX_NEW_TOKENS if config.max_new_tokens is None else config.max_new_tokens
@@ -104,7 +110,8 @@ def _backend(config: PredictConfig) -> Backend:
         raise DatasetError(f"--max-new-tokens must be at least 1, got {budget}")
     generation = GenerationConfig(max_new_tokens=budget, temperature=config.temperature, seed=config.seed)
     return make_model_backend(config.model, api_base=config.api_base, generation=generation, cache=config.cache,
-                              oracle_errors=(config.oracle_error_rate, config.oracle_error_seed))  # fmt: skip
+                              oracle_errors=(config.oracle_error_rate, config.oracle_error_seed),
+                              truth=AnswerKey(gold_conversations(dataset, config.num_steps)))  # fmt: skip
 
 
 def _outputs(config: ScoreConfig, dataset: GoalDataset) -> tuple[dict[str, str], str, dict[str, Any], set[str]]:
@@ -117,7 +124,7 @@ def _outputs(config: ScoreConfig, dataset: GoalDataset) -> tuple[dict[str, str],
     models = sorted({str(r.get("model")) for r in records.values() if r.get("model")})
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     label = ", ".join(models) or path.stem
-    if label in BUILTIN_PREDICTIONS:  # answers of the oracle *backend*: keep the built-in reference row apart
+    if label in BUILTIN_PREDICTIONS:  # not the answer-key backend's answers: keep the built-in reference row apart
         label = f"{label} (model)"
     outputs = {k: r["output"] for k, r in records.items() if r["output"] is not None}
     injected = Counter(str(r["injected_error"]) for r in records.values() if r.get("injected_error") and r["output"] is not None)
@@ -148,7 +155,7 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
             baselines[name] = score_dataset(dataset, [reference[s.id] for s in dataset], config.scorer, weights_arg)
     summary = summarize(dataset, scores, config.scorer, baselines)
     summary.update(samples=total, errored=len(errored), errored_ids=sorted(errored))
-    if provenance.get("injected_errors"):  # the oracle's seeded errors, next to the parse failures they cause
+    if provenance.get("injected_errors"):  # the stand-in's seeded errors, next to the parse failures they cause
         summary["injected_errors"] = provenance["injected_errors"]
         summary["injected_unusable"] = sum(n for k, n in provenance["injected_errors"].items() if expected_effect(k) == "unusable")
     missing = summary["missing"]

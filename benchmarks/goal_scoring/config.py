@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from action_mapping import NAVIGATION_STEP_SIZES
+from policies.backends.answer_key import canonical_model
 
 
 @dataclass
@@ -20,7 +21,7 @@ class PredictConfig:
     policy: Literal["mllm", "oracle", "blind"] = "mllm"
     """mllm: a model through the backend factory; oracle: the ground truth; blind: the dataset's most common plan."""
     model: str | None = None
-    """For --policy mllm: a local checkpoint directory, a hub id, the model name on the --api-base server, or 'oracle' (the ground-truth plan through the backend interface)."""
+    """For --policy mllm: a local checkpoint directory, a hub id, the model name on the --api-base server, or 'answer-key' (the ground-truth plan through the backend interface; 'oracle' is its deprecated name)."""
     api_base: str | None = None
     """OpenAI-compatible server URL (e.g. http://localhost:8000/v1); unset runs the model locally."""
     max_new_tokens: int | None = None
@@ -38,11 +39,14 @@ class PredictConfig:
     limit: int | None = None
     """Predict only the first N samples (smoke tests)."""
     oracle_error_rate: float = 0.0
-    """--model oracle: probability of injecting a typical model error (unknown action, malformed JSON, truncation, prose)."""
+    """--model answer-key: probability of injecting a typical model error (unknown action, malformed JSON, truncation, prose)."""
     oracle_error_seed: int = 0
-    """--model oracle: seed of the injected errors."""
+    """--model answer-key: seed of the injected errors."""
     allow_errors: bool = False
     """Exit 0 even when samples errored (they are still written with their error and counted)."""
+
+    def __post_init__(self) -> None:
+        self.model = canonical_model(self.model)  # the stand-in's former name "oracle", with a note
 
 
 @dataclass

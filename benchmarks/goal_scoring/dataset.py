@@ -35,7 +35,7 @@ from PIL import Image
 from action_mapping import Plan, StepSizes, parse_plan, trajectory_to_plan
 from benchmarks.scoring.goal import KINDS, GoalReference
 from benchmarks.scoring.official.goal_lmms_eval import check_lmms_eval_extra_info
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 FORMAT = "spatialarena-goal/1"
 SAMPLES_FILE = "samples.jsonl"

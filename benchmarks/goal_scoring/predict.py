@@ -10,15 +10,15 @@ from __future__ import annotations
 import inspect
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from action_mapping import Plan, PlanStep, render_manipulation_prompt, render_navigation_prompt
 from benchmarks.goal_scoring.dataset import GoalDataset, GoalSample
 from benchmarks.scoring.goal import KINDS, render_answer
+from policies.backends.answer_key import ANSWER_KEY_MODEL
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
-from policies.backends.oracle import ORACLE_MODEL, unwrap_oracle
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 
 def prompt_steps(sample: GoalSample, num_steps: int | None) -> int:
@@ -44,8 +44,14 @@ def build_messages(dataset: GoalDataset, sample: GoalSample, num_steps: int | No
 
 def gold_answer(sample: GoalSample) -> str:
     """The ground-truth plan written as the prompt asks (``step_1``... JSON with symbols, counts in the
-    sample's step sizes, gripper for manipulation): what ``--model oracle`` answers."""
+    sample's step sizes, gripper for manipulation): what ``--model answer-key`` answers."""
     return render_answer(sample.plan, sample.kind, "paper")
+
+
+def gold_conversations(dataset: GoalDataset, num_steps: int | None = None) -> Iterator[tuple[list[Message], str]]:
+    """Each sample's conversation (as :func:`predict_with_backend` asks it) with its :func:`gold_answer`."""
+    for sample in dataset.samples:
+        yield build_messages(dataset, sample, num_steps), gold_answer(sample)
 
 
 def predict_with_backend(dataset: GoalDataset, backend: Backend, *, num_steps: int | None = None,
@@ -56,13 +62,9 @@ def predict_with_backend(dataset: GoalDataset, backend: Backend, *, num_steps: i
     ``output`` null and the ``error`` (never a made-up answer), so ``score`` counts it as errored."""
     records: list[dict[str, Any]] = []
     samples = dataset.samples
-    oracle = unwrap_oracle(backend)
     for start in range(0, len(samples), batch_size):
         chunk = samples[start : start + batch_size]
         conversations = [build_messages(dataset, s, num_steps) for s in chunk]
-        if oracle is not None:  # the offline oracle is told each conversation's truth before it is asked
-            for sample, conversation in zip(chunk, conversations):
-                oracle.expect(conversation, gold_answer(sample))
         began = time.perf_counter()
         answers = _ask(backend, conversations)
         wall = (time.perf_counter() - began) / len(chunk)
@@ -96,18 +98,18 @@ def _record(sample: GoalSample, backend: Backend, answer: Generation | str, wall
         "prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
         "latency_s": answer.latency_s or wall, "cached": answer.cached, "cost_usd": answer.cost_usd,
     }  # fmt: skip
-    if answer.injected_error is not None:  # the oracle's seeded error, to check parse-failure counts against
+    if answer.injected_error is not None:  # a stand-in's seeded error, to check parse-failure counts against
         record["injected_error"] = answer.injected_error
     return record
 
 
 def make_model_backend(model: str, *, api_base: str | None, generation: GenerationConfig, cache: bool = True,
-                       oracle_errors: tuple[float, int] = (0.0, 0)) -> Backend:  # fmt: skip
+                       oracle_errors: tuple[float, int] = (0.0, 0), truth: Any = None) -> Backend:  # fmt: skip
     """Build a backend with ``policies.backends.factory.make_backend`` (imported only when needed).
 
     Optional arguments are passed under the names the factory accepts (``api_base``/``base_url``,
     ``config``/``generation``/``generation_config``, ``cache``), so this stays valid as the factory grows.
-    ``oracle_errors`` is the oracle's (error rate, error seed) for ``model="oracle"``.
+    ``oracle_errors`` is the stand-in's (error rate, error seed) and ``truth`` its answer key for ``model="answer-key"``.
     """
     try:
         from policies.backends.factory import make_backend
@@ -116,8 +118,9 @@ def make_model_backend(model: str, *, api_base: str | None, generation: Generati
             f"--policy mllm needs policies.backends.factory.make_backend, which cannot be imported ({e}). "
             "Fix: install the MLLM backends (pip install -e '.[mllm]') in a checkout that has them"
         ) from e
-    if model == ORACLE_MODEL:  # the oracle is never cached and takes no endpoint
-        return make_backend(model, config=generation, error_rate=oracle_errors[0], error_seed=oracle_errors[1])
+    if model == ANSWER_KEY_MODEL:  # the stand-in is never cached and takes no endpoint
+        return make_backend(model, config=generation, truth=truth, error_rate=oracle_errors[0],
+                            error_seed=oracle_errors[1])
     accepted = inspect.signature(make_backend).parameters
     kwargs: dict[str, Any] = {}
     if api_base is not None:

@@ -3,7 +3,7 @@
 import sys
 
 from benchmarks.libero import main
-from policies.cli import run_cli
+from policies.config_cli import run_cli
 
 if __name__ == "__main__":
     sys.exit(run_cli(main))

@@ -7,7 +7,7 @@ import sys
 
 from benchmarks.static.config import parse_config
 from benchmarks.static.runner import run
-from policies.cli import EXIT_UNITS_ERRORED, run_cli
+from policies.config_cli import EXIT_UNITS_ERRORED, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,7 +19,7 @@ def _main(argv: list[str] | None = None) -> int:
     """Run one benchmark; print the headline numbers and where the results are."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["generate"]:
-        from benchmarks.static.generate import main as generate_main  # needs the `nav` extra (MuJoCo)
+        from benchmarks.datagen.generate import main as generate_main  # needs the `nav` extra (MuJoCo)
 
         return generate_main(args[1:])
     if args[:1] == ["agent-ablation"]:

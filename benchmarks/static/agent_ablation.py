@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.static.config import RunConfig, build_parser
-from policies.cli import InputError
+from policies.backends.answer_key import ANSWER_KEY_MODEL
+from policies.config_cli import InputError
 
 ORDER = ("none", "cv", "mixed", "learned", "truth")
 
@@ -29,8 +30,8 @@ class AblationConfig:
 
     data: Path = Path()
     """The generated set's SpatialScore.json (python -m benchmarks.static generate)."""
-    model: str = "oracle"
-    """The core model (as for --model; 'oracle': a perfect reasoner that sees only tool outputs)."""
+    model: str = ANSWER_KEY_MODEL
+    """The core model (as for --model; 'answer-key': a perfect reasoner that sees only tool outputs)."""
     api_base: str | None = None
     """OpenAI-compatible endpoint serving --model."""
     output: Path = Path("outputs")
@@ -44,7 +45,7 @@ class AblationConfig:
     limit: int | None = None
     """Only the first N items."""
     oracle_error_rate: float = 0.0
-    """--model oracle: rate of injected output errors (as for a normal run)."""
+    """--model answer-key: rate of injected output errors (as for a normal run)."""
 
 
 def run_ablation(config: AblationConfig) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The oracle core for SpatialAgent on generated sets: a perfect reasoner with no perception of its own.
 
-Attached to the oracle backend (:meth:`OracleBackend.attach`) for one item, :class:`AgentOracleSource` answers
+Made for each item by :class:`StaticAgentTruth` (the answer-key backend's truth), :class:`AgentTruthSource` answers
 each role's prompt as a competent core would: the planner calls the right tools for the question (only tools
 the prompt lists), the executor writes the chain of thought over the results it is shown, the observer calls
 the next tool or ``Terminate``, and the summarizers derive the answer **from the tool outputs in the prompt**,
@@ -25,10 +25,11 @@ import numpy as np
 
 from action_mapping import Category, Primitive
 from action_mapping.se3 import axes_from_rotation
+from benchmarks.datagen.nav_questions import CAMERA_MOTION_TEXT
 from benchmarks.scoring.parsers import normalize_text
 from benchmarks.static.items import StaticItem
-from benchmarks.static.nav_questions import CAMERA_MOTION_TEXT
 from policies.agent.oracle_core import AgentCoreOracle
+from policies.backends.base import Message
 
 _ROTATION_DEG = 5.0  # a relative pose rotating more than this about some axis is a rotation, else a translation
 _ASKED_SIDE = re.compile(r"\bto the (left|right) of\b", re.IGNORECASE)
@@ -142,7 +143,7 @@ def _letter(task: Task, text: str) -> str | None:
 # ------------------------------------------------------------------------------------------ the source
 
 
-class AgentOracleSource(AgentCoreOracle):
+class AgentTruthSource(AgentCoreOracle):
     """Writes each role's reply for one item (see the module docstring and :class:`AgentCoreOracle`)."""
 
     def __init__(self, task: Task) -> None:
@@ -156,3 +157,19 @@ class AgentOracleSource(AgentCoreOracle):
 
     def guess(self, question: str) -> str:
         return guess(self.task)
+
+
+class StaticAgentTruth:
+    """The answer-key model's truth for ``--policy agent`` on generated sets: each item's :class:`AgentTruthSource`,
+    made when the agent starts the item (``Backend.start_episode`` with ``agent_run.ItemEpisode``)."""
+
+    def __init__(self) -> None:
+        self.source: AgentTruthSource | None = None
+
+    def start_episode(self, episode: Any) -> None:
+        self.source = AgentTruthSource(task_of(episode.item, episode.truth, episode.scenes.names()))
+
+    def __call__(self, messages: Sequence[Message]) -> str:
+        if self.source is None:
+            raise RuntimeError("the agent's answer key was asked before any item started")
+        return self.source.answer(messages)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,18 @@ from policies.agent import AgentConfig, SpatialAgent, Toolbox
 from policies.agent.core import AGENT_ERROR_KINDS  # noqa: F401  (re-exported for the runner)
 from policies.agent.cv_tools import OpenCVTools
 from policies.backends.base import Backend
-from policies.backends.oracle import unwrap_oracle
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
+
+
+@dataclass(frozen=True)
+class ItemEpisode:
+    """What a privileged backend hears when the agent starts an item: the item, its truth record, the scene."""
+
+    item: StaticItem
+    truth: Mapping[str, Any]
+    scenes: Any
 AGENT_MAX_NEW_TOKENS = 4096  # the paper's per-call budget for agent roles (Appendix B.1)
 
 
@@ -57,10 +66,10 @@ class AgentAnswerer:
         if (tools == "learned") != any(m is not None for m in models.values()):
             raise InputError("--agent-tools learned needs a local model folder (--agent-depth-model, --agent-detector-model, "
                              "--agent-segmenter-model or --agent-matcher-model), and only it takes them")  # fmt: skip
-        self.oracle = unwrap_oracle(backend)
+        self.backend, self.privileged = backend, bool(getattr(backend, "privileged", False))
         self.truth: dict[str, dict[str, Any]] = {}
         self.scenes: Any = None
-        if tools in ("truth", "mixed", "learned") or self.oracle is not None:
+        if tools in ("truth", "mixed", "learned") or self.privileged:
             from benchmarks.static.agent_truth import SimScenes, min_pixels_of, read_truth
 
             self.truth, self.scenes = read_truth(data), SimScenes(min_pixels_of(data))
@@ -109,18 +118,18 @@ class AgentAnswerer:
         truth = self.truth.get(item.item_id)
         if self.truth and truth is None:
             raise InputError(f"item {item.item_id}: no record in the set's ground_truth.jsonl; the data and truth files differ")
-        if self.oracle is not None:
-            self._attach_oracle(item, truth)
+        if self.privileged:
+            self._start_item(item, truth)
         question = prompt.text if prompt.preamble is None else f"{prompt.preamble}\n{prompt.text}"
         meta = {"intrinsics": _calibration(truth["camera"])} if truth is not None else {}
         return self.agent.answer(question, images, truth if self.tools in ("truth", "mixed", "learned") else None, meta)
 
-    def _attach_oracle(self, item: StaticItem, truth: Mapping[str, Any] | None) -> None:
-        from benchmarks.static.agent_oracle import AgentOracleSource, task_of
-
-        assert truth is not None and self.scenes is not None  # read_truth ran for the oracle
+    def _start_item(self, item: StaticItem, truth: Mapping[str, Any] | None) -> None:
+        """A privileged backend (one that answers from the simulator's truth) hears each item with its truth
+        record and loaded scene (:meth:`Backend.start_episode`)."""
+        assert truth is not None and self.scenes is not None  # read_truth ran for a privileged backend
         self.scenes.load(truth)
-        self.oracle.attach(AgentOracleSource(task_of(item, truth, self.scenes.names())))
+        self.backend.start_episode(ItemEpisode(item, truth, self.scenes))
 
     def close(self) -> None:
         if self.scenes is not None:

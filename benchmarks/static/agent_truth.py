@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.static.generate import TRUTH_FILE
+from benchmarks.datagen.generate import TRUTH_FILE
 from policies.agent.tools import ToolContext, ToolError
 from policies.agent.truth_tools import DEFAULT_MIN_PIXELS as _DEFAULT_MIN_PIXELS
 from policies.agent.truth_tools import TruthScenes, TruthTools
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 SimTruthTools = TruthTools  # the name the static runner and tests use
 

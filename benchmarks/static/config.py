@@ -12,7 +12,8 @@ from pathlib import Path
 
 from benchmarks.core.streak import DEFAULT_MAX_CONSECUTIVE_ERRORS
 from benchmarks.static.registry import PROJECT_MODE, benchmark_names
-from policies.cli import InputError, OneLineParser, add_config_arguments, field_docs  # noqa: F401  (field_docs re-exported)
+from policies.backends.answer_key import ANSWER_KEY_MODEL, canonical_model
+from policies.config_cli import InputError, config_parser, field_docs  # noqa: F401  (field_docs re-exported)
 
 
 @dataclass
@@ -29,7 +30,7 @@ class RunConfig:
     policy: str = "mllm"
     """Policy family answering the questions: mllm (the model answers) or agent (SpatialAgent: the model calls spatial tools)."""
     model: str | None = None
-    """Model for the backend factory (a Hugging Face id, a local path, or a served model name), or 'oracle': the gold answer of each item, written as its prompt asks."""
+    """Model for the backend factory (a Hugging Face id, a local path, or a served model name), or 'answer-key': the gold answer of each item, written as its prompt asks ('oracle' is its deprecated name)."""
     api_base: str | None = None
     """OpenAI-compatible endpoint serving --model (for example http://127.0.0.1:8000/v1)."""
     cache: Path | None = None
@@ -53,15 +54,15 @@ class RunConfig:
     max_new_tokens: int | None = None
     """Generation budget in tokens (default: the benchmark's published one: SpaCE-10 256, SpatialTree-Bench 16000, 512 otherwise)."""
     oracle_error_rate: float = 0.0
-    """--model oracle: probability of injecting a typical model error into an answer (empty, truncated or a refusal: unusable; the answer inside a sentence: usable)."""
+    """--model answer-key: probability of injecting a typical model error into an answer (empty, truncated or a refusal: unusable; the answer inside a sentence: usable)."""
     oracle_error_seed: int = 0
-    """--model oracle: seed of the injected errors."""
+    """--model answer-key: seed of the injected errors."""
     allow_errors: bool = False
     """Exit 0 even when items errored (they are still counted, shown, and the run is marked incomplete)."""
     video_frames: int = 32
     """Frames sampled uniformly from a video file."""
     judge_model: str | None = None
-    """Optional LLM judge for open answers, reported separately from the rule-based score ('oracle': a perfect judge)."""
+    """Optional LLM judge for open answers, reported separately from the rule-based score ('answer-key': a perfect judge)."""
     judge_api_base: str | None = None
     """OpenAI-compatible endpoint of the judge."""
     weights: Path | None = None
@@ -88,6 +89,10 @@ class RunConfig:
     """--policy agent, react: observer turns before the summarizer."""
     agent_max_tokens: int = 16384
     """--policy agent: completion tokens over all calls for one question."""
+
+    def __post_init__(self) -> None:
+        self.model = canonical_model(self.model)  # the stand-in's former name "oracle", with a note
+        self.judge_model = canonical_model(self.judge_model)
 
     def agent_models(self) -> dict[str, Path | None]:
         """The learned tools' model folders by flag."""
@@ -130,12 +135,12 @@ class RunConfig:
             raise InputError(f"--max-new-tokens must be at least 1 (got {self.max_new_tokens})")
         if not 0.0 <= self.oracle_error_rate <= 1.0:
             raise InputError(f"--oracle-error-rate must be in [0, 1] (got {self.oracle_error_rate})")
-        if self.oracle_error_rate and self.model != "oracle":
-            raise InputError("--oracle-error-rate applies to --model oracle only")
+        if self.oracle_error_rate and self.model != ANSWER_KEY_MODEL:
+            raise InputError("--oracle-error-rate applies to --model answer-key only")
 
 
     def _validate_for_benchmark(self) -> None:
-        """The scoring mode, prompt style and ``--model oracle`` are ones the chosen benchmark has."""
+        """The scoring mode, prompt style and ``--model answer-key`` are ones the chosen benchmark has."""
         from benchmarks.static.registry import get_benchmark
 
         spec = get_benchmark(self.bench)
@@ -145,9 +150,9 @@ class RunConfig:
         if self.prompt_style is not None and self.prompt_style not in spec.prompt_styles:
             raise InputError(f"--prompt-style {self.prompt_style}: {self.bench} has no such prompt style; choose one "
                              f"of {', '.join(spec.prompt_styles)}")
-        if self.model == "oracle" and self.score_only is None and spec.gold_answer is None and self.policy != "agent":
-            raise InputError(f"--model oracle: {self.bench} does not say how its gold answer is written, so the "
-                             f"oracle cannot answer it; pass a real --model")
+        if self.model == ANSWER_KEY_MODEL and self.score_only is None and spec.gold_answer is None and self.policy != "agent":
+            raise InputError(f"--model answer-key: {self.bench} does not say how its gold answer is written, so the "
+                             f"stand-in cannot answer it; pass a real --model")
 
     def preflight(self) -> None:
         """Before the first question (nothing loaded): the data is there, a local model is a checkpoint folder or
@@ -162,7 +167,7 @@ class RunConfig:
             check_path("--image-root", self.image_root, kind="folder")
             for flag, model, api_base in (("--model", self.model, self.api_base),
                                           ("--judge-model", self.judge_model, self.judge_api_base)):
-                if (flag == "--model" and self.score_only is not None) or model in (None, "oracle"):
+                if (flag == "--model" and self.score_only is not None) or model in (None, ANSWER_KEY_MODEL):
                     continue
                 if api_base:
                     check_server(flag.replace("model", "api-base"), api_base)
@@ -177,9 +182,7 @@ class RunConfig:
 
 def build_parser(cls: type = RunConfig) -> argparse.ArgumentParser:
     """An argparse parser with one flag per dataclass field (help: the docstring under each field)."""
-    parser = OneLineParser(prog="python -m benchmarks.static", description=(cls.__doc__ or "").strip())
-    add_config_arguments(parser, cls)
-    return parser
+    return config_parser(cls, "python -m benchmarks.static")
 
 
 def parse_config(argv: list[str] | None = None) -> RunConfig:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 Media = str | bytes  # a resolved file path, or encoded image bytes from a parquet column
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.static.items import Media
-from policies.cli import InputError
+from policies.config_cli import InputError
 
 VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 

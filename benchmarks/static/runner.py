@@ -27,20 +27,14 @@ from benchmarks.core.streak import ErrorStreak, describe_endpoint
 from benchmarks.scoring.parsers import failed
 from benchmarks.scoring.result import JudgeScore, ScoreFields, no_response
 from benchmarks.static import report
+from benchmarks.static.backends import build_backend, build_judge, judge_messages, judge_request, to_messages
 from benchmarks.static.config import RunConfig
 from benchmarks.static.items import DataError, StaticItem, data_files
-from benchmarks.static.media import load_media
-from benchmarks.static.registry import BenchmarkSpec, LoadOptions, Prompt, ScoringMode, get_benchmark
+from benchmarks.static.registry import BenchmarkSpec, LoadOptions, ScoringMode, get_benchmark
 from benchmarks.static.sample_record import SampleRecord, StaticSummary, static_summary
-from policies.backends.base import Backend, Generation, GenerationConfig, Message
-from policies.backends.oracle import (
-    ANSWER_ERROR_KINDS,
-    ORACLE_MODEL,
-    OracleBackend,
-    expected_effect,
-    unwrap_oracle,
-)
-from policies.cli import InputError
+from policies.backends.base import Backend, Generation, Message
+from policies.backends.injection import expected_effect
+from policies.config_cli import InputError
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")
@@ -75,8 +69,6 @@ def run(config: RunConfig, backend: Backend | None = None, judge: Backend | None
     """
     config.validate()
     spec = get_benchmark(config.bench)
-    if config.model == ORACLE_MODEL and config.score_only is None and spec.gold_answer is None and config.policy != "agent":
-        raise ValueError(f"{spec.name} does not say how its gold answer is written, so --model oracle cannot answer it")
     mode = spec.mode(config.mode)
     style = config.prompt_style or mode.prompt_style
     if style not in spec.prompt_styles:
@@ -89,7 +81,7 @@ def run(config: RunConfig, backend: Backend | None = None, judge: Backend | None
         predictions = read_predictions(config.score_only, all_items)
     else:
         predictions = predict(items, spec, style, config, backend, out_dir, manifest)
-    judge = judge or (_build_judge(config) if config.judge_model else None)
+    judge = judge or (build_judge(config, items, predictions) if config.judge_model else None)
     records = score_items(items, predictions, mode, judge, out_dir)
     summary = summarize(spec, mode, items, records, config, predictions)
     write_results(out_dir, spec, mode, style, config, records, summary)
@@ -231,12 +223,11 @@ def predict(
     done = read_predictions(path, items) if path.is_file() else {}
     todo = [item for item in items if item.item_id not in done or done[item.item_id].error is not None]
     if todo:
-        backend = backend or build_backend(config, generation_budget(config, spec))
+        backend = backend or build_backend(config, generation_budget(config, spec), items=todo)
     manifest["backend"] = backend.describe() if backend is not None else None
     # what the backend was built with, not what was asked: the two differ when a backend is handed in
     manifest["max_new_tokens"] = backend.config.max_new_tokens if backend is not None else None
     manifest["resumed_with_done"] = len(items) - len(todo)
-    oracle = unwrap_oracle(backend) if backend is not None else None
     agent = _agent(config, backend, out_dir) if todo and config.policy == "agent" else None
     if agent is not None:
         manifest["agent"] = agent.describe()
@@ -248,8 +239,6 @@ def predict(
                 answers = [Prediction(*answer) for answer in agent.ask(chunk, [spec.build_prompt(item, style) for item in chunk])]
             else:
                 conversations = [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk]
-                if oracle is not None:
-                    register_gold(oracle, spec, style, chunk, conversations)
                 answers = _ask(backend, conversations)
             for item, answer in zip(chunk, answers):
                 done[item.item_id] = answer
@@ -282,13 +271,6 @@ def generation_budget(config: RunConfig, spec: BenchmarkSpec) -> int:
     return 4096 if config.policy == "agent" else spec.max_new_tokens
 
 
-def register_gold(oracle: OracleBackend, spec: BenchmarkSpec, style: str, items: Sequence[StaticItem], conversations: Sequence[list[Message]]) -> None:
-    """Tell the oracle each conversation's ground truth, written as the benchmark's prompt asks."""
-    assert spec.gold_answer is not None  # checked when the run starts
-    for item, conversation in zip(items, conversations):
-        oracle.expect(conversation, spec.gold_answer(item, style))
-
-
 def _chunks(items: Sequence[StaticItem], size: int) -> Iterator[Sequence[StaticItem]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -296,14 +278,6 @@ def _chunks(items: Sequence[StaticItem], size: int) -> Iterator[Sequence[StaticI
 
 def _progress(done: int, total: int) -> None:
     print(f"[benchmarks.static] {done}/{total} items answered", file=sys.stderr, flush=True)
-
-
-def to_messages(prompt: Prompt, video_frames: int) -> list[Message]:
-    """OpenAI-style messages: an optional preamble turn, then the images and the text in one user turn."""
-    content: list[dict[str, Any]] = [{"type": "image", "image": image} for image in load_media(prompt.media, video_frames)]
-    content.append({"type": "text", "text": prompt.text})
-    preamble = [{"role": prompt.preamble_role, "content": prompt.preamble}] if prompt.preamble else []
-    return [*preamble, {"role": "user", "content": content}]
 
 
 def _ask(backend: Backend, conversations: list[list[Message]]) -> list[Prediction]:
@@ -323,36 +297,9 @@ def _ask(backend: Backend, conversations: list[list[Message]]) -> list[Predictio
 def _as_prediction(generation: Generation) -> Prediction:
     info = {"latency_s": generation.latency_s, "prompt_tokens": generation.prompt_tokens,
             "completion_tokens": generation.completion_tokens, "cached": generation.cached}  # fmt: skip
-    if generation.injected_error is not None:  # the oracle's seeded error, checked against the parse counts
+    if generation.injected_error is not None:  # a stand-in's seeded error, checked against the parse counts
         info["injected_error"] = generation.injected_error
     return Prediction(generation.text, None, info)
-
-
-def build_backend(config: RunConfig, max_new_tokens: int, model: str | None = None, api_base: str | None = None) -> Backend:
-    """A backend from ``policies.backends.factory.make_backend`` (imported only here)."""
-    try:
-        from policies.backends.factory import make_backend
-    except ImportError as error:
-        raise InputError(f"policies.backends.factory is not available ({error}); install the 'mllm' extra") from None
-    name = model or config.model
-    kwargs: dict[str, Any] = {"config": GenerationConfig(max_new_tokens=max_new_tokens)}
-    if name == ORACLE_MODEL:  # never cached; short answers get the short-answer error kinds
-        kwargs.update(cache=False, error_kinds=ANSWER_ERROR_KINDS)
-        if model is None and config.policy == "agent":  # the agent's calls are JSON tool calls and tagged answers
-            from benchmarks.static.agent_run import AGENT_ERROR_KINDS
-
-            kwargs["error_kinds"] = AGENT_ERROR_KINDS
-        if model is None:  # the model under test, not an oracle judge
-            kwargs.update(error_rate=config.oracle_error_rate, error_seed=config.oracle_error_seed)
-        return make_backend(name, **kwargs)
-    kwargs["api_base"] = api_base if model else config.api_base
-    if config.cache is not None:
-        kwargs["cache"] = config.cache
-    return make_backend(name, **kwargs)
-
-
-def _build_judge(config: RunConfig) -> Backend:
-    return build_backend(config, 1024, model=config.judge_model, api_base=config.judge_api_base)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -404,14 +351,6 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
-def _judge_request(mode: ScoringMode, item: StaticItem, response: str) -> str | None:
-    """The judge prompt for one sample; ``None`` (no judge) when building it raises on this answer."""
-    try:
-        return mode.judge_prompt(item, response)
-    except Exception:  # recorded as unscored-by-judge; the rule-based score already carries the error
-        return None
-
-
 def score_items(items: Sequence[StaticItem], predictions: Mapping[str, Prediction], mode: ScoringMode, judge: Backend | None, out_dir: Path) -> list[SampleRecord]:
     """Score every item that has a prediction; judge the ones the mode sends to a judge."""
     records = [make_record(item, mode, predictions[item.item_id]) for item in items if item.item_id in predictions]
@@ -420,7 +359,7 @@ def score_items(items: Sequence[StaticItem], predictions: Mapping[str, Predictio
         _judge_records(records, by_id, mode, judge, out_dir)
     else:
         for record in records:
-            if record["error"] is None and _judge_request(mode, by_id[record["item_id"]], record["response"] or ""):
+            if record["error"] is None and judge_request(mode, by_id[record["item_id"]], record["response"] or ""):
                 record["needs_judge"] = True
     return records
 
@@ -429,19 +368,14 @@ def _judge_records(records: list[SampleRecord], by_id: Mapping[str, StaticItem],
     cache_path = out_dir / "judgments.jsonl"
     cache = _read_judgments(cache_path)
     judge_id = json.dumps(judge.describe(), sort_keys=True, default=str)
-    oracle = unwrap_oracle(judge)
-    if oracle is not None and mode.judge_gold is None:
-        raise ValueError(f"--judge-model oracle: the {mode.name} mode does not say what a perfect judge replies")
     with cache_path.open("a", encoding="utf-8") as sink:
         for record in records:
             item = by_id[record["item_id"]]
-            prompt = None if record["error"] else _judge_request(mode, item, record["response"] or "")
+            prompt = None if record["error"] else judge_request(mode, item, record["response"] or "")
             if prompt is None:
                 continue
             key = hashlib.sha256((judge_id + prompt).encode()).hexdigest()
             if key not in cache:
-                if oracle is not None:  # a perfect judge: the mode writes its reply to this response
-                    oracle.expect(_judge_messages(prompt), mode.judge_gold(item, record["response"] or ""))  # type: ignore[misc]
                 cache[key] = _judge_reply(judge, prompt)
                 sink.write(json.dumps({"key": key, "item_id": item.item_id, **cache[key]}, ensure_ascii=False) + "\n")
             reply = cache[key]
@@ -467,13 +401,9 @@ def _read_judgments(path: Path) -> dict[str, dict[str, Any]]:
     return {row["key"]: {"reply": row.get("reply"), "error": row.get("error")} for row in rows if row.get("reply") is not None}
 
 
-def _judge_messages(prompt: str) -> list[Message]:
-    return [{"role": "user", "content": prompt}]
-
-
 def _judge_reply(judge: Backend, prompt: str) -> dict[str, Any]:
     try:
-        return {"reply": judge.generate(_judge_messages(prompt)).text, "error": None}
+        return {"reply": judge.generate(judge_messages(prompt)).text, "error": None}
     except Exception as error:  # a judge failure is reported on the sample, never replaced
         return {"reply": None, "error": f"judge failed: {type(error).__name__}: {error}"}
 
@@ -486,7 +416,7 @@ def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem
               config: RunConfig, predictions: Mapping[str, Prediction]) -> StaticSummary:  # fmt: skip
     """The mode's summary over the completed items, plus coverage: errored items (no answer: the backend
     failed), items without predictions, answers the scorer could not handle, samples that needed a judge,
-    the oracle's injected errors. A run with errored or missing items is marked incomplete."""
+    a stand-in's injected errors. A run with errored or missing items is marked incomplete."""
     completed = [r for r in records if r["error"] is None]
     mode_summary = mode.summarize(items, completed, {"weights": config.weights})
     counts = mode_summary["counts"]

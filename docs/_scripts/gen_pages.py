@@ -258,7 +258,7 @@ def command_page(name: str) -> str:
 def policies_page() -> str:
     """Every registered policy's options, from its config dataclass."""
     from benchmarks.command import policy_benchmarks, policy_names
-    from policies.cli import add_config_arguments
+    from policies.config_cli import add_config_arguments
     from policies.registry import policy_config_class, registered_policies
 
     lines = ["# Policy options", "", f"Policies: {', '.join(f'`{n}`' for n in policy_names())}, or a class of "

@@ -27,12 +27,14 @@ from policies.agent import prompts
 from policies.agent.calls import ParsedCalls, parse_answer, parse_calls
 from policies.agent.tools import TERMINATE, Toolbox, ToolCall, ToolContext, ToolError
 from policies.backends.base import Backend, Generation, Message
-from policies.backends.oracle import expected_effect
+from policies.backends.injection import expected_effect
 
 PARADIGMS = ("plan-execute", "react")
 #: Roles whose output must be JSON tool calls (their parse failures are the counted tool-call failures).
 TOOL_CALL_ROLES = ("planner", "observer", "react_summarizer")
-#: Oracle error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled
+#: Added to the question when the episode has a goal view (the second image).
+GOAL_VIEW_LINE = "image-0 is your current view; image-1 is the goal view: reach the place and heading it was taken from."
+#: Injected error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled
 #: (``unknown_primitive`` is left out: a tool plan has no action names for it to replace).
 AGENT_ERROR_KINDS: tuple[str, ...] = ("malformed_json", "truncated", "empty", "prose")
 #: Tool failures that are the core's fault (a plan with one of them is asked again); others are perception's.

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from policies.agent.core import GOAL_VIEW_LINE
 from policies.agent.oracle_core import AgentCoreOracle
 from policies.mllm import eb_prompts
 from policies.mllm.eb_oracle import eb_answer
 
-GOAL_VIEW_LINE = "image-0 is your current view; image-1 is the goal view: reach the place and heading it was taken from."
 _HISTORY = re.compile(r"^Step \d+, action id (\d+), [^\n]*?env feedback: ([^\n]*)$", re.MULTILINE)
 _MOVE, _REACH = 0.25, 0.7  # metres per move; how far ahead the target is when the walk ends
 _TURN_DEG = 45.0  # off-axis angle beyond which the core turns rather than steps sideways

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from policies.agent.core import AGENT_ERROR_KINDS, TOOL_CALL_ROLES, AgentConfig, SpatialAgent
+from policies.agent.core import AGENT_ERROR_KINDS, GOAL_VIEW_LINE, TOOL_CALL_ROLES, AgentConfig, SpatialAgent
 from policies.agent.tools import Toolbox
+from policies.backends.answer_key import ANSWER_KEY_MODEL, canonical_model
 from policies.backends.base import Backend
-from policies.backends.oracle import attach_oracle, expected_effect
+from policies.backends.injection import expected_effect
 from policies.base import Policy
-from policies.cli import arg
+from policies.config_cli import arg
 from policies.mllm.common import ModelCall
 from policies.mllm.embodied import EBAgentPolicy
 
@@ -49,8 +50,8 @@ CLOSED_LOOP_MIN_PIXELS = 20  # a target this many pixels large is seen (the env'
 class AgentPolicyConfig:
     """SpatialAgent in the loop: the core model, the paradigm and budgets, the tools and their models."""
 
-    model: str = field(metadata={"help": "the core model (as --policy mllm's --model; 'oracle': a core that reads "
-                                         "tool results and acts on them)"})
+    model: str = field(metadata={"help": "the core model (as --policy mllm's --model; 'answer-key': a core that "
+                                         "reads tool results and acts on them; 'oracle' is its deprecated name)"})
     api_base: str | None = arg(None, "OpenAI-compatible server serving --model (omit: local transformers)")
     agent_paradigm: Literal["plan-execute", "react"] = arg("plan-execute", "plan-execute or react")
     agent_tools: Literal["truth", "cv", "mixed", "learned", "none"] = arg("truth", "truth (env's privileged state), cv (OpenCV), mixed (OpenCV + truth), learned "
@@ -72,15 +73,18 @@ class AgentPolicyConfig:
     max_new_tokens: int = arg(4096, "most tokens per agent call (the paper's budget)", minimum=1)
     temperature: float = arg(0.0, "0 = greedy decoding", minimum=0)
     seed: int = arg(0, "sampling seed")
-    oracle_error_rate: float = arg(0.0, "--model oracle: probability of injecting a typical model error", minimum=0, maximum=1)
-    oracle_error_seed: int = arg(0, "--model oracle: seed of the injected errors")
+    oracle_error_rate: float = arg(0.0, "--model answer-key: probability of injecting a typical model error", minimum=0, maximum=1)
+    oracle_error_seed: int = arg(0, "--model answer-key: seed of the injected errors")
     device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto (core model and tool models)")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg("auto", "auto, float32, bfloat16 or float16 (core model)")
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", canonical_model(self.model))  # the stand-in's former name, with a note
+
     @property
     def privileged(self) -> bool:
-        """Truth tools read the env's scene and the oracle core knows the target: recorded in the manifest."""
-        return self.agent_tools in ("truth", "mixed") or self.model == "oracle"
+        """Truth tools read the env's scene and the answer-key core knows the target: recorded in the manifest."""
+        return self.agent_tools in ("truth", "mixed") or self.model == ANSWER_KEY_MODEL
 
     def check_inputs(self) -> None:
         """Raise ``ValueError`` naming the option and the fix for a bad combination."""
@@ -131,8 +135,11 @@ def build_agent_policy(config: AgentPolicyConfig, backend: Backend | None = None
         mllm = config.mllm()
         mllm.check_inputs()
         options = mllm.backend_options()
-        if config.model == "oracle":  # errors that break tool calls (the EB kinds replace action names)
-            options["error_kinds"] = AGENT_ERROR_KINDS
+        if config.model == ANSWER_KEY_MODEL:  # errors that break tool calls (the EB kinds replace action names)
+            from policies.agent.nav_oracle import NavigationAgentOracle
+            from policies.backends.answer_key import EnvTruth
+
+            options.update(error_kinds=AGENT_ERROR_KINDS, truth=EnvTruth(NavigationAgentOracle))
         backend = make_backend(config.model, **options)
     agent = AgentConfig(config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens)
     return SpatialAgentPolicy(backend, config, agent)
@@ -173,15 +180,12 @@ class SpatialAgentPolicy(EBAgentPolicy):
         self.turns: list[dict[str, Any]] = []
 
     def bind(self, env: gym.Env) -> None:
-        """Keep the env (the truth tools' scene and cameras); with the oracle core, attach the navigation
-        oracle that acts on the tool results (:mod:`policies.agent.nav_oracle`)."""
-        from policies.agent.nav_oracle import NavigationAgentOracle
-
+        """Keep the env (the truth tools' scene and cameras); the core's backend hears it."""
         if not hasattr(env.unwrapped, "agent_pose"):
             raise ValueError(f"--policy agent acts in EB-Navigation (python -m benchmarks.embodied nav); "
                              f"{type(env.unwrapped).__name__} is not a navigation env")
         self.env = env
-        attach_oracle(self.backend, lambda: NavigationAgentOracle(env))
+        self.backend.bind(env)
 
     def reset(self, context: Any) -> None:
         super().reset(context)
@@ -189,8 +193,6 @@ class SpatialAgentPolicy(EBAgentPolicy):
         self.turns = []
 
     def _plan(self, observation: Mapping[str, Any]) -> None:
-        from policies.agent.nav_oracle import GOAL_VIEW_LINE
-
         content = self.turn_content(observation)
         images = [part["image"] for part in content if part.get("type") == "image"][:1]
         question = content[-1]["text"]

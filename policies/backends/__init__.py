@@ -1,7 +1,7 @@
 """Model backends behind one interface: ``generate(messages) -> Generation``.
 
 ``make_backend(model, api_base=None, cache=True, **options)`` builds a registered backend (transformers,
-OpenAI-compatible HTTP, the oracle, or one a user added with ``register_backend``) with the SQLite response
+OpenAI-compatible HTTP, the answer-key stand-in, or one a user added with ``register_backend``) with the SQLite response
 cache in front. Heavy modules (torch, transformers) load only when a transformers backend is built.
 """
 

@@ -41,7 +41,8 @@ class Generation:
     latency_s: float = 0.0
     cached: bool = False
     cost_usd: float | None = None
-    #: The kind of model error the oracle injected into this answer (``None`` for every real backend).
+    #: The kind of model error a stand-in injected into this answer (``None`` for every real backend):
+    #: the only way an injected error reaches policies and records (:mod:`policies.backends.injection`).
     injected_error: str | None = None
     #: Why decoding ended, where the backend tells: ``"stop"`` (end of turn), ``"length"`` (the token
     #: budget) or ``"deadline"`` (stopped at its deadline, see ``Backend.supports_deadlines``).
@@ -66,6 +67,16 @@ class Backend(ABC):
     def generate_batch(self, conversations: Sequence[Sequence[Message]]) -> list[Generation]:
         """Answer several conversations; backends that can batch or run concurrently override this."""
         return [self.generate(c) for c in conversations]
+
+    def bind(self, env: Any) -> None:
+        """Hear the env the calling policy acts in (its ``bind``). A model answers from the conversation
+        alone and ignores it; a stand-in built with a closed-loop truth reads that truth from the env."""
+        return None
+
+    def start_episode(self, context: Any) -> None:
+        """Hear that the calling policy starts an episode (its ``reset``, with the ``EpisodeContext``); ignored
+        by models, as :meth:`bind`."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         """Identity for run manifests and cache keys."""

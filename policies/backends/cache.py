@@ -92,6 +92,12 @@ class CachedBackend(Backend):
         blob = {"identity": self._identity, "config": asdict(self.config), "messages": canonical_messages(messages)}
         return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
+    def bind(self, env: Any) -> None:
+        self.inner.bind(env)
+
+    def start_episode(self, context: Any) -> None:
+        self.inner.start_episode(context)
+
     def generate(self, messages: Sequence[Message]) -> Generation:
         return self.generate_batch([messages])[0]
 

@@ -2,10 +2,10 @@
 registry of backends that users extend with :func:`register_backend`.
 
 Built in: ``transformers`` (a local checkpoint), ``openai`` (an OpenAI-compatible HTTP server) and
-``oracle`` (the competent stand-in, :mod:`policies.backends.oracle`). Without ``backend=``,
-:func:`default_backend` picks one from the model and the endpoint, as every ``--model`` flag always has.
-Every backend except those that say ``cacheable = False`` (the oracle, whose answers come from the attached
-truth) is wrapped in the SQLite response cache (:class:`~policies.backends.cache.CachedBackend`).
+``answer-key`` (the competent stand-in, :mod:`policies.backends.answer_key`; ``oracle`` is its former name).
+Without ``backend=``, :func:`default_backend` picks one from the model and the endpoint, as every ``--model`` flag always has.
+Every backend except those that say ``cacheable = False`` (the answer-key stand-in, whose answers come from
+its truth) is wrapped in the SQLite response cache (:class:`~policies.backends.cache.CachedBackend`).
 
 A registered backend is a :class:`~policies.backends.base.Backend` subclass named by a lazy
 ``"module:Class"`` string (choosing another backend never imports it) and built as
@@ -20,8 +20,8 @@ import os
 from dataclasses import fields
 from typing import Any
 
+from policies.backends.answer_key import ANSWER_KEY_MODEL, canonical_model
 from policies.backends.base import Backend, GenerationConfig
-from policies.backends.oracle import ORACLE_MODEL
 from policies.entry_point import load_entry_point
 
 _GENERATION_FIELDS = {f.name for f in fields(GenerationConfig)}
@@ -49,10 +49,10 @@ def backend_class(name: str) -> type[Backend]:
 
 
 def default_backend(model: str, api_base: str | None) -> str:
-    """The backend a plain ``--model`` gets: the oracle for ``"oracle"``, HTTP when ``api_base`` is given,
-    else local transformers."""
-    if model == ORACLE_MODEL:
-        return "oracle"
+    """The backend a plain ``--model`` gets: the stand-in for ``"answer-key"`` (or its deprecated name
+    ``"oracle"``), HTTP when ``api_base`` is given, else local transformers."""
+    if canonical_model(model) == ANSWER_KEY_MODEL:
+        return ANSWER_KEY_MODEL
     return "openai" if api_base else "transformers"
 
 
@@ -63,7 +63,8 @@ def make_backend(
     """Build the backend for ``model``: the registered ``backend``, or the :func:`default_backend` for it.
 
     Args:
-        model: ``"oracle"`` (the competent stand-in, :mod:`policies.backends.oracle`; never cached),
+        model: ``"answer-key"`` (the competent stand-in, :mod:`policies.backends.answer_key`; never cached;
+            ``"oracle"`` is its deprecated name),
             checkpoint directory or hub id (transformers), or the server's model name (HTTP).
         backend: a registered backend name (:func:`registered_backends`); ``None`` picks by ``model`` and
             ``api_base``.
@@ -74,8 +75,9 @@ def make_backend(
             or a ``config=GenerationConfig(...)``, plus the chosen backend's keyword arguments
             (:class:`~policies.backends.transformers_backend.TransformersBackend`,
             :class:`~policies.backends.http_backend.HTTPBackend`,
-            :class:`~policies.backends.oracle.OracleBackend`).
+            :class:`~policies.backends.answer_key.AnswerKeyBackend`).
     """
+    model, backend = canonical_model(model) or model, canonical_model(backend)
     config = options.pop("config", None) or GenerationConfig()
     overrides = {k: options.pop(k) for k in list(options) if k in _GENERATION_FIELDS}
     config = GenerationConfig(**{**_as_dict(config), **overrides})
@@ -107,4 +109,4 @@ def _check_options(cls: type, options: dict[str, Any]) -> None:
 
 register_backend("transformers", "policies.backends.transformers_backend:TransformersBackend")
 register_backend("openai", "policies.backends.http_backend:HTTPBackend")
-register_backend("oracle", "policies.backends.oracle:OracleBackend")
+register_backend(ANSWER_KEY_MODEL, "policies.backends.answer_key:AnswerKeyBackend")

@@ -728,7 +728,7 @@ class ScriptedExpert(Policy):
         tcp = np.asarray(env.snapshot()["robot_obs"][:3])
         return self._tracker.action(target_pos, target_euler, tcp, absolute).astype(np.float32)
 
-    # The waypoint interface, for drivers that execute the expert's motion their own way (the plan oracle
+    # The waypoint interface, for drivers that execute the expert's motion their own way (the plan source
     # of the spatial loop turns it into SpatialTree primitives instead of one action per control step).
 
     def current_waypoint(self) -> Waypoint | None:

@@ -1,4 +1,4 @@
-"""A privileged scripted pick-and-place for LIBERO, as SpatialTree plan steps (the spatial loop's oracle).
+"""A privileged scripted pick-and-place for LIBERO, as SpatialTree plan steps (the answer-key model's truth in the spatial loop).
 
 LIBERO has no scripted expert, and its human demonstrations are not installable here (see
 docs/guide/libero.md). This one reads the simulator's object poses and handles the goals of the form "put object X in
@@ -41,13 +41,13 @@ def pick_and_place_goal(raw_env: Any) -> tuple[str, str, str]:
     """``(predicate, object, container)`` of a single In/On goal, or ``ValueError`` naming the goal."""
     goal = [list(g) for g in raw_env.env.parsed_problem["goal_state"]]
     if len(goal) != 1 or len(goal[0]) != 3 or goal[0][0].lower() not in ("in", "on"):
-        raise ValueError(f"the LIBERO plan oracle handles one In/On goal (put X in/on Y), not {goal}")
+        raise ValueError(f"the LIBERO plan expert handles one In/On goal (put X in/on Y), not {goal}")
     predicate, obj, region = goal[0]
     env = raw_env.env
     bodies = {**env.fixtures_dict, **env.objects_dict}
     container = next((name for name in bodies if region == name or region.startswith(name + "_")), None)
     if obj not in env.objects_dict or container is None:
-        raise ValueError(f"the LIBERO plan oracle needs a movable object and a container in {goal}")
+        raise ValueError(f"the LIBERO plan expert needs a movable object and a container in {goal}")
     return predicate.lower(), obj, region
 
 

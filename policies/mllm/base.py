@@ -3,11 +3,10 @@
 :class:`MLLMPolicy` is the base of :class:`~policies.mllm.spatial.SpatialPlanPolicy` (SpatialTree plans,
 CALVIN/LIBERO) and :class:`~policies.mllm.embodied.EBAgentPolicy` (the EmbodiedBench agent loop). A
 subclass says what differs: the prompt, how an answer becomes actions (the ``parse`` of :meth:`ask`),
-which privileged source answers for the oracle backend (:meth:`oracle_source_for`), and its extra
-settings and counters. The base keeps the rest the same in both:
+and its extra settings and counters. The base keeps the rest the same in both:
 
 - every model call goes through :meth:`ask`: counted (:class:`EpisodeCounters`: calls, tokens, cache hits,
-  injected oracle errors, malformed responses), recorded (:class:`ModelCall`, the run's decisions), and
+  injected errors, malformed responses), recorded (:class:`ModelCall`, the run's decisions), and
   its parse error or repair counted from the subclass's verdict;
 - unusable output is followed by the configured fallback (:meth:`fall_back`): a counted "stay", and with
   ``fallback="stop"`` no further calls in the episode; never a random action.
@@ -15,13 +14,11 @@ settings and counters. The base keeps the rest the same in both:
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from action_mapping import Plan
 from policies.backends.base import Backend, Message
-from policies.backends.oracle import OracleSource, attach_oracle
 from policies.base import EpisodeContext, Policy
 from policies.mllm.atomic import AtomicPrompting
 from policies.mllm.common import EpisodeCounters, ModelCall, check_fallback, query, stay_plan
@@ -50,23 +47,12 @@ class MLLMPolicy(Policy):
         self.image_keys = tuple(image_keys)
         self.atomic = atomic or AtomicPrompting()
         self.fallback = check_fallback(fallback)
-        self.oracle_source: Any = None
 
     # ------------------------------------------------------------------------------------------ episode
 
     def bind(self, env: Any) -> None:
-        """Give an oracle backend the env's privileged source (:meth:`oracle_source_for`); a real model is
-        left alone (the source is then never built)."""
-        self.oracle_source = None
-        attach_oracle(self.backend, lambda: self._keep_source(self.oracle_source_for(env)))
-
-    @abstractmethod
-    def oracle_source_for(self, env: Any) -> OracleSource:
-        """The privileged source that answers for the oracle backend in ``env``."""
-
-    def _keep_source(self, source: OracleSource) -> OracleSource:
-        self.oracle_source = source  # told about each new episode in start_episode (oracle only)
-        return source
+        """The backend hears the env (:meth:`Backend.bind`: a model ignores it)."""
+        self.backend.bind(env)
 
     def start_episode(self, context: EpisodeContext) -> None:
         """The bookkeeping every episode starts from; a subclass's ``reset`` calls it, then adds its own."""
@@ -76,9 +62,7 @@ class MLLMPolicy(Policy):
         self.queue: list[Any] = []
         self.steps_taken = 0
         self.stopped = False
-        reset = getattr(self.oracle_source, "reset", None)  # sources that track the episode (plan sources)
-        if reset is not None:
-            reset(context)
+        self.backend.start_episode(context)
 
     # ------------------------------------------------------------------------------------------ model call
 

@@ -14,7 +14,7 @@ from action_mapping import Plan, PlanStep, Primitive
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.cache import canonical_messages
 from policies.backends.errors import MalformedResponseError
-from policies.backends.oracle import expected_effect
+from policies.backends.injection import expected_effect
 
 FALLBACKS = ("noop", "stop")
 
@@ -39,7 +39,7 @@ class EpisodeCounters:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     model_latency_s: float = 0.0
-    #: Answers the oracle corrupted on purpose (``--oracle-error-rate``); 0 for every real model.
+    #: Answers a stand-in corrupted on purpose (``Generation.injected_error``); 0 for every real model.
     injected_errors: int = 0
     #: Of those, the ones whose kind must leave nothing usable: each must show up as one parse error.
     injected_unusable: int = 0

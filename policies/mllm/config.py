@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from policies.backends.answer_key import ANSWER_KEY_MODEL, canonical_model
 from policies.base import Policy
-from policies.cli import arg
+from policies.config_cli import arg
 
 #: The closed-loop generation budget: room for a real model's reasoning before its plan (EB's JSON answer with
 #: a visual description and a reflection, SpatialTree's plan); a cut answer is a parse error, so the default
@@ -25,11 +26,12 @@ class MLLMPolicyConfig:
     """An MLLM in the loop: which model, which agent loop, how to decode, what to do with bad output."""
 
     model: str = field(metadata={"help": "checkpoint directory or hub id (local), the model name on the server, "
-                                         "or 'oracle' (a competent stand-in that answers as the privileged expert)"})
+                                         "or 'answer-key' (a competent stand-in that answers as the privileged expert; "
+                                         "'oracle' is its deprecated name)"})
     api_base: str | None = arg(None, "OpenAI-compatible server, e.g. http://localhost:8000/v1 (omit: local transformers)")
-    model_backend: str | None = arg(None, "registered model backend: transformers, openai, oracle or one of your own "
-                                           "(policies.backends.factory.register_backend); default: oracle for "
-                                           "--model oracle, openai with --api-base, else transformers")
+    model_backend: str | None = arg(None, "registered model backend: transformers, openai, answer-key or one of your own "
+                                           "(policies.backends.factory.register_backend); default: answer-key for "
+                                           "--model answer-key, openai with --api-base, else transformers")
     loop: Literal["spatial", "eb"] = arg("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop", **EB_ONLY)
     task: Literal["navigation", "manipulation"] = arg("manipulation", "'navigation' or 'manipulation': action format and prompt")
     fallback: Literal["noop", "stop"] = arg("noop", "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)")
@@ -39,9 +41,9 @@ class MLLMPolicyConfig:
     temperature: float = arg(0.0, "0 = greedy decoding (the benchmarks' protocols)", minimum=0)
     top_p: float = arg(1.0, "nucleus sampling mass when temperature > 0", minimum=0, maximum=1)
     seed: int = arg(0, "sampling seed (sent to servers too)")
-    # oracle
-    oracle_error_rate: float = arg(0.0, "--model oracle: probability of injecting a typical model error into an answer", minimum=0, maximum=1)
-    oracle_error_seed: int = arg(0, "--model oracle: seed of the injected errors")
+    # answer-key (the stand-in)
+    oracle_error_rate: float = arg(0.0, "--model answer-key: probability of injecting a typical model error into an answer", minimum=0, maximum=1)
+    oracle_error_seed: int = arg(0, "--model answer-key: seed of the injected errors")
     # transformers
     device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg("auto", "auto (float32 on CPU), float32, bfloat16 or float16")
@@ -77,6 +79,10 @@ class MLLMPolicyConfig:
     atomic_correspondence: bool = arg(False, "atomic prompting: add start-goal correspondences ('w/ Corres')")
     atomic_size: bool = arg(False, "atomic prompting: add object size hints ('w/ Size')")
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", canonical_model(self.model))  # the stand-in's former name, with a note
+        object.__setattr__(self, "model_backend", canonical_model(self.model_backend))
+
     def check_inputs(self) -> None:
         """What would otherwise fail in every worker: a model backend nobody registered, half of the step
         sizes, a cache file that is not a response cache.
@@ -89,7 +95,7 @@ class MLLMPolicyConfig:
             if self.model_backend not in registered_backends():
                 raise ValueError(f"--model-backend {self.model_backend}: unknown; choose one of "
                                  f"{registered_backends()} or register yours (policies.backends.factory.register_backend)")
-        if not (self.cache and self.cache_path and self.model != "oracle"):
+        if not (self.cache and self.cache_path and self.model != ANSWER_KEY_MODEL):
             return
         import sqlite3
         from pathlib import Path
@@ -130,7 +136,7 @@ class MLLMPolicyConfig:
         if kind == "transformers":
             check_model("--model", self.model, allow_download=self.allow_download, served=True)
             check_device("--device", self.device)
-        if self.api_base and kind not in ("oracle", "transformers"):
+        if self.api_base and kind not in (ANSWER_KEY_MODEL, "transformers"):
             check_server("--api-base", self.api_base)
         if hint := self.budget_hint():  # printed once every check passed, so an input error stays one line
             import sys
@@ -139,8 +145,8 @@ class MLLMPolicyConfig:
 
     @property
     def privileged(self) -> bool:
-        """The oracle answers from the simulator's truth: the run is privileged (recorded in the manifest)."""
-        return "oracle" in (self.model, self.model_backend)
+        """The stand-in answers from the simulator's truth: the run is privileged (recorded in the manifest)."""
+        return ANSWER_KEY_MODEL in (self.model, self.model_backend)
 
     def label(self) -> str:
         """``mllm-`` and the model's last path part, for run folders (``/ckpt/Qwen2.5-VL/`` -> ``mllm-Qwen2.5-VL``)."""
@@ -150,6 +156,16 @@ class MLLMPolicyConfig:
         """The decoding settings the backend is built with (what ``make_backend`` receives), for manifests."""
         return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
                 "seed": self.seed}
+
+    def closed_loop_truth(self) -> Any:
+        """What the stand-in (``--model answer-key``) answers from: the privileged expert of the env the policy binds."""
+        if self.loop == "eb":
+            from policies.mllm.eb_oracle import eb_truth
+
+            return eb_truth(self.task)
+        from policies.mllm.spatial_oracle import spatial_truth
+
+        return spatial_truth(self.task)
 
     def backend_options(self) -> dict[str, Any]:
         """Keyword arguments of :func:`policies.backends.make_backend` for this config: the options of the
@@ -161,8 +177,9 @@ class MLLMPolicyConfig:
         if self.model_backend:
             common["backend"] = self.model_backend
         kind = self.model_backend or default_backend(self.model, self.api_base)
-        if kind == "oracle":
-            return {**common, "cache": False, "error_rate": self.oracle_error_rate, "error_seed": self.oracle_error_seed}
+        if kind == ANSWER_KEY_MODEL:
+            return {**common, "cache": False, "error_rate": self.oracle_error_rate, "error_seed": self.oracle_error_seed,
+                    "truth": self.closed_loop_truth()}
         if kind == "openai":
             return {**common, "api_base": self.api_base, "api_key_env": self.api_key_env, "timeout_s": self.timeout_s,
                     "max_retries": self.max_retries, "max_concurrency": self.max_concurrency,

@@ -1,7 +1,7 @@
 """Privileged oracle sources for the EmbodiedBench agent loop: what a perfect model writes in EB's format.
 
-With ``--model oracle`` the :class:`~policies.mllm.embodied.EBAgentPolicy` attaches one of these to the
-oracle backend when it is bound to its env. Each answer is one JSON object in the format the prompt's
+With ``--model oracle`` the backend is built with :func:`eb_truth` (where the CLI builds it), which makes one
+of these from the env the :class:`~policies.mllm.embodied.EBAgentPolicy` is bound to. Each answer is one JSON object in the format the prompt's
 "## Output format" section asks for: its ``executable_plan`` holds the privileged expert's actions from
 the current state (navigation: the whole remaining shortest path of :class:`ShortestPathExpert`, as
 ``{"action_id", "action_name"}``; manipulation: the next skill of :class:`EBManipulationExpert`, as
@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from policies.backends.answer_key import EnvTruth
 from policies.backends.base import Message
 from policies.mllm import eb_prompts
 
@@ -68,7 +69,7 @@ def eb_answer(prompt: str, plan: list[dict[str, Any]], texts: dict[str, str]) ->
     return json.dumps(answer)
 
 
-class NavigationOracleSource:
+class NavigationTruthSource:
     """Answers EB-Navigation prompts with the shortest path from the agent's current pose."""
 
     def __init__(self, env: Any) -> None:
@@ -98,7 +99,7 @@ class NavigationOracleSource:
         }
 
 
-class ManipulationOracleSource:
+class ManipulationTruthSource:
     """Answers EB-Manipulation prompts with the expert's next skill planned from the current state.
 
     The expert is re-planned at every answer (the loop asks again when a plan is used up or an action is
@@ -133,8 +134,13 @@ class ManipulationOracleSource:
         return eb_answer(last_user_text(messages), plan, texts)
 
 
-def eb_oracle_source(task: str, env: Any) -> NavigationOracleSource | ManipulationOracleSource:
+def eb_truth(task: str) -> EnvTruth:
+    """The closed-loop truth of the EB agent loop for ``task``: the bound env's privileged source."""
+    return EnvTruth(lambda env: eb_oracle_source(task, env))
+
+
+def eb_oracle_source(task: str, env: Any) -> NavigationTruthSource | ManipulationTruthSource:
     """The privileged source for ``task`` (``"navigation"`` or ``"manipulation"``) acting in ``env``."""
     if task == "navigation":
-        return NavigationOracleSource(env)
-    return ManipulationOracleSource(env)
+        return NavigationTruthSource(env)
+    return ManipulationTruthSource(env)

@@ -91,12 +91,6 @@ class EBAgentPolicy(MLLMPolicy):
 
     # ------------------------------------------------------------------------------------------ episode
 
-    def oracle_source_for(self, env: Any) -> Any:
-        """The env's privileged expert answers for the oracle backend (:mod:`policies.mllm.eb_oracle`)."""
-        from policies.mllm.eb_oracle import eb_oracle_source
-
-        return eb_oracle_source(self.task, env)
-
     def reset(self, context: EpisodeContext) -> None:
         self.start_episode(context)
         self.max_steps = int(context.extras.get("max_steps", self.default_max_steps))

@@ -9,9 +9,7 @@ the plan runs out.
 
 The counts' units are the env's (``plan_step_sizes``, adopted in :meth:`SpatialPlanPolicy.bind` unless the
 user set ``step_sizes``): the prompt shows them and every plan step leaves the policy as an
-:class:`~action_mapping.ExecutablePlan` carrying them, so what the model was told is what runs. With the
-oracle backend, ``bind`` also attaches the privileged expert of the env as the oracle's source
-(:mod:`policies.mllm.spatial_oracle`).
+:class:`~action_mapping.ExecutablePlan` carrying them, so what the model was told is what runs.
 """
 
 from __future__ import annotations
@@ -90,7 +88,7 @@ class SpatialPlanPolicy(MLLMPolicy):
     # ------------------------------------------------------------------------------------------ episode
 
     def bind(self, env: Any) -> None:
-        """Adopt the env's plan units (unless set by the user); give an oracle backend the env's expert."""
+        """Adopt the env's plan units (unless set by the user); the backend hears the env."""
         from envs.wrappers import plan_step_sizes
 
         env_sizes = plan_step_sizes(env)
@@ -98,10 +96,6 @@ class SpatialPlanPolicy(MLLMPolicy):
             self.step_sizes = env_sizes
         super().bind(env)
 
-    def oracle_source_for(self, env: Any) -> Any:
-        from policies.mllm.spatial_oracle import spatial_oracle_source
-
-        return spatial_oracle_source(env, self.task)
 
     def reset(self, context: EpisodeContext) -> None:
         self.goal_image = _goal_image(context.extras, self.goal_key)

@@ -1,7 +1,8 @@
 """The spatial loop's oracle source: the privileged expert's next motion, written as the prompt asks.
 
-The oracle backend (:mod:`policies.backends.oracle`) answers each planning prompt of
-:class:`~policies.mllm.spatial.SpatialPlanPolicy` with the text a perfect model would write. The source
+The oracle backend (:mod:`policies.backends.answer_key`), built with :func:`spatial_truth` where the CLI builds the
+backend, answers each planning prompt of :class:`~policies.mllm.spatial.SpatialPlanPolicy` with the text a
+perfect model would write. The source
 reads the format from the prompt itself (step sizes, at most how many steps, the count cap), asks the
 env family's privileged expert for its next motion in those terms and writes the manipulation JSON
 (``step_1`` ... with ``actions``, ``step_nums`` and ``gripper``). Parsing, execution and success are the
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from action_mapping import StepSizes
+from policies.backends.answer_key import EnvTruth
 from policies.backends.base import Message
 from policies.base import EpisodeContext
 
@@ -89,6 +91,11 @@ class CalvinPlanSource:
         fmt = read_prompt_format(messages)
         plan = self.expert.next_plan(fmt.sizes, fmt.max_steps, fmt.max_step_num)
         return json.dumps(plan.to_json(), ensure_ascii=False)
+
+
+def spatial_truth(task: str) -> EnvTruth:
+    """The closed-loop truth of the spatial loop for ``task``: the bound env's privileged plan source."""
+    return EnvTruth(lambda env: spatial_oracle_source(env, task))
 
 
 def spatial_oracle_source(env: Any, task: str) -> PlanSource:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.cli import InputError, arg, parse_config, run_cli
+from policies.config_cli import InputError, arg, parse_config, run_cli
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.backends.base import Backend, Message
-from policies.cli import InputError
+from policies.config_cli import InputError
 from policies.serve.protocol import ChatRequest, RequestError
 
 #: Default prompt limit: the model's context, but at most this (one prefill of it fits a 7B model on a GPU).

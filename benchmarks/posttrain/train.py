@@ -5,15 +5,15 @@
   template with generation markers, so TRL's ``completion_only_loss`` on prompt/completion pairs is used:
   the dataset is handed over as ``prompt`` + ``completion``).
 - ``grpo``: TRL's ``GRPOTrainer`` on the corpus's ``images`` + ``prompt`` with MultihopSpatial's reward
-  functions (:mod:`benchmarks.scoring.multihop_rewards`: format, answer letter and box GIoU, paper Eq. 1;
+  functions (:mod:`benchmarks.posttrain.multihop_rewards`: format, answer letter and box GIoU, paper Eq. 1;
   ``--rewards recipe`` adds the public recipe's truncation penalty). ``response`` and ``bbox_normalized``
   reach the reward functions as dataset columns. With these rewards GRPO trains by default on the rows
   all three terms are defined for: a lettered answer and a box (the ``multihop`` kind of every family:
   ``multihop``, ``calvin_multihop``, ``manip_multihop``, ``libero_multihop``). ``--rewards spatial``
-  (:mod:`benchmarks.scoring.spatial_rewards`) scores every kind (letters, numbers by MRA, boxes by GIoU)
+  (:mod:`benchmarks.posttrain.spatial_rewards`) scores every kind (letters, numbers by MRA, boxes by GIoU)
   and trains on all rows by default.
 
-The data is a corpus written by ``python -m benchmarks.static.corpus`` (or any ``datasets`` folder with the
+The data is a corpus written by ``python -m benchmarks.datagen.corpus`` (or any ``datasets`` folder with the
 same columns). The processor is the checkpoint's, image-only for Qwen-VL when torchvision is missing
 (:func:`policies.backends.hf_processing.load_processor`).
 
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from policies.cli import InputError, arg, parse_config, run_cli
+from policies.config_cli import InputError, arg, parse_config
 
 CONFIG_FILE, METRICS_FILE, FINAL_DIR = "posttrain_config.json", "metrics.jsonl", "final"
 SFT_COLUMNS = ("images", "prompt", "completion")
@@ -55,7 +55,7 @@ class PostTrainConfig:
     )
     model: str = arg("", "model to start from: a checkpoint directory (AutoModelForImageTextToText)")
     data: str = arg(
-        "", "corpus directory written by python -m benchmarks.static.corpus (datasets.load_from_disk)"
+        "", "corpus directory written by python -m benchmarks.datagen.corpus (datasets.load_from_disk)"
     )
     output: str = arg("outputs/posttrain", "run folder: config, metrics.jsonl, checkpoints, final/")
     split: str = arg("train", "split of the corpus to train on")
@@ -105,7 +105,7 @@ class PostTrainConfig:
             )
         if not self.data or not Path(self.data).is_dir():
             raise InputError(
-                f"--data {self.data!r}: not a folder; write one with python -m benchmarks.static.corpus --out DIR"
+                f"--data {self.data!r}: not a folder; write one with python -m benchmarks.datagen.corpus --out DIR"
             )
         if self.mode == "grpo" and (self.batch_size * self.grad_accum) % self.num_generations:
             raise InputError(f"--batch-size x --grad-accum ({self.batch_size * self.grad_accum}) must be a multiple of "
@@ -135,7 +135,7 @@ def load_split(config: PostTrainConfig, split: str) -> Any:
         loaded = load_from_disk(config.data)
     except FileNotFoundError as error:
         raise InputError(
-            f"--data {config.data}: not a datasets folder ({error}); write one with python -m benchmarks.static.corpus"
+            f"--data {config.data}: not a datasets folder ({error}); write one with python -m benchmarks.datagen.corpus"
         ) from None
     if isinstance(loaded, DatasetDict):
         if split not in loaded:
@@ -147,7 +147,7 @@ def load_split(config: PostTrainConfig, split: str) -> Any:
             raise InputError(f"--kinds given but {config.data} has no 'kind' column; drop --kinds")
         loaded = loaded.filter(lambda kind: kind in kinds, input_columns="kind")
     elif config.mode == "grpo" and config.rewards != "spatial" and {"response", "bbox_normalized"} <= set(loaded.column_names):
-        from benchmarks.scoring.spatial_rewards import reference_kind
+        from benchmarks.posttrain.spatial_rewards import reference_kind
 
         kinds = ["rows with a letter and a box"]
         loaded = loaded.filter(lambda r, b: reference_kind(r, b) == "letter+box", input_columns=["response", "bbox_normalized"])
@@ -166,7 +166,7 @@ def as_prompt_completion(dataset: Any) -> Any:
     missing = {"images", "messages"} - set(dataset.column_names)
     if missing:
         raise InputError(
-            f"SFT data lacks columns {sorted(missing)}; use a corpus from python -m benchmarks.static.corpus"
+            f"SFT data lacks columns {sorted(missing)}; use a corpus from python -m benchmarks.datagen.corpus"
         )
     split = dataset.map(lambda m: {"prompt": m[:-1], "completion": m[-1:]}, input_columns="messages",
                         remove_columns=["messages"] + [c for c in ("prompt",) if c in dataset.column_names])  # fmt: skip
@@ -178,7 +178,7 @@ def grpo_columns(dataset: Any) -> Any:
     missing = set(GRPO_COLUMNS) - set(dataset.column_names)
     if missing:
         raise InputError(
-            f"GRPO data lacks columns {sorted(missing)}; use a corpus from python -m benchmarks.static.corpus"
+            f"GRPO data lacks columns {sorted(missing)}; use a corpus from python -m benchmarks.datagen.corpus"
         )
     return dataset.select_columns(list(GRPO_COLUMNS))
 
@@ -275,8 +275,8 @@ def build_trainer(config: PostTrainConfig) -> Any:
                           processing_class=processor, callbacks=callbacks)  # fmt: skip
     from trl import GRPOConfig, GRPOTrainer
 
-    from benchmarks.scoring.multihop_rewards import PAPER_REWARD_FUNCS, RECIPE_REWARD_FUNCS
-    from benchmarks.scoring.spatial_rewards import SPATIAL_REWARD_FUNCS
+    from benchmarks.posttrain.multihop_rewards import PAPER_REWARD_FUNCS, RECIPE_REWARD_FUNCS
+    from benchmarks.posttrain.spatial_rewards import SPATIAL_REWARD_FUNCS
 
     args = GRPOConfig(**common, num_generations=config.num_generations, max_completion_length=config.max_completion_length,
                       temperature=config.temperature, beta=config.beta)  # fmt: skip
@@ -329,7 +329,3 @@ def main(argv: list[str] | None = None) -> None:
         PostTrainConfig, ["--mode", args[0], *args[1:]], prog=f"python -m benchmarks.posttrain {args[0]}"
     )
     print(f"saved {posttrain(config)}")
-
-
-if __name__ == "__main__":
-    sys.exit(run_cli(main))

@@ -3,7 +3,7 @@ and how ``corpus check`` reads a test file's lines.
 
 A multi-hop item (kind ``multihop`` or ``<family>_multihop``) lists lettered options in ``<choice>`` tags
 and asks for the recipe's two-line answer, ``Answer: (c) red mug`` then ``Bounding Box: [x1, y1, x2, y2]`` on
-0-1000: what :mod:`benchmarks.scoring.multihop_rewards` scores (format, letter, box GIoU).
+0-1000: what :mod:`benchmarks.posttrain.multihop_rewards` scores (format, letter, box GIoU).
 """
 
 from __future__ import annotations

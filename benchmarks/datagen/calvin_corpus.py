@@ -1,4 +1,4 @@
-"""The CALVIN play-table family of the spatial corpus (:mod:`benchmarks.static.corpus`).
+"""The CALVIN play-table family of the spatial corpus (:mod:`benchmarks.datagen.corpus`).
 
 Seven kinds, each answered exactly from the env's snapshot (``info["snapshot"]``: the blocks' poses as
 PyBullet holds them, the TCP in ``robot_obs``) and the static camera's own view and projection matrices
@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.static.corpus_format import BOX_FORMAT, lettered_choice
-from benchmarks.static.nav_questions import LETTERS, Question, _multi_choice, _options
+from benchmarks.datagen.corpus_format import BOX_FORMAT, lettered_choice
+from benchmarks.datagen.nav_questions import LETTERS, Question, _multi_choice, _options
 
 #: Seeds of corpus play-table scenes; the goal-scoring manip source resets with seeds below 2**31 - 1.
 CALVIN_CORPUS_SEEDS = (2**31, 2**32)

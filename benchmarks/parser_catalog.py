@@ -17,7 +17,8 @@ import numpy as np
 
 from action_mapping import NAVIGATION_STEP_SIZES
 from action_mapping.parsing import parse_plan
-from benchmarks.scoring import judge, multihop_rewards, parsers, spatial_rewards
+from benchmarks.posttrain import multihop_rewards, spatial_rewards
+from benchmarks.scoring import judge, parsers
 from benchmarks.scoring.goal import GoalReference, score_goal
 from benchmarks.scoring.official import (
     cogmap,

@@ -5,7 +5,7 @@ Scene ``s`` (``s`` in [2**31, 2**32)): ``rng = default_rng(s)`` draws the task f
 the family's :meth:`~envs.manipulation.tasks.base.Task.sample_episode` draws the layout, exactly as the
 env draws an episode; the env resets to it (``options={"episode": ...}``) and the front camera
 (``eb_front``, EB's view) is rendered without EB's red boxes. The eight tabletop kinds of
-:mod:`benchmarks.static.table_corpus` are asked about it (``manip_distance``, ..., ``manip_multihop``);
+:mod:`benchmarks.datagen.table_corpus` are asked about it (``manip_distance``, ..., ``manip_multihop``);
 objects are named ``<colour> <kind>`` ("red star"), and two objects of one name are never named.
 
 **Disjointness.** The EB-Manipulation test episodes (``make_episode(family, subset, i, seed)``, the
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.static.table_corpus import (
+from benchmarks.datagen.table_corpus import (
     MujocoView,
     TableObject,
     TableScene,
@@ -119,7 +119,7 @@ def default_test_keys(seed: int = 0) -> set[str]:
 
 def episode_file_keys(path: str) -> list[str]:
     """Layout keys of the EB-Manipulation episodes in a JSONL file (lines of other formats are skipped)."""
-    from benchmarks.static.corpus_format import json_line
+    from benchmarks.datagen.corpus_format import json_line
     from envs.manipulation.episodes import EPISODE_FORMAT
 
     keys = []

@@ -1,18 +1,18 @@
-"""``python -m benchmarks.static.corpus``: a spatial SFT/GRPO corpus from the simulators, disjoint from every test set.
+"""``python -m benchmarks.datagen.corpus``: a spatial SFT/GRPO corpus from the simulators, disjoint from every test set.
 
 Four families, alternated item by item (``--families nav,calvin,manip,libero``; default ``nav,calvin``):
-the navigation homes (below); the CALVIN play-table (:mod:`benchmarks.static.calvin_corpus`: seven kinds
+the navigation homes (below); the CALVIN play-table (:mod:`benchmarks.datagen.calvin_corpus`: seven kinds
 grounded in the env's snapshot, its scenes checked by ``check_calvin_disjoint``); EB-Manipulation on
-robosuite (:mod:`benchmarks.static.manip_corpus`) and LIBERO (:mod:`benchmarks.static.libero_corpus`),
-eight tabletop kinds each (:mod:`benchmarks.static.table_corpus`), checked by ``check_manip_disjoint`` and
+robosuite (:mod:`benchmarks.datagen.manip_corpus`) and LIBERO (:mod:`benchmarks.datagen.libero_corpus`),
+eight tabletop kinds each (:mod:`benchmarks.datagen.table_corpus`), checked by ``check_manip_disjoint`` and
 ``check_libero_disjoint``. Every family's rows have the schema below, with ``family`` naming it;
-``python -m benchmarks.static.corpus check CORPUS TEST_FILE...`` checks all four.
+``python -m benchmarks.datagen.corpus check CORPUS TEST_FILE...`` checks all four.
 The navigation family:
 
 SpatialScore's SpatialCorpus (Sec. 3.2) and MultihopSpatial-Train (Sec. 4) as the simulators can ground them
 exactly. Nine kinds of question, asked in turn:
 
-- the seven SpatialScore kinds of :mod:`benchmarks.static.nav_questions` (absolute and relative depth,
+- the seven SpatialScore kinds of :mod:`benchmarks.datagen.nav_questions` (absolute and relative depth,
   object distance, size, counting, camera motion between two views, relative direction);
 - ``localisation``: the box of one named entity, ``[x1, y1, x2, y2]`` on 0-1000, the tight box of its
   visible pixels in the entity mask;
@@ -21,7 +21,7 @@ exactly. Nine kinds of question, asked in turn:
   the centres >= 10 deg from the reference's and the visible pixels on the same side), four or three
   lettered options, the answer ``(c) red mug`` and the box of that entity; the assistant turn is the
   recipe's ``Answer: (c) red mug`` / ``Bounding Box: [x1, y1, x2, y2]`` format that
-  :mod:`benchmarks.scoring.multihop_rewards` scores.
+  :mod:`benchmarks.posttrain.multihop_rewards` scores.
 
 Output: a Hugging Face ``datasets.DatasetDict`` saved with ``save_to_disk`` (``train`` and ``validation``),
 one row per item: ``images`` (PNG-encoded), ``messages`` (user turn with one image part per image, then
@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.core.jsonsafe import json_safe
-from benchmarks.static.calvin_corpus import (
+from benchmarks.datagen.calvin_corpus import (
     CALVIN_KINDS,
     CALVIN_STREAM,
     CalvinScenes,
@@ -64,18 +64,17 @@ from benchmarks.static.calvin_corpus import (
     draw_calvin_question,
     scene_key,
 )
-from benchmarks.static.config import build_parser
-from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, is_multihop, json_line, recipe_answer
-from benchmarks.static.generate import checked_kinds, draw_question, truth_record
-from benchmarks.static.libero_corpus import (
+from benchmarks.datagen.corpus_format import BOX_FORMAT, box_1000, is_multihop, json_line, recipe_answer
+from benchmarks.datagen.generate import checked_kinds, draw_question, truth_record
+from benchmarks.datagen.libero_corpus import (
     LIBERO_KINDS,
     LIBERO_STREAM,
     LiberoScenes,
     NoFreeObject,
     task_order,
 )
-from benchmarks.static.manip_corpus import MANIP_KINDS, MANIP_STREAM, ManipScenes
-from benchmarks.static.nav_questions import (
+from benchmarks.datagen.manip_corpus import MANIP_KINDS, MANIP_STREAM, ManipScenes
+from benchmarks.datagen.nav_questions import (
     BUILDERS,
     Builder,
     Context,
@@ -85,8 +84,9 @@ from benchmarks.static.nav_questions import (
     _pick,
     bearing_deg,
 )
-from benchmarks.static.table_corpus import TableScene, draw_table_question
+from benchmarks.datagen.table_corpus import TableScene, draw_table_question
 from envs.navigation.views import HomeRenderer
+from policies.config_cli import config_parser
 
 FORMAT = "spatialarena-corpus/1"
 #: Corpus homes: seeds in [2**31, 2**32); test sets draw theirs below 2**31 - 1.
@@ -167,7 +167,7 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
 
 CORPUS_BUILDERS: dict[str, Builder] = {**BUILDERS, "localisation": localisation, "multihop": multihop}
 CORPUS_KINDS: tuple[str, ...] = tuple(CORPUS_BUILDERS)
-#: The simulator families and their kinds (``calvin``: :mod:`benchmarks.static.calvin_corpus`).
+#: The simulator families and their kinds (``calvin``: :mod:`benchmarks.datagen.calvin_corpus`).
 FAMILY_KINDS: dict[str, tuple[str, ...]] = {
     "nav": CORPUS_KINDS, "calvin": CALVIN_KINDS, "manip": MANIP_KINDS, "libero": LIBERO_KINDS,
 }  # fmt: skip
@@ -353,7 +353,7 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
     from the ``index`` column, and :func:`generate_corpus` counts it."""
     from contextlib import ExitStack
 
-    from policies.cli import InputError
+    from policies.config_cli import InputError
 
     indices = list(indices)
     plan = {index: config.item_kind(index) for index in indices}
@@ -530,8 +530,8 @@ def dataset_table_scenes(path: str | Path, family: str) -> list[tuple[int, str, 
 
 def check_all(corpus: str | Path, test_files: list[str]) -> str:
     """Check every family of a corpus against the test sets (see each family's checker); the summary line."""
-    from benchmarks.static.libero_corpus import check_libero_disjoint
-    from benchmarks.static.manip_corpus import check_manip_disjoint, default_test_keys, episode_file_keys
+    from benchmarks.datagen.libero_corpus import check_libero_disjoint
+    from benchmarks.datagen.manip_corpus import check_manip_disjoint, default_test_keys, episode_file_keys
 
     test = [home for path in test_files for home in truth_file_homes(path)]
     n = check_disjoint(dataset_homes(corpus), test)
@@ -562,12 +562,12 @@ def truth_file_homes(path: str | Path) -> list[tuple[int, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m benchmarks.static.corpus --out DIR [--n 1000] [--seed 0] [--kinds ...]`` (or ``check``)."""
+    """``python -m benchmarks.datagen.corpus --out DIR [--n 1000] [--seed 0] [--kinds ...]`` (or ``check``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:
         if len(argv) < 3:
             print(
-                "usage: python -m benchmarks.static.corpus check CORPUS_DIR TEST_FILE.jsonl [...] "
+                "usage: python -m benchmarks.datagen.corpus check CORPUS_DIR TEST_FILE.jsonl [...] "
                 "(ground_truth.jsonl, goal-scoring samples.jsonl or EB-Manipulation episode files)",
                 file=sys.stderr,
             )
@@ -578,8 +578,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 1
         return 0
-    parser = build_parser(CorpusConfig)
-    parser.prog = "python -m benchmarks.static.corpus"
+    parser = config_parser(CorpusConfig, "python -m benchmarks.datagen.corpus")
     config = CorpusConfig(**vars(parser.parse_args(argv)))
     try:
         stats = generate_corpus(config)

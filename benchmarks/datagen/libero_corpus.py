@@ -3,7 +3,7 @@
 Scene ``s`` of task ``(suite, index)`` (``s`` in [2**31, 2**32)): ``rng = default_rng(s)`` picks one of
 the task's 50 fixed initial states, the env resets to it (no settle steps), every movable object is moved
 1-4 cm in x and in y (its free joint), and the ``agentview`` camera (LIBERO's policy camera) is rendered.
-The eight tabletop kinds of :mod:`benchmarks.static.table_corpus` are asked about it (``libero_distance``,
+The eight tabletop kinds of :mod:`benchmarks.datagen.table_corpus` are asked about it (``libero_distance``,
 ..., ``libero_multihop``); objects are named from LIBERO's names ("akita_black_bowl_1" -> "akita black
 bowl"; two of one name are counted, never named). Building a task's env takes seconds, so consecutive items
 share a task (``--libero-items-per-task``), the tasks taken in an order drawn from the corpus seed.
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.static.table_corpus import (
+from benchmarks.datagen.table_corpus import (
     MujocoView,
     TableObject,
     TableScene,

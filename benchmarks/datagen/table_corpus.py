@@ -1,5 +1,5 @@
 """Tabletop kinds of the spatial corpus, shared by the EB-Manipulation (``manip``) and LIBERO (``libero``)
-families (:mod:`benchmarks.static.manip_corpus`, :mod:`benchmarks.static.libero_corpus`).
+families (:mod:`benchmarks.datagen.manip_corpus`, :mod:`benchmarks.datagen.libero_corpus`).
 
 A family hands over a :class:`TableScene`: one camera's RGB, metric depth and per-pixel geom ids rendered
 by MuJoCo from the simulator state, the camera's pose and field of view, and the scene's objects with
@@ -14,7 +14,7 @@ their geoms and world bounding boxes. Every answer is computed from those, exact
   projected centres (>= 10 px apart) and agreeing with the masks' mean columns;
 - ``<family>_camera_motion``: the same camera rendered again after one SpatialTree primitive (translations
   5-12 cm, rotations 8-15 deg, in the camera's frame): which move it made, the opposite move always an
-  option (nav's :data:`~benchmarks.static.nav_questions.CAMERA_MOTION_TEXT` wording);
+  option (nav's :data:`~benchmarks.datagen.nav_questions.CAMERA_MOTION_TEXT` wording);
 - ``<family>_localisation``: the tight box of an object's visible pixels, ``[x1, y1, x2, y2]`` on 0-1000;
 - ``<family>_multihop``: MultihopSpatial-style, two hops: the objects to one side of a reference (projected
   centres >= 10 px from it), then the one of them closest to / farthest from the camera (>= 5 cm apart in
@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.static.corpus_format import BOX_FORMAT, box_1000, lettered_choice
-from benchmarks.static.nav_questions import (
+from benchmarks.datagen.corpus_format import BOX_FORMAT, box_1000, lettered_choice
+from benchmarks.datagen.nav_questions import (
     CAMERA_MOTION_TEXT,
     Question,
     _multi_choice,

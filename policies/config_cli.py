@@ -1,5 +1,10 @@
 """Typed configs are the CLI: one dataclass per command, one flag per field, help from the field.
 
+Generic command-line plumbing, not policy code: every command of every layer above (``policies.serve``,
+``vla.train``, ``vla.demos``, each benchmark) parses its flags and reports bad input with it (``arg``,
+``parse_config``, ``run_cli``, ``InputError``, the exit statuses). It lives in ``policies``, the lowest layer
+whose configs are flags (the policies' own options), so that every layer reaches it downward.
+
     @dataclass
     class EvalConfig:
         num_sequences: int = arg(1000, "chains to evaluate")
@@ -221,6 +226,14 @@ def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:
     """Build ``cls`` from parsed arguments (fields absent from the namespace keep their defaults)."""
     names = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     return cls(**{k: v for k, v in vars(namespace).items() if k in names})
+
+
+def config_parser(cls: type, prog: str) -> argparse.ArgumentParser:
+    """A one-line-error parser named ``prog`` with one flag per field of the dataclass ``cls`` (help: its
+    docstring and the docstring under each field)."""
+    parser = OneLineParser(prog=prog, description=(cls.__doc__ or "").strip())
+    add_config_arguments(parser, cls)
+    return parser
 
 
 def parse_config(cls: type[C], argv: Sequence[str] | None = None, *, prog: str | None = None) -> C:

@@ -3,7 +3,7 @@ in the file layout of any of the five static benchmarks (``--format``, default `
 
 Writes, in a new folder ``--out``:
 
-- the benchmark's data in its own layout (:mod:`benchmarks.static.sample_formats`): for ``spatialscore``,
+- the benchmark's data in its own layout (:mod:`benchmarks.datagen.sample_formats`): for ``spatialscore``,
   ``SpatialScore.json`` in SpatialScore's public format (``index``, ``category``, ``subcategory``,
   ``question_type``, ``input_modality``, ``question`` with its options, ``answer``, ``img_paths``,
   ``source``) with the renders in ``images/``; for ``space10``, ``multihop``, ``spatialtree`` and
@@ -33,8 +33,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.core.jsonsafe import json_safe
-from benchmarks.static.config import build_parser
-from benchmarks.static.nav_questions import (
+from benchmarks.datagen.nav_questions import (
     ALL_BUILDERS,
     BUILDERS,
     Builder,
@@ -42,12 +41,12 @@ from benchmarks.static.nav_questions import (
     Question,
     View,
 )
-from benchmarks.static.sample_formats import SOURCE, SampleFormat, sample_format
+from benchmarks.datagen.sample_formats import SOURCE, SampleFormat, sample_format
 from envs.navigation import measure
 from envs.navigation.entities import Entity, home_entities
 from envs.navigation.scene import generate_scene, scene_key
 from envs.navigation.views import HomeRenderer, sample_view
-from policies.cli import InputError
+from policies.config_cli import InputError, config_parser
 
 FORMAT = "spatialarena-simqa/1"
 TRUTH_FILE = "ground_truth.jsonl"
@@ -195,8 +194,7 @@ def generate(config: GenerateConfig) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m benchmarks.static generate --out DIR [--format spatialscore] [--n 200] [--seed 0] ...``."""
-    parser = build_parser(GenerateConfig)
-    parser.prog = "python -m benchmarks.static generate"
+    parser = config_parser(GenerateConfig, "python -m benchmarks.static generate")
     config = GenerateConfig(**vars(parser.parse_args(argv)))
     try:
         path = generate(config)
@@ -208,5 +206,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":  # python -m benchmarks.static.generate (same as python -m benchmarks.static generate)
+if __name__ == "__main__":  # python -m benchmarks.datagen.generate (same as python -m benchmarks.static generate)
     raise SystemExit(main())

@@ -22,7 +22,7 @@ view offers nothing unambiguous to ask), with the wording of the SpatialScore so
 
 An eighth kind, ``closest_object`` (multi-choice, four options: which entity is nearest the camera, by
 median depth, 25 % and 0.3 m nearer than the next), is not in SpatialScore's default set; the sample sets
-of other benchmarks' formats (:mod:`benchmarks.static.sample_formats`) ask it (``ALL_BUILDERS``), with the answer's box.
+of other benchmarks' formats (:mod:`benchmarks.datagen.sample_formats`) ask it (``ALL_BUILDERS``), with the answer's box.
 A multi-choice question keeps its option texts in shown order (``options``); a question about one entity
 keeps that entity's visible box in the first image (``region``, ``[x, y, w, h]`` pixels).
 """

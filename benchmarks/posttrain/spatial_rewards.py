@@ -1,4 +1,4 @@
-"""GRPO rewards for every kind of the spatial corpus (:mod:`benchmarks.static.corpus`), with MultihopSpatial's
+"""GRPO rewards for every kind of the spatial corpus (:mod:`benchmarks.datagen.corpus`), with MultihopSpatial's
 three terms (format, answer accuracy, box) extended to the corpus's single-hop answers.
 
 Each corpus row's references say what it asks for, and the terms follow them:
@@ -17,7 +17,7 @@ a number (distance, depth, size)      holds a number                        MRA 
                                                                             relative accuracy)
 ====================================  ====================================  ============================  ==================
 
-So a multi-hop row scores exactly as :data:`~benchmarks.scoring.multihop_rewards.PAPER_REWARD_FUNCS` score it,
+So a multi-hop row scores exactly as :data:`~benchmarks.posttrain.multihop_rewards.PAPER_REWARD_FUNCS` score it,
 and the gold assistant turn of every row earns the most its row allows (``tests/test_spatial_rewards.py``).
 The functions have TRL's reward signature ``(completions, **kwargs) -> list[float]``; the references arrive
 as the dataset columns ``response`` and ``bbox_normalized``.
@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.scoring.metrics import mean_relative_accuracy
-from benchmarks.scoring.multihop_rewards import (
+from benchmarks.posttrain.multihop_rewards import (
     _column,
     answer_letter,
     bbox_term,
@@ -38,6 +37,7 @@ from benchmarks.scoring.multihop_rewards import (
     int_box,
     key_letter,
 )
+from benchmarks.scoring.metrics import mean_relative_accuracy
 from benchmarks.scoring.parsers import parse_number, parse_option
 
 
@@ -90,7 +90,7 @@ def _references(completions: Sequence[Any], kwargs: dict[str, Any]) -> tuple[lis
     n = len(completions)
     responses = _column(kwargs, "response", n)
     if responses is None:
-        raise ValueError("spatial rewards need the 'response' column; train on a corpus from benchmarks.static.corpus")
+        raise ValueError("spatial rewards need the 'response' column; train on a corpus from benchmarks.datagen.corpus")
     boxes = _column(kwargs, "bbox_normalized", n) or [None] * n
     return responses, boxes
 

@@ -1,7 +1,7 @@
 """Sample sets in each static benchmark's own file layout, from the navigation homes' exact questions.
 
 ``python -m benchmarks.static generate --format NAME`` draws questions as for SpatialScore
-(:mod:`benchmarks.static.nav_questions`) and writes them the way the benchmark publishes its data, so its
+(:mod:`benchmarks.datagen.nav_questions`) and writes them the way the benchmark publishes its data, so its
 loader, prompts and parsers run on them unchanged:
 
 | format | data (``--data``) | media | kinds asked |
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from benchmarks.static.nav_questions import KINDS, LETTERS, SELECT, Question
+from benchmarks.datagen.nav_questions import KINDS, LETTERS, SELECT, Question
 
 #: ``(index, question)`` as ``generate`` draws them.
 Generated = tuple[int, Question]

@@ -1,0 +1,235 @@
+"""The CALVIN benchmark: a worker that runs chains in one env, the benchmark (units, manifest, summary), the
+setup checks and the command (``python -m benchmarks.calvin``, described in :mod:`benchmarks.calvin`)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.calvin.config import CHAIN_LENGTH, POLICY_DEFAULTS, REFERENCE, CalvinConfig
+from benchmarks.calvin.protocol import evaluation_chains, parse_tasks, task_episodes
+from benchmarks.calvin.report import (
+    chain_markdown,
+    chain_metrics,
+    ok_chains,
+    percent_sr,
+    subtask_records,
+    task_info,
+    task_markdown,
+)
+from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core.episode import StepHook
+from benchmarks.core.episode_record import EpisodeRecord
+from benchmarks.core.latency import latency_markdown, summarize_latency
+from benchmarks.core.plots import bar_plot, line_plot
+from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
+from benchmarks.core.rundir import write_json
+from benchmarks.core.runner import run_command
+from benchmarks.core.worker import EpisodeWorker
+from policies.config_cli import InputError
+from policies.mllm.common import model_call_totals, model_calls_markdown
+
+
+def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
+    """The cameras to render: what the policy looks at, plus both views for videos."""
+    if config.cameras != "auto":
+        chosen = tuple(c for c in config.cameras.split(",") if c and c != "none")
+        unknown = sorted(set(chosen) - {"static", "gripper"})
+        if unknown:
+            raise InputError(f"--cameras {config.cameras}: unknown camera(s) {unknown}; use auto, none, static, "
+                             f"gripper or static,gripper")
+    else:
+        chosen = () if spec.blind else ("static", "gripper")
+    return ("static", "gripper") if config.video and not chosen else chosen
+
+
+def calvin_sources(config: CalvinConfig) -> dict[str, Any]:
+    """What the manifest records about CALVIN's own code and files: the calvin_env checkout (path, commit,
+    asset hashes) on the official backend, the asset folder's hashes with --calvin-assets."""
+    from envs.calvin.official import calvin_env_sources
+
+    out: dict[str, Any] = {}
+    if config.backend == "official":
+        out["calvin_env"] = calvin_env_sources(config.calvin_env)
+    if config.calvin_assets:
+        from envs.calvin.assets import official_asset_hashes
+
+        out["calvin_assets"] = official_asset_hashes(config.calvin_assets)
+    return out
+
+
+class CalvinWorker(EpisodeWorker):
+    """One env and one policy, reused for every chain this process runs."""
+
+    video_fps = 30
+
+    def __init__(self, config: CalvinConfig, spec: PolicySpec, run_path: str) -> None:
+        from envs.calvin.factory import calvin_env_spec
+
+        super().__init__(run_path, config.video)
+        self.config = config
+        self.cameras = cameras_for(config, spec)
+        self.video_keys = [f"rgb_{camera}" for camera in self.cameras]
+        # CALVIN's layout carries depth for every camera, as calvin_env's get_obs does
+        env_id, kwargs = calvin_env_spec(config.backend, cameras=self.cameras, renderer=config.renderer,
+                                         calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
+                                         calvin_env=config.calvin_env, obs_layout=config.obs_layout,
+                                         depth=config.obs_layout == "calvin")
+        self.env = self.make_env(env_id, **kwargs)
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
+        self.policy.bind(self.env)
+
+    def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
+        """One chain; its model calls are logged per subtask."""
+        from benchmarks.calvin.chain import run_chain
+        from envs.calvin import initial_env_state
+        from envs.calvin.instructions import instruction_for
+
+        robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"])
+        tasks = list(unit.spec["tasks"])
+        if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
+            on_step = _flat_frames(on_step)
+        result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks, [instruction_for(t) for t in tasks],
+                           ep_len=self.config.ep_len, seed=unit.seed, replay_key=unit.key, on_step=on_step,
+                           decisions=self.decisions, latency=self.config.latency_setting())
+        result["extras"]["initial_state"] = unit.spec["initial_state"]
+        return result
+
+
+def _flat_frames(on_step: StepHook) -> StepHook:
+    from envs.calvin.obs_layout import flat_observation
+
+    return lambda obs, caption: on_step(flat_observation(obs), caption)
+
+
+def _build_worker(config: CalvinConfig, spec: PolicySpec, run_path: str) -> CalvinWorker:
+    return CalvinWorker(config, spec, run_path)
+
+
+# ---------------------------------------------------------------------------------------- benchmark
+
+
+class CalvinBenchmark(Benchmark):
+    """Units are chains in the public evaluation order; a record is one chain's subtasks."""
+
+    name = "calvin"
+
+    def __init__(self, config: CalvinConfig, spec: PolicySpec) -> None:
+        super().__init__(config)
+        self.spec = spec
+        self.run_path = str(Path(config.output) / self.name / (config.run_name or spec.label))
+
+    @property
+    def chain_length(self) -> int:
+        """Subtasks per unit: 5 for chains, 1 for ``--tasks`` episodes."""
+        return 1 if self.config.tasks else CHAIN_LENGTH
+
+    def units(self) -> list[WorkUnit]:
+        """Chains in the public order; with ``--tasks``, one-subtask episodes keyed by their chain's index
+        (same key and seed as in the full evaluation, so a task run can be compared chain by chain)."""
+        if self.config.tasks:
+            episodes = task_episodes(parse_tasks(self.config.tasks), self.config.num_sequences)
+            return [WorkUnit(j, f"chain-{i:04d}", unit_seed(self.config.seed, i),
+                             {"initial_state": state, "tasks": list(tasks)})
+                    for j, (i, state, tasks) in enumerate(episodes)]
+        return [WorkUnit(i, f"chain-{i:04d}", unit_seed(self.config.seed, i),
+                         {"initial_state": state, "tasks": list(tasks)})
+                for i, (state, tasks) in enumerate(evaluation_chains(self.config.num_sequences))]
+
+    def worker_factory(self) -> Any:
+        return functools.partial(_build_worker, self.config, self.spec, self.run_path)
+
+    prefix_keys = frozenset({"limit", "num_sequences"})
+
+    def manifest_extra(self) -> dict[str, Any]:
+        return {"policy": self.spec.manifest(),
+                "protocol": {"num_sequences": self.config.num_sequences, "chain_length": self.chain_length,
+                             "ep_len": self.config.ep_len, "backend": self.config.backend,
+                             **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
+                             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})},
+                **calvin_sources(self.config)}
+
+    def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        done = [r["extras"]["num_completed"] for r in ok_chains(records)]
+        m = chain_metrics(done, self.chain_length)
+        return {"avg_len": score_cell(m["avg_seq_len"], ".2f"),
+                "sr%": "/".join(score_cell(v, ".0f") for v in percent_sr(m, self.chain_length))}
+
+    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
+        chains = ok_chains(records)
+        n = self.chain_length
+        metrics = chain_metrics([c["extras"]["num_completed"] for c in chains], n)
+        tasks = task_info(chains)
+        # CALVIN's own keys, plus a marker its tools ignore: scored over the completed chains only.
+        incomplete = {"chains_total": tally.total, "chains_completed": tally.completed,
+                      "chains_errored": tally.errored, "complete": tally.complete}
+        results = {self.spec.label: {**metrics, "task_info": tasks, "spatial_arena_run": incomplete}}
+        calls = model_call_totals(s["policy_stats"] for s in subtask_records(chains))
+        files: dict[str, Any] = {"results.json": functools.partial(write_json, data=results)}
+        if chains:  # no plot of scores that do not exist
+            sr = percent_sr(metrics, n)
+            reference = {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
+            files["plots/chain_success.png"] = lambda p: line_plot(
+                p, list(range(1, n + 1)), {self.spec.label: sr, **reference},
+                xlabel="subtasks completed in a row", ylabel="success rate (%)", title="CALVIN chain success")
+            files["plots/task_success.png"] = lambda p: bar_plot(
+                p, list(tasks), [100 * v["success"] / v["total"] for v in tasks.values()],
+                value_label="success rate (%)", title="CALVIN success per task")
+        data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
+                "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
+                **summarize_latency([s["latency"] for s in subtask_records(chains) if "latency" in s]),
+                **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
+        text = (chain_markdown(self.spec.label, metrics, tasks, tally, self.config.backend) if n == CHAIN_LENGTH
+                else task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend))
+        if "latency" in data:
+            text += f"\n\n{latency_markdown(data)}"
+        return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
+
+
+def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:
+    """What would fail in every worker, as one-line input errors before any starts: calvin_env and its
+    packages (``--backend official``), an EGL plugin that does not load here (``--renderer egl``; without
+    a device it ends the process from C), and ``--obs-layout calvin`` with a built-in policy that reads
+    the flat layout's images."""
+    if config.backend == "official":
+        from envs.calvin.official import calvin_env_problem
+
+        try:
+            problem = calvin_env_problem(config.calvin_env)
+        except FileNotFoundError as error:
+            raise InputError(str(error)) from None
+        if problem:
+            raise InputError(f"--backend official: {problem}")
+    if config.renderer == "egl":
+        from envs.calvin.camera import egl_problem
+
+        if problem := egl_problem():
+            raise InputError(problem)
+    if config.obs_layout == "calvin" and ":" not in spec.name and not spec.blind:
+        raise InputError(f"--obs-layout calvin: --policy {spec.name} reads the flat layout (obs['rgb_static']); the "
+                         "CALVIN layout is for your own policy written for CALVIN's evaluate_policy "
+                         "(--policy package.module:Class); drop --obs-layout for built-in policies")
+
+
+def action_space() -> Any:
+    """The env's action space (CALVIN's relative 7-D actions on either backend), built without a simulator."""
+    from envs.calvin.env import _action_space
+
+    return _action_space("relative")
+
+
+def main(argv: Sequence[str] | None = None) -> Summary:
+    config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin",
+                                        policy_defaults=POLICY_DEFAULTS, benchmark="calvin")
+    cameras_for(config, spec)  # bad --cameras is an input error here, not in every worker
+    check_setup(config, spec)
+    if config.tasks is not None:
+        try:
+            parse_tasks(config.tasks)
+        except ValueError as error:  # one line naming the bad input and the valid names
+            raise InputError(str(error)) from None
+    preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
+    bench = CalvinBenchmark(config, spec)
+    return run_command(bench, bench.run_path)

@@ -1,0 +1,169 @@
+"""The LIBERO benchmark: a worker that runs trials in one env, the benchmark (units, manifest, summary) and
+the command (``python -m benchmarks.libero``, described in :mod:`benchmarks.libero`)."""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core.episode import StepHook
+from benchmarks.core.episode_record import EpisodeRecord, ok_results
+from benchmarks.core.latency import (
+    latency_markdown,
+    summarize_latency,
+)
+from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
+from benchmarks.core.runner import run_command
+from benchmarks.core.work import RECORD_ERROR
+from benchmarks.core.worker import EpisodeWorker
+from benchmarks.libero.config import POLICY_DEFAULTS, REFERENCE, LiberoConfig
+from benchmarks.libero.report import blind_rows, task_plot, task_table
+from envs.libero import protocol
+from policies.config_cli import InputError
+from policies.mllm.common import model_call_totals, model_calls_markdown
+
+
+class LiberoWorker(EpisodeWorker):
+    """Keeps the env of the task it last ran (creating a LIBERO scene takes seconds)."""
+
+    video_keys = ("agentview_image", "eye_in_hand_image")
+    video_fps, video_height = 20, 256
+
+    def __init__(self, config: LiberoConfig, spec: PolicySpec, run_path: str) -> None:
+        super().__init__(run_path, config.video)
+        self.config, self.spec = config, spec
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
+        self.task_index: int | None = None
+
+    def _env_for(self, task_index: int) -> Any:
+        from envs.libero.protocol import env_id
+
+        if task_index != self.task_index:
+            if self.env is not None:
+                self.env.close()
+            c = self.config
+            self.env = self.make_env(env_id(c.suite, task_index), image_size=c.image_size, max_steps=c.budget(),
+                                     num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
+                                     image_orientation=c.image_orientation,
+                                     cameras=c.video > 0 or not self.spec.blind)
+            self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
+            self.policy.bind(self.env)
+            self.task_index = task_index
+        return self.env
+
+    def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
+        from benchmarks.libero.episode import run_episode
+
+        env = self._env_for(unit.spec["task_index"])
+        return run_episode(env, self.policy, init_state_index=unit.spec["init_state_index"],
+                           max_steps=self.config.budget(), num_steps_wait=self.config.num_steps_wait, seed=unit.seed,
+                           replay_key=unit.key, on_step=on_step, decisions=self.decisions,
+                           latency=self.config.latency_setting())
+
+
+def _build_worker(config: LiberoConfig, spec: PolicySpec, run_path: str) -> LiberoWorker:
+    return LiberoWorker(config, spec, run_path)
+
+
+class LiberoBenchmark(Benchmark):
+    name = "libero"
+
+    def __init__(self, config: LiberoConfig, spec: PolicySpec) -> None:
+        super().__init__(config)
+        self.spec = spec
+        self.run_path = str(Path(config.output) / self.name / (config.run_name or f"{config.suite}-{spec.label}"))
+
+    def units(self) -> list[WorkUnit]:
+        c = self.config
+        if not 1 <= c.trials_per_task <= protocol.NUM_INIT_STATES:
+            raise InputError(f"--trials-per-task must be 1..{protocol.NUM_INIT_STATES} (one per fixed initial state)")
+        if self.spec.name == "expert":
+            check_expert_goals(c.suite, c.task_indices())
+        pairs = [(t, k) for t in c.task_indices() for k in range(c.trials_per_task)]
+        return [WorkUnit(i, f"{c.suite}/{t:02d}/{k:02d}", unit_seed(c.seed, i), {"task_index": t, "init_state_index": k})
+                for i, (t, k) in enumerate(pairs)]
+
+    def worker_factory(self) -> Any:
+        return functools.partial(_build_worker, self.config, self.spec, self.run_path)
+
+    def manifest_extra(self) -> dict[str, Any]:
+        c = self.config
+        return {"policy": self.spec.manifest(),
+                "protocol": {"suite": c.suite, "tasks": c.task_indices(), "trials_per_task": c.trials_per_task,
+                             "max_steps": c.budget(), "num_steps_wait": c.num_steps_wait, "image_size": c.image_size,
+                             "fast_render": c.fast_render, "image_orientation": c.image_orientation,
+                             **({"latency": setting.describe()} if (setting := c.latency_setting()) else {})}}
+
+    def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        ok = [r["success"] for r in ok_results(records)]
+        return {"success%": f"{100 * np.mean(ok):.1f}" if ok else "-"}
+
+    def errored_by_task(self, records: Sequence[dict[str, Any]]) -> Counter[int]:
+        """Errored trials per task index (an errored record has no result: its unit says the task)."""
+        task_of = {u.key: u.spec["task_index"] for u in self.units()}
+        return Counter(task_of[r["key"]] for r in records if r["status"] == RECORD_ERROR)
+
+    def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
+        results = ok_results(records)
+        table = task_table(results, self.errored_by_task(records))
+        overall = 100.0 * float(np.mean([r["success"] for r in results])) if results else None
+        c = self.config
+        lines = [f"## LIBERO {c.suite}: {self.spec.label}", "",
+                 f"{tally.completed} of {tally.total} episodes completed; budget {c.budget()} steps after "
+                 f"{c.num_steps_wait} settle steps; fast rendering {'on' if c.fast_render else 'off'}. Success is "
+                 "over completed episodes; errored ones are counted, never scored.", "",
+                 "| task | instruction | trials | success % | episodes errored |", "|---|---|---|---|---|"]
+        lines += [f"| {t} | {row['instruction'] or '(every trial errored)'} | {row['trials']} | "
+                  f"{score_cell(row['success_rate'])} | {row['errored']} |" for t, row in table.items()]
+        lines.append(f"| **suite** | | {len(results)} | **{score_cell(overall)}** | {tally.errored_cell()} |")
+        lines += blind_rows(c.suite)
+        if c.suite in REFERENCE:
+            ref = REFERENCE[c.suite]
+            lines += ["", f"Reference: {ref['label']}: {ref['success_rate']:.1f} %."]
+        calls = model_call_totals(r["policy_stats"] for r in results)
+        if calls:
+            lines += ["", model_calls_markdown(calls)]
+        latency = summarize_latency([r["latency"] for r in results if "latency" in r])
+        if latency:
+            lines += ["", latency_markdown(latency)]
+        data = {"benchmark": "libero", "suite": c.suite, "policy": self.spec.label, "episodes": len(results),
+                "success_rate": overall, "tasks": {str(t): row for t, row in table.items()},
+                **({"model_calls": calls} if calls else {}), **latency}
+        files = {"plots/success_by_task.png": functools.partial(
+            task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}
+        return Summary(data, "\n".join(lines), files)
+
+
+def check_expert_goals(suite: str, tasks: Sequence[int]) -> None:
+    """Refuse, before any episode, a task whose BDDL goal the scripted expert cannot solve (one line)."""
+    from envs.libero.tasks import load_task
+    from policies.experts.libero_goals import goal_of_bddl, parse_goal
+
+    for t in tasks:
+        task = load_task(suite, t)
+        try:
+            parse_goal(goal_of_bddl(task.bddl_file.read_text()))
+        except ValueError as error:
+            raise InputError(f"--policy expert, {suite} task {t} ({task.name}): {error}") from None
+
+
+def action_space() -> Any:
+    """The env's action space (delta end-effector pose and gripper, in [-1, 1]), built without a simulator."""
+    from envs.libero.env import action_space
+
+    return action_space()
+
+
+def main(argv: Sequence[str] | None = None) -> Summary:
+    config, spec = parse_benchmark_args(
+        LiberoConfig, argv, prog="python -m benchmarks.libero",
+        policy_defaults=POLICY_DEFAULTS, benchmark="libero")
+    preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
+    bench = LiberoBenchmark(config, spec)
+    return run_command(bench, bench.run_path)
