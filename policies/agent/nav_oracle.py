@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from policies.agent.core import GOAL_VIEW_LINE
 from policies.agent.oracle_core import AgentCoreOracle
 from policies.mllm import eb_prompts
 from policies.mllm.eb_oracle import eb_answer
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 _HISTORY = re.compile(r"^Step \d+, action id (\d+), [^\n]*?env feedback: ([^\n]*)$", re.MULTILINE)
 _MOVE, _REACH = 0.25, 0.7  # metres per move; how far ahead the target is when the walk ends
@@ -112,7 +115,7 @@ def to_goal(extrinsic: Sequence[Sequence[float]]) -> list[int]:
 class NavigationAgentOracle(AgentCoreOracle):
     """Answers the agent's roles for the current EB-Navigation decision of ``env`` (see the module docstring)."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: gym.Env) -> None:
         self.env = env
 
     def target_name(self) -> str:

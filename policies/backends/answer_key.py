@@ -27,13 +27,16 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
 from policies.backends.images import validate_messages
 from policies.backends.injection import DEFAULT_ERROR_KINDS, ERROR_KINDS
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 ANSWER_KEY_MODEL = "answer-key"
 #: Former names, still accepted with a deprecation note (:func:`canonical_model`).
@@ -98,7 +101,7 @@ class EnvTruth:
         self.make_source = make_source
         self.source: TruthSource | None = None
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         self.source = None
         self.source = self.make_source(env)
 
@@ -149,7 +152,7 @@ class AnswerKeyBackend(Backend):
         self.error_rate, self.error_seed, self.error_kinds = error_rate, error_seed, tuple(error_kinds)
         self.source: Truth | None = truth
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         """Pass the policy's env to a closed-loop truth (:class:`EnvTruth`); an answer key ignores it."""
         bind = getattr(self.source, "bind", None)
         if bind is not None:

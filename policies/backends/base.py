@@ -14,7 +14,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 Message = dict[str, Any]
 #: ``Generation.finish_reason`` of an answer stopped at its deadline (``Backend.supports_deadlines``).
@@ -68,7 +71,7 @@ class Backend(ABC):
         """Answer several conversations; backends that can batch or run concurrently override this."""
         return [self.generate(c) for c in conversations]
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         """Hear the env the calling policy acts in (its ``bind``). A model answers from the conversation
         alone and ignores it; a stand-in built with a closed-loop truth reads that truth from the env."""
         return None

@@ -18,10 +18,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.images import image_digest, is_image_part, validate_messages
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -92,7 +95,7 @@ class CachedBackend(Backend):
         blob = {"identity": self._identity, "config": asdict(self.config), "messages": canonical_messages(messages)}
         return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         self.inner.bind(env)
 
     def start_episode(self, context: Any) -> None:

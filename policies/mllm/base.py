@@ -15,13 +15,16 @@ and its extra settings and counters. The base keeps the rest the same in both:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from action_mapping import Plan
 from policies.backends.base import Backend, Message
 from policies.base import EpisodeContext, Policy
 from policies.mllm.atomic import AtomicPrompting
 from policies.mllm.common import EpisodeCounters, ModelCall, check_fallback, query, stay_plan
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 #: Fills a call's ``parsed``/``errors``/``usable`` from the model's text; returns whether it needed repairs.
 Parse = Callable[[str, ModelCall], bool]
@@ -50,7 +53,7 @@ class MLLMPolicy(Policy):
 
     # ------------------------------------------------------------------------------------------ episode
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         """The backend hears the env (:meth:`Backend.bind`: a model ignores it)."""
         self.backend.bind(env)
 

@@ -16,11 +16,14 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policies.backends.answer_key import EnvTruth
 from policies.backends.base import Message
 from policies.mllm import eb_prompts
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 _FORMAT_SECTION = re.compile(r"## Output format\n(.*?)(?:\n## |\Z)", re.DOTALL)
 _FIELD = re.compile(r'"([a-z_]+)": ')
@@ -72,7 +75,7 @@ def eb_answer(prompt: str, plan: list[dict[str, Any]], texts: dict[str, str]) ->
 class NavigationTruthSource:
     """Answers EB-Navigation prompts with the shortest path from the agent's current pose."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: gym.Env) -> None:
         from policies.experts.navigation import ShortestPathExpert
 
         self.env = env
@@ -106,7 +109,7 @@ class ManipulationTruthSource:
     invalid), and it starts afresh when the env holds a new episode.
     """
 
-    def __init__(self, env: Any, max_plans: int = 100) -> None:
+    def __init__(self, env: gym.Env, max_plans: int = 100) -> None:
         from policies.experts.manipulation import EBManipulationExpert
 
         self.env = env
@@ -139,7 +142,7 @@ def eb_truth(task: str) -> EnvTruth:
     return EnvTruth(lambda env: eb_oracle_source(task, env))
 
 
-def eb_oracle_source(task: str, env: Any) -> NavigationTruthSource | ManipulationTruthSource:
+def eb_oracle_source(task: str, env: gym.Env) -> NavigationTruthSource | ManipulationTruthSource:
     """The privileged source for ``task`` (``"navigation"`` or ``"manipulation"``) acting in ``env``."""
     if task == "navigation":
         return NavigationTruthSource(env)

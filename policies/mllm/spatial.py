@@ -15,7 +15,7 @@ user set ``step_sizes``): the prompt shows them and every plan step leaves the p
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from policies.base import EpisodeContext
 from policies.mllm.atomic import AtomicPrompting
 from policies.mllm.base import MLLMPolicy
 from policies.mllm.common import ModelCall, camera_images, image_part, instruction_for, text_part
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 TASKS = ("navigation", "manipulation")
 
@@ -87,7 +90,7 @@ class SpatialPlanPolicy(MLLMPolicy):
 
     # ------------------------------------------------------------------------------------------ episode
 
-    def bind(self, env: Any) -> None:
+    def bind(self, env: gym.Env) -> None:
         """Adopt the env's plan units (unless set by the user); the backend hears the env."""
         from envs.wrappers import plan_step_sizes
 

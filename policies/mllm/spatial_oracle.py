@@ -19,12 +19,15 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from action_mapping import StepSizes
 from policies.backends.answer_key import EnvTruth
 from policies.backends.base import Message
 from policies.base import EpisodeContext
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 # What render_manipulation_prompt / render_navigation_prompt write (pinned by their snapshot tests).
 _SIZES = re.compile(r"Translation: ([0-9.eE+-]+) m per step\. Rotation: ([0-9.eE+-]+) rad per step\.")
@@ -62,7 +65,7 @@ class PlanSource(Protocol):
 class LiberoPlanSource:
     """A scripted pick-and-place from LIBERO's object poses (privileged; LIBERO has no expert of its own)."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: gym.Env) -> None:
         from policies.experts.libero_plan import LiberoPlanExpert
 
         self.expert = LiberoPlanExpert(env)
@@ -79,7 +82,7 @@ class LiberoPlanSource:
 class CalvinPlanSource:
     """The CALVIN scripted expert's next motion as a manipulation plan (built-in play-table)."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: gym.Env) -> None:
         from policies.experts.calvin_plan import PlanExpert
 
         self.expert = PlanExpert(env)
@@ -98,7 +101,7 @@ def spatial_truth(task: str) -> EnvTruth:
     return EnvTruth(lambda env: spatial_oracle_source(env, task))
 
 
-def spatial_oracle_source(env: Any, task: str) -> PlanSource:
+def spatial_oracle_source(env: gym.Env, task: str) -> PlanSource:
     """The privileged plan source for ``env`` (``ValueError`` naming what exists when there is none)."""
     unwrapped = env.unwrapped
     family = type(unwrapped).__name__
