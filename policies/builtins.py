@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from policies.base import Policy
-from policies.config_cli import arg
+from policies.config_cli import arg, preview
 from policies.entry_point import load_entry_point
 
 if TYPE_CHECKING:
@@ -98,13 +98,16 @@ def build_replay(config: ReplayConfig) -> Policy:
 
 def json_action(text: str) -> int | float | list[Any]:
     """``--action`` value: a JSON number or a flat list of numbers."""
+    from policies.backends.jsonwire import loads_bounded
+
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = loads_bounded(text)  # a deeply nested list is not an action, and no RecursionError
+    except ValueError:  # not JSON, or nested too deep
         value = None
     numbers = value if isinstance(value, list) else [value]
     if not numbers or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number or a JSON list of numbers (e.g. 0 or '[0, 0, 1]')")
+        raise argparse.ArgumentTypeError(f"{preview(text)} is not a number or a JSON list of numbers "
+                                         "(e.g. 0 or '[0, 0, 1]')")
     return value
 
 

@@ -86,15 +86,25 @@ def arg(default: Any, help: str, *, minimum: float | None = None, maximum: float
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
+def preview(text: str, limit: int = 80) -> str:
+    """``repr(text)`` for a one-line message, cut to about ``limit`` characters with the full length named."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 def parse_json_option(flag: str, text: str | None, kind: type = dict) -> Any:
     """The JSON value of a ``--*-kwargs``-style option, or a one-line :class:`InputError` naming the flag."""
+    from policies.backends.jsonwire import NestingError, loads_bounded
+
     try:
-        value = json.loads(text or ("{}" if kind is dict else "[]"))
+        value = loads_bounded(text or ("{}" if kind is dict else "[]"))  # no RecursionError on deep nesting
     except json.JSONDecodeError as e:
         raise InputError(f"{flag} is not valid JSON ({e.msg} at character {e.pos}): pass e.g. "
                          f"'{{\"key\": 1}}'") from None
+    except NestingError as e:
+        raise InputError(f"{flag} is not a flat JSON value ({e}): pass e.g. '{{\"key\": 1}}'") from None
     if not isinstance(value, kind):
-        raise InputError(f"{flag} must be a JSON {'object' if kind is dict else kind.__name__}, got {text!r}")
+        raise InputError(f"{flag} must be a JSON {'object' if kind is dict else kind.__name__}, "
+                         f"got {preview(text or '')}")
     return value
 
 

@@ -34,6 +34,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--no-such-flag"], "--no-such-flag"),
     ("calvin", ["--policy-kwargs", "{bad"], "--policy-kwargs"),
     ("calvin", ["--policy-kwargs", "[1, 2]"], "--policy-kwargs"),
+    ("calvin", ["--policy-kwargs", "{deep}"], "--policy-kwargs"),
     ("calvin", ["--tasks", "fly_away"], "--tasks"),
     ("calvin", ["--latency", "soon"], "--latency"),
     ("calvin", ["--renderer", "vulkan"], "--renderer"),
@@ -53,6 +54,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--policy", "constant"], "--action"),
     ("calvin", ["--policy", "constant", "--action", "[0, 0]"], "--action"),
     ("calvin", ["--policy", "constant", "--action", "2"], "--action"),
+    ("calvin", ["--policy", "constant", "--action", "{deep}"], "--action"),
     ("calvin", ["--policy", "constant", "--action", "[5, 0, 0, 0, 0, 0, 1]"], "--action"),
     ("calvin", ["--policy", "constant", "--action", "forward"], "--action"),
     # --- CALVIN: the MLLM policy, its model, server and device
@@ -186,6 +188,9 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
 ]
 
 
+DEEP_JSON = "[" * 50_000 + "]" * 50_000  # JSON nested past Python's recursion limit
+
+
 def fill(text: str, root: Path, dead: str) -> str:
     """``text`` with the placeholders filled in (files under ``root``, which this creates)."""
     (root / "empty_dir").mkdir(parents=True, exist_ok=True)
@@ -195,7 +200,7 @@ def fill(text: str, root: Path, dead: str) -> str:
     (root / "calvin_dir").mkdir(exist_ok=True)
     (root / "calvin_dir" / "ep_start_end_ids.npy").write_bytes(b"")
     for name, value in {"empty_dir": root / "empty_dir", "model_dir": root / "model_dir", "file": root / "file.txt",
-                        "calvin_dir": root / "calvin_dir", "dead": dead}.items():
+                        "calvin_dir": root / "calvin_dir", "dead": dead, "deep": DEEP_JSON}.items():
         text = text.replace("{" + name + "}", str(value))
     return text
 
