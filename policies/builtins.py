@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
