@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import subprocess
 import sys
 import time
 import traceback
@@ -126,7 +127,7 @@ def unmet_goals(env: Any) -> list[str]:
 def miss_reason(unmet: Sequence[str], plan_done: bool, steps: int, retries: float) -> str:
     """One line on why an episode missed: what is unmet, and how the episode ended."""
     ended = "the expert finished its plan" if plan_done else f"the budget ran out mid-plan ({steps} steps)"
-    retried = f"; {retries:.0f} grasp retry" if retries else ""
+    retried = f"; grasp retries used: {retries:.0f}" if retries else ""
     return f"unmet {' '.join(unmet) or '(none: success came too late)'}; {ended}{retried}"
 
 
@@ -266,6 +267,22 @@ def compact(values: Sequence[int]) -> str:
     return ", ".join(parts)
 
 
+def code_version() -> str:
+    """``git describe --always --dirty`` of this checkout, or ``unknown`` outside git."""
+    try:
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
 def save(path: Path, data: dict[str, Any], command: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
@@ -282,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"libero_expert: {error}", file=sys.stderr)
         return 2
     command = "python bench/libero_expert.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command += f" (code at {code_version()})"
     print(f"{len(jobs)} task(s) to run, {sum(len(j[2]) for j in jobs)} episode(s)", flush=True)
     with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         for rows in pool.map(run_task, *zip(*jobs, strict=True)) if jobs else []:

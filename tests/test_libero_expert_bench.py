@@ -73,7 +73,7 @@ def test_the_table_has_a_row_per_task_with_every_miss_and_its_reason():
     assert metrics["libero_object"].endswith("target: none")
     assert bench.compact([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
     reason = bench.miss_reason(["(In a b)"], plan_done=False, steps=520, retries=1)
-    assert reason == "unmet (In a b); the budget ran out mid-plan (520 steps); 1 grasp retry"
+    assert reason == "unmet (In a b); the budget ran out mid-plan (520 steps); grasp retries used: 1"
 
 
 def test_the_results_file_states_its_provenance_and_keeps_every_slice_command(tmp_path):
