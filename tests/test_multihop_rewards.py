@@ -27,7 +27,8 @@ TRUTH_BOX = [300, 145, 556, 621]
 # The recipe's published format pattern, used here only as a cross-check of the linear-time reading on short
 # hand-made strings (on such inputs its backtracking is harmless).
 _RECIPE_FORMAT = re.compile(
-    r"Answer:\s*\([a-d]\)\s*[\w\s\-\'\"]+.*?Bounding Box:\s*\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]", re.IGNORECASE | re.DOTALL
+    r"Answer:\s*\([a-d]\)\s*[\w\s\-\'\"]+.*?Bounding Box:\s*\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]",
+    re.IGNORECASE | re.DOTALL,
 )
 
 FORMAT_CASES = [
@@ -69,7 +70,9 @@ def test_bbox_reward_is_half_giou_plus_one() -> None:
     swapped = "Answer: (a) x\nBounding Box: [556, 621, 300, 145]"
     assert msr_bbox_reward([swapped], bbox_normalized=[TRUTH_BOX]) == [1.0]
     # Unparsable (decimals, missing) or no reference: 0.
-    assert msr_bbox_reward(["Bounding Box: [0.1, 0.2, 0.3, 0.4]", "nothing"], bbox_normalized=[TRUTH_BOX, TRUTH_BOX]) == [0.0, 0.0]
+    assert msr_bbox_reward(
+        ["Bounding Box: [0.1, 0.2, 0.3, 0.4]", "nothing"], bbox_normalized=[TRUTH_BOX, TRUTH_BOX]
+    ) == [0.0, 0.0]
     assert msr_bbox_reward([GOOD]) == [0.0]
 
 
@@ -83,13 +86,20 @@ def test_giou_sort_corners_only_in_compatible_mode() -> None:
 
 
 def test_total_reward_is_the_sum_and_unparsable_scores_zero() -> None:
-    completions = [GOOD, "Answer: (a) dog\nBounding Box: [300, 145, 556, 621]", "I cannot tell.", [{"role": "assistant", "content": GOOD}]]
+    completions = [
+        GOOD,
+        "Answer: (a) dog\nBounding Box: [300, 145, 556, 621]",
+        "I cannot tell.",
+        [{"role": "assistant", "content": GOOD}],
+    ]
     kwargs = {"response": ["(c) white car"] * 4, "bbox_normalized": [TRUTH_BOX] * 4}
     assert msr_total_reward(completions, **kwargs) == [3.0, 2.0, 0.0, 3.0]
     assert msr_format_reward(completions) == [1.0, 1.0, 0.0, 1.0]
     summed = [sum(parts) for parts in zip(*(f(completions, **kwargs) for f in PAPER_REWARD_FUNCS))]
     assert summed == msr_total_reward(completions, **kwargs)
-    assert msr_total_reward([GOOD], alpha=2.0, beta=0.5, **{k: v[:1] for k, v in kwargs.items()}) == [1.0 + 2.0 + 0.5]
+    assert msr_total_reward([GOOD], alpha=2.0, beta=0.5, **{k: v[:1] for k, v in kwargs.items()}) == [
+        1.0 + 2.0 + 0.5
+    ]
     assert total_reward(GOOD, "(c) white car", TRUTH_BOX) == 3.0
     with pytest.raises(ValueError, match="one per completion"):
         msr_mcq_reward([GOOD, GOOD], response=["(c)"])
@@ -100,7 +110,10 @@ def test_truncation_and_thinking() -> None:
     assert msr_truncation_reward(texts) == [0.0, -1.0, -1.0, 0.0]
     assert RECIPE_REWARD_FUNCS[-1] is msr_truncation_reward
     assert strip_thinking("<think>maybe (a)</think>\n" + GOOD) == GOOD
-    assert strip_thinking("<think>Answer: (a) x ... Answer: (c) white car\nBounding Box: [1") == "Answer: (c) white car\nBounding Box: [1"
+    assert (
+        strip_thinking("<think>Answer: (a) x ... Answer: (c) white car\nBounding Box: [1")
+        == "Answer: (c) white car\nBounding Box: [1"
+    )
     assert strip_thinking("<think>no answer yet") == ""
     assert strip_thinking(GOOD) == GOOD
 

@@ -68,9 +68,15 @@ class ActionStream:
         """What a record keeps with a latency set: its setting, the distribution and the steps it cost."""
         if self.latency is None:
             return {}
-        return {"latency": {**self.latency.describe(), **latency_stats(self.latencies_ms),
-                            "latencies_ms": [round(v, 3) for v in self.latencies_ms],
-                            "steps": self.latency_steps, "held_steps": self.held_steps}}
+        return {
+            "latency": {
+                **self.latency.describe(),
+                **latency_stats(self.latencies_ms),
+                "latencies_ms": [round(v, 3) for v in self.latencies_ms],
+                "steps": self.latency_steps,
+                "held_steps": self.held_steps,
+            }
+        }
 
     def _next(self, observation: Mapping[str, Any]) -> Any | None:
         from envs.wrappers import expand_plan_step  # gymnasium is an env-side dependency
@@ -151,9 +157,15 @@ class AgentLoopResult:
     stream: ActionStream
 
 
-def run_agent_loop(env: gym.Env, policy: Policy, obs: dict[str, Any], info: dict[str, Any], *,
-                   on_step: StepHook | None = None,
-                   decisions: list[dict[str, Any]] | None = None) -> AgentLoopResult:
+def run_agent_loop(
+    env: gym.Env,
+    policy: Policy,
+    obs: dict[str, Any],
+    info: dict[str, Any],
+    *,
+    on_step: StepHook | None = None,
+    decisions: list[dict[str, Any]] | None = None,
+) -> AgentLoopResult:
     """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the
     episode, ``env.unwrapped.max_steps`` steps are spent, or the policy has ``stopped``.
 

@@ -46,7 +46,10 @@ def object_name(name: str) -> str:
 
 def libero_scene_key(task: str, positions: dict[str, list[float]]) -> str:
     """Content hash of a LIBERO corpus scene: the task and its objects' positions (0.1 mm)."""
-    rounded = [(k, (np.round(np.asarray(v, dtype=np.float64), 4) + 0.0).tolist()) for k, v in sorted(positions.items())]
+    rounded = [
+        (k, (np.round(np.asarray(v, dtype=np.float64), 4) + 0.0).tolist())
+        for k, v in sorted(positions.items())
+    ]
     return hashlib.sha1(repr((task, rounded)).encode()).hexdigest()[:16]
 
 
@@ -109,13 +112,33 @@ class LiberoScenes:
             geoms = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, g) for g in obj.visual_geoms]
             geoms = [g for g in geoms if g >= 0]
             label = object_name(name)
-            objects.append(TableObject(name, label, label.split()[-1], geoms, world_bounds(model, data, geoms)))
+            objects.append(
+                TableObject(name, label, label.split()[-1], geoms, world_bounds(model, data, geoms))
+            )
         rgb, depth, seg = self.view.render()
         task_name = self.env.task.name
-        state = {"suite": task[0], "task_index": task[1], "task": task_name, "init_state_index": init_index,
-                 "qpos_addresses": addresses, "positions": positions, "camera": CAMERA}  # fmt: skip
-        return TableScene("libero", seed, libero_scene_key(task_name, positions), rgb, depth, seg, self.view.c2w(),
-                          self.view.fovy(), unique_names(objects), self.view.render_from, state)  # fmt: skip
+        state = {
+            "suite": task[0],
+            "task_index": task[1],
+            "task": task_name,
+            "init_state_index": init_index,
+            "qpos_addresses": addresses,
+            "positions": positions,
+            "camera": CAMERA,
+        }
+        return TableScene(
+            "libero",
+            seed,
+            libero_scene_key(task_name, positions),
+            rgb,
+            depth,
+            seg,
+            self.view.c2w(),
+            self.view.fovy(),
+            unique_names(objects),
+            self.view.render_from,
+            state,
+        )
 
     def close(self) -> None:
         if self.view is not None:
@@ -142,7 +165,9 @@ def check_libero_disjoint(corpus: Iterable[tuple[int, str, dict[str, Any]]]) -> 
     n = 0
     for seed, key, state in corpus:
         if not low <= seed < high:
-            raise ValueError(f"LIBERO corpus scene seed {seed} is outside [{low}, {high}); regenerate the corpus")
+            raise ValueError(
+                f"LIBERO corpus scene seed {seed} is outside [{low}, {high}); regenerate the corpus"
+            )
         if libero_scene_key(state["task"], state["positions"]) != key:
             raise ValueError(f"LIBERO corpus scene {key} (seed {seed}): its positions hash differently")
         task = (state["suite"], int(state["task_index"]))
@@ -152,10 +177,16 @@ def check_libero_disjoint(corpus: Iterable[tuple[int, str, dict[str, Any]]]) -> 
         names = sorted(state["positions"])
         ours = np.array([state["positions"][k][:2] for k in names])  # (objects, 2)
         # an initial state is (time, qpos, qvel): qpos address a is column 1 + a
-        theirs = np.stack([init[:, 1 + state["qpos_addresses"][k] : 3 + state["qpos_addresses"][k]] for k in names], 1)
-        gaps = np.abs(theirs - ours[None]).max(axis=2).max(axis=1)  # per initial state: the largest object offset
+        theirs = np.stack(
+            [init[:, 1 + state["qpos_addresses"][k] : 3 + state["qpos_addresses"][k]] for k in names], 1
+        )
+        gaps = (
+            np.abs(theirs - ours[None]).max(axis=2).max(axis=1)
+        )  # per initial state: the largest object offset
         if gaps.min() < OBJECT_OFFSET[0] - 1e-9:
-            raise ValueError(f"LIBERO corpus scene {key} (seed {seed}) matches initial state {int(gaps.argmin())} of "
-                             f"{task[0]} task {task[1]}; regenerate the corpus")  # fmt: skip
+            raise ValueError(
+                f"LIBERO corpus scene {key} (seed {seed}) matches initial state {int(gaps.argmin())} of "
+                f"{task[0]} task {task[1]}; regenerate the corpus"
+            )
         n += 1
     return n

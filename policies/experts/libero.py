@@ -74,8 +74,12 @@ class Scene:
         self.model, self.data = self.env.sim.model._model, self.env.sim.data._data
         robot = self.env.robots[0]
         self.site = robot.eef_site_id["right"]
-        fingers = [b for b in range(self.model.nbody) if "finger" in self.model.body(b).name
-                   and self.model.body(b).name.endswith(("leftfinger", "rightfinger"))]
+        fingers = [
+            b
+            for b in range(self.model.nbody)
+            if "finger" in self.model.body(b).name
+            and self.model.body(b).name.endswith(("leftfinger", "rightfinger"))
+        ]
         self.fingers = fingers[:2]
         self._subtrees: dict[str, set[int]] = {}
 
@@ -190,8 +194,13 @@ class Scene:
         m, d = self.model, self.data
         j = m.joint(joint).id
         rot = np.array(d.xmat[m.jnt_bodyid[j]]).reshape(3, 3)
-        return (float(d.qpos[m.jnt_qposadr[j]]), rot @ m.jnt_axis[j], np.array(d.xanchor[j]), int(m.jnt_type[j]),
-                np.array(m.jnt_range[j]))
+        return (
+            float(d.qpos[m.jnt_qposadr[j]]),
+            rot @ m.jnt_axis[j],
+            np.array(d.xanchor[j]),
+            int(m.jnt_type[j]),
+            np.array(m.jnt_range[j]),
+        )
 
     def joint_body_boxes(self, joint: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """World bounding boxes ``(low, high)`` of the collision geoms the joint moves (its body only)."""
@@ -201,7 +210,10 @@ class Scene:
         boxes = []
         for g in range(m.ngeom):
             if m.geom_bodyid[g] == body and (m.geom_contype[g] or m.geom_conaffinity[g]):
-                c = d.geom_xpos[g] + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+                c = (
+                    d.geom_xpos[g]
+                    + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+                )
                 boxes.append((c.min(0), c.max(0)))
         return boxes
 
@@ -234,9 +246,16 @@ class Scene:
         signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
         lows, highs = [], []
         for g in range(m.ngeom):
-            if not (m.geom_contype[g] or m.geom_conaffinity[g]) or m.geom_bodyid[g] in skip_bodies or self._robot(g):
+            if (
+                not (m.geom_contype[g] or m.geom_conaffinity[g])
+                or m.geom_bodyid[g] in skip_bodies
+                or self._robot(g)
+            ):
                 continue
-            c = d.geom_xpos[g] + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+            c = (
+                d.geom_xpos[g]
+                + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+            )
             lows.append(c.min(0))
             highs.append(c.max(0))
         return np.array(lows), np.array(highs)
@@ -322,12 +341,14 @@ class PickPlace:
         obstacles = scene.highest_between(hand, grasp, skip=self.obj, margin=0.05)
         travel_z = min(max(hand[2], above[2], obstacles + CLEARANCE + FINGERS), MAX_HAND_Z)
         near = grasp + np.array([0, 0, NEAR])
-        return [Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
-                Waypoint(above, axis, OPEN, tol=0.015),
-                *([Waypoint(near, axis, OPEN, tol=0.015)] if above[2] > near[2] + 0.01 else []),
-                Waypoint(grasp, axis, OPEN, speed=SLOW, tol=0.008),
-                Waypoint(grasp, axis, CLOSED, speed=SLOW, tol=0.02, settle=12),
-                Waypoint(grasp + np.array([0, 0, 0.15]), axis, CLOSED, speed=SLOW, tol=0.02)]
+        return [
+            Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
+            Waypoint(above, axis, OPEN, tol=0.015),
+            *([Waypoint(near, axis, OPEN, tol=0.015)] if above[2] > near[2] + 0.01 else []),
+            Waypoint(grasp, axis, OPEN, speed=SLOW, tol=0.008),
+            Waypoint(grasp, axis, CLOSED, speed=SLOW, tol=0.02, settle=12),
+            Waypoint(grasp + np.array([0, 0, 0.15]), axis, CLOSED, speed=SLOW, tol=0.02),
+        ]
 
     def check_grasp(self, scene: Scene) -> list[Waypoint]:
         """After the lift: nothing to do when the object came up; else let go and grasp again (once)."""
@@ -353,18 +374,21 @@ class PickPlace:
             surface = float(goal[2])
         below = hand[2] - lo[2]  # hand height above the object's base
         release_z = surface + RELEASE_GAP[self.goal.predicate] + below
-        obstacles = scene.highest_between(centre, np.array([*goal[:2], 0.0]), skip=self.obj,
-                                          margin=float(max(hi[:2] - lo[:2])) / 2 + 0.02)
+        obstacles = scene.highest_between(
+            centre, np.array([*goal[:2], 0.0]), skip=self.obj, margin=float(max(hi[:2] - lo[:2])) / 2 + 0.02
+        )
         carry_z = min(max(release_z + 0.06, obstacles + CLEARANCE + below, hand[2]), MAX_HAND_Z)
         over = np.array([*hand_goal_xy, carry_z])
         release = np.array([*hand_goal_xy, min(release_z, carry_z)])
         near = release + np.array([0, 0, NEAR])
-        return [Waypoint(np.array([*hand[:2], carry_z]), axis, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
-                Waypoint(over, axis, CLOSED, tol=0.012),
-                *([Waypoint(near, axis, CLOSED, tol=0.015)] if over[2] > near[2] + 0.01 else []),
-                Waypoint(release, axis, CLOSED, speed=SLOW, tol=0.01),
-                Waypoint(release, axis, OPEN, tol=0.05, settle=10),
-                Waypoint(release + np.array([0, 0, 0.08]), axis, OPEN, tol=0.03)]
+        return [
+            Waypoint(np.array([*hand[:2], carry_z]), axis, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
+            Waypoint(over, axis, CLOSED, tol=0.012),
+            *([Waypoint(near, axis, CLOSED, tol=0.015)] if over[2] > near[2] + 0.01 else []),
+            Waypoint(release, axis, CLOSED, speed=SLOW, tol=0.01),
+            Waypoint(release, axis, OPEN, tol=0.05, settle=10),
+            Waypoint(release + np.array([0, 0, 0.08]), axis, OPEN, tol=0.03),
+        ]
 
 
 DRAWER_OPEN_MARGIN = 0.012  # m: pull a drawer this much past LIBERO's "open" threshold (within its range)
@@ -379,8 +403,11 @@ def handle_of(boxes: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> tu
     """The handle of a drawer whose geoms are ``boxes`` and which opens along ``out`` (unit, horizontal):
     ``(handle centre, handle's outer side as a coordinate along out)``; the handle is the geom reaching
     farthest out."""
+
     def span(box: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
-        corners = np.array([[box[i][0], box[j][1], box[k][2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)])
+        corners = np.array(
+            [[box[i][0], box[j][1], box[k][2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)]
+        )
         values = corners @ out
         return float(values.min()), float(values.max())
 
@@ -418,8 +445,10 @@ class Articulate:
         if kind == HINGE and abs(axis[2]) > 0.9 and self.goal.predicate in ("turnon", "turnoff"):
             self.grasp_kind = "twist"
             return self._knob(scene, joint, qpos, axis, anchor)
-        raise ValueError(f"the LIBERO expert cannot yet ({self.goal.predicate} {self.target}): joint {joint} "
-                         f"is {'a hinge' if kind == HINGE else 'not a slide or hinge'}")
+        raise ValueError(
+            f"the LIBERO expert cannot yet ({self.goal.predicate} {self.target}): joint {joint} "
+            f"is {'a hinge' if kind == HINGE else 'not a slide or hinge'}"
+        )
 
     def check(self, scene: Scene) -> list[Waypoint]:
         if self.done(scene) or self.retries <= 0:
@@ -430,7 +459,9 @@ class Articulate:
         up = Waypoint(hand + np.array([0, 0, 0.06]), axis, OPEN, tol=0.02, settle=4)
         return [up, *self.plan(scene)]
 
-    def _drawer(self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, limits: np.ndarray) -> list[Waypoint]:
+    def _drawer(
+        self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, limits: np.ndarray
+    ) -> list[Waypoint]:
         opening = self.goal.predicate == "open"
         state = scene.env.get_object(scene.owner(self.target)).object_properties["articulation"]
         # which way along the axis "open" lies: toward the open range from the closed one
@@ -452,24 +483,36 @@ class Articulate:
             # fingers tipped toward the cabinet: the hand stays clear of the handles of drawers above
             tip = DOWN + (-out) * CLOSE_TILT
             point = tuple(float(v) for v in tip / np.linalg.norm(tip))
-            return [Waypoint(above, across, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN, approach=point),
-                    Waypoint(start + np.array([0, 0, NEAR]), across, CLOSED, tol=0.012, approach=point),
-                    Waypoint(start, across, CLOSED, speed=SLOW, tol=0.008, approach=point),
-                    Waypoint(start - out * travel, across, CLOSED, speed=SLOW, tol=0.015, max_steps=90, approach=point),
-                    Waypoint(start - out * travel + np.array([0, 0, 0.08]), across, CLOSED, tol=0.03, approach=point)]
+            return [
+                Waypoint(above, across, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN, approach=point),
+                Waypoint(start + np.array([0, 0, NEAR]), across, CLOSED, tol=0.012, approach=point),
+                Waypoint(start, across, CLOSED, speed=SLOW, tol=0.008, approach=point),
+                Waypoint(
+                    start - out * travel, across, CLOSED, speed=SLOW, tol=0.015, max_steps=90, approach=point
+                ),
+                Waypoint(
+                    start - out * travel + np.array([0, 0, 0.08]), across, CLOSED, tol=0.03, approach=point
+                ),
+            ]
         point = tuple(float(v) for v in -out)  # the hand faces the drawer, fingers closing up-down
         vertical = np.array([0.0, 0.0, 1.0])
         start = centre + out * (outer - float(centre @ out) - GRIP_DEPTH)  # pads around the bar
         front = start + out * 0.10
         lift = np.array([*front[:2], min(max(front[2] + 0.08, hand[2]), MAX_HAND_Z)])
-        return [Waypoint(lift, vertical, OPEN, tol=0.03, approach=point, max_steps=100),
-                Waypoint(front, vertical, OPEN, tol=0.012, approach=point),
-                Waypoint(start, vertical, OPEN, speed=SLOW, tol=0.008, approach=point),
-                Waypoint(start, vertical, CLOSED, speed=SLOW, tol=0.02, settle=12, approach=point),
-                Waypoint(start + out * travel, vertical, CLOSED, speed=SLOW, tol=0.015, max_steps=90, approach=point),
-                Waypoint(start + out * (travel + 0.06), vertical, OPEN, tol=0.03, approach=point)]
+        return [
+            Waypoint(lift, vertical, OPEN, tol=0.03, approach=point, max_steps=100),
+            Waypoint(front, vertical, OPEN, tol=0.012, approach=point),
+            Waypoint(start, vertical, OPEN, speed=SLOW, tol=0.008, approach=point),
+            Waypoint(start, vertical, CLOSED, speed=SLOW, tol=0.02, settle=12, approach=point),
+            Waypoint(
+                start + out * travel, vertical, CLOSED, speed=SLOW, tol=0.015, max_steps=90, approach=point
+            ),
+            Waypoint(start + out * (travel + 0.06), vertical, OPEN, tol=0.03, approach=point),
+        ]
 
-    def _knob(self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray) -> list[Waypoint]:
+    def _knob(
+        self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray
+    ) -> list[Waypoint]:
         boxes = scene.joint_body_boxes(joint)
         top = max(float(hi[2]) for _, hi in boxes)
         # the grip: the geoms standing above the knob's base; fingers across its narrow side
@@ -485,12 +528,14 @@ class Articulate:
         turn = Rotation.from_rotvec(np.array([0.0, 0.0, sign * TWIST])).as_matrix()
         grip = np.array([anchor[0], anchor[1], (top + base) / 2 + 0.01])
         above = np.array([*grip[:2], grip[2] + 0.10])
-        return [Waypoint(above, axis0, OPEN, tol=0.015),
-                Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008),
-                Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10),
-                Waypoint(grip, turn @ axis0, CLOSED, speed=SLOW, tol=0.02, settle=4, max_steps=60),
-                Waypoint(grip, turn @ axis0, OPEN, tol=0.05, settle=6),
-                Waypoint(above, turn @ axis0, OPEN, tol=0.03)]
+        return [
+            Waypoint(above, axis0, OPEN, tol=0.015),
+            Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008),
+            Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10),
+            Waypoint(grip, turn @ axis0, CLOSED, speed=SLOW, tol=0.02, settle=4, max_steps=60),
+            Waypoint(grip, turn @ axis0, OPEN, tol=0.05, settle=6),
+            Waypoint(above, turn @ axis0, OPEN, tol=0.03),
+        ]
 
 
 FLAT = 0.03  # m: an object this low and wider than the gripper is pushed, not lifted, to a place at its level
@@ -532,11 +577,13 @@ class Push:
         end = start + np.array([*shift, 0.0])
         hand = scene.hand()
         above = np.array([*start[:2], min(max(z + 0.10, hand[2]), MAX_HAND_Z)])
-        return [Waypoint(above, side, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
-                Waypoint(start + np.array([0, 0, NEAR]), side, CLOSED, tol=0.012),
-                Waypoint(start, side, CLOSED, speed=SLOW, tol=0.008),
-                Waypoint(end, side, CLOSED, speed=SLOW, tol=0.008, max_steps=120),
-                Waypoint(end - u * 0.03 + np.array([0, 0, 0.08]), side, CLOSED, tol=0.03)]
+        return [
+            Waypoint(above, side, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
+            Waypoint(start + np.array([0, 0, NEAR]), side, CLOSED, tol=0.012),
+            Waypoint(start, side, CLOSED, speed=SLOW, tol=0.008),
+            Waypoint(end, side, CLOSED, speed=SLOW, tol=0.008, max_steps=120),
+            Waypoint(end - u * 0.03 + np.array([0, 0, 0.08]), side, CLOSED, tol=0.03),
+        ]
 
     def again(self, scene: Scene) -> list[Waypoint]:
         if self.retries <= 0:
@@ -551,8 +598,9 @@ class Push:
 DOWN = np.array([0.0, 0.0, -1.0])
 
 
-def rotation_toward(current: np.ndarray, finger_axis_now: np.ndarray, axis: np.ndarray,
-                    approach: np.ndarray = DOWN) -> np.ndarray:
+def rotation_toward(
+    current: np.ndarray, finger_axis_now: np.ndarray, axis: np.ndarray, approach: np.ndarray = DOWN
+) -> np.ndarray:
     """Axis-angle (world) turning the hand so that its fingers point along ``approach`` and close along
     ``axis`` (perpendicular to it), either way round, whichever is the smaller turn.
 
@@ -592,7 +640,11 @@ class Tracker:
         if reached:
             self.held += 1
         self.history.append((hand, float(np.linalg.norm(turn))))
-        if (reached and self.held > wp.settle) or self.steps > wp.max_steps or (not reached and self._stalled()):
+        if (
+            (reached and self.held > wp.settle)
+            or self.steps > wp.max_steps
+            or (not reached and self._stalled())
+        ):
             self.index, self.steps, self.held, self.history = self.index + 1, 0, 0, []
         move = np.clip(base_rotation.T @ error / POS_UNIT * GAIN, -wp.speed, wp.speed)
         spin = np.clip(base_rotation.T @ turn / ROT_UNIT * ROT_GAIN, -1.0, 1.0)
@@ -668,7 +720,9 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
         if goal.predicate in ("in", "on"):
             region = goal.args[1]
             site = scene.env.object_sites_dict.get(region)
-            articulated = [j for j in getattr(site, "joints", None) or [] if scene.joint(j)[3] in (SLIDE, HINGE)]
+            articulated = [
+                j for j in getattr(site, "joints", None) or [] if scene.joint(j)[3] in (SLIDE, HINGE)
+            ]
             if articulated and region not in opened:
                 opener = Articulate(Goal("open", (region,)), retries)
                 if not opener.done(scene):

@@ -37,18 +37,33 @@ from benchmarks.scoring.aggregate import WeightNode, aggregate_tree
 _ANSWER_PHRASES = tuple(
     re.compile(p)
     for p in (
-        r"The correct option is ([A-Z])", r"The answer is ([A-Z])", r"The correct answer is ([A-Z])",
-        r"Option ([A-Z]) is correct", r"The right choice is ([A-Z])", r"Thus, the answer is ([A-Z])",
-        r"Therefore, the correct option is ([A-Z])", r"The answer should be ([A-Z])",
-        r"Hence, the correct answer is ([A-Z])", r"The correct choice is ([A-Z])",
+        r"The correct option is ([A-Z])",
+        r"The answer is ([A-Z])",
+        r"The correct answer is ([A-Z])",
+        r"Option ([A-Z]) is correct",
+        r"The right choice is ([A-Z])",
+        r"Thus, the answer is ([A-Z])",
+        r"Therefore, the correct option is ([A-Z])",
+        r"The answer should be ([A-Z])",
+        r"Hence, the correct answer is ([A-Z])",
+        r"The correct choice is ([A-Z])",
         r"Accordingly, the answer is ([A-Z])",
         r"Consequently, the correct option is ([A-Z])" r"The correct option is ([A-Z])",
-        r"The answer is ([A-Z])", r"The correct answer is ([A-Z])", r"Option ([A-Z]) is correct",
-        r"Answer: ([A-Z])", r"Answer ([A-Z])", r"Choice ([A-Z])", r"Select ([A-Z])", r"([A-Z]) is correct",
-        r"([A-Z]) is the answer", r"([A-Z]) is the correct option", r"Correct: ([A-Z])", r"Right: ([A-Z])",
+        r"The answer is ([A-Z])",
+        r"The correct answer is ([A-Z])",
+        r"Option ([A-Z]) is correct",
+        r"Answer: ([A-Z])",
+        r"Answer ([A-Z])",
+        r"Choice ([A-Z])",
+        r"Select ([A-Z])",
+        r"([A-Z]) is correct",
+        r"([A-Z]) is the answer",
+        r"([A-Z]) is the correct option",
+        r"Correct: ([A-Z])",
+        r"Right: ([A-Z])",
         r"<\|begin_of_box\|>([A-Z])<\|end_of_box\|>",
     )
-)  # fmt: skip
+)
 
 
 def item_rng(item_id: str) -> random.Random:
@@ -147,7 +162,10 @@ def _json_block(response: str) -> str:
     start, end = response.find("{"), response.rfind("}")
     if start != -1 and end != -1 and start < end:
         return response[start : end + 1]
-    fields = {k: re.search(rf"[\"']?{k}[\"']?\s*[:=]\s*(-?\d+\.?\d*)", response, re.IGNORECASE) for k in ("roll", "pitch", "vfov")}
+    fields = {
+        k: re.search(rf"[\"']?{k}[\"']?\s*[:=]\s*(-?\d+\.?\d*)", response, re.IGNORECASE)
+        for k in ("roll", "pitch", "vfov")
+    }
     if all(fields.values()):
         return json.dumps({k: float(m.group(1)) for k, m in fields.items()})
     return response
@@ -168,7 +186,12 @@ def gravity_score(response: str, answer: str, hint: Mapping[str, Any]) -> tuple[
     try:  # any error here makes lmms-eval's process_results score the item 0
         gt = json.loads(answer)
         scores = [_kernel(pred[k], gt[k], hint[f"{k}_unc"]) for k in ("roll", "pitch", "vfov")]
-    except (TypeError, KeyError, ValueError, OverflowError) as error:  # OverflowError: an int beyond float range
+    except (
+        TypeError,
+        KeyError,
+        ValueError,
+        OverflowError,
+    ) as error:  # OverflowError: an int beyond float range
         return 0.0, f"scorer error: {error!r}"
     return sum(scores) / 3.0, "gaussian kernel over roll, pitch, vfov"
 
@@ -196,7 +219,10 @@ def affordance_score(response: str, mask_b64: str) -> tuple[float, str]:
     if point is None:
         return 0.0, "no point"
     if not all(math.isfinite(v) for v in point):
-        return 0.0, f"no point: coordinate {point[0] if not math.isfinite(point[0]) else point[1]} is beyond the float range"
+        return (
+            0.0,
+            f"no point: coordinate {point[0] if not math.isfinite(point[0]) else point[1]} is beyond the float range",
+        )
     mask = decode_mask(mask_b64)
     if mask is None:
         return 0.0, "undecodable mask"
