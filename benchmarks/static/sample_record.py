@@ -137,10 +137,10 @@ def static_summary(
     after it; a ``ValueError`` when the mode left one out."""
     _missing(mode_summary, MODE_SUMMARY_FIELDS, "mode summary")
     return StaticSummary(
-        **mode_summary,
+        **mode_summary,  # type: ignore[typeddict-item]
         status=status,
         benchmark=benchmark,
-        mode=mode,  # type: ignore[typeddict-item]
+        mode=mode,
         reference=dict(reference),
     )
 
