@@ -83,6 +83,14 @@ class TinyArch:
 # --------------------------------------------------------------------------------------------- corpus
 
 
+_CORPUS_WORDS = (
+    "navigate to the red blue green apple mug bowl cube drawer slider light switch block table pick "
+    "up place push open close turn on off left right forward back above below into step action "
+    "feedback executed successfully invalid last visual state description reasoning reflection "
+    "language plan executable"
+)
+
+
 def _corpus(seed: int) -> list[str]:
     """Training text for the tokenizer: the project's prompts (so they encode compactly), plan JSON and
     instructions, shuffled by seed."""
@@ -96,55 +104,7 @@ def _corpus(seed: int) -> list[str]:
         *system_text("manipulation", 15, 4).splitlines(),
     ]
     lines += [f"action id {i}: {name}" for i, (name, _) in enumerate(EB_NAV_ACTIONS)]
-    words = [
-        "navigate",
-        "to",
-        "the",
-        "red",
-        "blue",
-        "green",
-        "apple",
-        "mug",
-        "bowl",
-        "cube",
-        "drawer",
-        "slider",
-        "light",
-        "switch",
-        "block",
-        "table",
-        "pick",
-        "up",
-        "place",
-        "push",
-        "open",
-        "close",
-        "turn",
-        "on",
-        "off",
-        "left",
-        "right",
-        "forward",
-        "back",
-        "above",
-        "below",
-        "into",
-        "step",
-        "action",
-        "feedback",
-        "executed",
-        "successfully",
-        "invalid",
-        "last",
-        "visual",
-        "state",
-        "description",
-        "reasoning",
-        "reflection",
-        "language",
-        "plan",
-        "executable",
-    ]
+    words = _CORPUS_WORDS.split()
     symbols = ["W", "S", "A", "D", "space", "shift", "←", "→", "↑", "↓", "R", "L", "STOP"]
     for _ in range(400):
         lines.append(" ".join(rng.choice(words, size=int(rng.integers(4, 12)))).capitalize() + ".")

@@ -196,6 +196,29 @@ class CalvinBenchmark(Benchmark):
             "sr%": "/".join(score_cell(v, ".0f") for v in percent_sr(m, self.chain_length)),
         }
 
+    def _plots(self, metrics: dict[str, Any], tasks: dict[str, Any]) -> dict[str, Any]:
+        """The chain-success and per-task plots, by file name (each a callable taking the path)."""
+        n = self.chain_length
+        sr = percent_sr(metrics, n)
+        reference = {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
+        return {
+            "plots/chain_success.png": lambda p: line_plot(
+                p,
+                list(range(1, n + 1)),
+                {self.spec.label: sr, **reference},
+                xlabel="subtasks completed in a row",
+                ylabel="success rate (%)",
+                title="CALVIN chain success",
+            ),
+            "plots/task_success.png": lambda p: bar_plot(
+                p,
+                list(tasks),
+                [100 * v["success"] / v["total"] for v in tasks.values()],
+                value_label="success rate (%)",
+                title="CALVIN success per task",
+            ),
+        }
+
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         chains = ok_chains(records)
         n = self.chain_length
@@ -212,23 +235,7 @@ class CalvinBenchmark(Benchmark):
         calls = model_call_totals(s["policy_stats"] for s in subtask_records(chains))
         files: dict[str, Any] = {"results.json": functools.partial(write_json, data=results)}
         if chains:  # no plot of scores that do not exist
-            sr = percent_sr(metrics, n)
-            reference = {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
-            files["plots/chain_success.png"] = lambda p: line_plot(
-                p,
-                list(range(1, n + 1)),
-                {self.spec.label: sr, **reference},
-                xlabel="subtasks completed in a row",
-                ylabel="success rate (%)",
-                title="CALVIN chain success",
-            )
-            files["plots/task_success.png"] = lambda p: bar_plot(
-                p,
-                list(tasks),
-                [100 * v["success"] / v["total"] for v in tasks.values()],
-                value_label="success rate (%)",
-                title="CALVIN success per task",
-            )
+            files.update(self._plots(metrics, tasks))
         data = {
             "benchmark": "calvin",
             "policy": self.spec.label,

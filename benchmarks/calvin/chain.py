@@ -31,6 +31,38 @@ if TYPE_CHECKING:
 EP_LEN = 360  # CALVIN's step budget per subtask
 
 
+def _reset_chain(
+    env: gym.Env,
+    initial_robot_obs: Sequence[float],
+    initial_scene_obs: Sequence[float],
+    seed: int,
+    on_step: StepHook | None,
+    instructions: Sequence[str],
+) -> tuple[Any, dict[str, Any]]:
+    """Reset the robot and scene to the chain's initial state (once per chain); the first observation."""
+    options = {
+        "robot_obs": np.asarray(initial_robot_obs, float),
+        "scene_obs": np.asarray(initial_scene_obs, float),
+    }
+    obs, info = env.reset(seed=seed, options=options)
+    if on_step:
+        on_step(obs, [f"subtask 1: {instructions[0]}" if instructions else "", "start"])
+    return obs, info
+
+
+def _subtask_context(
+    task: str, instruction: str, index: int, seed: int, info: dict[str, Any], replay_key: str | None
+) -> EpisodeContext:
+    """What ``policy.reset`` gets for subtask ``index`` of a chain."""
+    key = None if replay_key is None else f"{replay_key}/{index}"
+    return EpisodeContext(
+        instruction=instruction,
+        seed=seed + index,
+        info=info,
+        extras={"task": task, "subtask_index": index, "replay_key": key},
+    )
+
+
 def run_chain(
     env: gym.Env,
     policy: Policy,
@@ -63,24 +95,11 @@ def run_chain(
         raise ValueError(f"run_chain: {len(tasks)} tasks but {len(instructions)} instructions")
     started = time.perf_counter()
     base = env.unwrapped
-    options = {
-        "robot_obs": np.asarray(initial_robot_obs, float),
-        "scene_obs": np.asarray(initial_scene_obs, float),
-    }
-    obs, info = env.reset(seed=seed, options=options)
-    if on_step:
-        on_step(obs, [f"subtask 1: {instructions[0]}" if instructions else "", "start"])
+    obs, info = _reset_chain(env, initial_robot_obs, initial_scene_obs, seed, on_step, instructions)
     subtasks: list[EpisodeRecord] = []
     for index, (task, instruction) in enumerate(zip(tasks, instructions)):
         base.begin_subtask(task)
-        key = None if replay_key is None else f"{replay_key}/{index}"
-        context = EpisodeContext(
-            instruction=instruction,
-            seed=seed + index,
-            info=info,
-            extras={"task": task, "subtask_index": index, "replay_key": key},
-        )
-        policy.reset(context)
+        policy.reset(_subtask_context(task, instruction, index, seed, info, replay_key))
         with logging_decisions(policy, decisions, subtask=index, task=task):
             record, obs, info = _run_subtask(
                 env,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from action_mapping import ExecutablePlan, Plan
 from benchmarks.core.latency import Latency, latency_stats
 from envs.wrappers import HoldsStill
-from policies.base import Policy
+from policies.base import EpisodeContext, Policy
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -155,6 +155,20 @@ class AgentLoopResult:
     total_reward: float
     info: dict[str, Any]  # the last step's info (the reset's when no step ran)
     stream: ActionStream
+
+
+def episode_context(
+    obs: Mapping[str, Any], info: dict[str, Any], episode: Mapping[str, Any], seed: int, keys: tuple[str, ...]
+) -> EpisodeContext:
+    """What ``policy.reset`` gets for an episode given as a dict: the instruction of its first observation,
+    the episode's ``keys`` (missing ones as None) as extras, and its ``episode_id`` as the replay key."""
+    extras = {key: episode.get(key) for key in keys}
+    return EpisodeContext(
+        instruction=obs["instruction"],
+        seed=seed,
+        info=info,
+        extras={**extras, "replay_key": episode.get("episode_id")},
+    )
 
 
 def run_agent_loop(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -198,6 +198,50 @@ class Benchmark(ABC):
         return {}
 
 
+def _prepare(out: RunDir, manifest: dict[str, Any], benchmark: Benchmark, *, resume: bool) -> None:
+    """Check ``out`` against the manifest (or start it), saying on stderr which files were moved aside."""
+    for moved in out.prepare(
+        manifest, resume=resume, runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys
+    ):
+        print(
+            moved.message("their units run again" if moved.path == out.records else "kept there, unread"),
+            file=sys.stderr,
+        )
+
+
+def _record_units(
+    benchmark: Benchmark,
+    out: RunDir,
+    finished_units: Iterable[dict[str, Any]],
+    records: list[dict[str, Any]],
+    bar: Progress,
+    streak: ErrorStreak,
+) -> ErrorStreakStop | None:
+    """Write each finished unit's decisions and record as it arrives; the error streak that stopped the run,
+    if one did (the units still in flight are stopped then)."""
+    stopped: ErrorStreakStop | None = None
+    try:
+        for record in finished_units:
+            # Decisions first: a unit whose record is missing after an interruption runs again, and
+            # keep_decisions then drops its orphaned lines.
+            out.append_decisions(decision_lines(record))
+            out.append_record(record)
+            records.append(record)
+            bar.update(benchmark.progress_stats(records))
+            streak.add(record["error"] if record["status"] == RECORD_ERROR else None)
+            try:
+                streak.check()
+            except ErrorStreakStop as stop:
+                stopped = stop
+                break
+    finally:
+        close = getattr(finished_units, "close", None)
+        if close is not None:  # an executor's generator: stops the units still in flight
+            close()
+        bar.close()
+    return stopped
+
+
 def run_benchmark(
     benchmark: Benchmark,
     run_dir: str | Path,
@@ -222,13 +266,7 @@ def run_benchmark(
     out = RunDir(run_dir)
     units = list(benchmark.selected_units() if units is None else units)
     manifest = build_manifest(benchmark.name, benchmark.config, benchmark.manifest_extra())
-    for moved in out.prepare(
-        manifest, resume=resume, runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys
-    ):
-        print(
-            moved.message("their units run again" if moved.path == out.records else "kept there, unread"),
-            file=sys.stderr,
-        )
+    _prepare(out, manifest, benchmark, resume=resume)
     finished = out.finished_keys(retry_errors=retry_errors) if resume else set()
     out.keep_decisions(finished)  # lines of units about to run (again) go; theirs are written afresh
     todo = [u for u in units if u.key not in finished]
@@ -241,26 +279,7 @@ def run_benchmark(
     executor = executor or make_executor(workers, ray=ray, max_retries=max_retries, **(ray_resources or {}))
     executor.unit_progress = bar.unit if bar.enabled else None
     finished_units = executor.run(benchmark.worker_factory(), todo)
-    stopped: ErrorStreakStop | None = None
-    try:
-        for record in finished_units:
-            # Decisions first: a unit whose record is missing after an interruption runs again, and
-            # keep_decisions then drops its orphaned lines.
-            out.append_decisions(decision_lines(record))
-            out.append_record(record)
-            records.append(record)
-            bar.update(benchmark.progress_stats(records))
-            streak.add(record["error"] if record["status"] == RECORD_ERROR else None)
-            try:
-                streak.check()
-            except ErrorStreakStop as stop:
-                stopped = stop
-                break
-    finally:
-        close = getattr(finished_units, "close", None)
-        if close is not None:  # an executor's generator: stops the units still in flight
-            close()
-        bar.close()
+    stopped = _record_units(benchmark, out, finished_units, records, bar, streak)
     summary = write_summary(benchmark, out, units)
     if stopped is not None:
         raise stopped

@@ -132,17 +132,11 @@ def localisation(view: View, context: Context, rng: np.random.Generator) -> Ques
     )
 
 
-def multihop(view: View, context: Context, rng: np.random.Generator) -> Question | None:
-    """Two hops: the entities on one side of a reference (hop 1, relative direction), then the nearest or
-    farthest of them from the camera (hop 2, relative depth); answered with a letter and the entity's box."""
-    named = view.nameable()
-    if len(named) < 4:
-        return None
-    reference = named[int(rng.integers(len(named)))]
-    ref_bearing = bearing_deg(view, context, reference)
-    if ref_bearing is None:
-        return None
-    side, extreme = str(rng.choice(["left", "right"])), str(rng.choice(["closest to", "farthest from"]))
+def _entities_to_the_side(
+    view: View, context: Context, named: list[Entity], reference: Entity, ref_bearing: float, side: str
+) -> list[Entity] | None:
+    """The entities at least 10 degrees to ``side`` of ``reference`` whose image columns agree; None when
+    fewer than two are, or when the image disagrees with the centres (as in relative_direction)."""
     bearings = {e.label: bearing_deg(view, context, e) for e in named if e is not reference}
     sign = -1.0 if side == "left" else 1.0
     on_side = [
@@ -154,10 +148,34 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
     ]
     if len(on_side) < 2:
         return None
-    ref_column = view.mean_column(
-        reference
-    )  # the image must agree with the centres, as in relative_direction
+    ref_column = view.mean_column(reference)
     if any((view.mean_column(e) - ref_column) * sign <= 0 for e in on_side):
+        return None
+    return on_side
+
+
+def _lettered_choices(best: Entity, others: list[Entity], rng: np.random.Generator) -> tuple[str, str]:
+    """``best`` and up to three of ``others`` in random order: its letter and the ``(a) name, ...`` list."""
+    distractors = [others[int(i)] for i in rng.choice(len(others), size=min(3, len(others)), replace=False)]
+    options = [best, *distractors]
+    order = [options[int(i)] for i in rng.permutation(len(options))]
+    letter = "abcd"[order.index(best)]
+    return letter, ", ".join(f"({'abcd'[i]}) {e.name}" for i, e in enumerate(order))
+
+
+def multihop(view: View, context: Context, rng: np.random.Generator) -> Question | None:
+    """Two hops: the entities on one side of a reference (hop 1, relative direction), then the nearest or
+    farthest of them from the camera (hop 2, relative depth); answered with a letter and the entity's box."""
+    named = view.nameable()
+    if len(named) < 4:
+        return None
+    reference = named[int(rng.integers(len(named)))]
+    ref_bearing = bearing_deg(view, context, reference)
+    if ref_bearing is None:
+        return None
+    side, extreme = str(rng.choice(["left", "right"])), str(rng.choice(["closest to", "farthest from"]))
+    on_side = _entities_to_the_side(view, context, named, reference, ref_bearing, side)
+    if on_side is None:
         return None
     depths = sorted(
         ((view.median_depth(e), e) for e in on_side), key=lambda d: d[0], reverse=extreme != "closest to"
@@ -166,12 +184,7 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
     near, far = sorted((best_depth, next_depth))
     if far < _MIN_DEPTH_RATIO * near or far - near < _MIN_DEPTH_GAP:
         return None
-    others = [e for e in named if e is not reference and e is not best]
-    distractors = [others[int(i)] for i in rng.choice(len(others), size=min(3, len(others)), replace=False)]
-    options = [best, *distractors]
-    order = [options[int(i)] for i in rng.permutation(len(options))]
-    letter = "abcd"[order.index(best)]
-    choices = ", ".join(f"({'abcd'[i]}) {e.name}" for i, e in enumerate(order))
+    letter, choices = _lettered_choices(best, [e for e in named if e is not reference and e is not best], rng)
     text = (
         f"From the camera's point of view, among the objects to the {side} of the {reference.name}, which one "
         f"is {extreme} the camera? <choice>{choices}</choice>{BOX_FORMAT}"
@@ -440,8 +453,6 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
     from the ``index`` column, and :func:`generate_corpus` counts it."""
     from contextlib import ExitStack
 
-    from policies.config_cli import InputError
-
     indices = list(indices)
     plan = {index: config.item_kind(index) for index in indices}
     families = {family for family, _ in plan.values()}
@@ -458,40 +469,53 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
         for index in indices:
             family, kind = plan[index]
             if family in ("manip", "libero"):
-                stream = MANIP_STREAM if family == "manip" else LIBERO_STREAM
-                table_rng = np.random.default_rng([stream, config.seed, index])
-                if family == "manip":
-                    scene_of = manip.scene  # type: ignore[union-attr]
-                else:
-                    task = tasks[(index // config.libero_items_per_task) % len(tasks)]
-                    scene_of = lambda seed, task=task: libero.scene(seed, task)  # type: ignore[union-attr]  # noqa: E731
-                try:
-                    found = draw_table_question(kind, table_rng, scene_of, TABLE_SCENES_PER_ITEM)
-                except NoFreeObject:  # such a task grounds no corpus scene: the item is given up (counted)
-                    continue
-                if found is not None:
-                    yield table_row(index, *found)
-                continue
-            if family == "calvin":
+                row = _table_row(config, index, family, kind, manip, libero, tasks)
+            elif family == "calvin":
                 calvin_rng = np.random.default_rng([CALVIN_STREAM, config.seed, index])
                 drawn = draw_calvin_question(kind, calvin_rng, scenes)
-                if drawn is not None:
-                    yield calvin_row(index, *drawn)
-                continue
-            rng = np.random.default_rng([CORPUS_STREAM, config.seed, index])
-            try:
-                question, home = draw_question(
-                    kind,
-                    rng,
-                    renderer,
-                    config.min_pixels,
-                    CORPUS_BUILDERS,
-                    CORPUS_HOME_SEEDS,
-                    CORPUS_HOMES_PER_ITEM,
-                )
-            except InputError:
-                continue
-            yield corpus_row(index, question, home, config)
+                row = calvin_row(index, *drawn) if drawn is not None else None
+            else:
+                row = _home_row(config, index, kind, renderer)
+            if row is not None:
+                yield row
+
+
+def _table_row(
+    config: CorpusConfig,
+    index: int,
+    family: str,
+    kind: str,
+    manip: ManipScenes | None,
+    libero: LiberoScenes | None,
+    tasks: list[Any],
+) -> dict[str, Any] | None:
+    """Item ``index`` of a table-top family (``manip`` or ``libero``); None when it finds no question."""
+    stream = MANIP_STREAM if family == "manip" else LIBERO_STREAM
+    table_rng = np.random.default_rng([stream, config.seed, index])
+    if family == "manip":
+        scene_of = manip.scene  # type: ignore[union-attr]
+    else:
+        task = tasks[(index // config.libero_items_per_task) % len(tasks)]
+        scene_of = lambda seed, task=task: libero.scene(seed, task)  # type: ignore[union-attr]  # noqa: E731
+    try:
+        found = draw_table_question(kind, table_rng, scene_of, TABLE_SCENES_PER_ITEM)
+    except NoFreeObject:  # such a task grounds no corpus scene: the item is given up (counted)
+        return None
+    return table_row(index, *found) if found is not None else None
+
+
+def _home_row(config: CorpusConfig, index: int, kind: str, renderer: Any) -> dict[str, Any] | None:
+    """Item ``index`` of the navigation family, drawn in the rendered homes; None when it finds no question."""
+    from policies.config_cli import InputError
+
+    rng = np.random.default_rng([CORPUS_STREAM, config.seed, index])
+    try:
+        question, home = draw_question(
+            kind, rng, renderer, config.min_pixels, CORPUS_BUILDERS, CORPUS_HOME_SEEDS, CORPUS_HOMES_PER_ITEM
+        )
+    except InputError:
+        return None
+    return corpus_row(index, question, home, config)
 
 
 def corpus_progress(config: CorpusConfig, total: int) -> Any:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.core.episode import StepHook, run_agent_loop
+from benchmarks.core.episode import StepHook, episode_context, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.jsonsafe import json_safe
-from policies.base import EpisodeContext, Policy
+from policies.base import Policy
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -40,20 +40,7 @@ def run_episode(
     """
     start = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"episode": episode})
-    policy.reset(
-        EpisodeContext(
-            instruction=obs["instruction"],
-            seed=seed,
-            info=info,
-            extras={
-                "episode_id": episode.get("episode_id"),
-                "family": episode.get("family"),
-                "subset": episode.get("subset"),
-                "replay_key": episode.get("episode_id"),
-            },
-        )
-    )
-
+    policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "family", "subset")))
     loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info
     extras = {

@@ -7,9 +7,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from benchmarks.core.episode import StepHook, run_agent_loop
+from benchmarks.core.episode import StepHook, episode_context, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
-from policies.base import EpisodeContext, Policy
+from policies.base import Policy
 
 
 def run_episode(
@@ -35,18 +35,7 @@ def run_episode(
 
     start = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"episode": episode})
-    policy.reset(
-        EpisodeContext(
-            instruction=obs["instruction"],
-            seed=seed,
-            info=info,
-            extras={
-                "episode_id": episode.get("episode_id"),
-                "subset": episode.get("subset"),
-                "replay_key": episode.get("episode_id"),
-            },
-        )
-    )
+    policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "subset")))
     loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info
     extras = {

@@ -169,6 +169,24 @@ def _outputs(
     return outputs, label, provenance, set(records) - set(outputs)
 
 
+def _baseline_scores(
+    dataset: GoalDataset, scorer: str, weights: ManipulationWeights | None
+) -> dict[str, Any]:
+    """The scores of each built-in prediction set on ``dataset``, by name."""
+    baselines = {}
+    for name in BUILTIN_PREDICTIONS:
+        reference = {r["id"]: r["output"] for r in builtin_records(dataset, name, scorer)}
+        baselines[name] = score_dataset(dataset, [reference[s.id] for s in dataset], scorer, weights)
+    return baselines
+
+
+def _score_status(errored: int, total: int, missing: int) -> str:
+    """``complete``, or what kept the run from it."""
+    if not errored and not missing:
+        return "complete"
+    return f"incomplete: {errored} of {total} samples errored (left out of the means), {missing} missing (scored 0)"
+
+
 def run_score(config: ScoreConfig) -> dict[str, Any]:
     """Score, write the report files, print the markdown table; returns the summary."""
     dataset = load_dataset(config.dataset, check_images=False)
@@ -184,18 +202,11 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
             "Fix: score against the dataset the predictions were made for"
         )
     full, total = dataset, len(dataset)
-    dataset = GoalDataset(
-        dataset.root, [s for s in dataset if s.id not in errored], dataset.header
-    )  # completed only
+    completed = [s for s in dataset if s.id not in errored]
+    dataset = GoalDataset(dataset.root, completed, dataset.header)
     texts = match_predictions(dataset, outputs, allow_missing=config.allow_missing)
     scores = score_dataset(dataset, texts, config.scorer, weights_arg)
-    baselines = {}
-    if config.baselines:
-        for name in BUILTIN_PREDICTIONS:
-            reference = {r["id"]: r["output"] for r in builtin_records(dataset, name, config.scorer)}
-            baselines[name] = score_dataset(
-                dataset, [reference[s.id] for s in dataset], config.scorer, weights_arg
-            )
+    baselines = _baseline_scores(dataset, config.scorer, weights_arg) if config.baselines else {}
     summary = summarize(dataset, scores, config.scorer, baselines)
     summary.update(samples=total, errored=len(errored), errored_ids=sorted(errored))
     if provenance.get(
@@ -206,13 +217,7 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
             n for k, n in provenance["injected_errors"].items() if expected_effect(k) == "unusable"
         )
     missing = summary["missing"]
-    summary["status"] = (
-        "complete"
-        if not errored and not missing
-        else (
-            f"incomplete: {len(errored)} of {total} samples errored (left out of the means), {missing} missing (scored 0)"
-        )
-    )
+    summary["status"] = _score_status(len(errored), total, missing)
     write_report(config.output, dataset, scores, summary, label)
     write_manifest(
         config.output,
@@ -233,28 +238,32 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
     return summary
 
 
-def run_convert(config: ConvertConfig) -> Conversion:
-    """Convert a trajectory; add it to ``--dataset`` as a sample, or print the plan."""
-    poses = read_trajectory(config.trajectory, config.convention)
-    sizes = StepSizes(config.step_translation, config.step_rotation)
+def _convert(config: ConvertConfig, poses: Any, sizes: StepSizes) -> Conversion:
+    """The trajectory's plan, by velocity (``--mode velocity``, needs ``--fps``) or by pose."""
     if config.mode == "velocity":
         if config.fps is None:
             raise DatasetError("--mode velocity needs --fps (the frame rate of the trajectory)")
-        conv = convert_by_velocity(
+        return convert_by_velocity(
             poses,
             sizes,
             fps=config.fps,
             frames_per_step=config.frames_per_step,
             max_step_num=config.max_step_num,
         )
-    else:
-        conv = convert_by_pose(
-            poses,
-            sizes,
-            num_steps=config.num_steps or None,
-            max_step_num=config.max_step_num,
-            fit=config.fit_step_sizes,
-        )
+    return convert_by_pose(
+        poses,
+        sizes,
+        num_steps=config.num_steps or None,
+        max_step_num=config.max_step_num,
+        fit=config.fit_step_sizes,
+    )
+
+
+def run_convert(config: ConvertConfig) -> Conversion:
+    """Convert a trajectory; add it to ``--dataset`` as a sample, or print the plan."""
+    poses = read_trajectory(config.trajectory, config.convention)
+    sizes = StepSizes(config.step_translation, config.step_rotation)
+    conv = _convert(config, poses, sizes)
     if config.dataset is None:
         print(
             json.dumps(

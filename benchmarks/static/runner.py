@@ -248,6 +248,35 @@ def _prediction(row: Mapping[str, Any]) -> Prediction:
     return Prediction(response, None, row.get("generation"))
 
 
+def _answer_chunk(
+    chunk: Sequence[StaticItem],
+    spec: BenchmarkSpec,
+    style: str,
+    config: RunConfig,
+    agent: Any,
+    backend: Backend | None,
+) -> list[Prediction]:
+    """The answers to one batch of items, from the agent when there is one, else from the backend."""
+    if agent is not None:  # the agent reads the same prompts; its answer goes to the same scorer
+        return [
+            Prediction(*answer)
+            for answer in agent.ask(chunk, [spec.build_prompt(item, style) for item in chunk])
+        ]
+    conversations = [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk]
+    return _ask(backend, conversations)
+
+
+def _prediction_line(item: StaticItem, answer: Prediction) -> str:
+    """The ``predictions.jsonl`` line of one answer."""
+    record = {
+        "item_id": item.item_id,
+        "response": answer.response,
+        "error": answer.error,
+        "generation": answer.generation,
+    }
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
 def predict(
     items: Sequence[StaticItem],
     spec: BenchmarkSpec,
@@ -281,30 +310,10 @@ def predict(
     )
     with path.open("a", encoding="utf-8") as sink:
         for chunk in _chunks(todo, config.batch_size):
-            if agent is not None:  # the agent reads the same prompts; its answer goes to the same scorer
-                answers = [
-                    Prediction(*answer)
-                    for answer in agent.ask(chunk, [spec.build_prompt(item, style) for item in chunk])
-                ]
-            else:
-                conversations = [
-                    to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk
-                ]
-                answers = _ask(backend, conversations)
+            answers = _answer_chunk(chunk, spec, style, config, agent, backend)
             for item, answer in zip(chunk, answers):
                 done[item.item_id] = answer
-                sink.write(
-                    json.dumps(
-                        {
-                            "item_id": item.item_id,
-                            "response": answer.response,
-                            "error": answer.error,
-                            "generation": answer.generation,
-                        },
-                        ensure_ascii=False,
-                    )
-                    + "\n"
-                )
+                sink.write(_prediction_line(item, answer))
                 streak.add(answer.error)
             sink.flush()
             _progress(

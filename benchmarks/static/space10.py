@@ -397,11 +397,8 @@ REFERENCE = {
 }
 
 
-def spec() -> BenchmarkSpec:
-    """The registered SpaCE-10 benchmark."""
-    project = ScoringMode(
-        PROJECT_MODE, "project parsers: plain letters, option texts, exact sets", score_project, summarize
-    )
+def _fork_modes() -> tuple[ScoringMode, ...]:
+    """The lmms-eval fork's scoring modes: each item by its own task, single for all, double for all."""
     common = (
         "the answer is scored as the list string \"['B']\", which the letter rules miss",
         "published numbers come from the GPT judge path, reported separately here",
@@ -435,7 +432,12 @@ def spec() -> BenchmarkSpec:
             "here, and the published multiple-answer numbers come from its statistics script (mode space10-stats)",
         ),
     )
-    script = ScoringMode(
+    return by_kind, single, double
+
+
+def _stats_mode() -> ScoringMode:
+    """The fork's statistics script as a scoring mode."""
+    return ScoringMode(
         "space10-stats",
         "the fork's statistics script (space_10/evaluator.py): single/multiple by answer length, a "
         "one-character answer or 'X.' letters, no judge",
@@ -448,7 +450,14 @@ def spec() -> BenchmarkSpec:
         headline_note="the statistics script reads only letters written 'X.' in a longer answer, so multiple answers "
         "written 'B, E' (as the prompt asks) score 0; the project mode reads them",
     )
-    modes = {m.name: m for m in (project, by_kind, single, double, script)}
+
+
+def spec() -> BenchmarkSpec:
+    """The registered SpaCE-10 benchmark."""
+    project = ScoringMode(
+        PROJECT_MODE, "project parsers: plain letters, option texts, exact sets", score_project, summarize
+    )
+    modes = {m.name: m for m in (project, *_fork_modes(), _stats_mode())}
     return BenchmarkSpec(
         NAME,
         "SpaCE-10",
