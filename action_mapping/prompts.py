@@ -92,6 +92,19 @@ def render_navigation_prompt(
     )
 
 
+def _manipulation_header(goal: str) -> list[str]:
+    """The first lines of the manipulation prompt: what the images show and what to find."""
+    if goal == "image":
+        return [
+            "You control a robot end-effector. Image 1 shows the start state and Image 2 the goal state.",
+            "Find the end-effector motion and gripper changes that lead from the start to the goal.",
+        ]
+    return [
+        "You control a robot end-effector. Image 1 shows the current state.",
+        "Find the end-effector motion and gripper changes that carry out the instruction given with the image.",
+    ]
+
+
 def render_manipulation_prompt(
     sizes: StepSizes = NAVIGATION_STEP_SIZES,
     max_steps: int = 6,
@@ -105,20 +118,9 @@ def render_manipulation_prompt(
     state instead (same actions, step sizes and answer format).
     """
     _check_goal(goal)
-    header = (
-        [
-            "You control a robot end-effector. Image 1 shows the start state and Image 2 the goal state.",
-            "Find the end-effector motion and gripper changes that lead from the start to the goal.",
-        ]
-        if goal == "image"
-        else [
-            "You control a robot end-effector. Image 1 shows the current state.",
-            "Find the end-effector motion and gripper changes that carry out the instruction given with the image.",
-        ]
-    )
     return "\n".join(
         [
-            *header,
+            *_manipulation_header(goal),
             "",
             "Coordinate frame:",
             _frame(),

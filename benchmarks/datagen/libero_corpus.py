@@ -65,6 +65,39 @@ class NoFreeObject(ValueError):
     """A LIBERO task without a free-moving object: no corpus scene can be told apart from its initial states."""
 
 
+def _displace_free_objects(
+    objects: dict[str, Any], model: Any, data: Any, rng: np.random.Generator
+) -> tuple[dict[str, int], dict[str, list[float]]]:
+    """Shift each free-moving object by a random ``OBJECT_OFFSET`` in x and y (in ``data.qpos``); the qpos
+    address and new position of each, by name."""
+    import mujoco
+
+    addresses, positions = {}, {}
+    for name, obj in objects.items():
+        joints = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in obj.joints]
+        free = [j for j in joints if j >= 0 and model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+        if not free:  # an articulated object (no free joint) stays where the initial state puts it
+            continue
+        start = model.jnt_qposadr[free[0]]
+        offset = rng.uniform(*OBJECT_OFFSET, size=2) * rng.choice([-1.0, 1.0], size=2)
+        data.qpos[start : start + 2] += offset
+        addresses[name], positions[name] = int(start), data.qpos[start : start + 3].tolist()
+    return addresses, positions
+
+
+def _table_objects(objects: dict[str, Any], model: Any, data: Any) -> list[TableObject]:
+    """Every object of the scene with its visual geoms and world bounds."""
+    import mujoco
+
+    found = []
+    for name, obj in objects.items():
+        geoms = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, g) for g in obj.visual_geoms]
+        geoms = [g for g in geoms if g >= 0]
+        label = object_name(name)
+        found.append(TableObject(name, label, label.split()[-1], geoms, world_bounds(model, data, geoms)))
+    return found
+
+
 class LiberoScenes:
     """The env of one LIBERO task at a time (rebuilt when the task changes) and its agentview camera."""
 
@@ -95,26 +128,11 @@ class LiberoScenes:
         self.env.reset(seed=seed, options={"init_state_index": init_index})
         inner = self.env.raw_env.env
         model, data = inner.sim.model._model, inner.sim.data._data
-        addresses, positions, objects = {}, {}, []
-        for name, obj in inner.objects_dict.items():
-            joints = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in obj.joints]
-            free = [j for j in joints if j >= 0 and model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
-            if not free:  # an articulated object (no free joint) stays where the initial state puts it
-                continue
-            start = model.jnt_qposadr[free[0]]
-            offset = rng.uniform(*OBJECT_OFFSET, size=2) * rng.choice([-1.0, 1.0], size=2)
-            data.qpos[start : start + 2] += offset
-            addresses[name], positions[name] = int(start), data.qpos[start : start + 3].tolist()
+        addresses, positions = _displace_free_objects(inner.objects_dict, model, data, rng)
         if not positions:
             raise NoFreeObject(f"LIBERO task {task[0]} {task[1]} has no free-moving object to displace")
         mujoco.mj_forward(model, data)
-        for name, obj in inner.objects_dict.items():
-            geoms = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, g) for g in obj.visual_geoms]
-            geoms = [g for g in geoms if g >= 0]
-            label = object_name(name)
-            objects.append(
-                TableObject(name, label, label.split()[-1], geoms, world_bounds(model, data, geoms))
-            )
+        objects = _table_objects(inner.objects_dict, model, data)
         rgb, depth, seg = self.view.render()
         task_name = self.env.task.name
         state = {

@@ -321,6 +321,22 @@ def table_localisation(scene: TableScene, rng: np.random.Generator) -> Question 
     )
 
 
+def _objects_to_the_side(
+    scene: TableScene, visible: list[TableObject], reference: TableObject, side: str
+) -> list[TableObject]:
+    """The visible objects to ``side`` of ``reference`` by their centres' columns (at least
+    ``MIN_COLUMN_GAP`` apart) and by their pixels' mean columns."""
+    sign = -1.0 if side == "left" else 1.0
+    column = {o.id: scene.project(o.centre)[0] for o in visible}
+    return [
+        o
+        for o in visible
+        if o is not reference
+        and sign * (column[o.id] - column[reference.id]) >= MIN_COLUMN_GAP
+        and sign * (scene.mean_column(o) - scene.mean_column(reference)) > 0
+    ]
+
+
 def table_multihop(scene: TableScene, rng: np.random.Generator) -> Question | None:
     """Of the objects to one side of a reference, the one closest to / farthest from the camera, with its box."""
     visible = scene.visible()
@@ -328,15 +344,7 @@ def table_multihop(scene: TableScene, rng: np.random.Generator) -> Question | No
     if reference is None or len(visible) < 3:
         return None
     side, extreme = str(rng.choice(["left", "right"])), str(rng.choice(["closest to", "farthest from"]))
-    sign = -1.0 if side == "left" else 1.0
-    column = {o.id: scene.project(o.centre)[0] for o in visible}
-    on_side = [
-        o
-        for o in visible
-        if o is not reference
-        and sign * (column[o.id] - column[reference.id]) >= MIN_COLUMN_GAP
-        and sign * (scene.mean_column(o) - scene.mean_column(reference)) > 0
-    ]
+    on_side = _objects_to_the_side(scene, visible, reference, side)
     if len(on_side) < 2:
         return None
     depth = {o.id: scene.project(o.centre)[2] for o in on_side}

@@ -185,6 +185,13 @@ def markdown_table(summary: Mapping[str, Any], label: str) -> str:
             )
             + " |"
         )
+    lines += _table_notes(summary)
+    return "\n".join(lines) + "\n"
+
+
+def _table_notes(summary: Mapping[str, Any]) -> list[str]:
+    """The notes under the table: run status, injected errors, binary success, failure reasons, parser notes."""
+    lines: list[str] = []
     if summary.get("status", "complete") != "complete":
         lines += ["", f"**Run {summary['status']}**"]
     if summary.get("injected_errors"):
@@ -198,7 +205,7 @@ def markdown_table(summary: Mapping[str, Any], label: str) -> str:
     if summary["parser_notes"]:
         notes = ", ".join(f"{k} ×{v}" for k, v in summary["parser_notes"].items())
         lines += ["", f"Parser notes (kept, see records.jsonl): {notes}"]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _fmt(x: float | None) -> str:

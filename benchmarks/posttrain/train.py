@@ -283,37 +283,37 @@ def _common_args(config: PostTrainConfig) -> dict[str, Any]:
     }
 
 
-def build_trainer(config: PostTrainConfig) -> Any:
-    """The TRL trainer for ``config`` (model loaded from ``--model``, processor the checkpoint's)."""
-    from policies.backends.hf_processing import load_processor
+def _sft_trainer(
+    config: PostTrainConfig, common: dict[str, Any], processor: Any, callbacks: list[Any]
+) -> Any:
+    """TRL's SFT trainer on the prompt-completion split, evaluated every ``--eval-steps`` when asked."""
+    from trl import SFTConfig, SFTTrainer
 
-    processor = load_processor(config.model)
-    common = _common_args(config)
-    callbacks = [metrics_callback(Path(config.output) / METRICS_FILE)]
-    if config.time_budget_s is not None:
-        callbacks.append(time_budget_callback(config.time_budget_s))
-    if config.mode == "sft":
-        from trl import SFTConfig, SFTTrainer
+    train = as_prompt_completion(load_split(config, config.split))
+    evaluate = config.eval_steps is not None and bool(config.eval_split)
+    args = SFTConfig(
+        **common,
+        max_length=config.max_length,
+        completion_only_loss=True,
+        eval_strategy="steps" if evaluate else "no",
+        eval_steps=config.eval_steps,
+        eval_on_start=evaluate,
+    )
+    eval_set = as_prompt_completion(load_split(config, config.eval_split)) if evaluate else None
+    return SFTTrainer(
+        model=config.model,
+        args=args,
+        train_dataset=train,
+        eval_dataset=eval_set,
+        processing_class=processor,
+        callbacks=callbacks,
+    )
 
-        train = as_prompt_completion(load_split(config, config.split))
-        evaluate = config.eval_steps is not None and bool(config.eval_split)
-        args = SFTConfig(
-            **common,
-            max_length=config.max_length,
-            completion_only_loss=True,
-            eval_strategy="steps" if evaluate else "no",
-            eval_steps=config.eval_steps,
-            eval_on_start=evaluate,
-        )
-        eval_set = as_prompt_completion(load_split(config, config.eval_split)) if evaluate else None
-        return SFTTrainer(
-            model=config.model,
-            args=args,
-            train_dataset=train,
-            eval_dataset=eval_set,
-            processing_class=processor,
-            callbacks=callbacks,
-        )
+
+def _grpo_trainer(
+    config: PostTrainConfig, common: dict[str, Any], processor: Any, callbacks: list[Any]
+) -> Any:
+    """TRL's GRPO trainer with the ``--rewards`` reward functions."""
     from trl import GRPOConfig, GRPOTrainer
 
     from benchmarks.posttrain.multihop_rewards import PAPER_REWARD_FUNCS, RECIPE_REWARD_FUNCS
@@ -336,6 +336,20 @@ def build_trainer(config: PostTrainConfig) -> Any:
         processing_class=processor,
         callbacks=callbacks,
     )
+
+
+def build_trainer(config: PostTrainConfig) -> Any:
+    """The TRL trainer for ``config`` (model loaded from ``--model``, processor the checkpoint's)."""
+    from policies.backends.hf_processing import load_processor
+
+    processor = load_processor(config.model)
+    common = _common_args(config)
+    callbacks = [metrics_callback(Path(config.output) / METRICS_FILE)]
+    if config.time_budget_s is not None:
+        callbacks.append(time_budget_callback(config.time_budget_s))
+    if config.mode == "sft":
+        return _sft_trainer(config, common, processor, callbacks)
+    return _grpo_trainer(config, common, processor, callbacks)
 
 
 def posttrain(config: PostTrainConfig) -> Path:

@@ -116,30 +116,7 @@ class RunConfig:
                 f"--policy {self.policy!r}: static benchmarks are answered by an MLLM (--policy mllm) or SpatialAgent (--policy agent)"
             )
         if self.policy == "agent":
-            if self.agent_paradigm not in ("plan-execute", "react"):
-                raise InputError(
-                    f"--agent-paradigm must be plan-execute or react (got {self.agent_paradigm!r})"
-                )
-            if self.agent_tools not in ("truth", "cv", "mixed", "learned", "none"):
-                raise InputError(
-                    f"--agent-tools must be truth, cv, mixed, learned or none (got {self.agent_tools!r})"
-                )
-            given = [flag for flag, value in self.agent_models().items() if value is not None]
-            if self.agent_tools == "learned" and not given:
-                raise InputError(
-                    "--agent-tools learned needs a local model folder: --agent-depth-model, --agent-detector-model, "
-                    "--agent-segmenter-model or --agent-matcher-model"
-                )
-            if self.agent_tools != "learned" and given:
-                raise InputError(f"{', '.join(given)} only go with --agent-tools learned")
-            if min(self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens) < 1:
-                raise InputError(
-                    "--agent-max-attempts, --agent-max-turns and --agent-max-tokens must be at least 1"
-                )
-            if self.score_only is not None:
-                raise InputError(
-                    "--policy agent asks a model; --score-only rescores saved predictions with any policy (drop --policy agent)"
-                )
+            self._validate_agent()
         self._validate_for_benchmark()
         if self.limit is not None and self.limit < 1:
             raise InputError("--limit must be at least 1")
@@ -155,6 +132,31 @@ class RunConfig:
             raise InputError(f"--oracle-error-rate must be in [0, 1] (got {self.oracle_error_rate})")
         if self.oracle_error_rate and self.model != ANSWER_KEY_MODEL:
             raise InputError("--oracle-error-rate applies to --model answer-key only")
+
+    def _validate_agent(self) -> None:
+        """The SpatialAgent flags (``--policy agent``)."""
+        if self.agent_paradigm not in ("plan-execute", "react"):
+            raise InputError(f"--agent-paradigm must be plan-execute or react (got {self.agent_paradigm!r})")
+        if self.agent_tools not in ("truth", "cv", "mixed", "learned", "none"):
+            raise InputError(
+                f"--agent-tools must be truth, cv, mixed, learned or none (got {self.agent_tools!r})"
+            )
+        given = [flag for flag, value in self.agent_models().items() if value is not None]
+        if self.agent_tools == "learned" and not given:
+            raise InputError(
+                "--agent-tools learned needs a local model folder: --agent-depth-model, --agent-detector-model, "
+                "--agent-segmenter-model or --agent-matcher-model"
+            )
+        if self.agent_tools != "learned" and given:
+            raise InputError(f"{', '.join(given)} only go with --agent-tools learned")
+        if min(self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens) < 1:
+            raise InputError(
+                "--agent-max-attempts, --agent-max-turns and --agent-max-tokens must be at least 1"
+            )
+        if self.score_only is not None:
+            raise InputError(
+                "--policy agent asks a model; --score-only rescores saved predictions with any policy (drop --policy agent)"
+            )
 
     def _validate_for_benchmark(self) -> None:
         """The scoring mode, prompt style and ``--model answer-key`` are ones the chosen benchmark has."""

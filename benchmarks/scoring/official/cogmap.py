@@ -391,6 +391,16 @@ class Similarity:
     common_objects: list[str] = field(default_factory=list)
 
 
+def _rotated(
+    gen: Mapping[str, Any], names: list[Any], matrix: np.ndarray, turn: Any
+) -> dict[Any, dict[str, Any]]:
+    """The generated objects ``names``, their positions rotated by ``matrix`` and facings by ``turn``."""
+    return {
+        k: {"position": (matrix @ np.append(gen[k]["position"], 0.0))[:2], "facing": turn(gen[k]["facing"])}
+        for k in names
+    }
+
+
 def similarity(generated: object, reference: object) -> Similarity:
     """Best overall similarity over the six rotations (see the module docstring).
 
@@ -424,13 +434,7 @@ def similarity(generated: object, reference: object) -> Similarity:
     pairs = [(a, b) for a in shared for b in shared if a != b and ref_rel[a][b] is not None]
     faced = [o for o in shared if ref[o]["facing"]]
     for name, matrix, turn in _rotations():
-        rotated = {
-            k: {
-                "position": (matrix @ np.append(gen[k]["position"], 0.0))[:2],
-                "facing": turn(gen[k]["facing"]),
-            }
-            for k in shared
-        }
+        rotated = _rotated(gen, shared, matrix, turn)
         gen_rel = _relations(rotated, shared)
         directional = sum(1 for a, b in pairs if gen_rel[a][b] == ref_rel[a][b]) / len(pairs) if pairs else 0
         facing = (
