@@ -23,30 +23,9 @@ MAX_LINES = 50
 
 #: "path:qualified name" -> formatted length when the rule came in.
 LONGER: dict[str, int] = {
-    "action_mapping/prompts.py:render_manipulation_prompt": 52,
-    "benchmarks/calvin/benchmark.py:CalvinBenchmark.summarize": 52,
-    "benchmarks/calvin/chain.py:run_chain": 65,
-    "benchmarks/core/runner.py:run_benchmark": 67,
-    "benchmarks/datagen/corpus.py:corpus_rows": 58,
-    "benchmarks/datagen/corpus.py:multihop": 67,
-    "benchmarks/datagen/libero_corpus.py:LiberoScenes.scene": 54,
-    "benchmarks/datagen/table_corpus.py:table_multihop": 51,
-    "benchmarks/embodied/manipulation.py:run_episode": 51,
-    "benchmarks/embodied/navigation.py:run_episode": 53,
-    "benchmarks/goal_scoring/cli.py:run_convert": 51,
-    "benchmarks/goal_scoring/cli.py:run_score": 62,
-    "benchmarks/goal_scoring/report.py:markdown_table": 54,
+    # benchmarks/libero/ was being reworked on another branch when the rule came in; split on merge.
     "benchmarks/libero/benchmark.py:LiberoBenchmark.summarize": 51,
     "benchmarks/libero/episode.py:run_episode": 65,
-    "benchmarks/posttrain/train.py:build_trainer": 53,
-    "benchmarks/scoring/official/cogmap.py:similarity": 55,
-    "benchmarks/static/agent_run.py:AgentAnswerer.__init__": 54,
-    "benchmarks/static/config.py:RunConfig.validate": 52,
-    "benchmarks/static/runner.py:predict": 67,
-    "benchmarks/static/space10.py:spec": 63,
-    "envs/navigation/mjcf.py:_floor_texture": 54,
-    "policies/serve/server.py:ModelServer.__init__": 56,
-    "policies/tiny.py:_corpus": 72,
 }
 
 needs_ruff = pytest.mark.skipif(

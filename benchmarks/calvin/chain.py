@@ -100,17 +100,9 @@ def run_chain(
     for index, (task, instruction) in enumerate(zip(tasks, instructions)):
         base.begin_subtask(task)
         policy.reset(_subtask_context(task, instruction, index, seed, info, replay_key))
+        caption, labels = _captioner(on_step, index, instruction), {"task": task, "instruction": instruction}
         with logging_decisions(policy, decisions, subtask=index, task=task):
-            record, obs, info = _run_subtask(
-                env,
-                policy,
-                obs,
-                info,
-                ep_len,
-                _captioner(on_step, index, instruction),
-                latency,
-                {"task": task, "instruction": instruction},
-            )
+            record, obs, info = _run_subtask(env, policy, obs, info, ep_len, caption, latency, labels)
         subtasks.append(record)
         if not record["success"]:
             break

@@ -93,6 +93,12 @@ class AgentAnswerer:
             from benchmarks.static.agent_truth import SimScenes, min_pixels_of, read_truth
 
             self.truth, self.scenes = read_truth(data), SimScenes(min_pixels_of(data))
+        backends = self._tool_backends(tools, models)
+        self.agent = SpatialAgent(backend, Toolbox(backends), config)
+        self.tools, self.trace_path, self.video_frames = tools, out_dir / "traces.jsonl", video_frames
+
+    def _tool_backends(self, tools: str, models: dict[str, Path | None]) -> list[Any]:
+        """The tool backends of ``--agent-tools``: learned models, OpenCV, the simulator's truth."""
         backends: list[Any] = []
         if tools == "learned":
             from benchmarks.static.agent_truth import SimTruthTools
@@ -111,8 +117,7 @@ class AgentAnswerer:
             from benchmarks.static.agent_truth import SimTruthTools
 
             backends.append(SimTruthTools(self.scenes))
-        self.agent = SpatialAgent(backend, Toolbox(backends), config)
-        self.tools, self.trace_path, self.video_frames = tools, out_dir / "traces.jsonl", video_frames
+        return backends
 
     def describe(self) -> dict[str, Any]:
         return {**self.agent.describe(), "tool_set": self.tools}

@@ -64,7 +64,7 @@ def _floor_texture(i: int, floor: dict[str, Any]) -> tuple[str, str]:
     """Texture and material of room i's floor; texrepeat is per metre (texuniform)."""
     style, rgb1, rgb2 = floor["style"], floor["rgb1"], floor["rgb2"]
     edge = _f([c * 0.7 for c in rgb2])
-    if style == "wood":  # checker cells stretched into 1 m x 0.2 m planks
+    if style in ("wood", "tiles"):  # wood: checker cells stretched into 1 m x 0.2 m planks
         tex = _attrs(
             name=f"floor{i}",
             type="2d",
@@ -76,20 +76,7 @@ def _floor_texture(i: int, floor: dict[str, Any]) -> tuple[str, str]:
             width=128,
             height=128,
         )
-        repeat = "0.5 2.5"
-    elif style == "tiles":
-        tex = _attrs(
-            name=f"floor{i}",
-            type="2d",
-            builtin="checker",
-            rgb1=_f(rgb1),
-            rgb2=_f(rgb2),
-            mark="edge",
-            markrgb=edge,
-            width=128,
-            height=128,
-        )
-        repeat = "1 1"
+        repeat = "0.5 2.5" if style == "wood" else "1 1"
     else:  # carpet / concrete: speckled flat colour
         tex = _attrs(
             name=f"floor{i}",

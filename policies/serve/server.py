@@ -71,6 +71,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _check_limits(
+    max_body_mb: float, max_connections: int, read_timeout_s: float, request_deadline_s: float
+) -> None:
+    """A ``ValueError`` naming the server limits that are out of range."""
+    if max_body_mb <= 0 or max_connections < 1 or read_timeout_s <= 0 or request_deadline_s <= 0:
+        raise ValueError(
+            f"need max_body_mb > 0, max_connections >= 1, read_timeout_s > 0 and "
+            f"request_deadline_s > 0, got {max_body_mb}, {max_connections}, {read_timeout_s}, "
+            f"{request_deadline_s}"
+        )
+
+
+def _listen(host: str, port: int) -> _HTTPServer:
+    """The HTTP server bound to ``host:port``; an ``OSError`` saying how to pick another address."""
+    try:
+        return _HTTPServer((host, port), _Handler)
+    except OSError as err:
+        raise OSError(
+            f"cannot listen on {host}:{port} ({err.strerror or err}); pass another --port "
+            f"(0 picks a free one) or --host"
+        ) from err
+
+
 class ModelServer:
     """Serves ``backend`` under ``model_name`` at ``http://host:port/v1``.
 
@@ -122,12 +145,7 @@ class ModelServer:
         parse_slots: int = 2,
         api_key: str | None = None,
     ) -> None:
-        if max_body_mb <= 0 or max_connections < 1 or read_timeout_s <= 0 or request_deadline_s <= 0:
-            raise ValueError(
-                f"need max_body_mb > 0, max_connections >= 1, read_timeout_s > 0 and "
-                f"request_deadline_s > 0, got {max_body_mb}, {max_connections}, {read_timeout_s}, "
-                f"{request_deadline_s}"
-            )
+        _check_limits(max_body_mb, max_connections, read_timeout_s, request_deadline_s)
         self.backend = backend
         self.model_name = model_name or backend.model_id
         self.defaults = defaults or GenerationConfig()
@@ -140,13 +158,7 @@ class ModelServer:
             backend, max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue
         )
         self.created = int(time.time())
-        try:
-            self._httpd = _HTTPServer((host, port), _Handler)
-        except OSError as err:
-            raise OSError(
-                f"cannot listen on {host}:{port} ({err.strerror or err}); pass another --port "
-                f"(0 picks a free one) or --host"
-            ) from err
+        self._httpd = _listen(host, port)
         self._httpd.app = self
         self._httpd.connections = _Connections(max_connections, read_timeout_s)
         self._thread: threading.Thread | None = None
