@@ -220,9 +220,8 @@ def _literal(s: str) -> tuple[bool, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
-            warnings.simplefilter(
-                "ignore", DeprecationWarning
-            )  # "invalid escape sequence" before Python 3.12
+            # "invalid escape sequence" before Python 3.12
+            warnings.simplefilter("ignore", DeprecationWarning)
             return True, ast.literal_eval(s)
     except Exception:
         return False, None

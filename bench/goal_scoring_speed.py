@@ -99,9 +99,8 @@ def main() -> None:
     texts, refs = make_workload(args.n)
     cases = {
         "baseline: json.loads loop": baseline,
-        "parse only: parse_plan loop": lambda t, r: [
-            parse_plan(x) for x in t
-        ],  # GC left on, as callers run it
+        # GC left on, as callers run it
+        "parse only: parse_plan loop": lambda t, r: [parse_plan(x) for x in t],
         "paper scorer (parse + score)": score_paper_batch,
         "lmms-eval truths (derived once per dataset)": lambda t, r: lmms_eval_truths(r),
         "lmms-eval scorer (truths + parse + score)": score_lmms_eval_batch,

@@ -71,9 +71,8 @@ def raw_setup(episode: dict, size: int) -> tuple[mujoco.MjModel, mujoco.MjData, 
 
 def main() -> None:
     args = _parse()  # parsed here, not at import, so that bench/env_speed.py can import the timing functions
-    os.environ["LP_NUM_THREADS"] = str(
-        args.threads
-    )  # must precede the first GL context (made by the envs below)
+    # must precede the first GL context (made by the envs below)
+    os.environ["LP_NUM_THREADS"] = str(args.threads)
     episode = make_episode("base", 0)
     actions = np.random.default_rng(0).integers(0, 8, args.steps)
     rgb = gym.make("SpatialArena/EBNavigation-v0", width=args.size, height=args.size).unwrapped

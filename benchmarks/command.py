@@ -70,9 +70,8 @@ def run_module(module: str, args: Sequence[str], prog: str) -> int:
     saved = sys.argv
     sys.argv = [prog, *args]
     try:
-        with (
-            warnings.catch_warnings()
-        ):  # imported earlier in this process (tests): runpy runs a fresh copy anyway
+        # imported earlier in this process (tests): runpy runs a fresh copy anyway
+        with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
             runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as done:

@@ -43,9 +43,8 @@ def _allowed_globals() -> dict[tuple[str, str], Any]:
         allowed[(module, "scalar")] = multiarray.scalar  # ... and NumPy scalars (np.int64 in a list)
     allowed.update({("numpy.dtypes", n): cls for n, cls in _numpy_dtype_classes().items()})
     allowed.update({("builtins", n): obj for n, obj in _BUILTINS.items()})
-    allowed.update(
-        {("__builtin__", n): obj for n, obj in _BUILTINS.items()}
-    )  # protocol 2 files from Python 2
+    # protocol 2 files from Python 2
+    allowed.update({("__builtin__", n): obj for n, obj in _BUILTINS.items()})
     return allowed
 
 

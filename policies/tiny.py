@@ -184,9 +184,8 @@ def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None)
             "<unk>",
             *(t for t in pieces if t not in ("<s>", "<pad>", "</s>", "<unk>")),
         ]
-        scores = [
-            (t, 0.0 if i < 4 else -float(i)) for i, t in enumerate(ordered)
-        ]  # earlier pieces are likelier
+        # earlier pieces are likelier
+        scores = [(t, 0.0 if i < 4 else -float(i)) for i, t in enumerate(ordered)]
         return XLMRobertaTokenizer(vocab=[*scores, ("<mask>", 0.0)], model_specific_special_tokens=named)
     raise ValueError(f"unknown tokenizer family {family!r}; expected 'qwen', 'gemma' or 'xlmr'")
 
@@ -382,10 +381,11 @@ def _qwen3_vl_moe_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     )
 
 
+# 4 x 4 patches: the image sizes of the tiny SigLIP / InternViT / CLIP towers
 SMALL_IMAGE, SMALL_PATCH = (
     56,
     14,
-)  # 4 x 4 patches: the image sizes of the tiny SigLIP / InternViT / CLIP towers
+)
 
 
 def _siglip_vision(image_size: int = SMALL_IMAGE, patch: int = SMALL_PATCH, **extra: Any) -> dict[str, Any]:
@@ -641,9 +641,8 @@ def _kosmos2_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     ip = CLIPImageProcessorPil(
         size={"shortest_edge": SMALL_IMAGE}, crop_size={"height": SMALL_IMAGE, "width": SMALL_IMAGE}
     )
-    return Kosmos2Processor(
-        image_processor=ip, tokenizer=tok
-    )  # adds <image>, </image>, <patch_index_XXXX>, ...
+    # adds <image>, </image>, <patch_index_XXXX>, ...
+    return Kosmos2Processor(image_processor=ip, tokenizer=tok)
 
 
 #: Architecture name -> how to build it. The processor is built first (PaliGemma's and Kosmos-2's add tokens).

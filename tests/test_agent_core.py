@@ -362,9 +362,8 @@ def test_agent_runs_on_published_benchmarks_with_opencv_tools(bench, tmp_path):
     assert len(two) == sum(1 for t in traces if t["trace"][0]["images"] >= 2) and (
         two or bench == "multihopspatial"
     )
-    assert all(
-        e["backend"] == "opencv" and e["result"]["num_matches"] == 0 for e in two
-    )  # solid test images: no features
+    # solid test images: no features
+    assert all(e["backend"] == "opencv" and e["result"]["num_matches"] == 0 for e in two)
     one_image = sum(1 for t in traces if t["trace"][0]["images"] == 1)
     # a plan naming image-1 for a one-image item is the core's fault: asked again, then answered directly
     assert (

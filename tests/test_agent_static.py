@@ -167,9 +167,8 @@ def test_opencv_tools_run_through_the_same_path(qa_set, tmp_path):
         and {e["call"]["name"] for e in tools} == {"GetCameraParameters"}
         and {e["backend"] for e in tools} == {"opencv"}
     )
-    assert (
-        "### EstimateObjectDepth" not in traces[0]["trace"][0]["prompt"]
-    )  # the core is shown only the tools it has
+    # the core is shown only the tools it has
+    assert "### EstimateObjectDepth" not in traces[0]["trace"][0]["prompt"]
 
 
 def test_truth_tools_need_a_generated_set(qa_set, tmp_path, capsys):
@@ -203,9 +202,8 @@ def test_ablation_separates_perception_from_reasoning(qa_set, tmp_path):
     )
     report = json.loads((tmp_path / "agent-ablation-plan-execute" / "ablation.json").read_text())
     rows = {row["kind"]: row for row in report["table"]}
-    assert len(rows) == len(KINDS) + 1 and all(
-        row["reasoning_error"] == 0.0 for row in rows.values()
-    )  # the sanity row
+    # the sanity row
+    assert len(rows) == len(KINDS) + 1 and all(row["reasoning_error"] == 0.0 for row in rows.values())
     assert rows["overall"]["perception_error"]["none"] == pytest.approx(
         100.0 - rows["overall"]["scores"]["none"]
     )
@@ -262,9 +260,8 @@ def test_learned_depth_tools_load_a_local_model_and_tiny_weights_answer_wrong(qa
     )
     records = [json.loads(line) for line in (result["folder"] / "samples.jsonl").read_text().splitlines()]
     assert [r["tags"]["subcategory"] for r in records] == ["Absolute Depth", "Relative Depth"]
-    assert (
-        records[0]["score"] < 1.0
-    )  # random weights do not see depth; truth tools answer this item (test above)
+    # random weights do not see depth; truth tools answer this item (test above)
+    assert records[0]["score"] < 1.0
     traces = [json.loads(line) for line in (result["folder"] / "traces.jsonl").read_text().splitlines()]
     depth_runs = [
         e
@@ -324,6 +321,5 @@ def test_learned_detector_and_matcher_serve_their_tools_through_the_static_runne
     assert backends["EstimateObjectDepth"] == "simulator-truth"  # no depth model given: truth serves depth
     records = [json.loads(line) for line in (result["folder"] / "samples.jsonl").read_text().splitlines()]
     counting = [r["score"] for r in records if r["tags"]["subcategory"] == "Object Counting"]
-    assert counting and sum(counting) < len(
-        counting
-    )  # random weights count wrong; truth tools count every item right
+    # random weights count wrong; truth tools count every item right
+    assert counting and sum(counting) < len(counting)

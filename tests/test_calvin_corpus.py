@@ -108,9 +108,8 @@ def test_every_calvin_answer_follows_from_the_snapshot(rows):
             distance = {c: np.linalg.norm(pos[c] - tcp) for c in candidates}
             pick = min if facts["extreme"] == "nearest to" else max
             best = pick(candidates, key=distance.__getitem__)
-            assert (
-                row["answer"].endswith(f") {best} block") and row["answer"] in question
-            )  # its letter in the list
+            # its letter in the list
+            assert row["answer"].endswith(f") {best} block") and row["answer"] in question
 
 
 def test_calvin_items_are_deterministic(rows):
@@ -127,9 +126,8 @@ def test_calvin_corpus_is_disjoint_from_the_calvin_test_sets(rows):
     assert check_calvin_disjoint(scenes) == len(rows)
     assert len(evaluation_scene_keys()) == 192
     seed, key, scene_obs = scenes[0]
-    with pytest.raises(
-        ValueError, match="outside"
-    ):  # the goal-scoring manip source's seeds are below 2**31 - 1
+    # the goal-scoring manip source's seeds are below 2**31 - 1
+    with pytest.raises(ValueError, match="outside"):
         check_calvin_disjoint([(CALVIN_CORPUS_SEEDS[0] - 1, key, scene_obs)])
     evaluation = initial_env_state(symbolic_initial_states()[0])[1].tolist()
     with pytest.raises(ValueError, match="evaluation spot"):  # every test scene has its blocks on the spots

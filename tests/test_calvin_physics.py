@@ -92,11 +92,12 @@ def test_a_block_set_on_the_button_presses_it_and_toggles_the_led(env):
     scene = SCENE_CHAIN0.copy()
     env.reset(options={"scene_obs": scene, "task": "turn_off_led"})
     start = env.snapshot()
+    # blue on the cap
     scene[12:15] = [
         C.BUTTON_ORIGIN[0],
         C.BUTTON_ORIGIN[1],
         C.BUTTON_ORIGIN[2] + 0.024 + 0.021,
-    ]  # blue on the cap
+    ]
     env.reset(options={"scene_obs": scene})
     snap = settle(env, 15)
     assert snap["scene_obs"][2] > C.BUTTON_TRIGGER  # held down

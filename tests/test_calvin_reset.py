@@ -99,9 +99,8 @@ def test_a_movable_joint_that_no_reset_places_is_refused():
         env.close()
 
 
-@pytest.mark.parametrize(
-    "renderer", ["tiny", pytest.param("egl", marks=pytest.mark.slow)]
-)  # EGL on CPU: ~20 s
+# EGL on CPU: ~20 s
+@pytest.mark.parametrize("renderer", ["tiny", pytest.param("egl", marks=pytest.mark.slow)])
 def test_images_after_another_episode_match_a_fresh_envs(renderer):
     """Lights, blocks and arm are drawn where the reset put them, not where the last episode left them.
     The fresh env's first image is not the reference: PyBullet's EGL plugin draws a client's first frame

@@ -219,16 +219,13 @@ def test_lift_height_thresholds(surface, start_contact, color, threshold):
 
 def test_lift_contact_rules():
     s = snapshot()
-    assert "lift_red_block_table" not in done(
-        s, moved("red", dz=0.1, contacts=[*FINGERS, TABLE])
-    )  # not only robot
+    # not only robot
+    assert "lift_red_block_table" not in done(s, moved("red", dz=0.1, contacts=[*FINGERS, TABLE]))
     assert "lift_red_block_table" not in done(s, moved("red", dz=0.1, contacts=[]))  # thrown, not held
-    assert "lift_red_block_slider" not in done(
-        s, moved("red", dz=0.1, contacts=FINGERS)
-    )  # started on the table
-    assert "lift_pink_block_table" not in done(
-        s, moved("pink", dz=0.1, contacts=FINGERS)
-    )  # started on the shelf
+    # started on the table
+    assert "lift_red_block_slider" not in done(s, moved("red", dz=0.1, contacts=FINGERS))
+    # started on the shelf
+    assert "lift_pink_block_table" not in done(s, moved("pink", dz=0.1, contacts=FINGERS))
     start = snapshot()
     start["blocks"]["red"]["contacts"] = [TABLE, *FINGERS]  # touching the robot at the start is allowed
     assert "lift_red_block_table" in done(start, moved("red", dz=0.1, contacts=FINGERS))
@@ -293,9 +290,8 @@ def test_unstack_rules():
     assert "unstack_block" in done(start, released("red", [TABLE]))
     assert "unstack_block" not in done(start, stacked_end())
     assert "unstack_block" not in done(stacked_end(velocity=1.01), released("red", [TABLE]))  # start speed
-    assert "unstack_block" not in done(
-        stacked_end(extra=[TABLE]), released("red", [TABLE])
-    )  # not only on blocks
+    # not only on blocks
+    assert "unstack_block" not in done(stacked_end(extra=[TABLE]), released("red", [TABLE]))
 
 
 @settings(max_examples=60, deadline=None)

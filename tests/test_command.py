@@ -154,12 +154,13 @@ def test_benchmark_help_shows_the_options_of_what_runs_there_without_heavy_impor
     vla = benchmark in ("calvin", "libero")
     assert ("--backbone" in done.stdout) == vla and ("--checkpoint" in done.stdout) == vla
     eb_loop = benchmark.startswith("embodied")
+    # the EB agent loop's options
     for flag in (
         "--loop",
         "--n-examples",
         "--no-chat-history",
         "--history-messages",
-    ):  # the EB agent loop's options
+    ):
         assert (flag in done.stdout) == eb_loop, flag
     assert ("--object-info-key" in done.stdout) == (benchmark == "embodied-manip")
 

@@ -74,12 +74,13 @@ def test_old_names_are_read_through_the_aliases():
     assert (libero["policy_calls"], libero["steps"]) == (6, 6)
     assert libero["extras"]["truncated"] and libero["extras"]["task_index"] == 3 and "decisions" not in libero
     assert (nav["success"], nav["steps"], nav["idle_steps"]) == (True, 7, 2)
+    # old wall times go
     assert not {"wall_time_s", "elapsed_s"} & {
         *libero,
         *libero["extras"],
         *nav,
         *nav["extras"],
-    }  # old wall times go
+    }
     assert nav["extras"] == {
         "episode_id": "base/0",
         "subset": "base",

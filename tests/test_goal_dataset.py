@@ -261,9 +261,8 @@ def test_keyframes_and_fitted_step_sizes():
         keyframe_indices(4, 5)
     poses = _wiggle()[[0, 30]]  # one step: 0.6 m forward (12 counts of 0.05 m), 0.5 rad pan
     fitted = fit_step_sizes(poses, StepSizes(0.05, 0.1), 10)
-    assert fitted.translation == pytest.approx(0.06) and fitted.rotation == pytest.approx(
-        0.1
-    )  # 0.5 / 10 < 0.1
+    # 0.5 / 10 < 0.1
+    assert fitted.translation == pytest.approx(0.06) and fitted.rotation == pytest.approx(0.1)
 
 
 def test_convert_by_pose_recovers_an_exact_plan_and_refuses_overflow():

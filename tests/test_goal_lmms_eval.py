@@ -97,9 +97,8 @@ def test_movement_penalty():
 def test_rotation_penalty_uses_the_summed_truth_rotation_and_predicted_rotation_up_to_two_degrees():
     # truth: three segments of 2° each about Z = 6° in total (> 5°), even though no segment exceeds 5°
     poses = [pose(rotvec=(0, 0, math.radians(2 * i))) for i in range(4)]
-    no_turn = {
-        f"step_{i}": {"actions": ["→"], "step_nums": [1]} for i in (1, 2, 3, 4)
-    }  # 4 × 0.5° = 2°: not > 2°
+    # 4 × 0.5° = 2°: not > 2°
+    no_turn = {f"step_{i}": {"actions": ["→"], "step_nums": [1]} for i in (1, 2, 3, 4)}
     assert lmms(no_turn, ref(poses)).metadata["penalty"] == 0.5
     turn = {f"step_{i}": {"actions": ["→"], "step_nums": [2]} for i in (1, 2, 3)}  # 3° > 2°
     assert lmms(turn, ref(poses)).metadata["penalty"] == 1.0

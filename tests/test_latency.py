@@ -72,9 +72,8 @@ def test_fixed_latency_continue_runs_the_previous_chunk_then_holds():
     ]
     # the third decision (step 10) has spent 2 of its 3 steps when the budget ends
     assert stream.latencies_ms == [100.0] * 3 and stream.latency_steps == 8 and stream.held_steps == 3
-    assert (
-        stream.idle_steps == 0 and _run(parse_latency("fixed:100", "continue", 30))[0] == actions
-    )  # deterministic
+    # deterministic
+    assert stream.idle_steps == 0 and _run(parse_latency("fixed:100", "continue", 30))[0] == actions
 
 
 def test_fixed_latency_hold_and_off():

@@ -54,9 +54,8 @@ def test_the_contracts_catch_an_upward_import_and_a_cycle(
     toy = contracts.replace('"action_mapping", "envs", "policies", "vla", "benchmarks"', '"low", "high"')
     toy = toy.replace('["benchmarks", "vla", "policies", "envs", "action_mapping"]', '["high", "low"]')
     toy = toy.replace('containers = ["benchmarks"]', 'containers = ["high"]')
-    assert (
-        toy.count('"low", "high"') == 2 and '["high", "low"]' in toy and '["high"]' in toy
-    )  # the real ones, renamed
+    # the real ones, renamed
+    assert toy.count('"low", "high"') == 2 and '["high", "low"]' in toy and '["high"]' in toy
     (tmp_path / "toy.toml").write_text("[tool.importlinter]" + textwrap.dedent(toy))
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -298,9 +298,8 @@ def test_run_episode_records_a_truncated_random_episode(env_of):
     assert extras["truncated"] and extras["suite"] == "libero_goal" and extras["task_index"] == 7
     assert extras["init_state_index"] == 2
     again = run_episode(env, _RandomPolicy(), **kwargs)
-    assert set(record["timing"]) == {
-        "episode_s"
-    }  # timing travels apart from the result (the runner moves it)
+    # timing travels apart from the result (the runner moves it)
+    assert set(record["timing"]) == {"episode_s"}
     assert {k: v for k, v in again.items() if k != "timing"} == {
         k: v for k, v in record.items() if k != "timing"
     }
@@ -355,9 +354,8 @@ def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
     assert result["steps"] == 2 and result["idle_steps"] == 0 and result["policy_stats"]["parse_errors"] == 0
     assert "0.01 m per step" in backend.calls[0][0]["content"]
     with pytest.raises(ValueError, match=r"handles one In/On goal \(put X in/on Y\), not \[\['turnon'"):
-        SpatialPlanPolicy(make_backend("answer-key", truth=spatial_truth("manipulation"))).bind(
-            env
-        )  # libero_goal 7: "turn on the stove"
+        # libero_goal 7: "turn on the stove"
+        SpatialPlanPolicy(make_backend("answer-key", truth=spatial_truth("manipulation"))).bind(env)
 
 
 @pytest.mark.slow  # a whole pick-and-place: about a minute on the shared 2-core machine

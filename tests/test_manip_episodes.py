@@ -234,9 +234,8 @@ def test_grid_sits_on_the_table_as_in_eb():
     assert lo[1] == pytest.approx(-0.5) and hi[1] == pytest.approx(0.5)
     table = np.array([0.0, 0.0, workspace.TABLE_TOP_Z])
     assert workspace.world_to_voxel(table)[2] == 15  # EB: table top 0.752 m, grid floor 0.6 m
-    assert (
-        workspace.world_to_voxel(table + np.array([0, 0, 0.02]))[2] == 17
-    )  # a 4 cm object's centre, as in EB
+    # a 4 cm object's centre, as in EB
+    assert workspace.world_to_voxel(table + np.array([0, 0, 0.02]))[2] == 17
     corner = workspace.voxel_to_world([0, 0, 0])
     assert np.allclose(corner, lo + 0.005)
 

@@ -169,9 +169,8 @@ def test_atomic_depth_correspondence_and_size():
     policy.act({"rgb": now, "depth": depth})
     content = backend.calls[0][1]["content"]
     texts = [p["text"] for p in content if p["type"] == "text"]
-    assert (
-        sum(p["type"] == "image" for p in content) == 5
-    )  # start, goal, two depth maps, correspondence figure
+    # start, goal, two depth maps, correspondence figure
+    assert sum(p["type"] == "image" for p in content) == 5
     assert any(t.startswith("Image 3 is the depth map of Image 1") for t in texts)
     assert any(t.startswith("Image 4 is the depth map of Image 2") for t in texts)
     assert any("1: (5, 6) -> (7, 8); 2: (20, 10) -> (22, 12)" in t for t in texts)

@@ -83,9 +83,8 @@ def test_depth_and_mask_hand_worked(env):
     h, w = obs["depth"].shape
     assert obs["depth"][h // 2, w // 2] == pytest.approx(1.94, abs=0.01)
     assert info["visibility"] == 0 and not (obs["object_ids"] == 1).any()
-    obs, info = env.reset(
-        options={"episode": episode(empty_room(), 1.0, 2.0, 0.0)}
-    )  # facing the ball, 2 m away
+    # facing the ball, 2 m away
+    obs, info = env.reset(options={"episode": episode(empty_room(), 1.0, 2.0, 0.0)})
     assert info["visibility"] == int((obs["object_ids"] == 1).sum()) > 0
     assert info["distance"] == pytest.approx(2.0)
 

@@ -261,9 +261,8 @@ def test_static_errored_items_are_counted_and_fail_the_command(data, tmp_path, m
     items = spec.load(data["multihopspatial"], runner.LoadOptions())
     answers = {spec.build_prompt(item, "paper").text: spec.gold_answer(item, "paper") for item in items}
 
-    def make(
-        config, budget, **kwargs
-    ):  # a model that answers right, except that its server fails on one item
+    # a model that answers right, except that its server fails on one item
+    def make(config, budget, **kwargs):
         return H.ScriptedBackend(lambda text: answers[text], fail_on=lambda n, text: "keyboard" in text)
 
     monkeypatch.setattr(runner, "build_backend", make)
@@ -378,9 +377,8 @@ def test_goal_predict_oracle_scores_one_with_the_paper_scorer(goal_dir, tmp_path
         and paper["status"] == "complete"
     )
     code, lmms = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "lmms", "lmms-eval")
-    assert (
-        code == 0 and lmms["parse_failures"] == 0 and 0.0 < lmms["mean_score"] < 1.0
-    )  # its documented ceiling
+    # its documented ceiling
+    assert code == 0 and lmms["parse_failures"] == 0 and 0.0 < lmms["mean_score"] < 1.0
     assert (
         goal_main(
             [
@@ -399,9 +397,8 @@ def test_goal_predict_oracle_scores_one_with_the_paper_scorer(goal_dir, tmp_path
     )
     assert json.loads((tmp_path / "short" / "manifest.json").read_text())["max_new_tokens"] == 2
     code, short = goal_score(goal_dir, tmp_path / "short" / "predictions.jsonl", tmp_path / "short-paper")
-    assert (
-        short["parse_failures"] == short["n"] == 10
-    )  # two tokens of a JSON plan are no plan: the budget cuts
+    # two tokens of a JSON plan are no plan: the budget cuts
+    assert short["parse_failures"] == short["n"] == 10
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -197,9 +197,8 @@ def test_goal_scorers_score_huge_integers_zero_and_write_json():
     ref = GoalReference(
         "nav", parse_plan('{"step_1": {"actions": ["W"], "step_nums": [2]}}'), NAVIGATION_STEP_SIZES
     )
-    stepped = (
-        '{"step_1": {"actions": ["W"], "step_nums": [0x' + "f" * 5000 + "]}}"
-    )  # what the paper scorer reads
+    # what the paper scorer reads
+    stepped = '{"step_1": {"actions": ["W"], "step_nums": [0x' + "f" * 5000 + "]}}"
     top_level = '{"actions": ["W"], "step_nums": [0x' + "f" * 5000 + "]}"  # what lmms-eval's navigation reads
     for scorer in ("paper", "lmms-eval"):
         for text in (stepped, top_level):
@@ -207,9 +206,8 @@ def test_goal_scorers_score_huge_integers_zero_and_write_json():
             json.dumps(score.to_json())  # a record can be written for it
             assert math.isfinite(score.value)
     paper = score_goal(stepped, ref, "paper")
-    assert (
-        any(e.startswith("step_num_capped") for e in paper.parse_errors) and not paper.parse_failed
-    )  # read as 10
+    # read as 10
+    assert any(e.startswith("step_num_capped") for e in paper.parse_errors) and not paper.parse_failed
     lmms = score_goal(top_level, ref, "lmms-eval")
     assert (lmms.value, lmms.parse_failed, lmms.metadata["failure"]) == (0.0, True, "scorer_raises")
 
@@ -442,18 +440,20 @@ def test_cognitive_maps_with_huge_numbers_score_the_answer():
     named = cogmap.score(
         'A. {"objects": [{"name": ["a"], "position": [0, 0]}, {"name": "b", "position": [1, 0]}]}', "A", hint
     )
+    # a list as a name: upstream raises TypeError
     assert (named.score, named.similarity.valid_format) == (
         0.2,
         False,
-    )  # a list as a name: upstream raises TypeError
+    )
 
 
 def test_vsibench_huge_numbers_are_failed_reads():
     assert vsibench.read_number("9" * 400) == (None, "number_out_of_range")  # float() reads inf
+    # float() raised
     assert vsibench.read_number("three " + "hundred " * (SIZE // 8)) == (
         None,
         "number_out_of_range",
-    )  # float() raised
+    )
     assert vsibench.read_number("three hundred and twenty") == (320.0, "first_number")
     numeric = timed(vsibench.na_score, "hundred " * (SIZE // 8), "3")
     assert (numeric.score, numeric.prediction, numeric.read) == (0.0, None, "number_out_of_range")
@@ -495,9 +495,8 @@ def test_grpo_rewards_with_huge_box_coordinates():
     for digits in (17, 400, 5000):  # past 2**53, past the float range, past Python's int() limit
         text = box("1" + "0" * (digits - 1))
         assert multihop_rewards.int_box(text) is None
-        assert (
-            multihop_rewards.total_reward(text, "(a) chair", [100.5, 200, 300, 400]) == 2.0
-        )  # format, letter; no box
+        # format, letter; no box
+        assert multihop_rewards.total_reward(text, "(a) chair", [100.5, 200, 300, 400]) == 2.0
         assert spatial_rewards.format_score(text, None, [100, 200, 300, 400]) == 0.0
     assert multihop_rewards.int_box(box(2**53)) == (2**53, 200, 300, 400)
     assert space10_stats.parse_json_objects('{"x": 1' + "0" * 5000 + '}{"prediction": ["A."]}') == [

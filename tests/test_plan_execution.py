@@ -133,13 +133,14 @@ def test_every_family_env_implements_the_plan_execution_contract():
 
     from envs.wrappers import HoldsStill, PlanExecutor
 
+    # value: has a hold-still action
     families = {
         "envs.calvin.env:PlayTableEnv": True,
         "envs.calvin.official:OfficialPlayTableEnv": True,
         "envs.libero.env:LiberoEnv": True,
         "envs.navigation.env:EBNavigationEnv": False,
         "envs.manipulation.env:EBManipulationEnv": False,
-    }  # value: has a hold-still action
+    }
     for entry, holds in families.items():
         module, name = entry.split(":")
         try:

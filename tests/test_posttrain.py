@@ -84,9 +84,8 @@ def _goal_nav_test_homes(n: int) -> list[tuple[int, str]]:
     from benchmarks.goal_scoring.nav_source import NavigationPairSource
 
     source = NavigationPairSource()
-    pairs = [
-        source.sample(np.random.default_rng([0, i])) for i in range(n)
-    ]  # sources.generate_dataset's streams
+    # sources.generate_dataset's streams
+    pairs = [source.sample(np.random.default_rng([0, i])) for i in range(n)]
     return [(p.metadata["home_seed"], p.metadata["scene_key"]) for p in pairs]
 
 

@@ -325,9 +325,8 @@ def test_a_streak_of_errored_units_stops_the_run_in_one_line(tmp_path):
         )
     message = str(info.value)
     assert "\n" not in message and info.value.exit_status == EXIT_UNITS_ERRORED
-    assert message.startswith(
-        "stopped: 3 units in a row ended in an error; last error"
-    )  # no policy, no endpoint
+    # no policy, no endpoint
+    assert message.startswith("stopped: 3 units in a row ended in an error; last error")
     assert "last error: ValueError: bad unit ep-005. Fix the cause and continue with --resume" in message
     out = RunDir(tmp_path / "s")
     assert [r["key"] for r in out.merged_records()] == [f"ep-{i:03d}" for i in range(6)]

@@ -42,9 +42,8 @@ def test_the_written_records_and_summary_read_back_through_the_schema(tmp_path: 
     assert all(list(record)[: len(SAMPLE_FIELDS)] == list(SAMPLE_FIELDS) for record in result.records)
     errored = records[1]
     assert errored["error"] == "ConnectionError: scripted failure" and errored["score"] is None
-    assert (
-        json.dumps(errored, sort_keys=True, ensure_ascii=False) == OLD_ERRORED
-    )  # the file as before the schema
+    # the file as before the schema
+    assert json.dumps(errored, sort_keys=True, ensure_ascii=False) == OLD_ERRORED
     summary = read_summary(json.loads((result.out_dir / "summary.json").read_text(encoding="utf-8")))
     assert summary == result.summary and [k for k in result.summary if k in SUMMARY_FIELDS] == list(
         SUMMARY_FIELDS

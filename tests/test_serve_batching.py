@@ -109,9 +109,8 @@ def test_concurrent_requests_are_batched_and_equal_unbatched_generation(server, 
     sizes = {int(k): v - before["batch_sizes"].get(k, 0) for k, v in stats["batch_sizes"].items()}
     assert stats["requests"] - before["requests"] == len(convs) + 2
     assert sum(size * n for size, n in sizes.items()) == len(convs) + 2
-    assert (
-        max(s for s, n in sizes.items() if n) > 1 and max(sizes) <= MAX_BATCH
-    )  # batched, never beyond the cap
+    # batched, never beyond the cap
+    assert max(s for s, n in sizes.items() if n) > 1 and max(sizes) <= MAX_BATCH
 
 
 class _decoding:
@@ -127,6 +126,7 @@ class _decoding:
 
 
 def test_usage_models_and_health(server):
+    # plain text: accepted
     status, body = post(
         server,
         {
@@ -135,7 +135,7 @@ def test_usage_models_and_health(server):
             "response_format": {"type": "text"},
             "messages": [{"role": "user", "content": "hello"}],
         },
-    )  # plain text: accepted
+    )
     assert status == 200 and body["object"] == "chat.completion" and body["model"] == server.model_name
     usage = body["usage"]
     assert (

@@ -201,9 +201,8 @@ def test_headers_without_a_body_and_dripping_clients_are_disconnected(server):
     drip = _connect(server, HEADERS[:-4])
     began = time.monotonic()
     with pytest.raises(OSError):
-        for _ in range(
-            60
-        ):  # a byte every 0.1 s keeps every read under the timeout; the deadline still ends it
+        # a byte every 0.1 s keeps every read under the timeout; the deadline still ends it
+        for _ in range(60):
             drip.sendall(b" ")
             time.sleep(0.1)
     assert time.monotonic() - began < 3

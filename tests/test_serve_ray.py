@@ -50,9 +50,8 @@ def test_ray_server_actor_batches_requests_from_many_actors(tiny_vlm):
         clients = [ray.remote(num_cpus=0)(_Client).remote() for _ in range(2)]  # start while the model loads
         server = start_ray_server(model, num_gpus=0, num_cpus=0, max_batch=4, max_wait_ms=1000, device="cpu")
         assert server.url.startswith("http://127.0.0.1:")
-        ray.get(
-            [c.connect.remote(server.url, model) for c in clients]
-        )  # ready before the requests go out together
+        # ready before the requests go out together
+        ray.get([c.connect.remote(server.url, model) for c in clients])
         answers = ray.get([c.ask.remote(conversations(seed)) for seed, c in enumerate(clients)], timeout=120)
         stats = server.stats()
         server.stop()
@@ -63,6 +62,5 @@ def test_ray_server_actor_batches_requests_from_many_actors(tiny_vlm):
         [(g.text, g.completion_tokens) for g in map(local.generate, conversations(seed))] for seed in range(2)
     ]
     assert answers == expected
-    assert (
-        stats["requests"] == 4 and stats["max_batch_size"] > 1
-    )  # requests of different actors shared a batch
+    # requests of different actors shared a batch
+    assert stats["requests"] == 4 and stats["max_batch_size"] > 1

@@ -29,9 +29,8 @@ N_PAIRS = 3
 
 
 def test_static_camera_and_tcp_frame_hand_worked():
-    assert static_pixel(np.array(C.STATIC_TARGET)) == pytest.approx(
-        (100.0, 100.0)
-    )  # the look-at point is the centre
+    # the look-at point is the centre
+    assert static_pixel(np.array(C.STATIC_TARGET)) == pytest.approx((100.0, 100.0))
     neutral = np.array(C.NEUTRAL_ROBOT_OBS)
     T = tcp_pose(neutral)
     assert T[2, 2] == pytest.approx(-1.0, abs=0.01)  # the TCP z axis (approach, "dolly in") points down
@@ -39,10 +38,11 @@ def test_static_camera_and_tcp_frame_hand_worked():
     lifted = T.copy()
     lifted[2, 3] = 1.2  # far above the reachable box
     assert not in_workspace(lifted)
+    # CALVIN 1 open, -1 closed
     assert (gripper_state(neutral), gripper_state(np.r_[neutral[:14], -1.0])) == (
         0,
         1,
-    )  # CALVIN 1 open, -1 closed
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,10 +76,11 @@ def test_plans_are_the_real_tcp_motion_with_gripper_states(manip_sets):
         assert tcp_pose(np.array(sample.metadata["start"]["robot_obs"])) == pytest.approx(poses[0])
         assert tcp_pose(np.array(sample.metadata["end"]["robot_obs"])) == pytest.approx(poses[-1])
         assert sample.plan.steps[-1].gripper == gripper_state(np.array(sample.metadata["end"]["robot_obs"]))
+        # commanded box + tracking error
         low, high = (
             np.array(WORKSPACE[0]) - 0.02,
             np.array(WORKSPACE[1]) + 0.02,
-        )  # commanded box + tracking error
+        )
         assert np.all((poses[:, :3, 3] >= low) & (poses[:, :3, 3] <= high))
         assert tcp_in_view(poses[0]) and tcp_in_view(poses[-1])
 

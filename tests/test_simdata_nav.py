@@ -85,10 +85,11 @@ def test_blocked_translation_is_shortened_to_a_free_whole_count():
     step, reached = execute_step(
         world, c2w, PlanStep([Primitive.DOLLY_IN, Primitive.PAN_LEFT], [10, 1]), SIZES
     )
+    # 10 -> 7 -> fits
     assert step.actions == [Primitive.DOLLY_IN, Primitive.PAN_LEFT] and step.step_nums == [
         7,
         1,
-    ]  # 10 -> 7 -> fits
+    ]
     assert reached[0, 3] == pytest.approx(3.6 + 7 * SIZES.translation)
     assert shrink_translation(PlanStep([Primitive.TRUCK_LEFT], [1])) is None
     # A tilt beyond the +30 deg limit cannot be carried out; a free move is kept as drawn.

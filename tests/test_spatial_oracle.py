@@ -155,9 +155,8 @@ def test_injected_errors_are_counted_exactly(tmp_path):
             stats["parse_errors"] == stats["injected_unusable"]
             and stats["fallbacks"] == stats["parse_errors"]
         )
-        assert subtask[
-            "success"
-        ]  # the oracle recovers: a failed answer costs one held step, then it asks again
+        # the oracle recovers: a failed answer costs one held step, then it asks again
+        assert subtask["success"]
         totals = summary.data["model_calls"]
         assert totals["parse_errors"] == totals["injected_unusable"] == stats["injected_unusable"]
         assert "injected errors" in (out / "calvin" / "mllm-answer-key" / "summary.md").read_text()

@@ -165,9 +165,8 @@ def test_gravity_with_zero_uncertainty_is_scored(items):
     grav = items["grav-0"]
     assert "'roll_unc' is 0 (not > 0)" in grav.meta["key"]["problems"]
     exact = json.dumps({"roll": 2.0, "pitch": -5.0, "vfov": 60.0})
-    assert LMMS.score(grav, exact).score == pytest.approx(
-        2 / 3
-    )  # upstream: roll's kernel gives 0 for sigma 0
+    # upstream: roll's kernel gives 0 for sigma 0
+    assert LMMS.score(grav, exact).score == pytest.approx(2 / 3)
     assert PROJECT.score(grav, exact).score == pytest.approx(1.0)  # project: sigma 0 is the exact-match limit
     assert PROJECT.score(grav, json.dumps({"roll": 2.5, "pitch": -5.0, "vfov": 60.0})).score == pytest.approx(
         2 / 3

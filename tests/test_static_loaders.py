@@ -50,12 +50,10 @@ def test_spatialscore_single_multi_and_video_items(tmp_path: Path) -> None:
     assert mcq.task == "mcq" and mcq.options == {"A": "Left", "B": "Right"} and mcq.meta["key"] == "A"
     assert multi.modality == "multi-image" and len(multi.media) == 2 and multi.meta["key"] == "A"
     assert judgment.task == "judgment" and judgment.meta["key"] == "no"
-    assert (
-        video.modality == "video" and len(video.media) == 3 and video.meta["key"] == Quantity(2.0, "m")
-    )  # unit from the question
-    assert all(
-        Path(m).is_file() for m in video.media
-    )  # "./dataset/..." paths resolved from the repository root
+    # unit from the question
+    assert video.modality == "video" and len(video.media) == 3 and video.meta["key"] == Quantity(2.0, "m")
+    # "./dataset/..." paths resolved from the repository root
+    assert all(Path(m).is_file() for m in video.media)
     assert mcq.category == "Others" and mcq.tags["source"] == "MMVP"
 
 
@@ -89,9 +87,8 @@ def test_spatialscore_errors_name_the_item_and_the_fix(tmp_path: Path) -> None:
         DataError, match=r"item 8740: media file './dataset/MMIU/a_1.jpg' not found .* pass --image-root"
     ):
         load("spatialscore", path)
-    assert (
-        len(load("spatialscore", path, check_media=False)) == 4
-    )  # scoring saved predictions needs no images
+    # scoring saved predictions needs no images
+    assert len(load("spatialscore", path, check_media=False)) == 4
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "x.json").write_text('{"not": "a list"}')
     with pytest.raises(DataError, match="expected a JSON list of objects"):

@@ -46,9 +46,8 @@ def test_spatialscore_unit_answers_use_the_ratio_test() -> None:
     # 1.2 m vs 1.72 m: ratio 1.43 < 2 counts as fully correct; MRA would give 0.4 (error 0.30)
     assert spatialscore.score_item("open-ended", "VGBench", "about 1.2 meters", "1.72 meters").score == 1.0
     assert mra_with_units(Quantity(1.2, "m"), Quantity(1.72, "m"))[0] == pytest.approx(0.4)
-    assert (
-        spatialscore.score_item("open-ended", "VGBench", "90 cm", "1.72 meters").score == 1.0
-    )  # ratio 1.91 < 2
+    # ratio 1.91 < 2
+    assert spatialscore.score_item("open-ended", "VGBench", "90 cm", "1.72 meters").score == 1.0
     correct, why = spatialscore.numeric_with_unit_correct("80 cm", "1.72 meters")
     assert not correct and "ratio 2.15" in why
 
@@ -58,9 +57,8 @@ def test_spatialscore_mra_boundary_float_quirk() -> None:
     # 12 for 10: error 0.2, and 1 - 0.8 = 0.19999999999999996 in floating point
     assert mean_relative_accuracy(12, 10) == pytest.approx(0.7)
     assert spatialscore.mean_relative_accuracy(12, 10) == pytest.approx(0.6)
-    assert spatialscore.mean_relative_accuracy(45, 50) == pytest.approx(
-        0.9
-    )  # linspace's 0.8999... lets this one pass
+    # linspace's 0.8999... lets this one pass
+    assert spatialscore.mean_relative_accuracy(45, 50) == pytest.approx(0.9)
 
 
 def test_spatialscore_number_words_in_scan_order() -> None:
@@ -96,18 +94,20 @@ def test_space10_list_string_misses_plain_letters() -> None:
 
 def test_space10_rules_that_do_fire() -> None:
     assert space10.read_answer("2", EQ, multiple=False) == (("B",), "rule")  # option text "2" inside "['2']"
+    # a whitespace token
     assert space10.read_answer("The answer is B .", SA, multiple=False) == (
         ("B",),
         "rule",
-    )  # a whitespace token
+    )
 
 
 def test_space10_judge_path_and_fallbacks() -> None:
     assert space10.read_answer("B", SA, multiple=False, judge_text="B") == (("B",), "judge")
+    # "no match"
     assert space10.read_answer("B", SA, multiple=False, judge_text="I think E") == (
         ("E",),
         "judge",
-    )  # "no match"
+    )
     assert space10.read_answer("B", SA, multiple=False, judge_text="unsure") == (("E",), "fallback")
     assert space10.read_answer("A, C", {**SA, "E": "x"}, multiple=True) == (("F",), "fallback")
     assert space10.read_answer("A, C", {**SA, "E": "x"}, multiple=True, judge_text="A, C") == (
@@ -201,9 +201,8 @@ def test_multihop_two_denominators() -> None:
 
 def test_multihop_invalid_and_malformed_boxes() -> None:
     outside = "Answer: (a) cup\nBounding Box: [0, 0, 1200, 1100]"  # exceeds the image once rescaled
-    assert multihop.score_repo(outside, "(a) cup", GT, 1000, 1000).iou == pytest.approx(
-        0.0076
-    )  # computed anyway
+    # computed anyway
+    assert multihop.score_repo(outside, "(a) cup", GT, 1000, 1000).iou == pytest.approx(0.0076)
     assert multihop.score_lmms(outside, "(a) cup", GT, 1000, 1000).iou is None  # invalid: no IoU
     malformed = "Answer: (a) cup\nBounding Box: [1.2.3, 0, 100, 100]"
     crashed = multihop.score_repo(malformed, "(a) cup", GT, 1000, 1000)
@@ -266,6 +265,5 @@ def test_spatialtree_gravity_all_or_nothing() -> None:
         '```json\n{"roll": 2.0, "pitch": -3.0, "vfov": 60.0}\n```', answer, hint
     )
     assert score == pytest.approx((1 + 0.6065306597 + 1) / 3)
-    assert (
-        spatialtree.gravity_score('{"roll": 2.0, "pitch": -5.0}', answer, hint)[0] == 0.0
-    )  # one missing: all lost
+    # one missing: all lost
+    assert spatialtree.gravity_score('{"roll": 2.0, "pitch": -5.0}', answer, hint)[0] == 0.0

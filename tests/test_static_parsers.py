@@ -148,11 +148,12 @@ def test_numbers_with_units(text: str, value: float, unit: str | None, method: s
 @pytest.mark.parametrize(
     ("text", "value", "method"),
     [
+        # a comma after a run, not before a digit: punctuation
         (
             "1,000,000, give or take",
             1_000_000.0,
             "number",
-        ),  # a comma after a run, not before a digit: punctuation
+        ),
         ("About 1,200, I think.", 1200.0, "number"),
         ("1,234.5 m", 1234.5, "number"),  # a decimal part after grouped digits
         ("1,000,5", 5.0, "last_number"),  # a group of one digit: a list of numbers 1, 0, 5

@@ -105,9 +105,8 @@ def test_each_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert space.summary["headline"]["single_answer_overall"] == 100.0
     assert space.summary["headline"]["multiple_answer_overall"] == 100.0
     capabilities = {row["capability"]: row for row in space.summary["tables"]["capabilities"]["rows"]}
-    assert (
-        capabilities["C5"]["n"] == 1 and capabilities["C9"]["score"] is None
-    )  # EQ links C5; no single EP item
+    # EQ links C5; no single EP item
+    assert capabilities["C5"]["n"] == 1 and capabilities["C9"]["score"] is None
     hop = run(
         config(tmp_path, "multihopspatial", write_multihop(tmp_path / "mh")),
         backend=ScriptedBackend(
@@ -247,15 +246,13 @@ def test_judge_is_reported_separately(tmp_path: Path) -> None:
     judge = ScriptedBackend(lambda prompt: "work...\noutput: 0.5")
     result = run(config(tmp_path, "spatialscore", data), backend=model, judge=judge)
     video = result.records[3]
-    assert (
-        video["score"] == pytest.approx(0.0) and video["judge"]["score"] == 0.5
-    )  # 4 m vs 2 m: error 1.0, MRA 0
+    # 4 m vs 2 m: error 1.0, MRA 0
+    assert video["score"] == pytest.approx(0.0) and video["judge"]["score"] == 0.5
     assert len(judge.calls) == 1 and "gt_answer: 2.0 m" in judge.calls[0]  # only the open-ended item
     section = result.summary["judge"]
     assert section["asked"] == 1 and section["mean_judge_score"] == 50.0
-    assert section["paper_combined_overall"] == pytest.approx(
-        100 * (3 + 0.25) / 4
-    )  # (0 + 0.5) / 2 for the open item
+    # (0 + 0.5) / 2 for the open item
+    assert section["paper_combined_overall"] == pytest.approx(100 * (3 + 0.25) / 4)
     assert result.summary["headline"]["overall"] == 75.0  # the rule-based score is unchanged
 
 
@@ -265,9 +262,8 @@ def test_space10_official_mode_with_and_without_judge(tmp_path: Path) -> None:
         answer_by_question({"How many beds": "B", "Which description": "A", "does not contain": "B, E"})
     )
     plain = run(config(tmp_path, "space10", data, mode="space10-lmms-eval", run_name="plain"), backend=model)
-    assert (
-        plain.summary["headline"]["single_answer_overall"] == 0.0
-    )  # list strings: every item falls back to E / F
+    # list strings: every item falls back to E / F
+    assert plain.summary["headline"]["single_answer_overall"] == 0.0
     judged = run(
         config(
             tmp_path,
@@ -279,12 +275,10 @@ def test_space10_official_mode_with_and_without_judge(tmp_path: Path) -> None:
         ),
         judge=ScriptedBackend(answer_by_question({"double-choice": "B, E", "single-choice question": "B"})),
     )
-    assert (
-        judged.summary["headline"]["single_answer_overall"] == 0.0
-    )  # the rule-based official score stays apart
-    assert (
-        judged.summary["judge"]["judge_assisted_single_answer_overall"] == 50.0
-    )  # judge says B: right for EQ, wrong for SA
+    # the rule-based official score stays apart
+    assert judged.summary["headline"]["single_answer_overall"] == 0.0
+    # judge says B: right for EQ, wrong for SA
+    assert judged.summary["judge"]["judge_assisted_single_answer_overall"] == 50.0
     assert judged.summary["judge"]["judge_assisted_multiple_answer_overall"] == 100.0
 
 

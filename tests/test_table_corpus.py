@@ -14,11 +14,12 @@ pytest.importorskip("datasets")
 from benchmarks.datagen.corpus import CorpusConfig, corpus_rows
 from benchmarks.posttrain.multihop_rewards import msr_total_reward
 
+# one task family: one env to build
 MANIP = {
     "families": "manip",
     "kinds": "manip_depth,manip_localisation,manip_counting,manip_multihop,manip_camera_motion",
     "manip_families": "pick",
-}  # one task family: one env to build
+}
 
 
 @pytest.fixture(scope="module")
@@ -177,9 +178,8 @@ def test_libero_answers_and_disjointness_from_the_initial_states():
 
     seed, _, state = scenes[0]
     init = load_init_states(load_task(state["suite"], state["task_index"]))[state["init_state_index"]]
-    replayed = {
-        k: init[1 + a : 4 + a].tolist() for k, a in state["qpos_addresses"].items()
-    }  # the test start itself
+    # the test start itself
+    replayed = {k: init[1 + a : 4 + a].tolist() for k, a in state["qpos_addresses"].items()}
     from benchmarks.datagen.libero_corpus import libero_scene_key
 
     clash = {**state, "positions": replayed}

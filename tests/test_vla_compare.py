@@ -46,10 +46,11 @@ def test_two_backbones_same_data_budget_and_episodes(tmp_path, tiny_vlm, capsys)
     assert [r["backbone"] for r in rows] == backbones
     assert [r["model_type"] for r in rows] == ["paligemma", "kosmos-2"]
     for row in rows:
+        # the same episodes
         assert row["episodes"] == 2 and [e["steps"] for e in row["per_episode"]] == [
             3,
             3,
-        ]  # the same episodes
+        ]
         assert [step for step, _ in row["loss_curve"]][-1] == 2  # the same budget
         assert row["backbone_params"] > 0 and row["query_ms"] > 0
     assert rows[0]["backbone_params"] != rows[1]["backbone_params"]

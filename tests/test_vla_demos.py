@@ -71,9 +71,8 @@ def test_recorded_actions_are_the_sent_ones(two_demos):
     frames = _frames(split, first, last)
     start = next(e for e in summary["tasks"][TASK]["episodes"] if e["success"])
     neutral = np.asarray(C.NEUTRAL_ROBOT_OBS[7:14])
-    assert not np.allclose(
-        frames[0]["robot_obs"][7:14], neutral, atol=1e-3
-    )  # the start joints were perturbed
+    # the start joints were perturbed
+    assert not np.allclose(frames[0]["robot_obs"][7:14], neutral, atol=1e-3)
     np.testing.assert_allclose(frames[0]["robot_obs"][7:14], start["reset_robot_obs"][7:14], atol=1e-3)
 
     env = PlayTableEnv(cameras=())

@@ -71,9 +71,8 @@ def test_explicit_embeds_path_matches_the_stock_forward(models, arch):
     backbone = model.backbone
     inputs = model.input_builder()(_images(1), INSTRUCTIONS[:1])
     token = backbone.processor.tokenizer.eos_token_id
-    embeds = backbone.vlm.get_input_embeddings()(
-        torch.tensor([token])
-    )  # scaled where the model scales (Gemma 3)
+    # scaled where the model scales (Gemma 3)
+    embeds = backbone.vlm.get_input_embeddings()(torch.tensor([token]))
     ids = inputs["input_ids"].clone()
     ids[inputs["action_mask"]] = token
     with torch.no_grad():

@@ -216,9 +216,8 @@ class VLMBackbone(nn.Module):
         encoded = dict(
             processor(text=texts, images=pil, padding=True, return_tensors="pt", **cls.processor_kwargs())
         )
-        encoded.pop(
-            "labels", None
-        )  # PaliGemma's processor adds LM labels; the action head has its own targets
+        # PaliGemma's processor adds LM labels; the action head has its own targets
+        encoded.pop("labels", None)
         return _append_action_slots(
             encoded, num_action_tokens, processor.tokenizer.pad_token_id
         ) | cls.extra_inputs(encoded, num_action_tokens)

@@ -420,12 +420,13 @@ class Trainer:
             self.accelerator.unwrap_model(self.model).save_pretrained(target)
         self.accelerator.save_state(str(target / "training_state"))
         if self.accelerator.is_main_process:
+            # plain numbers (the lambda is not saved)
             state = {
                 "step": self.step,
                 "epoch": self.epoch,
                 "batches_done": self.batches_done,
                 "scheduler": self.scheduler.state_dict(),
-            }  # plain numbers (the lambda is not saved)
+            }
             (target / STATE_FILE).write_text(json.dumps(state) + "\n")
             _point_last(target)
             self._prune()

@@ -37,9 +37,8 @@ class Latency:
 
     def steps(self, latency_ms: float) -> int:
         """Whole control periods that pass during an inference of ``latency_ms``."""
-        return max(
-            0, math.floor(latency_ms * self.control_hz / 1000.0 + 1e-9)
-        )  # 100 ms at 30 Hz: 3.0, not 2.999
+        # 100 ms at 30 Hz: 3.0, not 2.999
+        return max(0, math.floor(latency_ms * self.control_hz / 1000.0 + 1e-9))
 
     def describe(self) -> dict[str, object]:
         """JSON-safe description for manifests and records."""

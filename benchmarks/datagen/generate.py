@@ -234,7 +234,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if (
-    __name__ == "__main__"
-):  # python -m benchmarks.datagen.generate (same as python -m benchmarks.static generate)
+# python -m benchmarks.datagen.generate (same as python -m benchmarks.static generate)
+if __name__ == "__main__":
     raise SystemExit(main())

@@ -198,9 +198,8 @@ def check_libero_disjoint(corpus: Iterable[tuple[int, str, dict[str, Any]]]) -> 
         theirs = np.stack(
             [init[:, 1 + state["qpos_addresses"][k] : 3 + state["qpos_addresses"][k]] for k in names], 1
         )
-        gaps = (
-            np.abs(theirs - ours[None]).max(axis=2).max(axis=1)
-        )  # per initial state: the largest object offset
+        # per initial state: the largest object offset
+        gaps = np.abs(theirs - ours[None]).max(axis=2).max(axis=1)
         if gaps.min() < OBJECT_OFFSET[0] - 1e-9:
             raise ValueError(
                 f"LIBERO corpus scene {key} (seed {seed}) matches initial state {int(gaps.argmin())} of "

@@ -151,9 +151,8 @@ def _outputs(
     models = sorted({str(r.get("model")) for r in records.values() if r.get("model")})
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     label = ", ".join(models) or path.stem
-    if (
-        label in BUILTIN_PREDICTIONS
-    ):  # not the answer-key backend's answers: keep the built-in reference row apart
+    # not the answer-key backend's answers: keep the built-in reference row apart
+    if label in BUILTIN_PREDICTIONS:
         label = f"{label} (model)"
     outputs = {k: r["output"] for k, r in records.items() if r["output"] is not None}
     injected = Counter(
@@ -209,9 +208,8 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
     baselines = _baseline_scores(dataset, config.scorer, weights_arg) if config.baselines else {}
     summary = summarize(dataset, scores, config.scorer, baselines)
     summary.update(samples=total, errored=len(errored), errored_ids=sorted(errored))
-    if provenance.get(
-        "injected_errors"
-    ):  # the stand-in's seeded errors, next to the parse failures they cause
+    # the stand-in's seeded errors, next to the parse failures they cause
+    if provenance.get("injected_errors"):
         summary["injected_errors"] = provenance["injected_errors"]
         summary["injected_unusable"] = sum(
             n for k, n in provenance["injected_errors"].items() if expected_effect(k) == "unusable"

@@ -451,9 +451,8 @@ def _literal_or_none(span: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
-            warnings.simplefilter(
-                "ignore", DeprecationWarning
-            )  # "invalid escape sequence" before Python 3.12
+            # "invalid escape sequence" before Python 3.12
+            warnings.simplefilter("ignore", DeprecationWarning)
             return ast.literal_eval(span)
     except Exception:
         return None
@@ -919,9 +918,8 @@ def parse_parameters(text: str, expected: Mapping[str, Any]) -> ParseResult:
     """Named numbers (``"pitch": 3.2``...) from a JSON object or ``name: value`` text; at least one expected."""
     block = outer_braces(text or "")
     values: dict[str, float] = {}
-    in_json: set[str] = (
-        set()
-    )  # read from the JSON, even when unusable (1e400): no second reading from the text
+    # read from the JSON, even when unusable (1e400): no second reading from the text
+    in_json: set[str] = set()
     if block:
         try:
             data = json.loads(re.sub(r",\s*([}\]])", r"\1", block))

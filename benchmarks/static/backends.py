@@ -73,9 +73,8 @@ def build_backend(
     kwargs: dict[str, Any] = {"config": GenerationConfig(max_new_tokens=max_new_tokens)}
     if name == ANSWER_KEY_MODEL:  # never cached; short answers get the short-answer error kinds
         kwargs.update(cache=False, error_kinds=ANSWER_ERROR_KINDS)
-        if (
-            model is None and config.policy == "agent"
-        ):  # the agent's calls are JSON tool calls and tagged answers
+        # the agent's calls are JSON tool calls and tagged answers
+        if model is None and config.policy == "agent":
             from benchmarks.static.agent_run import AGENT_ERROR_KINDS
 
             kwargs["error_kinds"] = AGENT_ERROR_KINDS

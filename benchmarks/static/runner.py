@@ -179,6 +179,7 @@ def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], ou
         raise ValueError(
             f"cannot resume {out_dir}: it ran model {previous['config'].get('model')!r}; use another --run-name"
         )
+    # an agent run is its tools and paradigm too
     for key in (
         "policy",
         "agent_paradigm",
@@ -187,7 +188,7 @@ def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], ou
         "agent_detector_model",
         "agent_segmenter_model",
         "agent_matcher_model",
-    ):  # an agent run is its tools and paradigm too
+    ):
         if key in previous["config"] and previous["config"][key] != current["config"].get(key):
             raise InputError(
                 f"cannot resume {out_dir}: it ran {key.replace('_', '-')}={previous['config'][key]!r}; use another --run-name"

@@ -278,9 +278,8 @@ def parser_markdown(parser: argparse.ArgumentParser) -> list[str]:
             choices = f" (one of: {', '.join(map(str, action.choices))})" if action.choices else ""
             unset = action.default in (None, "", argparse.SUPPRESS) or action.required
             default = "" if unset else f"`{action.default}`"
-            help_text = (action.help or "").removesuffix(
-                f" (default: {action.default})"
-            )  # the column says it
+            # the column says it
+            help_text = (action.help or "").removesuffix(f" (default: {action.default})")
             lines.append(
                 f"| {flags} | {_cell(default) if default else ('required' if action.required else '')} "
                 f"| {_cell(help_text + choices)} |"

@@ -41,20 +41,22 @@ HANDLE_GREY: RGBA = (0.396, 0.396, 0.396, 1.0)
 SWITCH_GREY: RGBA = (0.4, 0.4, 0.4, 1.0)
 BLACK: RGBA = (0.0, 0.0, 0.0, 1.0)
 WHITE_ARM: RGBA = (1.0, 1.0, 1.0, 1.0)  # the Panda's "panda_white"
+# the wood's mean, for round parts
 WOOD_PLAIN: RGBA = (
     WOOD_MEAN[0] / 255,
     WOOD_MEAN[1] / 255,
     WOOD_MEAN[2] / 255,
     1.0,
-)  # the wood's mean, for round parts
+)
 
 # Grip points in their link frames (the scripted expert aims at them).
 SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame (x along the track, z out): under the handle's bar
+# drawer frame (world-aligned when closed): just behind the bar's middle
 DRAWER_HANDLE: Vec3 = (
     0.0,
     -0.235,
     0.05,
-)  # drawer frame (world-aligned when closed): just behind the bar's middle
+)
 SWITCH_LEVER: Vec3 = (0.0, 0.042, 0.0)  # switch frame: y out of the panel, at the bar's inner face
 
 # Boxes below are (min corner, max corner) in the built-in link frames, world scale. They are calvin_env's
@@ -307,9 +309,8 @@ def _switch_link() -> Link:
 def _lamp_links() -> list[Link]:
     led = Geom("box", (0.16, 0.04, 0.016), (0.0, 0.0, 0.008), rgba=C.LIGHT_OFF_RGBA)
     bulb = Geom("cylinder", (0.025, 0.041), (0.0, 0.028, 0.0205), rgba=C.LIGHT_OFF_RGBA)
-    plank = _box(
-        (-0.28, -0.07, 0.0), (0.28, 0.07, 0.021), WOOD
-    )  # top at 0.441: CALVIN's slider spots rest at z 0.461
+    # top at 0.441: CALVIN's slider spots rest at z 0.461
+    plank = _box((-0.28, -0.07, 0.0), (0.28, 0.07, 0.021), WOOD)
     return [
         Link("led_link", (led,), 0.2),
         Link("light_link", (bulb,), 0.17),
@@ -559,6 +560,7 @@ def write_cached(directory: Path, stem: str, text: str, suffix: str = ".urdf") -
     return path.as_posix()
 
 
+# the button's housing is part of the table
 #: The table as CALVIN shows it: wood everywhere but grey handles and switch and a black button.
 TABLE_LOOK = Look(
     textured={WHITE: "wood", WOOD: "wood"},
@@ -567,7 +569,7 @@ TABLE_LOOK = Look(
         "button_link": {DARK: BLACK},
         "base_link": {GREY: WOOD_PLAIN},
     },
-)  # the button's housing is part of the table
+)
 FLOOR_LOOK = Look(textured={FLOOR: "checker"})
 #: CALVIN's longer fingers are white, like the rest of the arm.
 ROBOT_LOOK = Look(

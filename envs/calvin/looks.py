@@ -157,9 +157,8 @@ def add_box(mesh: ObjMesh, size: np.ndarray, xyz: np.ndarray, rot: np.ndarray, u
         for sign in (1.0, -1.0):
             normal = sign * eye[axis]
             e_u = eye[along] * half[along]
-            e_v = (
-                eye[across] * half[across] * (1.0 if even == (sign > 0) else -1.0)
-            )  # counter-clockwise from outside
+            # counter-clockwise from outside
+            e_v = eye[across] * half[across] * (1.0 if even == (sign > 0) else -1.0)
             local = normal * half[axis] + np.array([-e_u - e_v, e_u - e_v, e_u + e_v, -e_u + e_v])
             uvs = (
                 np.array([(-1, -1), (1, -1), (1, 1), (-1, 1)])

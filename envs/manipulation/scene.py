@@ -103,9 +103,8 @@ class TabletopScene(ManipulationEnv):
         self.mj_data: mujoco.MjData = self.sim.data._data
         self.grip_site_id = mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_SITE, GRIP_SITE)
         self.table_geom_id = mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_GEOM, "table_collision")
-        if not hasattr(
-            self, "_default_contype"
-        ):  # robosuite calls this at every reset: keep the compiled values
+        # robosuite calls this at every reset: keep the compiled values
+        if not hasattr(self, "_default_contype"):
             self._default_contype = self.mj_model.geom_contype.copy()
             self._default_conaffinity = self.mj_model.geom_conaffinity.copy()
 

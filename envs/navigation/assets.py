@@ -142,12 +142,13 @@ def _bowl(c: RGB) -> list[Part]:
 
 def _bottle(c: RGB) -> list[Part]:
     cap = DARK if c == COLOURS["white"] else WHITE
+    # label band
     return [
         cyl(0.045, 0.1, (0, 0, 0.1), c),
         cyl(0.024, 0.04, (0, 0, 0.235), c),
         cyl(0.026, 0.014, (0, 0, 0.285), cap),
         cyl(0.046, 0.03, (0, 0, 0.1), shade(c, 1.5)),
-    ]  # label band
+    ]
 
 
 def _knife(c: RGB) -> list[Part]:
@@ -158,11 +159,12 @@ def _knife(c: RGB) -> list[Part]:
 
 
 def _book(c: RGB) -> list[Part]:
+    # spine
     return [
         box((0.11, 0.08, 0.024), (0, 0, 0.024), c),
         box((0.104, 0.074, 0.019), (0.009, 0, 0.024), WHITE),
         box((0.012, 0.081, 0.025), (-0.1, 0, 0.024), shade(c, 0.7)),
-    ]  # spine
+    ]
 
 
 def _laptop(c: RGB) -> list[Part]:

@@ -193,9 +193,8 @@ class SpatialAgent:
                 result = {}
                 memory.append({"thought": parsed.thought, "actions": [], "observation": result})
             else:
-                call = parsed.calls[
-                    0
-                ]  # one action at a time (task instruction 2); the rest is ignored, counted
+                # one action at a time (task instruction 2); the rest is ignored, counted
+                call = parsed.calls[0]
                 run.counts["extra_actions_ignored"] += len(parsed.calls) - 1
                 result = self._execute(run, call, turn)
                 memory.append({"thought": parsed.thought, "actions": [call.to_dict()], "observation": result})

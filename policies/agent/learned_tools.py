@@ -59,9 +59,8 @@ class LearnedDepthTools:
 
         key = (id(context), index)
         if key not in self._cache:
-            self._cache = {
-                k: v for k, v in self._cache.items() if k[0] == id(context)
-            }  # one question at a time
+            # one question at a time
+            self._cache = {k: v for k, v in self._cache.items() if k[0] == id(context)}
             image = np.asarray(context.images[index])[..., :3]
             inputs = self.processor(images=[image], return_tensors="pt").to(self.device)
             with torch.no_grad():

@@ -98,9 +98,8 @@ class AgentPolicyConfig:
     )
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "model", canonical_model(self.model)
-        )  # the stand-in's former name, with a note
+        # the stand-in's former name, with a note
+        object.__setattr__(self, "model", canonical_model(self.model))
 
     @property
     def privileged(self) -> bool:
@@ -177,9 +176,8 @@ def build_agent_policy(config: AgentPolicyConfig, backend: Backend | None = None
         mllm = config.mllm()
         mllm.check_inputs()
         options = mllm.backend_options()
-        if (
-            config.model == ANSWER_KEY_MODEL
-        ):  # errors that break tool calls (the EB kinds replace action names)
+        # errors that break tool calls (the EB kinds replace action names)
+        if config.model == ANSWER_KEY_MODEL:
             from policies.agent.nav_oracle import NavigationAgentOracle
             from policies.backends.answer_key import EnvTruth
 

@@ -340,9 +340,8 @@ def _typed(arg: Arg, raw: Any, n_images: int, tool: str) -> Any:
         if len(boxes) > MAX_LIST_ITEMS:
             raise ToolError("invalid_arguments", f"{where}: at most {MAX_LIST_ITEMS} boxes")
         return [_numbers(b, 4, where) for b in boxes]
-    raise ToolError(
-        "invalid_arguments", f"{where}: unknown argument type {arg.type!r}"
-    )  # a spec bug, shown as such
+    # a spec bug, shown as such
+    raise ToolError("invalid_arguments", f"{where}: unknown argument type {arg.type!r}")
 
 
 def _image_index(raw: object, n_images: int, where: str) -> int:

@@ -294,13 +294,11 @@ class HTTPBackend(Backend):
         try:
             with _opener().open(request, timeout=self.timeout_s) as response:
                 bounded = response.length is not None and response.length <= MAX_RESPONSE_BYTES
-                data = (
-                    response.read() if bounded else response.read(MAX_RESPONSE_BYTES + 1)
-                )  # read() notices a cut
+                # read() notices a cut
+                data = response.read() if bounded else response.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as err:
-            if (
-                deadline.expired
-            ):  # the error body was cut off by the deadline: a timeout, not the server's word
+            # the error body was cut off by the deadline: a timeout, not the server's word
+            if deadline.expired:
                 raise TimeoutError("deadline") from err
             self._raise_for_status(err)
         except TimeoutError as err:  # socket.timeout is TimeoutError
@@ -488,9 +486,8 @@ def _wire_message(message: Message) -> dict[str, Any]:
 
 def _error_detail(err: urllib.error.HTTPError) -> str:
     try:
-        body = err.read(500).decode(
-            "utf-8", "replace"
-        )  # the start is enough, and all a hostile server gets read
+        # the start is enough, and all a hostile server gets read
+        body = err.read(500).decode("utf-8", "replace")
     except Exception:  # the body of a failed response may itself be unreadable
         body = ""
     try:

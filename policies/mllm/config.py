@@ -136,9 +136,8 @@ class MLLMPolicyConfig:
     atomic_size: bool = arg(False, "atomic prompting: add object size hints ('w/ Size')")
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "model", canonical_model(self.model)
-        )  # the stand-in's former name, with a note
+        # the stand-in's former name, with a note
+        object.__setattr__(self, "model", canonical_model(self.model))
         object.__setattr__(self, "model_backend", canonical_model(self.model_backend))
 
     def check_inputs(self) -> None:

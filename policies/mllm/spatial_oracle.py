@@ -112,10 +112,11 @@ def spatial_oracle_source(env: gym.Env, task: str) -> PlanSource:
     family = type(unwrapped).__name__
     if task != "manipulation":
         raise ValueError(f"--model oracle with the spatial loop writes manipulation plans; got --task {task}")
+    # PyBullet: the calvin extra
     if type(unwrapped).__module__ in (
         "envs.calvin.env",
         "envs.calvin.official",
-    ):  # PyBullet: the calvin extra
+    ):
         from envs.calvin.env import PlayTableInterface
 
         if isinstance(unwrapped, PlayTableInterface):  # the built-in table or calvin_env: one scene interface

@@ -365,9 +365,8 @@ class _Connections:
                     if remaining <= 0:
                         self.refused += 1
                         return False
-                    self._freed.wait(
-                        min(remaining, self.evict_after_s / 4)
-                    )  # an eviction may become possible
+                    # an eviction may become possible
+                    self._freed.wait(min(remaining, self.evict_after_s / 4))
             finally:
                 self.waiting -= 1
         if victim is not None:
@@ -508,9 +507,8 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:
-        self.timeout = (
-            self.server.app.read_timeout_s
-        )  # per socket operation (also bounds slow readers of answers)
+        # per socket operation (also bounds slow readers of answers)
+        self.timeout = self.server.app.read_timeout_s
         super().setup()
 
     def handle_one_request(self) -> None:

@@ -204,9 +204,8 @@ def _object_pairs(text: str) -> list[tuple[str, str]]:
     found left to right without overlap as ``re.findall`` finds them, in linear time: where each body ends is
     precomputed from the sequence of braces."""
     braces = [i for i, c in enumerate(text) if c in "{}"]
-    close_at: list[int | None] = [None] * (
-        len(braces) + 2
-    )  # from brace k at depth 0: index of the closing "}"
+    # from brace k at depth 0: index of the closing "}"
+    close_at: list[int | None] = [None] * (len(braces) + 2)
     for k in range(len(braces) - 1, -1, -1):
         if text[braces[k]] == "}":
             close_at[k] = braces[k]
