@@ -33,8 +33,8 @@ MAX_PLAN_CHARS = 50_000
 LITERAL_REPAIR_BUDGET = 20_000
 _EB_NAV_TABLE: tuple[Primitive, ...] = tuple(p for _, p in EB_NAV_ACTIONS)
 
-# Fenced blocks are found by a scanner (_fenced_blocks), not by r"```\s*json\s*\n?(.*?)```": on an unclosed fence
-# the lazy group rescans the rest of the text once per backtracking step (quadratic).
+# Fenced blocks are found by a scanner (_fenced_blocks), not by r"```\s*json\s*\n?(.*?)```": on an unclosed
+# fence the lazy group rescans the rest of the text once per backtracking step (quadratic).
 _FENCE_JSON_OPENING = re.compile(r"```\s*json\s*", re.IGNORECASE)
 _FENCE_INFO = re.compile(r"[^\n`]*")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")

@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus, testset = out / "corpus", out / "testset"
     if not (corpus / "corpus.json").exists():
         kinds = ["--kinds", args.corpus_kinds] if args.corpus_kinds else []
-        # --families nav: the navigation corpus the learning numbers of docs/guide/post-training.md were measured on
+        # --families nav: the navigation corpus the learning numbers of docs/guide/post-training.md were
+        # measured on
         _python(
             "-m",
             "benchmarks.datagen.corpus",

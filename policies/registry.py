@@ -132,8 +132,8 @@ def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
     return load_entry_point(_entry(name).builder, what=f"policy {name!r} builder")(config)
 
 
-# The built-ins, then the model policies. The closed-loop agent acts in EB-Navigation only. The VLA (continuous
-# 7-D end-effector actions: CALVIN, LIBERO) comes through the entry point group.
+# The built-ins, then the model policies. The closed-loop agent acts in EB-Navigation only. The VLA
+# (continuous 7-D end-effector actions: CALVIN, LIBERO) comes through the entry point group.
 register_policy("expert", config="policies.builtins:ExpertConfig", builder="policies.builtins:build_expert")
 register_policy("random", config="policies.builtins:RandomConfig", builder="policies.builtins:build_random")
 register_policy("replay", config="policies.builtins:ReplayConfig", builder="policies.builtins:build_replay")

@@ -30,7 +30,8 @@ T_STEP, R_STEP = 0.02, math.pi / 2
 
 
 def test_hand_worked_trajectory():
-    # W x5 moves 0.1 m along camera +Z; a right pan of 90 deg turns +Z onto world +X; W x5 then moves along +X.
+    # W x5 moves 0.1 m along camera +Z; a right pan of 90 deg turns +Z onto world +X; W x5 then moves along
+    # +X.
     plan = Plan(
         steps=[PlanStep([P.DOLLY_IN], [5]), PlanStep([P.PAN_RIGHT], [1]), PlanStep([P.DOLLY_IN], [5])]
     )

@@ -309,8 +309,8 @@ def test_learned_backends_load_local_tiny_models_and_serve_their_tools(tmp_path,
         )
     mask = backends[2].mask(images[0], [5, 5, 40, 30])
     assert mask.shape == (48, 64) and mask.dtype == bool
-    # the same folders drive the closed-loop policy: its learned tools run on the observation, and the oracle core,
-    # which reaches this target with truth tools, does not with random weights
+    # the same folders drive the closed-loop policy: its learned tools run on the observation, and the oracle
+    # core, which reaches this target with truth tools, does not with random weights
     policy = build_policy(
         "agent",
         model="answer-key",

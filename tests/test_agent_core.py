@@ -314,7 +314,8 @@ def test_opencv_homography_and_flow_recover_a_known_shift():
     assert caught.value.kind == "backend_error"
 
 
-# ------------------------------------------------------------------------------------------ any static benchmark
+# ------------------------------------------------------------------------------------------ any static
+# benchmark
 
 
 @pytest.mark.parametrize("bench", ["spatialscore", "multihopspatial"])

@@ -125,12 +125,14 @@ def test_sliding_door_has_calvins_arched_handle(env):
 
 def test_finger_and_gel_pad_meshes_have_calvins_dimensions():
     finger = np.array([v for ring in finger_rings() for v in ring])
-    # CALVIN franka_panda/meshes/collision/longer_finger_v2.obj: x -0.0105..0.0105, y 0.0039..0.027, z to 0.0964
+    # CALVIN franka_panda/meshes/collision/longer_finger_v2.obj: x -0.0105..0.0105, y 0.0039..0.027, z to
+    # 0.0964
     np.testing.assert_allclose(finger.min(axis=0), [-0.0105, 0.0039, 0.0002], atol=2e-4)
     np.testing.assert_allclose(finger.max(axis=0), [0.0105, 0.027, 0.0964], atol=2e-4)
     gel = np.array([v for ring in gel_rings() for v in ring])
-    # CALVIN franka_panda/meshes/visual/digit_gel_only.STL (x 0.0161..0.0201, y -0.0092..0.0093, z 0.0047..0.0297)
-    # at panda_longer_finger.urdf's joint_finger_tip_left (xyz 0.0009 0.021 0.066, rpy 0 0 -1.57)
+    # CALVIN franka_panda/meshes/visual/digit_gel_only.STL (x 0.0161..0.0201, y -0.0092..0.0093, z
+    # 0.0047..0.0297) at panda_longer_finger.urdf's joint_finger_tip_left (xyz 0.0009 0.021 0.066, rpy 0 0
+    # -1.57)
     np.testing.assert_allclose(gel.min(axis=0), [-0.0083, 0.021 - 0.0201, 0.066 + 0.0047], atol=2e-4)
     np.testing.assert_allclose(gel.max(axis=0), [0.0102, 0.021 - 0.0161, 0.066 + 0.0297], atol=2e-4)
 

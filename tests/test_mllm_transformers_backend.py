@@ -29,7 +29,8 @@ def test_generate_counts_tokens(backend):
     assert isinstance(g.text, str) and not g.cached
     assert 1 <= g.completion_tokens <= 12
     # Each 64x80 image adds <|vision_start|> + image pads + <|vision_end|>. Qwen2.5-VL (factor 28) resizes it
-    # to 56x84 = 4x6 patches of 14 -> 24 / 4 merged = 6 pads; Qwen3-VL (factor 32) to 64x64 -> 16 / 4 = 4 pads.
+    # to 56x84 = 4x6 patches of 14 -> 24 / 4 merged = 6 pads; Qwen3-VL (factor 32) to 64x64 -> 16 / 4 = 4
+    # pads.
     text_only = backend.generate(_conversation([], "start and goal"))
     pads = {"qwen2_5_vl": 6, "qwen3_vl": 4}[backend.describe()["model_type"]]
     assert g.prompt_tokens - text_only.prompt_tokens == 2 * (pads + 2)

@@ -61,7 +61,8 @@ def test_mcq_reward_reads_first_answer_and_reference_letter() -> None:
 
 
 def test_bbox_reward_is_half_giou_plus_one() -> None:
-    # Hand-worked: pred [0,0,100,100] vs truth [50,0,150,100]: inter 5000, union 15000, hull 15000 -> GIoU 1/3.
+    # Hand-worked: pred [0,0,100,100] vs truth [50,0,150,100]: inter 5000, union 15000, hull 15000 -> GIoU
+    # 1/3.
     text = "Answer: (a) x\nBounding Box: [0, 0, 100, 100]"
     assert msr_bbox_reward([text], bbox_normalized=[[50, 0, 150, 100]]) == [pytest.approx((1 / 3 + 1) / 2)]
     # Disjoint: pred [0,0,100,100] vs truth [200,0,300,100]: IoU 0, hull 30000, union 20000 -> GIoU -1/3.
@@ -119,7 +120,8 @@ def test_truncation_and_thinking() -> None:
 
 
 def test_reference_box_conversion_truncates_and_clamps() -> None:
-    # 640x480 image, [x, y, w, h] = [-3, 100, 320.9, 500] -> x1 -4.69 -> int -4 -> clamp 0; y2 = 600/480 -> 1000.
+    # 640x480 image, [x, y, w, h] = [-3, 100, 320.9, 500] -> x1 -4.69 -> int -4 -> clamp 0; y2 = 600/480 ->
+    # 1000.
     assert box_to_1000([-3, 100, 320.9, 500], 640, 480) == [0, 208, 496, 1000]
 
 

@@ -232,7 +232,8 @@ def test_continuous_roll_and_pedestal_follow_the_camera_frame():
         # Level view: the ceiling (1.2 m above the camera) is nearer than the floor (1.5 m below).
         assert obs["depth"][0].mean() < obs["depth"][-1].mean()
         obs = e.step(np.array([0, 0, 0, 0, 0, math.pi / 2], np.float32))[0]
-        # Roll clockwise (seen from behind) by 90 deg: camera +x turns to world down, the floor is on the right.
+        # Roll clockwise (seen from behind) by 90 deg: camera +x turns to world down, the floor is on the
+        # right.
         assert obs["depth"][:, -1].mean() > obs["depth"][:, 0].mean()
         e.step(np.array([0, -0.5, 0, 0, 0, 0], np.float32))  # pedestal up: camera y points down
         assert e.agent_pose.height == pytest.approx(2.0)

@@ -35,7 +35,8 @@ WRITERS = {
     "spatialtree": H.write_spatialtree,
     "vsibench": H.write_vsibench,
 }
-#: every (benchmark, mode, prompt style): each mode with its own style, and the other style in the project mode
+#: every (benchmark, mode, prompt style): each mode with its own style, and the other style in the project
+#: mode
 CASES = [(b, m, None) for b in WRITERS for m in get_benchmark(b).modes] + [
     ("spatialscore", "project", "repo"),
     ("multihopspatial", "project", "repo"),

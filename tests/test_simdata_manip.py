@@ -97,7 +97,8 @@ def test_images_re_render_from_the_recorded_states(manip_sets):
                 assert tcp_pose(obs["robot_obs"]) == pytest.approx(sample.trajectory[index], abs=1e-4)
                 image = dataset.load_image(sample, "start" if which == "start" else "goal")
                 same = np.all(obs["rgb_static"] == image, axis=-1).mean()
-                # a reset places the state from robot_obs/scene_obs and takes one physics step: a handful of edge pixels move
+                # a reset places the state from robot_obs/scene_obs and takes one physics step: a handful of
+                # edge pixels move
                 assert same > 0.999, (sample.id, which, same)
     finally:
         env.close()

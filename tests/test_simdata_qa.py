@@ -68,7 +68,8 @@ def test_measurements_hand_worked():
     assert measure.centre(world, 1) == pytest.approx([3.0, 2.0, 0.12])
     # Two balls 1 m apart along x: 1 - 2 x 0.1205 between their surfaces.
     assert measure.closest_distance(world, 1, 2) == pytest.approx(0.759)
-    # A mug: body r 0.048 (9.6 cm), handle out to x = 0.082 (13 cm long), lid top at 0.112 m; yaw does not matter.
+    # A mug: body r 0.048 (9.6 cm), handle out to x = 0.082 (13 cm long), lid top at 0.112 m; yaw does not
+    # matter.
     assert measure.extents(world, 3) == pytest.approx([0.13, 0.096, 0.112])
     assert measure.longest_dimension(world, 3) == pytest.approx(0.13)
     assert [plural(n) for n in ("shelf", "teddy bear", "box", "knife", "chair")] == [

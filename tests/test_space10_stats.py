@@ -68,7 +68,8 @@ def test_modes_name_the_task_they_reproduce(tmp_path: Path):
     assert SPEC.build_prompt(double_item, "single").text.endswith("not multiple choices.")
     key = "".join(double_item.meta["key"])
     gold = ", ".join(double_item.meta["key"])
-    # The double task's rules miss the list string "['A, C']"; its judge's reply "A, C" is read by the same rule.
+    # The double task's rules miss the list string "['A, C']"; its judge's reply "A, C" is read by the same
+    # rule.
     double = SPEC.mode("space10-double")
     assert double.judge_score(double_item, gold, gold).score == 1.0
     # one letter never matches two

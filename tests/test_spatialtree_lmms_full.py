@@ -186,7 +186,8 @@ def test_level_tables_count_the_new_items(items):
         for k, i in items.items()
     ]
     head = LMMS.summarize(list(items.values()), records, {})["headline"]
-    # L2: Memory (1) and Underst. (1); Memory = 0.7 x Cognitive Map (mean of 1 and 0) + 0.3 x 0 -> L2 = 0.35 / 2.
+    # L2: Memory (1) and Underst. (1); Memory = 0.7 x Cognitive Map (mean of 1 and 0) + 0.3 x 0 -> L2 = 0.35 /
+    # 2.
     assert head["level_L2"] == pytest.approx(100 * 0.7 * 0.5 / 2)
     # L4: Goal-Driven Execution (0.5) = 0.5 x Agentic Navigation (mean of 1 and 0); Open-world Exploration 0.
     assert head["level_L4"] == pytest.approx(100 * 0.5 * 0.5 * 0.5)

@@ -45,7 +45,8 @@ def test_dataset_layout_and_reader_chunks(two_demos):
     rel = np.stack([f["rel_actions"] for f in frames])
     assert np.all(np.abs(rel[:, :6]) <= 1.0) and set(np.unique(rel[:, 6])) <= {-1.0, 1.0}
     assert {-1.0, 1.0} <= set(np.unique(rel[:, 6]))  # the gripper closes on the button and opens again
-    # each demonstration ends 9 steps (tail) after its successful step, so every frame up to success starts a chunk
+    # each demonstration ends 9 steps (tail) after its successful step, so every frame up to success starts a
+    # chunk
     for row in report["tasks"][TASK]["episodes"]:
         if row["success"]:
             assert row["steps"] == row["success_step"] + 1 + 9

@@ -109,7 +109,8 @@ def test_cli_steps_lower_the_loss_and_resume_exactly(tiny_vlm, fixed_batch_data,
     main([*flags, "--resume"])
     resumed = load_file(str(out / "checkpoints" / "last" / "head.safetensors"))
     assert all(torch.equal(trained[k], resumed[k]) for k in trained)
-    # the schedule resumes from JSON: no pickled custom object (accelerate loads those with weights_only=False)
+    # the schedule resumes from JSON: no pickled custom object (accelerate loads those with
+    # weights_only=False)
     assert not list((out / "checkpoints" / "0000004" / "training_state").glob("custom_checkpoint_*"))
     assert (
         json.loads((out / "checkpoints" / "0000004" / "trainer_state.json").read_text())["scheduler"][

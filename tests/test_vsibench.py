@@ -142,7 +142,8 @@ def test_modes_on_hand_made_answers(items):
     # 230 cm: upstream ignores the unit (230 vs 2.3 -> 0); the project converts to metres.
     assert official_mode.score(distance, "230 cm").score == 0.0
     assert project.score(distance, "230 cm").score == 1.0
-    # "about 2 to 2.3 meters": upstream takes the first number (2, error 0.13 -> C 0.50..0.85: 8/10); the project the range max.
+    # "about 2 to 2.3 meters": upstream takes the first number (2, error 0.13 -> C 0.50..0.85: 8/10); the
+    # project the range max.
     assert official_mode.score(distance, "about 2 to 2.3 meters").score == pytest.approx(0.8)
     assert project.score(distance, "about 2 to 2.3 meters").score == 1.0
     counting = by_type(items, "object_counting")
@@ -196,7 +197,8 @@ def test_loader_layouts_and_errors(tmp_path: Path):
     bad.write_text(json.dumps({**rows[4], "question_type": "object_color"}) + "\n")
     with pytest.raises(DataError, match="unknown question_type"):
         SPEC.load(bad, LoadOptions(check_media=False))
-    # Ground truths lmms-eval scores (never matched) are kept with the problem: 0 there, unscored in the project.
+    # Ground truths lmms-eval scores (never matched) are kept with the problem: 0 there, unscored in the
+    # project.
     odd = tmp_path / "odd.jsonl"
     odd.write_text(
         json.dumps({**rows[4], "ground_truth": "E"})

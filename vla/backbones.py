@@ -73,8 +73,9 @@ TINY_MODEL_TYPES: dict[str, str] = {
     "smolvlm": "smolvlm",
     "llava_onevision": "llava_onevision",
 }
-#: Backbones that are not transformers checkpoints: a name builds a fresh one (name -> model_type), and a saved
-#: directory holds ``vla_backbone.json`` naming its ``model_type``; each model_type's module is imported on use.
+#: Backbones that are not transformers checkpoints: a name builds a fresh one (name -> model_type), and a
+#: saved directory holds ``vla_backbone.json`` naming its ``model_type``; each model_type's module is imported
+#: on use.
 NATIVE_BACKBONES: dict[str, str] = {
     "efficientnet-lite0": "efficientnet_lite",
     "efficientnet-lite0-frozen": "efficientnet_lite",

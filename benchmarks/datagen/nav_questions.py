@@ -499,5 +499,6 @@ BUILDERS: dict[str, Builder] = {
     "relative_direction": relative_direction,
 }
 KINDS: tuple[str, ...] = tuple(BUILDERS)
-#: Every kind ``generate`` can ask: SpatialScore's seven and ``closest_object`` (the other formats' sample sets).
+#: Every kind ``generate`` can ask: SpatialScore's seven and ``closest_object`` (the other formats' sample
+#: sets).
 ALL_BUILDERS: dict[str, Builder] = {**BUILDERS, "closest_object": closest_object}

@@ -258,7 +258,8 @@ def score_official(item: StaticItem, response: str) -> SampleScore:
     return _score_official(item, response, "paper")
 
 
-#: Why the fork's task modes score a perfect model near 0: what their rules read, and where the published numbers come from.
+#: Why the fork's task modes score a perfect model near 0: what their rules read, and where the published
+#: numbers come from.
 TASK_HEADLINE_NOTE = (
     "the fork's rules read lmms-eval's list string \"['B']\", not the answer, so even a perfect model "
     "scores near 0 here; its published numbers are the judge's (pass --judge-model: the judge section)"

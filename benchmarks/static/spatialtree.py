@@ -56,7 +56,8 @@ from benchmarks.static.items import (
 from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
 
 NAME = "spatialtree"
-#: lmms-eval's ``spatialtreebench`` generation budget (also goal-image ``predict``'s default: the same L4 tasks).
+#: lmms-eval's ``spatialtreebench`` generation budget (also goal-image ``predict``'s default: the same L4
+#: tasks).
 MAX_NEW_TOKENS = 16000
 DEFAULT_WEIGHTS = Path(__file__).with_name("data") / "spatialtree_weights.json"
 #: lmms-eval scorer name -> the project's task kind.

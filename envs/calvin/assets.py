@@ -388,12 +388,13 @@ def plane_urdf() -> str:
 # ------------------------------------------------------------------------------------------- robot
 
 # CALVIN's evaluation fingers (calvin_env data/franka_panda/panda_longer_finger.urdf). Each finger collides as
-# the convex hull of meshes/collision/longer_finger_v2.obj; a fixed ``finger_*_tip`` link on it carries a DIGIT
-# gel pad (meshes/visual/digit_gel_only.STL, also its collision shape) whose dome is what touches a gripped
-# object first. Both are rebuilt here as lofts through rectangular sections measured from those meshes, in
-# the left finger's frame (metres; the joint moves it along +y, z runs from the hand to the tip); the right
-# finger is the same turned pi about z, as in CALVIN.
-#: Finger body: (z, x_lo, x_hi, y_lo, y_hi) sections; inner face 3.9-6.2 mm from the joint axis, tip at z 0.0964.
+# the convex hull of meshes/collision/longer_finger_v2.obj; a fixed ``finger_*_tip`` link on it carries a
+# DIGIT gel pad (meshes/visual/digit_gel_only.STL, also its collision shape) whose dome is what touches a
+# gripped object first. Both are rebuilt here as lofts through rectangular sections measured from those
+# meshes, in the left finger's frame (metres; the joint moves it along +y, z runs from the hand to the tip);
+# the right finger is the same turned pi about z, as in CALVIN.
+#: Finger body: (z, x_lo, x_hi, y_lo, y_hi) sections; inner face 3.9-6.2 mm from the joint axis, tip at z
+#: 0.0964.
 FINGER_SECTIONS: tuple[tuple[float, float, float, float, float], ...] = (
     (0.0002, -0.0104, 0.0104, 0.0062, 0.0270),
     (0.0340, -0.0105, 0.0105, 0.0050, 0.0216),
@@ -411,7 +412,8 @@ GEL_SECTIONS: tuple[tuple[float, float, float, float, float], ...] = (
     (0.0009, -0.0005, 0.0023, 0.0789, 0.0865),
 )
 #: The pad link's mass and contact as panda_longer_finger.urdf gives them (``finger_left_tip``). Its inertia
-#: there (1 kg m^2) is not used: PyBullet (no URDF_USE_INERTIA_FROM_FILE) derives it from the shape, here as there.
+#: there (1 kg m^2) is not used: PyBullet (no URDF_USE_INERTIA_FROM_FILE) derives it from the shape, here as
+#: there.
 TIP_CONTACT = {"lateral_friction": 1.0, "spinning_friction": 0.001}
 TIP_MASS = 0.0001
 

@@ -90,7 +90,8 @@ class Cameras:
 
     def _gripper_view(self) -> tuple[float, ...]:
         # cached frame, as calvin_env's GripperCamera reads it: from before the last physics sub-step; a
-        # forward-kinematics query here would also move robot_obs's TCP forward (see PandaRobot.observed_tcp_pose)
+        # forward-kinematics query here would also move robot_obs's TCP forward (see
+        # PandaRobot.observed_tcp_pose)
         state = self.p.getLinkState(self.robot_uid, self.camera_link)
         pos = np.asarray(state[0])
         rot = np.asarray(self.p.getMatrixFromQuaternion(state[1])).reshape(3, 3)

@@ -20,7 +20,8 @@ from envs.calvin.sim import PlayTableSim
 from envs.calvin.tasks import TASKS, completed_tasks
 
 ACTION_MODES = ("relative", "absolute")
-#: Units of one primitive count in plans run on the play-table (see docs/guide/action-mapping.md, "Executable plans and units").
+#: Units of one primitive count in plans run on the play-table (see docs/guide/action-mapping.md, "Executable
+#: plans and units").
 PLAN_STEP_SIZES = StepSizes(translation=0.01, rotation=0.05)
 #: The table links :meth:`PlayTableInterface.link_pose` reports.
 TABLE_LINKS = (

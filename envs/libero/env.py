@@ -125,7 +125,8 @@ class LiberoEnv(gym.Env):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": protocol.CONTROL_FREQ}
     #: One count of a SpatialTree primitive in plans run here (the plan-execution contract, with
     #: :meth:`native_actions` and :meth:`noop_action`): 1 cm and 0.05 rad, a fifth and a tenth of one
-    #: OSC_POSE unit, the precision a grasp needs; see docs/guide/action-mapping.md, "Executable plans and units".
+    #: OSC_POSE unit, the precision a grasp needs; see docs/guide/action-mapping.md, "Executable plans and
+    #: units".
     plan_step_sizes: ClassVar[StepSizes] = StepSizes(translation=0.01, rotation=0.05)
 
     def __init__(

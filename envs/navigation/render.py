@@ -51,7 +51,8 @@ class FrameRenderer:
         starting_gl()
         self._gl = mujoco.GLContext(self.width, self.height)
         self._gl.make_current()
-        # Frees the contexts at close() or, if the owner forgot, early at interpreter exit (before EGL is gone).
+        # Frees the contexts at close() or, if the owner forgot, early at interpreter exit (before EGL is
+        # gone).
         self._held: dict[str, Any] = {"gl": self._gl, "ctx": None}
         self._release = weakref.finalize(self, _release, self._held)
         self._ctx: mujoco.MjrContext | None = None

@@ -110,15 +110,17 @@ class LearnedDepthTools:
         return {"bbox": list(box), "depth": round(float(value), 4), "error": None}
 
 
-# ------------------------------------------------------------------------------------------ detection, masks, matching
-# Which library models serve which tool (transformers >= 4.5x; every folder is local, nothing downloaded):
+# ------------------------------------------------------------------------------------------ detection, masks,
+# matching Which library models serve which tool (transformers >= 4.5x; every folder is local, nothing
+# downloaded):
 #   detection and counting: OWLv2 / OWL-ViT / Grounding DINO (AutoModelForZeroShotObjectDetection)
 #   masks from box prompts: SAM, SAM-HQ, SAM2 (AutoModelForMaskGeneration; SAM2's processor needs torchvision)
 #   keypoint matching:      LightGlue / SuperGlue / EfficientLoFTR (AutoModelForKeypointMatching)
 #   3D boxes:               no library model: detector box + (SAM mask) + depth model, back-projected with the
 #                           camera calibration; heading (OrientAnything's job) from the principal axis of the
 #                           object's back-projected points on the floor plane
-#   camera pose (VGGT):     no library model: essential matrix from the learned matches (translation up to scale)
+#   camera pose (VGGT):     no library model: essential matrix from the learned matches (translation up to
+# scale)
 
 
 def _local(path: str | Path, what: str) -> Path:

@@ -15,7 +15,8 @@ from policies.config_cli import arg
 
 #: The closed-loop generation budget: room for a real model's reasoning before its plan (EB's JSON answer with
 #: a visual description and a reflection, SpatialTree's plan); a cut answer is a parse error, so the default
-#: stays this size and a local CPU run at it gets a one-line hint instead (:meth:`MLLMPolicyConfig.budget_hint`).
+#: stays this size and a local CPU run at it gets a one-line hint instead
+#: (:meth:`MLLMPolicyConfig.budget_hint`).
 DEFAULT_MAX_NEW_TOKENS = 1024
 
 EB_ONLY = {"benchmarks": ("embodied-nav", "embodied-manip")}  # the EB agent loop: options on embodied only

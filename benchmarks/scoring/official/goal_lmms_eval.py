@@ -58,8 +58,9 @@ _LMMS_SYMBOL_OF: dict[Primitive, str] = {
     Primitive.ROLL_CCW: "↺",
     Primitive.STOP: "STOP",
 }
-# lmms-eval finds its fenced block with r"```json\s*(.*?)\s*```" (else r"```\s*(.*?)\s*```"), DOTALL, first match;
-# _lmms_fenced finds the same block by scanning (the regex is quadratic on whitespace and on an unclosed fence).
+# lmms-eval finds its fenced block with r"```json\s*(.*?)\s*```" (else r"```\s*(.*?)\s*```"), DOTALL, first
+# match; _lmms_fenced finds the same block by scanning (the regex is quadratic on whitespace and on an
+# unclosed fence).
 _LMMS_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _LMMS_NAV_TARGET_INDEX = 6  # agenticnaveval compares with pose min(6, N - 1)
 

@@ -225,10 +225,10 @@ def _first_group(patterns: tuple[tuple[str, int], ...], text: str) -> re.Match[s
     return None
 
 
-# The scorer's patterns, with its number r"\d+\.?\d*" written r"\d+(?:\.\d*)?" (the same strings, without splitting
-# a digit run two ways) and, where a number is not anchored by a word, started only where a digit run begins
-# "(?<!\d)" (a start inside a run finds nothing the run's own start does not find first). Both keep the
-# backtracking linear on long runs of digits; the matches are the scorer's.
+# The scorer's patterns, with its number r"\d+\.?\d*" written r"\d+(?:\.\d*)?" (the same strings, without
+# splitting a digit run two ways) and, where a number is not anchored by a word, started only where a digit
+# run begins "(?<!\d)" (a start inside a run finds nothing the run's own start does not find first). Both keep
+# the backtracking linear on long runs of digits; the matches are the scorer's.
 _NUM = r"\d+(?:\.\d*)?"
 _VALUE_PATTERNS = (
     (r"\\scalar\{([^}]+)\}", 0),

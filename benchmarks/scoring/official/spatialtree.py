@@ -115,8 +115,8 @@ def _by_tokens(response: str, letters: list[str], texts: Mapping[str, str], seed
     return candidates[int(np.argmax(positions))], "last_of_several"
 
 
-# The scorer's number is r"-?\d+\.?\d*"; written r"-?\d+(?:\.\d*)?" (the same strings) so that a digit run is not
-# split two ways by backtracking (quadratic on a long run of digits).
+# The scorer's number is r"-?\d+\.?\d*"; written r"-?\d+(?:\.\d*)?" (the same strings) so that a digit run is
+# not split two ways by backtracking (quadratic on a long run of digits).
 _NUM = r"-?\d+(?:\.\d*)?"
 _COORDINATE_PATTERNS = tuple(
     re.compile(p.replace("N", _NUM))
@@ -125,7 +125,8 @@ _COORDINATE_PATTERNS = tuple(
 _FIRST_NUMBER = re.compile(_NUM)
 
 
-# The scorer's thresholds: numpy.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2)), floats as numpy makes them.
+# The scorer's thresholds: numpy.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2)), floats as numpy makes
+# them.
 _THRESHOLDS = np.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2))
 
 
@@ -151,9 +152,9 @@ def mean_relative_accuracy(response: str, answer: Any) -> tuple[float, str]:
 
 
 def _json_block(response: str) -> str:
-    # The scorer searches r"```json\n(.*?)\n```" then r"```\n(.*?)\n```" (DOTALL); found here by position: only
-    # the first opening can match (if no closing follows it, none follows a later one), and the lazy group
-    # ends at the first closing after it. The regexes rescan the text from every unclosed opening.
+    # The scorer searches r"```json\n(.*?)\n```" then r"```\n(.*?)\n```" (DOTALL); found here by position:
+    # only the first opening can match (if no closing follows it, none follows a later one), and the lazy
+    # group ends at the first closing after it. The regexes rescan the text from every unclosed opening.
     for opening in ("```json\n", "```\n"):
         start = response.find(opening)
         end = response.find("\n```", start + len(opening)) if start >= 0 else -1
@@ -240,8 +241,9 @@ _POINT_PATTERNS = (
     (re.compile(r"(?i)y\s*[:=]\s*([-+]?\d+(?:\.\d+)?)\D+?x\s*[:=]\s*([-+]?\d+(?:\.\d+)?)"), True),
     (re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)\s*\)"), False),
     (re.compile(r"\[\s*([-+]?\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)\s*\]"), False),
-    # "(?:[-+]|(?<!\d))" starts a number only at a sign or where a digit run begins: a start inside a run finds
-    # nothing the run's own start does not find first, and trying every one is quadratic in the run's length.
+    # "(?:[-+]|(?<!\d))" starts a number only at a sign or where a digit run begins: a start inside a run
+    # finds nothing the run's own start does not find first, and trying every one is quadratic in the run's
+    # length.
     (re.compile(r"((?:[-+]|(?<!\d))\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)"), False),
 )
 
