@@ -1,15 +1,17 @@
-"""House style, checked in the default suite as ``make lint`` checks it: ``ruff check``, ``ruff format --check``
-and the short-function rule.
+"""House style, checked in the default suite as ``make lint`` checks it: ``ruff check``, ``ruff format
+--check``, no formatter escapes, and the short-function rule.
 
-The rule: a function or method in the library packages is at most ``MAX_LINES`` lines as ``ruff format`` writes
-it, counted from its ``def`` line to its last line (``end_lineno - lineno + 1``), docstring and comments included,
-decorators not. ``LONGER`` names the functions that were over the limit when the rule came in, with their length
-then: each may only shrink, and comes off the list once it fits (the test says so), so any new long function fails.
+The rule: a function or method in the library packages is at most ``MAX_LINES`` lines as ``ruff format``
+writes it, counted from its ``def`` line to its last line (``end_lineno - lineno + 1``), docstring and
+comments included, decorators not. ``LONGER`` names the functions that were over the limit when the rule
+came in, with their length then: each may only shrink, and comes off the list once it fits (the test says
+so), so any new long function fails.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +85,27 @@ def test_format_check_flags_an_unformatted_file(tmp_path: Path) -> None:
     (tmp_path / "toy.py").write_text("x = {  'a':1 }\n")
     result = _ruff("format", "--check", "--config", str(ROOT / "pyproject.toml"), str(tmp_path / "toy.py"))
     assert result.returncode == 1, result.stdout + result.stderr
+
+
+def _python_files() -> list[Path]:
+    """The checkout's Python files, outside hidden folders (``.venv``, ``.git``) and ``outputs``."""
+    found = []
+    for folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d != "outputs"]
+        found += [Path(folder) / name for name in files if name.endswith(".py")]
+    return sorted(found)
+
+
+def test_no_formatter_escapes() -> None:
+    """No region is kept out of the formatter (``fmt: skip``, ``fmt: off``); the tree is formatted as a whole."""
+    markers = tuple(f"# fmt: {word}" for word in ("skip", "off", "on"))
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in _python_files()
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if line.rstrip().endswith(markers) or line.strip() in markers
+    ]
+    assert not found, f"formatter escapes (drop them and run `ruff format .`): {found}"
 
 
 def test_library_functions_are_short() -> None:
