@@ -31,6 +31,7 @@ test-gpu: $(VENV)/.stamp-all
 
 lint: $(VENV)/.stamp-all
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 

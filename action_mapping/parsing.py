@@ -33,8 +33,8 @@ MAX_PLAN_CHARS = 50_000
 LITERAL_REPAIR_BUDGET = 20_000
 _EB_NAV_TABLE: tuple[Primitive, ...] = tuple(p for _, p in EB_NAV_ACTIONS)
 
-# Fenced blocks are found by a scanner (_fenced_blocks), not by r"```\s*json\s*\n?(.*?)```": on an unclosed fence
-# the lazy group rescans the rest of the text once per backtracking step (quadratic).
+# Fenced blocks are found by a scanner (_fenced_blocks), not by r"```\s*json\s*\n?(.*?)```": on an unclosed
+# fence the lazy group rescans the rest of the text once per backtracking step (quadratic).
 _FENCE_JSON_OPENING = re.compile(r"```\s*json\s*", re.IGNORECASE)
 _FENCE_INFO = re.compile(r"[^\n`]*")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -49,7 +49,12 @@ _PLAIN_LITERAL = re.compile(r"-?\d+(\.\d*)?([eE][-+]?\d+)?|true|false|null|True|
 # An action id written as a string: decimal digits int() reads, at most 4,000 of them (int() raises past
 # 4,300, and on digits such as "²" that str.isdigit() accepts).
 _ACTION_ID = re.compile(r"-?\d{1,4000}")
-_NUMBER_WORDS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"])}
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    )
+}
 _GRIPPER_WORDS = {"open": 0, "opened": 0, "close": 1, "closed": 1}
 
 
@@ -162,7 +167,7 @@ def _raw_spans(text: str, fenced: list[str]) -> Iterator[tuple[str, str | None]]
         start = body.find("{")
         # The paper's own example omits the outer braces: "step_1": {...}, "step_2": {...}
         if first_key and (start < 0 or first_key.start() < start):
-            yield "{" + body[first_key.start():].rstrip().rstrip(",") + "}", "missing outer braces"
+            yield "{" + body[first_key.start() :].rstrip().rstrip(",") + "}", "missing outer braces"
         for open_, close in (("{", "}"), ("[", "]")):
             i, j = body.find(open_), body.rfind(close)
             if i >= 0:
@@ -215,7 +220,8 @@ def _literal(s: str) -> tuple[bool, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
-            warnings.simplefilter("ignore", DeprecationWarning)  # "invalid escape sequence" before Python 3.12
+            # "invalid escape sequence" before Python 3.12
+            warnings.simplefilter("ignore", DeprecationWarning)
             return True, ast.literal_eval(s)
     except Exception:
         return False, None
@@ -353,7 +359,9 @@ def _interpret(value: object, ctx: _StepContext, depth: int = 0) -> tuple[list[P
         ):
             return _executable_plan(value, ctx), "executable_plan"
         if all(isinstance(v, str) for v in value):
-            return [s for i, v in enumerate(value) if (s := _step({"actions": [v]}, f"item {i}", ctx))], "list"
+            return [
+                s for i, v in enumerate(value) if (s := _step({"actions": [v]}, f"item {i}", ctx))
+            ], "list"
         if any(isinstance(v, dict) for v in value):
             steps = []
             for i, v in enumerate(value):

@@ -97,7 +97,9 @@ class Plan:
 
         Raises ``TypeError`` (from :class:`ExecutablePlan`) when a step moves and neither is set.
         """
-        return ExecutablePlan(tuple(self.steps), self.step_sizes or default_sizes, self.format, tuple(self.errors))
+        return ExecutablePlan(
+            tuple(self.steps), self.step_sizes or default_sizes, self.format, tuple(self.errors)
+        )
 
 
 @dataclass(frozen=True)
@@ -118,10 +120,14 @@ class ExecutablePlan:
 
     def __post_init__(self) -> None:
         if self.step_sizes is not None and not isinstance(self.step_sizes, StepSizes):
-            raise TypeError(f"ExecutablePlan.step_sizes must be a StepSizes, got {type(self.step_sizes).__name__}")
+            raise TypeError(
+                f"ExecutablePlan.step_sizes must be a StepSizes, got {type(self.step_sizes).__name__}"
+            )
         if self.step_sizes is None and any(a.is_motion for s in self.steps for a in s.actions):
-            raise TypeError("a plan with motion primitives needs step sizes (metres / radians per count): set "
-                            "them where the plan is made, e.g. plan.executable(env.unwrapped.plan_step_sizes)")
+            raise TypeError(
+                "a plan with motion primitives needs step sizes (metres / radians per count): set "
+                "them where the plan is made, e.g. plan.executable(env.unwrapped.plan_step_sizes)"
+            )
 
 
 ERROR_CODES: dict[str, str] = {

@@ -108,35 +108,100 @@ _SPECS: dict[Primitive, _Spec] = {
     Primitive.PEDESTAL_UP: _Spec(_T, 1, -1, "Pedestal Up", "space", ("Q", "move up", "ascend")),
     Primitive.PEDESTAL_DOWN: _Spec(_T, 1, +1, "Pedestal Down", "shift", ("E", "move down", "descend")),
     Primitive.PAN_LEFT: _Spec(
-        _R, 1, -1, "Pan Left", "←", ("left arrow", "left_arrow", "arrow left", "\\leftarrow", "turn left",
-                                     "rotate left", "RotateLeft", "yaw left", "left")
+        _R,
+        1,
+        -1,
+        "Pan Left",
+        "←",
+        (
+            "left arrow",
+            "left_arrow",
+            "arrow left",
+            "\\leftarrow",
+            "turn left",
+            "rotate left",
+            "RotateLeft",
+            "yaw left",
+            "left",
+        ),
     ),
     Primitive.PAN_RIGHT: _Spec(
-        _R, 1, +1, "Pan Right", "→", ("right arrow", "right_arrow", "arrow right", "\\rightarrow", "turn right",
-                                      "rotate right", "RotateRight", "yaw right", "right")
+        _R,
+        1,
+        +1,
+        "Pan Right",
+        "→",
+        (
+            "right arrow",
+            "right_arrow",
+            "arrow right",
+            "\\rightarrow",
+            "turn right",
+            "rotate right",
+            "RotateRight",
+            "yaw right",
+            "right",
+        ),
     ),
     Primitive.TILT_UP: _Spec(
-        _R, 0, +1, "Tilt Up", "↑", ("up arrow", "up_arrow", "arrow up", "\\uparrow", "look up", "LookUp", "pitch up", "up")
+        _R,
+        0,
+        +1,
+        "Tilt Up",
+        "↑",
+        ("up arrow", "up_arrow", "arrow up", "\\uparrow", "look up", "LookUp", "pitch up", "up"),
     ),
     Primitive.TILT_DOWN: _Spec(
-        _R, 0, -1, "Tilt Down", "↓", ("down arrow", "down_arrow", "arrow down", "\\downarrow", "look down",
-                                      "LookDown", "pitch down", "down")
+        _R,
+        0,
+        -1,
+        "Tilt Down",
+        "↓",
+        (
+            "down arrow",
+            "down_arrow",
+            "arrow down",
+            "\\downarrow",
+            "look down",
+            "LookDown",
+            "pitch down",
+            "down",
+        ),
     ),
     # Table 1 writes roll as Z/X; the prompts write R/L; lmms-eval writes ↻ (CW) / ↺ (CCW).
-    Primitive.ROLL_CW: _Spec(_R, 2, +1, "Roll CW", "R", ("Z", "↻", "roll clockwise", "roll right", "clockwise")),
+    Primitive.ROLL_CW: _Spec(
+        _R, 2, +1, "Roll CW", "R", ("Z", "↻", "roll clockwise", "roll right", "clockwise")
+    ),
     Primitive.ROLL_CCW: _Spec(
-        _R, 2, -1, "Roll CCW", "L", ("X", "↺", "roll counterclockwise", "roll counter clockwise",
-                                     "roll anticlockwise", "roll left", "counterclockwise", "anticlockwise")
+        _R,
+        2,
+        -1,
+        "Roll CCW",
+        "L",
+        (
+            "X",
+            "↺",
+            "roll counterclockwise",
+            "roll counter clockwise",
+            "roll anticlockwise",
+            "roll left",
+            "counterclockwise",
+            "anticlockwise",
+        ),
     ),
     Primitive.GRIPPER_OPEN: _Spec(Category.GRIPPER, None, 0, "Gripper Open", "G", ("open gripper", "open")),
-    Primitive.GRIPPER_CLOSE: _Spec(Category.GRIPPER, None, 1, "Gripper Close", "H", ("close gripper", "close")),
+    Primitive.GRIPPER_CLOSE: _Spec(
+        Category.GRIPPER, None, 1, "Gripper Close", "H", ("close gripper", "close")
+    ),
     # Table 1 gives push/pull the keys P/L; L already means roll CCW in the prompts, so only the gesture
     # vocabulary (see `gesture_symbols`) reads L as pull.
     Primitive.PUSH: _Spec(Category.GESTURE, 2, +1, "Push", "P", ()),
     Primitive.PULL: _Spec(Category.GESTURE, 2, -1, "Pull", "pull", ()),
     Primitive.GRAB: _Spec(Category.GESTURE, None, 1, "Grab", "grab", ("grasp",)),
     Primitive.RELEASE: _Spec(Category.GESTURE, None, 0, "Release", "release", ("let go",)),
-    Primitive.STOP: _Spec(Category.SPECIAL, None, 0, "Stay", "STOP", ("stay", "no movement", "no-op", "noop", "none")),
+    Primitive.STOP: _Spec(
+        Category.SPECIAL, None, 0, "Stay", "STOP", ("stay", "no movement", "no-op", "noop", "none")
+    ),
 }
 
 

@@ -10,13 +10,21 @@ from action_mapping.primitives import Primitive
 from action_mapping.trajectory import NAVIGATION_STEP_SIZES, StepSizes
 
 _TRANSLATIONS = (
-    Primitive.DOLLY_IN, Primitive.DOLLY_OUT, Primitive.TRUCK_LEFT,
-    Primitive.TRUCK_RIGHT, Primitive.PEDESTAL_UP, Primitive.PEDESTAL_DOWN,
-)  # fmt: skip
+    Primitive.DOLLY_IN,
+    Primitive.DOLLY_OUT,
+    Primitive.TRUCK_LEFT,
+    Primitive.TRUCK_RIGHT,
+    Primitive.PEDESTAL_UP,
+    Primitive.PEDESTAL_DOWN,
+)
 _ROTATIONS = (
-    Primitive.PAN_LEFT, Primitive.PAN_RIGHT, Primitive.TILT_UP,
-    Primitive.TILT_DOWN, Primitive.ROLL_CW, Primitive.ROLL_CCW,
-)  # fmt: skip
+    Primitive.PAN_LEFT,
+    Primitive.PAN_RIGHT,
+    Primitive.TILT_UP,
+    Primitive.TILT_DOWN,
+    Primitive.ROLL_CW,
+    Primitive.ROLL_CCW,
+)
 
 
 def _listing(prims: tuple[Primitive, ...]) -> str:
@@ -36,7 +44,11 @@ def _check_goal(goal: str) -> None:
 
 
 def render_navigation_prompt(
-    sizes: StepSizes = NAVIGATION_STEP_SIZES, num_steps: int = 6, max_step_num: int = 10, *, goal: str = "image"
+    sizes: StepSizes = NAVIGATION_STEP_SIZES,
+    num_steps: int = 6,
+    max_step_num: int = 10,
+    *,
+    goal: str = "image",
 ) -> str:
     """System prompt for goal-image navigation: start image + goal image -> ``step_1..step_N`` JSON.
 
@@ -45,12 +57,16 @@ def render_navigation_prompt(
     """
     _check_goal(goal)
     header = (
-        ["You control a camera. Image 1 shows the start view and Image 2 the goal view.",
-         "Find the camera motion that turns the start view into the goal view."]
+        [
+            "You control a camera. Image 1 shows the start view and Image 2 the goal view.",
+            "Find the camera motion that turns the start view into the goal view.",
+        ]
         if goal == "image"
-        else ["You control a camera. Image 1 shows the current view.",
-              "Find the camera motion that carries out the instruction given with the image."]
-    )  # fmt: skip
+        else [
+            "You control a camera. Image 1 shows the current view.",
+            "Find the camera motion that carries out the instruction given with the image.",
+        ]
+    )
     return "\n".join(
         [
             *header,
@@ -76,8 +92,25 @@ def render_navigation_prompt(
     )
 
 
+def _manipulation_header(goal: str) -> list[str]:
+    """The first lines of the manipulation prompt: what the images show and what to find."""
+    if goal == "image":
+        return [
+            "You control a robot end-effector. Image 1 shows the start state and Image 2 the goal state.",
+            "Find the end-effector motion and gripper changes that lead from the start to the goal.",
+        ]
+    return [
+        "You control a robot end-effector. Image 1 shows the current state.",
+        "Find the end-effector motion and gripper changes that carry out the instruction given with the image.",
+    ]
+
+
 def render_manipulation_prompt(
-    sizes: StepSizes = NAVIGATION_STEP_SIZES, max_steps: int = 6, max_step_num: int = 10, *, goal: str = "image"
+    sizes: StepSizes = NAVIGATION_STEP_SIZES,
+    max_steps: int = 6,
+    max_step_num: int = 10,
+    *,
+    goal: str = "image",
 ) -> str:
     """System prompt for goal-image manipulation: start + goal image -> steps with actions and gripper.
 
@@ -85,16 +118,9 @@ def render_manipulation_prompt(
     state instead (same actions, step sizes and answer format).
     """
     _check_goal(goal)
-    header = (
-        ["You control a robot end-effector. Image 1 shows the start state and Image 2 the goal state.",
-         "Find the end-effector motion and gripper changes that lead from the start to the goal."]
-        if goal == "image"
-        else ["You control a robot end-effector. Image 1 shows the current state.",
-              "Find the end-effector motion and gripper changes that carry out the instruction given with the image."]
-    )  # fmt: skip
     return "\n".join(
         [
-            *header,
+            *_manipulation_header(goal),
             "",
             "Coordinate frame:",
             _frame(),

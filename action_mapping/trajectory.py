@@ -25,7 +25,8 @@ NAVIGATION_STEP_SIZES = StepSizes(translation=0.019375, rotation=0.4509)
 LMMS_EVAL_STEP_SIZES = StepSizes(translation=0.02, rotation=math.radians(0.5))
 
 _BY_AXIS: dict[tuple[Category, int, int], Primitive] = {
-    (p.category, p.axis, p.sign): p for p in Primitive.camera_motions()  # type: ignore[misc]
+    (p.category, p.axis, p.sign): p
+    for p in Primitive.camera_motions()  # type: ignore[misc]
 }
 
 
@@ -122,7 +123,9 @@ def _counts_to_step(
         if count == 0:
             continue
         if max_count is not None and count > max_count:
-            errors.append(f"step_num_capped: {where}: {category.value} axis {'XYZ'[axis]} {count} -> {max_count}")
+            errors.append(
+                f"step_num_capped: {where}: {category.value} axis {'XYZ'[axis]} {count} -> {max_count}"
+            )
             count = max_count
         actions.append(_BY_AXIS[(category, axis, 1 if v > 0 else -1)])
         nums.append(count)
@@ -144,7 +147,9 @@ def trajectory_to_plan(
     for i in range(len(poses) - 1):
         D = body_motion(poses[i], poses[i + 1])
         where = f"step_{i + 1}"
-        t_act, t_num = _counts_to_step(D[:3, 3], Category.TRANSLATION, translation_step, max_count, where, plan.errors)
+        t_act, t_num = _counts_to_step(
+            D[:3, 3], Category.TRANSLATION, translation_step, max_count, where, plan.errors
+        )
         r_act, r_num = _counts_to_step(
             axes_from_rotation(D[:3, :3]), Category.ROTATION, rotation_step, max_count, where, plan.errors
         )

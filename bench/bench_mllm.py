@@ -25,9 +25,18 @@ from benchmarks.core.timing import median_time
 
 def conversations(n, seed=0):
     rng = np.random.default_rng(seed)
-    return [[{"role": "user", "content": [{"type": "image", "image": rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)},
-                                          {"type": "text", "text": "plan the next step " * (1 + i % 3)}]}]
-            for i in range(n)]  # fmt: skip
+    return [
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "image": rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)},
+                    {"type": "text", "text": "plan the next step " * (1 + i % 3)},
+                ],
+            }
+        ]
+        for i in range(n)
+    ]
 
 
 def bench_batching(path, repeats):
@@ -97,7 +106,10 @@ def bench_policy_overhead(path, repeats):
 
     answer = json.dumps({"executable_plan": [{"action_id": 0, "action_name": "MoveAhead"}]})
     policy = EBAgentPolicy(ScriptedBackend(lambda m: answer), task="navigation")
-    obs = {"head_rgb": conversations(1)[0][0]["content"][0]["image"], "feedback": "Last action MoveAhead executed successfully."}
+    obs = {
+        "head_rgb": conversations(1)[0][0]["content"][0]["image"],
+        "feedback": "Last action MoveAhead executed successfully.",
+    }
 
     def episode_step():
         policy.reset(EpisodeContext("navigate to the apple", 0))
@@ -106,7 +118,11 @@ def bench_policy_overhead(path, repeats):
     overhead = median_time(episode_step, repeats * 4)
     model = TransformersBackend(str(path), config=GenerationConfig(max_new_tokens=16))
     model_call = median_time(lambda: model.generate(conversations(1)[0]), repeats)
-    return {"policy_step_s": overhead, "tiny_model_call_s": model_call, "overhead_fraction": overhead / model_call}
+    return {
+        "policy_step_s": overhead,
+        "tiny_model_call_s": model_call,
+        "overhead_fraction": overhead / model_call,
+    }
 
 
 def main() -> None:

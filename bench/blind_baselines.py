@@ -40,14 +40,26 @@ Metrics = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def _embodied_metrics(data: dict[str, Any]) -> dict[str, Any]:
-    return {"score": data["average_success_rate"], "success_rate": data["average_success_rate"],
-            "units": data["episodes"], "by_subset": {k: v["success_rate"] for k, v in data["subsets"].items()},
-            **({"by_family": {k: v["success_rate"] for k, v in data["families"].items()}} if data.get("families") else {})}
+    return {
+        "score": data["average_success_rate"],
+        "success_rate": data["average_success_rate"],
+        "units": data["episodes"],
+        "by_subset": {k: v["success_rate"] for k, v in data["subsets"].items()},
+        **(
+            {"by_family": {k: v["success_rate"] for k, v in data["families"].items()}}
+            if data.get("families")
+            else {}
+        ),
+    }
 
 
 def _calvin_metrics(data: dict[str, Any]) -> dict[str, Any]:
-    return {"score": data["avg_seq_len"], "avg_seq_len": data["avg_seq_len"], "units": data["chains"],
-            "chain_sr": [100.0 * data["chain_sr"][str(i)] for i in range(1, 6)]}
+    return {
+        "score": data["avg_seq_len"],
+        "avg_seq_len": data["avg_seq_len"],
+        "units": data["chains"],
+        "chain_sr": [100.0 * data["chain_sr"][str(i)] for i in range(1, 6)],
+    }
 
 
 def _libero_metrics(data: dict[str, Any]) -> dict[str, Any]:
@@ -76,29 +88,69 @@ class FamilySpec:
 _DOWN = [0, 60, 90]
 FAMILIES: dict[str, FamilySpec] = {
     "nav": FamilySpec(
-        "benchmarks.embodied", ("nav", "--image-size", "64"), lambda n: ["--episodes", str(n)], lambda n: 5 * n,
-        "episodes", "5 subsets x {n} episodes of the default sets (episode seed 0)", tuple(range(8)),
-        _embodied_metrics, "--seed"),
+        "benchmarks.embodied",
+        ("nav", "--image-size", "64"),
+        lambda n: ["--episodes", str(n)],
+        lambda n: 5 * n,
+        "episodes",
+        "5 subsets x {n} episodes of the default sets (episode seed 0)",
+        tuple(range(8)),
+        _embodied_metrics,
+        "--seed",
+    ),
     "manip": FamilySpec(
-        "benchmarks.embodied", ("manip", "--image-size", "64"), lambda n: ["--episodes", str(n)],
-        lambda n: 4 * n, "episodes", "the base subset, 4 task families x {n} episodes (episode seed 0)",
+        "benchmarks.embodied",
+        ("manip", "--image-size", "64"),
+        lambda n: ["--episodes", str(n)],
+        lambda n: 4 * n,
+        "episodes",
+        "the base subset, 4 task families x {n} episodes (episode seed 0)",
         tuple([50, 50, z, *_DOWN, g] for z, g in ((50, 1), (20, 0))),
-        _embodied_metrics, "--seed", subsets=("base",)),
+        _embodied_metrics,
+        "--seed",
+        subsets=("base",),
+    ),
     "calvin": FamilySpec(
-        "benchmarks.calvin", ("--cameras", "none"), lambda n: ["--num-sequences", str(n)], lambda n: n, "chains",
+        "benchmarks.calvin",
+        ("--cameras", "none"),
+        lambda n: ["--num-sequences", str(n)],
+        lambda n: n,
+        "chains",
         "the first {n} of the 1000 evaluation chains (built-in table)",
-        tuple([*move, 0, 0, 0, g] for move, g in (((0, 0, 0), 1), ((0, 0, 0), -1), ((1, 0, 0), 1), ((-1, 0, 0), 1),
-                                                    ((0, 1, 0), 1), ((0, -1, 0), 1), ((0, 0, 1), 1), ((0, 0, -1), 1))),
-        _calvin_metrics, "--seed"),
+        tuple(
+            [*move, 0, 0, 0, g]
+            for move, g in (
+                ((0, 0, 0), 1),
+                ((0, 0, 0), -1),
+                ((1, 0, 0), 1),
+                ((-1, 0, 0), 1),
+                ((0, 1, 0), 1),
+                ((0, -1, 0), 1),
+                ((0, 0, 1), 1),
+                ((0, 0, -1), 1),
+            )
+        ),
+        _calvin_metrics,
+        "--seed",
+    ),
     "libero": FamilySpec(
-        "benchmarks.libero", ("--suite", "libero_spatial", "--trials-per-task", "1"),
-        lambda n: ["--tasks", ",".join(str(t) for t in range(n))], lambda n: n, "episodes",
+        "benchmarks.libero",
+        ("--suite", "libero_spatial", "--trials-per-task", "1"),
+        lambda n: ["--tasks", ",".join(str(t) for t in range(n))],
+        lambda n: n,
+        "episodes",
         "libero_spatial, the first {n} tasks x 1 trial (fixed initial state 0)",
         tuple([0, 0, 0, 0, 0, 0, g] for g in (-1, 1)),
-        _libero_metrics, "--seed", (("suite", "libero_spatial"),)),
+        _libero_metrics,
+        "--seed",
+        (("suite", "libero_spatial"),),
+    ),
 }
-REFERENCE_ARGS = {"expert": ["--policy", "expert"], "oracle": ["--policy", "mllm", "--model", "oracle"],
-                  "oracle-errors-0.2": ["--policy", "mllm", "--model", "oracle", "--oracle-error-rate", "0.2"]}
+REFERENCE_ARGS = {
+    "expert": ["--policy", "expert"],
+    "oracle": ["--policy", "mllm", "--model", "oracle"],
+    "oracle-errors-0.2": ["--policy", "mllm", "--model", "oracle", "--oracle-error-rate", "0.2"],
+}
 
 
 def _label(action: Any) -> str:
@@ -107,11 +159,25 @@ def _label(action: Any) -> str:
     return "constant-" + _action_label(action)
 
 
-def run_policy(spec: FamilySpec, policy_args: list[str], n: int, seed: int, output: Path, name: str) -> dict[str, Any]:
+def run_policy(
+    spec: FamilySpec, policy_args: list[str], n: int, seed: int, output: Path, name: str
+) -> dict[str, Any]:
     """One benchmark command; its headline numbers, or the error (never a number) when it failed."""
     main = importlib.import_module(spec.module).main
-    argv = [*spec.base, *spec.size(n), *policy_args, spec.seed_flag, str(seed), "--workers", "1",
-            "--output", str(output), "--run-name", name, "--no-progress"]
+    argv = [
+        *spec.base,
+        *spec.size(n),
+        *policy_args,
+        spec.seed_flag,
+        str(seed),
+        "--workers",
+        "1",
+        "--output",
+        str(output),
+        "--run-name",
+        name,
+        "--no-progress",
+    ]
     start = time.perf_counter()
     try:
         summary = main(argv)
@@ -152,15 +218,35 @@ def measure(family: str, n: int, seed: int, output: Path, reference: list[str]) 
         if action is not None:
             policies[name]["action"] = action
         policies[name]["blind"] = name not in REFERENCE_ARGS
-        print(f"[{family}] {name}: {json.dumps({k: v for k, v in policies[name].items() if k != 'argv'})}", flush=True)
-    scored = [k for k, v in policies.items() if k.startswith("constant-") and "error" not in v and "errored_units" not in v]
+        print(
+            f"[{family}] {name}: {json.dumps({k: v for k, v in policies[name].items() if k != 'argv'})}",
+            flush=True,
+        )
+    scored = [
+        k
+        for k, v in policies.items()
+        if k.startswith("constant-") and "error" not in v and "errored_units" not in v
+    ]
     best = max(scored, key=lambda k: policies[k]["score"], default=None)  # first of equals: candidate order
-    return {**dict(spec.extra), "n": n, "units": spec.unit_name, "total_units": spec.units(n), "scope": spec.scope.format(n=n), "seed": seed, "command": f"python -m {spec.module}",
-            "best_constant": best, "policies": policies}
+    return {
+        **dict(spec.extra),
+        "n": n,
+        "units": spec.unit_name,
+        "total_units": spec.units(n),
+        "scope": spec.scope.format(n=n),
+        "seed": seed,
+        "command": f"python -m {spec.module}",
+        "best_constant": best,
+        "policies": policies,
+    }
 
 
-_METRIC = {"calvin": ("avg. len", "{:.2f}"), "nav": ("success %", "{:.1f}"), "manip": ("success %", "{:.1f}"),
-           "libero": ("success %", "{:.1f}")}
+_METRIC = {
+    "calvin": ("avg. len", "{:.2f}"),
+    "nav": ("success %", "{:.1f}"),
+    "manip": ("success %", "{:.1f}"),
+    "libero": ("success %", "{:.1f}"),
+}
 
 
 def _cell(policies: dict[str, Any], fmt: str, key: str) -> str:
@@ -170,34 +256,58 @@ def _cell(policies: dict[str, Any], fmt: str, key: str) -> str:
 
 def markdown_table(results: dict[str, Any]) -> str:
     """The results table: per family, random, the best constant action and any reference policy."""
-    lines = ["| family | units | metric | random | best constant action | reference | measured |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| family | units | metric | random | best constant action | reference | measured |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for family, entry in sorted(results["families"].items(), key=lambda kv: list(FAMILIES).index(kv[0])):
         name, fmt = _METRIC[family]
         policies = entry["policies"]
         value = functools.partial(_cell, policies, fmt)
         best = entry.get("best_constant")
         constants = sum(k.startswith("constant-") for k in policies)
-        best_cell = f"{value(best)} (`{json.dumps(policies[best]['action'])}`, best of {constants})" if best else "-"
+        best_cell = (
+            f"{value(best)} (`{json.dumps(policies[best]['action'])}`, best of {constants})" if best else "-"
+        )
         refs = ", ".join(f"{k} {value(k)}" for k, v in policies.items() if not v.get("blind", True)) or "-"
-        lines.append(f"| {family} | {entry.get('total_units', '?')} {entry['units']}: {entry['scope']} | {name} | {value('random')} | {best_cell} | "
-                     f"{refs} | {entry['date']} |")
+        lines.append(
+            f"| {family} | {entry.get('total_units', '?')} {entry['units']}: {entry['scope']} | {name} | {value('random')} | {best_cell} | "
+            f"{refs} | {entry['date']} |"
+        )
     return "\n".join(lines)
 
 
 def table_rows(results: dict[str, Any]) -> list[list[str]]:
     """The rows of :func:`markdown_table`, for the docs' results page."""
-    return [[cell.strip() for cell in line.strip("|").split("|")] for line in markdown_table(results).splitlines()[2:]]
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in markdown_table(results).splitlines()[2:]
+    ]
 
 
 def write_results(path: Path, results: dict[str, Any]) -> None:
     """Write the results file with the provenance and table the docs' results pages read."""
-    results = {**results, "title": "Blind baselines: random and the best constant action per family",
-               "source": "bench/blind_baselines.py (each family's date, machine and command are under families)",
-               "command": "python bench/blind_baselines.py --families nav manip calvin libero",
-               "tables": [{"caption": "blind baselines (and reference policies) per family",
-                           "columns": ["family", "units", "metric", "random", "best constant action", "reference",
-                                       "measured"], "rows": table_rows(results)}]}  # fmt: skip
+    results = {
+        **results,
+        "title": "Blind baselines: random and the best constant action per family",
+        "source": "bench/blind_baselines.py (each family's date, machine and command are under families)",
+        "command": "python bench/blind_baselines.py --families nav manip calvin libero",
+        "tables": [
+            {
+                "caption": "blind baselines (and reference policies) per family",
+                "columns": [
+                    "family",
+                    "units",
+                    "metric",
+                    "random",
+                    "best constant action",
+                    "reference",
+                    "measured",
+                ],
+                "rows": table_rows(results),
+            }
+        ],
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
 
@@ -219,16 +329,31 @@ def merge(target: Path, sources: list[Path]) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--families", nargs="+", choices=sorted(FAMILIES), default=["nav"])
-    p.add_argument("--n", type=int, default=None,
-                   help="episodes per subset (nav), per task family of the base subset (manip), chains (calvin), tasks "
-                        "with one trial each (libero); default 60 / 1 / 20 / 1")
+    p.add_argument(
+        "--n",
+        type=int,
+        default=None,
+        help="episodes per subset (nav), per task family of the base subset (manip), chains (calvin), tasks "
+        "with one trial each (libero); default 60 / 1 / 20 / 1",
+    )
     p.add_argument("--seed", type=int, default=0, help="run seed of every command")
-    p.add_argument("--reference", default="", help="also run these non-blind policies: expert, oracle, oracle-errors-0.2 (comma-separated)")
-    p.add_argument("--results", type=Path, default=BLIND_RESULTS, help="JSON file the families are merged into")
+    p.add_argument(
+        "--reference",
+        default="",
+        help="also run these non-blind policies: expert, oracle, oracle-errors-0.2 (comma-separated)",
+    )
+    p.add_argument(
+        "--results", type=Path, default=BLIND_RESULTS, help="JSON file the families are merged into"
+    )
     p.add_argument("--output", type=Path, default=None, help="run folders (default: a temporary folder)")
     p.add_argument("--table", action="store_true", help="print the results table of --results and exit")
-    p.add_argument("--merge", type=Path, nargs="+", default=[],
-                   help="merge the families of these results files (runs made in parallel) into --results and exit")
+    p.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="merge the families of these results files (runs made in parallel) into --results and exit",
+    )
     args = p.parse_args()
     if args.merge:
         merge(args.results, args.merge)

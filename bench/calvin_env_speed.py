@@ -22,8 +22,12 @@ import numpy as np
 from envs.calvin import constants as C
 from envs.calvin.env import PlayTableEnv
 
-CONFIGS = {"both cameras": ("static", "gripper"), "static only": ("static",), "gripper only": ("gripper",),
-           "no camera": ()}
+CONFIGS = {
+    "both cameras": ("static", "gripper"),
+    "static only": ("static",),
+    "gripper only": ("gripper",),
+    "no camera": (),
+}
 
 
 def actions(n: int, seed: int = 0) -> np.ndarray:
@@ -61,16 +65,20 @@ def main() -> None:
     args = parser.parse_args()
     if args.pin:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    envs = {name: PlayTableEnv(cameras=cams, renderer=args.renderer, robot_detail=args.robot_detail)
-            for name, cams in CONFIGS.items()}
+    envs = {
+        name: PlayTableEnv(cameras=cams, renderer=args.renderer, robot_detail=args.robot_detail)
+        for name, cams in CONFIGS.items()
+    }
     rates: dict[str, list[float]] = {"physics only": [], **{name: [] for name in envs}}
     for _ in range(args.repeats):
         rates["physics only"].append(physics_rate(envs["no camera"], args.steps * 4))
         for name, env in envs.items():
             rates[name].append(env_rate(env, args.steps))
     baseline = statistics.median(rates["physics only"])
-    print(f"renderer={args.renderer} robot_detail={args.robot_detail} steps={args.steps} repeats={args.repeats} "
-          f"cores={len(os.sched_getaffinity(0))}")
+    print(
+        f"renderer={args.renderer} robot_detail={args.robot_detail} steps={args.steps} repeats={args.repeats} "
+        f"cores={len(os.sched_getaffinity(0))}"
+    )
     print(f"{'configuration':16s} {'steps/s':>9s} {'ms/step':>8s} {'vs physics':>11s}")
     for name, values in rates.items():
         rate = statistics.median(values)

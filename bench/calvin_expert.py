@@ -38,13 +38,20 @@ def requirement(task: str) -> tuple[dict, list[str]]:
         if where == "table":
             return {f"{color}_block": "table"}, []
         if where == "drawer":
-            return {f"{color}_block": "table", "drawer": "open"}, [f"lift_{color}_block_table", "place_in_drawer"]
+            return {f"{color}_block": "table", "drawer": "open"}, [
+                f"lift_{color}_block_table",
+                "place_in_drawer",
+            ]
         return {f"{color}_block": "slider"}, []
     table = {
-        "move_slider_left": ({"slider": "right"}, []), "move_slider_right": ({"slider": "left"}, []),
-        "open_drawer": ({"drawer": "closed"}, []), "close_drawer": ({"drawer": "open"}, []),
-        "turn_on_lightbulb": ({"lightbulb": 0}, []), "turn_off_lightbulb": ({"lightbulb": 1}, []),
-        "turn_on_led": ({"led": 0}, []), "turn_off_led": ({"led": 1}, []),
+        "move_slider_left": ({"slider": "right"}, []),
+        "move_slider_right": ({"slider": "left"}, []),
+        "open_drawer": ({"drawer": "closed"}, []),
+        "close_drawer": ({"drawer": "open"}, []),
+        "turn_on_lightbulb": ({"lightbulb": 0}, []),
+        "turn_off_lightbulb": ({"lightbulb": 1}, []),
+        "turn_on_led": ({"led": 0}, []),
+        "turn_off_led": ({"led": 1}, []),
         "push_into_drawer": ({"drawer": "open", "any_block": "table"}, []),
         "place_in_slider": ({"any_block": "table"}, ["lift_{b}_block_table"]),
         "place_in_drawer": ({"drawer": "open", "any_block": "table"}, ["lift_{b}_block_table"]),
@@ -99,8 +106,14 @@ def run_task(env, policy, task: str, starts: int, seed: int) -> dict:
         ok += int(last["success"])
         steps.append(last["steps"])
     runs = starts - prefix_failed
-    return {"task": task, "success": ok, "runs": runs, "prefix_failed": prefix_failed,
-            "rate": ok / runs if runs else float("nan"), "median_steps": float(np.median(steps)) if steps else None}
+    return {
+        "task": task,
+        "success": ok,
+        "runs": runs,
+        "prefix_failed": prefix_failed,
+        "rate": ok / runs if runs else float("nan"),
+        "median_steps": float(np.median(steps)) if steps else None,
+    }
 
 
 def per_task(args: argparse.Namespace) -> None:
@@ -113,11 +126,16 @@ def per_task(args: argparse.Namespace) -> None:
     for task in tasks:
         row = run_task(env, policy, task, args.starts, args.seed)
         rows.append(row)
-        print(f"{task:28s} {row['success']:3d}/{row['runs']:<3d} {100 * row['rate']:6.1f}%  "
-              f"prefix failed {row['prefix_failed']}  median steps {row['median_steps']}", flush=True)
+        print(
+            f"{task:28s} {row['success']:3d}/{row['runs']:<3d} {100 * row['rate']:6.1f}%  "
+            f"prefix failed {row['prefix_failed']}  median steps {row['median_steps']}",
+            flush=True,
+        )
     rates = [r["rate"] for r in rows if r["runs"]]
-    print(f"mean {100 * np.mean(rates):.1f}%  min {100 * np.min(rates):.1f}%  "
-          f"({time.perf_counter() - start:.0f} s)")
+    print(
+        f"mean {100 * np.mean(rates):.1f}%  min {100 * np.min(rates):.1f}%  "
+        f"({time.perf_counter() - start:.0f} s)"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
@@ -140,8 +158,10 @@ def chains(args: argparse.Namespace) -> None:
         for sub in record["extras"]["subtasks"]:
             s, t = per.get(sub["extras"]["task"], (0, 0))
             per[sub["extras"]["task"]] = (s + int(sub["success"]), t + 1)
-    print(f"average length {np.mean(lengths):.2f} over {len(lengths)} chains; "
-          + " ".join(f"{i}:{np.mean(np.array(lengths) >= i):.3f}" for i in range(1, 6)))
+    print(
+        f"average length {np.mean(lengths):.2f} over {len(lengths)} chains; "
+        + " ".join(f"{i}:{np.mean(np.array(lengths) >= i):.3f}" for i in range(1, 6))
+    )
     for task, (s, t) in sorted(per.items()):
         print(f"{task:28s} {s:3d}/{t:<3d} {100 * s / t:6.1f}%")
 

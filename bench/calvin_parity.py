@@ -45,16 +45,27 @@ from policies.experts.calvin import ScriptedExpert
 ENVS = ("builtin", "assets", "official")
 PARTS = ("expert", "trajectory", "images", "speed")
 #: The JSON line's headline numbers, repeated under "metrics" for the docs' results pages.
-HEADLINE = ("avg_len_builtin", "avg_len_assets", "avg_len_official", "static_mad_builtin", "gripper_mad_builtin",
-            "static_mad_assets", "speed_ratio_both_cameras", "speed_ratio_static", "speed_ratio_no_camera")
+HEADLINE = (
+    "avg_len_builtin",
+    "avg_len_assets",
+    "avg_len_official",
+    "static_mad_builtin",
+    "gripper_mad_builtin",
+    "static_mad_assets",
+    "speed_ratio_both_cameras",
+    "speed_ratio_static",
+    "speed_ratio_no_camera",
+)
 Factory = Callable[[Sequence[str]], Any]
 
 
 def factories(calvin_env: str) -> dict[str, Factory]:
     """How to build each compared env with a given camera set."""
-    return {"builtin": lambda cams: PlayTableEnv(cameras=tuple(cams)),
-            "assets": lambda cams: PlayTableEnv(cameras=tuple(cams), calvin_assets=calvin_env),
-            "official": lambda cams: OfficialPlayTableEnv(calvin_env_path=calvin_env, cameras=tuple(cams))}
+    return {
+        "builtin": lambda cams: PlayTableEnv(cameras=tuple(cams)),
+        "assets": lambda cams: PlayTableEnv(cameras=tuple(cams), calvin_assets=calvin_env),
+        "official": lambda cams: OfficialPlayTableEnv(calvin_env_path=calvin_env, cameras=tuple(cams)),
+    }
 
 
 def fixed_actions(n: int, seed: int = 0) -> np.ndarray:
@@ -84,7 +95,9 @@ def expert_chains(make: Factory, chains: list[tuple[dict, list[str]]]) -> dict[s
     return {"lengths": lengths, "per_task": per_task, "seconds": seconds}
 
 
-def trajectory(make: Factory, start: tuple[np.ndarray, np.ndarray], actions: np.ndarray) -> dict[str, np.ndarray]:
+def trajectory(
+    make: Factory, start: tuple[np.ndarray, np.ndarray], actions: np.ndarray
+) -> dict[str, np.ndarray]:
     """robot_obs and scene_obs after every action of a fixed sequence, from one initial state."""
     env = make(())
     obs, _ = env.reset(options={"robot_obs": start[0], "scene_obs": start[1]})
@@ -109,8 +122,13 @@ def initial_images(make: Factory, starts: list[tuple[np.ndarray, np.ndarray]]) -
     return images
 
 
-def step_rates(makes: dict[str, Factory], camera_sets: dict[str, tuple[str, ...]],
-               start: tuple[np.ndarray, np.ndarray], actions: np.ndarray, repeats: int) -> dict[str, dict[str, float]]:
+def step_rates(
+    makes: dict[str, Factory],
+    camera_sets: dict[str, tuple[str, ...]],
+    start: tuple[np.ndarray, np.ndarray],
+    actions: np.ndarray,
+    repeats: int,
+) -> dict[str, dict[str, float]]:
     """Median env steps/s over ``repeats`` runs of the fixed action sequence, per env and camera set; the
     configurations are timed in alternation so that load from other processes hits all alike."""
     built = {(name, k): make(cams) for name, make in makes.items() for k, cams in camera_sets.items()}
@@ -152,13 +170,17 @@ def print_expert(results: dict[str, dict[str, Any]], chains: int) -> list[int]:
     tasks = sorted(set().union(*(r["per_task"] for r in results.values())))
     print("\n| task | " + " | ".join(results) + " |\n|---|" + "---|" * len(results))
     for task in tasks:
-        cells = ["{}/{}".format(*r["per_task"][task]) if task in r["per_task"] else "-" for r in results.values()]
+        cells = [
+            "{}/{}".format(*r["per_task"][task]) if task in r["per_task"] else "-" for r in results.values()
+        ]
         print(f"| {task} | " + " | ".join(cells) + " |")
     official = results["official"]["lengths"]
     differ = [i for i in range(chains) if results["builtin"]["lengths"][i] != official[i]]
-    print(f"\nchains where builtin and official differ: {differ} "
-          f"(lengths builtin {[results['builtin']['lengths'][i] for i in differ]}, "
-          f"official {[official[i] for i in differ]})")
+    print(
+        f"\nchains where builtin and official differ: {differ} "
+        f"(lengths builtin {[results['builtin']['lengths'][i] for i in differ]}, "
+        f"official {[official[i] for i in differ]})"
+    )
     differ_assets = [i for i in range(chains) if results["assets"]["lengths"][i] != official[i]]
     print(f"chains where assets and official differ: {differ_assets}")
     return differ
@@ -167,13 +189,17 @@ def print_expert(results: dict[str, dict[str, Any]], chains: int) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calvin-env", required=True, help="a mees/calvin_env git checkout")
-    parser.add_argument("--chains", type=int, default=20, help="first N public evaluation chains for the expert")
+    parser.add_argument(
+        "--chains", type=int, default=20, help="first N public evaluation chains for the expert"
+    )
     parser.add_argument("--image-chains", type=int, default=10, help="initial states compared as images")
     parser.add_argument("--steps", type=int, default=120, help="length of the fixed action sequence")
     parser.add_argument("--repeats", type=int, default=5, help="timings per env and camera set (median)")
     parser.add_argument("--machine", default=machine_line(), help="machine description for the JSON line")
     parser.add_argument("--json", default="", help="also write the JSON line to this file")
-    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts to run, of {','.join(PARTS)}")
+    parser.add_argument(
+        "--only", default=",".join(PARTS), help=f"comma-separated parts to run, of {','.join(PARTS)}"
+    )
     args = parser.parse_args()
     parts = parse_parts(args.only)
     make = factories(args.calvin_env)
@@ -183,10 +209,16 @@ def main() -> None:
     sequences = [(s, list(t)) for s, t in evaluation_chains(args.chains)]
     starts = [initial_env_state(s) for s, _ in evaluation_chains(max(args.image_chains, 1))]
     scope = f"{args.chains} chains" if "expert" in parts else ", ".join(parts)
-    out: dict[str, Any] = {"title": f"CALVIN parity: built-in table vs calvin_env ({scope})",
-                           "source": "bench/calvin_parity.py", "command": " ".join(["python", *sys.argv]),
-                           "chains": args.chains, "calvin_env_commit": sources["commit"],
-                           "date": datetime.date.today().isoformat(), "machine": args.machine, "parts": parts}
+    out: dict[str, Any] = {
+        "title": f"CALVIN parity: built-in table vs calvin_env ({scope})",
+        "source": "bench/calvin_parity.py",
+        "command": " ".join(["python", *sys.argv]),
+        "chains": args.chains,
+        "calvin_env_commit": sources["commit"],
+        "date": datetime.date.today().isoformat(),
+        "machine": args.machine,
+        "parts": parts,
+    }
 
     if "expert" in parts:
         out.update(expert_part(make, sequences, args.chains))
@@ -194,7 +226,7 @@ def main() -> None:
     if "trajectory" in parts:
         out.update(trajectory_part(make, starts[0], actions))
     if "images" in parts:
-        out.update(images_part(make, starts[:args.image_chains]))
+        out.update(images_part(make, starts[: args.image_chains]))
     if "speed" in parts:
         out.update(speed_part(make, starts, actions, args.repeats))
     out["metrics"] = {k: out[k] for k in HEADLINE if k in out}
@@ -214,7 +246,9 @@ def parse_parts(text: str) -> list[str]:
     return parts
 
 
-def expert_part(make: dict[str, Factory], sequences: list[tuple[dict, list[str]]], chains: int) -> dict[str, Any]:
+def expert_part(
+    make: dict[str, Factory], sequences: list[tuple[dict, list[str]]], chains: int
+) -> dict[str, Any]:
     """The expert on the first ``chains`` chains in every env."""
     out: dict[str, Any] = {}
     results = {name: expert_chains(make[name], sequences) for name in ENVS}
@@ -227,8 +261,9 @@ def expert_part(make: dict[str, Factory], sequences: list[tuple[dict, list[str]]
     return out
 
 
-def trajectory_part(make: dict[str, Factory], start: tuple[np.ndarray, np.ndarray],
-                    actions: np.ndarray) -> dict[str, Any]:
+def trajectory_part(
+    make: dict[str, Factory], start: tuple[np.ndarray, np.ndarray], actions: np.ndarray
+) -> dict[str, Any]:
     """Largest differences from calvin_env over the fixed action sequence."""
     out: dict[str, Any] = {}
     trajs = {name: trajectory(make[name], start, actions) for name in ENVS}
@@ -239,7 +274,11 @@ def trajectory_part(make: dict[str, Factory], start: tuple[np.ndarray, np.ndarra
         d_scene = float(np.abs(trajs[name]["scene_obs"] - trajs["official"]["scene_obs"]).max())
         tcp, joints = float(d_robot[:, :3].max()), float(d_robot[:, 7:14].max())
         print(f"| {name} | {tcp:.2e} | {joints:.2e} | {d_scene:.2e} |")
-        out[f"traj_tcp_max_{name}"], out[f"traj_joints_max_{name}"], out[f"traj_scene_max_{name}"] = tcp, joints, d_scene
+        out[f"traj_tcp_max_{name}"], out[f"traj_joints_max_{name}"], out[f"traj_scene_max_{name}"] = (
+            tcp,
+            joints,
+            d_scene,
+        )
     return out
 
 
@@ -247,20 +286,34 @@ def images_part(make: dict[str, Factory], starts: list[tuple[np.ndarray, np.ndar
     """Mean absolute image differences from calvin_env at the given initial states."""
     out: dict[str, Any] = {}
     images = {name: initial_images(make[name], starts) for name in ENVS}
-    print(f"\n## Images at the initial states of the first {len(starts)} chains: mean |difference| from "
-          "official (0-255)\n")
+    print(
+        f"\n## Images at the initial states of the first {len(starts)} chains: mean |difference| from "
+        "official (0-255)\n"
+    )
     print("| env | static | gripper |\n|---|---|---|")
     for name in ("builtin", "assets"):
-        mads = {cam: float(np.mean([np.abs(a - b).mean() for a, b in zip(images[name][f"rgb_{cam}"],
-                                                                          images["official"][f"rgb_{cam}"])]))
-                for cam in ("static", "gripper")}
+        mads = {
+            cam: float(
+                np.mean(
+                    [
+                        np.abs(a - b).mean()
+                        for a, b in zip(images[name][f"rgb_{cam}"], images["official"][f"rgb_{cam}"])
+                    ]
+                )
+            )
+            for cam in ("static", "gripper")
+        }
         print(f"| {name} | {mads['static']:.2f} | {mads['gripper']:.2f} |")
-        out[f"static_mad_{name}"], out[f"gripper_mad_{name}"] = round(mads["static"], 3), round(mads["gripper"], 3)
+        out[f"static_mad_{name}"], out[f"gripper_mad_{name}"] = (
+            round(mads["static"], 3),
+            round(mads["gripper"], 3),
+        )
     return out
 
 
-def speed_part(make: dict[str, Factory], starts: list[tuple[np.ndarray, np.ndarray]], actions: np.ndarray,
-               repeats: int) -> dict[str, Any]:
+def speed_part(
+    make: dict[str, Factory], starts: list[tuple[np.ndarray, np.ndarray]], actions: np.ndarray, repeats: int
+) -> dict[str, Any]:
     """Steps/s per camera set and reset time, each env against calvin_env."""
     out: dict[str, Any] = {}
     camera_sets = {"both_cameras": ("static", "gripper"), "static": ("static",), "no_camera": ()}

@@ -80,8 +80,14 @@ print(json.dumps(times[10:]))
 def baseline_times(checkout: str, resets: int, calvin_assets: str | None) -> list[float]:
     """``env.reset`` milliseconds of another checkout of this project (its own code, in a subprocess)."""
     command = [sys.executable, "-c", _BASELINE_TIMER, str(resets), calvin_assets or ""]
-    done = subprocess.run(command, cwd=checkout, check=True,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": checkout})
+    done = subprocess.run(
+        command,
+        cwd=checkout,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": checkout},
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -102,8 +108,9 @@ def chain_fingerprint(env: PlayTableEnv, chain: tuple[dict, tuple[str, ...]]) ->
     return {"completed": record["extras"]["num_completed"], "subtasks": steps, "sha256": digest.hexdigest()}
 
 
-def run_order(order: list[int], chains: list[tuple[dict, tuple[str, ...]]],
-              fresh: Callable[[], PlayTableEnv]) -> dict[int, dict[str, Any]]:
+def run_order(
+    order: list[int], chains: list[tuple[dict, tuple[str, ...]]], fresh: Callable[[], PlayTableEnv]
+) -> dict[int, dict[str, Any]]:
     """Fingerprints of the chains ``order`` names, all in one env (built once)."""
     env = fresh()
     prints = {i: chain_fingerprint(env, chains[i]) for i in order}
@@ -117,8 +124,10 @@ def time_resets(args: argparse.Namespace, fresh: Callable[[], PlayTableEnv]) -> 
     starts = [initial_env_state(state) for state, _ in evaluation_chains(10)]
     env = fresh()
     reset_times(env, starts, 10, rebuild=False)  # warm caches before timing either variant
-    timed = {"reused": reset_times(env, starts, args.resets, rebuild=False),
-             "rebuilt": reset_times(env, starts, args.resets, rebuild=True)}
+    timed = {
+        "reused": reset_times(env, starts, args.resets, rebuild=False),
+        "rebuilt": reset_times(env, starts, args.resets, rebuild=True),
+    }
     env.close()
     if args.baseline:
         timed["baseline"] = baseline_times(args.baseline, args.resets, args.calvin_assets)
@@ -140,8 +149,11 @@ def check_orders(args: argparse.Namespace, fresh: Callable[[], PlayTableEnv]) ->
     for i in indices:
         reference.update(run_order([i], chains, fresh))
     warmup = list(range(args.chains, args.chains + args.warmup))
-    orders = {"forward": indices, "reversed": indices[::-1],
-              "warm-up then shuffled": warmup + random.Random(0).sample(indices, len(indices))}
+    orders = {
+        "forward": indices,
+        "reversed": indices[::-1],
+        "warm-up then shuffled": warmup + random.Random(0).sample(indices, len(indices)),
+    }
     print(f"\n## Expert on the first {args.chains} chains: one reused env vs a fresh env per chain\n")
     print("| order | chains run | chains differing from fresh |\n|---|---|---|")
     differing: dict[str, list[int]] = {}
@@ -149,9 +161,14 @@ def check_orders(args: argparse.Namespace, fresh: Callable[[], PlayTableEnv]) ->
         prints = run_order(order, chains, fresh)
         differing[name] = [i for i in indices if prints[i] != reference[i]]
         print(f"| {name} | {order} | {differing[name] or 'none'} |")
-    return {"chains": args.chains, "warmup_chains": args.warmup, "orders": orders, "chains_differing": differing,
-            "reference_completed": [reference[i]["completed"] for i in indices],
-            "reference_sha256": [reference[i]["sha256"][:16] for i in indices]}
+    return {
+        "chains": args.chains,
+        "warmup_chains": args.warmup,
+        "orders": orders,
+        "chains_differing": differing,
+        "reference_completed": [reference[i]["completed"] for i in indices],
+        "reference_sha256": [reference[i]["sha256"][:16] for i in indices],
+    }
 
 
 def title(calvin_assets: str | None) -> str:
@@ -163,7 +180,9 @@ def title(calvin_assets: str | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resets", type=int, default=200, help="timed resets per variant (median reported)")
-    parser.add_argument("--chains", type=int, default=10, help="first N evaluation chains for the order check")
+    parser.add_argument(
+        "--chains", type=int, default=10, help="first N evaluation chains for the order check"
+    )
     parser.add_argument("--warmup", type=int, default=3, help="other chains run before the shuffled order")
     parser.add_argument("--baseline", default="", help="a checkout of an earlier commit to time as well")
     parser.add_argument("--calvin-assets", default=None, help="CALVIN's data/ folder or calvin_env checkout")
@@ -172,10 +191,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.resets < 1 or args.chains < 1 or args.warmup < 0:
         parser.error("--resets and --chains must be >= 1 and --warmup >= 0")
-    out: dict[str, Any] = {"title": title(args.calvin_assets),
-                           "source": "bench/calvin_reset.py", "command": " ".join(["python", *sys.argv]),
-                           "date": datetime.date.today().isoformat(), "machine": args.machine,
-                           "calvin_assets": args.calvin_assets}
+    out: dict[str, Any] = {
+        "title": title(args.calvin_assets),
+        "source": "bench/calvin_reset.py",
+        "command": " ".join(["python", *sys.argv]),
+        "date": datetime.date.today().isoformat(),
+        "machine": args.machine,
+        "calvin_assets": args.calvin_assets,
+    }
     fresh = lambda: PlayTableEnv(cameras=(), calvin_assets=args.calvin_assets)  # noqa: E731
     out.update(time_resets(args, fresh))
     out.update(check_orders(args, fresh))

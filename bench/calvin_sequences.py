@@ -51,8 +51,13 @@ def main() -> None:
     repeats = parser.parse_args().repeats
     seq._transition_table_arrays()
     assert upstream_style_first_chains() == batched_first_chains()
-    rows = {"upstream-style loop, 12 first chains": [], "batched, 12 first chains": [],
-            "10^7 raw words": [], "get_sequences(1000), no cache": [], "get_sequences(1000), cache hit": []}  # fmt: skip
+    rows = {
+        "upstream-style loop, 12 first chains": [],
+        "batched, 12 first chains": [],
+        "10^7 raw words": [],
+        "get_sequences(1000), no cache": [],
+        "get_sequences(1000), cache hit": [],
+    }
     with tempfile.TemporaryDirectory() as cache:
         for _ in range(repeats):
             rows["upstream-style loop, 12 first chains"].append(time_once(upstream_style_first_chains))
@@ -67,12 +72,18 @@ def main() -> None:
     median = {name: statistics.median(values) for name, values in rows.items()}
     for name, value in median.items():
         print(f"{name:40s} {value * 1000:10.1f} ms (median of {repeats})")
-    print(f"speed-up of batched draws over the upstream-style loop: "
-          f"{median['upstream-style loop, 12 first chains'] / median['batched, 12 first chains']:.1f}x")  # fmt: skip
-    print(f"full generation / 10^7 raw words: "
-          f"{median['get_sequences(1000), no cache'] / median['10^7 raw words']:.0f}x")  # fmt: skip
-    print(f"full generation / cache hit: "
-          f"{median['get_sequences(1000), no cache'] / median['get_sequences(1000), cache hit']:.0f}x")  # fmt: skip
+    print(
+        f"speed-up of batched draws over the upstream-style loop: "
+        f"{median['upstream-style loop, 12 first chains'] / median['batched, 12 first chains']:.1f}x"
+    )
+    print(
+        f"full generation / 10^7 raw words: "
+        f"{median['get_sequences(1000), no cache'] / median['10^7 raw words']:.0f}x"
+    )
+    print(
+        f"full generation / cache hit: "
+        f"{median['get_sequences(1000), no cache'] / median['get_sequences(1000), cache hit']:.0f}x"
+    )
 
 
 if __name__ == "__main__":

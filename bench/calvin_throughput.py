@@ -51,14 +51,21 @@ class Timing:
 
 def run_once(chains: int, cameras: str, workers: int, root: Path) -> Timing:
     """One protocol run of ``chains`` chains on ``workers`` processes (a fresh run folder each time)."""
-    config = CalvinConfig(num_sequences=chains, cameras=cameras, output=str(root), run_name=f"w{workers}-{time.time_ns()}",
-                          progress=False)
+    config = CalvinConfig(
+        num_sequences=chains,
+        cameras=cameras,
+        output=str(root),
+        run_name=f"w{workers}-{time.time_ns()}",
+        progress=False,
+    )
     bench = CalvinBenchmark(config, PolicySpec("expert", {}))
     load, cpu = os.getloadavg()[0], _children_cpu_s()
     start = time.perf_counter()
     run_benchmark(bench, bench.run_path, executor=ProcessExecutor(workers), progress=False)
     wall = time.perf_counter() - start
-    return Timing(workers, chains, wall, load, RunDir(bench.run_path).merged_records(), _children_cpu_s() - cpu)
+    return Timing(
+        workers, chains, wall, load, RunDir(bench.run_path).merged_records(), _children_cpu_s() - cpu
+    )
 
 
 def _children_cpu_s() -> float:
@@ -73,8 +80,11 @@ def measure(chains: int, cameras: str, repeats: int, root: Path) -> dict[int, li
         for workers in (1, 2) if r % 2 == 0 else (2, 1):
             t = run_once(chains, cameras, workers, root)
             timings[workers].append(t)
-            print(f"  cameras={cameras:<14} workers={workers} chains={chains} wall={t.wall_s:6.1f} s "
-                  f"({t.per_hour:6.0f} chains/h) cores obtained={t.cores:.2f} load before={t.load:.1f}", flush=True)
+            print(
+                f"  cameras={cameras:<14} workers={workers} chains={chains} wall={t.wall_s:6.1f} s "
+                f"({t.per_hour:6.0f} chains/h) cores obtained={t.cores:.2f} load before={t.load:.1f}",
+                flush=True,
+            )
     return timings
 
 
@@ -90,15 +100,21 @@ def report(label: str, timings: dict[int, list[Timing]]) -> None:
     paired = [b.per_hour / (2 * a.per_hour) for a, b in zip(timings[1], timings[2])]
     avg_len = statistics.mean(r["result"]["extras"]["num_completed"] for r in timings[1][0].records)
     cores = [statistics.median(t.cores for t in timings[w]) for w in (1, 2)]
-    print(f"| {label} | {timings[1][0].chains} | {one:.0f} | {two:.0f} | {two / one:.2f}x | "
-          f"{statistics.median(paired):.2f} ({min(paired):.2f}-{max(paired):.2f}) | {cores[0]:.2f} / {cores[1]:.2f} | "
-          f"{avg_len:.2f} |")
+    print(
+        f"| {label} | {timings[1][0].chains} | {one:.0f} | {two:.0f} | {two / one:.2f}x | "
+        f"{statistics.median(paired):.2f} ({min(paired):.2f}-{max(paired):.2f}) | {cores[0]:.2f} / {cores[1]:.2f} | "
+        f"{avg_len:.2f} |"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--chains", type=int, default=12, help="chains per run without cameras")
-    parser.add_argument("--camera-chains", type=int, default=4, help="chains per run with both cameras (0: skip)")
+    parser.add_argument(
+        "--camera-chains", type=int, default=4, help="chains per run with both cameras (0: skip)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="runs per worker count, alternated")
     args = parser.parse_args()
     print(f"CALVIN expert throughput on {os.cpu_count()} cores, {args.repeats} repeats (medians)", flush=True)
@@ -107,14 +123,19 @@ def main() -> None:
         results["no cameras"] = measure(args.chains, "none", args.repeats, Path(tmp))
         if args.camera_chains:
             results["both cameras"] = measure(args.camera_chains, "static,gripper", args.repeats, Path(tmp))
-    print("\n| configuration | chains/run | chains/h, 1 worker | chains/h, 2 workers | speed-up | "
-          "parallel efficiency (paired runs) | cores obtained, 1 / 2 workers | expert avg. len |")
+    print(
+        "\n| configuration | chains/run | chains/h, 1 worker | chains/h, 2 workers | speed-up | "
+        "parallel efficiency (paired runs) | cores obtained, 1 / 2 workers | expert avg. len |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for label, timings in results.items():
         report(label, timings)
     for label, timings in results.items():
         differing = differing_chains(timings)
-        print(f"{label}: records identical in every run: " + ("yes" if not differing else f"NO, differing chains: {differing}"))
+        print(
+            f"{label}: records identical in every run: "
+            + ("yes" if not differing else f"NO, differing chains: {differing}")
+        )
     print(f"load average now: {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)")
 
 

@@ -38,7 +38,9 @@ class Row:
 
 def _paired(family: str, config: str, env: list[float], raw: list[float], raw_label: str) -> Row:
     ratios = [e / r for e, r in zip(env, raw)]
-    return Row(family, config, statistics.median(env), statistics.median(raw), statistics.median(ratios), raw_label)
+    return Row(
+        family, config, statistics.median(env), statistics.median(raw), statistics.median(ratios), raw_label
+    )
 
 
 def calvin_rows(rounds: int, steps: int) -> list[Row]:
@@ -47,7 +49,10 @@ def calvin_rows(rounds: int, steps: int) -> list[Row]:
 
     from envs.calvin.env import PlayTableEnv
 
-    envs = {"both cameras": PlayTableEnv(cameras=("static", "gripper")), "no camera": PlayTableEnv(cameras=())}
+    envs = {
+        "both cameras": PlayTableEnv(cameras=("static", "gripper")),
+        "no camera": PlayTableEnv(cameras=()),
+    }
     env_rates: dict[str, list[float]] = {name: [] for name in envs}
     raw: list[float] = []
     try:
@@ -58,8 +63,10 @@ def calvin_rows(rounds: int, steps: int) -> list[Row]:
     finally:
         for env in envs.values():
             env.close()
-    return [_paired("CALVIN play-table", name, rates, raw, "PyBullet physics (8 sub-steps)")
-            for name, rates in env_rates.items()]
+    return [
+        _paired("CALVIN play-table", name, rates, raw, "PyBullet physics (8 sub-steps)")
+        for name, rates in env_rates.items()
+    ]
 
 
 def nav_rows(rounds: int, steps: int, size: int = 224) -> list[Row]:
@@ -99,8 +106,16 @@ def libero_rows(rounds: int, steps: int, suite: str = "libero_10", task: int = 0
     finally:
         env.close()
     ratio = float(np.median(np.asarray(raw_s) / np.asarray(gym_s)))  # per-step pairs, robust to load spikes
-    return [Row("LIBERO", f"{suite} task {task}, fast render", 1 / float(np.median(gym_s)),
-                1 / float(np.median(raw_s)), ratio, "LIBERO OffScreenRenderEnv.step")]
+    return [
+        Row(
+            "LIBERO",
+            f"{suite} task {task}, fast render",
+            1 / float(np.median(gym_s)),
+            1 / float(np.median(raw_s)),
+            ratio,
+            "LIBERO OffScreenRenderEnv.step",
+        )
+    ]
 
 
 def manipulation_rows(rounds: int, steps: int, family: str = "pick", size: int = 256) -> list[Row]:
@@ -120,10 +135,22 @@ def manipulation_rows(rounds: int, steps: int, family: str = "pick", size: int =
             observations.append(timings["obs"])
     finally:
         env.close()
-    return [_paired("EB manipulation", f"{family}: control steps in EB actions", control, raw,
-                    "robosuite Lift env.step, no cameras"),
-            _paired("EB manipulation", f"{family}: observations, 3x{size}px", observations, raw_cams,
-                    "robosuite Lift env.step + 3 cameras")]
+    return [
+        _paired(
+            "EB manipulation",
+            f"{family}: control steps in EB actions",
+            control,
+            raw,
+            "robosuite Lift env.step, no cameras",
+        ),
+        _paired(
+            "EB manipulation",
+            f"{family}: observations, 3x{size}px",
+            observations,
+            raw_cams,
+            "robosuite Lift env.step + 3 cameras",
+        ),
+    ]
 
 
 FAMILIES: dict[str, tuple[Callable[[int, int], list[Row]], int, str]] = {
@@ -143,10 +170,18 @@ def _installed(module: str) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of " + ",".join(FAMILIES))
-    parser.add_argument("--rounds", type=int, default=5, help="alternated rounds per family; medians are reported")
-    parser.add_argument("--steps-scale", type=float, default=1.0, help="multiply every family's steps per round")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--families", default=",".join(FAMILIES), help="comma-separated subset of " + ",".join(FAMILIES)
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="alternated rounds per family; medians are reported"
+    )
+    parser.add_argument(
+        "--steps-scale", type=float, default=1.0, help="multiply every family's steps per round"
+    )
     args = parser.parse_args()
     rows: list[Row] = []
     for name in args.families.split(","):
@@ -156,12 +191,18 @@ def main() -> None:
             continue
         rows += rows_of(args.rounds, max(1, round(steps * args.steps_scale)))
         print(f"{name}: done", flush=True)
-    print(f"\nenv steps/s vs raw simulator, {args.rounds} rounds, one process, LP_NUM_THREADS="
-          f"{os.environ['LP_NUM_THREADS']}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"| {'env':<18} | {'configuration':<30} | {'env steps/s':>11} | {'raw steps/s':>11} | {'env/raw':>7} | raw baseline |")
+    print(
+        f"\nenv steps/s vs raw simulator, {args.rounds} rounds, one process, LP_NUM_THREADS="
+        f"{os.environ['LP_NUM_THREADS']}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    print(
+        f"| {'env':<18} | {'configuration':<30} | {'env steps/s':>11} | {'raw steps/s':>11} | {'env/raw':>7} | raw baseline |"
+    )
     print(f"|{'-' * 20}|{'-' * 32}|{'-' * 13}|{'-' * 13}|{'-' * 9}|---|")
     for r in rows:
-        print(f"| {r.family:<18} | {r.config:<30} | {r.env_rate:>11.1f} | {r.raw_rate:>11.1f} | {r.ratio:>7.2f} | {r.raw_label} |")
+        print(
+            f"| {r.family:<18} | {r.config:<30} | {r.env_rate:>11.1f} | {r.raw_rate:>11.1f} | {r.ratio:>7.2f} | {r.raw_label} |"
+        )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,13 @@ def random_plan(rng: np.random.Generator, manip: bool) -> Plan:
     for _ in range(int(rng.integers(1, 7))):
         k = int(rng.integers(1, 4))
         actions = [MOTIONS[i] for i in rng.choice(len(MOTIONS), size=k, replace=False)]
-        steps.append(PlanStep(actions, [int(n) for n in rng.integers(1, 11, size=k)],
-                              int(rng.integers(0, 2)) if manip else None))
+        steps.append(
+            PlanStep(
+                actions,
+                [int(n) for n in rng.integers(1, 11, size=k)],
+                int(rng.integers(0, 2)) if manip else None,
+            )
+        )
     return Plan(steps=steps)
 
 
@@ -49,13 +54,19 @@ def make_workload(n: int, seed: int = 0) -> tuple[list[str], list[GoalReference]
     for i in range(n):
         kind = "manip" if i % 2 else "nav"
         gt = random_plan(rng, kind == "manip")
-        traj = plan_to_trajectory(gt, np.eye(4), *NAVIGATION_STEP_SIZES.__dict__.values()) if i % 4 < 2 else None
+        traj = (
+            plan_to_trajectory(gt, np.eye(4), *NAVIGATION_STEP_SIZES.__dict__.values()) if i % 4 < 2 else None
+        )
         refs.append(GoalReference(kind, gt, NAVIGATION_STEP_SIZES, trajectory=traj))
         r = rng.random()
         if r < 0.4:
             texts.append(render_answer(gt, kind))
         elif r < 0.8:
-            texts.append("Here is my plan:\n```json\n" + render_answer(random_plan(rng, kind == "manip"), kind) + "\n```")
+            texts.append(
+                "Here is my plan:\n```json\n"
+                + render_answer(random_plan(rng, kind == "manip"), kind)
+                + "\n```"
+            )
         elif r < 0.9:
             texts.append(json.dumps(random_plan(rng, False).steps[0].to_json(), ensure_ascii=False))
         else:
@@ -88,7 +99,8 @@ def main() -> None:
     texts, refs = make_workload(args.n)
     cases = {
         "baseline: json.loads loop": baseline,
-        "parse only: parse_plan loop": lambda t, r: [parse_plan(x) for x in t],  # GC left on, as callers run it
+        # GC left on, as callers run it
+        "parse only: parse_plan loop": lambda t, r: [parse_plan(x) for x in t],
         "paper scorer (parse + score)": score_paper_batch,
         "lmms-eval truths (derived once per dataset)": lambda t, r: lmms_eval_truths(r),
         "lmms-eval scorer (truths + parse + score)": score_lmms_eval_batch,
@@ -99,8 +111,10 @@ def main() -> None:
     base = "baseline: json.loads loop"
     print(f"{args.n} samples, median of {args.repeats} runs (wall time, and CPU time of this process)")
     for name in cases:
-        print(f"  {name:45s} wall {wall[name] * 1e3:7.1f} ms ({wall[name] / wall[base]:5.1f}x baseline)   "
-              f"cpu {cpu[name] * 1e3:7.1f} ms ({cpu[name] / cpu[base]:5.1f}x baseline)")
+        print(
+            f"  {name:45s} wall {wall[name] * 1e3:7.1f} ms ({wall[name] / wall[base]:5.1f}x baseline)   "
+            f"cpu {cpu[name] * 1e3:7.1f} ms ({cpu[name] / cpu[base]:5.1f}x baseline)"
+        )
     budget = args.n / 10_000  # seconds allowed: 1 s per 10,000 samples
     for name in ("paper scorer (parse + score)", "lmms-eval scorer (truths + parse + score)"):
         verdict = "OK" if cpu[name] < budget else "OVER"

@@ -53,7 +53,10 @@ def settle_record(suite: str, task_index: int, init_state_index: int, image_size
     return {
         "suite": suite,
         "task_index": task_index,
-        "objects": {k: {"start": before[k].tolist(), "settled": after[k].tolist(), "peak_z": float(peak[k])} for k in before},
+        "objects": {
+            k: {"start": before[k].tolist(), "settled": after[k].tolist(), "peak_z": float(peak[k])}
+            for k in before
+        },
         "success_after_settle": success,
         "seconds": round(time.perf_counter() - start, 2),
     }
@@ -75,13 +78,17 @@ def compare(path_a: str, path_b: str, threshold_m: float) -> None:
         worst = max(gaps, key=gaps.get)
         if gaps[worst] > threshold_m:
             differing.append((key, worst, gaps[worst]))
-    print(f"{len(differing)} of {len(set(a) & set(b))} tasks differ by > {threshold_m * 100:.1f} cm after settling")
+    print(
+        f"{len(differing)} of {len(set(a) & set(b))} tasks differ by > {threshold_m * 100:.1f} cm after settling"
+    )
     for (suite, index), name, gap in differing:
         print(f"  {suite} {index}: {name} {gap * 100:.1f} cm")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", help="write per-task records here (JSON)")
     parser.add_argument("--suites", nargs="*", default=list(protocol.SUITES))
     parser.add_argument("--init-state-index", type=int, default=0)
@@ -97,7 +104,10 @@ def main() -> None:
         for index in range(protocol.TASK_COUNTS[suite]):
             records.append(settle_record(suite, index, args.init_state_index, args.image_size))
             jump = max(o["peak_z"] - o["start"][2] for o in records[-1]["objects"].values())
-            print(f"{suite} {index}: ok in {records[-1]['seconds']} s, highest rise {jump * 100:.1f} cm", flush=True)
+            print(
+                f"{suite} {index}: ok in {records[-1]['seconds']} s, highest rise {jump * 100:.1f} cm",
+                flush=True,
+            )
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"mujoco": mujoco.__version__, "records": records}, f)

@@ -23,7 +23,9 @@ from envs.libero import make_libero_env
 MODES = ("raw", "gym")
 
 
-def time_round(envs: dict[bool, object], actions: np.ndarray, seed: int) -> dict[tuple[bool, str], list[float]]:
+def time_round(
+    envs: dict[bool, object], actions: np.ndarray, seed: int
+) -> dict[tuple[bool, str], list[float]]:
     """Seconds of every step of each (rendering, mode) cell over one episode, cells interleaved.
 
     Each action is applied once per cell, cells in rotating order, so load changes on a shared machine
@@ -67,7 +69,9 @@ def time_reset(env, seed: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--suite", default="libero_10")
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--image-size", type=int, default=256)
@@ -75,7 +79,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
 
-    envs = {fast: make_libero_env(args.suite, args.task, image_size=args.image_size, fast_render=fast) for fast in (False, True)}
+    envs = {
+        fast: make_libero_env(args.suite, args.task, image_size=args.image_size, fast_render=fast)
+        for fast in (False, True)
+    }
     seconds: dict[tuple[bool, str], list[float]] = {(fast, mode): [] for fast in envs for mode in MODES}
     resets: dict[bool, list[float]] = {fast: [] for fast in envs}
     rng = np.random.default_rng(0)
@@ -91,22 +98,34 @@ def main() -> None:
     finally:
         for env in envs.values():
             env.close()
-    report(args, {k: np.asarray(v) for k, v in seconds.items()}, {k: statistics.median(v) for k, v in resets.items()})
+    report(
+        args,
+        {k: np.asarray(v) for k, v in seconds.items()},
+        {k: statistics.median(v) for k, v in resets.items()},
+    )
     fast_step_ms = 1000 * statistics.median(seconds[(True, "raw")])
-    print(f"wrapper work alone: {extra_ms:.3f} ms/step = {extra_ms / fast_step_ms * 100:.2f}% of a fast raw step")
+    print(
+        f"wrapper work alone: {extra_ms:.3f} ms/step = {extra_ms / fast_step_ms * 100:.2f}% of a fast raw step"
+    )
 
 
 def report(args, seconds: dict[tuple[bool, str], np.ndarray], reset_s: dict[bool, float]) -> None:
     """Rates from median step times; wrapper cost and rendering speed-up from medians of paired ratios
     (step i of one cell against step i of another), which are robust to load spikes."""
-    print(f"\nLIBERO {args.suite} task {args.task}, {args.image_size}x{args.image_size}, two cameras, "
-          f"{args.steps} steps x {args.rounds} rounds")
-    print(f"{'rendering':<10}{'raw LIBERO steps/s':>20}{'Gymnasium steps/s':>20}{'wrapper cost':>14}{'reset+settle s':>16}")
+    print(
+        f"\nLIBERO {args.suite} task {args.task}, {args.image_size}x{args.image_size}, two cameras, "
+        f"{args.steps} steps x {args.rounds} rounds"
+    )
+    print(
+        f"{'rendering':<10}{'raw LIBERO steps/s':>20}{'Gymnasium steps/s':>20}{'wrapper cost':>14}{'reset+settle s':>16}"
+    )
     for fast in (False, True):
         raw, gym = seconds[(fast, "raw")], seconds[(fast, "gym")]
         cost = np.median(gym / raw) - 1
-        print(f"{'fast' if fast else 'default':<10}{1 / np.median(raw):>20.2f}{1 / np.median(gym):>20.2f}"
-              f"{cost * 100:>13.1f}%{reset_s[fast]:>16.2f}")
+        print(
+            f"{'fast' if fast else 'default':<10}{1 / np.median(raw):>20.2f}{1 / np.median(gym):>20.2f}"
+            f"{cost * 100:>13.1f}%{reset_s[fast]:>16.2f}"
+        )
     for mode in MODES:
         speedup = np.median(seconds[(False, mode)] / seconds[(True, mode)])
         print(f"fast / default rendering ({mode}): {speedup:.2f}x")

@@ -58,9 +58,12 @@ def run_family(job: tuple[str, str, list[str], int, int, int]) -> list[dict]:
             for episode in make_episodes(family, subset, n, seed=episode_seed):
                 record = run_episode(env, policy, episode, seed=1000 + episode["index"])
                 records.append(record | {"policy_name": policy_name})
-                print(f"{policy_name:7s} {family:5s} {subset:12s} #{episode['index']:2d} "
-                      f"{'ok ' if record['success'] else 'FAIL'} steps={record['steps']:2d} "
-                      f"invalid={record['extras']['num_invalid_actions']:2d} {record['timing']['episode_s']:5.1f}s", flush=True)
+                print(
+                    f"{policy_name:7s} {family:5s} {subset:12s} #{episode['index']:2d} "
+                    f"{'ok ' if record['success'] else 'FAIL'} steps={record['steps']:2d} "
+                    f"invalid={record['extras']['num_invalid_actions']:2d} {record['timing']['episode_s']:5.1f}s",
+                    flush=True,
+                )
     finally:
         env.close()
     return records
@@ -83,20 +86,28 @@ def table(records: list[dict], policy_name: str, subsets: list[str], families: l
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     parser.add_argument("--subsets", nargs="+", default=list(SUBSETS), choices=SUBSETS)
     parser.add_argument("--episodes", type=int, default=12, help="expert episodes per family and subset")
     parser.add_argument("--random-episodes", type=int, default=0, help="random-policy episodes per cell")
     parser.add_argument("--image-size", type=int, default=128)
-    parser.add_argument("--episode-seed", type=int, default=0, help="seed of the episode sets (0: the default sets)")
+    parser.add_argument(
+        "--episode-seed", type=int, default=0, help="seed of the episode sets (0: the default sets)"
+    )
     parser.add_argument("--workers", type=int, default=1, help="processes (one family each at a time)")
     parser.add_argument("--output", type=Path, help="write all records to this JSON file")
     args = parser.parse_args()
 
     common = (args.image_size, args.episode_seed)
     jobs = [(f, "expert", args.subsets, args.episodes, *common) for f in args.families if args.episodes]
-    jobs += [(f, "random", args.subsets, args.random_episodes, *common) for f in args.families if args.random_episodes]
+    jobs += [
+        (f, "random", args.subsets, args.random_episodes, *common)
+        for f in args.families
+        if args.random_episodes
+    ]
     start = time.perf_counter()
     if args.workers > 1:
         with mp.get_context("spawn").Pool(args.workers) as pool:

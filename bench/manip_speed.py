@@ -33,10 +33,18 @@ def raw_robosuite(steps: int, image_size: int, cameras: bool) -> float:
     from robosuite.controllers import load_composite_controller_config
 
     env = robosuite.make(
-        "Lift", robots="Panda", controller_configs=load_composite_controller_config(controller="BASIC", robot="Panda"),
-        has_renderer=False, has_offscreen_renderer=cameras, use_camera_obs=cameras,
-        camera_names=["frontview", "birdview", "robot0_eye_in_hand"], camera_heights=image_size,
-        camera_widths=image_size, hard_reset=False, ignore_done=True, initialization_noise=None,
+        "Lift",
+        robots="Panda",
+        controller_configs=load_composite_controller_config(controller="BASIC", robot="Panda"),
+        has_renderer=False,
+        has_offscreen_renderer=cameras,
+        use_camera_obs=cameras,
+        camera_names=["frontview", "birdview", "robot0_eye_in_hand"],
+        camera_heights=image_size,
+        camera_widths=image_size,
+        hard_reset=False,
+        ignore_done=True,
+        initialization_noise=None,
     )
     env.reset()
     action = np.zeros(env.action_dim)
@@ -102,12 +110,18 @@ def ours(env, actions: int) -> dict[str, float]:
                 done = terminated or truncated
     finally:
         del env.motion.execute, env._observe  # back to the class methods
-    return {"control": control_steps / execute.seconds, "action": done_actions / step_seconds,
-            "obs": observe.calls / observe.seconds, "ctrl_per_action": control_steps / done_actions}
+    return {
+        "control": control_steps / execute.seconds,
+        "action": done_actions / step_seconds,
+        "obs": observe.calls / observe.seconds,
+        "ctrl_per_action": control_steps / done_actions,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--image-size", type=int, default=256)
     parser.add_argument("--raw-steps", type=int, default=200)
@@ -121,7 +135,9 @@ def main() -> None:
     rows: dict[str, list[float]] = {}
     for _ in range(args.repeats):
         rows.setdefault("raw", []).append(raw_robosuite(args.raw_steps, args.image_size, cameras=False))
-        rows.setdefault("raw+cams", []).append(raw_robosuite(args.raw_steps // 4, args.image_size, cameras=True))
+        rows.setdefault("raw+cams", []).append(
+            raw_robosuite(args.raw_steps // 4, args.image_size, cameras=True)
+        )
         for family, env in built.items():
             rows.setdefault(f"{family}.scene", []).append(scene_only(env, args.raw_steps))
             for key, value in ours(env, args.actions).items():
@@ -133,8 +149,10 @@ def main() -> None:
     print(f"\nimage size {args.image_size}, medians of {args.repeats} rounds\n")
     print("| measure | per second | ratio to raw robosuite control steps/s |\n|---|---|---|")
     print(f"| raw robosuite Lift, control steps (no cameras) | {raw:.1f} | 1.00 |")
-    print(f"| raw robosuite Lift, control steps (3 cameras every step) | {med['raw+cams']:.1f} | "
-          f"{med['raw+cams'] / raw:.2f} |")
+    print(
+        f"| raw robosuite Lift, control steps (3 cameras every step) | {med['raw+cams']:.1f} | "
+        f"{med['raw+cams'] / raw:.2f} |"
+    )
     for family in args.families:
         c, a, o = med[f"{family}.control"], med[f"{family}.action"], med[f"{family}.obs"]
         k, sc = med[f"{family}.ctrl_per_action"], med[f"{family}.scene"]

@@ -20,7 +20,9 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--size", type=int, default=224, help="square image size in pixels")
     p.add_argument("--steps", type=int, default=200, help="steps per measurement")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are reported")
-    p.add_argument("--threads", type=int, default=1, help="llvmpipe render threads (LP_NUM_THREADS); 1 = one core")
+    p.add_argument(
+        "--threads", type=int, default=1, help="llvmpipe render threads (LP_NUM_THREADS); 1 = one core"
+    )
     return p.parse_args()
 
 
@@ -69,7 +71,8 @@ def raw_setup(episode: dict, size: int) -> tuple[mujoco.MjModel, mujoco.MjData, 
 
 def main() -> None:
     args = _parse()  # parsed here, not at import, so that bench/env_speed.py can import the timing functions
-    os.environ["LP_NUM_THREADS"] = str(args.threads)  # must precede the first GL context (made by the envs below)
+    # must precede the first GL context (made by the envs below)
+    os.environ["LP_NUM_THREADS"] = str(args.threads)
     episode = make_episode("base", 0)
     actions = np.random.default_rng(0).integers(0, 8, args.steps)
     rgb = gym.make("SpatialArena/EBNavigation-v0", width=args.size, height=args.size).unwrapped
@@ -84,8 +87,10 @@ def main() -> None:
     rgb.close()
     rgbd.close()
     raw = np.array(rates["raw"])
-    print(f"navigation env speed, {args.size}x{args.size}, LP_NUM_THREADS={args.threads}, "
-          f"{args.rounds} rounds x {args.steps} steps (medians)")
+    print(
+        f"navigation env speed, {args.size}x{args.size}, LP_NUM_THREADS={args.threads}, "
+        f"{args.rounds} rounds x {args.steps} steps (medians)"
+    )
     for name, values in rates.items():
         v = np.array(values)
         print(f"  {name:22s} {np.median(v):7.1f} steps/s   ratio to raw MuJoCo {np.median(v / raw):.2f}")

@@ -43,30 +43,50 @@ def main() -> None:
     expert, random_policy = ShortestPathExpert(), RandomPolicy()
     expert.bind(env)
     random_policy.bind(env)
-    print(f"{'subset':22s} {'expert':>8s} {'random':>8s} {'expert steps':>13s} {'random steps':>13s} "
-          f"{'shortest path min/mean/max':>27s}")
+    print(
+        f"{'subset':22s} {'expert':>8s} {'random':>8s} {'expert steps':>13s} {'random steps':>13s} "
+        f"{'shortest path min/mean/max':>27s}"
+    )
     totals = {"expert": [], "random": []}
     table: list[list] = []
     start = time.perf_counter()
     for subset in SUBSETS:
         episodes = make_episode_set(subset, args.n, args.seed)
-        rows = {name: [run_episode(env, pol, ep, seed=i) for i, ep in enumerate(episodes)]
-                for name, pol in (("expert", expert), ("random", random_policy))}
+        rows = {
+            name: [run_episode(env, pol, ep, seed=i) for i, ep in enumerate(episodes)]
+            for name, pol in (("expert", expert), ("random", random_policy))
+        }
         lengths = np.array([len(ep["shortest_path"]) for ep in episodes])
         rate = {k: np.mean([r["success"] for r in v]) for k, v in rows.items()}
         steps = {k: np.mean([r["steps"] for r in v]) for k, v in rows.items()}
         for k in totals:
             totals[k] += [r["success"] for r in rows[k]]
-        print(f"{subset:22s} {rate['expert']:8.1%} {rate['random']:8.1%} {steps['expert']:13.1f} "
-              f"{steps['random']:13.1f} {lengths.min():>9d} / {lengths.mean():5.1f} / {lengths.max():3d}")
-        table.append([subset, round(100 * rate["expert"], 1), round(100 * rate["random"], 1),
-                      f"{lengths.mean():.1f} ({lengths.min()}-{lengths.max()})"])
+        print(
+            f"{subset:22s} {rate['expert']:8.1%} {rate['random']:8.1%} {steps['expert']:13.1f} "
+            f"{steps['random']:13.1f} {lengths.min():>9d} / {lengths.mean():5.1f} / {lengths.max():3d}"
+        )
+        table.append(
+            [
+                subset,
+                round(100 * rate["expert"], 1),
+                round(100 * rate["random"], 1),
+                f"{lengths.mean():.1f} ({lengths.min()}-{lengths.max()})",
+            ]
+        )
     wall = time.perf_counter() - start
-    print(f"{'all':22s} {np.mean(totals['expert']):8.1%} {np.mean(totals['random']):8.1%}   "
-          f"({len(totals['expert'])} episodes, {wall:.0f} s)")
+    print(
+        f"{'all':22s} {np.mean(totals['expert']):8.1%} {np.mean(totals['random']):8.1%}   "
+        f"({len(totals['expert'])} episodes, {wall:.0f} s)"
+    )
     env.close()
-    table.append([f"all {len(totals['expert'])}", round(100 * np.mean(totals["expert"]), 1),
-                  round(100 * np.mean(totals["random"]), 1), ""])
+    table.append(
+        [
+            f"all {len(totals['expert'])}",
+            round(100 * np.mean(totals["expert"]), 1),
+            round(100 * np.mean(totals["random"]), 1),
+            "",
+        ]
+    )
     if args.json:
         write_results(args, machine, table, wall)
 
@@ -75,13 +95,20 @@ def write_results(args: argparse.Namespace, machine: str, table: list[list], wal
     """The results file the docs' results pages read (title, date, machine, source, command, tables)."""
     results = {
         "title": "EB-style navigation: scripted expert and random policy",
-        "date": datetime.date.today().isoformat(), "machine": machine, "source": "bench/nav_expert.py",
+        "date": datetime.date.today().isoformat(),
+        "machine": machine,
+        "source": "bench/nav_expert.py",
         "command": " ".join(["python bench/nav_expert.py", *sys.argv[1:]]),
         "setup": f"{args.n} episodes per subset, seed {args.seed}; random draws one of the 8 action ids uniformly "
-                 f"per step (seeded by the episode); {wall:.0f} s wall",
+        f"per step (seeded by the episode); {wall:.0f} s wall",
         "metrics": {"expert_success_pct": table[-1][1], "random_success_pct": table[-1][2]},
-        "tables": [{"caption": "success rate (%)", "columns": ["subset", "expert", "random",
-                                                                "mean shortest path (min-max)"], "rows": table}],
+        "tables": [
+            {
+                "caption": "success rate (%)",
+                "columns": ["subset", "expert", "random", "mean shortest path (min-max)"],
+                "rows": table,
+            }
+        ],
     }
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)

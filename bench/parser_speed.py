@@ -48,22 +48,37 @@ def time_one(parse, text: str, repeats: int) -> tuple[float, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="1000,10000,100000,1000000", help="input sizes in characters, ascending")
+    parser.add_argument(
+        "--sizes", default="1000,10000,100000,1000000", help="input sizes in characters, ascending"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="runs per input; the best is kept")
     parser.add_argument("--parsers", default="", help="comma-separated subset of parser names")
     parser.add_argument("--patterns", default="", help="comma-separated subset of pattern names")
-    parser.add_argument("--max-exponent", type=float, default=1.25, help="largest fitted k (time ~ size^k) counted as linear")
-    parser.add_argument("--uncapped", action="store_true", help="lift the input caps, to see each algorithm's own growth")
+    parser.add_argument(
+        "--max-exponent", type=float, default=1.25, help="largest fitted k (time ~ size^k) counted as linear"
+    )
+    parser.add_argument(
+        "--uncapped", action="store_true", help="lift the input caps, to see each algorithm's own growth"
+    )
     args = parser.parse_args(argv)
     if args.uncapped:
         parsers.MAX_RESPONSE_CHARS = plan_parsing.MAX_PLAN_CHARS = 10**12
-    print(f"input caps: static parsers {parsers.MAX_RESPONSE_CHARS:,} characters, plans {plan_parsing.MAX_PLAN_CHARS:,}")
+    print(
+        f"input caps: static parsers {parsers.MAX_RESPONSE_CHARS:,} characters, plans {plan_parsing.MAX_PLAN_CHARS:,}"
+    )
     sizes = [int(s) for s in args.sizes.split(",")]
-    names, patterns = _selected(parser, PARSERS, args.parsers, "--parsers"), _selected(parser, PATTERNS, args.patterns, "--patterns")
+    names, patterns = (
+        _selected(parser, PARSERS, args.parsers, "--parsers"),
+        _selected(parser, PATTERNS, args.patterns, "--patterns"),
+    )
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
 
-    header = "".join(f"{_size(n):>10}" for n in sizes) + "".join(f"{'x' + _size(b):>8}" for b in sizes[1:]) + f"{'k':>6}"
+    header = (
+        "".join(f"{_size(n):>10}" for n in sizes)
+        + "".join(f"{'x' + _size(b):>8}" for b in sizes[1:])
+        + f"{'k':>6}"
+    )
     worst_time, worst_exponent, exceptions = (0.0, ""), (0.0, ""), []
     for name in names:
         print(f"\n{name}\n  {'pattern':36s}{header}")
@@ -84,13 +99,19 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"\nlargest input: {_size(sizes[-1])}; {len(names)} parsers x {len(patterns)} patterns")
     verdict = "PASS" if worst_time[0] < GOAL_SECONDS else "FAIL"
-    print(f"GOAL any input up to {_size(sizes[-1])} parses in under {GOAL_SECONDS:.0f} s: {verdict} (slowest {worst_time[0]:.3f} s: {worst_time[1]})")
+    print(
+        f"GOAL any input up to {_size(sizes[-1])} parses in under {GOAL_SECONDS:.0f} s: {verdict} (slowest {worst_time[0]:.3f} s: {worst_time[1]})"
+    )
     verdict = "PASS" if worst_exponent[0] <= args.max_exponent else "FAIL"
-    print(f"GOAL time grows at most linearly (time ~ size^k, k <= {args.max_exponent:g} over the times > {NOISE_FLOOR_S * 1e3:.0f} ms): {verdict} (largest k {worst_exponent[0]:.2f}: {worst_exponent[1]})")
+    print(
+        f"GOAL time grows at most linearly (time ~ size^k, k <= {args.max_exponent:g} over the times > {NOISE_FLOOR_S * 1e3:.0f} ms): {verdict} (largest k {worst_exponent[0]:.2f}: {worst_exponent[1]})"
+    )
     print(f"GOAL no exception: {'PASS' if not exceptions else 'FAIL'} ({len(exceptions)} raised)")
     for line in exceptions:
         print(f"  raised: {line}")
-    return 0 if not exceptions and worst_time[0] < GOAL_SECONDS and worst_exponent[0] <= args.max_exponent else 1
+    return (
+        0 if not exceptions and worst_time[0] < GOAL_SECONDS and worst_exponent[0] <= args.max_exponent else 1
+    )
 
 
 def _selected(parser: argparse.ArgumentParser, catalog: dict, wanted: str, flag: str) -> list[str]:
@@ -98,7 +119,9 @@ def _selected(parser: argparse.ArgumentParser, catalog: dict, wanted: str, flag:
     chosen = [name.strip() for name in wanted.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in catalog]
     if unknown:
-        parser.error(f"{flag}: unknown name(s) {', '.join(map(repr, unknown))}; known: {', '.join(map(repr, catalog))}")
+        parser.error(
+            f"{flag}: unknown name(s) {', '.join(map(repr, unknown))}; known: {', '.join(map(repr, catalog))}"
+        )
     return [name for name in catalog if not chosen or name in chosen]
 
 

@@ -55,10 +55,27 @@ def _python(*args: str, threads: int) -> None:
 def _static_accuracy(model: Path, testset: Path, out: Path, threads: int) -> dict[str, object]:
     """Score ``model`` on the generated SpatialScore-format set (32-token answers: every gold answer is
     shorter); returns the summary's headline numbers."""
-    _python("-m", "benchmarks.static", "--bench", "spatialscore", "--data", str(testset / "SpatialScore.json"),
-            "--model", str(model), "--output", str(out), "--max-new-tokens", "32", threads=threads)  # fmt: skip
+    _python(
+        "-m",
+        "benchmarks.static",
+        "--bench",
+        "spatialscore",
+        "--data",
+        str(testset / "SpatialScore.json"),
+        "--model",
+        str(model),
+        "--output",
+        str(out),
+        "--max-new-tokens",
+        "32",
+        threads=threads,
+    )
     summary = json.loads(next(out.rglob("summary.json")).read_text())
-    return {**summary["headline"], "parse_failures": summary["counts"]["parse_failures"], "items": summary["counts"]["items"]}
+    return {
+        **summary["headline"],
+        "parse_failures": summary["counts"]["parse_failures"],
+        "items": summary["counts"]["items"],
+    }
 
 
 def _plot(sft: list[dict], grpo: list[dict], path: Path) -> None:
@@ -84,7 +101,11 @@ def _plot(sft: list[dict], grpo: list[dict], path: Path) -> None:
 
         r = np.array([v for _, v in reward])
         k = max(1, len(r) // 8)
-        axes[2].plot([s for s, _ in reward][k - 1 :], np.convolve(r, np.ones(k) / k, "valid"), label=f"running mean ({k})")
+        axes[2].plot(
+            [s for s, _ in reward][k - 1 :],
+            np.convolve(r, np.ones(k) / k, "valid"),
+            label=f"running mean ({k})",
+        )
     axes[2].set(title="GRPO reward (format + mcq + bbox)", xlabel="step")
     axes[2].legend()
     fig.tight_layout()
@@ -103,33 +124,108 @@ def main(argv: list[str] | None = None) -> int:
     corpus, testset = out / "corpus", out / "testset"
     if not (corpus / "corpus.json").exists():
         kinds = ["--kinds", args.corpus_kinds] if args.corpus_kinds else []
-        # --families nav: the navigation corpus the learning numbers of docs/guide/post-training.md were measured on
-        _python("-m", "benchmarks.datagen.corpus", "--out", str(corpus), "--n", str(args.corpus_n), "--families", "nav",
-                "--seed", str(args.corpus_seed), *kinds, threads=t)  # fmt: skip
+        # --families nav: the navigation corpus the learning numbers of docs/guide/post-training.md were
+        # measured on
+        _python(
+            "-m",
+            "benchmarks.datagen.corpus",
+            "--out",
+            str(corpus),
+            "--n",
+            str(args.corpus_n),
+            "--families",
+            "nav",
+            "--seed",
+            str(args.corpus_seed),
+            *kinds,
+            threads=t,
+        )
     if not (testset / "SpatialScore.json").exists():
-        _python("-m", "benchmarks.static", "generate", "--out", str(testset), "--n", str(args.test_n), threads=t)
+        _python(
+            "-m", "benchmarks.static", "generate", "--out", str(testset), "--n", str(args.test_n), threads=t
+        )
     disjoint = check_disjoint(dataset_homes(corpus), truth_file_homes(testset / "ground_truth.jsonl"))
-    common = ["--model", str(model), "--data", str(corpus), "--batch-size", str(args.batch_size), "--save-steps", "100000"]
-    _python("-m", "benchmarks.posttrain", "sft", *common, "--output", str(out / "sft"), "--lr", str(args.lr), "--epochs", "1000",
-            "--time-budget-s", str(60 * args.sft_min), "--eval-steps", "25", "--logging-steps", "5", threads=t)  # fmt: skip
+    common = [
+        "--model",
+        str(model),
+        "--data",
+        str(corpus),
+        "--batch-size",
+        str(args.batch_size),
+        "--save-steps",
+        "100000",
+    ]
+    _python(
+        "-m",
+        "benchmarks.posttrain",
+        "sft",
+        *common,
+        "--output",
+        str(out / "sft"),
+        "--lr",
+        str(args.lr),
+        "--epochs",
+        "1000",
+        "--time-budget-s",
+        str(60 * args.sft_min),
+        "--eval-steps",
+        "25",
+        "--logging-steps",
+        "5",
+        threads=t,
+    )
     sft_final = out / "sft" / "final"
-    grpo_common = ["--model", str(sft_final), "--data", str(corpus), "--batch-size", "8", "--num-generations", "4",
-                   "--max-completion-length", "40", "--save-steps", "100000", "--lr", str(args.grpo_lr)]  # fmt: skip
-    _python("-m", "benchmarks.posttrain", "grpo", *grpo_common, "--output", str(out / "grpo"), "--epochs", "1000",
-            "--time-budget-s", str(60 * args.grpo_min), threads=t)  # fmt: skip
+    grpo_common = [
+        "--model",
+        str(sft_final),
+        "--data",
+        str(corpus),
+        "--batch-size",
+        "8",
+        "--num-generations",
+        "4",
+        "--max-completion-length",
+        "40",
+        "--save-steps",
+        "100000",
+        "--lr",
+        str(args.grpo_lr),
+    ]
+    _python(
+        "-m",
+        "benchmarks.posttrain",
+        "grpo",
+        *grpo_common,
+        "--output",
+        str(out / "grpo"),
+        "--epochs",
+        "1000",
+        "--time-budget-s",
+        str(60 * args.grpo_min),
+        threads=t,
+    )
     sft_logs, grpo_logs = read_metrics(out / "sft"), read_metrics(out / "grpo")
-    static = {name: _static_accuracy(path, testset, out / f"static-{name}", t)
-              for name, path in {"untrained": model, "sft": sft_final, "grpo": out / "grpo" / "final"}.items()}  # fmt: skip
+    static = {
+        name: _static_accuracy(path, testset, out / f"static-{name}", t)
+        for name, path in {"untrained": model, "sft": sft_final, "grpo": out / "grpo" / "final"}.items()
+    }
     rewards = [e["reward"] for e in grpo_logs if "reward" in e]
     evals = [e for e in sft_logs if "eval_loss" in e]
     third = max(1, len(rewards) // 3)
     results = {
-        "corpus": json.loads((corpus / "corpus.json").read_text()), "disjoint_corpus_items": disjoint,
-        "sft": {"steps": max(e["step"] for e in sft_logs), "eval": [{k: e[k] for k in ("step", "eval_loss", "eval_mean_token_accuracy")} for e in evals]},
-        "grpo": {"steps": len(rewards), "reward_first_third": sum(rewards[:third]) / third,
-                 "reward_last_third": sum(rewards[-third:]) / third},
+        "corpus": json.loads((corpus / "corpus.json").read_text()),
+        "disjoint_corpus_items": disjoint,
+        "sft": {
+            "steps": max(e["step"] for e in sft_logs),
+            "eval": [{k: e[k] for k in ("step", "eval_loss", "eval_mean_token_accuracy")} for e in evals],
+        },
+        "grpo": {
+            "steps": len(rewards),
+            "reward_first_third": sum(rewards[:third]) / third,
+            "reward_last_third": sum(rewards[-third:]) / third,
+        },
         "static_spatialscore_seed0": static,
-    }  # fmt: skip
+    }
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     _plot(sft_logs, grpo_logs, out / "curves.png")
     print(json.dumps({k: v for k, v in results.items() if k != "corpus"}, indent=2))

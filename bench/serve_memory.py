@@ -50,18 +50,32 @@ def serve(args: argparse.Namespace) -> None:
     def answer(messages: list) -> str:
         backend.calls.clear()  # ScriptedBackend keeps every conversation for tests: not the server's memory
         time.sleep(args.model_ms / 1000)
-        images = [p["image"] for m in messages if isinstance(m["content"], list) for p in m["content"]
-                  if p["type"] == "image"]  # fmt: skip
+        images = [
+            p["image"]
+            for m in messages
+            if isinstance(m["content"], list)
+            for p in m["content"]
+            if p["type"] == "image"
+        ]
         return f"{len(images)} images, {sum(i.size for i in images)} values"
 
     backend = ScriptedBackend(answer)
     # A prompt limit that admits the whole body's text (the worst case for memory; by default a prompt of
     # more than max_prompt_tokens x 32 characters would be refused before it is queued).
     text_tokens = int(args.max_body_mb * MB) // FALLBACK_TOKEN_CHARS + 1
-    server = ModelServer(backend, model_name="m", port=0, max_batch=1, max_wait_ms=0, max_prompt_tokens=text_tokens,
-                         max_body_mb=args.max_body_mb, max_images=args.max_images,
-                         max_image_pixels=args.max_image_pixels, max_connections=args.max_connections,
-                         read_timeout_s=60).start()  # fmt: skip
+    server = ModelServer(
+        backend,
+        model_name="m",
+        port=0,
+        max_batch=1,
+        max_wait_ms=0,
+        max_prompt_tokens=text_tokens,
+        max_body_mb=args.max_body_mb,
+        max_images=args.max_images,
+        max_image_pixels=args.max_image_pixels,
+        max_connections=args.max_connections,
+        read_timeout_s=60,
+    ).start()
     print(server.address[1], flush=True)
     sys.stdin.read()
     server.stop()
@@ -91,7 +105,9 @@ def rss_mb(pid: int, field: str = "VmHWM") -> float:
     raise RuntimeError(f"no {field} in /proc (Linux only)")
 
 
-def timed_request(port: int, method: str, path: str, body: bytes | None, timeout_s: float) -> tuple[str, float]:
+def timed_request(
+    port: int, method: str, path: str, body: bytes | None, timeout_s: float
+) -> tuple[str, float]:
     """(status or error name, seconds) of one request on a new connection."""
     began = time.monotonic()
     try:
@@ -106,7 +122,9 @@ def timed_request(port: int, method: str, path: str, body: bytes | None, timeout
 
 
 def chat(text: str, max_tokens: int) -> bytes:
-    return json.dumps({"model": "m", "max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}).encode()
+    return json.dumps(
+        {"model": "m", "max_tokens": max_tokens, "messages": [{"role": "user", "content": text}]}
+    ).encode()
 
 
 def hostile_steps(args: argparse.Namespace, port: int, pid: int, limits: str) -> list[tuple[str, str]]:
@@ -119,34 +137,64 @@ def hostile_steps(args: argparse.Namespace, port: int, pid: int, limits: str) ->
     time.sleep(1.5)
     health, health_s = timed_request(port, "GET", "/health", None, 40)
     small, small_s = timed_request(port, "POST", "/v1/chat/completions", short, 40)
-    rows.append((f"{args.stalled} stalled connections", f"/health {health} in {health_s:.2f} s, 4-token request "
-                                                         f"{small} in {small_s:.2f} s; peak RSS {rss_mb(pid):.0f} MiB"))
+    rows.append(
+        (
+            f"{args.stalled} stalled connections",
+            f"/health {health} in {health_s:.2f} s, 4-token request "
+            f"{small} in {small_s:.2f} s; peak RSS {rss_mb(pid):.0f} MiB",
+        )
+    )
     for conn in stalled:
         conn.close()
-    long_text = ("the robot moves to the red block and picks it up " * (args.long_kb * 1024 // 50 + 1))[: args.long_kb * 1024]
+    long_text = ("the robot moves to the red block and picks it up " * (args.long_kb * 1024 // 50 + 1))[
+        : args.long_kb * 1024
+    ]
     result: dict[str, tuple[str, float]] = {}
-    worker = threading.Thread(target=lambda: result.__setitem__("long", timed_request(
-        port, "POST", "/v1/chat/completions", chat(long_text, 1), args.wait_s)))
+    worker = threading.Thread(
+        target=lambda: result.__setitem__(
+            "long", timed_request(port, "POST", "/v1/chat/completions", chat(long_text, 1), args.wait_s)
+        )
+    )
     worker.start()
     time.sleep(0.5)
     small, small_s = timed_request(port, "POST", "/v1/chat/completions", short, args.wait_s)
     worker.join()
     status, took = result["long"]
-    rows.append((f"{args.long_kb} KB prompt + 4-token request", f"long {status} in {took:.1f} s, 4-token {small} in "
-                                                               f"{small_s:.2f} s; peak RSS {rss_mb(pid):.0f} MiB"))
+    rows.append(
+        (
+            f"{args.long_kb} KB prompt + 4-token request",
+            f"long {status} in {took:.1f} s, 4-token {small} in "
+            f"{small_s:.2f} s; peak RSS {rss_mb(pid):.0f} MiB",
+        )
+    )
     if limits == "off" and not args.unsafe:
-        rows.append((f"{args.huge_mb:g} MB prompt, max_tokens 1", "skipped with the limits off (--unsafe runs it; "
-                                                                 "issue 29: 19.1 GB, then killed)"))
+        rows.append(
+            (
+                f"{args.huge_mb:g} MB prompt, max_tokens 1",
+                "skipped with the limits off (--unsafe runs it; issue 29: 19.1 GB, then killed)",
+            )
+        )
         return rows
-    status, took = timed_request(port, "POST", "/v1/chat/completions", chat("x" * int(args.huge_mb * MB), 1), args.wait_s)
-    rows.append((f"{args.huge_mb:g} MB prompt, max_tokens 1", f"{status} in {took:.2f} s; peak RSS {rss_mb(pid):.0f} MiB"))
+    status, took = timed_request(
+        port, "POST", "/v1/chat/completions", chat("x" * int(args.huge_mb * MB), 1), args.wait_s
+    )
+    rows.append(
+        (
+            f"{args.huge_mb:g} MB prompt, max_tokens 1",
+            f"{status} in {took:.2f} s; peak RSS {rss_mb(pid):.0f} MiB",
+        )
+    )
     return rows
 
 
 def hostile(args: argparse.Namespace) -> None:
     for limits in ("off", "on"):
-        child = subprocess.Popen([sys.executable, __file__, "--serve-tiny", "--limits", limits, "--tiny-dir", args.tiny_dir],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+        child = subprocess.Popen(
+            [sys.executable, __file__, "--serve-tiny", "--limits", limits, "--tiny-dir", args.tiny_dir],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             port = int(child.stdout.readline())
             idle = rss_mb(child.pid)
@@ -169,7 +217,11 @@ def max_size_body(args: argparse.Namespace) -> bytes:
     Image.fromarray(np.ascontiguousarray(ramp)).save(buffer, format="PNG")
     url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
     parts = [{"type": "image_url", "image_url": {"url": url}} for _ in range(args.max_images)]
-    body = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": [*parts, {"type": "text", "text": ""}]}]}
+    body = {
+        "model": "m",
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": [*parts, {"type": "text", "text": ""}]}],
+    }
     room = int(args.max_body_mb * MB) - len(json.dumps(body)) - 16
     body["messages"][0]["content"][-1]["text"] = "x" * room
     return json.dumps(body).encode()
@@ -179,7 +231,9 @@ def client(port: int, body: bytes, deadline: float, statuses: Counter, lock: thr
     status = "no answer"
     while time.monotonic() < deadline:
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=max(1.0, deadline - time.monotonic()))
+            conn = http.client.HTTPConnection(
+                "127.0.0.1", port, timeout=max(1.0, deadline - time.monotonic())
+            )
             conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
             response = conn.getresponse()
             response.read()
@@ -205,13 +259,19 @@ def main() -> None:
     parser.add_argument("--max-image-pixels", type=int, default=2**20)
     parser.add_argument("--model-ms", type=float, default=50.0)
     parser.add_argument("--deadline-s", type=float, default=300.0)
-    parser.add_argument("--hostile", action="store_true", help="issue 29's hostile requests, limits off then on")
+    parser.add_argument(
+        "--hostile", action="store_true", help="issue 29's hostile requests, limits off then on"
+    )
     parser.add_argument("--long-kb", type=int, default=300, help="--hostile: the long prompt, in KB")
     parser.add_argument("--huge-mb", type=float, default=15.0, help="--hostile: the huge prompt, in MB")
     parser.add_argument("--stalled", type=int, default=40, help="--hostile: connections that never finish")
     parser.add_argument("--wait-s", type=float, default=120.0, help="--hostile: longest a client waits")
-    parser.add_argument("--unsafe", action="store_true", help="--hostile: send the huge prompt with limits off too")
-    parser.add_argument("--tiny-dir", default=".cache/tiny_models", help="--hostile: where the tiny model is cached")
+    parser.add_argument(
+        "--unsafe", action="store_true", help="--hostile: send the huge prompt with limits off too"
+    )
+    parser.add_argument(
+        "--tiny-dir", default=".cache/tiny_models", help="--hostile: where the tiny model is cached"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-tiny", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--limits", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
@@ -225,8 +285,12 @@ def main() -> None:
     if args.hostile:
         hostile(args)
         return
-    child = subprocess.Popen([sys.executable, __file__, "--serve", *sys.argv[1:]], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", *sys.argv[1:]],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         port = int(child.stdout.readline())
         idle = rss_mb(child.pid)
@@ -234,7 +298,10 @@ def main() -> None:
         statuses: Counter = Counter()
         lock, deadline = threading.Lock(), time.monotonic() + args.deadline_s
         began = time.perf_counter()
-        threads = [threading.Thread(target=client, args=(port, body, deadline, statuses, lock)) for _ in range(args.clients)]
+        threads = [
+            threading.Thread(target=client, args=(port, body, deadline, statuses, lock))
+            for _ in range(args.clients)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -246,11 +313,15 @@ def main() -> None:
     # Per connection: the body five times (bytes read, the decoded JSON document, the parsed strings, the
     # base64 slices and their bytes), the decoded images (3 bytes a pixel), and the image being decoded.
     per_request = 5 * args.max_body_mb + (3 * args.max_images + 7) * args.max_image_pixels / MB
-    print(f"{args.clients} clients, body {len(body) / MB:.1f} MiB with {args.max_images} images of "
-          f"{args.max_image_pixels} pixels; max_connections {args.max_connections}")
+    print(
+        f"{args.clients} clients, body {len(body) / MB:.1f} MiB with {args.max_images} images of "
+        f"{args.max_image_pixels} pixels; max_connections {args.max_connections}"
+    )
     print(f"answers: {dict(statuses)} in {elapsed:.1f} s")
-    print(f"server peak RSS: idle {idle:.0f} MiB, under load {peak:.0f} MiB (+{peak - idle:.0f} MiB); "
-          f"bound max_connections x {per_request:.0f} MiB = {args.max_connections * per_request:.0f} MiB")
+    print(
+        f"server peak RSS: idle {idle:.0f} MiB, under load {peak:.0f} MiB (+{peak - idle:.0f} MiB); "
+        f"bound max_connections x {per_request:.0f} MiB = {args.max_connections * per_request:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

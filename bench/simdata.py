@@ -66,8 +66,10 @@ class AnswerKey(Backend):
     def __init__(self, data: Path) -> None:
         self.model_id, self.config = "answer-key", GenerationConfig()
         items = json.loads(data.read_text(encoding="utf-8"))
-        self.answers = {np.asarray(Image.open(data.parent / i["img_paths"][0]).convert("RGB")).tobytes(): i["answer"]
-                        for i in items}  # fmt: skip
+        self.answers = {
+            np.asarray(Image.open(data.parent / i["img_paths"][0]).convert("RGB")).tobytes(): i["answer"]
+            for i in items
+        }
 
     def generate(self, messages: Any) -> Generation:
         image = next(p["image"] for p in messages[-1]["content"] if p.get("type") == "image")
@@ -76,13 +78,17 @@ class AnswerKey(Backend):
 
 def timed(label: str, fn: Any, per: int, baseline: float, unit: str = "one RGBD+mask render") -> Any:
     seconds, result = timed_call(fn)
-    print(f"{label}: {seconds:.1f} s, {seconds / per:.3f} s per item = {seconds / per / baseline:.1f}x {unit}")
+    print(
+        f"{label}: {seconds:.1f} s, {seconds / per:.3f} s per item = {seconds / per / baseline:.1f}x {unit}"
+    )
     return result
 
 
 def report(label: str, summary: dict[str, Any], seconds: float, n: int) -> None:
     rows = summary["tables"]["by_category"]["rows"]
-    print(f"\n{label}: {seconds:.1f} s wall ({seconds / n:.2f} s per item), overall {summary['headline']['overall']:.2f}")
+    print(
+        f"\n{label}: {seconds:.1f} s wall ({seconds / n:.2f} s per item), overall {summary['headline']['overall']:.2f}"
+    )
     for row in rows:
         print(f"  {row}")
     print(f"  counts: {summary['counts']}")
@@ -93,7 +99,9 @@ def main() -> None:
     parser.add_argument("--nav", type=int, default=50, help="navigation pairs to generate")
     parser.add_argument("--manip", type=int, default=30, help="play-table pairs to generate (0: skip)")
     parser.add_argument("--qa", type=int, default=200, help="questions to generate and run")
-    parser.add_argument("--tiny", action=argparse.BooleanOptionalAction, default=True, help="run the tiny model")
+    parser.add_argument(
+        "--tiny", action=argparse.BooleanOptionalAction, default=True, help="run the tiny model"
+    )
     parser.add_argument("--out", type=Path, default=None, help="keep the generated data and runs here")
     args = parser.parse_args()
     root = args.out or Path(tempfile.mkdtemp(prefix="simdata-bench-"))
@@ -101,7 +109,12 @@ def main() -> None:
     print(f"baseline: one RGB + depth + mask render of a 224x224 home view: {baseline * 1000:.1f} ms")
     source = NavigationPairSource()
     try:
-        timed(f"nav pairs ({args.nav})", lambda: generate_dataset(source, args.nav, 0, root / "nav"), args.nav, baseline)
+        timed(
+            f"nav pairs ({args.nav})",
+            lambda: generate_dataset(source, args.nav, 0, root / "nav"),
+            args.nav,
+            baseline,
+        )
     finally:
         source.close()
     if args.manip:
@@ -109,20 +122,44 @@ def main() -> None:
         print(f"baseline: one play-table control step + static render: {step * 1000:.1f} ms")
         source = PlayTableManipSource()
         try:
-            timed(f"manip pairs ({args.manip})", lambda: generate_dataset(source, args.manip, 0, root / "manip"), args.manip,
-                  step, "one control step + static render")  # fmt: skip
+            timed(
+                f"manip pairs ({args.manip})",
+                lambda: generate_dataset(source, args.manip, 0, root / "manip"),
+                args.manip,
+                step,
+                "one control step + static render",
+            )
         finally:
             source.close()
-    data = timed(f"QA items ({args.qa})", lambda: generate(GenerateConfig(out=root / "qa", n=args.qa, seed=0)), args.qa, baseline)
-    seconds, key = timed_call(lambda: run(RunConfig(bench="spatialscore", data=data, output=root / "runs", model="answer-key"),
-                                          backend=AnswerKey(data)))
+    data = timed(
+        f"QA items ({args.qa})",
+        lambda: generate(GenerateConfig(out=root / "qa", n=args.qa, seed=0)),
+        args.qa,
+        baseline,
+    )
+    seconds, key = timed_call(
+        lambda: run(
+            RunConfig(bench="spatialscore", data=data, output=root / "runs", model="answer-key"),
+            backend=AnswerKey(data),
+        )
+    )
     report("answer key (scripted backend)", key.summary, seconds, args.qa)
     if args.tiny:
         from policies.tiny import cached_tiny_vlm
 
-        model = cached_tiny_vlm("qwen2_5_vl", 0, Path(__file__).resolve().parents[1] / ".cache" / "tiny_models")
+        model = cached_tiny_vlm(
+            "qwen2_5_vl", 0, Path(__file__).resolve().parents[1] / ".cache" / "tiny_models"
+        )
         began = time.perf_counter()
-        tiny = run(RunConfig(bench="spatialscore", data=data, output=root / "runs", model=str(model), cache=root / "responses.sqlite"))
+        tiny = run(
+            RunConfig(
+                bench="spatialscore",
+                data=data,
+                output=root / "runs",
+                model=str(model),
+                cache=root / "responses.sqlite",
+            )
+        )
         report("tiny qwen2_5_vl (random weights)", tiny.summary, time.perf_counter() - began, args.qa)
     print(f"\noutputs: {root}")
 

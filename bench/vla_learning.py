@@ -32,7 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--task", default="open_drawer")
     p.add_argument("--train-episodes", type=int, default=80)
     p.add_argument("--eval-episodes", type=int, default=30)
-    p.add_argument("--seed", type=int, default=0, help="training demos use it; held-out starts use seed + 1000")
+    p.add_argument(
+        "--seed", type=int, default=0, help="training demos use it; held-out starts use seed + 1000"
+    )
     p.add_argument("--joint-noise", type=float, default=0.1)
     p.add_argument("--backbone", default="efficientnet-lite0-frozen")
     p.add_argument("--cameras", default="rgb_static,rgb_gripper")
@@ -42,14 +44,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--warmup-steps", type=int, default=50)
     p.add_argument("--num-workers", type=int, default=1)
-    p.add_argument("--feature-cache", type=int, default=40000,
-                   help="efficientnet-lite0-frozen: cache up to N training images' features (0: off)")
+    p.add_argument(
+        "--feature-cache",
+        type=int,
+        default=40000,
+        help="efficientnet-lite0-frozen: cache up to N training images' features (0: off)",
+    )
     p.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
     p.add_argument("--execute-steps", type=int, default=5)
     p.add_argument("--ep-len", type=int, default=360, help="steps per evaluation episode (CALVIN: 360)")
     p.add_argument("--skip-baselines", action="store_true", help="evaluate only the trained model")
-    p.add_argument("--eval-only", action="store_true",
-                   help="skip training: evaluate the newest checkpoint of an earlier run in OUT/run-<backbone>")
+    p.add_argument(
+        "--eval-only",
+        action="store_true",
+        help="skip training: evaluate the newest checkpoint of an earlier run in OUT/run-<backbone>",
+    )
     p.add_argument("--out", default="outputs/vla_learning")
     return p.parse_args(argv)
 
@@ -61,8 +70,14 @@ def demonstrations(args: argparse.Namespace, root: Path) -> dict:
     """Generate the training demos, or reuse ``root`` when it was made with the same settings."""
     from vla.demos import DemoConfig, generate
 
-    config = DemoConfig(task=args.task, episodes=args.train_episodes, out=str(root), seed=args.seed,
-                        cameras="static,gripper", joint_noise=args.joint_noise)
+    config = DemoConfig(
+        task=args.task,
+        episodes=args.train_episodes,
+        out=str(root),
+        seed=args.seed,
+        cameras="static,gripper",
+        joint_noise=args.joint_noise,
+    )
     manifest = root / "demos_training.json"
     if manifest.is_file():
         old = json.loads(manifest.read_text())
@@ -72,8 +87,11 @@ def demonstrations(args: argparse.Namespace, root: Path) -> dict:
             return old
         raise SystemExit(f"{root} holds demos made with other settings; remove it or pick another --out")
     summary = generate(config)
-    print(f"[data] {summary['kept']}/{summary['attempts']} kept, {summary['frames']} frames, "
-          f"{summary['seconds']} s", flush=True)
+    print(
+        f"[data] {summary['kept']}/{summary['attempts']} kept, {summary['frames']} frames, "
+        f"{summary['seconds']} s",
+        flush=True,
+    )
     return summary
 
 
@@ -83,9 +101,21 @@ def demonstrations(args: argparse.Namespace, root: Path) -> dict:
 def train_config(args: argparse.Namespace, backbone: str, data: Path, output: Path, **overrides: object):
     from vla.train import TrainConfig
 
-    values = dict(backbone=backbone, data=str(data), output=str(output), cameras=tuple(args.cameras.split(",")),
-                  image_size=args.image_size, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps,
-                  num_workers=args.num_workers, log_every=10, save_every=10**9, keep_checkpoints=1, seed=args.seed)
+    values = dict(
+        backbone=backbone,
+        data=str(data),
+        output=str(output),
+        cameras=tuple(args.cameras.split(",")),
+        image_size=args.image_size,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup_steps=args.warmup_steps,
+        num_workers=args.num_workers,
+        log_every=10,
+        save_every=10**9,
+        keep_checkpoints=1,
+        seed=args.seed,
+    )
     values.update(overrides)
     return TrainConfig(**values)
 
@@ -108,12 +138,19 @@ def train_for_budget(args: argparse.Namespace, backbone: str, data: Path, run: P
         budget = 60.0 * args.budget_min
         shutil.rmtree(run, ignore_errors=True)
         began = time.perf_counter()
-        final = train(train_config(args, backbone, data, run, max_steps=10**7, time_budget_s=budget,
-                                   min_lr_ratio=1.0))
+        final = train(
+            train_config(args, backbone, data, run, max_steps=10**7, time_budget_s=budget, min_lr_ratio=1.0)
+        )
         wall = round(time.perf_counter() - began, 1)
     log = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
-    return final, {"steps": log[-1]["step"], "samples": log[-1]["step"] * args.batch_size,
-                   "epochs": log[-1]["epoch"], "wall_s": wall, "train_s": log[-1]["elapsed_s"], "log": log}
+    return final, {
+        "steps": log[-1]["step"],
+        "samples": log[-1]["step"] * args.batch_size,
+        "epochs": log[-1]["epoch"],
+        "wall_s": wall,
+        "train_s": log[-1]["elapsed_s"],
+        "log": log,
+    }
 
 
 def prepared_backbone(args: argparse.Namespace, out: Path) -> str:
@@ -133,8 +170,11 @@ def plot_curve(log: list[dict], path: Path, title: str) -> None:
     from benchmarks.core.plots import line_plot
 
     steps = [row["step"] for row in log]
-    series = {"loss": [row["loss"] for row in log], "arm (Huber)": [row["loss_arm"] for row in log],
-              "gripper (BCE x 0.01)": [0.01 * row["loss_gripper"] for row in log]}
+    series = {
+        "loss": [row["loss"] for row in log],
+        "arm (Huber)": [row["loss_arm"] for row in log],
+        "gripper (BCE x 0.01)": [0.01 * row["loss_gripper"] for row in log],
+    }
     line_plot(path, steps, series, xlabel="optimizer step", ylabel="training loss", title=title, ylim=None)
 
 
@@ -144,8 +184,10 @@ def plot_curve(log: list[dict], path: Path, title: str) -> None:
 def held_out_starts(args: argparse.Namespace) -> list:
     from vla.demos import attempt_rng, sample_start
 
-    return [sample_start(args.task, attempt_rng(args.seed + 1000, 0, i), args.joint_noise)
-            for i in range(args.eval_episodes)]
+    return [
+        sample_start(args.task, attempt_rng(args.seed + 1000, 0, i), args.joint_noise)
+        for i in range(args.eval_episodes)
+    ]
 
 
 def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str, ...], label: str) -> dict:
@@ -161,18 +203,36 @@ def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str,
     instruction, results, began = instruction_for(args.task), [], time.perf_counter()
     try:
         for i, start in enumerate(starts):
-            record = run_chain(env, policy, start.robot_obs, start.scene_obs, [args.task], [instruction],
-                               ep_len=args.ep_len, seed=i, replay_key=f"ep-{i}")
+            record = run_chain(
+                env,
+                policy,
+                start.robot_obs,
+                start.scene_obs,
+                [args.task],
+                [instruction],
+                ep_len=args.ep_len,
+                seed=i,
+                replay_key=f"ep-{i}",
+            )
             sub = record["extras"]["subtasks"][0]
             results.append({"success": sub["success"], "steps": sub["steps"]})
     finally:
         env.close()
     wins = sum(r["success"] for r in results)
     low, high = wilson_interval(wins, len(results))
-    print(f"[eval] {label}: {wins}/{len(results)} (95% CI {100 * low:.0f}-{100 * high:.0f} %, "
-          f"{time.perf_counter() - began:.0f} s)", flush=True)
-    return {"success": wins, "episodes": len(results), "rate": wins / len(results), "ci95": [low, high],
-            "seconds": round(time.perf_counter() - began, 1), "per_episode": results}
+    print(
+        f"[eval] {label}: {wins}/{len(results)} (95% CI {100 * low:.0f}-{100 * high:.0f} %, "
+        f"{time.perf_counter() - began:.0f} s)",
+        flush=True,
+    )
+    return {
+        "success": wins,
+        "episodes": len(results),
+        "rate": wins / len(results),
+        "ci95": [low, high],
+        "seconds": round(time.perf_counter() - began, 1),
+        "per_episode": results,
+    }
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -224,8 +284,11 @@ def main(argv: list[str] | None = None) -> None:
     backbone = prepared_backbone(args, out)
     final, training = train_for_budget(args, backbone, data, out / f"run-{tag}")
     (report_dir / "loss_curve.jsonl").write_text("".join(json.dumps(r) + "\n" for r in training["log"]))
-    plot_curve(training["log"], report_dir / "loss_curve.png",
-               f"{args.task}: {tag}, {training['steps']} steps, {training['train_s'] / 60:.0f} min CPU")
+    plot_curve(
+        training["log"],
+        report_dir / "loss_curve.png",
+        f"{args.task}: {tag}, {training['steps']} steps, {training['train_s'] / 60:.0f} min CPU",
+    )
 
     starts = held_out_starts(args)
     trained = VLAModel.from_pretrained(final)
@@ -233,17 +296,30 @@ def main(argv: list[str] | None = None) -> None:
     results = {"trained": evaluate(vla_policy(trained, args), starts, args, cameras, "trained")}
     if not args.skip_baselines:
         c = trained.config
-        untrained = VLAModel.build(backbone, normalizer=trained.normalizer, seed=args.seed, chunk_size=c.chunk_size,
-                                   cameras=list(c.cameras), image_size=c.image_size).eval()
+        untrained = VLAModel.build(
+            backbone,
+            normalizer=trained.normalizer,
+            seed=args.seed,
+            chunk_size=c.chunk_size,
+            cameras=list(c.cameras),
+            image_size=c.image_size,
+        ).eval()
         results["untrained"] = evaluate(vla_policy(untrained, args), starts, args, cameras, "untrained")
-        results["replay_demos_open_loop"] = evaluate(replay_policy(data, len(starts)), starts, args, (), "replay")
+        results["replay_demos_open_loop"] = evaluate(
+            replay_policy(data, len(starts)), starts, args, (), "replay"
+        )
         from policies.experts.calvin import ScriptedExpert
 
         results["expert"] = evaluate(ScriptedExpert(), starts, args, (), "expert")
-    summary = {"args": vars(args), "demos": {k: demo_summary[k] for k in ("attempts", "kept", "kept_fraction", "frames")},
-               "training": {k: v for k, v in training.items() if k != "log"},
-               "final_loss": training["log"][-1]["loss"], "first_loss": training["log"][0]["loss"],
-               "checkpoint": str(final), "results": results}
+    summary = {
+        "args": vars(args),
+        "demos": {k: demo_summary[k] for k in ("attempts", "kept", "kept_fraction", "frames")},
+        "training": {k: v for k, v in training.items() if k != "log"},
+        "final_loss": training["log"][-1]["loss"],
+        "first_loss": training["log"][0]["loss"],
+        "checkpoint": str(final),
+        "results": results,
+    }
     (report_dir / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: (v["success"], v["episodes"]) for k, v in results.items()}), flush=True)
     print(json.dumps(summary["training"]), flush=True)

@@ -69,7 +69,11 @@ def table(results: dict[str, dict[str, float]], sizes: list[int]) -> str:
     """Markdown table: ms per decision, decisions/s and ratio vs the first backbone, per batch size."""
     base_name = next(iter(results))
     base = results[base_name]
-    head = "| backbone |" + "".join(f" ms/decision b{s} | decisions/s b{s} |" for s in sizes) + f" train step b{max(sizes)} |"
+    head = (
+        "| backbone |"
+        + "".join(f" ms/decision b{s} | decisions/s b{s} |" for s in sizes)
+        + f" train step b{max(sizes)} |"
+    )
     lines = [head, "|---|" + "---:|" * (2 * len(sizes) + 1)]
     for name, r in results.items():
         cells = []
@@ -87,8 +91,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--backbones", nargs="+", default=list(TINY_BACKBONES),
-                        help="tiny backbone names; the first is the ratios' baseline")
+    parser.add_argument(
+        "--backbones",
+        nargs="+",
+        default=list(TINY_BACKBONES),
+        help="tiny backbone names; the first is the ratios' baseline",
+    )
     args = parser.parse_args()
     unknown = sorted(set(args.backbones) - set(TINY_BACKBONES))
     if unknown:

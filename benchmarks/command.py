@@ -37,18 +37,30 @@ class Subcommand:
 SUBCOMMANDS: dict[str, Subcommand] = {
     "calvin": Subcommand("benchmarks.calvin", "CALVIN long-horizon protocol (chains of 5 subtasks)"),
     "libero": Subcommand("benchmarks.libero", "LIBERO suites (50 fixed initial states per task)"),
-    "embodied": Subcommand("benchmarks.embodied", "EmbodiedBench-style navigation (nav) or manipulation (manip)",
-                           (("nav",), ("manip",))),
-    "static": Subcommand("benchmarks.static", "static spatial benchmarks (SpatialScore, SPACE-10, ...); "
-                         "'static generate' makes fresh sets", ((), ("generate",))),
-    "goal": Subcommand("benchmarks.goal_scoring", "goal-image scoring: predict, score, convert, generate",
-                       ((), ("predict",), ("score",), ("convert",), ("generate",))),
+    "embodied": Subcommand(
+        "benchmarks.embodied",
+        "EmbodiedBench-style navigation (nav) or manipulation (manip)",
+        (("nav",), ("manip",)),
+    ),
+    "static": Subcommand(
+        "benchmarks.static",
+        "static spatial benchmarks (SpatialScore, SPACE-10, ...); 'static generate' makes fresh sets",
+        ((), ("generate",)),
+    ),
+    "goal": Subcommand(
+        "benchmarks.goal_scoring",
+        "goal-image scoring: predict, score, convert, generate",
+        ((), ("predict",), ("score",), ("convert",), ("generate",)),
+    ),
     "serve": Subcommand("policies.serve", "serve a transformers model over an OpenAI-compatible API"),
     "train": Subcommand("vla.train", "train a VLA (backbone + action head) on CALVIN/LIBERO-format data"),
     "demos": Subcommand("vla.demos", "scripted-expert demonstrations on the play-table, CALVIN layout"),
     "tiny": Subcommand("policies.tiny", "build a tiny randomly initialised VLM for smoke tests"),
-    "posttrain": Subcommand("benchmarks.posttrain", "post-train a VLM on the spatial corpus with TRL (sft or grpo)",
-                            (("sft",), ("grpo",))),
+    "posttrain": Subcommand(
+        "benchmarks.posttrain",
+        "post-train a VLM on the spatial corpus with TRL (sft or grpo)",
+        (("sft",), ("grpo",)),
+    ),
 }
 BENCHMARKS = ("calvin", "libero", "embodied", "static", "goal")
 
@@ -58,7 +70,8 @@ def run_module(module: str, args: Sequence[str], prog: str) -> int:
     saved = sys.argv
     sys.argv = [prog, *args]
     try:
-        with warnings.catch_warnings():  # imported earlier in this process (tests): runpy runs a fresh copy anyway
+        # imported earlier in this process (tests): runpy runs a fresh copy anyway
+        with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
             runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as done:
@@ -121,29 +134,42 @@ def vla_backbones() -> dict[str, list[str]]:
         return {}
     with open(spec.origin, encoding="utf-8") as f:
         tree = ast.parse(f.read())
-    found = {"tiny": _dict_keys(tree, "TINY_BACKBONES"), "native": _dict_keys(tree, "NATIVE_BACKBONES"),
-             "transformers": sorted(_registered_model_types(tree))}
+    found = {
+        "tiny": _dict_keys(tree, "TINY_BACKBONES"),
+        "native": _dict_keys(tree, "NATIVE_BACKBONES"),
+        "transformers": sorted(_registered_model_types(tree)),
+    }
     return {kind: names for kind, names in found.items() if names}
 
 
 def _dict_keys(tree: ast.Module, name: str) -> list[str]:
     """The string keys of the module-level dict literal assigned to ``name``."""
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        )
         if isinstance(target, ast.Name) and target.id == name and isinstance(node.value, ast.Dict):
-            return [k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            return [
+                k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
     return []
 
 
 def _registered_model_types(tree: ast.Module) -> Iterator[str]:
     """``model_types`` of every class decorated with ``@register_backbone``."""
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and any(isinstance(d, ast.Name) and d.id == "register_backbone"
-                                                  for d in node.decorator_list):
+        if isinstance(node, ast.ClassDef) and any(
+            isinstance(d, ast.Name) and d.id == "register_backbone" for d in node.decorator_list
+        ):
             for item in node.body:
-                if isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "model_types"
-                                                        for t in item.targets):
-                    yield from (e.value for e in getattr(item.value, "elts", ()) if isinstance(e, ast.Constant))
+                if isinstance(item, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "model_types" for t in item.targets
+                ):
+                    yield from (
+                        e.value for e in getattr(item.value, "elts", ()) if isinstance(e, ast.Constant)
+                    )
 
 
 def static_benchmarks() -> dict[str, list[str]]:
@@ -196,11 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="spatial-arena",
         description="SpatialArena: one command with a subcommand per entry point, and `list` to see what exists.",
-        epilog="Each subcommand takes the options of its python -m module: spatial-arena NAME --help.")
+        epilog="Each subcommand takes the options of its python -m module: spatial-arena NAME --help.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in SUBCOMMANDS.items():
         sub.add_parser(name, help=f"{command.summary} (python -m {command.module})", add_help=False)
-    sub.add_parser("list", help="benchmarks, env ids, policies, VLA backbones, static benchmarks and scoring modes")
+    sub.add_parser(
+        "list", help="benchmarks, env ids, policies, VLA backbones, static benchmarks and scoring modes"
+    )
     return parser
 
 

@@ -44,11 +44,22 @@ _OPTIONS = {"A": "left", "B": "right", "C": "front left", "D": "back"}
 _GRAVITY_TRUTH = '{"roll": 1.0, "pitch": 2.0, "vfov": 50.0}'
 _GRAVITY_HINT = {"roll_unc": 1.0, "pitch_unc": 1.0, "vfov_unc": 5.0}
 #: A cognitive map's reference, its objects named as in the "huge map" pattern so that the maps overlap.
-_COGMAP_HINT = {"id_type": "among", "cogmap": {"o1": {"position": [0, 0], "facing": "up"}, "o2": {"position": [3, 1]},
-                                               "o3": {"position": [1, 5], "facing": "left"}}}  # fmt: skip
+_COGMAP_HINT = {
+    "id_type": "among",
+    "cogmap": {
+        "o1": {"position": [0, 0], "facing": "up"},
+        "o2": {"position": [3, 1]},
+        "o3": {"position": [1, 5], "facing": "left"},
+    },
+}
 _REFERENCE_BOX = [100, 200, 300, 400]
 #: One corpus row of each kind the spatial rewards know: (reference answer, reference box).
-_REWARD_ROWS = (("(a) chair", [100, 200, 300, 400]), (None, [100, 200, 300, 400]), ("(b) table", None), ("2.5 m", None))
+_REWARD_ROWS = (
+    ("(a) chair", [100, 200, 300, 400]),
+    (None, [100, 200, 300, 400]),
+    ("(b) table", None),
+    ("2.5 m", None),
+)
 
 
 def _parameters(text: str) -> Any:
@@ -81,18 +92,27 @@ def _mask() -> str:
 
 @functools.cache
 def _goal_reference() -> GoalReference:
-    return GoalReference("nav", parse_plan('{"step_1": {"actions": ["W"], "step_nums": [2]}}'), NAVIGATION_STEP_SIZES)
+    return GoalReference(
+        "nav", parse_plan('{"step_1": {"actions": ["W"], "step_nums": [2]}}'), NAVIGATION_STEP_SIZES
+    )
 
 
 def _rewards(text: str) -> tuple[float, ...]:
     """MultihopSpatial's recipe on a thinking model's completion (answer part, then the three terms and the
     truncation penalty), and the spatial rewards' three terms on a row of each kind."""
     answer = multihop_rewards.strip_thinking(text)
-    recipe = (multihop_rewards.total_reward(answer, "(a) chair", _REFERENCE_BOX), multihop_rewards.truncation_term(text))
+    recipe = (
+        multihop_rewards.total_reward(answer, "(a) chair", _REFERENCE_BOX),
+        multihop_rewards.truncation_term(text),
+    )
     spatial = tuple(
         f(text, response, box)
         for response, box in _REWARD_ROWS
-        for f in (spatial_rewards.format_score, spatial_rewards.accuracy_score, lambda t, r, b: multihop_rewards.bbox_term(t, b))
+        for f in (
+            spatial_rewards.format_score,
+            spatial_rewards.accuracy_score,
+            lambda t, r, b: multihop_rewards.bbox_term(t, b),
+        )
     )
     return recipe + spatial
 
@@ -130,9 +150,13 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "spatialscore.extract_yes_no": _capped(spatialscore.extract_yes_no),
     "spatialscore.extract_number": _capped(spatialscore.extract_number),
     "spatialscore.numeric_with_unit": _capped(lambda t: spatialscore.numeric_with_unit_correct(t, "3 m")),
-    "spatialtree.parse_multiple_choice": _capped(lambda t: spatialtree.parse_multiple_choice(t, list(_OPTIONS.values()), "item-1")),
+    "spatialtree.parse_multiple_choice": _capped(
+        lambda t: spatialtree.parse_multiple_choice(t, list(_OPTIONS.values()), "item-1")
+    ),
     "spatialtree.mean_relative_accuracy": _capped(lambda t: spatialtree.mean_relative_accuracy(t, "3")),
-    "spatialtree.gravity_score": _capped(lambda t: spatialtree.gravity_score(t, _GRAVITY_TRUTH, _GRAVITY_HINT)),
+    "spatialtree.gravity_score": _capped(
+        lambda t: spatialtree.gravity_score(t, _GRAVITY_TRUTH, _GRAVITY_HINT)
+    ),
     "spatialtree.last_yes_no": _capped(spatialtree.last_yes_no),
     "spatialtree.last_point": _capped(spatialtree._last_point),
     "spatialtree.affordance_score": _capped(lambda t: spatialtree.affordance_score(t, _mask())),
@@ -159,7 +183,9 @@ def _fill(head: str, unit: str, tail: str = "") -> Callable[[int], str]:
 
     def make(n: int) -> str:
         body = n - len(head) - len(tail)
-        return (head + unit * (body // len(unit) + 1))[: n - len(tail)] + tail if body > 0 else (head + tail)[:n]
+        return (
+            (head + unit * (body // len(unit) + 1))[: n - len(tail)] + tail if body > 0 else (head + tail)[:n]
+        )
 
     return make
 
@@ -187,9 +213,29 @@ def _separator_run(tail: str) -> Callable[[int], str]:
 
 
 #: Labels the readers look for, each followed below by a run of spaces and no colon.
-_LABELS = ("Bounding Box", "bbox_2d", "Answer", "answer is", "final answer", "The correct option is", "Option", "<Answer>",
-           "My answer is", "x", "y", "roll", "pitch", "vfov", "output", "score", "scalar", "distance_unit", "step_1",
-           "actions", "estimate")  # fmt: skip
+_LABELS = (
+    "Bounding Box",
+    "bbox_2d",
+    "Answer",
+    "answer is",
+    "final answer",
+    "The correct option is",
+    "Option",
+    "<Answer>",
+    "My answer is",
+    "x",
+    "y",
+    "roll",
+    "pitch",
+    "vfov",
+    "output",
+    "score",
+    "scalar",
+    "distance_unit",
+    "step_1",
+    "actions",
+    "estimate",
+)
 
 
 def _labels_then_spaces(n: int) -> str:
@@ -216,15 +262,22 @@ def _huge_numbers(digits: int) -> str:
     """One number of ``digits`` digits in each form a reader takes a number from: a box, a point, ``x=``, a
     map position, a JSON field, a JSON record; then number words past the float range."""
     big = "1" + "0" * (digits - 1)
-    return (f"Answer: (a) x\nBounding Box: [{big}, 2, 3, 4] ({big}, 2) x={big} y=1 "
-            f'{{"o1": {{"position": [{big}, 0]}}, "roll": {big}}}{{"prediction": [{big}]}} three ' + "hundred " * 140)  # fmt: skip
+    return (
+        f"Answer: (a) x\nBounding Box: [{big}, 2, 3, 4] ({big}, 2) x={big} y=1 "
+        f'{{"o1": {{"position": [{big}, 0]}}, "roll": {big}}}{{"prediction": [{big}]}} three '
+        + "hundred "
+        * 140
+    )
+
 
 #: name -> input of (about) n characters. Each once took super-linear time or raised in some parser.
 PATTERNS: dict[str, Callable[[int], str]] = {
     "exponent digits (about 1e999...)": _fill("about 1e", "9"),
     "huge exponent numbers (1e9999999 )": _fill("", "1e9999999 "),
     "answer + spaces": _fill("answer", " ", "x"),
-    "unclosed fence + one long line": _fill('```json\n{"step_1": {"actions": ["W"], "step_nums": [1]}, ', '"step_2": {"actions": ["W", "A"], '),
+    "unclosed fence + one long line": _fill(
+        '```json\n{"step_1": {"actions": ["W"], "step_nums": [1]}, ', '"step_2": {"actions": ["W", "A"], '
+    ),
     "unclosed fence + spaces": _fill("```", " ", "x"),
     "bare items ([W W ...] with commas)": _fill("[", "W, "),
     "bare item with spaces": _fill("[a", " ", "b]"),
@@ -240,7 +293,9 @@ PATTERNS: dict[str, Callable[[int], str]] = {
     "numbers with commas": _fill("", "1,"),
     "unclosed <conclusion>(a)": _fill("", "<conclusion>(a)\n"),
     "many fenced lists to repair": _fill("", "```\n[a, b, 'c', (1, 2),\n```\n"),
-    "Python-literal plan": _fill("{'step_1': {'actions': ['W'], 'step_nums': [1]}, 'step_2': {'actions': [", "'W', "),
+    "Python-literal plan": _fill(
+        "{'step_1': {'actions': ['W'], 'step_nums': [1]}, 'step_2': {'actions': [", "'W', "
+    ),
     "separator run + trailing comma": _separator_run(","),
     "malformed separator run": _separator_run(",5"),
     "labels + spaces (no colon)": _labels_then_spaces,

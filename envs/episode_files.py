@@ -21,8 +21,9 @@ def save_episodes_jsonl(episodes: Iterable[dict[str, Any]], path: str | Path, va
     return path
 
 
-def load_episodes_jsonl(path: str | Path, validate: Validator, error: type[ValueError] = ValueError
-                        ) -> list[dict[str, Any]]:
+def load_episodes_jsonl(
+    path: str | Path, validate: Validator, error: type[ValueError] = ValueError
+) -> list[dict[str, Any]]:
     """Read and validate a JSONL episode file; a bad line raises ``error`` naming the file and line."""
     path = Path(path)
     if not path.is_file():

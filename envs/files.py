@@ -43,7 +43,8 @@ def _allowed_globals() -> dict[tuple[str, str], Any]:
         allowed[(module, "scalar")] = multiarray.scalar  # ... and NumPy scalars (np.int64 in a list)
     allowed.update({("numpy.dtypes", n): cls for n, cls in _numpy_dtype_classes().items()})
     allowed.update({("builtins", n): obj for n, obj in _BUILTINS.items()})
-    allowed.update({("__builtin__", n): obj for n, obj in _BUILTINS.items()})  # protocol 2 files from Python 2
+    # protocol 2 files from Python 2
+    allowed.update({("__builtin__", n): obj for n, obj in _BUILTINS.items()})
     return allowed
 
 
@@ -74,8 +75,10 @@ def safe_unpickle(stream: BinaryIO, source: str) -> Any:
     try:
         return SafeUnpickler(stream).load()
     except UnsafePickleError as err:
-        raise UnsafePickleError(f"{source}: refused to unpickle: the pickle {err}; only containers, strings, "
-                                f"numbers and NumPy arrays are loaded (re-save it as plain data)") from None
+        raise UnsafePickleError(
+            f"{source}: refused to unpickle: the pickle {err}; only containers, strings, "
+            f"numbers and NumPy arrays are loaded (re-save it as plain data)"
+        ) from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as err:
         raise ValueError(f"{source}: not a readable pickle ({type(err).__name__}: {err})") from None
 
@@ -89,7 +92,10 @@ def load_pickled_npy(path: str | os.PathLike[str]) -> Any:
     with path.open("rb") as f:
         try:
             version = np.lib.format.read_magic(f)
-            header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+            header = {
+                (1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0,
+            }
             if version not in header:
                 raise ValueError(f"unsupported .npy format version {version}")
             shape, _, dtype = header[version](f)
@@ -103,9 +109,9 @@ def load_pickled_npy(path: str | os.PathLike[str]) -> Any:
     return value
 
 
-TORCH_NUMPY_GLOBALS: list[Any] = [*dict.fromkeys(
-    v for (m, _), v in SafeUnpickler._allowed.items() if m.startswith("numpy")
-)]  # fmt: skip
+TORCH_NUMPY_GLOBALS: list[Any] = [
+    *dict.fromkeys(v for (m, _), v in SafeUnpickler._allowed.items() if m.startswith("numpy"))
+]
 
 
 @functools.lru_cache(maxsize=1)

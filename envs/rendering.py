@@ -45,7 +45,8 @@ def starting_gl() -> None:
             f"this process was forked from one that had already rendered with OpenGL ({os.environ.get('MUJOCO_GL')}), "
             "and rendering here would hang; start it with a fresh interpreter instead: "
             f"gym.make_vec(..., vectorization_mode='async', vector_kwargs={{'context': '{RENDER_SAFE_START}'}}) "
-            f"or multiprocessing.get_context('{RENDER_SAFE_START}')")
+            f"or multiprocessing.get_context('{RENDER_SAFE_START}')"
+        )
     if not _rendering["started"]:
         _rendering["started"] = True
         os.register_at_fork(after_in_child=_forked)

@@ -50,7 +50,9 @@ def expand_plan_step(env: gym.Env, plan: ExecutablePlan, index: int) -> list[Any
         return []
     unwrapped = env.unwrapped
     if not isinstance(unwrapped, PlanExecutor):
-        raise TypeError(f"{type(unwrapped).__name__} does not implement native_actions(motion); it cannot run plans")
+        raise TypeError(
+            f"{type(unwrapped).__name__} does not implement native_actions(motion); it cannot run plans"
+        )
     return list(unwrapped.native_actions(step_motion(step, plan.step_sizes or _NO_MOTION_UNITS)))
 
 
@@ -78,12 +80,16 @@ class SpatialActionWrapper(gym.Wrapper):
         super().__init__(env)
         sizes = step_sizes or plan_step_sizes(env)
         if sizes is None:
-            raise TypeError(f"SpatialActionWrapper: {type(env.unwrapped).__name__} declares no plan_step_sizes; "
-                            "pass step_sizes=StepSizes(metres, radians)")
+            raise TypeError(
+                f"SpatialActionWrapper: {type(env.unwrapped).__name__} declares no plan_step_sizes; "
+                "pass step_sizes=StepSizes(metres, radians)"
+            )
         self.step_sizes = sizes
         self.action_space = gym.spaces.Text(max_length=8192)
 
-    def step(self, action: Plan | ExecutablePlan | PlanStep | str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(
+        self, action: Plan | ExecutablePlan | PlanStep | str
+    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         plan = self._as_plan(action)
         obs, total, terminated, truncated, info = None, 0.0, False, False, {}
         native_steps = 0
@@ -99,8 +105,13 @@ class SpatialActionWrapper(gym.Wrapper):
             raise ValueError(
                 f"the plan has no executable step (errors: {plan.errors or 'none'}); send a non-empty plan"
             )
-        return obs, total, terminated, truncated, {**info, "native_steps": native_steps,
-                                                   "plan_errors": list(plan.errors)}
+        return (
+            obs,
+            total,
+            terminated,
+            truncated,
+            {**info, "native_steps": native_steps, "plan_errors": list(plan.errors)},
+        )
 
     def _as_plan(self, action: Plan | ExecutablePlan | PlanStep | str) -> ExecutablePlan:
         """The action as an executable plan; counts without units of their own are in ``self.step_sizes``."""
@@ -112,4 +123,6 @@ class SpatialActionWrapper(gym.Wrapper):
             action = parse_plan(action)
         if isinstance(action, Plan):
             return action.executable(self.step_sizes)
-        raise TypeError(f"SpatialActionWrapper.step takes a Plan, a PlanStep or model text, got {type(action)}")
+        raise TypeError(
+            f"SpatialActionWrapper.step takes a Plan, a PlanStep or model text, got {type(action)}"
+        )

@@ -82,5 +82,8 @@ class Policy(ABC):
 
     def describe(self) -> dict[str, Any]:
         """Identity recorded in the run manifest (class, checkpoint, model id, ...)."""
-        return {"name": self.name, "class": f"{type(self).__module__}.{type(self).__qualname__}",
-                "privileged": self.privileged}
+        return {
+            "name": self.name,
+            "class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "privileged": self.privileged,
+        }

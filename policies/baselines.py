@@ -60,8 +60,10 @@ def sample_space(space: gym.Space, rng: np.random.Generator) -> Any:
         return tuple(sample_space(s, rng) for s in space.spaces)
     if isinstance(space, spaces.Dict):
         return {k: sample_space(s, rng) for k, s in space.spaces.items()}
-    raise TypeError(f"cannot sample the action space {space!r}: RandomPolicy supports Discrete, MultiDiscrete, "
-                    "MultiBinary, Box, Tuple and Dict")
+    raise TypeError(
+        f"cannot sample the action space {space!r}: RandomPolicy supports Discrete, MultiDiscrete, "
+        "MultiBinary, Box, Tuple and Dict"
+    )
 
 
 def _sample_box(space: gym.spaces.Box, rng: np.random.Generator) -> np.ndarray:
@@ -73,8 +75,12 @@ def _sample_box(space: gym.spaces.Box, rng: np.random.Generator) -> np.ndarray:
     both, none = has_low & has_high, ~has_low & ~has_high
     value = np.empty(space.shape, dtype=np.float64)
     value[none] = rng.normal(size=int(none.sum()))
-    value[has_low & ~has_high] = low[has_low & ~has_high] + rng.exponential(size=int((has_low & ~has_high).sum()))
-    value[~has_low & has_high] = high[~has_low & has_high] - rng.exponential(size=int((~has_low & has_high).sum()))
+    value[has_low & ~has_high] = low[has_low & ~has_high] + rng.exponential(
+        size=int((has_low & ~has_high).sum())
+    )
+    value[~has_low & has_high] = high[~has_low & has_high] - rng.exponential(
+        size=int((~has_low & has_high).sum())
+    )
     if np.issubdtype(space.dtype, np.integer):
         value[both] = rng.integers(low[both].astype(np.int64), high[both].astype(np.int64) + 1)
         value = np.floor(value)
@@ -101,7 +107,9 @@ class ConstantPolicy(Policy):
 
     def reset(self, context: EpisodeContext) -> None:
         if self._action is None:
-            raise RuntimeError("ConstantPolicy needs bind(env) before reset(), to check the action against the space")
+            raise RuntimeError(
+                "ConstantPolicy needs bind(env) before reset(), to check the action against the space"
+            )
 
     def act(self, observation: Mapping[str, Any]) -> Action:
         return self._action.copy() if isinstance(self._action, np.ndarray) else self._action
@@ -128,8 +136,10 @@ def constant_action(space: gym.Space, value: Any) -> Any:
         action = None
     if action is None or not space.contains(action):
         shape = "an integer" if isinstance(space, spaces.Discrete) else f"a list of shape {space.shape}"
-        raise ValueError(f"--action {json.dumps(value, default=str)} is not an action of the env's space {space}: pass {shape} "
-                         "inside the space's bounds")
+        raise ValueError(
+            f"--action {json.dumps(value, default=str)} is not an action of the env's space {space}: pass {shape} "
+            "inside the space's bounds"
+        )
     return action
 
 
@@ -167,7 +177,9 @@ class ReplayPolicy(Policy):
 
             with h5py.File(path, "r") as f:
                 if "data" not in f:
-                    raise ValueError(f"{path} has no 'data' group (expected LIBERO/robomimic data/demo_i/actions)")
+                    raise ValueError(
+                        f"{path} has no 'data' group (expected LIBERO/robomimic data/demo_i/actions)"
+                    )
                 return cls({name: f["data"][name]["actions"][()] for name in f["data"]})
         if path.suffix == ".npy":
             return cls({"*": np.load(path, allow_pickle=False)})
@@ -186,8 +198,10 @@ class ReplayPolicy(Policy):
             if candidate in self.sequences:
                 self._queue = list(self.sequences[candidate][::-1])
                 return
-        raise KeyError(f"no recorded actions for episode {key!r} (nor {demo!r}); the replay file has "
-                       f"{len(self.sequences)} keys, e.g. {sorted(self.sequences)[:3]}")
+        raise KeyError(
+            f"no recorded actions for episode {key!r} (nor {demo!r}); the replay file has "
+            f"{len(self.sequences)} keys, e.g. {sorted(self.sequences)[:3]}"
+        )
 
     def act(self, observation: Mapping[str, Any]) -> Action:
         return self._queue.pop() if self._queue else Plan(steps=[])

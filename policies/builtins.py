@@ -40,8 +40,12 @@ class ExpertConfig:
     blind: ClassVar[bool] = True
     privileged: ClassVar[bool] = True
 
-    expert: str = arg("", "the expert class as package.module:Class; each benchmark sets its own "
-                          "(policy_defaults), so it is no flag", cli=False)
+    expert: str = arg(
+        "",
+        "the expert class as package.module:Class; each benchmark sets its own "
+        "(policy_defaults), so it is no flag",
+        cli=False,
+    )
 
 
 def build_expert(config: ExpertConfig) -> Policy:
@@ -70,12 +74,15 @@ class ReplayConfig:
 
     blind: ClassVar[bool] = True
 
-    replay_file: str | None = arg(None, "actions to replay (.jsonl keyed by episode, LIBERO .hdf5, .npy or .npz)",
-                                  must_exist=True)
+    replay_file: str | None = arg(
+        None, "actions to replay (.jsonl keyed by episode, LIBERO .hdf5, .npy or .npz)", must_exist=True
+    )
 
     def check_inputs(self) -> None:
         if not self.replay_file:
-            raise ValueError("--policy replay needs --replay-file PATH (a .jsonl, .hdf5, .npy or .npz of actions)")
+            raise ValueError(
+                "--policy replay needs --replay-file PATH (a .jsonl, .hdf5, .npy or .npz of actions)"
+            )
 
     def preflight(self) -> None:
         """The file reads as actions (its format, its keys), once here rather than in every worker."""
@@ -105,8 +112,9 @@ def json_action(text: str) -> int | float | list[Any]:
         value = None
     numbers = value if isinstance(value, list) else [value]
     if not numbers or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
-        raise argparse.ArgumentTypeError(f"{preview(text)} is not a number or a JSON list of numbers "
-                                         "(e.g. 0 or '[0, 0, 1]')")
+        raise argparse.ArgumentTypeError(
+            f"{preview(text)} is not a number or a JSON list of numbers (e.g. 0 or '[0, 0, 1]')"
+        )
     return value
 
 
@@ -116,10 +124,14 @@ class ConstantConfig:
 
     blind: ClassVar[bool] = True
 
-    action: int | float | list[float] = dataclasses.field(metadata={
-        "help": "the native action sent at every step: an integer (Discrete spaces, e.g. 0) or a JSON list "
-                "(e.g. '[0, 0, 1, 0, 0, 0, -1]')",
-        "parse": json_action, "metavar": "JSON"})
+    action: int | float | list[float] = dataclasses.field(
+        metadata={
+            "help": "the native action sent at every step: an integer (Discrete spaces, e.g. 0) or a JSON list "
+            "(e.g. '[0, 0, 1, 0, 0, 0, -1]')",
+            "parse": json_action,
+            "metavar": "JSON",
+        }
+    )
 
     def check_action_space(self, space: gym.Space) -> None:
         """``--action`` is an action of the env's ``space`` (``ValueError`` naming both otherwise)."""

@@ -59,12 +59,20 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> typing.NoReturn:
         if message.startswith("argument ") and ": must be" in message:  # our range checks read as sentences
-            message = message[len("argument "):].replace(": must be", " must be", 1)
+            message = message[len("argument ") :].replace(": must be", " must be", 1)
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def arg(default: Any, help: str, *, minimum: float | None = None, maximum: float | None = None,
-        json_kind: type | None = None, must_exist: bool = False, **metadata: Any) -> Any:
+def arg(
+    default: Any,
+    help: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    json_kind: type | None = None,
+    must_exist: bool = False,
+    **metadata: Any,
+) -> Any:
     """A dataclass field with its CLI help text (mutable defaults are copied per instance).
 
     ``minimum``/``maximum`` reject values outside them at parse time (counts and sizes: minimum 1);
@@ -82,7 +90,9 @@ def arg(default: Any, help: str, *, minimum: float | None = None, maximum: float
     if json_kind is not None:
         metadata["json_kind"] = json_kind
     if isinstance(default, (list, dict, set)):
-        return dataclasses.field(default_factory=lambda: type(default)(default), metadata={"help": help, **metadata})
+        return dataclasses.field(
+            default_factory=lambda: type(default)(default), metadata={"help": help, **metadata}
+        )
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
@@ -98,13 +108,15 @@ def parse_json_option(flag: str, text: str | None, kind: type = dict) -> Any:
     try:
         value = loads_bounded(text or ("{}" if kind is dict else "[]"))  # no RecursionError on deep nesting
     except json.JSONDecodeError as e:
-        raise InputError(f"{flag} is not valid JSON ({e.msg} at character {e.pos}): pass e.g. "
-                         f"'{{\"key\": 1}}'") from None
+        raise InputError(
+            f"{flag} is not valid JSON ({e.msg} at character {e.pos}): pass e.g. '{{\"key\": 1}}'"
+        ) from None
     except NestingError as e:
         raise InputError(f"{flag} is not a flat JSON value ({e}): pass e.g. '{{\"key\": 1}}'") from None
     if not isinstance(value, kind):
-        raise InputError(f"{flag} must be a JSON {'object' if kind is dict else kind.__name__}, "
-                         f"got {preview(text or '')}")
+        raise InputError(
+            f"{flag} must be a JSON {'object' if kind is dict else kind.__name__}, got {preview(text or '')}"
+        )
     return value
 
 
@@ -156,7 +168,9 @@ def _converter(tp: Any, optional: bool, metadata: typing.Mapping[str, Any]) -> A
         try:
             value = metadata.get("parse", tp)(text)
         except (TypeError, ValueError):
-            raise argparse.ArgumentTypeError(f"expected {getattr(tp, '__name__', tp)}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {getattr(tp, '__name__', tp)}, got {text!r}"
+            ) from None
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum:g}, got {text}")
         if maximum is not None and value > maximum:
@@ -182,8 +196,12 @@ def field_docs(cls: type) -> dict[str, str]:
     docs = {}
     for node, nxt in itertools.pairwise(body):
         is_field = isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-        if is_field and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) \
-                and isinstance(nxt.value.value, str):
+        if (
+            is_field
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
             docs[node.target.id] = " ".join(nxt.value.value.split())
     return docs
 
@@ -214,10 +232,13 @@ def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[s
         flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
         tp, optional = _unwrap_optional(hints[f.name])
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
-        default = None if required else (f.default if f.default is not dataclasses.MISSING
-                                          else f.default_factory())  # type: ignore[misc]
+        default = (
+            None if required else (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+        )  # type: ignore[misc]
         help_text = f.metadata.get("help") or docs.get(f.name, "")
-        shown = "" if required or default in (None, "") or "default" in help_text else f" (default: {default})"
+        shown = (
+            "" if required or default in (None, "") or "default" in help_text else f" (default: {default})"
+        )
         kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": help_text + shown}
         if "metavar" in f.metadata:
             kwargs["metavar"] = f.metadata["metavar"]
@@ -227,9 +248,13 @@ def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[s
             target.add_argument(*flags, choices=list(get_args(tp)), required=required, **kwargs)
         elif get_origin(tp) in (list, tuple, Sequence):
             (item,) = get_args(tp)[:1] or (str,)
-            target.add_argument(*flags, nargs="*", type=_converter(item, False, f.metadata), required=required, **kwargs)
+            target.add_argument(
+                *flags, nargs="*", type=_converter(item, False, f.metadata), required=required, **kwargs
+            )
         else:
-            target.add_argument(*flags, type=_converter(tp, optional, f.metadata), required=required, **kwargs)
+            target.add_argument(
+                *flags, type=_converter(tp, optional, f.metadata), required=required, **kwargs
+            )
 
 
 def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:
@@ -250,7 +275,9 @@ def parse_config(cls: type[C], argv: Sequence[str] | None = None, *, prog: str |
     """Parse ``argv`` (default: ``sys.argv[1:]``) into the dataclass ``cls``; its docstring is the help.
 
     A value the config rejects (``__post_init__``, or its ``check()`` method) is a one-line usage error."""
-    parser = OneLineParser(prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(
+        prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_config_arguments(parser, cls)
     namespace = parser.parse_args(argv)
     try:

@@ -15,7 +15,9 @@ def split_entry_point(target: str, *, what: str = "entry point") -> tuple[str, s
     """``("package.module", "attribute")`` of ``target``; a string without both parts is a one-line error."""
     module, sep, attribute = target.partition(":")
     if not sep or not module or not attribute:
-        raise ValueError(f"{what} {target!r}: expected 'package.module:attribute' (e.g. 'package.module:ClassOrFactory')")
+        raise ValueError(
+            f"{what} {target!r}: expected 'package.module:attribute' (e.g. 'package.module:ClassOrFactory')"
+        )
     return module, attribute
 
 
@@ -28,8 +30,12 @@ def load_entry_point(target: str, *, what: str = "entry point") -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ImportError(f"{what} {target!r}: cannot import {module_name!r} ({exc}); is it on PYTHONPATH?") from exc
+        raise ImportError(
+            f"{what} {target!r}: cannot import {module_name!r} ({exc}); is it on PYTHONPATH?"
+        ) from exc
     try:
         return getattr(module, attribute)
     except AttributeError:
-        raise AttributeError(f"{what} {target!r}: module {module_name!r} has no attribute {attribute!r}") from None
+        raise AttributeError(
+            f"{what} {target!r}: module {module_name!r} has no attribute {attribute!r}"
+        ) from None

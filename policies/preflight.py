@@ -20,7 +20,11 @@ CONNECT_TIMEOUT_S = 3.0
 
 def looks_like_path(name: str) -> bool:
     """A model or data name that can only be a path (absolute, relative with a dot, home, or Windows-style)."""
-    return name.startswith(("/", "./", "../", "~", "\\")) or (len(name) > 1 and name[1] == ":") or name.count("/") > 1
+    return (
+        name.startswith(("/", "./", "../", "~", "\\"))
+        or (len(name) > 1 and name[1] == ":")
+        or name.count("/") > 1
+    )
 
 
 def check_path(flag: str, path: str | os.PathLike[str] | None, *, kind: str = "file or folder") -> None:
@@ -36,19 +40,25 @@ def check_model(flag: str, model: str, *, allow_download: bool | None = False, s
     local = Path(model).expanduser()
     if local.is_dir():
         if not (local / "config.json").is_file():
-            raise ValueError(f"{flag} {model}: the folder has no config.json, so it is not a transformers checkpoint; "
-                             f"pass the checkpoint folder itself")
+            raise ValueError(
+                f"{flag} {model}: the folder has no config.json, so it is not a transformers checkpoint; "
+                f"pass the checkpoint folder itself"
+            )
         return
     serve = ", or serve it (python -m policies.serve) and pass --api-base URL" if served else ""
     if local.exists():
-        raise ValueError(f"{flag} {model}: a file, not a checkpoint folder; pass the folder that holds config.json")
+        raise ValueError(
+            f"{flag} {model}: a file, not a checkpoint folder; pass the folder that holds config.json"
+        )
     if looks_like_path(model):
         raise ValueError(f"{flag} {model}: no such checkpoint folder; check the path{serve}")
     if allow_download or _in_hub_cache(model):
         return
     download = ", add --allow-download to fetch it" if allow_download is not None else ""
-    raise ValueError(f"{flag} {model}: not a local folder and not in the local Hugging Face cache; pass a checkpoint "
-                     f"folder{download}{serve}")
+    raise ValueError(
+        f"{flag} {model}: not a local folder and not in the local Hugging Face cache; pass a checkpoint "
+        f"folder{download}{serve}"
+    )
 
 
 def _in_hub_cache(repo_id: str) -> bool:
@@ -80,9 +90,11 @@ def check_server(flag: str, api_base: str, *, timeout_s: float = CONNECT_TIMEOUT
             pass
     except OSError as e:
         reason = "timed out" if isinstance(e, TimeoutError) else (e.strerror or type(e).__name__)
-        raise ValueError(f"{flag} {api_base}: nothing answers at {endpoint} ({reason} within {timeout_s:g} s); start "
-                         f"the server (e.g. python -m policies.serve --model PATH --port {port}) or fix the "
-                         f"address") from None
+        raise ValueError(
+            f"{flag} {api_base}: nothing answers at {endpoint} ({reason} within {timeout_s:g} s); start "
+            f"the server (e.g. python -m policies.serve --model PATH --port {port}) or fix the "
+            f"address"
+        ) from None
 
 
 def check_device(flag: str, device: str) -> None:
@@ -95,8 +107,10 @@ def check_device(flag: str, device: str) -> None:
     try:
         import torch
     except ImportError:
-        raise ValueError(f"{flag} {device}: torch is not installed; use --device cpu after installing the extra "
-                         f"that needs it") from None
+        raise ValueError(
+            f"{flag} {device}: torch is not installed; use --device cpu after installing the extra "
+            f"that needs it"
+        ) from None
     if kind == "mps":
         if not torch.backends.mps.is_available():
             raise ValueError(f"{flag} mps: this machine has no MPS device; use {flag} cpu")
@@ -118,6 +132,8 @@ def check_gpus(flag: str, requested: float) -> None:
     except ImportError:
         count = 0
     if count < requested:
-        raise ValueError(f"{flag} {requested:g}: this machine has {count} GPU(s), so Ray could never place a worker; "
-                         f"use {flag} 0 (serve the model with policies.serve) or run on a cluster with GPUs "
-                         f"(--ray ADDRESS)")
+        raise ValueError(
+            f"{flag} {requested:g}: this machine has {count} GPU(s), so Ray could never place a worker; "
+            f"use {flag} 0 (serve the model with policies.serve) or run on a cluster with GPUs "
+            f"(--ray ADDRESS)"
+        )

@@ -48,7 +48,9 @@ _REGISTRY: dict[str, PolicyEntry] = {}
 ENTRY_POINT_GROUP = "spatial_arena.policies"
 
 
-def register_policy(name: str, *, config: str, builder: str, benchmarks: tuple[str, ...] | None = None) -> None:
+def register_policy(
+    name: str, *, config: str, builder: str, benchmarks: tuple[str, ...] | None = None
+) -> None:
     """Register a policy under ``name``; both targets are lazy ``"module:attribute"`` strings; ``benchmarks``
     lists the closed-loop benchmarks it runs on (default: all)."""
     entry = PolicyEntry(config, builder, None if benchmarks is None else tuple(benchmarks))
@@ -64,8 +66,10 @@ def register_installed_policies() -> tuple[str, ...]:
     for point in entry_points(group=ENTRY_POINT_GROUP):
         entry = point.load()
         if not isinstance(entry, PolicyEntry):
-            raise TypeError(f"entry point {point.name} = {point.value!r} in {ENTRY_POINT_GROUP!r}: expected a "
-                            f"policies.registry.PolicyEntry, got {type(entry).__name__}")
+            raise TypeError(
+                f"entry point {point.name} = {point.value!r} in {ENTRY_POINT_GROUP!r}: expected a "
+                f"policies.registry.PolicyEntry, got {type(entry).__name__}"
+            )
         register_policy(point.name, config=entry.config, builder=entry.builder, benchmarks=entry.benchmarks)
         names.append(point.name)
     return tuple(names)
@@ -83,7 +87,9 @@ def policy_benchmarks(name: str) -> tuple[str, ...]:
 
 def policies_for(benchmark: str | None) -> list[str]:
     """The registered policies that run on ``benchmark`` (``None``: all of them)."""
-    return [name for name in registered_policies() if benchmark is None or benchmark in policy_benchmarks(name)]
+    return [
+        name for name in registered_policies() if benchmark is None or benchmark in policy_benchmarks(name)
+    ]
 
 
 def option_applies(field: Any, benchmark: str | None) -> bool:
@@ -95,8 +101,10 @@ def option_applies(field: Any, benchmark: str | None) -> bool:
 def _entry(name: str) -> PolicyEntry:
     register_installed_policies()
     if name not in _REGISTRY:
-        raise KeyError(f"unknown policy {name!r}; registered: {registered_policies()} (installed packages add theirs "
-                       f"through the {ENTRY_POINT_GROUP!r} entry points: pip install -e . registers this checkout's)")
+        raise KeyError(
+            f"unknown policy {name!r}; registered: {registered_policies()} (installed packages add theirs "
+            f"through the {ENTRY_POINT_GROUP!r} entry points: pip install -e . registers this checkout's)"
+        )
     return _REGISTRY[name]
 
 
@@ -124,12 +132,20 @@ def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
     return load_entry_point(_entry(name).builder, what=f"policy {name!r} builder")(config)
 
 
-# The built-ins, then the model policies. The closed-loop agent acts in EB-Navigation only. The VLA (continuous
-# 7-D end-effector actions: CALVIN, LIBERO) comes through the entry point group.
+# The built-ins, then the model policies. The closed-loop agent acts in EB-Navigation only. The VLA
+# (continuous 7-D end-effector actions: CALVIN, LIBERO) comes through the entry point group.
 register_policy("expert", config="policies.builtins:ExpertConfig", builder="policies.builtins:build_expert")
 register_policy("random", config="policies.builtins:RandomConfig", builder="policies.builtins:build_random")
 register_policy("replay", config="policies.builtins:ReplayConfig", builder="policies.builtins:build_replay")
-register_policy("constant", config="policies.builtins:ConstantConfig", builder="policies.builtins:build_constant")
-register_policy("mllm", config="policies.mllm.config:MLLMPolicyConfig", builder="policies.mllm.config:build_mllm_policy")
-register_policy("agent", config="policies.agent.policy:AgentPolicyConfig",
-                builder="policies.agent.policy:build_agent_policy", benchmarks=("embodied-nav",))
+register_policy(
+    "constant", config="policies.builtins:ConstantConfig", builder="policies.builtins:build_constant"
+)
+register_policy(
+    "mllm", config="policies.mllm.config:MLLMPolicyConfig", builder="policies.mllm.config:build_mllm_policy"
+)
+register_policy(
+    "agent",
+    config="policies.agent.policy:AgentPolicyConfig",
+    builder="policies.agent.policy:build_agent_policy",
+    benchmarks=("embodied-nav",),
+)

@@ -31,10 +31,21 @@ if TYPE_CHECKING:  # transformers is imported where it is used: the mllm extra i
     from transformers.image_processing_utils import BaseImageProcessor
 
 QWEN_SPECIAL_TOKENS = (
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
-)  # fmt: skip
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
 GEMMA_SPECIAL_TOKENS = ("<pad>", "<eos>", "<bos>", "<unk>", "<mask>")
 
 # Qwen-style ChatML template: a default system turn, images as <|vision_start|><|image_pad|><|vision_end|>.
@@ -72,6 +83,14 @@ class TinyArch:
 # --------------------------------------------------------------------------------------------- corpus
 
 
+_CORPUS_WORDS = (
+    "navigate to the red blue green apple mug bowl cube drawer slider light switch block table pick "
+    "up place push open close turn on off left right forward back above below into step action "
+    "feedback executed successfully invalid last visual state description reasoning reflection "
+    "language plan executable"
+)
+
+
 def _corpus(seed: int) -> list[str]:
     """Training text for the tokenizer: the project's prompts (so they encode compactly), plan JSON and
     instructions, shuffled by seed."""
@@ -80,15 +99,12 @@ def _corpus(seed: int) -> list[str]:
 
     rng = np.random.default_rng(seed)
     lines = [*render_navigation_prompt().splitlines(), *render_manipulation_prompt().splitlines()]
-    lines += [*system_text("navigation", 20, 3).splitlines(), *system_text("manipulation", 15, 4).splitlines()]
+    lines += [
+        *system_text("navigation", 20, 3).splitlines(),
+        *system_text("manipulation", 15, 4).splitlines(),
+    ]
     lines += [f"action id {i}: {name}" for i, (name, _) in enumerate(EB_NAV_ACTIONS)]
-    words = [
-        "navigate", "to", "the", "red", "blue", "green", "apple", "mug", "bowl", "cube", "drawer", "slider",
-        "light", "switch", "block", "table", "pick", "up", "place", "push", "open", "close", "turn", "on", "off",
-        "left", "right", "forward", "back", "above", "below", "into", "step", "action", "feedback", "executed",
-        "successfully", "invalid", "last", "visual", "state", "description", "reasoning", "reflection",
-        "language", "plan", "executable",
-    ]  # fmt: skip
+    words = _CORPUS_WORDS.split()
     symbols = ["W", "S", "A", "D", "space", "shift", "←", "→", "↑", "↓", "R", "L", "STOP"]
     for _ in range(400):
         lines.append(" ".join(rng.choice(words, size=int(rng.integers(4, 12)))).capitalize() + ".")
@@ -108,10 +124,12 @@ def _train_bpe(lines: list[str], *, byte_level: bool) -> tuple[dict[str, int], l
     if byte_level:  # the pre-tokenisation of Qwen2Tokenizer, so learned merges match its pipeline
         from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ])  # fmt: skip
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
         alphabet = pre_tokenizers.ByteLevel.alphabet()
     else:  # SentencePiece-style: spaces become "▁" and stay attached to the following word
         tok.normalizer = normalizers.Replace(" ", "▁")
@@ -136,9 +154,14 @@ def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None)
         from transformers import Qwen2Tokenizer
 
         tok = Qwen2Tokenizer(
-            vocab=vocab, merges=merges, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None,
-            extra_special_tokens=list(QWEN_SPECIAL_TOKENS[1:]), model_specific_special_tokens=named,
-        )  # fmt: skip
+            vocab=vocab,
+            merges=merges,
+            eos_token="<|im_end|>",
+            pad_token="<|endoftext|>",
+            unk_token=None,
+            extra_special_tokens=list(QWEN_SPECIAL_TOKENS[1:]),
+            model_specific_special_tokens=named,
+        )
         tok.chat_template = QWEN_CHAT_TEMPLATE
         return tok
     # SentencePiece layouts: special tokens first, then the 256 byte-fallback tokens, then learned pieces.
@@ -148,12 +171,21 @@ def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None)
 
         ordered = [*GEMMA_SPECIAL_TOKENS, *(f"<0x{b:02X}>" for b in range(256))]
         ordered += [t for t in pieces if t not in ordered]
-        return GemmaTokenizer(vocab={t: i for i, t in enumerate(ordered)}, merges=merges, model_specific_special_tokens=named)
+        return GemmaTokenizer(
+            vocab={t: i for i, t in enumerate(ordered)}, merges=merges, model_specific_special_tokens=named
+        )
     if family == "xlmr":
         from transformers import XLMRobertaTokenizer
 
-        ordered = ["<s>", "<pad>", "</s>", "<unk>", *(t for t in pieces if t not in ("<s>", "<pad>", "</s>", "<unk>"))]
-        scores = [(t, 0.0 if i < 4 else -float(i)) for i, t in enumerate(ordered)]  # earlier pieces are likelier
+        ordered = [
+            "<s>",
+            "<pad>",
+            "</s>",
+            "<unk>",
+            *(t for t in pieces if t not in ("<s>", "<pad>", "</s>", "<unk>")),
+        ]
+        # earlier pieces are likelier
+        scores = [(t, 0.0 if i < 4 else -float(i)) for i, t in enumerate(ordered)]
         return XLMRobertaTokenizer(vocab=[*scores, ("<mask>", 0.0)], model_specific_special_tokens=named)
     raise ValueError(f"unknown tokenizer family {family!r}; expected 'qwen', 'gemma' or 'xlmr'")
 
@@ -164,30 +196,42 @@ def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None)
 def _qwen_ids(tok: PreTrainedTokenizerBase) -> dict[str, int]:
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
     return {
-        "image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
-        "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"],
-    }  # fmt: skip
+        "image_token_id": ids["<|image_pad|>"],
+        "video_token_id": ids["<|video_pad|>"],
+        "vision_start_token_id": ids["<|vision_start|>"],
+        "vision_end_token_id": ids["<|vision_end|>"],
+    }
 
 
 def _qwen_text(tok: PreTrainedTokenizerBase) -> dict[str, Any]:
     return {
-        "vocab_size": len(tok), "hidden_size": TEXT_HIDDEN, "intermediate_size": 2 * TEXT_HIDDEN,
-        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": len(tok),
+        "hidden_size": TEXT_HIDDEN,
+        "intermediate_size": 2 * TEXT_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
         "max_position_embeddings": 32768,
         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2]},
         "bos_token_id": tok.convert_tokens_to_ids("<|endoftext|>"),
         "eos_token_id": tok.convert_tokens_to_ids("<|im_end|>"),
         "pad_token_id": tok.convert_tokens_to_ids("<|endoftext|>"),
-    }  # fmt: skip
+    }
 
 
 def _qwen2_5_vl_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     from transformers import Qwen2_5_VLConfig
 
     vision = {
-        "depth": 2, "hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN, "num_heads": 4,
-        "patch_size": 14, "window_size": 112, "out_hidden_size": TEXT_HIDDEN, "fullatt_block_indexes": [1],
-    }  # fmt: skip
+        "depth": 2,
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
+        "num_heads": 4,
+        "patch_size": 14,
+        "window_size": 112,
+        "out_hidden_size": TEXT_HIDDEN,
+        "fullatt_block_indexes": [1],
+    }
     return Qwen2_5_VLConfig(text_config=_qwen_text(tok), vision_config=vision, **_qwen_ids(tok))
 
 
@@ -197,10 +241,15 @@ def _qwen3_vl_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     text = {**_qwen_text(tok), "head_dim": TEXT_HIDDEN // 4}
     text["rope_parameters"] = {**text["rope_parameters"], "mrope_interleaved": True}
     vision = {
-        "depth": 2, "hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN, "num_heads": 4,
-        "patch_size": 16, "out_hidden_size": TEXT_HIDDEN, "num_position_embeddings": 64,
+        "depth": 2,
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
+        "num_heads": 4,
+        "patch_size": 16,
+        "out_hidden_size": TEXT_HIDDEN,
+        "num_position_embeddings": 64,
         "deepstack_visual_indexes": [0],
-    }  # fmt: skip
+    }
     return Qwen3VLConfig(text_config=text, vision_config=vision, **_qwen_ids(tok))
 
 
@@ -209,9 +258,13 @@ def _qwen_image_processor(patch: int, mean: list[float], std: list[float]) -> Ba
 
     factor = 2 * patch  # merge_size 2: image sides become multiples of 2 x patch
     return Qwen2VLImageProcessorPil(
-        patch_size=patch, merge_size=2, temporal_patch_size=2, image_mean=mean, image_std=std,
+        patch_size=patch,
+        merge_size=2,
+        temporal_patch_size=2,
+        image_mean=mean,
+        image_std=std,
         size={"shortest_edge": factor * factor, "longest_edge": 8 * factor * 8 * factor},
-    )  # fmt: skip
+    )
 
 
 def _qwen2_5_vl_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
@@ -247,18 +300,34 @@ def _paligemma_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     from transformers import PaliGemmaConfig
 
     vision = {
-        "model_type": "siglip_vision_model", "hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN,
-        "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": PALIGEMMA_IMAGE_SIZE,
-        "patch_size": PALIGEMMA_PATCH, "projection_dim": TEXT_HIDDEN, "vision_use_head": False,
-    }  # fmt: skip
+        "model_type": "siglip_vision_model",
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "image_size": PALIGEMMA_IMAGE_SIZE,
+        "patch_size": PALIGEMMA_PATCH,
+        "projection_dim": TEXT_HIDDEN,
+        "vision_use_head": False,
+    }
     text = {
-        "model_type": "gemma", "vocab_size": len(tok), "hidden_size": TEXT_HIDDEN,
-        "intermediate_size": 2 * TEXT_HIDDEN, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 1, "head_dim": TEXT_HIDDEN // 4, "max_position_embeddings": 8192,
-        "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id,
-    }  # fmt: skip
+        "model_type": "gemma",
+        "vocab_size": len(tok),
+        "hidden_size": TEXT_HIDDEN,
+        "intermediate_size": 2 * TEXT_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": TEXT_HIDDEN // 4,
+        "max_position_embeddings": 8192,
+        "bos_token_id": tok.bos_token_id,
+        "eos_token_id": tok.eos_token_id,
+        "pad_token_id": tok.pad_token_id,
+    }
     return PaliGemmaConfig(
-        vision_config=vision, text_config=text, image_token_index=tok.convert_tokens_to_ids("<image>"),
+        vision_config=vision,
+        text_config=text,
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
         projection_dim=TEXT_HIDDEN,
     )
 
@@ -267,13 +336,21 @@ def _paligemma2_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """PaliGemma 2: the same SigLIP + projector, with a Gemma 2 language model (model_type ``paligemma``)."""
     config = _paligemma_config(tok)
     text = {
-        **config.text_config.to_dict(), "model_type": "gemma2", "sliding_window": 32, "query_pre_attn_scalar": 16,
-        "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0,
-    }  # fmt: skip
+        **config.text_config.to_dict(),
+        "model_type": "gemma2",
+        "sliding_window": 32,
+        "query_pre_attn_scalar": 16,
+        "final_logit_softcapping": 30.0,
+        "attn_logit_softcapping": 50.0,
+    }
     from transformers import PaliGemmaConfig
 
-    return PaliGemmaConfig(vision_config=config.vision_config.to_dict(), text_config=text,
-                           image_token_index=config.image_token_index, projection_dim=TEXT_HIDDEN)  # fmt: skip
+    return PaliGemmaConfig(
+        vision_config=config.vision_config.to_dict(),
+        text_config=text,
+        image_token_index=config.image_token_index,
+        projection_dim=TEXT_HIDDEN,
+    )
 
 
 def _qwen3_vl_moe_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
@@ -281,8 +358,14 @@ def _qwen3_vl_moe_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     from transformers import Qwen3VLMoeConfig
 
     dense = _qwen3_vl_config(tok)
-    text = {**_qwen_text(tok), "head_dim": TEXT_HIDDEN // 4, "num_experts": 4, "num_experts_per_tok": 2,
-            "moe_intermediate_size": TEXT_HIDDEN, "decoder_sparse_step": 1}  # fmt: skip
+    text = {
+        **_qwen_text(tok),
+        "head_dim": TEXT_HIDDEN // 4,
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": TEXT_HIDDEN,
+        "decoder_sparse_step": 1,
+    }
     text["rope_parameters"] = {**text["rope_parameters"], "mrope_interleaved": True}
     vision = {k: v for k, v in dense.vision_config.to_dict().items() if k != "model_type"}
     return Qwen3VLMoeConfig(text_config=text, vision_config=vision, **_qwen_ids(tok))
@@ -291,32 +374,62 @@ def _qwen3_vl_moe_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
 def _qwen3_vl_moe_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from policies.backends.hf_processing import ImageOnlyQwen3VLProcessor
 
-    return ImageOnlyQwen3VLProcessor(image_processor=_qwen_image_processor(16, [0.5] * 3, [0.5] * 3), tokenizer=tok,
-                                     chat_template=QWEN_CHAT_TEMPLATE)  # fmt: skip
+    return ImageOnlyQwen3VLProcessor(
+        image_processor=_qwen_image_processor(16, [0.5] * 3, [0.5] * 3),
+        tokenizer=tok,
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
 
 
-SMALL_IMAGE, SMALL_PATCH = 56, 14  # 4 x 4 patches: the image sizes of the tiny SigLIP / InternViT / CLIP towers
+# 4 x 4 patches: the image sizes of the tiny SigLIP / InternViT / CLIP towers
+SMALL_IMAGE, SMALL_PATCH = (
+    56,
+    14,
+)
 
 
 def _siglip_vision(image_size: int = SMALL_IMAGE, patch: int = SMALL_PATCH, **extra: Any) -> dict[str, Any]:
-    return {"model_type": "siglip_vision_model", "hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size, "patch_size": patch, **extra}  # fmt: skip
+    return {
+        "model_type": "siglip_vision_model",
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "image_size": image_size,
+        "patch_size": patch,
+        **extra,
+    }
 
 
-INTERNVL_TOKENS = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>",
-                   "video_token": "<video>"}  # fmt: skip
+INTERNVL_TOKENS = {
+    "start_image_token": "<img>",
+    "end_image_token": "</img>",
+    "context_image_token": "<IMG_CONTEXT>",
+    "video_token": "<video>",
+}
 
 
 def _internvl_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """InternVL 3.5: InternViT + pixel-shuffle MLP projector + a Qwen3 language model."""
     from transformers import InternVLConfig
 
-    vision = {"hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN, "num_hidden_layers": 2,
-              "num_attention_heads": 4, "image_size": [SMALL_IMAGE] * 2, "patch_size": [SMALL_PATCH] * 2}  # fmt: skip
+    vision = {
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "image_size": [SMALL_IMAGE] * 2,
+        "patch_size": [SMALL_PATCH] * 2,
+    }
     text = {**_qwen_text(tok), "model_type": "qwen3", "head_dim": TEXT_HIDDEN // 4}
     text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
-    return InternVLConfig(vision_config=vision, text_config=text, image_token_id=tok.context_image_token_id,
-                          downsample_ratio=0.5, projector_hidden_act="gelu")  # fmt: skip
+    return InternVLConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_id=tok.context_image_token_id,
+        downsample_ratio=0.5,
+        projector_hidden_act="gelu",
+    )
 
 
 def _internvl_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
@@ -324,11 +437,17 @@ def _internvl_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
 
     from policies.backends.hf_processing import ImageOnlyInternVLProcessor
 
-    ip = GotOcr2ImageProcessorPil(size={"height": SMALL_IMAGE, "width": SMALL_IMAGE}, max_patches=4,
-                                  image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])  # fmt: skip
+    ip = GotOcr2ImageProcessorPil(
+        size={"height": SMALL_IMAGE, "width": SMALL_IMAGE},
+        max_patches=4,
+        image_mean=[0.485, 0.456, 0.406],
+        image_std=[0.229, 0.224, 0.225],
+    )
     # tiles as InternVL cuts them (here at most 2 x 2 + a thumbnail); pixel shuffle (ratio 0.5) keeps a
     # quarter of each tile's 4 x 4 patches
-    return ImageOnlyInternVLProcessor(image_processor=ip, tokenizer=tok, image_seq_length=4, chat_template=QWEN_CHAT_TEMPLATE)
+    return ImageOnlyInternVLProcessor(
+        image_processor=ip, tokenizer=tok, image_seq_length=4, chat_template=QWEN_CHAT_TEMPLATE
+    )
 
 
 LLAVA_OV_TOKENS = {"image_token": "<image>", "video_token": "<video>"}
@@ -341,14 +460,22 @@ def _llava_onevision_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     text = {**_qwen_text(tok), "model_type": "qwen2"}
     text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
     return LlavaOnevisionConfig(
-        vision_config=_siglip_vision(vision_use_head=False), text_config=text,
-        image_token_index=tok.image_token_id, video_token_index=tok.video_token_id,
-        image_grid_pinpoints=LLAVA_OV_PINPOINTS, vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_9",
-    )  # fmt: skip
+        vision_config=_siglip_vision(vision_use_head=False),
+        text_config=text,
+        image_token_index=tok.image_token_id,
+        video_token_index=tok.video_token_id,
+        image_grid_pinpoints=LLAVA_OV_PINPOINTS,
+        vision_feature_select_strategy="full",
+        vision_aspect_ratio="anyres_max_9",
+    )
 
 
-LLAVA_OV_PINPOINTS = [[SMALL_IMAGE, SMALL_IMAGE], [SMALL_IMAGE, 2 * SMALL_IMAGE], [2 * SMALL_IMAGE, SMALL_IMAGE],
-                      [2 * SMALL_IMAGE, 2 * SMALL_IMAGE]]  # fmt: skip
+LLAVA_OV_PINPOINTS = [
+    [SMALL_IMAGE, SMALL_IMAGE],
+    [SMALL_IMAGE, 2 * SMALL_IMAGE],
+    [2 * SMALL_IMAGE, SMALL_IMAGE],
+    [2 * SMALL_IMAGE, 2 * SMALL_IMAGE],
+]
 
 
 def _llava_onevision_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
@@ -358,16 +485,28 @@ def _llava_onevision_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
 
     from policies.backends.hf_processing import ImageOnlyLlavaOnevisionProcessor
 
-    ip = LlavaOnevisionImageProcessorPil(size={"height": SMALL_IMAGE, "width": SMALL_IMAGE},
-                                         image_grid_pinpoints=LLAVA_OV_PINPOINTS, image_mean=[0.5] * 3, image_std=[0.5] * 3)  # fmt: skip
+    ip = LlavaOnevisionImageProcessorPil(
+        size={"height": SMALL_IMAGE, "width": SMALL_IMAGE},
+        image_grid_pinpoints=LLAVA_OV_PINPOINTS,
+        image_mean=[0.5] * 3,
+        image_std=[0.5] * 3,
+    )
     return ImageOnlyLlavaOnevisionProcessor(
-        image_processor=ip, tokenizer=tok, num_image_tokens=(SMALL_IMAGE // SMALL_PATCH) ** 2,
-        vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_9", chat_template=QWEN_CHAT_TEMPLATE,
-    )  # fmt: skip
+        image_processor=ip,
+        tokenizer=tok,
+        num_image_tokens=(SMALL_IMAGE // SMALL_PATCH) ** 2,
+        vision_feature_select_strategy="full",
+        vision_aspect_ratio="anyres_max_9",
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
 
 
-SMOLVLM_TOKENS = {"image_token": "<image>", "fake_image_token": "<fake_token_around_image>",
-                  "global_image_token": "<global-img>", "end_of_utterance_token": "<end_of_utterance>"}  # fmt: skip
+SMOLVLM_TOKENS = {
+    "image_token": "<image>",
+    "fake_image_token": "<fake_token_around_image>",
+    "global_image_token": "<global-img>",
+    "end_of_utterance_token": "<end_of_utterance>",
+}
 SMOLVLM_IMAGE, SMOLVLM_PATCH = 64, 16  # 4 x 4 patches, pixel shuffle by 2: 4 tokens per image
 
 
@@ -375,12 +514,23 @@ def _smolvlm_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """SmolVLM / SmolVLM2: SigLIP (Idefics3 vision) + pixel-shuffle projector + a Llama (SmolLM2) language model."""
     from transformers import SmolVLMConfig
 
-    vision = {"hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN, "num_hidden_layers": 2,
-              "num_attention_heads": 4, "image_size": SMOLVLM_IMAGE, "patch_size": SMOLVLM_PATCH}  # fmt: skip
+    vision = {
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "image_size": SMOLVLM_IMAGE,
+        "patch_size": SMOLVLM_PATCH,
+    }
     text = {**_qwen_text(tok), "model_type": "llama", "head_dim": TEXT_HIDDEN // 4}
     text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
-    return SmolVLMConfig(vision_config=vision, text_config=text, image_token_id=tok.image_token_id, scale_factor=2,
-                         pad_token_id=tok.pad_token_id)  # fmt: skip
+    return SmolVLMConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_id=tok.image_token_id,
+        scale_factor=2,
+        pad_token_id=tok.pad_token_id,
+    )
 
 
 def _smolvlm_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
@@ -388,13 +538,25 @@ def _smolvlm_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
 
     from policies.backends.hf_processing import ImageOnlySmolVLMProcessor
 
-    ip = SmolVLMImageProcessorPil(size={"longest_edge": SMOLVLM_IMAGE}, max_image_size={"longest_edge": SMOLVLM_IMAGE},
-                                  do_image_splitting=False, image_mean=[0.5] * 3, image_std=[0.5] * 3)  # fmt: skip
-    return ImageOnlySmolVLMProcessor(image_processor=ip, tokenizer=tok, image_seq_len=4, chat_template=QWEN_CHAT_TEMPLATE)
+    ip = SmolVLMImageProcessorPil(
+        size={"longest_edge": SMOLVLM_IMAGE},
+        max_image_size={"longest_edge": SMOLVLM_IMAGE},
+        do_image_splitting=False,
+        image_mean=[0.5] * 3,
+        image_std=[0.5] * 3,
+    )
+    return ImageOnlySmolVLMProcessor(
+        image_processor=ip, tokenizer=tok, image_seq_len=4, chat_template=QWEN_CHAT_TEMPLATE
+    )
 
 
-GEMMA3_TOKENS = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>",
-                 "start_of_turn_token": "<start_of_turn>", "end_of_turn_token": "<end_of_turn>"}  # fmt: skip
+GEMMA3_TOKENS = {
+    "boi_token": "<start_of_image>",
+    "eoi_token": "<end_of_image>",
+    "image_token": "<image_soft_token>",
+    "start_of_turn_token": "<start_of_turn>",
+    "end_of_turn_token": "<end_of_turn>",
+}
 GEMMA3_IMAGE, GEMMA3_PATCH, GEMMA3_IMAGE_TOKENS = 64, 8, 16  # 8 x 8 patches average-pooled to 4 x 4 tokens
 
 
@@ -403,25 +565,41 @@ def _gemma3_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     from transformers import Gemma3Config
 
     text = {
-        "vocab_size": len(tok), "hidden_size": TEXT_HIDDEN, "intermediate_size": 2 * TEXT_HIDDEN,
-        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": TEXT_HIDDEN // 4,
-        "query_pre_attn_scalar": TEXT_HIDDEN // 4, "sliding_window": 32, "layer_types": ["sliding_attention", "full_attention"],
-        "max_position_embeddings": 8192, "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id,
+        "vocab_size": len(tok),
+        "hidden_size": TEXT_HIDDEN,
+        "intermediate_size": 2 * TEXT_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": TEXT_HIDDEN // 4,
+        "query_pre_attn_scalar": TEXT_HIDDEN // 4,
+        "sliding_window": 32,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "max_position_embeddings": 8192,
+        "bos_token_id": tok.bos_token_id,
+        "eos_token_id": tok.eos_token_id,
         "pad_token_id": tok.pad_token_id,
-    }  # fmt: skip
+    }
     return Gemma3Config(
-        text_config=text, vision_config=_siglip_vision(GEMMA3_IMAGE, GEMMA3_PATCH, vision_use_head=False),
-        mm_tokens_per_image=GEMMA3_IMAGE_TOKENS, boi_token_index=tok.boi_token_id, eoi_token_index=tok.eoi_token_id,
+        text_config=text,
+        vision_config=_siglip_vision(GEMMA3_IMAGE, GEMMA3_PATCH, vision_use_head=False),
+        mm_tokens_per_image=GEMMA3_IMAGE_TOKENS,
+        boi_token_index=tok.boi_token_id,
+        eoi_token_index=tok.eoi_token_id,
         image_token_index=tok.image_token_id,
-    )  # fmt: skip
+    )
 
 
 def _gemma3_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from transformers import Gemma3Processor
     from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
 
-    ip = Gemma3ImageProcessorPil(size={"height": GEMMA3_IMAGE, "width": GEMMA3_IMAGE}, do_pan_and_scan=False,
-                                 image_mean=[0.5] * 3, image_std=[0.5] * 3)  # fmt: skip
+    ip = Gemma3ImageProcessorPil(
+        size={"height": GEMMA3_IMAGE, "width": GEMMA3_IMAGE},
+        do_pan_and_scan=False,
+        image_mean=[0.5] * 3,
+        image_std=[0.5] * 3,
+    )
     return Gemma3Processor(image_processor=ip, tokenizer=tok, image_seq_length=GEMMA3_IMAGE_TOKENS)
 
 
@@ -432,11 +610,27 @@ def _kosmos2_config(tok: PreTrainedTokenizerBase) -> PretrainedConfig:
     """Kosmos-2: CLIP ViT + latent-query resampler + a Magneto-style decoder with sinusoidal positions."""
     from transformers import Kosmos2Config
 
-    text = {"vocab_size": len(tok), "embed_dim": TEXT_HIDDEN, "layers": 2, "ffn_dim": 2 * TEXT_HIDDEN,
-            "attention_heads": 4, "dropout": 0.0, "attention_dropout": 0.0, "max_position_embeddings": 512,
-            "pad_token_id": tok.pad_token_id, "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id}  # fmt: skip
-    vision = {"hidden_size": VISION_HIDDEN, "intermediate_size": 2 * VISION_HIDDEN, "num_hidden_layers": 2,
-              "num_attention_heads": 4, "image_size": SMALL_IMAGE, "patch_size": SMALL_PATCH}  # fmt: skip
+    text = {
+        "vocab_size": len(tok),
+        "embed_dim": TEXT_HIDDEN,
+        "layers": 2,
+        "ffn_dim": 2 * TEXT_HIDDEN,
+        "attention_heads": 4,
+        "dropout": 0.0,
+        "attention_dropout": 0.0,
+        "max_position_embeddings": 512,
+        "pad_token_id": tok.pad_token_id,
+        "bos_token_id": tok.bos_token_id,
+        "eos_token_id": tok.eos_token_id,
+    }
+    vision = {
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "image_size": SMALL_IMAGE,
+        "patch_size": SMALL_PATCH,
+    }
     return Kosmos2Config(text_config=text, vision_config=vision, latent_query_num=KOSMOS2_IMAGE_TOKENS)
 
 
@@ -444,8 +638,11 @@ def _kosmos2_processor(tok: PreTrainedTokenizerBase) -> ProcessorMixin:
     from transformers import Kosmos2Processor
     from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
 
-    ip = CLIPImageProcessorPil(size={"shortest_edge": SMALL_IMAGE}, crop_size={"height": SMALL_IMAGE, "width": SMALL_IMAGE})
-    return Kosmos2Processor(image_processor=ip, tokenizer=tok)  # adds <image>, </image>, <patch_index_XXXX>, ...
+    ip = CLIPImageProcessorPil(
+        size={"shortest_edge": SMALL_IMAGE}, crop_size={"height": SMALL_IMAGE, "width": SMALL_IMAGE}
+    )
+    # adds <image>, </image>, <patch_index_XXXX>, ...
+    return Kosmos2Processor(image_processor=ip, tokenizer=tok)
 
 
 #: Architecture name -> how to build it. The processor is built first (PaliGemma's and Kosmos-2's add tokens).
@@ -530,7 +727,9 @@ def _fingerprint(arch: str, seed: int) -> str:
     import transformers
 
     h = hashlib.sha256(Path(__file__).read_bytes())
-    h.update(f"{arch}|{seed}|{transformers.__version__}|{tokenizers.__version__}|{torch.__version__}".encode())
+    h.update(
+        f"{arch}|{seed}|{transformers.__version__}|{tokenizers.__version__}|{torch.__version__}".encode()
+    )
     return h.hexdigest()[:16]
 
 

@@ -13,9 +13,17 @@ import socket
 from pathlib import Path
 
 #: command -> the ``python -m`` module it is.
-MODULES = {"calvin": "benchmarks.calvin", "libero": "benchmarks.libero", "embodied": "benchmarks.embodied",
-           "static": "benchmarks.static", "goal": "benchmarks.goal_scoring", "serve": "policies.serve",
-           "train": "vla.train", "demos": "vla.demos", "arena": "benchmarks.command"}
+MODULES = {
+    "calvin": "benchmarks.calvin",
+    "libero": "benchmarks.libero",
+    "embodied": "benchmarks.embodied",
+    "static": "benchmarks.static",
+    "goal": "benchmarks.goal_scoring",
+    "serve": "policies.serve",
+    "train": "vla.train",
+    "demos": "vla.demos",
+    "arena": "benchmarks.command",
+}
 
 MLLM = ["--policy", "mllm", "--model", "answer-key"]
 AGENT = ["--policy", "agent", "--model", "answer-key"]
@@ -59,9 +67,17 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--policy", "constant", "--action", "forward"], "--action"),
     # --- CALVIN: the MLLM policy, its model, server and device
     ("calvin", ["--policy", "mllm"], "--model"),
-    ("calvin", ["--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"], "/ckpt/Qwen2.5-VL-7B-Instruct"),
+    (
+        "calvin",
+        ["--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"],
+        "/ckpt/Qwen2.5-VL-7B-Instruct",
+    ),
     ("calvin", ["--policy", "mllm", "--model", "{empty_dir}"], "config.json"),
-    ("calvin", ["--policy", "mllm", "--model", "no-such-org/no-such-model-xyz"], "no-such-org/no-such-model-xyz"),
+    (
+        "calvin",
+        ["--policy", "mllm", "--model", "no-such-org/no-such-model-xyz"],
+        "no-such-org/no-such-model-xyz",
+    ),
     ("calvin", ["--policy", "mllm", "--model", "{file}"], "not a checkpoint folder"),
     ("calvin", ["--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     ("calvin", ["--policy", "mllm", "--model", "m", "--api-base", "localhost:8000"], "--api-base"),
@@ -109,7 +125,11 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", ["--policy", "constant", "--action", "[0]"], "--action"),
     ("libero", ["--policy", "vla"], "--checkpoint"),
     ("libero", ["--checkpoint", "/no/such/checkpoint"], "/no/such/checkpoint"),
-    ("libero", ["--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"], "/ckpt/Qwen2.5-VL-7B-Instruct"),
+    (
+        "libero",
+        ["--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"],
+        "/ckpt/Qwen2.5-VL-7B-Instruct",
+    ),
     ("libero", ["--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     ("libero", [*MLLM, "--n-examples", "3"], "--n-examples"),  # EB loop only
     ("libero", [*MLLM, "--loop", "eb"], "--loop"),  # LIBERO runs the spatial loop only
@@ -131,8 +151,16 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["nav", *AGENT, "--agent-tools", "xray"], "--agent-tools"),
     ("embodied", ["nav", *AGENT, "--agent-paradigm", "chain"], "--agent-paradigm"),
     ("embodied", ["nav", *AGENT, "--agent-tools", "learned"], "--agent-tools learned"),
-    ("embodied", ["nav", *AGENT, "--agent-tools", "learned", "--detector-model", "/no/such/owlv2"], "/no/such/owlv2"),
-    ("embodied", ["nav", "--policy", "agent", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"], "/ckpt/Qwen2.5-VL-7B"),
+    (
+        "embodied",
+        ["nav", *AGENT, "--agent-tools", "learned", "--detector-model", "/no/such/owlv2"],
+        "/no/such/owlv2",
+    ),
+    (
+        "embodied",
+        ["nav", "--policy", "agent", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"],
+        "/ckpt/Qwen2.5-VL-7B",
+    ),
     ("embodied", ["nav", "--policy", "agent", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     ("embodied", ["nav", *AGENT, "--device", "cuda:99"], "--device"),
     ("embodied", ["nav", *MLLM, "--object-info-key", "objects"], "--object-info-key"),  # manipulation only
@@ -143,7 +171,11 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["manip", "--policy", "vla", "--checkpoint", "/no/such/checkpoint"], "--policy vla"),
     ("embodied", ["manip", "--policy", "constant", "--action", "3"], "--action"),
     ("embodied", ["manip", "--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
-    ("embodied", ["manip", "--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"], "/ckpt/Qwen2.5-VL-7B"),
+    (
+        "embodied",
+        ["manip", "--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"],
+        "/ckpt/Qwen2.5-VL-7B",
+    ),
     # --- static benchmarks
     ("static", ["--bench", "nope", "--data", "x.json", "--model", "m"], "--bench"),
     ("static", ["--bench", "spatialscore", "--data", "x.json"], "--model"),
@@ -153,21 +185,54 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("static", [*STATIC, "--model", "m", "--batch-size", "0"], "--batch-size"),
     ("static", [*STATIC, "--model", "answer-key", "--mode", "official"], "--mode"),
     ("static", [*STATIC, "--model", "answer-key", "--prompt-style", "fancy"], "--prompt-style"),
-    ("static", ["--bench", "spatialscore", "--data", "/no/such/data.json", "--model", "answer-key"], "/no/such/data.json"),
+    (
+        "static",
+        ["--bench", "spatialscore", "--data", "/no/such/data.json", "--model", "answer-key"],
+        "/no/such/data.json",
+    ),
     ("static", [*STATIC, "--model", "/ckpt/Qwen2.5-VL-7B-Instruct"], "/ckpt/Qwen2.5-VL-7B-Instruct"),
     ("static", [*STATIC, "--model", "m", "--api-base", "{dead}"], "{dead}"),
-    ("static", [*STATIC, "--model", "answer-key", "--judge-model", "j", "--judge-api-base", "{dead}"], "--judge-api-base"),
+    (
+        "static",
+        [*STATIC, "--model", "answer-key", "--judge-model", "j", "--judge-api-base", "{dead}"],
+        "--judge-api-base",
+    ),
     ("static", [*STATIC, "--score-only", "/no/such/predictions.jsonl"], "/no/such/predictions.jsonl"),
-    ("static", [*STATIC, "--model", "answer-key", "--weights", "/no/such/weights.json"], "/no/such/weights.json"),
+    (
+        "static",
+        [*STATIC, "--model", "answer-key", "--weights", "/no/such/weights.json"],
+        "/no/such/weights.json",
+    ),
     ("static", [*STATIC, "--model", "answer-key", "--policy", "vla"], "--policy"),
-    ("static", [*STATIC, "--model", "answer-key", "--policy", "agent", "--agent-tools", "xray"], "--agent-tools"),
-    ("static", [*STATIC, "--model", "answer-key", "--policy", "agent", "--agent-tools", "learned",
-                "--agent-depth-model", "/no/such/depth"], "/no/such/depth"),
+    (
+        "static",
+        [*STATIC, "--model", "answer-key", "--policy", "agent", "--agent-tools", "xray"],
+        "--agent-tools",
+    ),
+    (
+        "static",
+        [
+            *STATIC,
+            "--model",
+            "answer-key",
+            "--policy",
+            "agent",
+            "--agent-tools",
+            "learned",
+            "--agent-depth-model",
+            "/no/such/depth",
+        ],
+        "/no/such/depth",
+    ),
     ("static", [*STATIC, "--model", "m", "--oracle-error-rate", "0.5"], "--oracle-error-rate"),
     ("static", [*STATIC, "--model", "answer-key", "--max-new-tokens", "0"], "--max-new-tokens"),
     # --- goal-image scoring, the server, VLA training and demonstrations, the umbrella command
     ("goal", ["predict"], "--dataset"),
-    ("goal", ["score", "--dataset", "/no/such/goal_set", "--predictions", "/no/such/p.jsonl", "--output", "o"], "/no/such"),
+    (
+        "goal",
+        ["score", "--dataset", "/no/such/goal_set", "--predictions", "/no/such/p.jsonl", "--output", "o"],
+        "/no/such",
+    ),
     ("goal", ["fly"], "fly"),
     ("serve", [], "--model"),
     ("serve", ["--model", "m", "--port", "-1"], "--port"),
@@ -179,8 +244,16 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "{file}", "--precision", "fp8"], "--precision"),
     ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "/no/such/task_ABC_D"], "/no/such/task_ABC_D"),
     ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "{empty_dir}"], "--data"),
-    ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "{empty_dir}", "--data-format", "calvin"], "--data"),
-    ("train", ["--backbone", "/ckpt/Qwen3-VL-4B-Instruct", "--data", "{calvin_dir}"], "/ckpt/Qwen3-VL-4B-Instruct"),
+    (
+        "train",
+        ["--backbone", "tiny-qwen2.5-vl", "--data", "{empty_dir}", "--data-format", "calvin"],
+        "--data",
+    ),
+    (
+        "train",
+        ["--backbone", "/ckpt/Qwen3-VL-4B-Instruct", "--data", "{calvin_dir}"],
+        "/ckpt/Qwen3-VL-4B-Instruct",
+    ),
     ("demos", ["--episodes", "0"], "--episodes"),
     ("demos", ["--ep-len", "0"], "--ep-len"),
     ("demos", ["--out", "{empty_dir}", "--task", "fly_away"], "fly_away"),
@@ -199,8 +272,14 @@ def fill(text: str, root: Path, dead: str) -> str:
     (root / "file.txt").write_text("not what any command wants\n")
     (root / "calvin_dir").mkdir(exist_ok=True)
     (root / "calvin_dir" / "ep_start_end_ids.npy").write_bytes(b"")
-    for name, value in {"empty_dir": root / "empty_dir", "model_dir": root / "model_dir", "file": root / "file.txt",
-                        "calvin_dir": root / "calvin_dir", "dead": dead, "deep": DEEP_JSON}.items():
+    for name, value in {
+        "empty_dir": root / "empty_dir",
+        "model_dir": root / "model_dir",
+        "file": root / "file.txt",
+        "calvin_dir": root / "calvin_dir",
+        "dead": dead,
+        "deep": DEEP_JSON,
+    }.items():
         text = text.replace("{" + name + "}", str(value))
     return text
 

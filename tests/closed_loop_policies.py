@@ -13,10 +13,17 @@ from policies.backends.scripted import ScriptedBackend
 from policies.base import EpisodeContext, Policy
 from policies.mllm.embodied import EBAgentPolicy
 
-NAV_PLAN = json.dumps({"visual_state_description": "a room", "reasoning_and_reflection": "turn, then walk",
-                       "language_plan": "rotate right and move ahead",
-                       "executable_plan": [{"action_id": 4, "action_name": "RotateRight"},
-                                           {"action_id": 0, "action_name": "MoveAhead"}]})
+NAV_PLAN = json.dumps(
+    {
+        "visual_state_description": "a room",
+        "reasoning_and_reflection": "turn, then walk",
+        "language_plan": "rotate right and move ahead",
+        "executable_plan": [
+            {"action_id": 4, "action_name": "RotateRight"},
+            {"action_id": 0, "action_name": "MoveAhead"},
+        ],
+    }
+)
 PROSE = "I would walk towards it."  # no executable_plan: a planner output error
 
 
@@ -43,7 +50,9 @@ class ScriptedEBNavigator(EBAgentPolicy):
     def _answer(self, messages: Sequence[Message]) -> Generation:
         self.answers += 1
         text = NAV_PLAN if self.answers % 2 else PROSE
-        return Generation(text, prompt_tokens=100 + self.answers, completion_tokens=len(text) // 4, latency_s=0.25)
+        return Generation(
+            text, prompt_tokens=100 + self.answers, completion_tokens=len(text) // 4, latency_s=0.25
+        )
 
     def reset(self, context: EpisodeContext) -> None:
         super().reset(context)

@@ -1,4 +1,5 @@
 """Test-wide settings: one torch thread (timings on a shared 2-core machine vary 10x otherwise), headless GL."""
+
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -26,7 +27,10 @@ def tiny_vlm():
 
     from policies.tiny import cached_tiny_vlm
 
-    root = os.environ.get("SPATIAL_ARENA_TINY_DIR") or Path(__file__).resolve().parent.parent / ".cache" / "tiny_models"
+    root = (
+        os.environ.get("SPATIAL_ARENA_TINY_DIR")
+        or Path(__file__).resolve().parent.parent / ".cache" / "tiny_models"
+    )
     return lambda arch, seed=0: cached_tiny_vlm(arch, seed, root)
 
 

@@ -116,7 +116,10 @@ class CartPoleBenchmark(Benchmark):
     name = "cartpole"
 
     def units(self) -> list[WorkUnit]:
-        return [WorkUnit(i, f"ep-{i:03d}", unit_seed(self.config.seed, i), {}) for i in range(self.config.episodes)]
+        return [
+            WorkUnit(i, f"ep-{i:03d}", unit_seed(self.config.seed, i), {})
+            for i in range(self.config.episodes)
+        ]
 
     def worker_factory(self):
         import functools
@@ -126,8 +129,10 @@ class CartPoleBenchmark(Benchmark):
     def summarize(self, records, run_dir, tally) -> Summary:
         returns = [r["result"]["return"] for r in records if r["status"] == "ok"]
         mean = float(np.mean(returns)) if returns else None
-        return Summary({"mean_return": mean, "episodes": len(returns)},
-                       f"| mean return | errored |\n|---|---|\n| {score_cell(mean, '.2f')} | {tally.errored_cell()} |")
+        return Summary(
+            {"mean_return": mean, "episodes": len(returns)},
+            f"| mean return | errored |\n|---|---|\n| {score_cell(mean, '.2f')} | {tally.errored_cell()} |",
+        )
 
     def progress_stats(self, records):
         returns = [r["result"]["return"] for r in records if r["result"]]

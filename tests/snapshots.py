@@ -19,6 +19,8 @@ def assert_matches_snapshot(name: str, text: str) -> None:
         path.write_text(text, encoding="utf-8")
         return
     if not path.exists():
-        raise AssertionError(f"snapshot {path} is missing: run the tests with UPDATE_SNAPSHOTS=1 to create it")
+        raise AssertionError(
+            f"snapshot {path} is missing: run the tests with UPDATE_SNAPSHOTS=1 to create it"
+        )
     expected = path.read_text(encoding="utf-8")
     assert text == expected, f"text differs from snapshot {path}; if intended, rerun with UPDATE_SNAPSHOTS=1"

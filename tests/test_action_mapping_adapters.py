@@ -39,7 +39,9 @@ def test_calvin_hand_worked_dolly_in():
     actions = calvin_relative_actions(motion, CALVIN_TCP_EULER)
     assert actions.shape == (5, 7)
     R = Rotation.from_euler("xyz", CALVIN_TCP_EULER).as_matrix()
-    np.testing.assert_allclose(actions[:, :3].sum(axis=0) * CALVIN_POSITION_SCALE, R @ [0, 0, 0.1], atol=1e-12)
+    np.testing.assert_allclose(
+        actions[:, :3].sum(axis=0) * CALVIN_POSITION_SCALE, R @ [0, 0, 0.1], atol=1e-12
+    )
     assert actions[:, :3].sum(axis=0)[2] < -4.9  # mostly world -z: down toward the table
     np.testing.assert_allclose(actions[:, 3:6], 0, atol=1e-9)
     assert np.all(actions[:, 6] == 1.0)  # no gripper change: CALVIN's open (1) is kept
@@ -57,7 +59,9 @@ def test_calvin_actions_reproduce_the_motion(motion, seed):
     R_tcp = Rotation.random(random_state=seed).as_matrix()
     actions = calvin_relative_actions(motion, R_tcp)
     assert np.all(np.abs(actions[:, :6]) <= 1 + 1e-9)
-    np.testing.assert_allclose(actions[:, :3].sum(0) * CALVIN_POSITION_SCALE, R_tcp @ motion.translation, atol=1e-9)
+    np.testing.assert_allclose(
+        actions[:, :3].sum(0) * CALVIN_POSITION_SCALE, R_tcp @ motion.translation, atol=1e-9
+    )
     euler = Rotation.from_matrix(R_tcp).as_euler("xyz") + actions[:, 3:6].sum(0) * CALVIN_ORIENTATION_SCALE
     reached = Rotation.from_euler("xyz", euler).as_matrix()
     assert geodesic_angle(reached, R_tcp @ motion.rotation) < 1e-6

@@ -61,7 +61,9 @@ def test_never_raises_on_arbitrary_text(text):
     assert plan.usable or plan.errors or plan.format == "executable_plan"
 
 
-JSONISH = st.text(alphabet=list('{}[]",:\' \n`0123456789-.step_actionsnumsgripperWASD←↑→↓RLSTOPexcutabl'), max_size=120)
+JSONISH = st.text(
+    alphabet=list("{}[]\",:' \n`0123456789-.step_actionsnumsgripperWASD←↑→↓RLSTOPexcutabl"), max_size=120
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -94,12 +96,18 @@ CORRUPTIONS = {
     "single_quotes": lambda d: json.dumps(d).replace('"', "'"),
     "truncated": lambda d: json.dumps(d)[:-2],
     "unknown_symbol": lambda d: json.dumps(d).replace('"actions": ["', '"actions": ["teleport", "', 1),
-    "count_over_cap": lambda d: json.dumps(d).replace('"step_nums": [', '"step_nums": [99, ', 1).replace(
-        '"actions": [', '"actions": ["W", ', 1),
+    "count_over_cap": lambda d: (
+        json.dumps(d)
+        .replace('"step_nums": [', '"step_nums": [99, ', 1)
+        .replace('"actions": [', '"actions": ["W", ', 1)
+    ),
     "dropped_counts": lambda d: json.dumps({k: {"actions": v["actions"]} for k, v in d.items()}),
     "extra_count": lambda d: json.dumps(d).replace('"step_nums": [', '"step_nums": [1, ', 1),
-    "string_count": lambda d: json.dumps(d).replace('"step_nums": [', '"step_nums": ["2", ', 1).replace(
-        '"actions": [', '"actions": ["W", ', 1),
+    "string_count": lambda d: (
+        json.dumps(d)
+        .replace('"step_nums": [', '"step_nums": ["2", ', 1)
+        .replace('"actions": [', '"actions": ["W", ', 1)
+    ),
 }
 
 

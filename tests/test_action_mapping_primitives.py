@@ -27,17 +27,46 @@ def test_frame_semantics(prim, category, axis, sign):
 @pytest.mark.parametrize(
     ("spelling", "prim"),
     [
-        ("W", P.DOLLY_IN), ("S", P.DOLLY_OUT), ("A", P.TRUCK_LEFT), ("D", P.TRUCK_RIGHT),
-        ("space", P.PEDESTAL_UP), ("shift", P.PEDESTAL_DOWN), ("Q", P.PEDESTAL_UP), ("E", P.PEDESTAL_DOWN),
-        ("←", P.PAN_LEFT), ("→", P.PAN_RIGHT), ("↑", P.TILT_UP), ("↓", P.TILT_DOWN),
-        ("left arrow", P.PAN_LEFT), ("Right Arrow", P.PAN_RIGHT), ("left_arrow", P.PAN_LEFT),
-        ("R", P.ROLL_CW), ("L", P.ROLL_CCW), ("Z", P.ROLL_CW), ("X", P.ROLL_CCW),
-        ("↻", P.ROLL_CW), ("↺", P.ROLL_CCW), ("(R)", P.ROLL_CW),
-        ("G", P.GRIPPER_OPEN), ("H", P.GRIPPER_CLOSE), ("P", P.PUSH), ("STOP", P.STOP), ("stay", P.STOP),
-        ("Dolly In", P.DOLLY_IN), ("dolly_in", P.DOLLY_IN), ("DOLLY-IN", P.DOLLY_IN), ("DollyIn", P.DOLLY_IN),
-        ("pan left", P.PAN_LEFT), ("Tilt Down", P.TILT_DOWN), ("roll_ccw", P.ROLL_CCW),
-        ("MoveAhead", P.DOLLY_IN), ("RotateLeft", P.PAN_LEFT), ("LookDown", P.TILT_DOWN),
-        ("grab", P.GRAB), ("release", P.RELEASE), ("w", P.DOLLY_IN),
+        ("W", P.DOLLY_IN),
+        ("S", P.DOLLY_OUT),
+        ("A", P.TRUCK_LEFT),
+        ("D", P.TRUCK_RIGHT),
+        ("space", P.PEDESTAL_UP),
+        ("shift", P.PEDESTAL_DOWN),
+        ("Q", P.PEDESTAL_UP),
+        ("E", P.PEDESTAL_DOWN),
+        ("←", P.PAN_LEFT),
+        ("→", P.PAN_RIGHT),
+        ("↑", P.TILT_UP),
+        ("↓", P.TILT_DOWN),
+        ("left arrow", P.PAN_LEFT),
+        ("Right Arrow", P.PAN_RIGHT),
+        ("left_arrow", P.PAN_LEFT),
+        ("R", P.ROLL_CW),
+        ("L", P.ROLL_CCW),
+        ("Z", P.ROLL_CW),
+        ("X", P.ROLL_CCW),
+        ("↻", P.ROLL_CW),
+        ("↺", P.ROLL_CCW),
+        ("(R)", P.ROLL_CW),
+        ("G", P.GRIPPER_OPEN),
+        ("H", P.GRIPPER_CLOSE),
+        ("P", P.PUSH),
+        ("STOP", P.STOP),
+        ("stay", P.STOP),
+        ("Dolly In", P.DOLLY_IN),
+        ("dolly_in", P.DOLLY_IN),
+        ("DOLLY-IN", P.DOLLY_IN),
+        ("DollyIn", P.DOLLY_IN),
+        ("pan left", P.PAN_LEFT),
+        ("Tilt Down", P.TILT_DOWN),
+        ("roll_ccw", P.ROLL_CCW),
+        ("MoveAhead", P.DOLLY_IN),
+        ("RotateLeft", P.PAN_LEFT),
+        ("LookDown", P.TILT_DOWN),
+        ("grab", P.GRAB),
+        ("release", P.RELEASE),
+        ("w", P.DOLLY_IN),
     ],
 )
 def test_spellings(spelling, prim):
@@ -67,14 +96,50 @@ def test_every_primitive_reachable_from_its_symbol_and_value():
 
 def test_spelling_table_is_unambiguous_and_covers_the_paper():
     table = known_spellings()
-    for key in ["w", "s", "a", "d", "q", "e", "space", "shift", "←", "→", "↑", "↓", "r", "l", "z", "x", "g", "h",
-                "p", "stop"]:
+    for key in [
+        "w",
+        "s",
+        "a",
+        "d",
+        "q",
+        "e",
+        "space",
+        "shift",
+        "←",
+        "→",
+        "↑",
+        "↓",
+        "r",
+        "l",
+        "z",
+        "x",
+        "g",
+        "h",
+        "p",
+        "stop",
+    ]:
         assert key in table, key
 
 
 def test_eb_navigation_ids_are_the_camera_primitives():
     names = [n for n, _ in EB_NAV_ACTIONS]
-    assert names == ["MoveAhead", "MoveBack", "MoveRight", "MoveLeft", "RotateRight", "RotateLeft", "LookUp",
-                     "LookDown"]
-    assert [p for _, p in EB_NAV_ACTIONS] == [P.DOLLY_IN, P.DOLLY_OUT, P.TRUCK_RIGHT, P.TRUCK_LEFT,
-                                              P.PAN_RIGHT, P.PAN_LEFT, P.TILT_UP, P.TILT_DOWN]
+    assert names == [
+        "MoveAhead",
+        "MoveBack",
+        "MoveRight",
+        "MoveLeft",
+        "RotateRight",
+        "RotateLeft",
+        "LookUp",
+        "LookDown",
+    ]
+    assert [p for _, p in EB_NAV_ACTIONS] == [
+        P.DOLLY_IN,
+        P.DOLLY_OUT,
+        P.TRUCK_RIGHT,
+        P.TRUCK_LEFT,
+        P.PAN_RIGHT,
+        P.PAN_LEFT,
+        P.TILT_UP,
+        P.TILT_DOWN,
+    ]

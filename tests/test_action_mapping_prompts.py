@@ -25,6 +25,6 @@ def test_prompts_carry_their_parameters():
 
 def test_prompt_examples_parse_cleanly():
     for text in (render_navigation_prompt(), render_manipulation_prompt()):
-        example = text[text.index('{"step_1"'):]
+        example = text[text.index('{"step_1"') :]
         plan = parse_plan(example)
         assert plan.ok and len(plan.steps) == 2

@@ -30,8 +30,11 @@ T_STEP, R_STEP = 0.02, math.pi / 2
 
 
 def test_hand_worked_trajectory():
-    # W x5 moves 0.1 m along camera +Z; a right pan of 90 deg turns +Z onto world +X; W x5 then moves along +X.
-    plan = Plan(steps=[PlanStep([P.DOLLY_IN], [5]), PlanStep([P.PAN_RIGHT], [1]), PlanStep([P.DOLLY_IN], [5])])
+    # W x5 moves 0.1 m along camera +Z; a right pan of 90 deg turns +Z onto world +X; W x5 then moves along
+    # +X.
+    plan = Plan(
+        steps=[PlanStep([P.DOLLY_IN], [5]), PlanStep([P.PAN_RIGHT], [1]), PlanStep([P.DOLLY_IN], [5])]
+    )
     poses = plan_to_trajectory(plan, np.eye(4), T_STEP, R_STEP)
     assert poses.shape == (4, 4, 4)
     np.testing.assert_allclose(poses[1][:3, 3], [0, 0, 0.1], atol=1e-12)
@@ -50,8 +53,11 @@ def test_pedestal_up_moves_against_camera_y_and_tilt_up_looks_up():
 
 def test_euler_order_is_yaw_then_pitch_then_roll():
     angles = np.array([0.2, -0.4, 0.1])  # about X (tilt), Y (pan), Z (roll)
-    expected = (Rotation.from_rotvec([0, -0.4, 0]) * Rotation.from_rotvec([0.2, 0, 0])
-                * Rotation.from_rotvec([0, 0, 0.1])).as_matrix()
+    expected = (
+        Rotation.from_rotvec([0, -0.4, 0])
+        * Rotation.from_rotvec([0.2, 0, 0])
+        * Rotation.from_rotvec([0, 0, 0.1])
+    ).as_matrix()
     np.testing.assert_allclose(rotation_from_axes(angles), expected, atol=1e-12)
     np.testing.assert_allclose(axes_from_rotation(expected), angles, atol=1e-12)
 
@@ -78,8 +84,7 @@ MOTION_PRIMS = Primitive.camera_motions()
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(MOTION_PRIMS), st.integers(1, 10), st.integers(0, 10_000),
-       st.floats(-0.49, 0.49))
+@given(st.sampled_from(MOTION_PRIMS), st.integers(1, 10), st.integers(0, 10_000), st.floats(-0.49, 0.49))
 def test_single_axis_round_trip_within_half_a_step(prim, count, seed, jitter):
     sizes = StepSizes(0.02, math.radians(5))
     size = sizes.translation if prim.category.value == "translation" else sizes.rotation
@@ -95,8 +100,12 @@ def test_single_axis_round_trip_within_half_a_step(prim, count, seed, jitter):
     assert size > 0
 
 
-combo = st.lists(st.tuples(st.sampled_from(MOTION_PRIMS), st.integers(1, 10)), min_size=1, max_size=6,
-                 unique_by=lambda t: (t[0].category, t[0].axis))
+combo = st.lists(
+    st.tuples(st.sampled_from(MOTION_PRIMS), st.integers(1, 10)),
+    min_size=1,
+    max_size=6,
+    unique_by=lambda t: (t[0].category, t[0].axis),
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -108,7 +117,9 @@ def test_multi_primitive_plans_round_trip_exactly(steps, seed):
     back = trajectory_to_plan(poses, sizes.translation, sizes.rotation)
     assert back.ok
     for original, recovered in zip(plan.steps, back.steps):
-        assert dict(zip(original.actions, original.step_nums)) == dict(zip(recovered.actions, recovered.step_nums))
+        assert dict(zip(original.actions, original.step_nums)) == dict(
+            zip(recovered.actions, recovered.step_nums)
+        )
 
 
 def test_counts_above_the_cap_are_clipped_and_flagged():

@@ -25,33 +25,59 @@ def test_chain_metrics_by_hand():
 
 
 def test_task_info_counts_successes_and_the_failed_subtask():
-    chains = [{"extras": {"subtasks": [{"extras": {"task": "open_drawer"}, "success": True},
-                                       {"extras": {"task": "turn_on_led"}, "success": False}]}},
-              {"extras": {"subtasks": [{"extras": {"task": "open_drawer"}, "success": False}]}}]
-    assert task_info(chains) == {"open_drawer": {"success": 1, "total": 2}, "turn_on_led": {"success": 0, "total": 1}}
+    chains = [
+        {
+            "extras": {
+                "subtasks": [
+                    {"extras": {"task": "open_drawer"}, "success": True},
+                    {"extras": {"task": "turn_on_led"}, "success": False},
+                ]
+            }
+        },
+        {"extras": {"subtasks": [{"extras": {"task": "open_drawer"}, "success": False}]}},
+    ]
+    assert task_info(chains) == {
+        "open_drawer": {"success": 1, "total": 2},
+        "turn_on_led": {"success": 0, "total": 1},
+    }
 
 
 def test_short_runs_are_prefixes_of_the_public_1000():
     assert evaluation_chains(3) == evaluation_chains(1000)[:3]
-    assert evaluation_chains(1)[0][1] == ("rotate_blue_block_right", "move_slider_right", "lift_red_block_slider",
-                                          "place_in_slider", "turn_off_lightbulb")
+    assert evaluation_chains(1)[0][1] == (
+        "rotate_blue_block_right",
+        "move_slider_right",
+        "lift_red_block_slider",
+        "place_in_slider",
+        "turn_off_lightbulb",
+    )
 
 
 def test_expert_chain_and_results_layout(tmp_path):
     summary = run(tmp_path, "--num-sequences", "1")
     results = json.loads((tmp_path / "calvin" / "expert" / "results.json").read_text())
     assert set(results["expert"]) == {"avg_seq_len", "chain_sr", "task_info", "spatial_arena_run"}
-    assert results["expert"]["spatial_arena_run"] == {"chains_total": 1, "chains_completed": 1, "chains_errored": 0,
-                                                      "complete": True}
+    assert results["expert"]["spatial_arena_run"] == {
+        "chains_total": 1,
+        "chains_completed": 1,
+        "chains_errored": 0,
+        "complete": True,
+    }
     assert list(results["expert"]["chain_sr"]) == ["1", "2", "3", "4", "5"]
     (record,) = records_of(tmp_path, "expert")
     chain = record["result"]
     assert chain["extras"]["tasks"] == list(evaluation_chains(1)[0][1])
     assert chain["extras"]["initial_state"]["slider"] == "left" and len(chain["extras"]["subtasks"]) >= 1
-    assert summary.data["avg_seq_len"] == chain["extras"]["num_completed"] >= 3  # the expert solves the first chain
+    # the expert solves the first chain
+    assert summary.data["avg_seq_len"] == chain["extras"]["num_completed"] >= 3
     assert all(0 < s["steps"] <= 360 for s in chain["extras"]["subtasks"])
     manifest = json.loads((tmp_path / "calvin" / "expert" / "manifest.json").read_text())
-    assert manifest["protocol"] == {"num_sequences": 1, "chain_length": 5, "ep_len": 360, "backend": "builtin"}
+    assert manifest["protocol"] == {
+        "num_sequences": 1,
+        "chain_length": 5,
+        "ep_len": 360,
+        "backend": "builtin",
+    }
     assert manifest["policy"]["privileged"] is True
     assert (tmp_path / "calvin" / "expert" / "plots" / "chain_success.png").exists()
 
@@ -62,8 +88,10 @@ def test_two_workers_give_the_single_worker_results(tmp_path):
     run(tmp_path / "two", *args, "--workers", "2")
     one, two = records_of(tmp_path / "one", "random"), records_of(tmp_path / "two", "random")
     assert [comparable(r) for r in one] == [comparable(r) for r in two]
-    assert all(len(r["result"]["extras"]["subtasks"]) == 1 and r["result"]["extras"]["subtasks"][0]["steps"] == 15
-               for r in one)
+    assert all(
+        len(r["result"]["extras"]["subtasks"]) == 1 and r["result"]["extras"]["subtasks"][0]["steps"] == 15
+        for r in one
+    )
 
 
 class Interrupted(Exception):
@@ -102,20 +130,43 @@ def test_video_of_the_first_chain(tmp_path):
 def test_replay_and_user_policies(tmp_path):
     actions = tmp_path / "actions.jsonl"
     actions.write_text(json.dumps({"key": "chain-0000/0", "actions": [[0, 0, -1, 0, 0, 0, 1]] * 3}) + "\n")
-    run(tmp_path, "--policy", "replay", "--replay-file", str(actions), "--num-sequences", "1", "--ep-len", "6")
+    run(
+        tmp_path, "--policy", "replay", "--replay-file", str(actions), "--num-sequences", "1", "--ep-len", "6"
+    )
     (record,) = records_of(tmp_path, "replay")
     subtask = record["result"]["extras"]["subtasks"][0]
     assert subtask["steps"] == 6 and subtask["idle_steps"] == 3  # 3 replayed actions, then holding still
-    run(tmp_path, "--policy", "tests.user_policy_example:ConstantModel", "--policy-kwargs", '{"value": 0.1}',
-        "--num-sequences", "1", "--ep-len", "3")
+    run(
+        tmp_path,
+        "--policy",
+        "tests.user_policy_example:ConstantModel",
+        "--policy-kwargs",
+        '{"value": 0.1}',
+        "--num-sequences",
+        "1",
+        "--ep-len",
+        "3",
+    )
     (record,) = records_of(tmp_path, "ConstantModel")
     assert record["status"] == "ok" and record["result"]["extras"]["subtasks"][0]["steps"] == 3
 
 
 def test_tiny_mllm_on_the_play_table(tmp_path, tiny_vlm):
     model = str(tiny_vlm("qwen2_5_vl"))
-    run(tmp_path, "--policy", "mllm", "--model", model, "--num-sequences", "1", "--ep-len", "3",
-        "--max-new-tokens", "8", "--no-cache")
+    run(
+        tmp_path,
+        "--policy",
+        "mllm",
+        "--model",
+        model,
+        "--num-sequences",
+        "1",
+        "--ep-len",
+        "3",
+        "--max-new-tokens",
+        "8",
+        "--no-cache",
+    )
     (record,) = records_of(tmp_path, f"mllm-{model.rstrip('/').split('/')[-1]}")
     subtask = record["result"]["extras"]["subtasks"][0]
     # Random weights write no plan: every step asks the model, counts a parse error and holds still.
@@ -123,14 +174,31 @@ def test_tiny_mllm_on_the_play_table(tmp_path, tiny_vlm):
     assert subtask["idle_steps"] == 3 and subtask["success"] is False
     # What the model said is in the run folder, per subtask, readable without the response cache.
     decisions = RunDir(tmp_path / "calvin" / f"mllm-{model.rstrip('/').split('/')[-1]}").load_decisions()
-    assert [(d["key"], d["subtask"], d["task"], d["call"]) for d in decisions] == \
-        [("chain-0000", 0, subtask["extras"]["task"], i) for i in range(3)]
-    assert all(len(d["prompt_id"]) == 64 and d["completion_tokens"] and d["errors"] and not d["usable"]
-               and d["parsed"] == {"format": "none", "steps": {}} for d in decisions)
+    assert [(d["key"], d["subtask"], d["task"], d["call"]) for d in decisions] == [
+        ("chain-0000", 0, subtask["extras"]["task"], i) for i in range(3)
+    ]
+    assert all(
+        len(d["prompt_id"]) == 64
+        and d["completion_tokens"]
+        and d["errors"]
+        and not d["usable"]
+        and d["parsed"] == {"format": "none", "steps": {}}
+        for d in decisions
+    )
 
 
 def test_tiny_vla_backbone_on_the_play_table(tmp_path):
-    run(tmp_path, "--backbone", "tiny-qwen2.5-vl", "--num-sequences", "1", "--ep-len", "12", "--execute-steps", "5")
+    run(
+        tmp_path,
+        "--backbone",
+        "tiny-qwen2.5-vl",
+        "--num-sequences",
+        "1",
+        "--ep-len",
+        "12",
+        "--execute-steps",
+        "5",
+    )
     (record,) = records_of(tmp_path, "vla-tiny-qwen2.5-vl")
     subtask = record["result"]["extras"]["subtasks"][0]
     assert record["status"] == "ok" and subtask["steps"] == 12
@@ -179,7 +247,10 @@ def test_a_run_whose_every_chain_fails_exits_non_zero_and_shows_no_score(tmp_pat
     folder = tmp_path / "calvin" / "FailingModel"
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["avg_seq_len"] is None and summary["run"]["complete"] is False
-    assert summary["run"]["units_errored"] == 2 and summary["run"]["errored_keys"] == ["chain-0000", "chain-0001"]
+    assert summary["run"]["units_errored"] == 2 and summary["run"]["errored_keys"] == [
+        "chain-0000",
+        "chain-0001",
+    ]
     results = json.loads((folder / "results.json").read_text())["FailingModel"]
     assert results["avg_seq_len"] is None and results["spatial_arena_run"]["chains_errored"] == 2
     headline = (folder / "summary.md").read_text()

@@ -17,18 +17,36 @@ def test_expert_run_writes_eb_style_results(tmp_path):
     out = RunDir(tmp_path / "embodied-nav" / "expert")
     records = out.merged_records()
     assert len(records) == 5 and all(r["status"] == "ok" for r in records)
-    assert [r["result"]["extras"]["subset"] for r in records] == ["base", "common_sense", "complex_instruction",
-                                                        "visual_appearance", "long_horizon"]
+    assert [r["result"]["extras"]["subset"] for r in records] == [
+        "base",
+        "common_sense",
+        "complex_instruction",
+        "visual_appearance",
+        "long_horizon",
+    ]
     assert summary.data["average_success_rate"] == 100.0
     assert (out.path / "plots" / "success_by_subset.png").exists()
     assert (out.path / records[0]["result"]["video"]).stat().st_size > 1000
     manifest = json.loads(out.manifest.read_text())
-    assert manifest["policy"]["privileged"] is True and manifest["env"]["kwargs"] == {"width": 64, "height": 64}
+    assert manifest["policy"]["privileged"] is True and manifest["env"]["kwargs"] == {
+        "width": 64,
+        "height": 64,
+    }
 
 
 def test_two_workers_match_one(tmp_path):
     run(tmp_path / "a", "--episodes", "2", "--subset", "base,long_horizon", "--policy", "random")
-    run(tmp_path / "b", "--episodes", "2", "--subset", "base,long_horizon", "--policy", "random", "--workers", "2")
+    run(
+        tmp_path / "b",
+        "--episodes",
+        "2",
+        "--subset",
+        "base,long_horizon",
+        "--policy",
+        "random",
+        "--workers",
+        "2",
+    )
     one = RunDir(tmp_path / "a" / "embodied-nav" / "random").merged_records()
     two = RunDir(tmp_path / "b" / "embodied-nav" / "random").merged_records()
     assert [comparable(r) for r in one] == [comparable(r) for r in two]
@@ -36,9 +54,24 @@ def test_two_workers_match_one(tmp_path):
 
 def test_tiny_mllm_in_the_eb_loop_counts_unparsable_output(tmp_path, tiny_vlm):
     model = str(tiny_vlm("qwen2_5_vl"))
-    summary = run(tmp_path, "--episodes", "1", "--subset", "base", "--policy", "mllm", "--model", model,
-                  "--max-new-tokens", "8", "--cache-path", str(tmp_path / "cache.sqlite"))
-    (record,) = RunDir(tmp_path / "embodied-nav" / f"mllm-{model.rstrip('/').split('/')[-1]}").merged_records()
+    summary = run(
+        tmp_path,
+        "--episodes",
+        "1",
+        "--subset",
+        "base",
+        "--policy",
+        "mllm",
+        "--model",
+        model,
+        "--max-new-tokens",
+        "8",
+        "--cache-path",
+        str(tmp_path / "cache.sqlite"),
+    )
+    (record,) = RunDir(
+        tmp_path / "embodied-nav" / f"mllm-{model.rstrip('/').split('/')[-1]}"
+    ).merged_records()
     result = record["result"]
     # Random weights write no JSON: each call is a planner output error, followed by the recorded no-op
     # fallback, which spends a step without moving, until the 20-step budget is used up.
@@ -48,19 +81,39 @@ def test_tiny_mllm_in_the_eb_loop_counts_unparsable_output(tmp_path, tiny_vlm):
 
 
 def test_subset_table_by_hand():
-    rows = [{"success": True, "steps": 4, "policy_calls": 2, "policy_stats": {"planner_output_error": 1.0},
-             "extras": {"subset": "base", "num_invalid_actions": 0}},
-            {"success": False, "steps": 20, "policy_calls": 6, "policy_stats": {},
-             "extras": {"subset": "base", "num_invalid_actions": 3}}]
+    rows = [
+        {
+            "success": True,
+            "steps": 4,
+            "policy_calls": 2,
+            "policy_stats": {"planner_output_error": 1.0},
+            "extras": {"subset": "base", "num_invalid_actions": 0},
+        },
+        {
+            "success": False,
+            "steps": 20,
+            "policy_calls": 6,
+            "policy_stats": {},
+            "extras": {"subset": "base", "num_invalid_actions": 3},
+        },
+    ]
     table = subset_table(rows)["base"]
-    assert table == {"episodes": 2, "success_rate": 50.0, "avg_steps": 12.0, "avg_planner_calls": 4.0,
-                     "avg_invalid_actions": 1.5, "planner_output_errors": 1.0}
+    assert table == {
+        "episodes": 2,
+        "success_rate": 50.0,
+        "avg_steps": 12.0,
+        "avg_planner_calls": 4.0,
+        "avg_invalid_actions": 1.5,
+        "planner_output_errors": 1.0,
+    }
 
 
 def test_unknown_subset_and_bad_counts_are_one_line_errors(tmp_path, capsys):
-    for args, message in [(["--subset", "kitchen"], "--subset kitchen: unknown"),
-                          (["--limit", "0"], "--limit must be at least 1, got 0"),
-                          (["--episodes", "-2"], "--episodes must be at least 1, got -2")]:
+    for args, message in [
+        (["--subset", "kitchen"], "--subset kitchen: unknown"),
+        (["--limit", "0"], "--limit must be at least 1, got 0"),
+        (["--episodes", "-2"], "--episodes must be at least 1, got -2"),
+    ]:
         with pytest.raises(SystemExit) as exit_:
             run(tmp_path, *args)
         err = capsys.readouterr().err.strip()
@@ -108,20 +161,43 @@ def test_idle_steps_reach_the_video(tmp_path):
 
     env = gym.make("SpatialArena/EBNavigation-v0", width=32, height=32)
     frames = []
-    result = run_episode(env, IdlePolicy(), make_episode_set("base", n=1, seed=0)[0],
-                         on_step=lambda obs, caption: frames.append(caption[-1]))
+    result = run_episode(
+        env,
+        IdlePolicy(),
+        make_episode_set("base", n=1, seed=0)[0],
+        on_step=lambda obs, caption: frames.append(caption[-1]),
+    )
     env.close()
     assert result["idle_steps"] == result["steps"] == 20
     assert frames == ["start"] + [f"step {i}: no motion (idle)" for i in range(1, 21)]
 
 
 def test_manipulation_expert_per_family(tmp_path):
-    summary = main(["manip", "--output", str(tmp_path), "--no-progress", "--image-size", "64", "--episodes", "1",
-                    "--subset", "base"])
-    assert summary.data["episodes"] == 4 and set(summary.data["families"]) == {"pick", "stack", "place", "wipe"}
+    summary = main(
+        [
+            "manip",
+            "--output",
+            str(tmp_path),
+            "--no-progress",
+            "--image-size",
+            "64",
+            "--episodes",
+            "1",
+            "--subset",
+            "base",
+        ]
+    )
+    assert summary.data["episodes"] == 4 and set(summary.data["families"]) == {
+        "pick",
+        "stack",
+        "place",
+        "wipe",
+    }
     assert summary.data["average_success_rate"] == 100.0
     records = RunDir(tmp_path / "embodied-manip" / "expert").merged_records()
-    assert all(r["result"]["steps"] <= 15 and r["result"]["extras"]["num_invalid_actions"] == 0 for r in records)
+    assert all(
+        r["result"]["steps"] <= 15 and r["result"]["extras"]["num_invalid_actions"] == 0 for r in records
+    )
 
 
 def test_tiny_mllm_in_the_eb_manipulation_loop(tmp_path, tiny_vlm):
@@ -129,9 +205,28 @@ def test_tiny_mllm_in_the_eb_manipulation_loop(tmp_path, tiny_vlm):
 
     model = str(tiny_vlm("qwen3_vl"))
     save_episodes(make_episodes("pick", "base", 1, 0), tmp_path / "one.jsonl")
-    main(["manip", "--output", str(tmp_path), "--no-progress", "--image-size", "64", "--episodes-file",
-          str(tmp_path / "one.jsonl"), "--policy", "mllm", "--model", model, "--max-new-tokens", "8", "--no-cache"])
-    records = RunDir(tmp_path / "embodied-manip" / f"mllm-{model.rstrip('/').split('/')[-1]}").merged_records()
+    main(
+        [
+            "manip",
+            "--output",
+            str(tmp_path),
+            "--no-progress",
+            "--image-size",
+            "64",
+            "--episodes-file",
+            str(tmp_path / "one.jsonl"),
+            "--policy",
+            "mllm",
+            "--model",
+            model,
+            "--max-new-tokens",
+            "8",
+            "--no-cache",
+        ]
+    )
+    records = RunDir(
+        tmp_path / "embodied-manip" / f"mllm-{model.rstrip('/').split('/')[-1]}"
+    ).merged_records()
     assert len(records) == 1 and records[0]["status"] == "ok"
     for r in records:  # random weights: every answer is a planner output error, then a counted no-op
         stats = r["result"]["policy_stats"]

@@ -11,8 +11,21 @@ from benchmarks.libero import LiberoConfig, main, task_table
 
 
 def test_random_and_replayed_demonstrations(tmp_path):
-    common = ["--suite", "libero_goal", "--tasks", "3", "--trials-per-task", "2", "--max-steps", "6",
-              "--image-size", "64", "--no-progress", "--output", str(tmp_path)]
+    common = [
+        "--suite",
+        "libero_goal",
+        "--tasks",
+        "3",
+        "--trials-per-task",
+        "2",
+        "--max-steps",
+        "6",
+        "--image-size",
+        "64",
+        "--no-progress",
+        "--output",
+        str(tmp_path),
+    ]
     summary = main(["--policy", "random", *common])
     records = RunDir(tmp_path / "libero" / "libero_goal-random").merged_records()
     assert [r["key"] for r in records] == ["libero_goal/03/00", "libero_goal/03/01"]
@@ -32,15 +45,22 @@ def test_random_and_replayed_demonstrations(tmp_path):
 
 
 def test_task_table_by_hand():
-    rows = [{"extras": {"task_index": 1, "instruction": "open it"}, "success": s} for s in (True, False, True, True)]
-    assert task_table(rows) == {1: {"instruction": "open it", "trials": 4, "successes": 3, "success_rate": 75.0,
-                                    "errored": 0}}
+    rows = [
+        {"extras": {"task_index": 1, "instruction": "open it"}, "success": s}
+        for s in (True, False, True, True)
+    ]
+    assert task_table(rows) == {
+        1: {"instruction": "open it", "trials": 4, "successes": 3, "success_rate": 75.0, "errored": 0}
+    }
 
 
 def test_protocol_defaults_and_bad_tasks():
     config = LiberoConfig(suite="libero_spatial")
     assert config.budget() == 220 and config.num_steps_wait == 10 and config.trials_per_task == 50
-    assert LiberoConfig(suite="libero_10").budget() == 520 and len(LiberoConfig(suite="libero_90").task_indices()) == 90
+    assert (
+        LiberoConfig(suite="libero_10").budget() == 520
+        and len(LiberoConfig(suite="libero_90").task_indices()) == 90
+    )
     with pytest.raises(ValueError, match=r"libero_goal has tasks 0\.\.9"):
         LiberoConfig(suite="libero_goal", tasks="12").task_indices()
 
@@ -49,12 +69,19 @@ def test_limit_takes_the_first_trials_and_bad_counts_are_one_line_errors(tmp_pat
     from benchmarks.core.policy_cli import PolicySpec
     from benchmarks.libero import LiberoBenchmark
 
-    bench = LiberoBenchmark(LiberoConfig(suite="libero_goal", tasks="3,4", trials_per_task=2, limit=3),
-                            PolicySpec("random", {}))
-    assert [u.key for u in bench.selected_units()] == ["libero_goal/03/00", "libero_goal/03/01", "libero_goal/04/00"]
-    for bad, message in [(["--limit", "0"], "--limit must be at least 1, got 0"),
-                         (["--trials-per-task", "0"], "--trials-per-task must be at least 1, got 0"),
-                         (["--tasks", "12", "--suite", "libero_goal"], "libero_goal has tasks 0..9")]:
+    bench = LiberoBenchmark(
+        LiberoConfig(suite="libero_goal", tasks="3,4", trials_per_task=2, limit=3), PolicySpec("random", {})
+    )
+    assert [u.key for u in bench.selected_units()] == [
+        "libero_goal/03/00",
+        "libero_goal/03/01",
+        "libero_goal/04/00",
+    ]
+    for bad, message in [
+        (["--limit", "0"], "--limit must be at least 1, got 0"),
+        (["--trials-per-task", "0"], "--trials-per-task must be at least 1, got 0"),
+        (["--tasks", "12", "--suite", "libero_goal"], "libero_goal has tasks 0..9"),
+    ]:
         with pytest.raises(SystemExit) as exit_:
             main([*bad, "--output", str(tmp_path), "--no-progress"])
         err = capsys.readouterr().err.strip()
@@ -62,12 +89,22 @@ def test_limit_takes_the_first_trials_and_bad_counts_are_one_line_errors(tmp_pat
 
 
 def _episode(task: int, success: bool) -> dict:
-    return {"success": success, "steps": 5, "policy_calls": 5, "idle_steps": 0, "wall_time_s": 0.1,
-            "policy_stats": {}, "extras": {"task_index": task, "instruction": INSTRUCTIONS[task]}}
+    return {
+        "success": success,
+        "steps": 5,
+        "policy_calls": 5,
+        "idle_steps": 0,
+        "wall_time_s": 0.1,
+        "policy_stats": {},
+        "extras": {"task_index": task, "instruction": INSTRUCTIONS[task]},
+    }
 
 
-INSTRUCTIONS = {3: "open the top drawer and put the bowl inside", 4: "put the bowl on the stove",
-                5: "turn on the stove"}
+INSTRUCTIONS = {
+    3: "open the top drawer and put the bowl inside",
+    4: "put the bowl on the stove",
+    5: "turn on the stove",
+}
 
 
 def test_summary_names_tasks_draws_zero_bars_and_keeps_an_errored_task(tmp_path, monkeypatch):
@@ -78,29 +115,46 @@ def test_summary_names_tasks_draws_zero_bars_and_keeps_an_errored_task(tmp_path,
     from benchmarks.core.work import error_record, ok_record
     from benchmarks.libero import LiberoBenchmark
 
-    bench = LiberoBenchmark(LiberoConfig(suite="libero_goal", tasks="3,4,5", trials_per_task=2, output=str(tmp_path)),
-                            PolicySpec("random", {}))
+    bench = LiberoBenchmark(
+        LiberoConfig(suite="libero_goal", tasks="3,4,5", trials_per_task=2, output=str(tmp_path)),
+        PolicySpec("random", {}),
+    )
     units = bench.units()
     outcomes = [True, False, None, None, False, False]  # None: the unit raised
-    records = [error_record(u, "boom", attempts=1, timing={}) if ok is None else
-               ok_record(u, _episode(u.spec["task_index"], ok), attempts=1, timing={}) for u, ok in zip(units, outcomes)]
+    records = [
+        error_record(u, "boom", attempts=1, timing={})
+        if ok is None
+        else ok_record(u, _episode(u.spec["task_index"], ok), attempts=1, timing={})
+        for u, ok in zip(units, outcomes)
+    ]
     summary = bench.summarize(records, RunDir(tmp_path / "run"), UnitTally.of(records, len(units)))
 
     assert "| 3 | open the top drawer and put the bowl inside | 2 | 50.0 | 0 |" in summary.markdown
     assert "| 4 | (every trial errored) | 0 | n/a | 2 |" in summary.markdown
     assert "| 5 | turn on the stove | 2 | 0.0 | 0 |" in summary.markdown
-    assert summary.data["tasks"]["4"] == {"instruction": None, "trials": 0, "successes": 0, "success_rate": None,
-                                          "errored": 2}
+    assert summary.data["tasks"]["4"] == {
+        "instruction": None,
+        "trials": 0,
+        "successes": 0,
+        "success_rate": None,
+        "errored": 2,
+    }
 
     figures = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
     summary.files["plots/success_by_task.png"](tmp_path / "plot.png")
     ax = figures[0].axes[0]
     labels = [t.get_text().replace("\n", " ") for t in ax.get_yticklabels()]
-    assert labels == [f"3: {INSTRUCTIONS[3]}", "4: (instruction unknown: every trial errored)", f"5: {INSTRUCTIONS[5]}"]
+    assert labels == [
+        f"3: {INSTRUCTIONS[3]}",
+        "4: (instruction unknown: every trial errored)",
+        f"5: {INSTRUCTIONS[5]}",
+    ]
     values = [t.get_text() for t in ax.texts]
     assert values == ["50.0", "all 2 trials errored", "0.0"]
-    zero_marks = [line for line in ax.lines if list(line.get_xdata()) == [0] and list(line.get_ydata()) == [2]]
+    zero_marks = [
+        line for line in ax.lines if list(line.get_xdata()) == [0] and list(line.get_ydata()) == [2]
+    ]
     assert zero_marks and zero_marks[0].get_marker() == "|"  # the 0 % bar is drawn, not an empty slot
 
 

@@ -40,13 +40,35 @@ def test_navigation_sampling_keeps_constant_actions_at_most_10_percent_and_the_e
 def test_summary_rows_come_from_the_results_file(tmp_path):
     path = tmp_path / "blind.json"
     assert blind_table_rows("nav", lambda v: [], path) == ([], None)  # nothing measured: no rows
-    path.write_text(json.dumps({"date": "2026-01-02", "machine": "m", "families": {"nav": {
-        "n": 2, "total_units": 10, "units": "episodes", "scope": "5 subsets x 2", "seed": 0,
-        "best_constant": "constant-3", "policies": {
-            "random": {"score": 4.0, "by_subset": {"base": 4.0}, "blind": True},
-            "constant-0": {"score": 1.0, "action": 0, "blind": True},
-            "constant-3": {"score": 2.0, "action": 3, "blind": True, "by_subset": {"base": 2.0}},
-            "expert": {"score": 100.0, "blind": False}}}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "date": "2026-01-02",
+                "machine": "m",
+                "families": {
+                    "nav": {
+                        "n": 2,
+                        "total_units": 10,
+                        "units": "episodes",
+                        "scope": "5 subsets x 2",
+                        "seed": 0,
+                        "best_constant": "constant-3",
+                        "policies": {
+                            "random": {"score": 4.0, "by_subset": {"base": 4.0}, "blind": True},
+                            "constant-0": {"score": 1.0, "action": 0, "blind": True},
+                            "constant-3": {
+                                "score": 2.0,
+                                "action": 3,
+                                "blind": True,
+                                "by_subset": {"base": 2.0},
+                            },
+                            "expert": {"score": 100.0, "blind": False},
+                        },
+                    }
+                },
+            }
+        )
+    )
     rows, note = blind_table_rows("nav", lambda v: [f"{v['by_subset']['base']:.1f}"], path)
     assert rows == ["| blind: random | 4.0 |", "| blind: best constant action (3) | 2.0 |"]
     assert "10 episodes" in note and "2026-01-02" in note and "best of 2 constant actions" in note
@@ -61,9 +83,19 @@ def test_summaries_show_the_blind_rows_under_the_model_row(committed):
     from benchmarks.core import UnitTally
     from benchmarks.embodied import subset_markdown as embodied_markdown
 
-    table = {"base": {"episodes": 1, "success_rate": 100.0, "avg_steps": 5.0, "avg_planner_calls": 1.0,
-                      "avg_invalid_actions": 0.0, "planner_output_errors": 0.0}}
-    lines = embodied_markdown("EB-Navigation", "mllm-x", table, 100.0, UnitTally(1, 1, 0), family="nav").splitlines()
+    table = {
+        "base": {
+            "episodes": 1,
+            "success_rate": 100.0,
+            "avg_steps": 5.0,
+            "avg_planner_calls": 1.0,
+            "avg_invalid_actions": 0.0,
+            "planner_output_errors": 0.0,
+        }
+    }
+    lines = embodied_markdown(
+        "EB-Navigation", "mllm-x", table, 100.0, UnitTally(1, 1, 0), family="nav"
+    ).splitlines()
     at = lines.index("| **episodes errored** | 0 / 1 | | | | | |")
     random_base = committed["families"]["nav"]["policies"]["random"]["by_subset"]["base"]
     assert lines[at + 1].split("|") == ["", " blind: random ", "  ", f" {random_base:.1f} ", *["  "] * 4, ""]

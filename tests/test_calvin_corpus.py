@@ -64,7 +64,10 @@ def test_every_calvin_answer_follows_from_the_snapshot(rows):
         assistant = row["messages"][1]["content"][0]["text"]
         kind = row["kind"]
         if kind == "calvin_multihop":  # the recipe's two lines: the lettered answer, then the block's box
-            assert assistant == f"Answer: {row['answer']}\nBounding Box: [{', '.join(map(str, row['bbox_normalized']))}]"
+            assert (
+                assistant
+                == f"Answer: {row['answer']}\nBounding Box: [{', '.join(map(str, row['bbox_normalized']))}]"
+            )
         else:
             assert assistant == row["answer"] == row["response"]
         if kind == "calvin_distance":
@@ -105,7 +108,8 @@ def test_every_calvin_answer_follows_from_the_snapshot(rows):
             distance = {c: np.linalg.norm(pos[c] - tcp) for c in candidates}
             pick = min if facts["extreme"] == "nearest to" else max
             best = pick(candidates, key=distance.__getitem__)
-            assert row["answer"].endswith(f") {best} block") and row["answer"] in question  # its letter in the list
+            # its letter in the list
+            assert row["answer"].endswith(f") {best} block") and row["answer"] in question
 
 
 def test_calvin_items_are_deterministic(rows):
@@ -122,9 +126,8 @@ def test_calvin_corpus_is_disjoint_from_the_calvin_test_sets(rows):
     assert check_calvin_disjoint(scenes) == len(rows)
     assert len(evaluation_scene_keys()) == 192
     seed, key, scene_obs = scenes[0]
-    with pytest.raises(
-        ValueError, match="outside"
-    ):  # the goal-scoring manip source's seeds are below 2**31 - 1
+    # the goal-scoring manip source's seeds are below 2**31 - 1
+    with pytest.raises(ValueError, match="outside"):
         check_calvin_disjoint([(CALVIN_CORPUS_SEEDS[0] - 1, key, scene_obs)])
     evaluation = initial_env_state(symbolic_initial_states()[0])[1].tolist()
     with pytest.raises(ValueError, match="evaluation spot"):  # every test scene has its blocks on the spots
@@ -172,8 +175,9 @@ def test_a_split_whose_items_all_fail_is_empty_and_counted(tmp_path, monkeypatch
     real = corpus.draw_calvin_question
     calls = iter(range(100))
     monkeypatch.setattr(corpus, "draw_calvin_question", lambda *a: real(*a) if next(calls) < 2 else None)
-    stats = corpus.generate_corpus(CorpusConfig(out=tmp_path / "c", n=3, validation=0.34, families="calvin",
-                                                kinds="calvin_counting"))  # fmt: skip
+    stats = corpus.generate_corpus(
+        CorpusConfig(out=tmp_path / "c", n=3, validation=0.34, families="calvin", kinds="calvin_counting")
+    )
     assert stats["splits"] == {"train": 2, "validation": 0}
     assert stats["failed"] == {"count": 1, "indices": [2]}
 
@@ -185,9 +189,12 @@ def test_one_pass_over_the_simulators_with_progress_and_eta(tmp_path, monkeypatc
 
     calls: list[list[int]] = []
     real = corpus.corpus_rows
-    monkeypatch.setattr(corpus, "corpus_rows", lambda config, indices: calls.append(list(indices)) or real(config, indices))
-    stats = corpus.generate_corpus(CorpusConfig(out=tmp_path / "c", n=4, validation=0.25, families="calvin",
-                                                kinds="calvin_counting"))  # fmt: skip
+    monkeypatch.setattr(
+        corpus, "corpus_rows", lambda config, indices: calls.append(list(indices)) or real(config, indices)
+    )
+    stats = corpus.generate_corpus(
+        CorpusConfig(out=tmp_path / "c", n=4, validation=0.25, families="calvin", kinds="calvin_counting")
+    )
     assert calls == [[0, 1, 2, 3]] and stats["splits"] == {"train": 3, "validation": 1}
     bar = capsys.readouterr().err.replace("\r", "\n")
     assert "corpus items: 100%" in bar and "4/4 [" in bar and "item/s]" in bar

@@ -24,9 +24,32 @@ from policies.config_cli import EXIT_BAD_INPUT, run_cli
 
 pytest.importorskip("pybullet")
 
-SCENE_CHAIN0 = [0.28, 0.22, 0.0, 0.088, 1.0, 1.0, -0.240851662, 0.0924044687, 0.460990009, 0.0, 0.0,
-                1.8859410064104645, 0.229995412, -0.11999514, 0.45999001, 0.0, 0.0, 1.488143437705632,
-                0.070341633, 0.0924044687, 0.460990009, 0.0, 0.0, 1.4683986863194542]
+SCENE_CHAIN0 = [
+    0.28,
+    0.22,
+    0.0,
+    0.088,
+    1.0,
+    1.0,
+    -0.240851662,
+    0.0924044687,
+    0.460990009,
+    0.0,
+    0.0,
+    1.8859410064104645,
+    0.229995412,
+    -0.11999514,
+    0.45999001,
+    0.0,
+    0.0,
+    1.488143437705632,
+    0.070341633,
+    0.0924044687,
+    0.460990009,
+    0.0,
+    0.0,
+    1.4683986863194542,
+]
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +79,12 @@ def random_actions(n: int, seed: int) -> np.ndarray:
 
 
 def test_registered_ids_and_cheap_import():
-    assert {"SpatialArena/CalvinPlayTable-v0", "SpatialArena/CalvinPlayTable-Abs-v0",
-            "SpatialArena/CalvinPlayTable-Static-v0", "SpatialArena/CalvinPlayTable-State-v0"} <= set(
-        envs.registered_ids())
+    assert {
+        "SpatialArena/CalvinPlayTable-v0",
+        "SpatialArena/CalvinPlayTable-Abs-v0",
+        "SpatialArena/CalvinPlayTable-Static-v0",
+        "SpatialArena/CalvinPlayTable-State-v0",
+    } <= set(envs.registered_ids())
     code = "import sys, envs; print('pybullet' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"  # `import envs` loads no simulator
@@ -176,8 +202,35 @@ def test_a_reset_fully_determines_the_episode(state_env):
     fresh = PlayTableEnv(cameras=())
     reference = rollout(fresh, options, actions)
     fresh.close()
-    other = dict(options, scene_obs=[0.0, 0.1, 0, 0, 0, 1, 0.1, -0.1, 0.46, 0, 0, 0.3, 0.25, -0.1, 0.46, 0, 0, 2.0,
-                                     -0.2, 0.09, 0.461, 0, 0, 1.0])
+    other = dict(
+        options,
+        scene_obs=[
+            0.0,
+            0.1,
+            0,
+            0,
+            0,
+            1,
+            0.1,
+            -0.1,
+            0.46,
+            0,
+            0,
+            0.3,
+            0.25,
+            -0.1,
+            0.46,
+            0,
+            0,
+            2.0,
+            -0.2,
+            0.09,
+            0.461,
+            0,
+            0,
+            1.0,
+        ],
+    )
     rollout(state_env, other, random_actions(60, 3))
     again = rollout(state_env, options, actions)
     for r, g in zip(reference, again):
@@ -241,7 +294,9 @@ def test_native_actions_move_along_the_tcp_frame(state_env):
     for a in actions:
         state_env.step(a)
     after, _ = state_env.target_pose()
-    tcp_z = state_env.sim.p.getMatrixFromQuaternion(state_env.sim.p.getQuaternionFromEuler(obs["robot_obs"][3:6]))
+    tcp_z = state_env.sim.p.getMatrixFromQuaternion(
+        state_env.sim.p.getQuaternionFromEuler(obs["robot_obs"][3:6])
+    )
     np.testing.assert_allclose(after - before, 0.05 * np.array(tcp_z)[[2, 5, 8]], atol=1e-6)
     assert Primitive.DOLLY_IN.axis == 2  # "forward" of the camera/TCP frame is its z axis
 
@@ -285,9 +340,12 @@ def test_calvin_assets_folder_is_loaded_with_calvins_scaling(tmp_path):
 
     from envs.calvin.assets import OFFICIAL_LAYOUT, OFFICIAL_SCALING, plane_urdf, robot_urdf
 
-    texts = {"table": table_urdf(scale=1 / OFFICIAL_SCALING), "plane": plane_urdf(),
-             "robot": robot_urdf(pybullet_data.getDataPath()),
-             **{c: block_urdf(c, scale=1 / OFFICIAL_SCALING) for c in C.BLOCK_COLORS}}
+    texts = {
+        "table": table_urdf(scale=1 / OFFICIAL_SCALING),
+        "plane": plane_urdf(),
+        "robot": robot_urdf(pybullet_data.getDataPath()),
+        **{c: block_urdf(c, scale=1 / OFFICIAL_SCALING) for c in C.BLOCK_COLORS},
+    }
     for key, rel in OFFICIAL_LAYOUT.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(texts[key])
@@ -328,7 +386,10 @@ def test_renderer_egl_is_refused_in_one_line_where_the_plugin_cannot_load(monkey
     from benchmarks.calvin import main
 
     monkeypatch.setenv("__EGL_VENDOR_LIBRARY_FILENAMES", "/no/such/egl_vendor.json")  # glvnd finds no EGL
-    assert run_cli(main, ["--renderer", "egl", "--num-sequences", "1", "--output", "/no/such/dir"]) == EXIT_BAD_INPUT
+    assert (
+        run_cli(main, ["--renderer", "egl", "--num-sequences", "1", "--output", "/no/such/dir"])
+        == EXIT_BAD_INPUT
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --renderer egl:") and "--renderer tiny" in err and "\n" not in err
 
@@ -341,7 +402,9 @@ def test_calvin_observation_layout_nests_the_same_arrays():
     layout's arrays; the space describes it (gym.make's checker tests every observation against it)."""
     options = {"scene_obs": SCENE_CHAIN0}
     flat_env = PlayTableEnv(cameras=("gripper",), depth=True)
-    nested_env = gym.make("SpatialArena/CalvinPlayTable-v0", cameras=["gripper"], depth=True, obs_layout="calvin")
+    nested_env = gym.make(
+        "SpatialArena/CalvinPlayTable-v0", cameras=["gripper"], depth=True, obs_layout="calvin"
+    )
     flat, _ = flat_env.reset(options=options)
     nested, _ = nested_env.reset(options=options)
     action = np.array([0.3, 0, -0.2, 0, 0, 0, -1], np.float32)
@@ -364,9 +427,20 @@ def test_a_model_written_for_calvins_evaluate_policy_runs_on_the_calvin_layout(t
     its task episodes with --obs-layout calvin, video included; on the flat layout every episode errors."""
     from benchmarks.calvin import main
 
-    args = ["--policy", "tests.user_policy_example:CalvinLayoutButtonModel", "--tasks", "turn_on_led", "--ep-len", "60",
-            "--output", str(tmp_path), "--no-progress"]
-    summary = main([*args, "--num-sequences", "2", "--obs-layout", "calvin", "--run-name", "calvin", "--video", "1"])
+    args = [
+        "--policy",
+        "tests.user_policy_example:CalvinLayoutButtonModel",
+        "--tasks",
+        "turn_on_led",
+        "--ep-len",
+        "60",
+        "--output",
+        str(tmp_path),
+        "--no-progress",
+    ]
+    summary = main(
+        [*args, "--num-sequences", "2", "--obs-layout", "calvin", "--run-name", "calvin", "--video", "1"]
+    )
     assert summary.data["task_info"] == {"turn_on_led": {"success": 2, "total": 2}}
     assert (tmp_path / "calvin" / "calvin" / "videos" / "chain-0013.mp4").stat().st_size > 0
     flat = main([*args, "--num-sequences", "1", "--run-name", "flat", "--allow-errors"])
@@ -380,4 +454,6 @@ def test_calvin_layout_with_a_builtin_image_policy_is_refused(capsys):
 
     argv = ["--obs-layout", "calvin", "--policy", "mllm", "--model", "answer-key", "--output", "/no/such/dir"]
     assert run_cli(main, argv) == EXIT_BAD_INPUT
-    assert capsys.readouterr().err.startswith("error: --obs-layout calvin: --policy mllm reads the flat layout")
+    assert capsys.readouterr().err.startswith(
+        "error: --obs-layout calvin: --policy mllm reads the flat layout"
+    )

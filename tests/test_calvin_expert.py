@@ -53,9 +53,34 @@ EVAL_INSTRUCTIONS = {
     "turn_off_led": "press the button to turn off the led light",
     "push_into_drawer": "slide the block that it falls into the drawer",
 }
-SCENE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0500000896, -0.120000177, 0.459990009, 0.0, 0.0, 1.6,
-                  -0.240851662, 0.0924044687, 0.460990009, 0.0, 0.0, 1.5, 0.229995412, -0.11999514, 0.459990009,
-                  0.0, 0.0, 1.7])
+SCENE = np.array(
+    [
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0500000896,
+        -0.120000177,
+        0.459990009,
+        0.0,
+        0.0,
+        1.6,
+        -0.240851662,
+        0.0924044687,
+        0.460990009,
+        0.0,
+        0.0,
+        1.5,
+        0.229995412,
+        -0.11999514,
+        0.459990009,
+        0.0,
+        0.0,
+        1.7,
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +151,15 @@ class Idle(Policy):
 
 
 def test_run_chain_stops_at_the_first_failure_and_is_json_safe(env):
-    record = run_chain(env, Idle(), C.NEUTRAL_ROBOT_OBS, SCENE, ["open_drawer", "turn_on_led"],
-                       ["pull the handle to open the drawer", "press the button"], ep_len=12)
+    record = run_chain(
+        env,
+        Idle(),
+        C.NEUTRAL_ROBOT_OBS,
+        SCENE,
+        ["open_drawer", "turn_on_led"],
+        ["pull the handle to open the drawer", "press the button"],
+        ep_len=12,
+    )
     assert record["extras"]["num_completed"] == 0 and len(record["extras"]["subtasks"]) == 1
     sub = record["extras"]["subtasks"][0]
     assert sub["success"] is False and sub["steps"] == 12 and sub["extras"]["task"] == "open_drawer"

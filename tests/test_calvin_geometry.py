@@ -18,8 +18,34 @@ from envs.calvin.bullet import pb
 from envs.calvin.env import PlayTableEnv
 
 S = OFFICIAL_SCALING
-SCENE = np.array([0.0, 0.0, 0.0, 0.0, 0, 0, 0.05, -0.12, 0.46, 0, 0, 1.57, 0.23, -0.12, 0.46, 0, 0, 1.57,
-                  -0.24, 0.09, 0.46, 0, 0, 1.57])
+SCENE = np.array(
+    [
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0,
+        0,
+        0.05,
+        -0.12,
+        0.46,
+        0,
+        0,
+        1.57,
+        0.23,
+        -0.12,
+        0.46,
+        0,
+        0,
+        1.57,
+        -0.24,
+        0.09,
+        0.46,
+        0,
+        0,
+        1.57,
+    ]
+)
 # Bullet gives each convex mesh a 1 mm collision margin (CALVIN's meshes get the same); distances between
 # two meshes come out 2 mm short of their geometry.
 MESH_MARGIN = 0.001
@@ -76,8 +102,9 @@ def test_drawer_grip_is_calvins_long_bar(env):
     np.testing.assert_allclose(lo, np.array([-0.1507, -0.3265, 0.0245]) * S, atol=5e-4)
     np.testing.assert_allclose(hi, np.array([0.1507, -0.2275, 0.0773]) * S, atol=5e-4)
     lo, hi = _box_bounds(env, "drawer_link")
-    np.testing.assert_allclose([lo[0], hi[0], lo[2], hi[2]], np.array([-0.2761, 0.2761, -0.0261, 0.1015]) * S,
-                               atol=5e-4)
+    np.testing.assert_allclose(
+        [lo[0], hi[0], lo[2], hi[2]], np.array([-0.2761, 0.2761, -0.0261, 0.1015]) * S, atol=5e-4
+    )
     assert _probe(env, "drawer_link", (0.0, -0.25, 0.04)) < 0  # the bar...
     assert _probe(env, "drawer_link", (0.0, -0.21, 0.04)) > 0.02  # ...stands 5.6 cm off the panel
 
@@ -98,12 +125,14 @@ def test_sliding_door_has_calvins_arched_handle(env):
 
 def test_finger_and_gel_pad_meshes_have_calvins_dimensions():
     finger = np.array([v for ring in finger_rings() for v in ring])
-    # CALVIN franka_panda/meshes/collision/longer_finger_v2.obj: x -0.0105..0.0105, y 0.0039..0.027, z to 0.0964
+    # CALVIN franka_panda/meshes/collision/longer_finger_v2.obj: x -0.0105..0.0105, y 0.0039..0.027, z to
+    # 0.0964
     np.testing.assert_allclose(finger.min(axis=0), [-0.0105, 0.0039, 0.0002], atol=2e-4)
     np.testing.assert_allclose(finger.max(axis=0), [0.0105, 0.027, 0.0964], atol=2e-4)
     gel = np.array([v for ring in gel_rings() for v in ring])
-    # CALVIN franka_panda/meshes/visual/digit_gel_only.STL (x 0.0161..0.0201, y -0.0092..0.0093, z 0.0047..0.0297)
-    # at panda_longer_finger.urdf's joint_finger_tip_left (xyz 0.0009 0.021 0.066, rpy 0 0 -1.57)
+    # CALVIN franka_panda/meshes/visual/digit_gel_only.STL (x 0.0161..0.0201, y -0.0092..0.0093, z
+    # 0.0047..0.0297) at panda_longer_finger.urdf's joint_finger_tip_left (xyz 0.0009 0.021 0.066, rpy 0 0
+    # -1.57)
     np.testing.assert_allclose(gel.min(axis=0), [-0.0083, 0.021 - 0.0201, 0.066 + 0.0047], atol=2e-4)
     np.testing.assert_allclose(gel.max(axis=0), [0.0102, 0.021 - 0.0161, 0.066 + 0.0297], atol=2e-4)
 
@@ -115,12 +144,17 @@ def test_gel_pads_are_what_the_fingers_close_with(env):
     fingers = robot.links["panda_leftfinger"], robot.links["panda_rightfinger"]
     for tip in tips:  # CALVIN panda_longer_finger.urdf, finger_*_tip: mass 0.0001, lateral_friction 1,
         info = p.getDynamicsInfo(robot.uid, tip)  # spinning_friction 0.001
-        assert info[0] == pytest.approx(1e-4) and info[1] == pytest.approx(1.0) and info[7] == pytest.approx(0.001)
+        assert (
+            info[0] == pytest.approx(1e-4)
+            and info[1] == pytest.approx(1.0)
+            and info[7] == pytest.approx(0.001)
+        )
     # the gripper camera's box is visual only (CALVIN's gripper_cam link has no <collision>)
     assert p.getCollisionShapeData(robot.uid, robot.camera_link) == ()
 
     def gap(a: int, b: int) -> float:
         return min(c[8] for c in p.getClosestPoints(robot.uid, robot.uid, 0.2, a, b))
+
     for q in (0.0, 0.01, 0.02):
         for j in robot.finger_joints:
             p.resetJointState(robot.uid, j, q)
@@ -155,8 +189,10 @@ def test_robot_obs_tcp_is_from_before_the_last_substep():
     replay.close()
 
 
-@pytest.mark.skipif(not os.environ.get("CALVIN_ENV"), reason="set CALVIN_ENV to a calvin_env checkout to probe "
-                    "the built-in shapes against CALVIN's own files")
+@pytest.mark.skipif(
+    not os.environ.get("CALVIN_ENV"),
+    reason="set CALVIN_ENV to a calvin_env checkout to probe the built-in shapes against CALVIN's own files",
+)
 def test_shapes_probe_like_calvins_files(env):
     """Signed distances from probe points around the switch, drawer grip and door handle to the built-in
     boxes and to CALVIN's hulls agree (median within 1.5 mm; hull margins and rounded corners differ
@@ -164,9 +200,11 @@ def test_shapes_probe_like_calvins_files(env):
     calvin = PlayTableEnv(cameras=(), calvin_assets=os.environ["CALVIN_ENV"])
     calvin.reset(options={"scene_obs": SCENE})
     rng = np.random.default_rng(0)
-    for link, lo, hi in (("switch_link", (-0.09, -0.01, -0.05), (0.09, 0.09, 0.03)),
-                         ("drawer_link", (-0.16, -0.29, -0.01), (0.16, -0.17, 0.09)),
-                         ("slide_link", (0.09, -0.1, 0.0), (0.19, 0.1, 0.1))):
+    for link, lo, hi in (
+        ("switch_link", (-0.09, -0.01, -0.05), (0.09, 0.09, 0.03)),
+        ("drawer_link", (-0.16, -0.29, -0.01), (0.16, -0.17, 0.09)),
+        ("slide_link", (0.09, -0.1, 0.0), (0.19, 0.1, 0.1)),
+    ):
         points = [tuple(q) for q in rng.uniform(lo, hi, (60, 3))]
         ours = np.array([_probe(env, link, q) for q in points])
         theirs = np.array([_probe(calvin, link, q) for q in points])
@@ -176,9 +214,19 @@ def test_shapes_probe_like_calvins_files(env):
         robot = e.sim.robot
         for j in robot.finger_joints:
             e.sim.p.resetJointState(robot.uid, j, 0.02)
-    gaps = [min(c[8] for c in e.sim.p.getClosestPoints(e.sim.robot.uid, e.sim.robot.uid, 0.2,
-                                                        e.sim.robot.links["finger_left_tip"],
-                                                        e.sim.robot.links["finger_right_tip"])) for e in (env, calvin)]
+    gaps = [
+        min(
+            c[8]
+            for c in e.sim.p.getClosestPoints(
+                e.sim.robot.uid,
+                e.sim.robot.uid,
+                0.2,
+                e.sim.robot.links["finger_left_tip"],
+                e.sim.robot.links["finger_right_tip"],
+            )
+        )
+        for e in (env, calvin)
+    ]
     assert gaps[0] == pytest.approx(gaps[1], abs=3e-4)
     calvin.close()
     env.reset(options={"scene_obs": SCENE})

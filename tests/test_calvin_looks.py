@@ -52,7 +52,15 @@ def test_box_mesh_faces_point_outwards_with_metric_uvs():
         assert np.allclose(n / np.linalg.norm(n), mesh.normals[a[2] - 1])
     uvs = np.array(mesh.uvs).reshape(6, 4, 2)  # per face: metres along (u) and across (v) the grain
     spans = sorted((round(float(np.ptp(f[:, 0])), 6), round(float(np.ptp(f[:, 1])), 6)) for f in uvs)
-    assert spans == [(0.2, 0.1), (0.2, 0.1), (0.4, 0.1), (0.4, 0.1), (0.4, 0.2), (0.4, 0.2)]  # u: the longer side
+    # u: the longer side
+    assert spans == [
+        (0.2, 0.1),
+        (0.2, 0.1),
+        (0.4, 0.1),
+        (0.4, 0.1),
+        (0.4, 0.2),
+        (0.4, 0.2),
+    ]
 
 
 def test_dressed_assets_are_content_addressed(tmp_path):
@@ -86,13 +94,14 @@ def _patch(env, image: np.ndarray, point: tuple[float, float, float], half: int 
     pixels, _ = env.sim.cameras.project("static", np.array([point]))
     c, r = (int(round(v)) for v in pixels[0])
     assert half <= r < C.STATIC_CAMERA.height - half and half <= c < C.STATIC_CAMERA.width - half, point
-    return image[r - half:r + half + 1, c - half:c + half + 1].reshape(-1, 3).mean(0)
+    return image[r - half : r + half + 1, c - half : c + half + 1].reshape(-1, 3).mean(0)
 
 
 def test_static_image_regions_have_calvins_colours(static_view):
     env, image = static_view
     top = _patch(env, image, (0.30, -0.10, C.WORK_SURFACE_Z))  # table top, clear of the blocks
-    assert top[0] > top[1] > top[2] and 100 < top[0] < 210 and top[2] < 0.56 * top[0], top  # oak, not tan or grey
+    # oak, not tan or grey
+    assert top[0] > top[1] > top[2] and 100 < top[0] < 210 and top[2] < 0.56 * top[0], top
     cabinet = _patch(env, image, (0.35, 0.17, 0.60))  # cabinet wall right of the switch
     assert cabinet[0] > cabinet[1] > cabinet[2], cabinet
     # two floor squares left of the table, either side of the y = 0 square boundary

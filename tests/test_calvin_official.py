@@ -34,16 +34,28 @@ def contact(other: int, link: int) -> tuple:
 
 def official_info(red_contacts: list, robot_contacts: list, red_z: float = 0.46) -> dict:
     """The shape of calvin_env's ``env.get_info()``: robot_info + scene_info with uids and contacts."""
+
     def block(uid: int, pos: list, contacts: list) -> dict:
-        return {"uid": uid, "current_pos": pos, "current_orn": [0, 0, 0, 1], "current_lin_vel": [0, 0, 0],
-                "current_ang_vel": [0, 0, 0], "contacts": contacts}
+        return {
+            "uid": uid,
+            "current_pos": pos,
+            "current_orn": [0, 0, 0, 1],
+            "current_lin_vel": [0, 0, 0],
+            "current_ang_vel": [0, 0, 0],
+            "contacts": contacts,
+        }
+
     return {
         "robot_info": {"uid": ROBOT, "contacts": robot_contacts},
         "scene_info": {
-            "fixed_objects": {"table": {"uid": TABLE, "links": {"base_link": -1, "plank_link": 6, "drawer_link": 3}}},
-            "movable_objects": {"block_red": block(RED, [0.05, -0.12, red_z], red_contacts),
-                                "block_blue": block(BLUE, [0.23, -0.12, 0.46], [contact(TABLE, -1)]),
-                                "block_pink": block(PINK, [-0.24, 0.09, 0.46], [contact(TABLE, 6)])},
+            "fixed_objects": {
+                "table": {"uid": TABLE, "links": {"base_link": -1, "plank_link": 6, "drawer_link": 3}}
+            },
+            "movable_objects": {
+                "block_red": block(RED, [0.05, -0.12, red_z], red_contacts),
+                "block_blue": block(BLUE, [0.23, -0.12, 0.46], [contact(TABLE, -1)]),
+                "block_pink": block(PINK, [-0.24, 0.09, 0.46], [contact(TABLE, 6)]),
+            },
         },
     }
 
@@ -54,8 +66,12 @@ def test_official_info_becomes_an_oracle_snapshot():
     assert start["blocks"]["pink"]["contacts"] == [["table", "plank_link"]]
     held = [contact(ROBOT, 9), contact(ROBOT, 11)]
     names = {(ROBOT, 9): "panda_leftfinger", (ROBOT, 11): "panda_rightfinger"}
-    end = snapshot_from_official([0] * 15, [0] * 24, official_info(held, [contact(RED, -1)], red_z=0.53),
-                                 link_name=lambda uid, link: names.get((uid, link), "base_link"))
+    end = snapshot_from_official(
+        [0] * 15,
+        [0] * 24,
+        official_info(held, [contact(RED, -1)], red_z=0.53),
+        link_name=lambda uid, link: names.get((uid, link), "base_link"),
+    )
     assert end["blocks"]["red"]["contacts"] == [["robot", "panda_leftfinger"], ["robot", "panda_rightfinger"]]
     assert end["robot_contacts"] == [["block_red", "base_link"]]
     assert completed_tasks(start, end) == {"lift_red_block_table"}
@@ -63,8 +79,11 @@ def test_official_info_becomes_an_oracle_snapshot():
     assert floor["blocks"]["red"]["contacts"] == [["plane", "base_link"]]
 
 
-@pytest.mark.skipif(not calvin_env_available(), reason="calvin_env (mees/calvin) is not installed; it cannot "
-                    "come from a package registry, so the official-env path is tested only where a user has it")
+@pytest.mark.skipif(
+    not calvin_env_available(),
+    reason="calvin_env (mees/calvin) is not installed; it cannot "
+    "come from a package registry, so the official-env path is tested only where a user has it",
+)
 def test_official_env_runs_through_the_same_interface():
     from envs.calvin.official import OfficialPlayTableEnv
 
@@ -93,8 +112,10 @@ def _calvin_env_checkout() -> str | None:
 
 CALVIN_ENV = _calvin_env_checkout()
 needs_calvin_env = pytest.mark.skipif(
-    CALVIN_ENV is None, reason="calvin_env is not importable (set CALVIN_ENV to a mees/calvin_env checkout and "
-    "install the calvin-official extra); it cannot come from a package registry, so CI skips the official route")
+    CALVIN_ENV is None,
+    reason="calvin_env is not importable (set CALVIN_ENV to a mees/calvin_env checkout and "
+    "install the calvin-official extra); it cannot come from a package registry, so CI skips the official route",
+)
 
 
 @needs_calvin_env
@@ -106,11 +127,26 @@ def test_expert_chain_on_the_official_backend_records_the_commit(tmp_path):
 
     from benchmarks.calvin import main
 
-    summary = main(["--output", str(tmp_path), "--no-progress", "--backend", "official", "--calvin-env", CALVIN_ENV,
-                    "--num-sequences", "1", "--run-name", "official"])
+    summary = main(
+        [
+            "--output",
+            str(tmp_path),
+            "--no-progress",
+            "--backend",
+            "official",
+            "--calvin-env",
+            CALVIN_ENV,
+            "--num-sequences",
+            "1",
+            "--run-name",
+            "official",
+        ]
+    )
     assert summary.data["avg_seq_len"] == 5.0  # chain 0 (rotate, slider, lift, place, lightbulb) all solved
     manifest = json.loads((tmp_path / "calvin" / "official" / "manifest.json").read_text())
-    commit = subprocess.run(["git", "-C", CALVIN_ENV, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    commit = subprocess.run(
+        ["git", "-C", CALVIN_ENV, "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
     assert manifest["calvin_env"]["commit"] == commit.strip() and len(commit.strip()) == 40
     assert manifest["calvin_env"]["asset_sha256"]["calvin_table_D/urdf/calvin_table_D.urdf"]
 
@@ -122,7 +158,26 @@ def test_official_env_renders_only_the_asked_cameras_and_reports_link_poses():
 
     official = OfficialPlayTableEnv(calvin_env_path=CALVIN_ENV, cameras=("static",))
     builtin = PlayTableEnv(cameras=())
-    scene = [0.0] * 6 + [0.05, -0.12, 0.46, 0, 0, 1.5, 0.23, -0.12, 0.46, 0, 0, 1.5, -0.24, 0.09, 0.46, 0, 0, 1.5]
+    scene = [0.0] * 6 + [
+        0.05,
+        -0.12,
+        0.46,
+        0,
+        0,
+        1.5,
+        0.23,
+        -0.12,
+        0.46,
+        0,
+        0,
+        1.5,
+        -0.24,
+        0.09,
+        0.46,
+        0,
+        0,
+        1.5,
+    ]
     obs, _ = official.reset(options={"scene_obs": scene})
     builtin.reset(options={"scene_obs": scene})
     assert official.cameras == ("static",) and "rgb_static" in obs and "rgb_gripper" not in obs
@@ -166,15 +221,27 @@ def test_a_missing_package_is_named_with_the_exact_fix(checkout_without_cv2, cap
     argv = ["--backend", "official", "--calvin-env", checkout_without_cv2, "--output", "/no/such/dir"]
     assert run_cli(main, argv) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
-    assert err.startswith("error: --backend official: calvin_env needs the module 'cv2'") and err.count("\n") == 1
+    assert (
+        err.startswith("error: --backend official: calvin_env needs the module 'cv2'")
+        and err.count("\n") == 1
+    )
 
 
-@pytest.mark.parametrize(("error", "words"), [
-    (ModuleNotFoundError("No module named 'calvin_env'", name="calvin_env"), ["--calvin-env PATH", "mees/calvin_env"]),
-    (ModuleNotFoundError("No module named 'quaternion'", name="quaternion"), ["numpy-quaternion", INSTALL_EXTRA]),
-    (ModuleNotFoundError("No module named 'tacto'", name="tacto"), ["'tacto'", "pip install tacto"]),
-    (ImportError("numpy.core.multiarray failed to import"), ["numpy.core.multiarray", INSTALL_EXTRA]),
-])
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        (
+            ModuleNotFoundError("No module named 'calvin_env'", name="calvin_env"),
+            ["--calvin-env PATH", "mees/calvin_env"],
+        ),
+        (
+            ModuleNotFoundError("No module named 'quaternion'", name="quaternion"),
+            ["numpy-quaternion", INSTALL_EXTRA],
+        ),
+        (ModuleNotFoundError("No module named 'tacto'", name="tacto"), ["'tacto'", "pip install tacto"]),
+        (ImportError("numpy.core.multiarray failed to import"), ["numpy.core.multiarray", INSTALL_EXTRA]),
+    ],
+)
 def test_import_problems_say_what_is_missing_and_how_to_fix_it(error, words):
     problem = import_problem(error)
     assert all(w in problem for w in words) and "\n" not in problem
@@ -189,9 +256,15 @@ def test_the_extra_installs_every_package_calvin_env_imports_under_the_pins():
     requirements = [*project["dependencies"], *extras["calvin"], *extras["calvin-official"]]
     names = {re.split(r"[<>=!;\[ ]", r, maxsplit=1)[0].lower() for r in requirements}
     assert set(CALVIN_ENV_PACKAGES.values()) <= names
-    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
-    assert pins["numpy"].startswith("1.") and pins["opencv-python-headless"] == pins["opencv-python"] == "4.11.0.86"
+    pins = dict(
+        line.split("==")
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    assert (
+        pins["numpy"].startswith("1.")
+        and pins["opencv-python-headless"] == pins["opencv-python"] == "4.11.0.86"
+    )
     assert INSTALL_EXTRA in (ROOT / "docs" / "guide" / "calvin.md").read_text()
 
 
@@ -235,10 +308,12 @@ def test_absolute_actions_on_the_official_env_solve_a_chain_as_on_the_builtin_ta
     from envs.calvin.sequences import initial_env_state
     from policies.experts.calvin import ScriptedExpert
 
-    (state, tasks), = evaluation_chains(1)
+    ((state, tasks),) = evaluation_chains(1)
     robot_obs, scene_obs = initial_env_state(state)
-    for env in (OfficialPlayTableEnv(calvin_env_path=CALVIN_ENV, cameras=(), action_mode="absolute"),
-                PlayTableEnv(cameras=(), action_mode="absolute")):
+    for env in (
+        OfficialPlayTableEnv(calvin_env_path=CALVIN_ENV, cameras=(), action_mode="absolute"),
+        PlayTableEnv(cameras=(), action_mode="absolute"),
+    ):
         obs, _ = env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
         goal = obs["robot_obs"][:7] + np.array([0.03, 0.0, -0.02, 0.0, 0.0, 0.0, 0.0])
         goal[6] = 1.0  # open
@@ -278,9 +353,14 @@ def test_the_calvin_layout_is_calvin_envs_own_get_obs():
     env = OfficialPlayTableEnv(calvin_env_path=CALVIN_ENV, depth=True, obs_layout="calvin")
     obs, _ = env.reset()
     raw = env._env.get_obs()
-    assert set(obs) == set(raw) and set(obs["rgb_obs"]) == set(raw["rgb_obs"]) == {"rgb_static", "rgb_gripper"}
+    assert set(obs) == set(raw) and set(obs["rgb_obs"]) == set(raw["rgb_obs"]) == {
+        "rgb_static",
+        "rgb_gripper",
+    }
     assert set(obs["depth_obs"]) == set(raw["depth_obs"]) == {"depth_static", "depth_gripper"}
     np.testing.assert_array_equal(obs["rgb_obs"]["rgb_static"], raw["rgb_obs"]["rgb_static"])
-    np.testing.assert_allclose(obs["depth_obs"]["depth_gripper"], raw["depth_obs"]["depth_gripper"], rtol=1e-6)
+    np.testing.assert_allclose(
+        obs["depth_obs"]["depth_gripper"], raw["depth_obs"]["depth_gripper"], rtol=1e-6
+    )
     assert env.observation_space.contains(obs)
     env.close()

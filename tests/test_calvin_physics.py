@@ -16,9 +16,34 @@ pytest.importorskip("pybullet")
 IDLE = np.array([0, 0, 0, 0, 0, 0, 1], np.float32)
 # CALVIN's first evaluation chain: lights on, door left, drawer open, red in the left cabinet half,
 # blue on the table, pink in the right half.
-SCENE_CHAIN0 = np.array([0.28, 0.22, 0.0, 0.088, 1.0, 1.0, -0.240851662, 0.0924044687, 0.460990009, 0.0, 0.0,
-                         1.8859410064104645, 0.229995412, -0.11999514, 0.45999001, 0.0, 0.0, 1.488143437705632,
-                         0.070341633, 0.0924044687, 0.460990009, 0.0, 0.0, 1.4683986863194542])
+SCENE_CHAIN0 = np.array(
+    [
+        0.28,
+        0.22,
+        0.0,
+        0.088,
+        1.0,
+        1.0,
+        -0.240851662,
+        0.0924044687,
+        0.460990009,
+        0.0,
+        0.0,
+        1.8859410064104645,
+        0.229995412,
+        -0.11999514,
+        0.45999001,
+        0.0,
+        0.0,
+        1.488143437705632,
+        0.070341633,
+        0.0924044687,
+        0.460990009,
+        0.0,
+        0.0,
+        1.4683986863194542,
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +92,12 @@ def test_a_block_set_on_the_button_presses_it_and_toggles_the_led(env):
     scene = SCENE_CHAIN0.copy()
     env.reset(options={"scene_obs": scene, "task": "turn_off_led"})
     start = env.snapshot()
-    scene[12:15] = [C.BUTTON_ORIGIN[0], C.BUTTON_ORIGIN[1], C.BUTTON_ORIGIN[2] + 0.024 + 0.021]  # blue on the cap
+    # blue on the cap
+    scene[12:15] = [
+        C.BUTTON_ORIGIN[0],
+        C.BUTTON_ORIGIN[1],
+        C.BUTTON_ORIGIN[2] + 0.024 + 0.021,
+    ]
     env.reset(options={"scene_obs": scene})
     snap = settle(env, 15)
     assert snap["scene_obs"][2] > C.BUTTON_TRIGGER  # held down
@@ -112,13 +142,17 @@ def closed_dark_right() -> np.ndarray:
     return scene
 
 
-@pytest.mark.parametrize("tasks", [
-    ["open_drawer", "close_drawer"],
-    ["move_slider_left", "move_slider_right"],
-    ["turn_on_led", "turn_off_led"],
-    ["turn_on_lightbulb", "turn_off_lightbulb"],
-    ["lift_blue_block_table", "place_in_drawer"],
-], ids=["drawer", "slider", "button", "switch", "lift"])
+@pytest.mark.parametrize(
+    "tasks",
+    [
+        ["open_drawer", "close_drawer"],
+        ["move_slider_left", "move_slider_right"],
+        ["turn_on_led", "turn_off_led"],
+        ["turn_on_lightbulb", "turn_off_lightbulb"],
+        ["lift_blue_block_table", "place_in_drawer"],
+    ],
+    ids=["drawer", "slider", "button", "switch", "lift"],
+)
 def test_arm_drives_each_articulated_part(env, tasks):
     scene = closed_dark_right()
     if tasks[-1] == "place_in_drawer":
@@ -127,15 +161,24 @@ def test_arm_drives_each_articulated_part(env, tasks):
     assert [s["success"] for s in record["extras"]["subtasks"]] == [True, True], record
     final = env.snapshot()["scene_obs"]
     expected = {"drawer": (1, 0.0), "slider": (0, 0.0), "button": (5, 0.0), "switch": (4, 0.0)}
-    name = {"open_drawer": "drawer", "move_slider_left": "slider", "turn_on_led": "button",
-            "turn_on_lightbulb": "switch"}.get(tasks[0])
+    name = {
+        "open_drawer": "drawer",
+        "move_slider_left": "slider",
+        "turn_on_led": "button",
+        "turn_on_lightbulb": "switch",
+    }.get(tasks[0])
     if name:
         index, value = expected[name]
         assert abs(final[index] - value) < 0.08  # back where it started, well past the oracle's threshold
 
 
 def test_first_public_chain_with_the_expert(env):
-    tasks = ["rotate_blue_block_right", "move_slider_right", "lift_red_block_slider", "place_in_slider",
-             "turn_off_lightbulb"]
+    tasks = [
+        "rotate_blue_block_right",
+        "move_slider_right",
+        "lift_red_block_slider",
+        "place_in_slider",
+        "turn_off_lightbulb",
+    ]
     record = run_expert(env, SCENE_CHAIN0, tasks)
     assert record["extras"]["num_completed"] == 5, record

@@ -25,8 +25,15 @@ def expert_observations(env: PlayTableEnv, chain: int, subtasks: int) -> tuple[l
     seen: list[np.ndarray] = []
     policy = ScriptedExpert()
     policy.bind(env)
-    record = run_chain(env, policy, robot_obs, scene_obs, list(tasks[:subtasks]), list(tasks[:subtasks]),
-                       on_step=lambda obs, _: seen.append(np.concatenate([obs["robot_obs"], obs["scene_obs"]])))
+    record = run_chain(
+        env,
+        policy,
+        robot_obs,
+        scene_obs,
+        list(tasks[:subtasks]),
+        list(tasks[:subtasks]),
+        on_step=lambda obs, _: seen.append(np.concatenate([obs["robot_obs"], obs["scene_obs"]])),
+    )
     return seen, [(s["extras"]["task"], s["success"], s["steps"]) for s in record["extras"]["subtasks"]]
 
 
@@ -92,7 +99,8 @@ def test_a_movable_joint_that_no_reset_places_is_refused():
         env.close()
 
 
-@pytest.mark.parametrize("renderer", ["tiny", pytest.param("egl", marks=pytest.mark.slow)])  # EGL on CPU: ~20 s
+# EGL on CPU: ~20 s
+@pytest.mark.parametrize("renderer", ["tiny", pytest.param("egl", marks=pytest.mark.slow)])
 def test_images_after_another_episode_match_a_fresh_envs(renderer):
     """Lights, blocks and arm are drawn where the reset put them, not where the last episode left them.
     The fresh env's first image is not the reference: PyBullet's EGL plugin draws a client's first frame
@@ -110,7 +118,9 @@ def test_images_after_another_episode_match_a_fresh_envs(renderer):
         robot_obs, scene_obs = initial_env_state(state0)
         assert initial_env_state(state3)[1][4:6].tolist() != scene_obs[4:6].tolist()  # the lights differ
         fresh.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
-        obs = [env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})[0] for env in (fresh, used)]
+        obs = [
+            env.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})[0] for env in (fresh, used)
+        ]
         for key in ("rgb_static", "rgb_gripper"):
             assert obs[0][key].std() > 10 and np.array_equal(obs[0][key], obs[1][key])
     finally:

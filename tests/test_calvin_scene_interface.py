@@ -18,8 +18,34 @@ from policies.experts.calvin import ScriptedExpert
 pytest.importorskip("pybullet")
 
 # Drawer closed, slider right, lights off; blocks on the table (the red one at a table spot).
-SCENE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.05, -0.12, 0.46, 0, 0, math.pi / 2,
-                  0.23, -0.12, 0.46, 0, 0, math.pi / 2, -0.24, 0.09, 0.46, 0, 0, math.pi / 2])
+SCENE = np.array(
+    [
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.05,
+        -0.12,
+        0.46,
+        0,
+        0,
+        math.pi / 2,
+        0.23,
+        -0.12,
+        0.46,
+        0,
+        0,
+        math.pi / 2,
+        -0.24,
+        0.09,
+        0.46,
+        0,
+        0,
+        math.pi / 2,
+    ]
+)
 
 
 class InterfaceOnly:
@@ -106,7 +132,9 @@ def test_expert_needs_only_the_interface(env):
 def test_calvin_env_flags_need_the_official_backend(tmp_path):
     from benchmarks.calvin import CalvinConfig
 
-    with pytest.raises(ValueError, match="--calvin-env and --calvin-dataset configure calvin_env: add --backend official"):
+    with pytest.raises(
+        ValueError, match="--calvin-env and --calvin-dataset configure calvin_env: add --backend official"
+    ):
         CalvinConfig(calvin_env=str(tmp_path))
     with pytest.raises(ValueError, match="--calvin-assets is for the built-in table"):
         CalvinConfig(backend="official", calvin_assets=str(tmp_path))

@@ -26,23 +26,57 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # The first three chains of the public evaluation, from calvin.md (key order matters for the yaw seed).
 FIRST_THREE = [
     (
-        {"led": 1, "lightbulb": 1, "slider": "left", "drawer": "open", "red_block": "slider_left",
-         "blue_block": "table", "pink_block": "slider_right", "grasped": 0},
-        ("rotate_blue_block_right", "move_slider_right", "lift_red_block_slider", "place_in_slider",
-         "turn_off_lightbulb"),
+        {
+            "led": 1,
+            "lightbulb": 1,
+            "slider": "left",
+            "drawer": "open",
+            "red_block": "slider_left",
+            "blue_block": "table",
+            "pink_block": "slider_right",
+            "grasped": 0,
+        },
+        (
+            "rotate_blue_block_right",
+            "move_slider_right",
+            "lift_red_block_slider",
+            "place_in_slider",
+            "turn_off_lightbulb",
+        ),
     ),
     (
-        {"led": 1, "lightbulb": 1, "slider": "right", "drawer": "open", "red_block": "slider_right",
-         "blue_block": "table", "pink_block": "slider_left", "grasped": 0},
+        {
+            "led": 1,
+            "lightbulb": 1,
+            "slider": "right",
+            "drawer": "open",
+            "red_block": "slider_right",
+            "blue_block": "table",
+            "pink_block": "slider_left",
+            "grasped": 0,
+        },
         ("turn_off_led", "push_into_drawer", "lift_blue_block_drawer", "place_in_slider", "close_drawer"),
     ),
     (
-        {"led": 0, "lightbulb": 1, "slider": "right", "drawer": "closed", "red_block": "table",
-         "blue_block": "slider_right", "pink_block": "slider_left", "grasped": 0},
-        ("lift_pink_block_slider", "place_in_slider", "open_drawer", "rotate_red_block_right",
-         "lift_red_block_table"),
+        {
+            "led": 0,
+            "lightbulb": 1,
+            "slider": "right",
+            "drawer": "closed",
+            "red_block": "table",
+            "blue_block": "slider_right",
+            "pink_block": "slider_left",
+            "grasped": 0,
+        },
+        (
+            "lift_pink_block_slider",
+            "place_in_slider",
+            "open_drawer",
+            "rotate_red_block_right",
+            "lift_red_block_table",
+        ),
     ),
-]  # fmt: skip
+]
 
 CHAIN0_ROBOT_OBS = [
     0.02586889,
@@ -61,9 +95,32 @@ CHAIN0_ROBOT_OBS = [
     0.55344928,
     1.0,
 ]
-CHAIN0_SCENE_OBS = [0.28, 0.22, 0.0, 0.088, 1.0, 1.0, -0.240851662, 0.0924044687, 0.460990009, 0.0, 0.0,
-                    1.8859410064104645, 0.229995412, -0.11999514, 0.45999001, 0.0, 0.0, 1.488143437705632,
-                    0.070341633, 0.0924044687, 0.460990009, 0.0, 0.0, 1.4683986863194542]  # fmt: skip
+CHAIN0_SCENE_OBS = [
+    0.28,
+    0.22,
+    0.0,
+    0.088,
+    1.0,
+    1.0,
+    -0.240851662,
+    0.0924044687,
+    0.460990009,
+    0.0,
+    0.0,
+    1.8859410064104645,
+    0.229995412,
+    -0.11999514,
+    0.45999001,
+    0.0,
+    0.0,
+    1.488143437705632,
+    0.070341633,
+    0.0924044687,
+    0.460990009,
+    0.0,
+    0.0,
+    1.4683986863194542,
+]
 
 
 @pytest.fixture(scope="module")
@@ -110,19 +167,34 @@ def reference_successors(state, task):
             if s[b] == "grasped" and s["grasped"] == 1
         ]
     if task == "place_in_drawer":
-        return [{**s, b: "drawer", "grasped": 0} for b in BLOCK_NAMES
-                if s[b] == "grasped" and s["grasped"] == 1 and s["drawer"] == "open"]  # fmt: skip
+        return [
+            {**s, b: "drawer", "grasped": 0}
+            for b in BLOCK_NAMES
+            if s[b] == "grasped" and s["grasped"] == 1 and s["drawer"] == "open"
+        ]
     if task == "stack_block":
-        return [{**s, top: "stacked_top", bottom: "stacked_bottom", "grasped": 0}
-                for top in BLOCK_NAMES for bottom in BLOCK_NAMES
-                if top != bottom and s[top] == "grasped" and s[bottom] == "table" and s["grasped"] == 1]  # fmt: skip
+        return [
+            {**s, top: "stacked_top", bottom: "stacked_bottom", "grasped": 0}
+            for top in BLOCK_NAMES
+            for bottom in BLOCK_NAMES
+            if top != bottom and s[top] == "grasped" and s[bottom] == "table" and s["grasped"] == 1
+        ]
     if task == "unstack_block":
-        return [{**s, top: "table", bottom: "table"} for top in BLOCK_NAMES for bottom in BLOCK_NAMES
-                if top != bottom and free and s[top] == "stacked_top" and s[bottom] == "stacked_bottom"]  # fmt: skip
+        return [
+            {**s, top: "table", bottom: "table"}
+            for top in BLOCK_NAMES
+            for bottom in BLOCK_NAMES
+            if top != bottom and free and s[top] == "stacked_top" and s[bottom] == "stacked_bottom"
+        ]
     if task == "push_into_drawer":
-        return [{**s, b: "drawer"} for b in BLOCK_NAMES
-                if free and s["drawer"] == "open" and s[b] == "table"
-                and all(s[o].startswith("slider_") for o in BLOCK_NAMES if o != b)]  # fmt: skip
+        return [
+            {**s, b: "drawer"}
+            for b in BLOCK_NAMES
+            if free
+            and s["drawer"] == "open"
+            and s[b] == "table"
+            and all(s[o].startswith("slider_") for o in BLOCK_NAMES if o != b)
+        ]
     raise AssertionError(f"no reference rule for {task}")
 
 
@@ -140,11 +212,18 @@ def _reference_lift(s, block, source):
 
 def reference_category(task):
     patterns = [
-        (r"(rotate|push)_\w+_block_(left|right)", "block on table"), (r"move_slider_\w+", "slider"),
-        (r"(open|close)_drawer", "drawer"), (r"lift_\w+_table", "lift table"), (r"lift_\w+_slider", "lift slider"),
-        (r"lift_\w+_drawer", "lift drawer"), (r"place_in_\w+", "place"), (r"turn_\w+", "lights"),
-        (r"push_into_drawer", "push into drawer"), (r"stack_block", "stack"), (r"unstack_block", "unstack"),
-    ]  # fmt: skip
+        (r"(rotate|push)_\w+_block_(left|right)", "block on table"),
+        (r"move_slider_\w+", "slider"),
+        (r"(open|close)_drawer", "drawer"),
+        (r"lift_\w+_table", "lift table"),
+        (r"lift_\w+_slider", "lift slider"),
+        (r"lift_\w+_drawer", "lift drawer"),
+        (r"place_in_\w+", "place"),
+        (r"turn_\w+", "lights"),
+        (r"push_into_drawer", "push into drawer"),
+        (r"stack_block", "stack"),
+        (r"unstack_block", "unstack"),
+    ]
     return next(name for pattern, name in patterns if re.fullmatch(pattern, task))
 
 
@@ -174,8 +253,18 @@ def reference_initial_states():
                                     places.count(half) <= 1 for half in ("slider_left", "slider_right")
                                 )
                                 if places.count("table") in (1, 2) and one_per_half:
-                                    states.append({"led": led, "lightbulb": bulb, "slider": slider, "drawer": drawer,
-                                                   "red_block": red, "blue_block": blue, "pink_block": pink, "grasped": 0})  # fmt: skip
+                                    states.append(
+                                        {
+                                            "led": led,
+                                            "lightbulb": bulb,
+                                            "slider": slider,
+                                            "drawer": drawer,
+                                            "red_block": red,
+                                            "blue_block": blue,
+                                            "pink_block": pink,
+                                            "grasped": 0,
+                                        }
+                                    )
     return states
 
 
@@ -376,8 +465,16 @@ def test_concurrent_processes_agree_and_share_one_cache(tmp_path):
     processes = []
     for hash_seed in ("1", "2"):
         env = {**os.environ, seq.CACHE_DIR_ENV: str(tmp_path), "PYTHONHASHSEED": hash_seed}
-        processes.append(subprocess.Popen([sys.executable, "-c", script], cwd=REPO_ROOT, env=env,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))  # fmt: skip
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", script],
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = []
     for process in processes:
         out, err = process.communicate(timeout=120)
@@ -419,8 +516,10 @@ def test_chain0_seed_and_state_vectors(chains):
 
 def reference_env_state(state):
     """Upstream's recipe, step by step, on the global generator."""
-    table = [np.array([5.00000896e-02, -1.20000177e-01, 4.59990009e-01]),
-             np.array([2.29995412e-01, -1.19995140e-01, 4.59990010e-01])]  # fmt: skip
+    table = [
+        np.array([5.00000896e-02, -1.20000177e-01, 4.59990009e-01]),
+        np.array([2.29995412e-01, -1.19995140e-01, 4.59990010e-01]),
+    ]
     left, right = (
         np.array([-2.40851662e-01, 9.24044687e-02, 4.60990009e-01]),
         np.array([7.03416330e-02, 9.24044687e-02, 4.60990009e-01]),
@@ -505,9 +604,17 @@ def test_task_list_order_and_instructions():
     assert len(CALVIN_TASKS) == 34 and len(set(CALVIN_TASKS)) == 34
     assert CALVIN_TASKS[:2] == ("rotate_red_block_right", "rotate_red_block_left")
     assert CALVIN_TASKS[12:16] == ("move_slider_left", "move_slider_right", "open_drawer", "close_drawer")
-    assert CALVIN_TASKS[25:] == ("place_in_slider", "place_in_drawer", "stack_block", "unstack_block",
-                                 "turn_on_lightbulb", "turn_off_lightbulb", "turn_on_led", "turn_off_led",
-                                 "push_into_drawer")  # fmt: skip
+    assert CALVIN_TASKS[25:] == (
+        "place_in_slider",
+        "place_in_drawer",
+        "stack_block",
+        "unstack_block",
+        "turn_on_lightbulb",
+        "turn_off_lightbulb",
+        "turn_on_led",
+        "turn_off_led",
+        "push_into_drawer",
+    )
     assert (
         set(CALVIN_TASKS) == set(seq.TASK_CATEGORIES) == set(seq.TASK_TRANSITIONS) == set(EVAL_INSTRUCTIONS)
     )

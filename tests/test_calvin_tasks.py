@@ -24,8 +24,13 @@ def snapshot() -> dict:
     """Red and blue on the table, pink on the cabinet shelf; everything at rest, robot touching nothing."""
     blocks = {}
     for color, (x, y) in BLOCK_XY.items():
-        blocks[color] = {"pos": [x, y, 0.46], "orn_xyzw": [0.0, 0.0, 0.0, 1.0], "lin_vel": [0.0] * 3,
-                         "ang_vel": [0.0] * 3, "contacts": [PLANK if color == "pink" else TABLE]}
+        blocks[color] = {
+            "pos": [x, y, 0.46],
+            "orn_xyzw": [0.0, 0.0, 0.0, 1.0],
+            "lin_vel": [0.0] * 3,
+            "ang_vel": [0.0] * 3,
+            "contacts": [PLANK if color == "pink" else TABLE],
+        }
     return {"robot_obs": [0.0] * 15, "scene_obs": [0.0] * 24, "robot_contacts": [], "blocks": blocks}
 
 
@@ -59,8 +64,17 @@ def rotated_end(color: str, yaw_deg: float, tilt_deg: float = 0.0, move: float =
 
 
 @pytest.mark.parametrize("color", ["red", "blue", "pink"])
-@pytest.mark.parametrize(("yaw", "left", "right"), [(61, True, False), (59, False, False), (179, True, False),
-                                                     (-61, False, True), (-59, False, False), (-179, False, True)])
+@pytest.mark.parametrize(
+    ("yaw", "left", "right"),
+    [
+        (61, True, False),
+        (59, False, False),
+        (179, True, False),
+        (-61, False, True),
+        (-59, False, False),
+        (-179, False, True),
+    ],
+)
 def test_rotate_yaw_thresholds(color, yaw, left, right):
     got = done(snapshot(), rotated_end(color, yaw))
     assert (f"rotate_{color}_block_left" in got) is left
@@ -104,8 +118,10 @@ def moved(color: str, dx: float = 0.0, dz: float = 0.0, contacts=None) -> dict:
 
 
 @pytest.mark.parametrize("color", ["red", "blue"])
-@pytest.mark.parametrize(("dx", "right", "left"), [(0.101, True, False), (0.099, False, False),
-                                                   (-0.101, False, True), (-0.099, False, False)])
+@pytest.mark.parametrize(
+    ("dx", "right", "left"),
+    [(0.101, True, False), (0.099, False, False), (-0.101, False, True), (-0.099, False, False)],
+)
 def test_push_distance_thresholds(color, dx, right, left):
     got = done(snapshot(), moved(color, dx, contacts=[TABLE, *FINGERS]))
     assert (f"push_{color}_block_right" in got) is right
@@ -114,7 +130,9 @@ def test_push_distance_thresholds(color, dx, right, left):
 
 def test_push_contact_rules():
     s = snapshot()
-    assert "push_red_block_right" in done(s, moved("red", 0.12, contacts=[TABLE, ["block_blue", "base_link"]]))
+    assert "push_red_block_right" in done(
+        s, moved("red", 0.12, contacts=[TABLE, ["block_blue", "base_link"]])
+    )
     assert "push_red_block_right" not in done(s, moved("red", 0.12, contacts=FINGERS))  # lifted off the table
     assert "push_red_block_right" not in done(s, moved("red", 0.12, contacts=[DRAWER]))  # start contact lost
     held = snapshot()
@@ -134,25 +152,43 @@ def with_scene(**values: float) -> dict:
     return s
 
 
-@pytest.mark.parametrize(("start", "end", "expected"), [
-    (0.0, 0.151, {"move_slider_left"}), (0.0, 0.149, set()), (0.28, 0.129, {"move_slider_right"}),
-    (0.28, 0.131, set()),
-])
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        (0.0, 0.151, {"move_slider_left"}),
+        (0.0, 0.149, set()),
+        (0.28, 0.129, {"move_slider_right"}),
+        (0.28, 0.131, set()),
+    ],
+)
 def test_slider_thresholds(start, end, expected):
     assert done(with_scene(slide=start), with_scene(slide=end)) == expected
 
 
-@pytest.mark.parametrize(("start", "end", "expected"), [
-    (0.0, 0.121, {"open_drawer"}), (0.0, 0.119, set()), (0.22, 0.099, {"close_drawer"}), (0.22, 0.101, set()),
-])
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        (0.0, 0.121, {"open_drawer"}),
+        (0.0, 0.119, set()),
+        (0.22, 0.099, {"close_drawer"}),
+        (0.22, 0.101, set()),
+    ],
+)
 def test_drawer_thresholds(start, end, expected):
     assert done(with_scene(drawer=start), with_scene(drawer=end)) == expected
 
 
-@pytest.mark.parametrize(("light", "before", "after", "expected"), [
-    ("lightbulb", 0, 1, {"turn_on_lightbulb"}), ("lightbulb", 1, 0, {"turn_off_lightbulb"}),
-    ("led", 0, 1, {"turn_on_led"}), ("led", 1, 0, {"turn_off_led"}), ("led", 1, 1, set()), ("lightbulb", 0, 0, set()),
-])
+@pytest.mark.parametrize(
+    ("light", "before", "after", "expected"),
+    [
+        ("lightbulb", 0, 1, {"turn_on_lightbulb"}),
+        ("lightbulb", 1, 0, {"turn_off_lightbulb"}),
+        ("led", 0, 1, {"turn_on_led"}),
+        ("led", 1, 0, {"turn_off_led"}),
+        ("led", 1, 1, set()),
+        ("lightbulb", 0, 0, set()),
+    ],
+)
 def test_light_transitions(light, before, after, expected):
     assert done(with_scene(**{light: before}), with_scene(**{light: after})) == expected
 
@@ -165,9 +201,14 @@ def test_switch_and_button_joints_alone_complete_nothing():
 # --------------------------------------------------------------------------------------------- lift
 
 
-@pytest.mark.parametrize(("surface", "start_contact", "color", "threshold"), [
-    ("table", TABLE, "red", 0.05), ("slider", PLANK, "pink", 0.03), ("drawer", DRAWER, "blue", 0.05),
-])
+@pytest.mark.parametrize(
+    ("surface", "start_contact", "color", "threshold"),
+    [
+        ("table", TABLE, "red", 0.05),
+        ("slider", PLANK, "pink", 0.03),
+        ("drawer", DRAWER, "blue", 0.05),
+    ],
+)
 def test_lift_height_thresholds(surface, start_contact, color, threshold):
     start = snapshot()
     start["blocks"][color]["contacts"] = [start_contact]
@@ -178,10 +219,13 @@ def test_lift_height_thresholds(surface, start_contact, color, threshold):
 
 def test_lift_contact_rules():
     s = snapshot()
-    assert "lift_red_block_table" not in done(s, moved("red", dz=0.1, contacts=[*FINGERS, TABLE]))  # not only robot
+    # not only robot
+    assert "lift_red_block_table" not in done(s, moved("red", dz=0.1, contacts=[*FINGERS, TABLE]))
     assert "lift_red_block_table" not in done(s, moved("red", dz=0.1, contacts=[]))  # thrown, not held
-    assert "lift_red_block_slider" not in done(s, moved("red", dz=0.1, contacts=FINGERS))  # started on the table
-    assert "lift_pink_block_table" not in done(s, moved("pink", dz=0.1, contacts=FINGERS))  # started on the shelf
+    # started on the table
+    assert "lift_red_block_slider" not in done(s, moved("red", dz=0.1, contacts=FINGERS))
+    # started on the shelf
+    assert "lift_pink_block_table" not in done(s, moved("pink", dz=0.1, contacts=FINGERS))
     start = snapshot()
     start["blocks"]["red"]["contacts"] = [TABLE, *FINGERS]  # touching the robot at the start is allowed
     assert "lift_red_block_table" in done(start, moved("red", dz=0.1, contacts=FINGERS))
@@ -246,12 +290,16 @@ def test_unstack_rules():
     assert "unstack_block" in done(start, released("red", [TABLE]))
     assert "unstack_block" not in done(start, stacked_end())
     assert "unstack_block" not in done(stacked_end(velocity=1.01), released("red", [TABLE]))  # start speed
-    assert "unstack_block" not in done(stacked_end(extra=[TABLE]), released("red", [TABLE]))  # not only on blocks
+    # not only on blocks
+    assert "unstack_block" not in done(stacked_end(extra=[TABLE]), released("red", [TABLE]))
 
 
 @settings(max_examples=60, deadline=None)
-@given(dx=st.floats(-0.3, 0.3), dz=st.floats(0.0, 0.3),
-       contacts=st.sampled_from([[TABLE], FINGERS, [TABLE, *FINGERS], [PLANK], []]))
+@given(
+    dx=st.floats(-0.3, 0.3),
+    dz=st.floats(0.0, 0.3),
+    contacts=st.sampled_from([[TABLE], FINGERS, [TABLE, *FINGERS], [PLANK], []]),
+)
 def test_an_unstack_by_lifting_leaves_the_blocks_table_tasks_unreachable(dx, dz, contacts):
     """The next subtask starts from the snapshot in which ``unstack_block`` fired. Fired by lifting, the block
     touches only the fingers there, and no end state completes a push or a lift from the table. (Why the

@@ -28,8 +28,17 @@ def _mains():
     from policies.serve import __main__ as serve
     from vla import demos, train
 
-    return {"calvin": calvin.main, "libero": libero.main, "embodied": embodied.main, "static": static.main,
-            "goal": goal.main, "serve": serve.main, "train": train.main, "demos": demos.main, "arena": command.main}
+    return {
+        "calvin": calvin.main,
+        "libero": libero.main,
+        "embodied": embodied.main,
+        "static": static.main,
+        "goal": goal.main,
+        "serve": serve.main,
+        "train": train.main,
+        "demos": demos.main,
+        "arena": command.main,
+    }
 
 
 def invoke(command: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -54,7 +63,9 @@ def no_workers(monkeypatch):
     monkeypatch.setattr(static, "run", started)
 
 
-@pytest.mark.parametrize(("command", "argv", "named"), BAD_INPUTS, ids=[case_id(c, a) for c, a, _ in BAD_INPUTS])
+@pytest.mark.parametrize(
+    ("command", "argv", "named"), BAD_INPUTS, ids=[case_id(c, a) for c, a, _ in BAD_INPUTS]
+)
 def test_bad_input_gets_one_line_naming_it(command, argv, named, capsys, tmp_path, monkeypatch, no_workers):
     """Exit status 2, one line on stderr naming the input, no traceback, and no worker started."""
     monkeypatch.chdir(tmp_path)
@@ -79,18 +90,37 @@ def test_a_corrupt_response_cache_is_named_before_any_worker_starts(tmp_path, ca
     monkeypatch.chdir(tmp_path)
     cache = tmp_path / "responses.sqlite"
     cache.write_bytes(b"this is not a database" * 100)
-    code, err = invoke("calvin", ["--policy", "mllm", "--model", "/no/model", "--cache-path", str(cache)], capsys)
+    code, err = invoke(
+        "calvin", ["--policy", "mllm", "--model", "/no/model", "--cache-path", str(cache)], capsys
+    )
     assert code == EXIT_BAD_INPUT and "--cache-path" in err and "not a SQLite response cache" in err
     assert len(err.strip().splitlines()) == 1
 
 
 def test_the_manifest_records_the_decoding_settings_the_backend_gets(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    args = ["--policy", "mllm", "--model", "answer-key", "--max-new-tokens", "77", "--tasks", "open_drawer",
-            "--num-sequences", "1", "--ep-len", "1", "--no-progress", "--output", "out"]
+    args = [
+        "--policy",
+        "mllm",
+        "--model",
+        "answer-key",
+        "--max-new-tokens",
+        "77",
+        "--tasks",
+        "open_drawer",
+        "--num-sequences",
+        "1",
+        "--ep-len",
+        "1",
+        "--no-progress",
+        "--output",
+        "out",
+    ]
     assert invoke("calvin", args, capsys)[0] in (0, 3)
     manifest = json.loads(next((tmp_path / "out" / "calvin").glob("*/manifest.json")).read_text())
-    assert manifest["policy"]["generation"]["max_new_tokens"] == 77 and manifest["policy"]["privileged"] is True
+    assert (
+        manifest["policy"]["generation"]["max_new_tokens"] == 77 and manifest["policy"]["privileged"] is True
+    )
 
 
 def test_damaged_run_folders_resume_or_say_why(tmp_path, capsys, monkeypatch):
@@ -123,11 +153,16 @@ def test_changed_configuration_is_refused_in_one_line(tmp_path, capsys, monkeypa
     assert "seed" in err and "--run-name" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("argv", [["-m", "benchmarks.calvin", "--ep-len", "0"],
-                                  ["-m", "benchmarks.embodied", "nav", "--env-kwargs", "{"],
-                                  ["-m", "vla.train", "--batch-size", "0"],
-                                  ["-m", "benchmarks.calvin", "--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B"],
-                                  ["-m", "benchmarks.libero", "--policy", "agent", "--model", "answer-key"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-m", "benchmarks.calvin", "--ep-len", "0"],
+        ["-m", "benchmarks.embodied", "nav", "--env-kwargs", "{"],
+        ["-m", "vla.train", "--batch-size", "0"],
+        ["-m", "benchmarks.calvin", "--policy", "mllm", "--model", "/ckpt/Qwen2.5-VL-7B"],
+        ["-m", "benchmarks.libero", "--policy", "agent", "--model", "answer-key"],
+    ],
+)
 def test_python_m_entry_points_exit_2_with_one_line(argv):
     done = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == EXIT_BAD_INPUT, done.stderr
@@ -166,6 +201,8 @@ def test_each_policy_declares_where_it_runs():
 
 def test_the_hardening_guide_lists_every_bad_input_with_its_message():
     text = (ROOT / "docs" / "guide" / "hardening.md").read_text()
-    shown = {case: f"| `{' '.join(argv).replace('|', chr(92) + '|') or '(none)'}` | " for case, argv in
-             ((case_id(c, a), a) for c, a, _ in BAD_INPUTS)}
+    shown = {
+        case: f"| `{' '.join(argv).replace('|', chr(92) + '|') or '(none)'}` | "
+        for case, argv in ((case_id(c, a), a) for c, a, _ in BAD_INPUTS)
+    }
     assert [case for case, row in shown.items() if row not in text] == []

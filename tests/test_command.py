@@ -25,8 +25,14 @@ HEAVY = ("torch", "transformers", "pybullet", "mujoco", "robosuite", "libero")
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter from the repository root (so imports are this checkout's)."""
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def test_the_console_script_points_at_the_dispatcher():
@@ -40,22 +46,42 @@ def test_the_installed_script_lists_what_the_module_lists():
     script = shutil.which("spatial-arena", path=str(Path(sys.executable).parent))
     if script is None:
         pytest.skip("the console script is not installed in this environment (pip install -e . installs it)")
-    done = subprocess.run([script, "list"], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [script, "list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == _python("from benchmarks.command import main; main(['list'])").stdout.strip()
+    assert (
+        done.stdout.strip() == _python("from benchmarks.command import main; main(['list'])").stdout.strip()
+    )
 
 
 def test_every_subcommand_runs_an_existing_python_m_module():
-    assert set(SUBCOMMANDS) == {"calvin", "libero", "embodied", "static", "goal", "serve", "train", "demos", "tiny",
-                                "posttrain"}
+    assert set(SUBCOMMANDS) == {
+        "calvin",
+        "libero",
+        "embodied",
+        "static",
+        "goal",
+        "serve",
+        "train",
+        "demos",
+        "tiny",
+        "posttrain",
+    }
     for name, command in SUBCOMMANDS.items():
         assert importlib.util.find_spec(command.module) is not None, name
 
 
 def test_list_prints_everything_registered_without_importing_torch_or_a_simulator():
-    done = _python("import sys; from benchmarks.command import main; code = main(['list']); "
-                   f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules]); sys.exit(code)")
+    done = _python(
+        "import sys; from benchmarks.command import main; code = main(['list']); "
+        f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules]); sys.exit(code)"
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "HEAVY []" in out
@@ -91,41 +117,66 @@ def test_backbones_read_from_source_match_the_registry():
     assert found["tiny"] == list(backbones.TINY_BACKBONES)
     assert found["native"] == list(backbones.NATIVE_BACKBONES)
     # vla.backbones' own registrations (other modules, e.g. vla.vision_backbones, add theirs when imported)
-    own = sorted(t for t in backbones.supported_model_types() if backbones.backbone_class(t).__module__ == backbones.__name__)
+    own = sorted(
+        t
+        for t in backbones.supported_model_types()
+        if backbones.backbone_class(t).__module__ == backbones.__name__
+    )
     assert found["transformers"] == own
 
 
-HELP_CASES = {"calvin": ["calvin"], "libero": ["libero"], "embodied-nav": ["embodied", "nav"],
-              "embodied-manip": ["embodied", "manip"]}
+HELP_CASES = {
+    "calvin": ["calvin"],
+    "libero": ["libero"],
+    "embodied-nav": ["embodied", "nav"],
+    "embodied-manip": ["embodied", "manip"],
+}
 
 
 @pytest.mark.parametrize("benchmark", list(HELP_CASES))
 def test_benchmark_help_shows_the_options_of_what_runs_there_without_heavy_imports(benchmark):
     argv = HELP_CASES[benchmark]
-    done = _python("import sys; from benchmarks.command import main; code = main("
-                   f"{[*argv, '--help']!r}); print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules]); sys.exit(code)")
+    done = _python(
+        "import sys; from benchmarks.command import main; code = main("
+        f"{[*argv, '--help']!r}); print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules]); sys.exit(code)"
+    )
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout
     assert done.stdout.startswith(f"usage: python -m benchmarks.{argv[0]}")
     offered = policies_for(benchmark)
     assert " | ".join(offered) in " ".join(done.stdout.split())  # --policy's own help
     for name in registered_policies():
-        assert (f"--policy {name} options" in done.stdout) == (name in offered and name not in ("expert", "random", "replay")), name
+        assert (f"--policy {name} options" in done.stdout) == (
+            name in offered and name not in ("expert", "random", "replay")
+        ), name
     for flag in ("--model", "--api-base"):
         assert flag in done.stdout, flag
     vla = benchmark in ("calvin", "libero")
     assert ("--backbone" in done.stdout) == vla and ("--checkpoint" in done.stdout) == vla
     eb_loop = benchmark.startswith("embodied")
-    for flag in ("--loop", "--n-examples", "--no-chat-history", "--history-messages"):  # the EB agent loop's options
+    # the EB agent loop's options
+    for flag in (
+        "--loop",
+        "--n-examples",
+        "--no-chat-history",
+        "--history-messages",
+    ):
         assert (flag in done.stdout) == eb_loop, flag
     assert ("--object-info-key" in done.stdout) == (benchmark == "embodied-manip")
 
 
-@pytest.mark.parametrize(("argv", "named"), [(["libero", "--policy", "agent", "--model", "answer-key"], "--policy agent does not run on libero"),
-                                             (["calvin", "--policy", "agent", "--model", "answer-key"], "runs on embodied nav"),
-                                             (["embodied", "nav", "--backbone", "tiny-qwen2.5-vl"], "--policy vla"),
-                                             (["calvin", "--policy", "mllm", "--model", "answer-key", "--n-examples", "2"],
-                                              "unrecognized arguments: --n-examples")])
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["libero", "--policy", "agent", "--model", "answer-key"], "--policy agent does not run on libero"),
+        (["calvin", "--policy", "agent", "--model", "answer-key"], "runs on embodied nav"),
+        (["embodied", "nav", "--backbone", "tiny-qwen2.5-vl"], "--policy vla"),
+        (
+            ["calvin", "--policy", "mllm", "--model", "answer-key", "--n-examples", "2"],
+            "unrecognized arguments: --n-examples",
+        ),
+    ],
+)
 def test_what_is_not_offered_is_refused_in_one_line(argv, named, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -157,24 +208,46 @@ def test_exit_statuses_are_the_modules(tmp_path, capsys):
     assert "needs a family first" in capsys.readouterr().err
     assert main(["embodied", "--help"]) == 0
     assert "nav: EB-Navigation" in capsys.readouterr().out
-    failing = ["calvin", "--policy", "tests.closed_loop_policies:FailingModel", "--num-sequences", "1",
-               "--ep-len", "2", "--output", str(tmp_path)]
+    failing = [
+        "calvin",
+        "--policy",
+        "tests.closed_loop_policies:FailingModel",
+        "--num-sequences",
+        "1",
+        "--ep-len",
+        "2",
+        "--output",
+        str(tmp_path),
+    ]
     assert main(failing) == 3
     assert "1 of 1 units ended in an error" in capsys.readouterr().err
     assert sys.argv[0] != "spatial-arena calvin"  # the caller's argv is restored
 
 
 def test_a_subprocess_gets_the_same_status_as_python_m():
-    ours = subprocess.run([sys.executable, "-m", "benchmarks.command", "static", "--bench", "nope"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-    theirs = subprocess.run([sys.executable, "-m", "benchmarks.static", "--bench", "nope"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    ours = subprocess.run(
+        [sys.executable, "-m", "benchmarks.command", "static", "--bench", "nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    theirs = subprocess.run(
+        [sys.executable, "-m", "benchmarks.static", "--bench", "nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ours.returncode == theirs.returncode == 2
     assert ours.stderr == theirs.stderr and "--bench must be one of" in ours.stderr
 
 
-@pytest.mark.parametrize("argv", [[name, *prefix] for name, command in SUBCOMMANDS.items()
-                                  for prefix in {(), *command.help_pages}], ids=" ".join)
+@pytest.mark.parametrize(
+    "argv",
+    [[name, *prefix] for name, command in SUBCOMMANDS.items() for prefix in {(), *command.help_pages}],
+    ids=" ".join,
+)
 def test_every_subcommand_and_its_help_pages_answer_help(argv, capsys):
     """Issue 29: ``spatial-arena posttrain --help`` was an error; every registered command's help exits 0."""
     assert main([*argv, "--help"]) == 0, capsys.readouterr().err

@@ -53,27 +53,53 @@ def test_nothing_listening_is_refused_before_any_worker_starts(tmp_path, capsys,
 
     monkeypatch.chdir(tmp_path)
     api_base = f"http://127.0.0.1:{_closed_port()}/v1"
-    code = run_cli(embodied.main, ["nav", "--policy", "mllm", "--model", "m", "--api-base", api_base, "--no-progress"])
+    code = run_cli(
+        embodied.main, ["nav", "--policy", "mllm", "--model", "m", "--api-base", api_base, "--no-progress"]
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == EXIT_BAD_INPUT and len(err) == 1 and err[0].startswith(f"error: --api-base {api_base}: nothing answers")
+    assert (
+        code == EXIT_BAD_INPUT
+        and len(err) == 1
+        and err[0].startswith(f"error: --api-base {api_base}: nothing answers")
+    )
     assert not Path("outputs").exists()  # no run folder: nothing started
 
 
-def test_closed_loop_run_against_a_wrong_server_stops_after_the_streak(tmp_path, capsys, monkeypatch, wrong_server):
+def test_closed_loop_run_against_a_wrong_server_stops_after_the_streak(
+    tmp_path, capsys, monkeypatch, wrong_server
+):
     from benchmarks import embodied
 
     monkeypatch.chdir(tmp_path)
-    argv = ["nav", "--policy", "mllm", "--model", "m", "--api-base", wrong_server, "--limit", "12",
-            "--max-consecutive-errors", "3", "--no-progress", "--output", "out"]
+    argv = [
+        "nav",
+        "--policy",
+        "mllm",
+        "--model",
+        "m",
+        "--api-base",
+        wrong_server,
+        "--limit",
+        "12",
+        "--max-consecutive-errors",
+        "3",
+        "--no-progress",
+        "--output",
+        "out",
+    ]
     began = time.perf_counter()
     code = run_cli(embodied.main, argv)
     elapsed = time.perf_counter() - began
     err = capsys.readouterr().err.strip().splitlines()
     assert code == EXIT_UNITS_ERRORED
-    assert err[-1].startswith(f"error: stopped: 3 units in a row ended in an error calling model 'm' at {wrong_server}; "
-                              "last error: ")
+    assert err[-1].startswith(
+        f"error: stopped: 3 units in a row ended in an error calling model 'm' at {wrong_server}; "
+        "last error: "
+    )
     assert "HTTP 404" in err[-1] and "--resume" in err[-1]
-    records = [json.loads(line) for line in next(Path("out").glob("*/*/records.jsonl")).read_text().splitlines()]
+    records = [
+        json.loads(line) for line in next(Path("out").glob("*/*/records.jsonl")).read_text().splitlines()
+    ]
     assert [r["status"] for r in records] == ["error"] * 3
     assert max(r["timing"]["wall_s"] for r in records) < 5  # no retries for a request the server refuses
     assert elapsed < 120

@@ -24,8 +24,14 @@ def test_mkdocs_build_strict(tmp_path):
     pytest.importorskip("material", reason="the docs need the dev extra (mkdocs-material)")
     mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent)) or shutil.which("mkdocs")
     site = tmp_path / "site"
-    done = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(site)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"})
+    done = subprocess.run(
+        [mkdocs, "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     calvin = (site / "envs" / "playtableenv" / "index.html").read_text()
     assert "SpatialArena/CalvinPlayTable-Abs-v0" in calvin and "Observation Space" in calvin
@@ -33,7 +39,13 @@ def test_mkdocs_build_strict(tmp_path):
     assert "--backbone" in (site / "cli" / "policies" / "index.html").read_text()
     results = (site / "results" / "calvin_expert_100" / "index.html").read_text()
     assert "4.97" in results and "2026-11-21" in results
-    for page in ("howto/add-env", "howto/add-benchmark", "howto/add-policy", "howto/add-backend", *GUIDE_PAGES):
+    for page in (
+        "howto/add-env",
+        "howto/add-benchmark",
+        "howto/add-policy",
+        "howto/add-backend",
+        *GUIDE_PAGES,
+    ):
         assert (site / page / "index.html").is_file()
 
 
@@ -53,7 +65,11 @@ def test_the_readme_is_short_and_its_links_resolve():
 def test_ci_runs_exactly_the_readmes_test_command():
     commands = re.findall(r"^(make \w+) ", (ROOT / "README.md").read_text(), flags=re.M)
     assert commands[:2] == ["make demo", "make test"]
-    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    ci = [
+        line
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line and not line.startswith(("#", "set ", "cd "))
+    ]
     assert ci == ["make test"]
 
 
@@ -89,14 +105,19 @@ def test_the_spaces_file_covers_the_registry():
         gen_pages.load_spaces({"envs.x:Y": ["SpatialArena/Nope-v0"]})
 
 
-@pytest.mark.parametrize("env_id", [pytest.param(i, id=i, marks=[] if SPACES[i]["make_s"] < 1 else pytest.mark.slow)
-                                    for i in SPACES])
+@pytest.mark.parametrize(
+    "env_id",
+    [pytest.param(i, id=i, marks=[] if SPACES[i]["make_s"] < 1 else pytest.mark.slow) for i in SPACES],
+)
 def test_recorded_spaces_are_what_gym_make_builds(env_id):
     if env_id in gen_pages.env_classes().get("envs.calvin.official:OfficialPlayTableEnv", []):
-        pytest.importorskip("calvin_env", reason="the official CALVIN env needs a calvin_env checkout installed")
+        pytest.importorskip(
+            "calvin_env", reason="the official CALVIN env needs a calvin_env checkout installed"
+        )
     measured = gen_pages.measure_spaces(env_id)
-    assert {k: measured[k] for k in ("action_space", "observation_space")} == \
-        {k: SPACES[env_id][k] for k in ("action_space", "observation_space")}
+    assert {k: measured[k] for k in ("action_space", "observation_space")} == {
+        k: SPACES[env_id][k] for k in ("action_space", "observation_space")
+    }
 
 
 def test_docstring_sections_become_headings_and_argument_lists():
@@ -113,9 +134,11 @@ def test_docstring_sections_become_headings_and_argument_lists():
     """
     assert gen_pages.docstring_markdown(doc) == (
         "Summary line.\n\n### Description\n\nA body that wraps over two lines.\n\n### Arguments\n\n"
-        "- size: image size.\n- mode: \"a\" or \"b\", continued.\n")
+        '- size: image size.\n- mode: "a" or "b", continued.\n'
+    )
     assert "### Action Space\n\nBox `evaluate` here." in gen_pages.docstring_markdown(
-        "S.\n\n## Action Space\nBox :meth:`evaluate` here.\n")
+        "S.\n\n## Action Space\nBox :meth:`evaluate` here.\n"
+    )
 
 
 def test_cli_pages_are_the_parsers_options():
@@ -133,26 +156,35 @@ def test_cli_pages_are_the_parsers_options():
 def test_generated_pages_have_unique_titles_in_the_nav():
     """Issue 29: two results pages had one title, so the site's nav listed the same entry twice."""
     pages = gen_pages.generate()
-    config = gen_pages.on_config({"nav": [{"Environments": "envs/index.md"}, {"Command line": "cli/index.md"},
-                                          {"Results": "results/index.md"}]})
+    config = gen_pages.on_config(
+        {
+            "nav": [
+                {"Environments": "envs/index.md"},
+                {"Command line": "cli/index.md"},
+                {"Results": "results/index.md"},
+            ]
+        }
+    )
     for section in config["nav"]:
-        (name, paths), = section.items()
+        ((name, paths),) = section.items()
         titles = [re.search(r"^# (.+)$", pages[path], flags=re.M).group(1) for path in paths]
         assert len(paths) > 1 and len(set(titles)) == len(titles), f"{name}: {titles}"
 
 
 def test_two_results_files_with_one_title_are_rejected(tmp_path):
     for name in ("a", "b"):
-        (tmp_path / f"{name}.json").write_text(json.dumps({"title": "Same", "date": "2026-01-01", "machine": "m",
-                                                           "source": "s"}))
+        (tmp_path / f"{name}.json").write_text(
+            json.dumps({"title": "Same", "date": "2026-01-01", "machine": "m", "source": "s"})
+        )
     with pytest.raises(ValueError, match=r"b\.json: title 'Same' is also a\.json's"):
         gen_pages.results_pages(tmp_path)
 
 
 def test_a_results_note_beside_its_file_is_on_its_page_and_an_orphan_note_is_rejected(tmp_path):
     """Issue 30: dated measurements live in bench/results/ (a NAME.md beside NAME.json), the guides link them."""
-    (tmp_path / "speed.json").write_text(json.dumps({"title": "Speed", "date": "2026-01-01", "machine": "m",
-                                                     "source": "s"}))
+    (tmp_path / "speed.json").write_text(
+        json.dumps({"title": "Speed", "date": "2026-01-01", "machine": "m", "source": "s"})
+    )
     (tmp_path / "speed.md").write_text("| run | steps/s |\n|---|---|\n| a | 12.5 |\n")
     page = gen_pages.results_pages(tmp_path)["results/speed.md"]
     assert page.index("| file | `bench/results/speed.json` |") < page.index("| a | 12.5 |")

@@ -65,7 +65,9 @@ def check_error_accounting(records: list[dict], backend: Recording, error_rate: 
     assert sum(s["model_calls"] for s in stats) == len(backend.kinds)
     # The summary's "avg. planner calls" is the model calls made, not the env actions (policy_calls).
     table = subset_table(records)
-    assert sum(row["avg_planner_calls"] * row["episodes"] for row in table.values()) == pytest.approx(len(backend.kinds))
+    assert sum(row["avg_planner_calls"] * row["episodes"] for row in table.values()) == pytest.approx(
+        len(backend.kinds)
+    )
     if error_rate == 0:
         assert unusable == 0 and all(s["parse_repairs"] == 0 for s in stats)
     else:
@@ -92,15 +94,21 @@ def nav_episodes():
 def nav_blind(nav_env, nav_episodes):
     """Success rate of random and of every constant action on the test episodes."""
     rates = {}
-    for name, policy in [("random", RandomPolicy()), *((f"constant-{a}", ConstantPolicy(a)) for a in range(8))]:
+    for name, policy in [
+        ("random", RandomPolicy()),
+        *((f"constant-{a}", ConstantPolicy(a)) for a in range(8)),
+    ]:
         policy.bind(nav_env)
-        rates[name] = np.mean([run_nav_episode(nav_env, policy, e, seed=i)["success"]
-                               for i, e in enumerate(nav_episodes)])
+        rates[name] = np.mean(
+            [run_nav_episode(nav_env, policy, e, seed=i)["success"] for i, e in enumerate(nav_episodes)]
+        )
     return rates
 
 
 @pytest.mark.parametrize("error_rate", [0.0, 0.4])
-def test_navigation_oracle_beats_blind_baselines_and_errors_are_counted(nav_env, nav_episodes, nav_blind, error_rate):
+def test_navigation_oracle_beats_blind_baselines_and_errors_are_counted(
+    nav_env, nav_episodes, nav_blind, error_rate
+):
     assert len(nav_episodes) == 3
     policy, backend = oracle_policy("navigation", nav_env, error_rate, error_seed=5)
     records = [run_nav_episode(nav_env, policy, e, seed=i) for i, e in enumerate(nav_episodes)]
@@ -151,13 +159,16 @@ def test_manipulation_random_baseline_runs(manip_random):
 def manip_blind_rates() -> dict[str, float]:
     """Random and constant actions on EB manipulation as measured by bench/blind_baselines.py (committed)."""
     entry = blind_baselines("manip")
-    assert entry is not None, "bench/results/blind_baselines.json has no manip entry: run bench/blind_baselines.py"
+    assert entry is not None, (
+        "bench/results/blind_baselines.json has no manip entry: run bench/blind_baselines.py"
+    )
     return {k: v["success_rate"] for k, v in entry["policies"].items() if v.get("blind") and "error" not in v}
 
 
 @pytest.mark.parametrize("error_rate", [0.0, 0.5])
-def test_manipulation_oracle_beats_blind_baselines_and_errors_are_counted(manip_env, manip_episode, manip_random,
-                                                                          error_rate):
+def test_manipulation_oracle_beats_blind_baselines_and_errors_are_counted(
+    manip_env, manip_episode, manip_random, error_rate
+):
     # Draws depend on the conversation, images included; with seed 0 the first answer here is truncated.
     policy, backend = oracle_policy("manipulation", manip_env, error_rate, error_seed=0)
     record = run_manip_episode(manip_env, policy, manip_episode, seed=0)
@@ -173,8 +184,12 @@ def test_manipulation_oracle_beats_blind_baselines_and_errors_are_counted(manip_
 
 def test_oracle_answer_reads_the_prompt_format_and_budget():
     system = system_text("navigation", 20, 3)
-    assert asked_fields(system) == ("visual_state_description", "reasoning_and_reflection", "language_plan",
-                                    "executable_plan")
+    assert asked_fields(system) == (
+        "visual_state_description",
+        "reasoning_and_reflection",
+        "language_plan",
+        "executable_plan",
+    )
     history = [f"Step {i + 1}, action id 0, MoveAhead, env feedback: ok" for i in range(7)]
     assert actions_left(turn_text(system, "go to the sofa", [])) == 20
     assert actions_left(turn_text(system, "go to the sofa", history)) == 13

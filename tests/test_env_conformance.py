@@ -30,8 +30,10 @@ for _id in ALL_IDS:
     _BY_FAMILY[_family(_id)].append(_id)
 FIRST_OF_EACH = [ids[0] for ids in _BY_FAMILY.values()]
 # The official CALVIN bridge needs a user's calvin_env checkout (not on any package registry).
-_NO_CALVIN_ENV = pytest.mark.skipif(importlib.util.find_spec("calvin_env") is None,
-                                    reason="the official CALVIN env needs a calvin_env checkout installed")
+_NO_CALVIN_ENV = pytest.mark.skipif(
+    importlib.util.find_spec("calvin_env") is None,
+    reason="the official CALVIN env needs a calvin_env checkout installed",
+)
 
 
 def _marks(env_id: str) -> list:

@@ -25,15 +25,28 @@ from benchmarks.goal_scoring.sources import make_source, register_source
 from tests.goal_data import WallPairSource, render_wall
 
 SIZES = {"translation": 0.05, "rotation": 0.1}
-PLAN = {"step_1": {"actions": ["W", "←"], "step_nums": [2, 1]}, "step_2": {"actions": ["D"], "step_nums": [3]}}
+PLAN = {
+    "step_1": {"actions": ["W", "←"], "step_nums": [2, 1]},
+    "step_2": {"actions": ["D"], "step_nums": [3]},
+}
 
 
 def record(sid="s1", **over):
-    return {"id": sid, "kind": "nav", "instruction": "go", "step_sizes": SIZES, "plan": PLAN, "source": "test", **over}
+    return {
+        "id": sid,
+        "kind": "nav",
+        "instruction": "go",
+        "step_sizes": SIZES,
+        "plan": PLAN,
+        "source": "test",
+        **over,
+    }
 
 
 def trajectory_of(plan_obj, sizes=SIZES):
-    return plan_to_trajectory(parse_plan(json.dumps(plan_obj)), np.eye(4), sizes["translation"], sizes["rotation"])
+    return plan_to_trajectory(
+        parse_plan(json.dumps(plan_obj)), np.eye(4), sizes["translation"], sizes["rotation"]
+    )
 
 
 def write(root, *records):
@@ -56,14 +69,29 @@ def write_lines(root, *objs):
 
 def test_round_trip_keeps_every_field_and_the_images(tmp_path):
     traj = trajectory_of(PLAN)
-    write(tmp_path / "d", record("a"), record("b", kind="manip", trajectory=traj.tolist(), metadata={"k": [1, 2]},
-                                              plan={"step_1": {"actions": ["W"], "step_nums": [1], "gripper": 1}},
-                                              max_step_num=5) | {"trajectory": None})  # fmt: skip
+    write(
+        tmp_path / "d",
+        record("a"),
+        record(
+            "b",
+            kind="manip",
+            trajectory=traj.tolist(),
+            metadata={"k": [1, 2]},
+            plan={"step_1": {"actions": ["W"], "step_nums": [1], "gripper": 1}},
+            max_step_num=5,
+        )
+        | {"trajectory": None},
+    )
     ds = load_dataset(tmp_path / "d")
     assert [s.id for s in ds] == ["a", "b"] and ds.header["format"] == "spatialarena-goal/1"
     a, b = ds.samples
     assert a.plan.to_json() == PLAN and a.step_sizes == StepSizes(0.05, 0.1) and a.instruction == "go"
-    assert b.kind == "manip" and b.max_step_num == 5 and b.metadata == {"k": [1, 2]} and b.plan.steps[0].gripper == 1
+    assert (
+        b.kind == "manip"
+        and b.max_step_num == 5
+        and b.metadata == {"k": [1, 2]}
+        and b.plan.steps[0].gripper == 1
+    )
     assert ds.load_image(a, "start").shape == (16, 16, 3)
     assert np.array_equal(ds.load_image(a, "goal"), render_wall(traj[-1], 16))  # PNG is lossless
     # the file written from a loaded sample is the file it was loaded from
@@ -83,9 +111,15 @@ def test_writer_refuses_existing_dataset_and_duplicate_ids(tmp_path):
     write(tmp_path / "d", record("a"))
     with pytest.raises(DatasetError, match=r"already holds a dataset"):
         DatasetWriter(tmp_path / "d")
-    with DatasetWriter(tmp_path / "d", append=True) as w, pytest.raises(DatasetError, match=r"'a' already exists"):
+    with (
+        DatasetWriter(tmp_path / "d", append=True) as w,
+        pytest.raises(DatasetError, match=r"'a' already exists"),
+    ):
         w.add(record("a"), render_wall(np.eye(4), 8), render_wall(np.eye(4), 8))
-    with DatasetWriter(tmp_path / "e") as w, pytest.raises(DatasetError, match=r"uint8 arrays of shape \(H, W, 3\)"):
+    with (
+        DatasetWriter(tmp_path / "e") as w,
+        pytest.raises(DatasetError, match=r"uint8 arrays of shape \(H, W, 3\)"),
+    ):
         w.add(record("x"), np.zeros((8, 8), np.float32), np.zeros((8, 8, 3), np.uint8))
 
 
@@ -99,16 +133,25 @@ def test_writer_refuses_existing_dataset_and_duplicate_ids(tmp_path):
         ({"kind": "drive"}, r"'kind' must be one of \['nav', 'manip'\]"),
         ({"step_sizes": {"translation": 0.1}}, r"'step_sizes' must be \{\"translation\": 0.019375"),
         ({"step_sizes": {"translation": -1, "rotation": 0.1}}, "'step_sizes' must be"),
-        ({"plan": {"step_1": {"actions": ["fly"], "step_nums": [1]}}}, "ground-truth 'plan' is not clean.*unknown_action"),
+        (
+            {"plan": {"step_1": {"actions": ["fly"], "step_nums": [1]}}},
+            "ground-truth 'plan' is not clean.*unknown_action",
+        ),
         ({"plan": {"step_1": {"actions": ["W"], "step_nums": [11]}}}, "step_num_capped.*step_nums 0..10"),
         ({"plan": {"step_2": {"actions": ["W"], "step_nums": [1]}}}, "step_order"),
         ({"plan": None}, "needs a ground truth"),
         ({"colour": "red"}, r"unknown field\(s\) \['colour'\]. Fix: move extra information under 'metadata'"),
         ({"id": "a/b"}, "'id' must be a string of letters"),
         ({"max_step_num": 0}, "'max_step_num' must be an integer >= 1"),
-        ({"trajectory": [[[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]] * 2}, "2 plan steps need 3 trajectory poses"),
+        (
+            {"trajectory": [[[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]] * 2},
+            "2 plan steps need 3 trajectory poses",
+        ),
         ({"trajectory": [np.diag([2.0, 1, 1, 1]).tolist()] * 3}, "not orthonormal.*Rotation.from_matrix"),
-        ({"lmms_eval_extra_info": {"optimal_rel_pose": [[0, 0, 0, 0, 0, 0, 1]] * 2}}, "no '0->1'-style segment"),
+        (
+            {"lmms_eval_extra_info": {"optimal_rel_pose": [[0, 0, 0, 0, 0, 0, 1]] * 2}},
+            "no '0->1'-style segment",
+        ),
     ],
 )
 def test_bad_samples_give_clear_errors(tmp_path, change, message):
@@ -181,13 +224,19 @@ def test_read_trajectory_formats(tmp_path, fmt):
         np.save(path, poses)
     elif fmt in ("json", "c2w", "nerf"):
         gl = poses @ np.diag([1.0, -1, -1, 1])  # NeRF files hold OpenGL cameras
-        value = {"json": poses.tolist(), "c2w": {"c2w": poses.tolist()},
-                 "nerf": {"frames": [{"transform_matrix": m.tolist()} for m in gl]}}[fmt]  # fmt: skip
+        value = {
+            "json": poses.tolist(),
+            "c2w": {"c2w": poses.tolist()},
+            "nerf": {"frames": [{"transform_matrix": m.tolist()} for m in gl]},
+        }[fmt]
         path = tmp_path / "t.json"
         path.write_text(json.dumps(value))
     else:
-        rows = {"tum": np.column_stack([np.arange(5), poses[:, :3, 3], quat]),
-                "kitti": poses[:, :3].reshape(5, 12), "flat16": poses.reshape(5, 16)}[fmt]  # fmt: skip
+        rows = {
+            "tum": np.column_stack([np.arange(5), poses[:, :3, 3], quat]),
+            "kitti": poses[:, :3].reshape(5, 12),
+            "flat16": poses.reshape(5, 16),
+        }[fmt]
         path = tmp_path / "t.txt"
         np.savetxt(path, rows, header="poses")
     got = read_trajectory(path, "opengl" if fmt == "nerf" else "opencv")
@@ -212,7 +261,8 @@ def test_keyframes_and_fitted_step_sizes():
         keyframe_indices(4, 5)
     poses = _wiggle()[[0, 30]]  # one step: 0.6 m forward (12 counts of 0.05 m), 0.5 rad pan
     fitted = fit_step_sizes(poses, StepSizes(0.05, 0.1), 10)
-    assert fitted.translation == pytest.approx(0.06) and fitted.rotation == pytest.approx(0.1)  # 0.5 / 10 < 0.1
+    # 0.5 / 10 < 0.1
+    assert fitted.translation == pytest.approx(0.06) and fitted.rotation == pytest.approx(0.1)
 
 
 def test_convert_by_pose_recovers_an_exact_plan_and_refuses_overflow():
@@ -231,7 +281,10 @@ def test_convert_by_velocity_counts_frames_above_the_speed_threshold():
     conv = convert_by_velocity(_wiggle(), StepSizes(0.05, 0.1), fps=10, frames_per_step=5)
     assert len(conv.plan.steps) == 6 and len(conv.poses) == 7
     assert sorted(zip((a.symbol for a in conv.plan.steps[0].actions), conv.plan.steps[0].step_nums)) == [
-        ("A", 5), ("W", 5), ("←", 5)]  # fmt: skip
+        ("A", 5),
+        ("W", 5),
+        ("←", 5),
+    ]
     with pytest.raises(DatasetError, match=r"counts 30 frame intervals"):
         convert_by_velocity(_wiggle(), StepSizes(0.05, 0.1), fps=10, frames_per_step=30)
 
@@ -249,14 +302,22 @@ def test_generation_is_reproducible_from_the_seed(tmp_path):
     assert (tmp_path / "a" / "samples.jsonl").read_bytes() != (tmp_path / "c" / "samples.jsonl").read_bytes()
     ds = load_dataset(tmp_path / "a")
     assert len(ds) == 4 and all(s.kind == "manip" and s.trajectory is not None for s in ds)
-    assert ds.header["generator"] == {"source": {"class": "WallPairSource", "kind": "manip", "size": 32}, "seed": 7, "n": 4}
+    assert ds.header["generator"] == {
+        "source": {"class": "WallPairSource", "kind": "manip", "size": 32},
+        "seed": 7,
+        "n": 4,
+    }
     # sample i depends only on (seed, i): a shorter run reproduces the prefix
     generate_dataset(WallPairSource("manip"), 2, 7, tmp_path / "short")
-    assert (tmp_path / "short" / "samples.jsonl").read_text().splitlines() == (tmp_path / "a" / "samples.jsonl").read_text().splitlines()[:2]
+    assert (tmp_path / "short" / "samples.jsonl").read_text().splitlines() == (
+        tmp_path / "a" / "samples.jsonl"
+    ).read_text().splitlines()[:2]
 
 
 def test_source_registry(tmp_path):
-    with pytest.raises(DatasetError, match=r"no pair source is registered under 'navi'.*--source package.module:ClassName"):
+    with pytest.raises(
+        DatasetError, match=r"no pair source is registered under 'navi'.*--source package.module:ClassName"
+    ):
         make_source("navi")
     assert isinstance(make_source("tests.goal_data:WallPairSource", kind="manip"), WallPairSource)
     register_source("wall-test", WallPairSource, kind="manip")

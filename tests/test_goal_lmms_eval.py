@@ -76,7 +76,10 @@ def test_subscores_hand_worked():
 def test_rotation_subscore_hand_worked():
     # truth turns 10° about Z; prediction pans right 10 units of 0.5° = 5° about Z -> error 5°:
     # rotation = exp(-0.0154·(5/5)²) = exp(-0.0154) = 0.984718; direction: both still -> 1; position 1
-    s = lmms({"step_1": {"actions": ["→"], "step_nums": [10]}}, ref([IDENTITY, pose(rotvec=(0, 0, math.radians(10)))]))
+    s = lmms(
+        {"step_1": {"actions": ["→"], "step_nums": [10]}},
+        ref([IDENTITY, pose(rotvec=(0, 0, math.radians(10)))]),
+    )
     assert s.components["rotation_error_deg"] == pytest.approx(5.0)
     assert s.components["rotation"] == pytest.approx(math.exp(-0.0154))
     assert s.components["direction"] == 1.0
@@ -94,7 +97,8 @@ def test_movement_penalty():
 def test_rotation_penalty_uses_the_summed_truth_rotation_and_predicted_rotation_up_to_two_degrees():
     # truth: three segments of 2° each about Z = 6° in total (> 5°), even though no segment exceeds 5°
     poses = [pose(rotvec=(0, 0, math.radians(2 * i))) for i in range(4)]
-    no_turn = {f"step_{i}": {"actions": ["→"], "step_nums": [1]} for i in (1, 2, 3, 4)}  # 4 × 0.5° = 2°: not > 2°
+    # 4 × 0.5° = 2°: not > 2°
+    no_turn = {f"step_{i}": {"actions": ["→"], "step_nums": [1]} for i in (1, 2, 3, 4)}
     assert lmms(no_turn, ref(poses)).metadata["penalty"] == 0.5
     turn = {f"step_{i}": {"actions": ["→"], "step_nums": [2]} for i in (1, 2, 3)}  # 3° > 2°
     assert lmms(turn, ref(poses)).metadata["penalty"] == 1.0
@@ -105,7 +109,10 @@ def test_binary_success_needs_every_segment():
     one = lmms({"step_1": {"actions": ["W"], "step_nums": [1]}}, ref(poses))
     assert one.value == 1.0  # a short plan is compared with the matching prefix of the truth ...
     assert one.metadata["binary_success"] is False  # ... but success needs all segments
-    both = lmms({"step_1": {"actions": ["W"], "step_nums": [1]}, "step_2": {"actions": ["W"], "step_nums": [1]}}, ref(poses))
+    both = lmms(
+        {"step_1": {"actions": ["W"], "step_nums": [1]}, "step_2": {"actions": ["W"], "step_nums": [1]}},
+        ref(poses),
+    )
     assert both.metadata["binary_success"] is True
 
 
@@ -124,7 +131,9 @@ def test_symbols_are_exact_and_unknown_ones_keep_their_count_index():
     r = ref([IDENTITY, pose((0, 0, 0.1))])
     # 'w' (lowercase), 'left_arrow', 'Q', 'R' are not its symbols: skipped, yet each consumes a step_num,
     # so 'W' takes the 5th count (3) and 'D' has no count left and defaults to 1
-    s = lmms({"step_1": {"actions": ["w", "left_arrow", "Q", "R", "W", "D"], "step_nums": [9, 9, 9, 9, 3]}}, r)
+    s = lmms(
+        {"step_1": {"actions": ["w", "left_arrow", "Q", "R", "W", "D"], "step_nums": [9, 9, 9, 9, 3]}}, r
+    )
     assert final_pose(s)[:3] == pytest.approx([0.02, 0, 0.06])
     assert len(s.metadata["notes"]) == 4 and s.metadata["notes"][0].startswith("unknown_symbol: step_1: 'w'")
 
@@ -132,11 +141,20 @@ def test_symbols_are_exact_and_unknown_ones_keep_their_count_index():
 def test_every_symbol_moves_along_its_documented_axis():
     d, rad = 0.02, math.radians(0.5)
     expected = {
-        "W": ([0, 0, d], None), "S": ([0, 0, -d], None), "D": ([d, 0, 0], None), "A": ([-d, 0, 0], None),
-        "space": ([0, -d, 0], None), "shift": ([0, d, 0], None),
-        "→": ([0, 0, 0], "z"), "←": ([0, 0, 0], "-z"), "↑": ([0, 0, 0], "y"), "↓": ([0, 0, 0], "-y"),
-        "↻": ([0, 0, 0], "x"), "↺": ([0, 0, 0], "-x"), "STOP": ([0, 0, 0], None),
-    }  # fmt: skip
+        "W": ([0, 0, d], None),
+        "S": ([0, 0, -d], None),
+        "D": ([d, 0, 0], None),
+        "A": ([-d, 0, 0], None),
+        "space": ([0, -d, 0], None),
+        "shift": ([0, d, 0], None),
+        "→": ([0, 0, 0], "z"),
+        "←": ([0, 0, 0], "-z"),
+        "↑": ([0, 0, 0], "y"),
+        "↓": ([0, 0, 0], "-y"),
+        "↻": ([0, 0, 0], "x"),
+        "↺": ([0, 0, 0], "-x"),
+        "STOP": ([0, 0, 0], None),
+    }
     r = ref([IDENTITY, pose((0, 0, 0.1))])
     for symbol, (move, axis) in expected.items():
         p = final_pose(lmms({"step_1": {"actions": [symbol], "step_nums": [1]}}, r))
@@ -164,8 +182,10 @@ def test_a_count_the_public_code_cannot_multiply_is_a_failure_with_the_reason():
 def test_each_predicted_step_uses_its_segment_step_sizes():
     sizes = [{"translation_step_size": 0.01}, {"translation_step_size": 0.1, "rotation_step_size": 0.2}]
     poses = [IDENTITY, pose((0, 0, 0.01)), pose((0, 0, 0.11))]
-    s = lmms({"step_1": {"actions": ["W"], "step_nums": [1]}, "step_2": {"actions": ["W"], "step_nums": [1]}},
-             ref(poses, sizes=sizes))  # fmt: skip
+    s = lmms(
+        {"step_1": {"actions": ["W"], "step_nums": [1]}, "step_2": {"actions": ["W"], "step_nums": [1]}},
+        ref(poses, sizes=sizes),
+    )
     assert np.allclose([row["step_sizes"] for row in s.steps], [[0.01, math.radians(0.5)], [0.1, 0.2]])
     assert s.value == 1.0
 
@@ -182,8 +202,12 @@ def test_rotation_is_zyx_extrinsic_and_left_multiplied():
     expected = Rotation.from_euler("zyx", [yaw, pitch, roll]) * Rotation.from_quat(start[3:])
     assert Rotation.from_quat(final_pose(s)[3:]).approx_equal(expected, atol=1e-12)
     # as matrices: Rx(roll) Ry(pitch) Rz(yaw) R_start (all about fixed axes)
-    rx, ry, rz = (Rotation.from_rotvec(np.eye(3)[i] * a).as_matrix() for i, a in enumerate((roll, pitch, yaw)))
-    assert Rotation.from_quat(final_pose(s)[3:]).as_matrix() == pytest.approx(rx @ ry @ rz @ Rotation.from_quat(start[3:]).as_matrix())
+    rx, ry, rz = (
+        Rotation.from_rotvec(np.eye(3)[i] * a).as_matrix() for i, a in enumerate((roll, pitch, yaw))
+    )
+    assert Rotation.from_quat(final_pose(s)[3:]).as_matrix() == pytest.approx(
+        rx @ ry @ rz @ Rotation.from_quat(start[3:]).as_matrix()
+    )
 
 
 def test_translation_is_added_in_the_reference_frame_not_the_current_heading():
@@ -207,12 +231,16 @@ def test_keys_are_sorted_by_first_integer_else_alphabetically():
     sizes = [{"translation_step_size": 0.01}, {"translation_step_size": 0.1}]
     poses = [IDENTITY, pose((0, 0, 0.01)), pose((0.1, 0, 0.01))]
     # step_10 comes after step_2 numerically (alphabetically it would come first)
-    s = lmms({"step_10": {"actions": ["D"], "step_nums": [1]}, "step_2": {"actions": ["W"], "step_nums": [1]}},
-             ref(poses, sizes=sizes))  # fmt: skip
+    s = lmms(
+        {"step_10": {"actions": ["D"], "step_nums": [1]}, "step_2": {"actions": ["W"], "step_nums": [1]}},
+        ref(poses, sizes=sizes),
+    )
     assert s.value == 1.0
     # without digits: alphabetical ("first" < "second")
-    s = lmms({"second": {"actions": ["D"], "step_nums": [1]}, "first": {"actions": ["W"], "step_nums": [1]}},
-             ref(poses, sizes=sizes))  # fmt: skip
+    s = lmms(
+        {"second": {"actions": ["D"], "step_nums": [1]}, "first": {"actions": ["W"], "step_nums": [1]}},
+        ref(poses, sizes=sizes),
+    )
     assert s.value == 1.0
 
 
@@ -220,7 +248,11 @@ def test_extra_steps_are_dropped_and_a_non_object_step_consumes_its_segment():
     poses = [IDENTITY, pose((0, 0, 0.02)), pose((0, 0, 0.04))]
     extra_step = {f"step_{i}": {"actions": ["W"], "step_nums": [1]} for i in (1, 2, 3)}
     s = lmms(extra_step, ref(poses))
-    assert s.value == 1.0 and s.metadata["predicted_segments"] == 2 and s.metadata["notes"][0].startswith("extra_steps: 3 steps for 2 segments")
+    assert (
+        s.value == 1.0
+        and s.metadata["predicted_segments"] == 2
+        and s.metadata["notes"][0].startswith("extra_steps: 3 steps for 2 segments")
+    )
     sizes = [{"translation_step_size": 0.5}, {"translation_step_size": 0.02}]
     s = lmms({"step_1": "W", "step_2": {"actions": ["W"], "step_nums": [1]}}, ref(poses, sizes=sizes))
     # step_1 is skipped but uses up segment 0's sizes: step_2 moves 0.02 (segment 1), compared with pose 1
@@ -247,7 +279,10 @@ def test_navigation_compares_with_pose_six_at_most():
 
 def test_navigation_step_sizes_come_from_the_last_segment():
     sizes = [{"translation_step_size": 1.0}, {"translation_step_size": 0.05}]
-    s = lmms({"actions": ["W"], "step_nums": [2]}, ref([IDENTITY, pose((0, 0, 1)), pose((0, 0, 1.1))], "nav", sizes))
+    s = lmms(
+        {"actions": ["W"], "step_nums": [2]},
+        ref([IDENTITY, pose((0, 0, 1)), pose((0, 0, 1.1))], "nav", sizes),
+    )
     assert s.value == 1.0
 
 
@@ -294,7 +329,9 @@ def test_truth_from_a_trajectory_is_relative_to_the_first_camera():
 
 
 def test_oracle_scores_one_when_the_truth_is_a_plan():
-    gt = parse_plan('{"step_1": {"actions": ["W", "→", "↑"], "step_nums": [3, 2, 1]}, "step_2": {"actions": ["R", "A"], "step_nums": [4, 2]}}')
+    gt = parse_plan(
+        '{"step_1": {"actions": ["W", "→", "↑"], "step_nums": [3, 2, 1]}, "step_2": {"actions": ["R", "A"], "step_nums": [4, 2]}}'
+    )
     for kind in ("nav", "manip"):
         reference = GoalReference(kind, gt, NAVIGATION_STEP_SIZES)
         assert lmms_eval_truths([reference])[0].origin == "plan"
@@ -312,8 +349,21 @@ def test_paper_style_answers_lose_roll_under_lmms_eval():
     assert s.metadata["notes"][0].startswith("unknown_symbol: step_1: 'R'") and s.value < 1.0
 
 
-_TABLE = {"W": (2, 1), "S": (2, -1), "D": (0, 1), "A": (0, -1), "space": (1, -1), "shift": (1, 1),
-          "→": (3, 1), "←": (3, -1), "↑": (4, 1), "↓": (4, -1), "↻": (5, 1), "↺": (5, -1), "STOP": None}  # fmt: skip
+_TABLE = {
+    "W": (2, 1),
+    "S": (2, -1),
+    "D": (0, 1),
+    "A": (0, -1),
+    "space": (1, -1),
+    "shift": (1, 1),
+    "→": (3, 1),
+    "←": (3, -1),
+    "↑": (4, 1),
+    "↓": (4, -1),
+    "↻": (5, 1),
+    "↺": (5, -1),
+    "STOP": None,
+}
 
 
 def _literal_lmms(answer: dict, info: dict, kind: str) -> tuple[float, bool | None]:
@@ -347,40 +397,71 @@ def _literal_lmms(answer: dict, info: dict, kind: str) -> tuple[float, bool | No
     final = path[-1]
     g, p = target[:3] - start[:3], final[:3] - start[:3]
     ng, np_ = np.linalg.norm(g), np.linalg.norm(p)
-    direction = 1.0 if ng < 1e-6 and np_ < 1e-6 else max(0.0, g @ p / (ng * np_)) if ng > 1e-6 and np_ > 1e-6 else 0.0
+    direction = (
+        1.0 if ng < 1e-6 and np_ < 1e-6 else max(0.0, g @ p / (ng * np_)) if ng > 1e-6 and np_ > 1e-6 else 0.0
+    )
     err = np.linalg.norm(final[:3] - target[:3])
     deg = np.degrees((Rotation.from_quat(final[3:]).inv() * Rotation.from_quat(target[3:])).magnitude())
     penalty = 1.0
     if kind == "manip":
-        turn = lambda ps: sum((Rotation.from_quat(a[3:]).inv() * Rotation.from_quat(b[3:])).magnitude() for a, b in itertools.pairwise(ps))  # noqa: E731
+
+        def turn(ps: list) -> float:
+            return sum(
+                (Rotation.from_quat(a[3:]).inv() * Rotation.from_quat(b[3:])).magnitude()
+                for a, b in itertools.pairwise(ps)
+            )
+
         penalty *= 0.7 if ng > 0.1 and np_ < 0.03 else 1.0
         penalty *= 0.5 if turn(poses) > np.deg2rad(5) and not turn(path) > np.deg2rad(2) else 1.0
-    score = max(0.0, min(1.0, (0.4 * direction + 0.35 * math.exp(-13.863 * err) + 0.25 * math.exp(-0.0154 * (deg / 5) ** 2)) * penalty))
+    score = max(
+        0.0,
+        min(
+            1.0,
+            (0.4 * direction + 0.35 * math.exp(-13.863 * err) + 0.25 * math.exp(-0.0154 * (deg / 5) ** 2))
+            * penalty,
+        ),
+    )
     success = None if kind == "nav" else (len(path) - 1 == len(segments) and err < 0.2 and deg < 10)
     return score, success
 
 
 _SYMBOLS = [*list(_TABLE), "w", "Q", "R", "left"]
 _steps = st.fixed_dictionaries(
-    {"actions": st.lists(st.sampled_from(_SYMBOLS), min_size=0, max_size=4),
-     "step_nums": st.lists(st.one_of(st.integers(-3, 15), st.floats(-2, 12, allow_nan=False)), max_size=4)}
-)  # fmt: skip
+    {
+        "actions": st.lists(st.sampled_from(_SYMBOLS), min_size=0, max_size=4),
+        "step_nums": st.lists(st.one_of(st.integers(-3, 15), st.floats(-2, 12, allow_nan=False)), max_size=4),
+    }
+)
 _pose = st.builds(
     lambda xyz, rv: pose(xyz, rv),
-    st.lists(st.floats(-0.3, 0.3), min_size=3, max_size=3), st.lists(st.floats(-0.4, 0.4), min_size=3, max_size=3),
-)  # fmt: skip
+    st.lists(st.floats(-0.3, 0.3), min_size=3, max_size=3),
+    st.lists(st.floats(-0.4, 0.4), min_size=3, max_size=3),
+)
 
 
 @given(
     st.lists(_pose, min_size=2, max_size=5),
     st.lists(st.one_of(_steps, st.just("not a step")), min_size=0, max_size=6),
-    st.lists(st.fixed_dictionaries({}, optional={"translation_step_size": st.floats(0.005, 0.1),
-                                                 "rotation_step_size": st.floats(0.001, 0.2)}), min_size=4, max_size=4),
+    st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "translation_step_size": st.floats(0.005, 0.1),
+                "rotation_step_size": st.floats(0.001, 0.2),
+            },
+        ),
+        min_size=4,
+        max_size=4,
+    ),
     st.sampled_from(["nav", "manip"]),
-)  # fmt: skip
+)
 @settings(max_examples=120, deadline=None)
 def test_batched_scorer_agrees_with_a_literal_implementation(poses, steps, sizes, kind):
-    answer = steps[0] if kind == "nav" and steps and isinstance(steps[0], dict) else {f"step_{i + 1}": s for i, s in enumerate(steps)}
+    answer = (
+        steps[0]
+        if kind == "nav" and steps and isinstance(steps[0], dict)
+        else {f"step_{i + 1}": s for i, s in enumerate(steps)}
+    )
     reference = ref(poses, kind, sizes[: len(poses) - 1])
     s = lmms(answer, reference)
     expected, success = _literal_lmms(answer, reference.lmms_eval_extra_info, kind)
@@ -401,7 +482,13 @@ def test_an_item_with_only_the_raw_lmms_eval_truth():
 
 def test_batch_equals_one_by_one():
     poses = [IDENTITY, pose((0, 0.05, 0.1), (0, 0.2, 0)), pose((0.1, 0, 0.2), (0.1, 0, 0))]
-    answers = [{"step_1": {"actions": ["W", "→"], "step_nums": [3, 4]}}, {"actions": ["D"], "step_nums": [2]}, "oops"]
+    answers = [
+        {"step_1": {"actions": ["W", "→"], "step_nums": [3, 4]}},
+        {"actions": ["D"], "step_nums": [2]},
+        "oops",
+    ]
     refs = [ref(poses, "manip"), ref(poses, "nav"), ref(poses, "manip")]
     texts = [json.dumps(a) if not isinstance(a, str) else a for a in answers]
-    assert [s.value for s in score_lmms_eval_batch(texts, refs)] == [lmms(t, r).value for t, r in zip(texts, refs)]
+    assert [s.value for s in score_lmms_eval_batch(texts, refs)] == [
+        lmms(t, r).value for t, r in zip(texts, refs)
+    ]

@@ -93,16 +93,26 @@ def test_zero_ground_truth_translation_rules():
     both_still = translation_step_scores(still, still)
     assert (both_still["s_d"][0], both_still["s_theta"][0], both_still["s_step"][0]) == (1.0, 1.0, 1.0)
     moves_when_still = translation_step_scores(move, still)
-    assert (moves_when_still["s_d"][0], moves_when_still["s_theta"][0], moves_when_still["s_step"][0]) == (0, 0, 0)
+    assert (moves_when_still["s_d"][0], moves_when_still["s_theta"][0], moves_when_still["s_step"][0]) == (
+        0,
+        0,
+        0,
+    )
     still_when_moving = translation_step_scores(still, move)
     # s_d = 1 - |0 - D| / D = 0 by the formula; no direction -> s_θ = 0
     assert (still_when_moving["s_d"][0], still_when_moving["s_theta"][0]) == (0.0, 0.0)
 
 
 def test_navigation_sample_with_padding_and_extra_step():
-    gt = {"step_1": {"actions": ["W", "A"], "step_nums": [4, 3]}, "step_2": {"actions": ["←"], "step_nums": [2]}}
-    pred = answer({"actions": ["W"], "step_nums": [4]}, {"actions": ["←"], "step_nums": [2]},
-                  {"actions": ["W"], "step_nums": [1]})  # fmt: skip
+    gt = {
+        "step_1": {"actions": ["W", "A"], "step_nums": [4, 3]},
+        "step_2": {"actions": ["←"], "step_nums": [2]},
+    }
+    pred = answer(
+        {"actions": ["W"], "step_nums": [4]},
+        {"actions": ["←"], "step_nums": [2]},
+        {"actions": ["W"], "step_nums": [1]},
+    )
     s = score_goal(pred, nav_ref(gt))
     # step 1: 0.32 (the triangle above); step 2: both translate 0 -> 1; step 3: gt padded with STOP, pred
     # moves D -> 0. Mean over max(3, 2) = 3 steps: (0.32 + 1 + 0) / 3 = 0.44
@@ -113,8 +123,11 @@ def test_navigation_sample_with_padding_and_extra_step():
 
 
 def test_missing_step_scores_one_only_where_the_truth_stays_still():
-    gt = {"step_1": {"actions": ["W"], "step_nums": [2]}, "step_2": {"actions": ["→"], "step_nums": [1]},
-          "step_3": {"actions": ["D"], "step_nums": [2]}}  # fmt: skip
+    gt = {
+        "step_1": {"actions": ["W"], "step_nums": [2]},
+        "step_2": {"actions": ["→"], "step_nums": [1]},
+        "step_3": {"actions": ["D"], "step_nums": [2]},
+    }
     s = score_goal(answer({"actions": ["W"], "step_nums": [2]}), nav_ref(gt))
     # step 1 exact (1), step 2 pure rotation vs padded STOP (translation 0 = 0: 1), step 3 moves vs STOP (0)
     assert [row["s_step"] for row in s.steps] == [1.0, 1.0, 0.0]
@@ -129,10 +142,14 @@ def test_navigation_ignores_rotation_but_reports_it():
 
 
 def test_manipulation_step_combines_translation_rotation_gripper():
-    gt = {"step_1": {"actions": ["W", "→"], "step_nums": [3, 2], "gripper": 1},
-          "step_2": {"actions": ["shift"], "step_nums": [2]}}  # fmt: skip
-    pred = answer({"actions": ["W", "→"], "step_nums": [3, 1], "gripper": 1},
-                  {"actions": ["shift"], "step_nums": [2], "gripper": 0})  # fmt: skip
+    gt = {
+        "step_1": {"actions": ["W", "→"], "step_nums": [3, 2], "gripper": 1},
+        "step_2": {"actions": ["shift"], "step_nums": [2]},
+    }
+    pred = answer(
+        {"actions": ["W", "→"], "step_nums": [3, 1], "gripper": 1},
+        {"actions": ["shift"], "step_nums": [2], "gripper": 0},
+    )
     s = score_goal(pred, manip_ref(gt))
     # step 1: translation exact (1); pan 1 vs 2 counts -> θ = 0.4509 rad, s_rot = 1 - 0.4509/π = 0.856473;
     #         gripper 1 = 1 -> (1 + 0.856473 + 1) / 3 = 0.952158
@@ -198,7 +215,10 @@ def test_parse_failure_scores_zero_and_is_flagged():
 
 
 def test_score_json_is_strict_and_traceable():
-    s = score_goal(answer({"actions": ["W"], "step_nums": [1]}), manip_ref({"step_1": {"actions": ["W"], "step_nums": [1]}}))
+    s = score_goal(
+        answer({"actions": ["W"], "step_nums": [1]}),
+        manip_ref({"step_1": {"actions": ["W"], "step_nums": [1]}}),
+    )
     text = json.dumps(s.to_json(), allow_nan=False)  # the missing gripper score is null, not NaN
     back = json.loads(text)
     assert back["parsed"]["plan"] == {"step_1": {"actions": ["W"], "step_nums": [1]}}
@@ -234,8 +254,10 @@ def test_batched_rotation_helpers_match_scalar_ones(angles):
 # Properties
 
 MOTIONS = Primitive.camera_motions()
-REVERSE = {p: next(q for q in MOTIONS if q.axis == p.axis and q.category is p.category and q.sign == -p.sign)
-           for p in MOTIONS}  # fmt: skip
+REVERSE = {
+    p: next(q for q in MOTIONS if q.axis == p.axis and q.category is p.category and q.sign == -p.sign)
+    for p in MOTIONS
+}
 
 
 @st.composite
@@ -244,7 +266,9 @@ def plans(draw, *, gripper: bool = False, max_steps: int = 6) -> Plan:
     for _ in range(draw(st.integers(1, max_steps))):
         actions = draw(st.lists(st.sampled_from((*MOTIONS, Primitive.STOP)), min_size=1, max_size=3))
         nums = [draw(st.integers(0, 10)) for _ in actions]
-        steps.append(PlanStep(actions, nums, gripper=draw(st.sampled_from([0, 1, None])) if gripper else None))
+        steps.append(
+            PlanStep(actions, nums, gripper=draw(st.sampled_from([0, 1, None])) if gripper else None)
+        )
     return Plan(steps=steps, format="navigation")
 
 
@@ -281,7 +305,9 @@ def test_scores_stay_in_unit_interval(gt, pred, kind):
 @given(plans())
 @settings(max_examples=60, deadline=None)
 def test_a_reversed_motion_scores_zero_on_direction(gt):
-    reversed_plan = Plan([PlanStep([REVERSE.get(a, a) for a in s.actions], list(s.step_nums)) for s in gt.steps])
+    reversed_plan = Plan(
+        [PlanStep([REVERSE.get(a, a) for a in s.actions], list(s.step_nums)) for s in gt.steps]
+    )
     s = score_goal(render_answer(reversed_plan, "nav"), GoalReference("nav", gt, NAVIGATION_STEP_SIZES))
     moving = np.linalg.norm(s.step_table["gt_translation"], axis=1) > 0
     assert np.all(s.step_table["s_theta"][moving] == pytest.approx(-1.0))
@@ -296,7 +322,9 @@ def test_navigation_score_does_not_depend_on_the_step_size(gt, pred, scale):
     # s_d and s_θ are ratios of lengths, and both plans are counted in the same unit
     text = render_answer(pred, "nav")
     base = score_goal(text, GoalReference("nav", gt, NAVIGATION_STEP_SIZES)).value
-    scaled = score_goal(text, GoalReference("nav", gt, StepSizes(scale, NAVIGATION_STEP_SIZES.rotation))).value
+    scaled = score_goal(
+        text, GoalReference("nav", gt, StepSizes(scale, NAVIGATION_STEP_SIZES.rotation))
+    ).value
     assert scaled == pytest.approx(base, abs=1e-9)
 
 
@@ -326,7 +354,13 @@ def test_navigation_mean_is_invariant_to_reordering_aligned_steps(pairs, rnd):
     assert score(order) == pytest.approx(score(range(len(pairs))))
 
 
-@given(st.lists(st.tuples(plans(gripper=True), plans(gripper=True), st.sampled_from(["nav", "manip"])), min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(plans(gripper=True), plans(gripper=True), st.sampled_from(["nav", "manip"])),
+        min_size=1,
+        max_size=6,
+    )
+)
 @settings(max_examples=30, deadline=None)
 def test_batch_scores_equal_single_scores(items):
     refs = [GoalReference(k, gt, NAVIGATION_STEP_SIZES) for gt, _, k in items]

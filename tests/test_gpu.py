@@ -9,7 +9,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +20,9 @@ def fixed_batch_data(tmp_path_factory):
     from tests.vla_helpers import write_calvin_split
 
     root = tmp_path_factory.mktemp("calvin_fixed") / "training"
-    write_calvin_split(root, episodes=[(0, 12)], windows=[(0, 12, "open_drawer", "pull the handle to open the drawer")])
+    write_calvin_split(
+        root, episodes=[(0, 12)], windows=[(0, 12, "open_drawer", "pull the handle to open the drawer")]
+    )
     return root
 
 
@@ -36,9 +41,32 @@ def test_bf16_training_on_the_gpu_lowers_the_loss(tiny_vlm, fixed_batch_data, tm
     from vla.train import main
 
     backbone, out = str(tiny_vlm("qwen2_5_vl")), tmp_path / "run"
-    main(["--backbone", backbone, "--data", str(fixed_batch_data), "--output", str(out), "--batch-size", "4",
-          "--max-steps", "8", "--lr", "1e-3", "--warmup-steps", "1", "--num-workers", "0", "--log-every", "2",
-          "--precision", "bf16", "--seed", "7"])  # fmt: skip
+    main(
+        [
+            "--backbone",
+            backbone,
+            "--data",
+            str(fixed_batch_data),
+            "--output",
+            str(out),
+            "--batch-size",
+            "4",
+            "--max-steps",
+            "8",
+            "--lr",
+            "1e-3",
+            "--warmup-steps",
+            "1",
+            "--num-workers",
+            "0",
+            "--log-every",
+            "2",
+            "--precision",
+            "bf16",
+            "--seed",
+            "7",
+        ]
+    )
     printed = capsys.readouterr().out
     assert "precision bf16" in printed and "device cuda" in printed, printed
     final = (out / "checkpoints" / "last").resolve()
@@ -46,7 +74,12 @@ def test_bf16_training_on_the_gpu_lowers_the_loss(tiny_vlm, fixed_batch_data, tm
     untrained = VLAModel.build(backbone, normalizer=trained.normalizer, seed=7)
     before, after = _batch_loss(untrained, fixed_batch_data), _batch_loss(trained, fixed_batch_data)
     assert after < 0.7 * before, (before, after)
-    assert [json.loads(line)["step"] for line in (out / "train_log.jsonl").read_text().splitlines()] == [2, 4, 6, 8]
+    assert [json.loads(line)["step"] for line in (out / "train_log.jsonl").read_text().splitlines()] == [
+        2,
+        4,
+        6,
+        8,
+    ]
 
 
 def test_vla_predictions_agree_between_cpu_and_gpu(tiny_vlm):
@@ -70,7 +103,9 @@ def test_transformers_backend_runs_on_the_gpu(tiny_vlm):
 
     rng = np.random.default_rng(0)
     image = rng.integers(0, 256, (64, 80, 3), dtype=np.uint8)
-    conversation = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "go"}]}]
+    conversation = [
+        {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "go"}]}
+    ]
     path, config = str(tiny_vlm("qwen2_5_vl")), GenerationConfig(max_new_tokens=8)
     cpu = TransformersBackend(path, config=config, device="cpu")
     gpu = TransformersBackend(path, config=config, device="cuda", dtype="float32")

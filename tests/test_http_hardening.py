@@ -79,42 +79,57 @@ def _raw(text):
 
 
 def _usage(**fields):
-    return _raw('{"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": {'
-                + ", ".join(f'"{k}": {v}' for k, v in fields.items()) + "}}")
+    return _raw(
+        '{"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": {'
+        + ", ".join(f'"{k}": {v}' for k, v in fields.items())
+        + "}}"
+    )
 
 
 def _parts(parts):
     return completion(parts)
 
 
-@pytest.mark.parametrize(("reply", "match"), [
-    (_usage(prompt_tokens="NaN", completion_tokens=3), "usage.prompt_tokens is not a token count"),
-    (_usage(prompt_tokens=3, completion_tokens="Infinity"), "usage.completion_tokens"),
-    (_usage(prompt_tokens="-Infinity", completion_tokens=3), "usage.prompt_tokens"),
-    (_usage(prompt_tokens="1e400", completion_tokens=3), "usage.prompt_tokens"),
-    (_usage(prompt_tokens="9" * 400, completion_tokens=3), "usage.prompt_tokens"),
-    (_usage(prompt_tokens=-5, completion_tokens=3), "usage.prompt_tokens"),
-    (_usage(prompt_tokens=2.5, completion_tokens=3), "usage.prompt_tokens"),
-    (_usage(prompt_tokens='"12"', completion_tokens=3), "usage.prompt_tokens"),
-    (_usage(prompt_tokens="true", completion_tokens=3), "usage.prompt_tokens"),
-    (_usage(prompt_tokens=1, completion_tokens=1, cost="NaN"), "usage.cost is not a finite"),
-    (_usage(prompt_tokens=1, completion_tokens=1, cost="Infinity"), "usage.cost"),
-    (_usage(prompt_tokens=1, completion_tokens=1, cost=-0.5), "usage.cost"),
-    (_usage(prompt_tokens=1, completion_tokens=1, cost='"0.1"'), "usage.cost"),
-    (_usage(prompt_tokens=1, completion_tokens=1, cost="1" + "0" * 400), "usage.cost"),
-    (_parts([{"type": "text", "text": 5}]), "content part 0 is not text"),
-    (_parts([{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "x"}}]), "content part 1"),
-    (_parts(["a bare string"]), "content part 0"),
-    (_parts([{"type": "text"}]), "content part 0"),
-    (_parts([{"type": "text", "text": ["a"]}]), "content part 0"),
-    (_raw("[" * 100_000 + "]" * 100_000), "body is not JSON"),
-    (_raw('{"choices": [{"message": {"content": "x"}}], "usage": ' + "[" * 50_000 + "]" * 50_000 + "}"),
-     "body is not JSON"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("reply", "match"),
+    [
+        (_usage(prompt_tokens="NaN", completion_tokens=3), "usage.prompt_tokens is not a token count"),
+        (_usage(prompt_tokens=3, completion_tokens="Infinity"), "usage.completion_tokens"),
+        (_usage(prompt_tokens="-Infinity", completion_tokens=3), "usage.prompt_tokens"),
+        (_usage(prompt_tokens="1e400", completion_tokens=3), "usage.prompt_tokens"),
+        (_usage(prompt_tokens="9" * 400, completion_tokens=3), "usage.prompt_tokens"),
+        (_usage(prompt_tokens=-5, completion_tokens=3), "usage.prompt_tokens"),
+        (_usage(prompt_tokens=2.5, completion_tokens=3), "usage.prompt_tokens"),
+        (_usage(prompt_tokens='"12"', completion_tokens=3), "usage.prompt_tokens"),
+        (_usage(prompt_tokens="true", completion_tokens=3), "usage.prompt_tokens"),
+        (_usage(prompt_tokens=1, completion_tokens=1, cost="NaN"), "usage.cost is not a finite"),
+        (_usage(prompt_tokens=1, completion_tokens=1, cost="Infinity"), "usage.cost"),
+        (_usage(prompt_tokens=1, completion_tokens=1, cost=-0.5), "usage.cost"),
+        (_usage(prompt_tokens=1, completion_tokens=1, cost='"0.1"'), "usage.cost"),
+        (_usage(prompt_tokens=1, completion_tokens=1, cost="1" + "0" * 400), "usage.cost"),
+        (_parts([{"type": "text", "text": 5}]), "content part 0 is not text"),
+        (
+            _parts([{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "x"}}]),
+            "content part 1",
+        ),
+        (_parts(["a bare string"]), "content part 0"),
+        (_parts([{"type": "text"}]), "content part 0"),
+        (_parts([{"type": "text", "text": ["a"]}]), "content part 0"),
+        (_raw("[" * 100_000 + "]" * 100_000), "body is not JSON"),
+        (
+            _raw(
+                '{"choices": [{"message": {"content": "x"}}], "usage": ' + "[" * 50_000 + "]" * 50_000 + "}"
+            ),
+            "body is not JSON",
+        ),
+    ],
+)
 def test_every_malformed_field_is_a_counted_malformed_response(reply, match):
     server = FakeServer()
     server.script = [reply]
-    backend = HTTPBackend("m", server.url, max_retries=0, price_prompt_per_mtok=1.0, price_completion_per_mtok=1.0)
+    backend = HTTPBackend(
+        "m", server.url, max_retries=0, price_prompt_per_mtok=1.0, price_completion_per_mtok=1.0
+    )
     try:
         with pytest.raises(MalformedResponseError, match=match):
             backend.generate(MESSAGES)
@@ -128,10 +143,16 @@ def test_valid_variants_still_parse_and_a_bad_cost_never_poisons_the_total():
     server = FakeServer()
     server.script = [
         _usage(prompt_tokens=1, completion_tokens=1, cost="NaN"),
-        completion([{"type": "refusal", "refusal": "no"}, {"type": "text", "text": "left"},
-                    {"type": "output_text", "text": " 2"}], {"prompt_tokens": 10.0, "completion_tokens": 2, "cost": 0.5}),
+        completion(
+            [
+                {"type": "refusal", "refusal": "no"},
+                {"type": "text", "text": "left"},
+                {"type": "output_text", "text": " 2"},
+            ],
+            {"prompt_tokens": 10.0, "completion_tokens": 2, "cost": 0.5},
+        ),
         completion("ok", {"prompt_tokens": None, "completion_tokens": 1}),
-    ]  # fmt: skip
+    ]
     backend = HTTPBackend("m", server.url, max_retries=0)
     try:
         with pytest.raises(MalformedResponseError):
@@ -139,9 +160,18 @@ def test_valid_variants_still_parse_and_a_bad_cost_never_poisons_the_total():
         first, second = backend.generate(MESSAGES), backend.generate(MESSAGES)
     finally:
         server.close()
-    assert (first.text, first.prompt_tokens, first.completion_tokens, first.cost_usd) == ("left 2", 10, 2, 0.5)
+    assert (first.text, first.prompt_tokens, first.completion_tokens, first.cost_usd) == (
+        "left 2",
+        10,
+        2,
+        0.5,
+    )
     assert (second.prompt_tokens, second.completion_tokens, second.cost_usd) == (None, 1, None)
-    assert backend.stats.cost_usd == 0.5 and math.isfinite(backend.stats.cost_usd) and backend.stats.malformed == 1
+    assert (
+        backend.stats.cost_usd == 0.5
+        and math.isfinite(backend.stats.cost_usd)
+        and backend.stats.malformed == 1
+    )
 
 
 def test_empty_answers_are_never_cached(tmp_path):
@@ -176,9 +206,15 @@ def _at_stack_depth(frames, call):
     return raised[0] if raised else None
 
 
-@pytest.mark.parametrize("body", [
-    '{"choices": [%s]}', '{"choices": %s}', '{"error": %s}', '{"choices": [{"message": {"content": [%s]}}]}',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"choices": [%s]}',
+        '{"choices": %s}',
+        '{"error": %s}',
+        '{"choices": [{"message": {"content": [%s]}}]}',
+    ],
+)
 def test_an_answer_nested_near_1000_deep_is_a_counted_malformed_response(body):
     """The issue's case (991 levels): ``json.loads`` accepted a depth that the preview of a part of it, one
     frame deeper, could not print, and RecursionError escaped. Each depth from 900 to 999 is tried from a
@@ -188,8 +224,10 @@ def test_an_answer_nested_near_1000_deep_is_a_counted_malformed_response(body):
     backend = HTTPBackend("m", server.url, max_retries=0)
     depths = range(900, 1000)
     try:
-        raised = [_at_stack_depth(0, lambda d=d: backend.generate([{"role": "user", "content": "x" * d}]))
-                  for d in depths]  # fmt: skip
+        raised = [
+            _at_stack_depth(0, lambda d=d: backend.generate([{"role": "user", "content": "x" * d}]))
+            for d in depths
+        ]
     finally:
         server.close()
     assert {type(err).__name__ for err in raised} == {"MalformedResponseError"}
@@ -200,7 +238,10 @@ def test_an_answer_nested_near_1000_deep_is_a_counted_malformed_response(body):
 def test_a_deep_but_bounded_answer_still_parses_and_a_huge_one_is_malformed():
     server = FakeServer()
     parts = [{"type": "text", "text": "ok"}]
-    server.script = [completion(parts), _raw('{"choices": [{"message": {"content": "' + "x" * (16 * 2**20) + '"}}]}')]
+    server.script = [
+        completion(parts),
+        _raw('{"choices": [{"message": {"content": "' + "x" * (16 * 2**20) + '"}}]}'),
+    ]
     backend = HTTPBackend("m", server.url, max_retries=0)
     try:
         assert backend.generate(MESSAGES).text == "ok"

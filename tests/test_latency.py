@@ -56,11 +56,24 @@ def test_steps_at_control_rate():
 def test_fixed_latency_continue_runs_the_previous_chunk_then_holds():
     actions, stream = _run(parse_latency("fixed:100", "continue", 30))
     # call 1: no previous chunk -> 3 held steps; call 2: 3 of call 1's unexecuted tail, ...
-    assert actions == ["hold", "hold", "hold", (1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (2, 0), (2, 1),
-                       (2, 2), (2, 3)]  # fmt: skip
+    assert actions == [
+        "hold",
+        "hold",
+        "hold",
+        (1, 0),
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+        (2, 0),
+        (2, 1),
+        (2, 2),
+        (2, 3),
+    ]
     # the third decision (step 10) has spent 2 of its 3 steps when the budget ends
     assert stream.latencies_ms == [100.0] * 3 and stream.latency_steps == 8 and stream.held_steps == 3
-    assert stream.idle_steps == 0 and _run(parse_latency("fixed:100", "continue", 30))[0] == actions  # deterministic
+    # deterministic
+    assert stream.idle_steps == 0 and _run(parse_latency("fixed:100", "continue", 30))[0] == actions
 
 
 def test_fixed_latency_hold_and_off():
@@ -81,7 +94,12 @@ def test_parse_latency_and_stats():
     with pytest.raises(ValueError, match="--latency-mode"):
         parse_latency("real", "skip")
     stats = latency_stats([10.0, 20.0, 30.0, 40.0])
-    assert stats["decisions"] == 4 and stats["mean_ms"] == 25.0 and stats["p50_ms"] == 25.0 and stats["p90_ms"] == 37.0
+    assert (
+        stats["decisions"] == 4
+        and stats["mean_ms"] == 25.0
+        and stats["p50_ms"] == 25.0
+        and stats["p90_ms"] == 37.0
+    )
     assert latency_stats([])["mean_ms"] is None
 
 
@@ -99,10 +117,19 @@ def test_tiny_vla_calvin_chain_with_fixed_latency(tiny_vlm):
     model = VLAModel.build(str(tiny_vlm("paligemma")), chunk_size=10, seed=0).eval()
     env = PlayTableEnv(cameras=("static",))
     try:
+
         def chain(latency):
             policy = VLAPolicy(model, execute_steps=3)
-            record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, SCENE, ["open_drawer"], ["open the drawer"],
-                               ep_len=12, latency=latency)  # fmt: skip
+            record = run_chain(
+                env,
+                policy,
+                C.NEUTRAL_ROBOT_OBS,
+                SCENE,
+                ["open_drawer"],
+                ["open the drawer"],
+                ep_len=12,
+                latency=latency,
+            )
             return record["extras"]["subtasks"][0], policy
 
         subtask, policy = chain(parse_latency("fixed:100", "continue", C.CONTROL_HZ))
@@ -124,15 +151,34 @@ def test_libero_run_with_latency(tmp_path):
     from benchmarks.core import RunDir
     from benchmarks.libero import main
 
-    summary = main(["--policy", "random", "--suite", "libero_goal", "--tasks", "3", "--trials-per-task", "1",
-                    "--max-steps", "6", "--image-size", "64", "--no-progress", "--output", str(tmp_path),
-                    "--latency", "fixed:100", "--latency-mode", "hold"])  # fmt: skip
+    summary = main(
+        [
+            "--policy",
+            "random",
+            "--suite",
+            "libero_goal",
+            "--tasks",
+            "3",
+            "--trials-per-task",
+            "1",
+            "--max-steps",
+            "6",
+            "--image-size",
+            "64",
+            "--no-progress",
+            "--output",
+            str(tmp_path),
+            "--latency",
+            "fixed:100",
+            "--latency-mode",
+            "hold",
+        ]
+    )
     (record,) = RunDir(tmp_path / "libero" / "libero_goal-random").merged_records()
     lat = record["result"]["latency"]
     assert record["result"]["policy_calls"] == 2 and lat["steps"] == lat["held_steps"] == 4  # H H A H H A
     assert lat["latencies_ms"] == [100.0, 100.0] and lat["control_hz"] == 20.0
     assert summary.data["latency"]["decisions"] == 2 and summary.data["latency"]["p90_ms"] == 100.0
-
 
 
 class StepPolicy(Policy):

@@ -13,13 +13,17 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("importlinter", reason="import-linter is in the dev extra: pip install -c constraints.txt -e '.[dev]'")
+pytest.importorskip(
+    "importlinter", reason="import-linter is in the dev extra: pip install -c constraints.txt -e '.[dev]'"
+)
 from importlinter.cli import lint_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_layer_and_cycle_contracts_hold(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_layer_and_cycle_contracts_hold(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.syspath_prepend(str(ROOT))  # analyse this checkout's packages, not an installed copy
     status = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
@@ -28,8 +32,9 @@ def test_layer_and_cycle_contracts_hold(monkeypatch: pytest.MonkeyPatch, capsys:
     assert "3 kept, 0 broken" in out, out
 
 
-def test_the_contracts_catch_an_upward_import_and_a_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_contracts_catch_an_upward_import_and_a_cycle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The same three contracts on a two-layer toy tree that breaks each: the checker is not vacuous."""
     (tmp_path / "low").mkdir()
     (tmp_path / "high").mkdir()
@@ -49,7 +54,8 @@ def test_the_contracts_catch_an_upward_import_and_a_cycle(tmp_path: Path, monkey
     toy = contracts.replace('"action_mapping", "envs", "policies", "vla", "benchmarks"', '"low", "high"')
     toy = toy.replace('["benchmarks", "vla", "policies", "envs", "action_mapping"]', '["high", "low"]')
     toy = toy.replace('containers = ["benchmarks"]', 'containers = ["high"]')
-    assert toy.count('"low", "high"') == 2 and '["high", "low"]' in toy and '["high"]' in toy  # the real ones, renamed
+    # the real ones, renamed
+    assert toy.count('"low", "high"') == 2 and '["high", "low"]' in toy and '["high"]' in toy
     (tmp_path / "toy.toml").write_text("[tool.importlinter]" + textwrap.dedent(toy))
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))

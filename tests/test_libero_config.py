@@ -54,7 +54,9 @@ def test_a_full_episode_writes_nothing_outside_the_project_cache(tmp_path):
         "env.step(env.action_space.sample())\n"
         "env.close()\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], env=environment, cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=environment, cwd=ROOT, capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "Initializing the default config file" not in run.stdout  # LIBERO found our config
     written = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())

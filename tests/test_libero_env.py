@@ -298,8 +298,11 @@ def test_run_episode_records_a_truncated_random_episode(env_of):
     assert extras["truncated"] and extras["suite"] == "libero_goal" and extras["task_index"] == 7
     assert extras["init_state_index"] == 2
     again = run_episode(env, _RandomPolicy(), **kwargs)
-    assert set(record["timing"]) == {"episode_s"}  # timing travels apart from the result (the runner moves it)
-    assert {k: v for k, v in again.items() if k != "timing"} == {k: v for k, v in record.items() if k != "timing"}
+    # timing travels apart from the result (the runner moves it)
+    assert set(record["timing"]) == {"episode_s"}
+    assert {k: v for k, v in again.items() if k != "timing"} == {
+        k: v for k, v in record.items() if k != "timing"
+    }
 
 
 def test_run_episode_stops_at_success(env_of):
@@ -307,7 +310,12 @@ def test_run_episode_stops_at_success(env_of):
     policy = _StoveSwitchingPolicy()
     policy.bind(env)
     record = run_episode(env, policy, init_state_index=0, max_steps=300, num_steps_wait=10, seed=0)
-    assert (record["success"], record["extras"]["truncated"], record["steps"], record["policy_calls"]) == (True, False, 1, 1)
+    assert (record["success"], record["extras"]["truncated"], record["steps"], record["policy_calls"]) == (
+        True,
+        False,
+        1,
+        1,
+    )
 
 
 def test_spatial_action_wrapper_moves_the_end_effector(env_of):
@@ -346,7 +354,8 @@ def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
     assert result["steps"] == 2 and result["idle_steps"] == 0 and result["policy_stats"]["parse_errors"] == 0
     assert "0.01 m per step" in backend.calls[0][0]["content"]
     with pytest.raises(ValueError, match=r"handles one In/On goal \(put X in/on Y\), not \[\['turnon'"):
-        SpatialPlanPolicy(make_backend("answer-key", truth=spatial_truth("manipulation"))).bind(env)  # libero_goal 7: "turn on the stove"
+        # libero_goal 7: "turn on the stove"
+        SpatialPlanPolicy(make_backend("answer-key", truth=spatial_truth("manipulation"))).bind(env)
 
 
 @pytest.mark.slow  # a whole pick-and-place: about a minute on the shared 2-core machine
@@ -358,8 +367,14 @@ def test_oracle_pick_and_place_with_injected_errors(env_of):
     env = env_of("libero_object")  # task 0: pick up the alphabet soup and place it in the basket
     policy = build_policy("mllm", model="answer-key", oracle_error_rate=0.2, oracle_error_seed=0)
     policy.bind(env)
-    result = run_episode(env, policy, init_state_index=0, max_steps=protocol.MAX_STEPS["libero_object"],
-                         num_steps_wait=protocol.NUM_STEPS_WAIT, seed=0)
+    result = run_episode(
+        env,
+        policy,
+        init_state_index=0,
+        max_steps=protocol.MAX_STEPS["libero_object"],
+        num_steps_wait=protocol.NUM_STEPS_WAIT,
+        seed=0,
+    )
     stats = result["policy_stats"]
     assert result["success"] and stats["injected_unusable"] >= 1
     assert stats["parse_errors"] == stats["fallbacks"] == stats["injected_unusable"]

@@ -29,7 +29,10 @@ OBJECT_LIST = re.compile(r"^\{'object 1': \[\d+, \d+, \d+\](, 'object \d+': \[\d
 @pytest.fixture(scope="module")
 def wrapped():
     """One env per family through ``gym.make``, built once (robosuite takes seconds to compile a scene)."""
-    built = {f: gym.make(f"SpatialArena/EBManipulation-{f}-v0", image_size=SIZE) for f in ("pick", "stack", "place", "wipe")}
+    built = {
+        f: gym.make(f"SpatialArena/EBManipulation-{f}-v0", image_size=SIZE)
+        for f in ("pick", "stack", "place", "wipe")
+    }
     yield built
     for env in built.values():
         env.close()
@@ -92,11 +95,18 @@ def expert_for(env):
 def test_expert_solves_pick_through_run_episode(made):
     episode = make_episode("pick", "spatial", 0)
     captions = []
-    record = run_episode(made["pick"], expert_for(made["pick"]), episode, seed=0,
-                         on_step=lambda obs, text: captions.append(text[-1]))
+    record = run_episode(
+        made["pick"],
+        expert_for(made["pick"]),
+        episode,
+        seed=0,
+        on_step=lambda obs, text: captions.append(text[-1]),
+    )
     json.dumps(record)
     assert record["success"] and record["extras"]["episode_id"] == "pick/spatial/00"
-    assert record["steps"] <= 15 and record["extras"]["num_invalid_actions"] == 0 and record["idle_steps"] == 0
+    assert (
+        record["steps"] <= 15 and record["extras"]["num_invalid_actions"] == 0 and record["idle_steps"] == 0
+    )
     assert record["extras"]["evaluation"]["inside_container"] and record["extras"]["total_reward"] == 1.0
     assert record["policy_calls"] == record["steps"] and record["policy_stats"]["expert_plans"] >= 2
     assert captions[0] == "start" and len(captions) == record["steps"] + 1
@@ -148,13 +158,16 @@ def test_failure_runs_out_of_steps_without_success(made):
         env.step(hold_action(env))
 
 
-@pytest.mark.parametrize(("action", "reason"), [
-    ([99, 99, 99, 60, 60, 60, 1], "out of the arm's reach"),
-    ([50, 50, 3, 0, 60, 90, 1], "below the table"),
-    ([100, 50, 50, 0, 60, 90, 1], "X index 100 is outside 0..99"),
-    ([50, 50, 30, 0, 60, 90, 2], "Gripper index 2 is outside 0..1"),
-    ([50.5, 50, 30, 0, 60, 90, 1], "X index 50.5 is not an integer"),
-])
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        ([99, 99, 99, 60, 60, 60, 1], "out of the arm's reach"),
+        ([50, 50, 3, 0, 60, 90, 1], "below the table"),
+        ([100, 50, 50, 0, 60, 90, 1], "X index 100 is outside 0..99"),
+        ([50, 50, 30, 0, 60, 90, 2], "Gripper index 2 is outside 0..1"),
+        ([50.5, 50, 30, 0, 60, 90, 1], "X index 50.5 is not an integer"),
+    ],
+)
 def test_invalid_actions_cost_minus_one_and_leave_the_arm(made, action, reason):
     env = made["pick"]
     env.reset(seed=0, options={"subset": "base", "index": 0})
@@ -165,12 +178,15 @@ def test_invalid_actions_cost_minus_one_and_leave_the_arm(made, action, reason):
     assert np.array_equal(env.scene.mj_data.qpos, before)
 
 
-@pytest.mark.parametrize(("action", "message"), [
-    ([50, 50, np.nan, 0, 60, 90, 1], "NaN"),
-    ([50, 50, 30, 0, 60, 90], "shape"),
-    ("open the gripper", "7-D action"),
-    (Plan(steps=[PlanStep([Primitive.DOLLY_IN], [2])]), "SpatialActionWrapper"),
-])
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        ([50, 50, np.nan, 0, 60, 90, 1], "NaN"),
+        ([50, 50, 30, 0, 60, 90], "shape"),
+        ("open the gripper", "7-D action"),
+        (Plan(steps=[PlanStep([Primitive.DOLLY_IN], [2])]), "SpatialActionWrapper"),
+    ],
+)
 def test_malformed_actions_raise_clear_errors(made, action, message):
     env = made["pick"]
     env.reset(seed=0, options={"subset": "base", "index": 0})
@@ -241,7 +257,7 @@ def test_front_image_boxes_come_from_segmentation(made):
     plain = env.cameras.rgb(env.scene.mj_data, "eb_front")
     assert not np.array_equal(plain, obs["front_rgb"])
     x0, y0, x1, _ = boxes[1]
-    top_edge = obs["front_rgb"][y0 - 1, x0:x1 + 1]  # the box's top line, one pixel above the object
+    top_edge = obs["front_rgb"][y0 - 1, x0 : x1 + 1]  # the box's top line, one pixel above the object
     assert np.any(np.all(top_edge == (255, 0, 0), axis=-1))
 
 

@@ -72,8 +72,12 @@ def test_layouts_stay_in_the_region_without_overlap(family):
     for subset in SUBSETS:
         for episode in ALL_EPISODES[(family, subset)]:
             xy = np.array([o["xy"] for o in episode["objects"]])
-            assert np.all(xy[:, 0] >= workspace.PLACEMENT_X[0]) and np.all(xy[:, 0] <= workspace.PLACEMENT_X[1])
-            assert np.all(xy[:, 1] >= workspace.PLACEMENT_Y[0]) and np.all(xy[:, 1] <= workspace.PLACEMENT_Y[1])
+            assert np.all(xy[:, 0] >= workspace.PLACEMENT_X[0]) and np.all(
+                xy[:, 0] <= workspace.PLACEMENT_X[1]
+            )
+            assert np.all(xy[:, 1] >= workspace.PLACEMENT_Y[0]) and np.all(
+                xy[:, 1] <= workspace.PLACEMENT_Y[1]
+            )
             slots = [o["slot"] for o in episode["objects"]]
             assert len(set(slots)) == len(slots)
             assert set(slots) <= set(task.free_slots) | set(task.fixture_slots)
@@ -91,8 +95,10 @@ def test_base_instructions_follow_eb_templates():
     colors = {o["slot"]: o["color"] for o in stack["objects"]}
     kind = stack["objects"][0]["kind"]
     noun = shapes.SHAPES[kind].noun
-    assert stack["instruction"] == (f"Stack the {colors[stack['goal']['bottom']]} {noun} and the "
-                                    f"{colors[stack['goal']['top']]} {noun} in sequence.")
+    assert stack["instruction"] == (
+        f"Stack the {colors[stack['goal']['bottom']]} {noun} and the "
+        f"{colors[stack['goal']['top']]} {noun} in sequence."
+    )
     place = ALL_EPISODES[("place", "base")][0]
     colors = {o["slot"]: o["color"] for o in place["objects"]}
     assert place["instruction"] == f"Put the {colors[place['goal']['target']]} star into the shape sorter."
@@ -119,8 +125,12 @@ def test_spatial_instructions_name_exactly_one_object(family):
         goal = episode["goal"]
         target = goal["target"] if "target" in goal else goal["top"]
         ref = _spatial_reference(family, episode, objs)
-        kinds = {"pick": lambda o: o["kind"] != "container", "stack": lambda o: True,
-                 "place": lambda o: o["kind"] == "star", "wipe": lambda o: o["kind"] == "area"}[family]
+        kinds = {
+            "pick": lambda o: o["kind"] != "container",
+            "stack": lambda o: True,
+            "place": lambda o: o["kind"] == "star",
+            "wipe": lambda o: o["kind"] == "area",
+        }[family]
         candidates = {s: np.array(o["xy"]) for s, o in objs.items() if kinds(o) and s != ref}
         hits = [s for s, xy in candidates.items() if language.relation_holds(xy, objs[ref]["xy"], relation)]
         assert hits == [target], episode["instruction"]
@@ -136,7 +146,9 @@ def _spatial_reference(family, episode, objs):
         color = re.search(r"the (\w+) star into", text).group(1)
         return next(s for s, o in objs.items() if o["kind"] == "star" and o["color"] == color)
     noun = re.search(r"(?:of|behind) the ([\w ]+?) and place", text).group(1)
-    return next(s for s, o in objs.items() if o["kind"] != "container" and shapes.SHAPES[o["kind"]].noun == noun)
+    return next(
+        s for s, o in objs.items() if o["kind"] != "container" and shapes.SHAPES[o["kind"]].noun == noun
+    )
 
 
 @pytest.mark.parametrize("family", ["pick", "stack", "place", "wipe"])
@@ -147,8 +159,11 @@ def test_visual_instructions_name_a_pattern_only_the_target_has(family):
         objs = {o["slot"]: o for o in episode["objects"]}
         pattern = objs[target]["pattern"]
         assert pattern in ("checkered", "speckled") and pattern in episode["instruction"]
-        same_kind = [o for o in objs.values() if o["kind"] == objs[target]["kind"] or
-                     (family == "pick" and o["kind"] != "container")]
+        same_kind = [
+            o
+            for o in objs.values()
+            if o["kind"] == objs[target]["kind"] or (family == "pick" and o["kind"] != "container")
+        ]
         assert sum(o["pattern"] == pattern for o in same_kind) == 1
 
 
@@ -219,13 +234,17 @@ def test_grid_sits_on_the_table_as_in_eb():
     assert lo[1] == pytest.approx(-0.5) and hi[1] == pytest.approx(0.5)
     table = np.array([0.0, 0.0, workspace.TABLE_TOP_Z])
     assert workspace.world_to_voxel(table)[2] == 15  # EB: table top 0.752 m, grid floor 0.6 m
-    assert workspace.world_to_voxel(table + np.array([0, 0, 0.02]))[2] == 17  # a 4 cm object's centre, as in EB
+    # a 4 cm object's centre, as in EB
+    assert workspace.world_to_voxel(table + np.array([0, 0, 0.02]))[2] == 17
     corner = workspace.voxel_to_world([0, 0, 0])
     assert np.allclose(corner, lo + 0.005)
 
 
-@given(st.lists(st.integers(0, 99), min_size=3, max_size=3), st.lists(st.integers(0, 119), min_size=3, max_size=3),
-       st.integers(0, 1))
+@given(
+    st.lists(st.integers(0, 99), min_size=3, max_size=3),
+    st.lists(st.integers(0, 119), min_size=3, max_size=3),
+    st.integers(0, 1),
+)
 @settings(max_examples=200, deadline=None)
 @pytest.mark.filterwarnings("ignore:Gimbal lock")  # pitch +-90 deg: the Euler triple is not unique
 def test_eb_encode_decode_round_trip_in_the_table_frame(pos_idx, rot_idx, gripper):

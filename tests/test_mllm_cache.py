@@ -16,7 +16,13 @@ from policies.backends.scripted import ScriptedBackend
 
 def _echo(messages):
     """Answer with the user text, so a wrong cache hit would show."""
-    text = " ".join(p["text"] for m in messages if isinstance(m["content"], list) for p in m["content"] if p["type"] == "text")
+    text = " ".join(
+        p["text"]
+        for m in messages
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p["type"] == "text"
+    )
     return Generation(text=f"echo {text}", prompt_tokens=11, completion_tokens=3, cost_usd=0.002)
 
 
@@ -48,7 +54,9 @@ def test_key_depends_on_pixels_text_config_and_identity(tmp_path, image):
     assert cache.key(_conv(changed)) != base
     assert cache.key(_conv(image, "hello!")) != base
     assert cache.key(_conv(image[:, :-1])) != base
-    hotter = CachedBackend(ScriptedBackend(_echo, config=GenerationConfig(temperature=0.7)), tmp_path / "r.sqlite")
+    hotter = CachedBackend(
+        ScriptedBackend(_echo, config=GenerationConfig(temperature=0.7)), tmp_path / "r.sqlite"
+    )
     other_model = CachedBackend(ScriptedBackend(_echo, model_id="other"), tmp_path / "r.sqlite")
     assert len({base, hotter.key(_conv(image)), other_model.key(_conv(image))}) == 3
     from PIL import Image
@@ -90,7 +98,9 @@ def test_disable_flag_and_default_location(tmp_path, monkeypatch, tiny_vlm):
     monkeypatch.setenv("SPATIAL_ARENA_CACHE_DIR", str(tmp_path / "cachedir"))
     cached = make_backend(str(tiny_vlm("qwen2_5_vl")), max_new_tokens=2)
     assert cached.path == tmp_path / "cachedir" / "responses.sqlite" and cached.path.exists()
-    assert not isinstance(make_backend(str(tiny_vlm("qwen2_5_vl")), cache=False, max_new_tokens=2), CachedBackend)
+    assert not isinstance(
+        make_backend(str(tiny_vlm("qwen2_5_vl")), cache=False, max_new_tokens=2), CachedBackend
+    )
 
 
 def _writer(path, start, n):

@@ -16,21 +16,48 @@ from policies.mllm.embodied import EBAgentPolicy
 OK = "Last action {} executed successfully."
 
 
-def nav_answer(*ids, names=("MoveAhead", "MoveBack", "MoveRight", "MoveLeft", "RotateRight", "RotateLeft", "LookUp", "LookDown")):
+def nav_answer(
+    *ids,
+    names=(
+        "MoveAhead",
+        "MoveBack",
+        "MoveRight",
+        "MoveLeft",
+        "RotateRight",
+        "RotateLeft",
+        "LookUp",
+        "LookDown",
+    ),
+):
     plan = [{"action_id": i, "action_name": names[i] if 0 <= i < 8 else "?"} for i in ids]
-    return json.dumps({"visual_state_description": "a room", "reasoning_and_reflection": "go",
-                       "language_plan": "walk", "executable_plan": plan})  # fmt: skip
+    return json.dumps(
+        {
+            "visual_state_description": "a room",
+            "reasoning_and_reflection": "go",
+            "language_plan": "walk",
+            "executable_plan": plan,
+        }
+    )
 
 
 def manip_answer(*vectors):
-    return json.dumps({"visual_state_description": "a table", "reasoning_and_reflection": "grasp",
-                       "language_plan": "pick", "executable_plan": [{"action": str(list(v))} for v in vectors]})  # fmt: skip
+    return json.dumps(
+        {
+            "visual_state_description": "a table",
+            "reasoning_and_reflection": "grasp",
+            "language_plan": "pick",
+            "executable_plan": [{"action": str(list(v))} for v in vectors],
+        }
+    )
 
 
 def nav_obs(feedback="", seed=0):
     rng = np.random.default_rng(seed)
-    return {"head_rgb": rng.integers(0, 256, (48, 48, 3), dtype=np.uint8), "instruction": "navigate to the apple",
-            "feedback": feedback}  # fmt: skip
+    return {
+        "head_rgb": rng.integers(0, 256, (48, 48, 3), dtype=np.uint8),
+        "instruction": "navigate to the apple",
+        "feedback": feedback,
+    }
 
 
 def manip_obs(feedback=""):
@@ -39,9 +66,10 @@ def manip_obs(feedback=""):
         "front_rgb": rng.integers(0, 256, (40, 40, 3), dtype=np.uint8),
         "wrist_rgb": rng.integers(0, 256, (32, 32, 3), dtype=np.uint8),
         "depth": rng.uniform(0.5, 2.0, (40, 40)).astype(np.float32),
-        "instruction": "pick up the star", "feedback": feedback,
+        "instruction": "pick up the star",
+        "feedback": feedback,
         "object_info": "object 1 (star): [44, 30, 18]; object 2 (container): [58, 64, 17]",
-    }  # fmt: skip
+    }
 
 
 def start(policy, instruction="navigate to the apple", **extras):
@@ -56,17 +84,30 @@ def user_text(messages):
 def test_plan_runs_action_by_action_with_history():
     backend = ScriptedBackend([nav_answer(0, 4, 0), nav_answer(5)])
     policy = start(EBAgentPolicy(backend, task="navigation"))
-    actions = [policy.act(nav_obs()), policy.act(nav_obs(OK.format("MoveAhead"))), policy.act(nav_obs(OK.format("RotateRight")))]
+    actions = [
+        policy.act(nav_obs()),
+        policy.act(nav_obs(OK.format("MoveAhead"))),
+        policy.act(nav_obs(OK.format("RotateRight"))),
+    ]
     assert [int(a) for a in actions] == [0, 4, 0]
     assert all(isinstance(a, np.ndarray) and a.shape == () and a.dtype == np.int64 for a in actions)
     assert len(backend.calls) == 1
     assert int(policy.act(nav_obs(OK.format("MoveAhead")))) == 5
     second = user_text(backend.calls[1])
-    assert "Step 1, action id 0, MoveAhead, env feedback: Last action MoveAhead executed successfully." in second
-    assert "Step 3, action id 0, MoveAhead, env feedback: Last action MoveAhead executed successfully." in second
+    assert (
+        "Step 1, action id 0, MoveAhead, env feedback: Last action MoveAhead executed successfully." in second
+    )
+    assert (
+        "Step 3, action id 0, MoveAhead, env feedback: Last action MoveAhead executed successfully." in second
+    )
     assert "## Now the human instruction is: navigate to the apple." in second
     stats = policy.episode_stats()
-    assert (stats["model_calls"], stats["planner_steps"], stats["parse_errors"], stats["steps"]) == (2, 2, 0, 4)
+    assert (stats["model_calls"], stats["planner_steps"], stats["parse_errors"], stats["steps"]) == (
+        2,
+        2,
+        0,
+        4,
+    )
 
 
 def test_instruction_falls_back_to_the_observation():
@@ -103,7 +144,12 @@ def test_unusable_output_is_counted_and_noop_asks_again(answer, code):
     assert isinstance(stay, Plan) and stay.format == "fallback" and stay.steps[0].actions == [Primitive.STOP]
     assert int(policy.act(nav_obs())) == 1  # asked again
     stats = policy.episode_stats()
-    assert (stats["parse_errors"], stats["planner_output_error"], stats["fallbacks"], stats["model_calls"]) == (1, 1, 1, 2)
+    assert (
+        stats["parse_errors"],
+        stats["planner_output_error"],
+        stats["fallbacks"],
+        stats["model_calls"],
+    ) == (1, 1, 1, 2)
     assert any(e.startswith(code) for e in policy.episode_calls()[0]["errors"])
     assert "## The action history:" not in user_text(backend.calls[1])  # a stay is not an EB action
 
@@ -167,8 +213,16 @@ def test_plan_is_cut_to_the_step_budget():
 
 def test_manipulation_vectors_objects_and_ranges():
     good = [44, 30, 28, 0, 60, 90, 1]
-    backend = ScriptedBackend([manip_answer(good, [44, 30, 150, 0, 60, 90, 1], [44.5, 30, 18, 0, 60, 90, 0], [44, 30, 18, 0, 60, 90, 0])])
-    policy = start(EBAgentPolicy(backend, task="manipulation", image_keys=("front_rgb", "wrist_rgb")), "pick up the star")
+    backend = ScriptedBackend(
+        [
+            manip_answer(
+                good, [44, 30, 150, 0, 60, 90, 1], [44.5, 30, 18, 0, 60, 90, 0], [44, 30, 18, 0, 60, 90, 0]
+            )
+        ]
+    )
+    policy = start(
+        EBAgentPolicy(backend, task="manipulation", image_keys=("front_rgb", "wrist_rgb")), "pick up the star"
+    )
     first = policy.act(manip_obs())
     assert first.dtype == np.int64 and first.tolist() == good
     assert policy.act(manip_obs(OK.format(""))).tolist() == [44, 30, 18, 0, 60, 90, 0]
@@ -185,7 +239,9 @@ def test_manipulation_vectors_objects_and_ranges():
 def test_depth_and_size_atomic_inputs():
     backend = ScriptedBackend([manip_answer([1, 2, 3, 0, 60, 90, 1])])
     atomic = AtomicPrompting(depth=True, size=True)
-    policy = start(EBAgentPolicy(backend, task="manipulation", atomic=atomic), "pick", size_hints={"star": 0.05})
+    policy = start(
+        EBAgentPolicy(backend, task="manipulation", atomic=atomic), "pick", size_hints={"star": 0.05}
+    )
     policy.act(manip_obs())
     parts = backend.calls[0][0]["content"]
     assert [p["type"] for p in parts] == ["image", "text", "image", "text", "text"]
@@ -197,7 +253,9 @@ def test_depth_and_size_atomic_inputs():
 
 
 def test_reset_starts_a_clean_episode_and_cache_hits_are_counted(tmp_path):
-    inner = ScriptedBackend(lambda messages: Generation(nav_answer(0), prompt_tokens=100, completion_tokens=20, cost_usd=0.01))
+    inner = ScriptedBackend(
+        lambda messages: Generation(nav_answer(0), prompt_tokens=100, completion_tokens=20, cost_usd=0.01)
+    )
     policy = EBAgentPolicy(CachedBackend(inner, tmp_path / "c.sqlite"), task="navigation")
     runs = []
     for _ in range(2):

@@ -21,7 +21,11 @@ from policies.backends.http_backend import HTTPBackend
 
 
 def completion(text, usage=None):
-    body = {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
     if usage is not None:
         body["usage"] = usage
     return 200, json.dumps(body).encode(), {}
@@ -61,7 +65,11 @@ class FakeServer:
                 try:
                     status, payload, headers = reply
                     self.send_response(status)
-                    for k, v in {"Content-Type": "application/json", "Content-Length": str(len(payload)), **headers}.items():
+                    for k, v in {
+                        "Content-Type": "application/json",
+                        "Content-Length": str(len(payload)),
+                        **headers,
+                    }.items():
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(payload)
@@ -71,7 +79,9 @@ class FakeServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     def close(self):
@@ -117,12 +127,20 @@ def test_success_request_format_and_usage(server, monkeypatch):
 
     decoded = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
     assert np.array_equal(decoded, image)  # lossless: the server sees the exact pixels
-    assert (b.stats.requests, b.stats.successes, b.stats.prompt_tokens, b.stats.completion_tokens) == (1, 1, 120, 7)
+    assert (b.stats.requests, b.stats.successes, b.stats.prompt_tokens, b.stats.completion_tokens) == (
+        1,
+        1,
+        120,
+        7,
+    )
 
 
 def test_server_reported_cost_and_missing_usage(server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    server.script = [completion("a", {"prompt_tokens": 5, "completion_tokens": 2, "cost": 0.0125}), completion("b")]
+    server.script = [
+        completion("a", {"prompt_tokens": 5, "completion_tokens": 2, "cost": 0.0125}),
+        completion("b"),
+    ]
     b = fast(server)
     assert b.generate(conv()).cost_usd == 0.0125
     g = b.generate(conv())
@@ -150,7 +168,9 @@ def test_malformed_responses_raise_and_count(server, reply, match):
 
 
 def test_null_content_is_an_empty_answer(server):
-    server.script = [(200, b'{"choices": [{"message": {"role": "assistant", "content": null, "refusal": "no"}}]}', {})]
+    server.script = [
+        (200, b'{"choices": [{"message": {"role": "assistant", "content": null, "refusal": "no"}}]}', {})
+    ]
     b = fast(server)
     assert b.generate(conv()).text == "" and b.stats.empty_content == 1
 
@@ -163,8 +183,12 @@ def test_timeout_then_success(server):
 
 
 def test_5xx_and_429_are_retried_then_succeed(server):
-    server.script = [(503, b'{"error": {"message": "busy"}}', {}), (429, b"slow down", {"Retry-After": "0.01"}),
-                     (500, b"", {}), completion("finally")]  # fmt: skip
+    server.script = [
+        (503, b'{"error": {"message": "busy"}}', {}),
+        (429, b"slow down", {"Retry-After": "0.01"}),
+        (500, b"", {}),
+        completion("finally"),
+    ]
     b = fast(server)
     assert b.generate(conv()).text == "finally"
     assert (b.stats.server_errors, b.stats.rate_limited, b.stats.retries, b.stats.requests) == (2, 1, 3, 4)
@@ -218,7 +242,9 @@ def test_nothing_listening_fails_within_about_a_second_with_the_default_retries(
         port = s.getsockname()[1]
     b = HTTPBackend("m", f"http://127.0.0.1:{port}/v1")  # the defaults: max_retries 5, backoff from 1 s
     began = time.perf_counter()
-    with pytest.raises(BackendUnavailableError, match=r"refused.* on 3 attempts in a row \(nothing answers there"):
+    with pytest.raises(
+        BackendUnavailableError, match=r"refused.* on 3 attempts in a row \(nothing answers there"
+    ):
         b.generate(conv())
     assert time.perf_counter() - began < 3.0
     assert (b.stats.connection_errors, b.stats.requests) == (3, 3)
@@ -240,7 +266,9 @@ def test_batch_runs_concurrently_within_the_limit_and_keeps_order(server):
 
 def test_cached_http_backend_calls_the_server_once(server, tmp_path):
     server.script = [completion("plan A", {"prompt_tokens": 9, "completion_tokens": 2})]
-    b = make_backend("test-model", api_base=server.url, cache=tmp_path / "c.sqlite", max_retries=0, max_new_tokens=32)
+    b = make_backend(
+        "test-model", api_base=server.url, cache=tmp_path / "c.sqlite", max_retries=0, max_new_tokens=32
+    )
     first, second = b.generate(conv()), b.generate(conv())
     assert (first.cached, second.cached, second.text, second.prompt_tokens) == (False, True, "plan A", 9)
     assert len(server.requests) == 1

@@ -27,8 +27,14 @@ def flatten(messages):
     lines = []
     for m in messages:
         content = m["content"]
-        parts = [content] if isinstance(content, str) else [
-            p["text"] if p["type"] == "text" else f"<image {p['image'].shape[0]}x{p['image'].shape[1]}>" for p in content]
+        parts = (
+            [content]
+            if isinstance(content, str)
+            else [
+                p["text"] if p["type"] == "text" else f"<image {p['image'].shape[0]}x{p['image'].shape[1]}>"
+                for p in content
+            ]
+        )
         lines.append(f"[{m['role']}]\n" + "\n".join(parts))
     return "\n\n".join(lines) + "\n"
 
@@ -38,7 +44,14 @@ def image(h=24, w=32):
 
 
 def test_eb_navigation_turns():
-    answer = json.dumps({"executable_plan": [{"action_id": 0, "action_name": "MoveAhead"}, {"action_id": 4, "action_name": "RotateRight"}]})
+    answer = json.dumps(
+        {
+            "executable_plan": [
+                {"action_id": 0, "action_name": "MoveAhead"},
+                {"action_id": 4, "action_name": "RotateRight"},
+            ]
+        }
+    )
     backend = ScriptedBackend([answer, answer])
     policy = EBAgentPolicy(backend, task="navigation")
     policy.reset(EpisodeContext(instruction="navigate to the apple in the room.", seed=0))
@@ -52,8 +65,17 @@ def test_eb_navigation_turns():
 def test_eb_manipulation_turn():
     backend = ScriptedBackend(['{"executable_plan": [{"action": "[1, 2, 3, 0, 60, 90, 1]"}]}'])
     policy = EBAgentPolicy(backend, task="manipulation", atomic=AtomicPrompting(size=True))
-    policy.reset(EpisodeContext(instruction="stack the green cube on the red cube", seed=0, extras={"size_hints": {"cube": 0.04}}))
-    policy.act({"front_rgb": image(), "object_info": "object 1 (red cube): [50, 40, 18]; object 2 (green cube): [36, 58, 18]"})
+    policy.reset(
+        EpisodeContext(
+            instruction="stack the green cube on the red cube", seed=0, extras={"size_hints": {"cube": 0.04}}
+        )
+    )
+    policy.act(
+        {
+            "front_rgb": image(),
+            "object_info": "object 1 (red cube): [50, 40, 18]; object 2 (green cube): [36, 58, 18]",
+        }
+    )
     assert_snapshot("eb_manipulation_first_turn.txt", flatten(backend.calls[0]))
 
 

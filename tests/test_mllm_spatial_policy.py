@@ -26,7 +26,9 @@ from policies.mllm.atomic import (
 )
 from policies.mllm.spatial import SpatialPlanPolicy
 
-NAV_PLAN = json.dumps({f"step_{i}": {"actions": ["W", "←"], "step_nums": [i, 1]} for i in range(1, 7)}, ensure_ascii=False)
+NAV_PLAN = json.dumps(
+    {f"step_{i}": {"actions": ["W", "←"], "step_nums": [i, 1]} for i in range(1, 7)}, ensure_ascii=False
+)
 MANIP_PLAN = '{"step_1": {"actions": ["S"], "step_nums": [3], "gripper": 0}, "step_2": {"actions": ["↓"], "step_nums": [2], "gripper": 1}}'
 
 
@@ -45,7 +47,13 @@ def test_goal_image_plan_is_executed_step_by_step_then_replanned():
     backend = ScriptedBackend([NAV_PLAN, NAV_PLAN])
     policy = start(SpatialPlanPolicy(backend, task="navigation"), goal_image=goal)
     steps = [policy.act({"rgb": now}) for _ in range(7)]
-    assert all(isinstance(p, ExecutablePlan) and p.step_sizes == NAVIGATION_STEP_SIZES and len(p.steps) == 1 and p.format == "navigation" for p in steps)
+    assert all(
+        isinstance(p, ExecutablePlan)
+        and p.step_sizes == NAVIGATION_STEP_SIZES
+        and len(p.steps) == 1
+        and p.format == "navigation"
+        for p in steps
+    )
     assert [p.steps[0].step_nums for p in steps[:6]] == [[i, 1] for i in range(1, 7)]
     assert steps[0].steps[0].actions == [Primitive.DOLLY_IN, Primitive.PAN_LEFT]
     assert len(backend.calls) == 2  # the 7th step asked again
@@ -61,7 +69,9 @@ def test_replan_every_k_steps_and_step_sizes_in_prompt():
     now, goal = images()
     backend = ScriptedBackend([NAV_PLAN] * 3)
     sizes = StepSizes(translation=0.25, rotation=0.5)
-    policy = start(SpatialPlanPolicy(backend, task="navigation", step_sizes=sizes, replan_every=2), goal_image=goal)
+    policy = start(
+        SpatialPlanPolicy(backend, task="navigation", step_sizes=sizes, replan_every=2), goal_image=goal
+    )
     for _ in range(5):
         policy.act({"rgb": now})
     assert len(backend.calls) == 3
@@ -72,7 +82,9 @@ def test_instruction_goal_for_language_benchmarks():
     static = images(shape=(50, 50, 3))[0]
     gripper = images(shape=(20, 20, 3))[0]
     backend = ScriptedBackend([MANIP_PLAN])
-    policy = start(SpatialPlanPolicy(backend, task="manipulation", image_keys=("rgb_static",)), "open the drawer")
+    policy = start(
+        SpatialPlanPolicy(backend, task="manipulation", image_keys=("rgb_static",)), "open the drawer"
+    )
     plan = policy.act({"rgb_static": static, "rgb_gripper": gripper, "robot_obs": np.zeros(15)})
     assert plan.format == "manipulation" and plan.steps[0].gripper == 0
     system, user = backend.calls[0]
@@ -83,17 +95,25 @@ def test_instruction_goal_for_language_benchmarks():
     assert policy.act({"rgb_static": static}).steps[0].gripper == 1
 
 
-@pytest.mark.parametrize("answer", ["Go forward a bit, then left.", MalformedResponseError("no choices"), '{"answer": 3}'])
+@pytest.mark.parametrize(
+    "answer", ["Go forward a bit, then left.", MalformedResponseError("no choices"), '{"answer": 3}']
+)
 def test_unusable_answers_fall_back_and_are_counted(answer):
     now, goal = images()
     noop = start(SpatialPlanPolicy(ScriptedBackend([answer, NAV_PLAN]), task="navigation"), goal_image=goal)
     first = noop.act({"rgb": now})
-    assert first.format == "fallback" and first.steps[0].actions == [Primitive.STOP] and first.steps[0].step_nums == [1]
+    assert (
+        first.format == "fallback"
+        and first.steps[0].actions == [Primitive.STOP]
+        and first.steps[0].step_nums == [1]
+    )
     assert noop.act({"rgb": now}).format == "navigation"
     stats = noop.episode_stats()
     assert (stats["parse_errors"], stats["fallbacks"], stats["model_calls"]) == (1, 1, 2)
     assert stats["malformed_responses"] == int(isinstance(answer, Exception))
-    stop = start(SpatialPlanPolicy(ScriptedBackend([answer]), task="navigation", fallback="stop"), goal_image=goal)
+    stop = start(
+        SpatialPlanPolicy(ScriptedBackend([answer]), task="navigation", fallback="stop"), goal_image=goal
+    )
     assert all(stop.act({"rgb": now}).format == "fallback" for _ in range(3))
     assert stop.stopped and stop.episode_stats()["model_calls"] == 1
 
@@ -116,7 +136,9 @@ def test_each_call_records_its_prompt_id_parsed_plan_latency_and_injected_error(
     from policies.backends.cache import canonical_messages
 
     now, goal = images()
-    answer = Generation(MANIP_PLAN, prompt_tokens=900, completion_tokens=40, latency_s=1.23456, injected_error="prose")
+    answer = Generation(
+        MANIP_PLAN, prompt_tokens=900, completion_tokens=40, latency_s=1.23456, injected_error="prose"
+    )
     backend = ScriptedBackend([answer, MalformedResponseError("not a chat completion")])
     policy = start(SpatialPlanPolicy(backend, task="manipulation"), goal_image=goal)
     policy.act({"rgb": now}), policy.act({"rgb": now}), policy.act({"rgb": now})
@@ -137,18 +159,29 @@ def test_atomic_depth_correspondence_and_size():
     pairs = np.array([[5.0, 6.0, 7.0, 8.0], [20.0, 10.0, 22.0, 12.0]])
     atomic = AtomicPrompting(depth=True, correspondence=True, size=True)
     backend = ScriptedBackend([NAV_PLAN])
-    policy = start(SpatialPlanPolicy(backend, task="navigation", atomic=atomic), goal_image=goal,
-                   goal_depth=depth * 2, correspondence=pairs, size_hints={"sofa": [2.0, 0.9, 0.8]})  # fmt: skip
+    policy = start(
+        SpatialPlanPolicy(backend, task="navigation", atomic=atomic),
+        goal_image=goal,
+        goal_depth=depth * 2,
+        correspondence=pairs,
+        size_hints={"sofa": [2.0, 0.9, 0.8]},
+    )
     policy.act({"rgb": now, "depth": depth})
     content = backend.calls[0][1]["content"]
     texts = [p["text"] for p in content if p["type"] == "text"]
-    assert sum(p["type"] == "image" for p in content) == 5  # start, goal, two depth maps, correspondence figure
+    # start, goal, two depth maps, correspondence figure
+    assert sum(p["type"] == "image" for p in content) == 5
     assert any(t.startswith("Image 3 is the depth map of Image 1") for t in texts)
     assert any(t.startswith("Image 4 is the depth map of Image 2") for t in texts)
     assert any("1: (5, 6) -> (7, 8); 2: (20, 10) -> (22, 12)" in t for t in texts)
     assert "Object sizes: sofa: 2.00 x 0.90 x 0.80 m." in texts
     assert policy.describe()["atomic"] == ["depth", "correspondence", "size"]
-    bare = start(SpatialPlanPolicy(ScriptedBackend([]), task="navigation", atomic=AtomicPrompting(correspondence=True)), goal_image=goal)
+    bare = start(
+        SpatialPlanPolicy(
+            ScriptedBackend([]), task="navigation", atomic=AtomicPrompting(correspondence=True)
+        ),
+        goal_image=goal,
+    )
     with pytest.raises(KeyError, match="'correspondence'"):
         bare.act({"rgb": now})
 
@@ -185,7 +218,10 @@ def test_correspondence_figure_and_size_text():
     assert fig.shape == (32, 80, 3) and fig.dtype == np.uint8
     assert not np.array_equal(fig[:, :40], a)  # marks drawn on the left image
     assert size_text("The mug is 10 cm tall.") == "The mug is 10 cm tall."
-    assert size_text({"mug": 0.1, "box": (0.2, 0.1, 0.05)}) == "Object sizes: mug: 0.10 m; box: 0.20 x 0.10 x 0.05 m."
+    assert (
+        size_text({"mug": 0.1, "box": (0.2, 0.1, 0.05)})
+        == "Object sizes: mug: 0.10 m; box: 0.20 x 0.10 x 0.05 m."
+    )
     with pytest.raises(ValueError, match="size hints"):
         size_text(3)
 
@@ -197,9 +233,12 @@ def test_goal_image_must_be_rgb():
 
 @settings(max_examples=30, deadline=None)
 @given(
-    tx=st.floats(-0.5, 0.5), ty=st.floats(-0.5, 0.5), yaw=st.floats(-0.3, 0.3),
-    z=st.floats(1.0, 5.0), f=st.floats(30.0, 80.0),
-)  # fmt: skip
+    tx=st.floats(-0.5, 0.5),
+    ty=st.floats(-0.5, 0.5),
+    yaw=st.floats(-0.3, 0.3),
+    z=st.floats(1.0, 5.0),
+    f=st.floats(30.0, 80.0),
+)
 def test_correspondences_agree_with_projecting_the_3d_point(tx, ty, yaw, z, f):
     """Property: every match is where the back-projected point of A lands in B, and both are in view."""
     from scipy.spatial.transform import Rotation

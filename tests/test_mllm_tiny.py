@@ -19,7 +19,13 @@ def test_build_is_deterministic_and_seeded(tmp_path):
     c = tiny.build_tiny_vlm("qwen2_5_vl", tmp_path / "c", seed=1)
     da, db, dc = _digests(a), _digests(b), _digests(c)
     assert da == db
-    assert set(da) >= {"config.json", "model.safetensors", "tokenizer.json", "processor_config.json", "chat_template.jinja"}
+    assert set(da) >= {
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "processor_config.json",
+        "chat_template.jinja",
+    }
     assert da["model.safetensors"] != dc["model.safetensors"]
 
 
@@ -61,7 +67,9 @@ def test_stock_auto_classes_load_and_generate(tiny_vlm, arch):
     if arch == "paligemma":
         text = processor.image_token + "where is the cube"
     else:
-        chat = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "where is the cube"}]}]
+        chat = [
+            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "where is the cube"}]}
+        ]
         text = processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
         assert text.count("<|image_pad|>") == 1 and text.endswith("<|im_start|>assistant\n")
     inputs = processor(text=[text], images=[[image]], return_tensors="pt")
@@ -84,8 +92,12 @@ def test_hub_layout_qwen_checkpoint_loads_without_torchvision(tiny_vlm, tmp_path
     shutil.copytree(src, hub)
     saved = json.loads((hub / "processor_config.json").read_text())
     (hub / "processor_config.json").unlink()
-    (hub / "preprocessor_config.json").write_text(json.dumps({**saved["image_processor"], "processor_class": "Qwen2_5_VLProcessor"}))
-    (hub / "chat_template.json").write_text(json.dumps({"chat_template": (hub / "chat_template.jinja").read_text()}))
+    (hub / "preprocessor_config.json").write_text(
+        json.dumps({**saved["image_processor"], "processor_class": "Qwen2_5_VLProcessor"})
+    )
+    (hub / "chat_template.json").write_text(
+        json.dumps({"chat_template": (hub / "chat_template.jinja").read_text()})
+    )
     (hub / "chat_template.jinja").unlink()
     tok = json.loads((hub / "tokenizer_config.json").read_text())
     (hub / "tokenizer_config.json").write_text(json.dumps({**tok, "processor_class": "Qwen2_5_VLProcessor"}))
@@ -99,4 +111,9 @@ def test_hub_layout_qwen_checkpoint_loads_without_torchvision(tiny_vlm, tmp_path
 
     backend = TransformersBackend(str(hub), config=GenerationConfig(max_new_tokens=3))
     image = np.zeros((56, 56, 3), np.uint8)
-    assert backend.generate([{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "hi"}]}]).completion_tokens >= 1
+    assert (
+        backend.generate(
+            [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "hi"}]}]
+        ).completion_tokens
+        >= 1
+    )

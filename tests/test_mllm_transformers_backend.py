@@ -19,7 +19,9 @@ def _conversation(images, text):
 
 @pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_vl"])
 def backend(request, tiny_vlm):
-    return TransformersBackend(str(tiny_vlm(request.param)), config=GenerationConfig(max_new_tokens=12), batch_size=2)
+    return TransformersBackend(
+        str(tiny_vlm(request.param)), config=GenerationConfig(max_new_tokens=12), batch_size=2
+    )
 
 
 def test_generate_counts_tokens(backend):
@@ -27,7 +29,8 @@ def test_generate_counts_tokens(backend):
     assert isinstance(g.text, str) and not g.cached
     assert 1 <= g.completion_tokens <= 12
     # Each 64x80 image adds <|vision_start|> + image pads + <|vision_end|>. Qwen2.5-VL (factor 28) resizes it
-    # to 56x84 = 4x6 patches of 14 -> 24 / 4 merged = 6 pads; Qwen3-VL (factor 32) to 64x64 -> 16 / 4 = 4 pads.
+    # to 56x84 = 4x6 patches of 14 -> 24 / 4 merged = 6 pads; Qwen3-VL (factor 32) to 64x64 -> 16 / 4 = 4
+    # pads.
     text_only = backend.generate(_conversation([], "start and goal"))
     pads = {"qwen2_5_vl": 6, "qwen3_vl": 4}[backend.describe()["model_type"]]
     assert g.prompt_tokens - text_only.prompt_tokens == 2 * (pads + 2)
@@ -48,7 +51,10 @@ def test_greedy_is_deterministic_and_sampling_is_seeded(tiny_vlm):
     conv = _conversation(_images(1), "describe")
     greedy = TransformersBackend(path, config=GenerationConfig(max_new_tokens=8))
     assert greedy.generate(conv).text == greedy.generate(conv).text
-    hot = [TransformersBackend(path, config=GenerationConfig(max_new_tokens=8, temperature=5.0, seed=s)) for s in (1, 1, 2)]
+    hot = [
+        TransformersBackend(path, config=GenerationConfig(max_new_tokens=8, temperature=5.0, seed=s))
+        for s in (1, 1, 2)
+    ]
     texts = [b.generate(conv).text for b in hot]
     assert texts[0] == texts[1]
     assert texts[0] != texts[2]
@@ -56,7 +62,9 @@ def test_greedy_is_deterministic_and_sampling_is_seeded(tiny_vlm):
 
 def test_bad_inputs_get_clear_errors(backend, tmp_path):
     with pytest.raises(ValueError, match=r"messages\[0\].content\[0\].*uint8"):
-        backend.generate([{"role": "user", "content": [{"type": "image", "image": np.zeros((8, 8), np.float32)}]}])
+        backend.generate(
+            [{"role": "user", "content": [{"type": "image", "image": np.zeros((8, 8), np.float32)}]}]
+        )
     with pytest.raises(ValueError, match="role"):
         backend.generate([{"role": "robot", "content": "hi"}])
     mixed = [_conversation(_images(1), "a"), [{"role": "user", "content": "b"}]]
@@ -67,8 +75,12 @@ def test_bad_inputs_get_clear_errors(backend, tmp_path):
 
 
 def test_fingerprint_tells_checkpoints_apart(tiny_vlm):
-    assert checkpoint_fingerprint(str(tiny_vlm("qwen2_5_vl", 0))) == checkpoint_fingerprint(str(tiny_vlm("qwen2_5_vl", 0)))
-    assert checkpoint_fingerprint(str(tiny_vlm("qwen2_5_vl", 0))) != checkpoint_fingerprint(str(tiny_vlm("qwen2_5_vl", 1)))
+    assert checkpoint_fingerprint(str(tiny_vlm("qwen2_5_vl", 0))) == checkpoint_fingerprint(
+        str(tiny_vlm("qwen2_5_vl", 0))
+    )
+    assert checkpoint_fingerprint(str(tiny_vlm("qwen2_5_vl", 0))) != checkpoint_fingerprint(
+        str(tiny_vlm("qwen2_5_vl", 1))
+    )
 
 
 def test_paligemma_without_chat_template(tiny_vlm):
@@ -91,7 +103,9 @@ def test_make_backend_builds_cached_transformers(tiny_vlm, tmp_path):
 
 
 def test_dtype_option_casts_weights_and_pixels(tiny_vlm):
-    b = TransformersBackend(str(tiny_vlm("qwen3_vl")), config=GenerationConfig(max_new_tokens=3), dtype="bfloat16")
+    b = TransformersBackend(
+        str(tiny_vlm("qwen3_vl")), config=GenerationConfig(max_new_tokens=3), dtype="bfloat16"
+    )
     assert b.describe()["dtype"] == "bfloat16" and b.cache_identity()["dtype"] == "bfloat16"
     assert b.generate(_conversation(_images(1), "x")).completion_tokens >= 1
     with pytest.raises(ValueError, match="dtype"):

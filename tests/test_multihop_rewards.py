@@ -27,7 +27,8 @@ TRUTH_BOX = [300, 145, 556, 621]
 # The recipe's published format pattern, used here only as a cross-check of the linear-time reading on short
 # hand-made strings (on such inputs its backtracking is harmless).
 _RECIPE_FORMAT = re.compile(
-    r"Answer:\s*\([a-d]\)\s*[\w\s\-\'\"]+.*?Bounding Box:\s*\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]", re.IGNORECASE | re.DOTALL
+    r"Answer:\s*\([a-d]\)\s*[\w\s\-\'\"]+.*?Bounding Box:\s*\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]",
+    re.IGNORECASE | re.DOTALL,
 )
 
 FORMAT_CASES = [
@@ -60,7 +61,8 @@ def test_mcq_reward_reads_first_answer_and_reference_letter() -> None:
 
 
 def test_bbox_reward_is_half_giou_plus_one() -> None:
-    # Hand-worked: pred [0,0,100,100] vs truth [50,0,150,100]: inter 5000, union 15000, hull 15000 -> GIoU 1/3.
+    # Hand-worked: pred [0,0,100,100] vs truth [50,0,150,100]: inter 5000, union 15000, hull 15000 -> GIoU
+    # 1/3.
     text = "Answer: (a) x\nBounding Box: [0, 0, 100, 100]"
     assert msr_bbox_reward([text], bbox_normalized=[[50, 0, 150, 100]]) == [pytest.approx((1 / 3 + 1) / 2)]
     # Disjoint: pred [0,0,100,100] vs truth [200,0,300,100]: IoU 0, hull 30000, union 20000 -> GIoU -1/3.
@@ -69,7 +71,9 @@ def test_bbox_reward_is_half_giou_plus_one() -> None:
     swapped = "Answer: (a) x\nBounding Box: [556, 621, 300, 145]"
     assert msr_bbox_reward([swapped], bbox_normalized=[TRUTH_BOX]) == [1.0]
     # Unparsable (decimals, missing) or no reference: 0.
-    assert msr_bbox_reward(["Bounding Box: [0.1, 0.2, 0.3, 0.4]", "nothing"], bbox_normalized=[TRUTH_BOX, TRUTH_BOX]) == [0.0, 0.0]
+    assert msr_bbox_reward(
+        ["Bounding Box: [0.1, 0.2, 0.3, 0.4]", "nothing"], bbox_normalized=[TRUTH_BOX, TRUTH_BOX]
+    ) == [0.0, 0.0]
     assert msr_bbox_reward([GOOD]) == [0.0]
 
 
@@ -83,13 +87,20 @@ def test_giou_sort_corners_only_in_compatible_mode() -> None:
 
 
 def test_total_reward_is_the_sum_and_unparsable_scores_zero() -> None:
-    completions = [GOOD, "Answer: (a) dog\nBounding Box: [300, 145, 556, 621]", "I cannot tell.", [{"role": "assistant", "content": GOOD}]]
+    completions = [
+        GOOD,
+        "Answer: (a) dog\nBounding Box: [300, 145, 556, 621]",
+        "I cannot tell.",
+        [{"role": "assistant", "content": GOOD}],
+    ]
     kwargs = {"response": ["(c) white car"] * 4, "bbox_normalized": [TRUTH_BOX] * 4}
     assert msr_total_reward(completions, **kwargs) == [3.0, 2.0, 0.0, 3.0]
     assert msr_format_reward(completions) == [1.0, 1.0, 0.0, 1.0]
     summed = [sum(parts) for parts in zip(*(f(completions, **kwargs) for f in PAPER_REWARD_FUNCS))]
     assert summed == msr_total_reward(completions, **kwargs)
-    assert msr_total_reward([GOOD], alpha=2.0, beta=0.5, **{k: v[:1] for k, v in kwargs.items()}) == [1.0 + 2.0 + 0.5]
+    assert msr_total_reward([GOOD], alpha=2.0, beta=0.5, **{k: v[:1] for k, v in kwargs.items()}) == [
+        1.0 + 2.0 + 0.5
+    ]
     assert total_reward(GOOD, "(c) white car", TRUTH_BOX) == 3.0
     with pytest.raises(ValueError, match="one per completion"):
         msr_mcq_reward([GOOD, GOOD], response=["(c)"])
@@ -100,13 +111,17 @@ def test_truncation_and_thinking() -> None:
     assert msr_truncation_reward(texts) == [0.0, -1.0, -1.0, 0.0]
     assert RECIPE_REWARD_FUNCS[-1] is msr_truncation_reward
     assert strip_thinking("<think>maybe (a)</think>\n" + GOOD) == GOOD
-    assert strip_thinking("<think>Answer: (a) x ... Answer: (c) white car\nBounding Box: [1") == "Answer: (c) white car\nBounding Box: [1"
+    assert (
+        strip_thinking("<think>Answer: (a) x ... Answer: (c) white car\nBounding Box: [1")
+        == "Answer: (c) white car\nBounding Box: [1"
+    )
     assert strip_thinking("<think>no answer yet") == ""
     assert strip_thinking(GOOD) == GOOD
 
 
 def test_reference_box_conversion_truncates_and_clamps() -> None:
-    # 640x480 image, [x, y, w, h] = [-3, 100, 320.9, 500] -> x1 -4.69 -> int -4 -> clamp 0; y2 = 600/480 -> 1000.
+    # 640x480 image, [x, y, w, h] = [-3, 100, 320.9, 500] -> x1 -4.69 -> int -4 -> clamp 0; y2 = 600/480 ->
+    # 1000.
     assert box_to_1000([-3, 100, 320.9, 500], 640, 480) == [0, 208, 496, 1000]
 
 

@@ -38,14 +38,24 @@ def _feedbacks(e, actions):
 
 
 def test_registered_ids_and_cheap_registration():
-    assert set(NAV_IDS) == {"SpatialArena/EBNavigation-v0", "SpatialArena/EBNavigation-Continuous-v0",
-                            "SpatialArena/EBNavigation-RGBD-v0", "SpatialArena/EBNavigation-500px-v0"}
+    assert set(NAV_IDS) == {
+        "SpatialArena/EBNavigation-v0",
+        "SpatialArena/EBNavigation-Continuous-v0",
+        "SpatialArena/EBNavigation-RGBD-v0",
+        "SpatialArena/EBNavigation-500px-v0",
+    }
     code = "import sys, envs; assert 'mujoco' not in sys.modules, 'import envs loaded mujoco'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.parametrize("env_id", ["SpatialArena/EBNavigation-v0", "SpatialArena/EBNavigation-Continuous-v0",
-                                    "SpatialArena/EBNavigation-RGBD-v0"])
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        "SpatialArena/EBNavigation-v0",
+        "SpatialArena/EBNavigation-Continuous-v0",
+        "SpatialArena/EBNavigation-RGBD-v0",
+    ],
+)
 def test_check_env(env_id):
     e = gym.make(env_id, width=48, height=48).unwrapped
     try:
@@ -73,7 +83,8 @@ def test_depth_and_mask_hand_worked(env):
     h, w = obs["depth"].shape
     assert obs["depth"][h // 2, w // 2] == pytest.approx(1.94, abs=0.01)
     assert info["visibility"] == 0 and not (obs["object_ids"] == 1).any()
-    obs, info = env.reset(options={"episode": episode(empty_room(), 1.0, 2.0, 0.0)})  # facing the ball, 2 m away
+    # facing the ball, 2 m away
+    obs, info = env.reset(options={"episode": episode(empty_room(), 1.0, 2.0, 0.0)})
     assert info["visibility"] == int((obs["object_ids"] == 1).sum()) > 0
     assert info["distance"] == pytest.approx(2.0)
 
@@ -208,7 +219,10 @@ def test_snapshot_restore_round_trip(env):
 
 
 def test_action_names_are_ebs():
-    assert ACTION_NAMES[0] == "Move forward by 0.25" and ACTION_NAMES[7] == "Tilt the camera downward by 30 degrees."
+    assert (
+        ACTION_NAMES[0] == "Move forward by 0.25"
+        and ACTION_NAMES[7] == "Tilt the camera downward by 30 degrees."
+    )
 
 
 def test_continuous_roll_and_pedestal_follow_the_camera_frame():
@@ -218,7 +232,8 @@ def test_continuous_roll_and_pedestal_follow_the_camera_frame():
         # Level view: the ceiling (1.2 m above the camera) is nearer than the floor (1.5 m below).
         assert obs["depth"][0].mean() < obs["depth"][-1].mean()
         obs = e.step(np.array([0, 0, 0, 0, 0, math.pi / 2], np.float32))[0]
-        # Roll clockwise (seen from behind) by 90 deg: camera +x turns to world down, the floor is on the right.
+        # Roll clockwise (seen from behind) by 90 deg: camera +x turns to world down, the floor is on the
+        # right.
         assert obs["depth"][:, -1].mean() > obs["depth"][:, 0].mean()
         e.step(np.array([0, -0.5, 0, 0, 0, 0], np.float32))  # pedestal up: camera y points down
         assert e.agent_pose.height == pytest.approx(2.0)

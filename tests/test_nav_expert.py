@@ -31,7 +31,9 @@ def test_expert_succeeds_on_a_sample(env, subset):
         record = run_episode(env, expert, ep, seed=index)
         assert record["success"], record
         assert record["steps"] == record["extras"]["shortest_path_length"]  # optimal
-        assert record["extras"]["num_invalid_actions"] == 0 and record["policy_stats"]["expert_stuck_steps"] == 0
+        assert (
+            record["extras"]["num_invalid_actions"] == 0 and record["policy_stats"]["expert_stuck_steps"] == 0
+        )
 
 
 def test_expert_in_the_continuous_variant_replans_off_lattice():

@@ -14,7 +14,9 @@ from tests.nav_scenes import empty_room
 
 
 def _dist(p0, p1, rect):
-    return float(segment_rect_distance(np.array([p0], float), np.array([p1], float), np.array([rect], float))[0, 0])
+    return float(
+        segment_rect_distance(np.array([p0], float), np.array([p1], float), np.array([rect], float))[0, 0]
+    )
 
 
 def test_segment_rect_distance_hand_worked():
@@ -22,7 +24,8 @@ def test_segment_rect_distance_hand_worked():
     assert _dist((0, 2), (4, 2), (1, 0, 3, 1)) == pytest.approx(1.0)  # passing over the top edge
     assert _dist((0, 0), (0, 1), (1, 2, 2, 3)) == pytest.approx(math.sqrt(2))  # end point to a corner
     assert _dist((-1, 0.5), (5, 0.5), (1, 0, 2, 1)) == 0.0  # crossing straight through
-    assert _dist((0, -1), (3, 2), (1, 1.5, 2, 3)) == pytest.approx(math.sqrt(2) / 4)  # corner (2, 1.5) to the line y = x - 1
+    # corner (2, 1.5) to the line y = x - 1
+    assert _dist((0, -1), (3, 2), (1, 1.5, 2, 3)) == pytest.approx(math.sqrt(2) / 4)
 
 
 coord = st.floats(-3, 3, allow_nan=False)
@@ -45,7 +48,8 @@ def test_segment_rect_distance_matches_dense_sampling(x0, y0, x1, y1, rx, ry, w,
 
 def test_thin_wall_blocks_even_when_both_ends_are_clear():
     wall = Obstacles(np.array([[0.5, -1.0, 0.52, 1.0]]), ("wall",))
-    assert wall.clearance(np.array([[0.0, 0.0], [1.0, 0.0]])).min() > AGENT_RADIUS  # no tunnelling check by ends
+    # no tunnelling check by ends
+    assert wall.clearance(np.array([[0.0, 0.0], [1.0, 0.0]])).min() > AGENT_RADIUS
     assert wall.blocker(np.array([0.0, 0.0]), np.array([1.0, 0.0])) == "wall"
     assert wall.blocker(np.array([0.0, 0.0]), np.array([0.0, 0.25])) is None
 

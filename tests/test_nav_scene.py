@@ -76,9 +76,12 @@ def test_objects_and_furniture_are_placed_sensibly(scenes):
             if o["support"] == "floor":
                 assert o["pos"][2] == 0.0
                 r = object_rect(o)
-                assert not any(r[0] < f[2] and f[0] < r[2] and r[1] < f[3] and f[1] < r[3] for f in rects.values())
+                assert not any(
+                    r[0] < f[2] and f[0] < r[2] and r[1] < f[3] and f[1] < r[3] for f in rects.values()
+                )
             else:
-                assert o["support"] in rects and o["pos"][2] > 0.05  # on a surface (the lowest shelf board is low)
+                # on a surface (the lowest shelf board is low)
+                assert o["support"] in rects and o["pos"][2] > 0.05
                 fr = rects[o["support"]]
                 assert fr[0] <= o["pos"][0] <= fr[2] and fr[1] <= o["pos"][1] <= fr[3]
 

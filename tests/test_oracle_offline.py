@@ -28,11 +28,20 @@ from policies.backends.injection import expected_effect
 from tests import static_helpers as H
 from tests.goal_data import WallPairSource
 
-WRITERS = {"spatialscore": H.write_spatialscore, "space10": H.write_space10, "multihopspatial": H.write_multihop,
-           "spatialtree": H.write_spatialtree, "vsibench": H.write_vsibench}  # fmt: skip
-#: every (benchmark, mode, prompt style): each mode with its own style, and the other style in the project mode
+WRITERS = {
+    "spatialscore": H.write_spatialscore,
+    "space10": H.write_space10,
+    "multihopspatial": H.write_multihop,
+    "spatialtree": H.write_spatialtree,
+    "vsibench": H.write_vsibench,
+}
+#: every (benchmark, mode, prompt style): each mode with its own style, and the other style in the project
+#: mode
 CASES = [(b, m, None) for b in WRITERS for m in get_benchmark(b).modes] + [
-    ("spatialscore", "project", "repo"), ("multihopspatial", "project", "repo"), ("vsibench", "project", "api")]  # fmt: skip
+    ("spatialscore", "project", "repo"),
+    ("multihopspatial", "project", "repo"),
+    ("vsibench", "project", "api"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +50,20 @@ def data(tmp_path_factory) -> dict[str, Path]:
     return {bench: write(root / bench) for bench, write in WRITERS.items()}
 
 
-def oracle_run(data: dict[str, Path], out: Path, bench: str, mode: str, style: str | None, **options) -> runner.RunResult:
-    config = RunConfig(bench=bench, data=data[bench], output=out, model="answer-key", mode=mode, prompt_style=style,
-                       judge_model="answer-key", plot=False, **options)  # fmt: skip
+def oracle_run(
+    data: dict[str, Path], out: Path, bench: str, mode: str, style: str | None, **options
+) -> runner.RunResult:
+    config = RunConfig(
+        bench=bench,
+        data=data[bench],
+        output=out,
+        model="answer-key",
+        mode=mode,
+        prompt_style=style,
+        judge_model="answer-key",
+        plot=False,
+        **options,
+    )
     return run(config)
 
 
@@ -68,7 +88,9 @@ def first_token_miss(mode: str, record: dict) -> bool:
     """Public scorers that cannot read "Answer: B": lmms-eval's VSI-Bench scorer reads a letter only as the
     first token, and SpaCE-10's statistics script only a one-character answer or letters written "X."."""
     sentence = record.get("injected_error") == "answer_sentence"
-    return sentence and ((mode == "vsibench-lmms-eval" and record["task"] == "mcq") or mode == "space10-stats")
+    return sentence and (
+        (mode == "vsibench-lmms-eval" and record["task"] == "mcq") or mode == "space10-stats"
+    )
 
 
 @pytest.mark.parametrize(("bench", "mode", "style"), CASES)
@@ -79,7 +101,9 @@ def test_oracle_scores_every_item_in_every_mode(data, tmp_path, bench, mode, sty
     assert len(records) == counts["items"] > 0
     for record in records:
         if never_credited(mode, record):
-            assert record["score"] == 0.0 and (record["judge"] is None or record["judge"]["score"] == 0.0), record
+            assert record["score"] == 0.0 and (record["judge"] is None or record["judge"]["score"] == 0.0), (
+                record
+            )
         elif rule_path_ceiling(bench, mode, record):
             assert record["judge"]["ok"] and record["judge"]["score"] == 1.0, record
         elif record["score"] is not None:
@@ -87,42 +111,66 @@ def test_oracle_scores_every_item_in_every_mode(data, tmp_path, bench, mode, sty
         else:  # open answers, scored by the judge only
             assert record["judge"] is None or record["judge"]["score"] == 1.0, record
     # A public scorer that cannot give a perfect model 100 says why, in one line, next to its headline.
-    numbers = [v for k, v in result.summary["headline"].items() if isinstance(v, float) and k != "box_unreadable"]
+    numbers = [
+        v for k, v in result.summary["headline"].items() if isinstance(v, float) and k != "box_unreadable"
+    ]
     below = any(v < 100.0 - 1e-9 for v in numbers)
-    assert ("headline_note" in result.summary) == below == (get_benchmark(bench).mode(mode).headline_note is not None)
+    assert (
+        ("headline_note" in result.summary)
+        == below
+        == (get_benchmark(bench).mode(mode).headline_note is not None)
+    )
     if mode == "space10-stats":
         assert result.summary["headline"]["single_accuracy"] == 100.0
     elif mode == "space10-single":
         assert result.summary["judge"]["judge_assisted_single_answer_overall"] == 100.0
     elif mode in JUDGE_PATH_MODES:
         judge = result.summary["judge"]
-        assert judge["judge_assisted_single_answer_overall"] == judge["judge_assisted_multiple_answer_overall"] == 100.0
+        assert (
+            judge["judge_assisted_single_answer_overall"]
+            == judge["judge_assisted_multiple_answer_overall"]
+            == 100.0
+        )
     elif mode == "spatialtree-lmms-eval":  # lmms-eval counts the tree's leaves without items as 0
         scored = [r for r in records if not rule_path_ceiling(bench, mode, r) and r["score"] is not None]
         assert scored and all(r["score"] == 1.0 for r in scored)
         assert result.summary["judge"]["judge_assisted_item_mean"] == 100.0
     else:
-        numbers = [v for k, v in result.summary["headline"].items() if isinstance(v, float) and k != "box_unreadable"]
+        numbers = [
+            v for k, v in result.summary["headline"].items() if isinstance(v, float) and k != "box_unreadable"
+        ]
         assert numbers and all(v == pytest.approx(100.0) for v in numbers), result.summary["headline"]
         assert counts["parse_failures"] == 0
         judge = result.summary["judge"] or {}
-        assert all(v == 100.0 for k, v in judge.items() if k.startswith(("judge_assisted", "paper_combined", "mean_judge")))
+        assert all(
+            v == 100.0
+            for k, v in judge.items()
+            if k.startswith(("judge_assisted", "paper_combined", "mean_judge"))
+        )
 
 
 @pytest.mark.parametrize(("bench", "mode", "style"), CASES)
 def test_parse_failures_equal_injected_unusable_answers(data, tmp_path, bench, mode, style):
     injected_total = 0
     for seed in range(3):
-        result = oracle_run(data, tmp_path / str(seed), bench, mode, style, oracle_error_rate=0.6, oracle_error_seed=seed)
+        result = oracle_run(
+            data, tmp_path / str(seed), bench, mode, style, oracle_error_rate=0.6, oracle_error_seed=seed
+        )
         everything = result.records
-        assert result.summary["counts"].get("injected_unusable", 0) == sum(1 for r in everything if unusable(r))
+        assert result.summary["counts"].get("injected_unusable", 0) == sum(
+            1 for r in everything if unusable(r)
+        )
         injected_total += sum(1 for r in everything if r.get("injected_error"))
-        for record in everything:  # open answers have no parser: text cut short is still text, for the judge to grade
+        for (
+            record
+        ) in everything:  # open answers have no parser: text cut short is still text, for the judge to grade
             if record["task"] == "open_text" and unusable(record):
                 assert record["judge"]["score"] == 0.0
         records = [r for r in everything if r["task"] != "open_text" and not never_credited(mode, r)]
         if mode in JUDGE_PATH_MODES:  # rules read nothing here by design; the judge finds no option instead
-            assert sum(1 for r in records if r["judge"]["reply"] in ("E", "F")) == sum(1 for r in records if unusable(r))
+            assert sum(1 for r in records if r["judge"]["reply"] in ("E", "F")) == sum(
+                1 for r in records if unusable(r)
+            )
         else:
             failures = sum(1 for r in records if not r["parse"]["ok"])
             expected = sum(1 for r in records if unusable(r) or first_token_miss(mode, r))
@@ -130,7 +178,11 @@ def test_parse_failures_equal_injected_unusable_answers(data, tmp_path, bench, m
         for record in records:  # every clean or usable answer still scores full marks
             if first_token_miss(mode, record):
                 assert record["score"] == 0.0
-            elif not unusable(record) and record["score"] is not None and not rule_path_ceiling(bench, mode, record):
+            elif (
+                not unusable(record)
+                and record["score"] is not None
+                and not rule_path_ceiling(bench, mode, record)
+            ):
                 assert record["score"] == 1.0, (record["response"], record["explanation"])
     assert injected_total > 0
 
@@ -140,8 +192,21 @@ def unusable(record: dict) -> bool:
 
 
 def test_static_cli_with_oracle_model_and_judge(data, tmp_path, capsys):
-    args = ["--bench", "space10", "--data", str(data["space10"]), "--model", "answer-key", "--judge-model", "answer-key",
-            "--mode", "space10-lmms-eval", "--output", str(tmp_path), "--no-plot"]  # fmt: skip
+    args = [
+        "--bench",
+        "space10",
+        "--data",
+        str(data["space10"]),
+        "--model",
+        "answer-key",
+        "--judge-model",
+        "answer-key",
+        "--mode",
+        "space10-lmms-eval",
+        "--output",
+        str(tmp_path),
+        "--no-plot",
+    ]
     assert static_main(args) == 0
     out = capsys.readouterr().out
     assert "items: 3 (3 completed, 0 errored); complete" in out
@@ -149,8 +214,13 @@ def test_static_cli_with_oracle_model_and_judge(data, tmp_path, capsys):
     assert f"note: {note}" in out.splitlines()  # one line under the headline, saying why it reads 0
     run_dir = tmp_path / "space10" / "answer-key-space10-lmms-eval"
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["judge"]["judge_assisted_single_answer_overall"] == 100.0 and summary["headline_note"] == note
-    assert f"Why this headline differs from the project's: {note}" in (run_dir / "summary.md").read_text().splitlines()
+    assert (
+        summary["judge"]["judge_assisted_single_answer_overall"] == 100.0 and summary["headline_note"] == note
+    )
+    assert (
+        f"Why this headline differs from the project's: {note}"
+        in (run_dir / "summary.md").read_text().splitlines()
+    )
     assert static_main([*args[:6], "--oracle-error-rate", "2", "--output", str(tmp_path)]) == 2
     assert "--oracle-error-rate must be in [0, 1]" in capsys.readouterr().err
 
@@ -159,7 +229,9 @@ def test_static_cli_with_oracle_model_and_judge(data, tmp_path, capsys):
 # Generation budgets
 
 
-@pytest.mark.parametrize(("bench", "published"), [("space10", 256), ("spatialtree", 16000), ("multihopspatial", 512)])
+@pytest.mark.parametrize(
+    ("bench", "published"), [("space10", 256), ("spatialtree", 16000), ("multihopspatial", 512)]
+)
 def test_static_budget_reaches_the_backend(data, tmp_path, bench, published):
     result = oracle_run(data, tmp_path / "default", bench, "project", None)
     manifest = json.loads((result.out_dir / "manifest.json").read_text())
@@ -175,7 +247,9 @@ def test_static_budget_reaches_the_backend(data, tmp_path, bench, published):
 def test_closed_loop_config_passes_the_budget():
     from policies.mllm.config import MLLMPolicyConfig, build_mllm_policy
 
-    policy = build_mllm_policy(MLLMPolicyConfig(model="answer-key", loop="eb", task="navigation", max_new_tokens=77))
+    policy = build_mllm_policy(
+        MLLMPolicyConfig(model="answer-key", loop="eb", task="navigation", max_new_tokens=77)
+    )
     assert policy.backend.config.max_new_tokens == 77
 
 
@@ -188,13 +262,23 @@ def test_static_errored_items_are_counted_and_fail_the_command(data, tmp_path, m
     items = spec.load(data["multihopspatial"], runner.LoadOptions())
     answers = {spec.build_prompt(item, "paper").text: spec.gold_answer(item, "paper") for item in items}
 
-    def make(config, budget, **kwargs):  # a model that answers right, except that its server fails on one item
+    # a model that answers right, except that its server fails on one item
+    def make(config, budget, **kwargs):
         return H.ScriptedBackend(lambda text: answers[text], fail_on=lambda n, text: "keyboard" in text)
 
     monkeypatch.setattr(runner, "build_backend", make)
     monkeypatch.setattr(RunConfig, "preflight", lambda self: None)  # model "m" is the scripted backend above
-    args = ["--bench", "multihopspatial", "--data", str(data["multihopspatial"]), "--model", "m", "--output", str(tmp_path),
-            "--no-plot"]  # fmt: skip
+    args = [
+        "--bench",
+        "multihopspatial",
+        "--data",
+        str(data["multihopspatial"]),
+        "--model",
+        "m",
+        "--output",
+        str(tmp_path),
+        "--no-plot",
+    ]
     assert static_main(args) == 3
     out = capsys.readouterr()
     assert "items: 2 (1 completed, 1 errored)" in out.out and "incomplete" in out.err
@@ -221,7 +305,10 @@ def test_static_answer_the_scorer_cannot_handle_scores_zero(data, tmp_path, monk
 
     monkeypatch.setattr(spatialscore, "parse_number", parse_number)
     backend = H.ScriptedBackend(lambda text: "Roughly 1e400 m" if "distance" in text else "(A)")
-    result = run(RunConfig(bench="spatialscore", data=data["spatialscore"], output=tmp_path, model="fake", plot=False), backend=backend)
+    result = run(
+        RunConfig(bench="spatialscore", data=data["spatialscore"], output=tmp_path, model="fake", plot=False),
+        backend=backend,
+    )
     broken = [r for r in result.records if r.get("scoring_error")]
     assert len(broken) == 1 and broken[0]["score"] == 0.0 and "OverflowError" in broken[0]["scoring_error"]
     assert broken[0]["parse"]["method"] == "scoring_error"
@@ -241,37 +328,100 @@ def goal_dir(tmp_path_factory) -> Path:
     with DatasetWriter(root, append=True) as writer:
         for i in range(4):
             pair = manip.sample(np.random.default_rng([5, i]))
-            record = {"id": f"manip-{i}", "kind": "manip", "instruction": "Grasp it.", "plan": pair.plan.to_json(),
-                      "step_sizes": {"translation": 0.05, "rotation": 0.1}, "trajectory": pair.trajectory.tolist()}  # fmt: skip
+            record = {
+                "id": f"manip-{i}",
+                "kind": "manip",
+                "instruction": "Grasp it.",
+                "plan": pair.plan.to_json(),
+                "step_sizes": {"translation": 0.05, "rotation": 0.1},
+                "trajectory": pair.trajectory.tolist(),
+            }
             writer.add(record, pair.start_image, pair.goal_image)
     return root
 
 
-def goal_score(goal_dir: Path, predictions: Path, out: Path, scorer: str = "paper", *extra: str) -> tuple[int, dict]:
-    code = goal_main(["score", "--dataset", str(goal_dir), "--predictions", str(predictions), "--scorer", scorer,
-                      "--output", str(out), "--no-baselines", *extra])  # fmt: skip
+def goal_score(
+    goal_dir: Path, predictions: Path, out: Path, scorer: str = "paper", *extra: str
+) -> tuple[int, dict]:
+    code = goal_main(
+        [
+            "score",
+            "--dataset",
+            str(goal_dir),
+            "--predictions",
+            str(predictions),
+            "--scorer",
+            scorer,
+            "--output",
+            str(out),
+            "--no-baselines",
+            *extra,
+        ]
+    )
     return code, json.loads((out / "summary.json").read_text())
 
 
 def test_goal_predict_oracle_scores_one_with_the_paper_scorer(goal_dir, tmp_path):
-    assert goal_main(["predict", "--dataset", str(goal_dir), "--model", "answer-key", "--output", str(tmp_path / "p")]) == 0
+    assert (
+        goal_main(
+            ["predict", "--dataset", str(goal_dir), "--model", "answer-key", "--output", str(tmp_path / "p")]
+        )
+        == 0
+    )
     manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
     assert manifest["max_new_tokens"] == manifest["model"]["config"]["max_new_tokens"] == 16000
     code, paper = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "paper")
-    assert code == 0 and paper["mean_score"] == 1.0 and paper["parse_failures"] == 0 and paper["status"] == "complete"
+    assert (
+        code == 0
+        and paper["mean_score"] == 1.0
+        and paper["parse_failures"] == 0
+        and paper["status"] == "complete"
+    )
     code, lmms = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "lmms", "lmms-eval")
-    assert code == 0 and lmms["parse_failures"] == 0 and 0.0 < lmms["mean_score"] < 1.0  # its documented ceiling
-    assert goal_main(["predict", "--dataset", str(goal_dir), "--model", "answer-key", "--max-new-tokens", "2",
-                      "--output", str(tmp_path / "short")]) == 0  # fmt: skip
+    # its documented ceiling
+    assert code == 0 and lmms["parse_failures"] == 0 and 0.0 < lmms["mean_score"] < 1.0
+    assert (
+        goal_main(
+            [
+                "predict",
+                "--dataset",
+                str(goal_dir),
+                "--model",
+                "answer-key",
+                "--max-new-tokens",
+                "2",
+                "--output",
+                str(tmp_path / "short"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "short" / "manifest.json").read_text())["max_new_tokens"] == 2
     code, short = goal_score(goal_dir, tmp_path / "short" / "predictions.jsonl", tmp_path / "short-paper")
-    assert short["parse_failures"] == short["n"] == 10  # two tokens of a JSON plan are no plan: the budget cuts
+    # two tokens of a JSON plan are no plan: the budget cuts
+    assert short["parse_failures"] == short["n"] == 10
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_goal_parse_failures_equal_injected_unusable(goal_dir, tmp_path, seed):
-    assert goal_main(["predict", "--dataset", str(goal_dir), "--model", "answer-key", "--oracle-error-rate", "0.5",
-                      "--oracle-error-seed", str(seed), "--output", str(tmp_path / "p")]) == 0  # fmt: skip
+    assert (
+        goal_main(
+            [
+                "predict",
+                "--dataset",
+                str(goal_dir),
+                "--model",
+                "answer-key",
+                "--oracle-error-rate",
+                "0.5",
+                "--oracle-error-seed",
+                str(seed),
+                "--output",
+                str(tmp_path / "p"),
+            ]
+        )
+        == 0
+    )
     records = [json.loads(line) for line in (tmp_path / "p" / "predictions.jsonl").read_text().splitlines()]
     unusable = sum(1 for r in records if expected_effect(r.get("injected_error")) == "unusable")
     code, summary = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "s")
@@ -293,8 +443,10 @@ def test_goal_errored_samples_are_counted_and_fail_the_command(goal_dir, tmp_pat
             return super().generate(messages)
 
     with pytest.raises(IncompleteRun, match="4 of 10 samples errored"):
-        run_predict(PredictConfig(goal_dir, tmp_path / "p", model="answer-key"),
-                    backend=Flaky(truth=AnswerKey(gold_conversations(load_dataset(goal_dir)))))
+        run_predict(
+            PredictConfig(goal_dir, tmp_path / "p", model="answer-key"),
+            backend=Flaky(truth=AnswerKey(gold_conversations(load_dataset(goal_dir)))),
+        )
     records = [json.loads(line) for line in (tmp_path / "p" / "predictions.jsonl").read_text().splitlines()]
     assert sum(1 for r in records if r["output"] is None and "ConnectionError" in r["error"]) == 4
     code, summary = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "s")
@@ -302,7 +454,9 @@ def test_goal_errored_samples_are_counted_and_fail_the_command(goal_dir, tmp_pat
     assert summary["errored"] == 4 and summary["n"] == 6 and summary["mean_score"] == 1.0
     assert summary["status"].startswith("incomplete: 4 of 10 samples errored")
     assert "| 4 |" in (tmp_path / "s" / "summary.md").read_text()
-    code, _ = goal_score(goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "s2", "paper", "--allow-errors")
+    code, _ = goal_score(
+        goal_dir, tmp_path / "p" / "predictions.jsonl", tmp_path / "s2", "paper", "--allow-errors"
+    )
     assert code == 0
 
 
@@ -329,7 +483,7 @@ def test_goal_scoring_survives_an_answer_the_scorer_cannot_handle(goal_dir, tmp_
 
     dataset = load_dataset(goal_dir)
     records = [{"id": s.id, "output": goal.render_answer(s.plan, s.kind)} for s in dataset]
-    records[3]["output"] = '{"executable_plan": [{"action": [1' + "0" * 400 + ', 0, 0, 0, 0, 0, 1]}]}'
+    records[3]["output"] = '{"executable_plan": [{"action": [1' + "0" * 400 + ", 0, 0, 0, 0, 0, 1]}]}"
     path = tmp_path / "predictions.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     code, summary = goal_score(goal_dir, path, tmp_path / "s")

@@ -58,7 +58,16 @@ def timed(parse: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 # Numbers: magnitudes computed safely
 
 
-@pytest.mark.parametrize("text", ["1e400", "Roughly 1e400 m", "about 1e999999999999999999999999999999", "1e9999999 meters", "9" * 400 + " m"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1e400",
+        "Roughly 1e400 m",
+        "about 1e999999999999999999999999999999",
+        "1e9999999 meters",
+        "9" * 400 + " m",
+    ],
+)
 def test_numbers_beyond_the_float_range_are_failed_parses(text):
     result = timed(parse_number, text)
     assert (result.ok, result.method) == (False, "number_out_of_range"), result
@@ -141,7 +150,9 @@ def test_unclosed_fence_followed_by_one_long_line():
 
 def test_bare_item_repair():
     k = PLAN_SIZE // 6
-    text = '{"step_1": {"actions": [' + ", ".join(["W"] * k) + '], "step_nums": [' + ", ".join(["1"] * k) + "]}}"
+    text = (
+        '{"step_1": {"actions": [' + ", ".join(["W"] * k) + '], "step_nums": [' + ", ".join(["1"] * k) + "]}}"
+    )
     plan = timed(parse_plan, text)
     assert plan.steps[0].actions == [Primitive.DOLLY_IN] * k and "repaired_json" in plan.error_codes
     spaced = timed(parse_plan, '{"step_1": {"actions": [W' + " " * PLAN_SIZE + '], "step_nums": [2]}}')
@@ -183,8 +194,11 @@ def test_plans_with_huge_integers_never_raise(text, code):
 
 
 def test_goal_scorers_score_huge_integers_zero_and_write_json():
-    ref = GoalReference("nav", parse_plan('{"step_1": {"actions": ["W"], "step_nums": [2]}}'), NAVIGATION_STEP_SIZES)
-    stepped = '{"step_1": {"actions": ["W"], "step_nums": [0x' + "f" * 5000 + "]}}"  # what the paper scorer reads
+    ref = GoalReference(
+        "nav", parse_plan('{"step_1": {"actions": ["W"], "step_nums": [2]}}'), NAVIGATION_STEP_SIZES
+    )
+    # what the paper scorer reads
+    stepped = '{"step_1": {"actions": ["W"], "step_nums": [0x' + "f" * 5000 + "]}}"
     top_level = '{"actions": ["W"], "step_nums": [0x' + "f" * 5000 + "]}"  # what lmms-eval's navigation reads
     for scorer in ("paper", "lmms-eval"):
         for text in (stepped, top_level):
@@ -192,7 +206,8 @@ def test_goal_scorers_score_huge_integers_zero_and_write_json():
             json.dumps(score.to_json())  # a record can be written for it
             assert math.isfinite(score.value)
     paper = score_goal(stepped, ref, "paper")
-    assert any(e.startswith("step_num_capped") for e in paper.parse_errors) and not paper.parse_failed  # read as 10
+    # read as 10
+    assert any(e.startswith("step_num_capped") for e in paper.parse_errors) and not paper.parse_failed
     lmms = score_goal(top_level, ref, "lmms-eval")
     assert (lmms.value, lmms.parse_failed, lmms.metadata["failure"]) == (0.0, True, "scorer_raises")
 
@@ -211,19 +226,32 @@ def test_goal_lmms_eval_fences():
 def test_official_number_patterns_on_long_digit_runs():
     digits = "1" * SIZE
     assert timed(multihop.parse_box_lmms, "[" + digits) is None
-    assert timed(multihop.parse_box_lmms, "[" + digits + ", 2, 3, 4]") == [v / 1000.0 for v in (float(digits), 2, 3, 4)]
+    assert timed(multihop.parse_box_lmms, "[" + digits + ", 2, 3, 4]") == [
+        v / 1000.0 for v in (float(digits), 2, 3, 4)
+    ]
     assert timed(spatialtree.find_number, "(" + digits + "x") == digits
     assert timed(spatialtree._last_point, digits + "!") is None
     assert timed(spatialtree._last_point, "-" + digits[:3] + ",2") == (-111.0, 2.0)
     assert timed(spatialscore.numeric_with_unit_correct, "**" + digits, "3 m")[0] is False
-    assert timed(spatialscore.numeric_with_unit_correct, digits + "! about 3 m", "3 m") == (True, "3.0 m vs 3.0 m: ratio 1 (correct below 2.0)")
-    assert timed(spatialscore.extract_option, "<conclusion>(b)\n" * (SIZE // 16) + "<conclusion>(c) x</conclusion>") == "C"
+    assert timed(spatialscore.numeric_with_unit_correct, digits + "! about 3 m", "3 m") == (
+        True,
+        "3.0 m vs 3.0 m: ratio 1 (correct below 2.0)",
+    )
+    assert (
+        timed(
+            spatialscore.extract_option, "<conclusion>(b)\n" * (SIZE // 16) + "<conclusion>(c) x</conclusion>"
+        )
+        == "C"
+    )
 
 
 def test_official_json_blocks_and_huge_integers():
     hint = {"roll_unc": 1.0, "pitch_unc": 1.0, "vfov_unc": 1.0}
     truth = '{"roll": 1, "pitch": 1, "vfov": 1}'
-    assert timed(spatialtree.gravity_score, "```json\n" * (SIZE // 8), truth, hint) == (0.0, "unparsable JSON")
+    assert timed(spatialtree.gravity_score, "```json\n" * (SIZE // 8), truth, hint) == (
+        0.0,
+        "unparsable JSON",
+    )
     huge = '{"roll": 1' + "0" * 5000 + ', "pitch": 1, "vfov": 1}'
     assert spatialtree.gravity_score(huge, truth, hint) == (0.0, "unparsable JSON")  # over 4,300 digits
     big = '{"roll": 1' + "0" * 400 + ', "pitch": 1, "vfov": 1}'
@@ -269,8 +297,14 @@ def test_a_box_label_followed_by_spaces_without_a_colon():
     assert labelled.value == (0.1, 0.2, 0.3, 0.4) and labelled.explanation.startswith("labelled box")
 
 
-_COGMAP_HINT = {"id_type": "among", "cogmap": {"o1": {"position": [0, 0], "facing": "up"}, "o2": {"position": [3, 1]},
-                                               "o3": {"position": [1, 5], "facing": "left"}}}  # fmt: skip
+_COGMAP_HINT = {
+    "id_type": "among",
+    "cogmap": {
+        "o1": {"position": [0, 0], "facing": "up"},
+        "o2": {"position": [3, 1]},
+        "o3": {"position": [1, 5], "facing": "left"},
+    },
+}
 
 
 def test_cognitive_map_scorer_is_linear_in_the_objects_of_the_map():
@@ -305,20 +339,54 @@ def _old_similarity(generated: Any, reference: Any) -> cogmap.Similarity:
         return result
     ref_rel = cogmap._relations(ref, list(ref_names))
     for name, matrix, turn in cogmap._rotations():
-        rotated = {k: {"position": (matrix @ np.append(v["position"], 0.0))[:2], "facing": turn(v["facing"])} for k, v in gen.items()}
+        rotated = {
+            k: {"position": (matrix @ np.append(v["position"], 0.0))[:2], "facing": turn(v["facing"])}
+            for k, v in gen.items()
+        }
         gen_rel = cogmap._relations(rotated, list(gen))
-        pairs = [(a, b) for a in ref_names if a in gen for b in ref_names if b in gen and a != b and ref_rel[a][b] is not None]
+        pairs = [
+            (a, b)
+            for a in ref_names
+            if a in gen
+            for b in ref_names
+            if b in gen and a != b and ref_rel[a][b] is not None
+        ]
         directional = sum(1 for a, b in pairs if gen_rel[a][b] == ref_rel[a][b]) / len(pairs) if pairs else 0
         faced = [o for o in ref_names if o in gen and ref[o]["facing"]]
-        facing = sum(1 for o in faced if rotated[o]["facing"] == ref[o]["facing"]) / len(faced) if faced else 1.0
+        facing = (
+            sum(1 for o in faced if rotated[o]["facing"] == ref[o]["facing"]) / len(faced) if faced else 1.0
+        )
         overall = 0.7 * directional + 0.3 * facing
         if overall > result.overall:
-            result.overall, result.directional, result.facing, result.best_rotation = overall, directional, facing, name
-            result.isomorphic = all(a in gen_rel and b in gen_rel[a] and gen_rel[a][b] == rel for a, row in ref_rel.items() for b, rel in row.items())
+            result.overall, result.directional, result.facing, result.best_rotation = (
+                overall,
+                directional,
+                facing,
+                name,
+            )
+            result.isomorphic = all(
+                a in gen_rel and b in gen_rel[a] and gen_rel[a][b] == rel
+                for a, row in ref_rel.items()
+                for b, rel in row.items()
+            )
     return result
 
 
-_FACING_CHOICES = [None, "up", "down", "left", "right", "inner", "outer", "north", "front", "Back ", ["left"], [], "sideways"]
+_FACING_CHOICES = [
+    None,
+    "up",
+    "down",
+    "left",
+    "right",
+    "inner",
+    "outer",
+    "north",
+    "front",
+    "Back ",
+    ["left"],
+    [],
+    "sideways",
+]
 
 
 def _random_map(rng: random.Random, names: list[str]) -> dict[str, Any]:
@@ -326,7 +394,9 @@ def _random_map(rng: random.Random, names: list[str]) -> dict[str, Any]:
     in the simple format (sometimes as one-element lists) or the complex one (sometimes with views)."""
     entries = {}
     for name in rng.sample(names, rng.randint(0, len(names))):
-        entry: dict[str, Any] = {"position": [rng.choice([-1, 0, 0.1, 0.3, 1, 2]), rng.choice([-1, 0, 0.2, 1, 2])]}
+        entry: dict[str, Any] = {
+            "position": [rng.choice([-1, 0, 0.1, 0.3, 1, 2]), rng.choice([-1, 0, 0.2, 1, 2])]
+        }
         facing = rng.choice(_FACING_CHOICES)
         if facing is not None:
             entry["facing"] = facing
@@ -343,34 +413,72 @@ def test_cognitive_map_similarity_as_before_on_random_small_maps():
     for _ in range(1500):
         names = [f"n{i}" for i in range(rng.randint(1, 6))]
         generated, reference = _random_map(rng, [*names, "extra"]), _random_map(rng, names)
-        assert asdict(cogmap.similarity(generated, reference)) == asdict(_old_similarity(generated, reference)), (generated, reference)
+        assert asdict(cogmap.similarity(generated, reference)) == asdict(
+            _old_similarity(generated, reference)
+        ), (generated, reference)
         compared += cogmap.similarity(generated, reference).valid_graph
     assert compared > 300  # most pairs reach the rotations, not only the early exits
 
 
 def test_cognitive_maps_with_huge_numbers_score_the_answer():
     hint = {"id_type": "among", "cogmap": {"a": {"position": [0, 0]}, "b": {"position": [1, 0]}}}
-    for number, parsable in (("1" + "0" * 400, True), ("1" + "0" * 5000, False), ("1e400", True), ("NaN", True)):
-        result = cogmap.score('A. {"a": {"position": [' + number + ', 0]}, "b": {"position": [1, 0]}}', "A", hint)
-        assert (result.score, result.answer_correct, result.similarity.parsable_json, result.similarity.valid_format) == (0.2, True, parsable, False)
-    named = cogmap.score('A. {"objects": [{"name": ["a"], "position": [0, 0]}, {"name": "b", "position": [1, 0]}]}', "A", hint)
-    assert (named.score, named.similarity.valid_format) == (0.2, False)  # a list as a name: upstream raises TypeError
+    for number, parsable in (
+        ("1" + "0" * 400, True),
+        ("1" + "0" * 5000, False),
+        ("1e400", True),
+        ("NaN", True),
+    ):
+        result = cogmap.score(
+            'A. {"a": {"position": [' + number + ', 0]}, "b": {"position": [1, 0]}}', "A", hint
+        )
+        assert (
+            result.score,
+            result.answer_correct,
+            result.similarity.parsable_json,
+            result.similarity.valid_format,
+        ) == (0.2, True, parsable, False)
+    named = cogmap.score(
+        'A. {"objects": [{"name": ["a"], "position": [0, 0]}, {"name": "b", "position": [1, 0]}]}', "A", hint
+    )
+    # a list as a name: upstream raises TypeError
+    assert (named.score, named.similarity.valid_format) == (
+        0.2,
+        False,
+    )
 
 
 def test_vsibench_huge_numbers_are_failed_reads():
     assert vsibench.read_number("9" * 400) == (None, "number_out_of_range")  # float() reads inf
-    assert vsibench.read_number("three " + "hundred " * (SIZE // 8)) == (None, "number_out_of_range")  # float() raised
+    # float() raised
+    assert vsibench.read_number("three " + "hundred " * (SIZE // 8)) == (
+        None,
+        "number_out_of_range",
+    )
     assert vsibench.read_number("three hundred and twenty") == (320.0, "first_number")
     numeric = timed(vsibench.na_score, "hundred " * (SIZE // 8), "3")
     assert (numeric.score, numeric.prediction, numeric.read) == (0.0, None, "number_out_of_range")
     from benchmarks.static import vsibench as static_vsibench
     from benchmarks.static.items import StaticItem
 
-    item = StaticItem(benchmark="vsibench", item_id="1", index=0, question="How far?", answer="3", task="numeric", options={},
-                      media=(), modality="video", category="object_abs_distance", tags={}, meta={"value": 3.0, "unit": "m"})  # fmt: skip
+    item = StaticItem(
+        benchmark="vsibench",
+        item_id="1",
+        index=0,
+        question="How far?",
+        answer="3",
+        task="numeric",
+        options={},
+        media=(),
+        modality="video",
+        category="object_abs_distance",
+        tags={},
+        meta={"value": 3.0, "unit": "m"},
+    )
     for score in (static_vsibench.score_official, static_vsibench.score_project):
         sample = score(item, "1" + "0" * 400 + " m")
-        assert (sample.score, sample.parse.ok, sample.parse.method) == (0.0, False, "number_out_of_range"), sample
+        assert (sample.score, sample.parse.ok, sample.parse.method) == (0.0, False, "number_out_of_range"), (
+            sample
+        )
         json.dumps(sample.to_dict(), allow_nan=False)
 
 
@@ -387,10 +495,13 @@ def test_grpo_rewards_with_huge_box_coordinates():
     for digits in (17, 400, 5000):  # past 2**53, past the float range, past Python's int() limit
         text = box("1" + "0" * (digits - 1))
         assert multihop_rewards.int_box(text) is None
-        assert multihop_rewards.total_reward(text, "(a) chair", [100.5, 200, 300, 400]) == 2.0  # format, letter; no box
+        # format, letter; no box
+        assert multihop_rewards.total_reward(text, "(a) chair", [100.5, 200, 300, 400]) == 2.0
         assert spatial_rewards.format_score(text, None, [100, 200, 300, 400]) == 0.0
     assert multihop_rewards.int_box(box(2**53)) == (2**53, 200, 300, 400)
-    assert space10_stats.parse_json_objects('{"x": 1' + "0" * 5000 + '}{"prediction": ["A."]}') == [{"prediction": ["A."]}]
+    assert space10_stats.parse_json_objects('{"x": 1' + "0" * 5000 + '}{"prediction": ["A."]}') == [
+        {"prediction": ["A."]}
+    ]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -423,7 +534,12 @@ def test_official_scorers_score_a_cut_response_zero():
         return SampleScore(1.0, True, ParseResult("A", True, "rule", "read A"), "test")
 
     long = always_right(None, "A" * (parsers.MAX_RESPONSE_CHARS + 1))
-    assert (long.score, long.correct, long.parse.ok, long.parse.method) == (0.0, False, False, "input_truncated")
+    assert (long.score, long.correct, long.parse.ok, long.parse.method) == (
+        0.0,
+        False,
+        False,
+        "input_truncated",
+    )
     assert calls == [parsers.MAX_RESPONSE_CHARS]
     assert always_right(None, "A").score == 1.0
 
@@ -442,7 +558,9 @@ def check_well_formed(name: str, result: Any) -> None:
         json.dumps(result.to_dict())
     elif isinstance(result, Plan):
         assert all(code in ERROR_CODES for code in result.error_codes), result.errors
-        assert result.format in _PLAN_FORMATS and all(len(s.actions) == len(s.step_nums) for s in result.steps)
+        assert result.format in _PLAN_FORMATS and all(
+            len(s.actions) == len(s.step_nums) for s in result.steps
+        )
         json.dumps(result.to_json())
     elif isinstance(result, JudgeScore):
         assert result.score is None or 0.0 <= result.score <= 1.0
@@ -458,7 +576,10 @@ def check_well_formed(name: str, result: Any) -> None:
         assert math.isfinite(result.value)
         json.dumps(result.to_json())
     elif name in ("vsibench.mca_score", "rewards.multihop_and_spatial"):
-        assert all(isinstance(v, float) and -1.0 <= v <= 3.0 for v in (result if isinstance(result, tuple) else (result,)))
+        assert all(
+            isinstance(v, float) and -1.0 <= v <= 3.0
+            for v in (result if isinstance(result, tuple) else (result,))
+        )
     elif name == "spatialtree.affordance_score":
         assert 0.0 <= result[0] <= 1.0 and isinstance(result[1], str)
     elif name.startswith("space10_stats."):
@@ -483,13 +604,78 @@ def check_well_formed(name: str, result: Any) -> None:
 
 # Pieces of the syntax every parser looks for, so that generated text reaches their deeper branches.
 TOKENS = [
-    "```", "```json\n", "\n", " ", "{", "}", "[", "]", "(", ")", ",", ":", '"', "'", "-", ".", "0x", "e", "1", "9" * 30,
-    "step_1", '"step_2":', "actions", "step_nums", "gripper", "executable_plan", "action_id", "W", "A", "B", "(c)",
-    "<think>", "</think>", "<answer>", "</answer>", "<conclusion>", "</conclusion>", "answer", "Answer:", " is ",
-    "final answer", "option", "yes", "no", "true", "not", "\\scalar{", "\\distance_unit{", "m", "feet", "1e400",
-    "between", " and ", " to ", "bbox_2d", "Bounding Box:", "x=", "y:", "roll", "pitch", "output:", "score", "**",
-    "cannot determine", "a dozen", "twenty-one", "²", "−", "İ", "\x00", "\ud7ff",
-]  # fmt: skip
+    "```",
+    "```json\n",
+    "\n",
+    " ",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    ":",
+    '"',
+    "'",
+    "-",
+    ".",
+    "0x",
+    "e",
+    "1",
+    "9" * 30,
+    "step_1",
+    '"step_2":',
+    "actions",
+    "step_nums",
+    "gripper",
+    "executable_plan",
+    "action_id",
+    "W",
+    "A",
+    "B",
+    "(c)",
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+    "<conclusion>",
+    "</conclusion>",
+    "answer",
+    "Answer:",
+    " is ",
+    "final answer",
+    "option",
+    "yes",
+    "no",
+    "true",
+    "not",
+    "\\scalar{",
+    "\\distance_unit{",
+    "m",
+    "feet",
+    "1e400",
+    "between",
+    " and ",
+    " to ",
+    "bbox_2d",
+    "Bounding Box:",
+    "x=",
+    "y:",
+    "roll",
+    "pitch",
+    "output:",
+    "score",
+    "**",
+    "cannot determine",
+    "a dozen",
+    "twenty-one",
+    "²",
+    "−",
+    "İ",
+    "\x00",
+    "\ud7ff",
+]
 TEXTS = st.lists(st.sampled_from(TOKENS) | st.text(max_size=6), max_size=30).map("".join)
 
 
@@ -508,20 +694,39 @@ def test_fuzz_every_parser(name):
 def generated_inputs(seed: int, count: int) -> Any:
     """``count`` texts: token soup, random Unicode, and corrupted copies of real answers."""
     rng = random.Random(seed)
-    corpus = [json.loads(line)["text"] for line in Path(__file__).with_name("data").joinpath("parse_plan_corpus.jsonl").read_text().splitlines()]
-    corpus += ["The answer is (B).", "Answer: yes", "About 2.5 meters.", "[0.1, 0.2, 0.5, 0.6]", "Answer: (a) chair\nBounding Box: [1, 2, 30, 40]",
-               '```json\n{"roll": 1.5, "pitch": -2, "vfov": 60}\n```', "output: 0.7", '{"score": 0.5, "reason": "ok"}', "x=0.3, y=0.4"]  # fmt: skip
+    corpus = [
+        json.loads(line)["text"]
+        for line in Path(__file__)
+        .with_name("data")
+        .joinpath("parse_plan_corpus.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    corpus += [
+        "The answer is (B).",
+        "Answer: yes",
+        "About 2.5 meters.",
+        "[0.1, 0.2, 0.5, 0.6]",
+        "Answer: (a) chair\nBounding Box: [1, 2, 30, 40]",
+        '```json\n{"roll": 1.5, "pitch": -2, "vfov": 60}\n```',
+        "output: 0.7",
+        '{"score": 0.5, "reason": "ok"}',
+        "x=0.3, y=0.4",
+    ]
     for i in range(count):
         kind = i % 3
         if kind == 0:
             yield "".join(rng.choice(TOKENS) for _ in range(rng.randint(0, 40)))
         elif kind == 1:
-            yield "".join(chr(rng.choice((rng.randint(32, 126), rng.randint(0, 0x2FFF)))) for _ in range(rng.randint(0, 60)))
+            yield "".join(
+                chr(rng.choice((rng.randint(32, 126), rng.randint(0, 0x2FFF))))
+                for _ in range(rng.randint(0, 60))
+            )
         else:
             text = list(rng.choice(corpus))
             for _ in range(rng.randint(1, 6)):
                 at = rng.randint(0, len(text))
-                text[at:at + rng.randint(0, 3)] = rng.choice(TOKENS)
+                text[at : at + rng.randint(0, 3)] = rng.choice(TOKENS)
             yield "".join(text)
 
 

@@ -79,8 +79,14 @@ class ScriptedPlanPolicy(Policy):
 def test_action_stream_executes_plans_open_loop_then_asks_again():
     env = PoseEnv()
     env.reset()
-    plan = Plan(steps=[PlanStep([Primitive.DOLLY_IN], [1]), PlanStep([Primitive.STOP], [1]),
-                       PlanStep([Primitive.PAN_LEFT], [2])], step_sizes=SIZES)
+    plan = Plan(
+        steps=[
+            PlanStep([Primitive.DOLLY_IN], [1]),
+            PlanStep([Primitive.STOP], [1]),
+            PlanStep([Primitive.PAN_LEFT], [2]),
+        ],
+        step_sizes=SIZES,
+    )
     native = np.eye(4)
     policy = ScriptedPlanPolicy([plan, native, Plan(steps=[])])
     policy.reset(EpisodeContext("go", 0))
@@ -108,7 +114,9 @@ def test_motion_without_units_cannot_reach_execution():
     # steps that do not move need no units (STOP with a gripper state, EB ids)
     assert ExecutablePlan((PlanStep([Primitive.STOP], [1], gripper=1),), None).step_sizes is None
     executable = Plan(steps=[motion]).executable(SIZES)
-    assert executable.step_sizes == SIZES and Plan(steps=[motion], step_sizes=StepSizes(1, 1)).executable(SIZES).step_sizes == StepSizes(1, 1)
+    assert executable.step_sizes == SIZES and Plan(steps=[motion], step_sizes=StepSizes(1, 1)).executable(
+        SIZES
+    ).step_sizes == StepSizes(1, 1)
 
 
 def test_wrapper_takes_the_env_units_or_refuses():
@@ -125,9 +133,14 @@ def test_every_family_env_implements_the_plan_execution_contract():
 
     from envs.wrappers import HoldsStill, PlanExecutor
 
-    families = {"envs.calvin.env:PlayTableEnv": True, "envs.calvin.official:OfficialPlayTableEnv": True,
-                "envs.libero.env:LiberoEnv": True, "envs.navigation.env:EBNavigationEnv": False,
-                "envs.manipulation.env:EBManipulationEnv": False}  # value: has a hold-still action
+    # value: has a hold-still action
+    families = {
+        "envs.calvin.env:PlayTableEnv": True,
+        "envs.calvin.official:OfficialPlayTableEnv": True,
+        "envs.libero.env:LiberoEnv": True,
+        "envs.navigation.env:EBNavigationEnv": False,
+        "envs.manipulation.env:EBManipulationEnv": False,
+    }
     for entry, holds in families.items():
         module, name = entry.split(":")
         try:

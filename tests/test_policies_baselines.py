@@ -16,9 +16,13 @@ class Spaces:
 
 
 SPACES = [
-    gym.spaces.Box(-1, 1, (7,), np.float32), gym.spaces.Discrete(8), gym.spaces.Discrete(3, start=-1),
-    gym.spaces.MultiDiscrete([100, 100, 100, 120, 120, 120, 2]), gym.spaces.MultiBinary(5),
-    gym.spaces.Box(0, 5, (3,), np.int64), gym.spaces.Box(np.array([-np.inf, 0.0, -np.inf]), np.array([np.inf, np.inf, 1.0]), dtype=np.float64),
+    gym.spaces.Box(-1, 1, (7,), np.float32),
+    gym.spaces.Discrete(8),
+    gym.spaces.Discrete(3, start=-1),
+    gym.spaces.MultiDiscrete([100, 100, 100, 120, 120, 120, 2]),
+    gym.spaces.MultiBinary(5),
+    gym.spaces.Box(0, 5, (3,), np.int64),
+    gym.spaces.Box(np.array([-np.inf, 0.0, -np.inf]), np.array([np.inf, np.inf, 1.0]), dtype=np.float64),
     gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Box(0, 1, (2,), np.float32)]),
     gym.spaces.Dict({"arm": gym.spaces.Box(-1, 1, (3,), np.float32), "grip": gym.spaces.Discrete(2)}),
 ]
@@ -53,12 +57,19 @@ def test_random_policy_refuses_an_unknown_space():
         policy.act({})
 
 
-@pytest.mark.parametrize(("space", "value", "expected"), [
-    (gym.spaces.Discrete(8), 0, 0),
-    (gym.spaces.Discrete(8), 4.0, 4),
-    (gym.spaces.MultiDiscrete([100, 100, 100, 120, 120, 120, 2]), [50, 50, 50, 0, 60, 90, 1], [50, 50, 50, 0, 60, 90, 1]),
-    (gym.spaces.Box(-1, 1, (7,), np.float32), [0, 0, 1, 0, 0, 0, -1], [0, 0, 1, 0, 0, 0, -1]),
-])
+@pytest.mark.parametrize(
+    ("space", "value", "expected"),
+    [
+        (gym.spaces.Discrete(8), 0, 0),
+        (gym.spaces.Discrete(8), 4.0, 4),
+        (
+            gym.spaces.MultiDiscrete([100, 100, 100, 120, 120, 120, 2]),
+            [50, 50, 50, 0, 60, 90, 1],
+            [50, 50, 50, 0, 60, 90, 1],
+        ),
+        (gym.spaces.Box(-1, 1, (7,), np.float32), [0, 0, 1, 0, 0, 0, -1], [0, 0, 1, 0, 0, 0, -1]),
+    ],
+)
 def test_constant_policy_sends_one_action_in_the_space(space, value, expected):
     policy = ConstantPolicy(value)
     policy.bind(Spaces(space))
@@ -71,11 +82,17 @@ def test_constant_policy_sends_one_action_in_the_space(space, value, expected):
     assert policy.describe()["action"] == value
 
 
-@pytest.mark.parametrize(("space", "value"), [
-    (gym.spaces.Discrete(8), 8), (gym.spaces.Discrete(8), 1.5), (gym.spaces.Discrete(8), [0]),
-    (gym.spaces.MultiDiscrete([3, 3]), [1, 2.5]), (gym.spaces.MultiDiscrete([3, 3]), [1, 2, 0]),
-    (gym.spaces.Box(-1, 1, (7,), np.float32), [2, 0, 0, 0, 0, 0, 0]),
-])
+@pytest.mark.parametrize(
+    ("space", "value"),
+    [
+        (gym.spaces.Discrete(8), 8),
+        (gym.spaces.Discrete(8), 1.5),
+        (gym.spaces.Discrete(8), [0]),
+        (gym.spaces.MultiDiscrete([3, 3]), [1, 2.5]),
+        (gym.spaces.MultiDiscrete([3, 3]), [1, 2, 0]),
+        (gym.spaces.Box(-1, 1, (7,), np.float32), [2, 0, 0, 0, 0, 0, 0]),
+    ],
+)
 def test_constant_policy_rejects_actions_outside_the_space(space, value):
     with pytest.raises(ValueError, match=r"--action .* is not an action of the env's space"):
         ConstantPolicy(value).bind(Spaces(space))
@@ -100,8 +117,12 @@ def test_random_policy_needs_the_env():
 
 def test_replay_from_jsonl_by_key_then_empty_plan(tmp_path):
     path = tmp_path / "actions.jsonl"
-    path.write_text("\n".join(json.dumps({"key": k, "actions": [[i] * 7 for i in range(n)]})
-                              for k, n in [("chain-0/0", 2), ("chain-0/1", 1)]))
+    path.write_text(
+        "\n".join(
+            json.dumps({"key": k, "actions": [[i] * 7 for i in range(n)]})
+            for k, n in [("chain-0/0", 2), ("chain-0/1", 1)]
+        )
+    )
     policy = ReplayPolicy.from_file(path)
     policy.reset(EpisodeContext("x", 0, extras={"replay_key": "chain-0/0"}))
     assert [policy.act({})[0] for _ in range(2)] == [0, 1]
@@ -131,12 +152,15 @@ def test_user_policy_by_import_path():
     assert policy.describe()["model_class"] == "tests.user_policy_example.ConstantModel"
 
 
-@pytest.mark.parametrize(("spec", "error"), [
-    ("no_colon", "package.module:ClassOrFactory"),
-    ("tests.does_not_exist:X", "cannot import"),
-    ("tests.user_policy_example:Missing", "has no attribute"),
-    ("json:JSONDecoder", "neither a policies.base.Policy"),
-])
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [
+        ("no_colon", "package.module:ClassOrFactory"),
+        ("tests.does_not_exist:X", "cannot import"),
+        ("tests.user_policy_example:Missing", "has no attribute"),
+        ("json:JSONDecoder", "neither a policies.base.Policy"),
+    ],
+)
 def test_user_policy_errors(spec, error):
     with pytest.raises((ValueError, ImportError, AttributeError, TypeError), match=error):
         load_user_policy(spec)
@@ -144,6 +168,7 @@ def test_user_policy_errors(spec, error):
 
 def test_policy_subclass_must_name_itself():
     with pytest.raises(TypeError, match="must define a class attribute `name"):
+
         class Nameless(Policy):
             def reset(self, context): ...
             def act(self, observation): ...

@@ -38,8 +38,9 @@ class EchoBackend(Backend):
 
     def generate(self, messages: Sequence[Message]) -> Generation:
         text = str(messages[-1]["content"])
-        return Generation(text=text.upper() if self.shout else text, prompt_tokens=None, completion_tokens=1,
-                          latency_s=0.0)
+        return Generation(
+            text=text.upper() if self.shout else text, prompt_tokens=None, completion_tokens=1, latency_s=0.0
+        )
 
 
 @pytest.fixture
@@ -61,13 +62,20 @@ def test_vla_registers_through_the_entry_point_group_and_the_registry_names_no_h
     from vla.policy import POLICY, VLAPolicyConfig
 
     root = Path(__file__).resolve().parents[1]
-    declared = re.search(r'\[project\.entry-points\."spatial_arena\.policies"\]\n(.*?)(?:\n\[|\Z)',
-                         (root / "pyproject.toml").read_text(), re.S)
+    declared = re.search(
+        r'\[project\.entry-points\."spatial_arena\.policies"\]\n(.*?)(?:\n\[|\Z)',
+        (root / "pyproject.toml").read_text(),
+        re.S,
+    )
     assert declared and 'vla = "vla.policy:POLICY"' in declared.group(1)
     assert isinstance(POLICY, registry.PolicyEntry) and POLICY.benchmarks == ("calvin", "libero")
     assert registry.load_entry_point(POLICY.config) is VLAPolicyConfig
-    higher = [f"{path.relative_to(root)}: {line.strip()}" for path in (root / "policies").rglob("*.py")
-              for line in path.read_text().splitlines() if re.search(r"""["'](vla|benchmarks)[.:]""", line)]
+    higher = [
+        f"{path.relative_to(root)}: {line.strip()}"
+        for path in (root / "policies").rglob("*.py")
+        for line in path.read_text().splitlines()
+        if re.search(r"""["'](vla|benchmarks)[.:]""", line)
+    ]
     assert higher == []
 
 
@@ -77,10 +85,13 @@ def test_installed_packages_register_policies_through_the_entry_point_group(tmp_
     dist = tmp_path / "holdpkg-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: holdpkg\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\nhold-ep = holdpkg_entry:POLICY\n")
+    (dist / "entry_points.txt").write_text(
+        f"[{registry.ENTRY_POINT_GROUP}]\nhold-ep = holdpkg_entry:POLICY\n"
+    )
     (tmp_path / "holdpkg_entry.py").write_text(
         "from policies.registry import PolicyEntry\n"
-        f"POLICY = PolicyEntry('{__name__}:HoldConfig', '{__name__}:build_hold', ('embodied-nav',))\n")
+        f"POLICY = PolicyEntry('{__name__}:HoldConfig', '{__name__}:build_hold', ('embodied-nav',))\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     registry.register_installed_policies.cache_clear()
@@ -111,7 +122,9 @@ def build_hold(config: HoldConfig) -> ConstantPolicy:
 def test_a_users_registered_policy_gets_flags_and_is_listed_like_the_builtins(monkeypatch):
     from benchmarks.command import policy_names
 
-    monkeypatch.setitem(registry._REGISTRY, "hold", registry.PolicyEntry(f"{__name__}:HoldConfig", f"{__name__}:build_hold"))
+    monkeypatch.setitem(
+        registry._REGISTRY, "hold", registry.PolicyEntry(f"{__name__}:HoldConfig", f"{__name__}:build_hold")
+    )
     assert "hold" in policy_names()
     _, spec = parse_benchmark_args(EmbodiedConfig, ["--policy", "hold", "--hold", "5"])
     assert spec.options == {"hold": 5} and spec.label == "hold" and not spec.blind
@@ -121,16 +134,34 @@ def test_a_users_registered_policy_gets_flags_and_is_listed_like_the_builtins(mo
 
 
 def test_what_a_benchmark_knows_of_a_policy_comes_from_its_config():
-    expert, oracle, model = PolicySpec("expert", {}), PolicySpec("mllm", {"model": "answer-key"}), PolicySpec("mllm", {"model": "/c/Qwen/"})
+    expert, oracle, model = (
+        PolicySpec("expert", {}),
+        PolicySpec("mllm", {"model": "answer-key"}),
+        PolicySpec("mllm", {"model": "/c/Qwen/"}),
+    )
     assert expert.blind and PolicySpec("constant", {"action": 0}).blind and not model.blind
     assert not PolicySpec("tests.closed_loop_policies:Anything", {}).blind
-    assert expert.manifest()["privileged"] and oracle.manifest()["privileged"] and not model.manifest()["privileged"]
-    assert (expert.label, model.label, PolicySpec("constant", {"action": [1, 0.5]}).label) == ("expert", "mllm-Qwen", "constant-1_0.5")
+    assert (
+        expert.manifest()["privileged"]
+        and oracle.manifest()["privileged"]
+        and not model.manifest()["privileged"]
+    )
+    assert (expert.label, model.label, PolicySpec("constant", {"action": [1, 0.5]}).label) == (
+        "expert",
+        "mllm-Qwen",
+        "constant-1_0.5",
+    )
 
 
 def test_the_expert_is_the_benchmarks_policy_default():
-    _, spec = parse_benchmark_args(EmbodiedConfig, [], policy_defaults={"expert": {"expert": "policies.experts.navigation:ShortestPathExpert"}})
-    assert spec.name == "expert" and spec.options == {"expert": "policies.experts.navigation:ShortestPathExpert"}
+    _, spec = parse_benchmark_args(
+        EmbodiedConfig,
+        [],
+        policy_defaults={"expert": {"expert": "policies.experts.navigation:ShortestPathExpert"}},
+    )
+    assert spec.name == "expert" and spec.options == {
+        "expert": "policies.experts.navigation:ShortestPathExpert"
+    }
     defaults = {"expert": {"expert": "policies.experts.navigation:ShortestPathExpert"}}
     assert isinstance(build_policy_from_spec(PolicySpec("expert", {}), defaults=defaults), ShortestPathExpert)
     with pytest.raises(ValueError, match="no scripted expert"):
@@ -149,8 +180,15 @@ def test_make_backend_picks_the_builtin_backends_by_model_and_endpoint(tmp_path)
     assert {"transformers", "openai", "answer-key"} <= set(registered_backends())
     assert type(make_backend("answer-key")) is AnswerKeyBackend  # never cached
     http = make_backend("m", api_base="http://127.0.0.1:9/v1", cache=tmp_path / "c.sqlite", max_retries=0)
-    assert isinstance(http, CachedBackend) and isinstance(http.inner, HTTPBackend) and http.inner.max_retries == 0
-    assert type(make_backend("m", backend="openai", api_base="http://127.0.0.1:9/v1", cache=False)) is HTTPBackend
+    assert (
+        isinstance(http, CachedBackend)
+        and isinstance(http.inner, HTTPBackend)
+        and http.inner.max_retries == 0
+    )
+    assert (
+        type(make_backend("m", backend="openai", api_base="http://127.0.0.1:9/v1", cache=False))
+        is HTTPBackend
+    )
 
 
 def test_oracle_is_a_deprecated_name_of_the_answer_key_stand_in(monkeypatch, capsys):
@@ -165,12 +203,17 @@ def test_oracle_is_a_deprecated_name_of_the_answer_key_stand_in(monkeypatch, cap
     assert MLLMPolicyConfig(model="oracle").model == "answer-key"
     assert MLLMPolicyConfig(model="m", model_backend="oracle").model_backend == "answer-key"
     assert RunConfig(model="oracle", judge_model="oracle").judge_model == "answer-key"
-    assert capsys.readouterr().err == "note: --model oracle is deprecated; use --model answer-key (the same stand-in)\n"
+    assert (
+        capsys.readouterr().err
+        == "note: --model oracle is deprecated; use --model answer-key (the same stand-in)\n"
+    )
     assert MLLMPolicyConfig(model="m").model == "m" and capsys.readouterr().err == ""
 
 
 def test_a_registered_backend_is_built_checked_and_cached(echo, tmp_path):
-    backend = make_backend("my-model", backend=echo, cache=tmp_path / "c.sqlite", max_new_tokens=7, shout=True)
+    backend = make_backend(
+        "my-model", backend=echo, cache=tmp_path / "c.sqlite", max_new_tokens=7, shout=True
+    )
     assert isinstance(backend, CachedBackend) and isinstance(backend.inner, EchoBackend)
     assert backend.inner.config.max_new_tokens == 7 and backend.inner.model_id == "my-model"
     assert backend.generate([{"role": "user", "content": "left"}]).text == "LEFT"

@@ -65,7 +65,10 @@ def test_corpus_items_are_deterministic():
     other = [
         r["truth"]
         for r in corpus_rows(
-            CorpusConfig(n=2, width=96, height=96, kinds="multihop,counting", min_pixels=30, seed=1, families="nav"), [1]
+            CorpusConfig(
+                n=2, width=96, height=96, kinds="multihop,counting", min_pixels=30, seed=1, families="nav"
+            ),
+            [1],
         )
     ]
     assert first == again and first != other
@@ -81,9 +84,8 @@ def _goal_nav_test_homes(n: int) -> list[tuple[int, str]]:
     from benchmarks.goal_scoring.nav_source import NavigationPairSource
 
     source = NavigationPairSource()
-    pairs = [
-        source.sample(np.random.default_rng([0, i])) for i in range(n)
-    ]  # sources.generate_dataset's streams
+    # sources.generate_dataset's streams
+    pairs = [source.sample(np.random.default_rng([0, i])) for i in range(n)]
     return [(p.metadata["home_seed"], p.metadata["scene_key"]) for p in pairs]
 
 
@@ -127,16 +129,40 @@ def _run(tiny_vlm, corpus, tmp_path, mode, *extra):
 
 
 def test_sft_loss_falls_on_a_fixed_batch(tiny_vlm, corpus, tmp_path):
-    out, logs = _run(tiny_vlm, corpus, tmp_path, "sft", "--max-items", "2", "--batch-size", "2", "--max-steps", "4",
-                     "--lr", "2e-3", "--save-steps", "4")  # fmt: skip
+    out, logs = _run(
+        tiny_vlm,
+        corpus,
+        tmp_path,
+        "sft",
+        "--max-items",
+        "2",
+        "--batch-size",
+        "2",
+        "--max-steps",
+        "4",
+        "--lr",
+        "2e-3",
+        "--save-steps",
+        "4",
+    )
     losses = [entry["loss"] for entry in logs if "loss" in entry]
     assert len(losses) == 4 and losses[-1] < losses[0]
     assert (out / "final" / "config.json").is_file() and (out / "final" / "processor_config.json").is_file()
 
 
 def test_grpo_logs_multihop_rewards_and_resumes(tiny_vlm, corpus, tmp_path):
-    common = ["--kinds", "multihop,localisation", "--batch-size", "2", "--num-generations", "2",
-              "--max-completion-length", "8", "--save-steps", "1"]  # fmt: skip
+    common = [
+        "--kinds",
+        "multihop,localisation",
+        "--batch-size",
+        "2",
+        "--num-generations",
+        "2",
+        "--max-completion-length",
+        "8",
+        "--save-steps",
+        "1",
+    ]
     out, logs = _run(tiny_vlm, corpus, tmp_path, "grpo", *common, "--max-steps", "2")
     steps = [e for e in logs if "reward" in e]
     assert [e["step"] for e in steps] == [1, 2]
@@ -157,7 +183,10 @@ def test_bad_input_is_one_line_naming_the_fix(tmp_path, capsys):
 
     assert run_cli(main, ["sft", "--model", str(tmp_path / "none"), "--data", str(tmp_path)]) == 2
     assert run_cli(main, ["train", "--model", "x"]) == 2
-    assert run_cli(main, ["sft", "--model", str(tmp_path), "--data", str(tmp_path), "--report-to", "mlflow"]) == 2
+    assert (
+        run_cli(main, ["sft", "--model", str(tmp_path), "--data", str(tmp_path), "--report-to", "mlflow"])
+        == 2
+    )
     assert corpus_main(["--out", str(tmp_path / "c"), "--kinds", "depth"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 4

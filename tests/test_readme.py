@@ -31,8 +31,14 @@ def test_the_python_examples_run_as_written(page, tmp_path):
     blocks = code_blocks((ROOT / page).read_text(encoding="utf-8"), "python")
     assert blocks, f"{page} has no python example"
     for block in blocks:
-        done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [sys.executable, "-c", block],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         assert done.returncode == 0, f"{page}:\n{block}\n{done.stderr[-2000:]}"
 
 
@@ -48,13 +54,27 @@ def test_the_folders_the_commands_write_are_ignored_and_nothing_tracked_is():
     if git is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     commands = "\n".join(code_blocks(README, "bash"))
-    written = sorted({path for path in re.findall(r"--(?:out|output|data|dataset) (\S+)", commands)
-                      if not path.startswith(("/", "$", "<", "."))})
-    assert any(path.startswith("data/") for path in written) and any(path.startswith("runs/") for path in written)
+    written = sorted(
+        {
+            path
+            for path in re.findall(r"--(?:out|output|data|dataset) (\S+)", commands)
+            if not path.startswith(("/", "$", "<", "."))
+        }
+    )
+    assert any(path.startswith("data/") for path in written) and any(
+        path.startswith("runs/") for path in written
+    )
     for path in written:
         inside = f"{path.rstrip('/')}/file"  # a file the command writes (a folder pattern needs the slash)
         done = subprocess.run([git, "check-ignore", "--no-index", "-q", inside], cwd=ROOT, timeout=30)
         assert done.returncode == 0, f"{path} (written by a README command) is not git-ignored"
-    tracked_ignored = subprocess.run([git, "ls-files", "--cached", "--ignored", "--exclude-standard"], cwd=ROOT,
-                                     capture_output=True, text=True, timeout=30).stdout.split()
-    assert tracked_ignored == [], "tracked files match .gitignore (tests/data and package data/ must stay tracked)"
+    tracked_ignored = subprocess.run(
+        [git, "ls-files", "--cached", "--ignored", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout.split()
+    assert tracked_ignored == [], (
+        "tracked files match .gitignore (tests/data and package data/ must stay tracked)"
+    )

@@ -50,9 +50,15 @@ def test_async_vector_env_after_rendering_refuses_to_fork_and_renders_with_forks
     script = tmp_path / "vector_after_render.py"
     script.write_text(SCRIPT)
     # its own process group, so that a hung worker is killed with the script
-    run = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         out, err = run.communicate(timeout=120)
     except subprocess.TimeoutExpired:

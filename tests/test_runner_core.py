@@ -44,8 +44,13 @@ def test_in_process_run_writes_the_output_folder(tmp_path):
     assert manifest["benchmark"] == "cartpole" and manifest["config"]["episodes"] == 6
     assert manifest["git"]["commit"] and "gymnasium" in manifest["packages"]
     data = json.loads(out.summary_json.read_text())
-    assert data["episodes"] == 6 and data["run"] == {"complete": True, "units_total": 6, "units_completed": 6,
-                                                     "units_errored": 0, "errored_keys": []}
+    assert data["episodes"] == 6 and data["run"] == {
+        "complete": True,
+        "units_total": 6,
+        "units_completed": 6,
+        "units_errored": 0,
+        "errored_keys": [],
+    }
     assert out.summary_md.read_text().startswith("| mean return | errored |")
 
 
@@ -77,7 +82,9 @@ def test_crashed_worker_loses_only_its_unit(tmp_path):
 def test_exception_in_a_unit_is_recorded_with_its_traceback(tmp_path):
     _, out = run(tmp_path, raise_on=["ep-002"])
     records = {r["key"]: r for r in out.merged_records()}
-    assert records["ep-002"]["status"] == "error" and "ValueError: bad unit ep-002" in records["ep-002"]["error"]
+    assert (
+        records["ep-002"]["status"] == "error" and "ValueError: bad unit ep-002" in records["ep-002"]["error"]
+    )
     assert all(records[k]["status"] == "ok" for k in records if k != "ep-002")
 
 
@@ -103,8 +110,9 @@ def test_resume_skips_finished_units(tmp_path):
     with (tmp_path / "r" / "records.jsonl").open("a") as f:
         f.write('{"index": 3, "key": "ep-0')  # a line cut off by the interruption
     (tmp_path / "runs.log").unlink()
-    run_benchmark(CartPoleBenchmark(config), tmp_path / "r", resume=True, executor=InProcessExecutor(),
-                  progress=False)
+    run_benchmark(
+        CartPoleBenchmark(config), tmp_path / "r", resume=True, executor=InProcessExecutor(), progress=False
+    )
     assert (tmp_path / "runs.log").read_text().split() == ["ep-003", "ep-004", "ep-005"]
     _, fresh = run(tmp_path, "fresh")
     assert [comparable(r) for r in RunDir(tmp_path / "r").merged_records()] == [
@@ -154,7 +162,9 @@ class DemoConfig:
 
 
 def test_config_cli():
-    cfg = parse_config(DemoConfig, ["--num-sequences", "10", "--resume", "--backend", "official", "--rate", "2"])
+    cfg = parse_config(
+        DemoConfig, ["--num-sequences", "10", "--resume", "--backend", "official", "--rate", "2"]
+    )
     assert cfg == DemoConfig(10, "expert", True, "official", None, 2.0)
     assert parse_config(DemoConfig, ["--checkpoint", "/x", "--no-resume"]).checkpoint == "/x"
     with pytest.raises(SystemExit):
@@ -164,16 +174,24 @@ def test_config_cli():
 def test_decisions_jsonl_one_run_per_unit_across_workers_resume_and_retries(tmp_path):
     _, out = run(tmp_path, workers=2, raise_once=["ep-002"])
     lines = out.load_decisions()
-    assert sorted((d["index"], d["call"]) for d in lines) == [(i, c) for i in range(6) for c in range(1 if i == 2 else 3)]
+    assert sorted((d["index"], d["call"]) for d in lines) == [
+        (i, c) for i in range(6) for c in range(1 if i == 2 else 3)
+    ]
     failed = [d for d in lines if d["key"] == "ep-002"]
     assert [d["unit_status"] for d in failed] == ["error"]  # what was decided before the unit raised is kept
     assert all("decisions" not in r for r in out.merged_records())
     # --retry-errors runs ep-002 again: its old lines are replaced, every other unit keeps its own.
     bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), raise_once=["ep-002"]))
-    run_benchmark(bench, out.path, resume=True, retry_errors=True, executor=InProcessExecutor(), progress=False)
+    run_benchmark(
+        bench, out.path, resume=True, retry_errors=True, executor=InProcessExecutor(), progress=False
+    )
     again = out.load_decisions()
     assert [d for d in again if d["key"] != "ep-002"] == [d for d in lines if d["key"] != "ep-002"]
-    assert [(d["call"], d["unit_status"]) for d in again if d["key"] == "ep-002"] == [(0, "ok"), (1, "ok"), (2, "ok")]
+    assert [(d["call"], d["unit_status"]) for d in again if d["key"] == "ep-002"] == [
+        (0, "ok"),
+        (1, "ok"),
+        (2, "ok"),
+    ]
 
 
 def test_limit_then_resume_extends_the_prefix(tmp_path):
@@ -195,8 +213,13 @@ def test_limit_then_resume_extends_the_prefix(tmp_path):
 def test_a_run_whose_every_unit_failed_has_no_score(tmp_path):
     summary, out = run(tmp_path, episodes=3, raise_on=["ep-000", "ep-001", "ep-002"])
     assert summary.data["mean_return"] is None
-    assert summary.data["run"] == {"complete": False, "units_total": 3, "units_completed": 0, "units_errored": 3,
-                                   "errored_keys": ["ep-000", "ep-001", "ep-002"]}
+    assert summary.data["run"] == {
+        "complete": False,
+        "units_total": 3,
+        "units_completed": 0,
+        "units_errored": 3,
+        "errored_keys": ["ep-000", "ep-001", "ep-002"],
+    }
     text = out.summary_md.read_text()
     assert "| n/a | 3 / 3 |" in text and "**Incomplete run**: 3 of 3 unit(s) ended in an error" in text
 
@@ -208,12 +231,16 @@ def test_resume_refuses_a_folder_whose_manifest_is_missing_or_damaged(tmp_path):
     before = out.records.read_bytes()
     out.manifest.unlink()
     bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), seed=1))
-    with pytest.raises(ResumeError, match=r"manifest.json is missing.*restore manifest.json.*--run-name") as info:
+    with pytest.raises(
+        ResumeError, match=r"manifest.json is missing.*restore manifest.json.*--run-name"
+    ) as info:
         run_benchmark(bench, out.path, resume=True, executor=InProcessExecutor(), progress=False)
     assert "delete" not in str(info.value) and "\n" not in str(info.value)
     for damaged in (b'{"config": {"se', b"\xff\xfe", b"[1, 2]", b'{"config": 3}'):
         out.manifest.write_bytes(damaged)
-        with pytest.raises(ResumeError, match=r"manifest.json is (damaged|not a run manifest).*restore") as info:
+        with pytest.raises(
+            ResumeError, match=r"manifest.json is (damaged|not a run manifest).*restore"
+        ) as info:
             run_benchmark(bench, out.path, resume=True, executor=InProcessExecutor(), progress=False)
         assert "delete" not in str(info.value)
     assert out.records.read_bytes() == before  # refused before touching anything
@@ -226,8 +253,12 @@ def test_resume_quarantines_damaged_record_lines_and_reruns_their_units(tmp_path
     wrong_key["key"] = ["ep-001"]  # a key of the wrong type (it made resume raise TypeError)
     wrong_index = json.loads(good[4])
     wrong_index["index"] = "4"
-    damaged = [b'{"index": 2, "key": "ep-002", "status": "ok", "result": {"ret\xff\xfe"}', json.dumps(wrong_key).encode(),
-               json.dumps(wrong_index).encode(), b"{}"]
+    damaged = [
+        b'{"index": 2, "key": "ep-002", "status": "ok", "result": {"ret\xff\xfe"}',
+        json.dumps(wrong_key).encode(),
+        json.dumps(wrong_index).encode(),
+        b"{}",
+    ]
     lines = [good[0], damaged[0], damaged[1], good[3], damaged[2], damaged[3], good[5], b'{"index": 2, "ke']
     out.records.write_bytes(b"\n".join(lines))  # the last line torn by an interruption
     (tmp_path / "runs.log").unlink()
@@ -262,7 +293,9 @@ def test_workers_stop_within_a_second_of_their_parent_being_killed(tmp_path):
     heartbeat, billed by a paid API); before, they beat on for the unit's whole 60 s."""
     beat = tmp_path / "beats"
     code = _PARENT.format(beat=str(beat), run=str(tmp_path / "run"))
-    parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
     try:
         deadline = time.monotonic() + 60
         while len(_beating_pids(beat)) < 2 and time.monotonic() < deadline and parent.poll() is None:
@@ -287,31 +320,40 @@ def test_a_streak_of_errored_units_stops_the_run_in_one_line(tmp_path):
     failing = ["ep-001", *(f"ep-{i:03d}" for i in range(3, 12))]
     bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), episodes=12, raise_on=failing))
     with pytest.raises(ErrorStreakStop) as info:
-        run_benchmark(bench, tmp_path / "s", executor=InProcessExecutor(), progress=False, max_consecutive_errors=3)
+        run_benchmark(
+            bench, tmp_path / "s", executor=InProcessExecutor(), progress=False, max_consecutive_errors=3
+        )
     message = str(info.value)
     assert "\n" not in message and info.value.exit_status == EXIT_UNITS_ERRORED
-    assert message.startswith("stopped: 3 units in a row ended in an error; last error")  # no policy, no endpoint
+    # no policy, no endpoint
+    assert message.startswith("stopped: 3 units in a row ended in an error; last error")
     assert "last error: ValueError: bad unit ep-005. Fix the cause and continue with --resume" in message
     out = RunDir(tmp_path / "s")
     assert [r["key"] for r in out.merged_records()] == [f"ep-{i:03d}" for i in range(6)]
     assert json.loads(out.summary_json.read_text())["run"]["units_errored"] == 4
     # 0 never stops; --resume (with --retry-errors) continues the same run
-    run_benchmark(bench, out.path, resume=True, executor=InProcessExecutor(), progress=False, max_consecutive_errors=0)
+    run_benchmark(
+        bench, out.path, resume=True, executor=InProcessExecutor(), progress=False, max_consecutive_errors=0
+    )
     assert len(out.merged_records()) == 12
 
 
 def test_a_streak_stops_worker_processes_without_waiting_for_their_units(tmp_path):
-    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), episodes=40,
-                                             raise_on=[f"ep-{i:03d}" for i in range(40)]))
+    bench = CartPoleBenchmark(
+        CartPoleConfig(marker_dir=str(tmp_path), episodes=40, raise_on=[f"ep-{i:03d}" for i in range(40)])
+    )
     began = time.perf_counter()
     with pytest.raises(ErrorStreakStop, match="2 units in a row"):
-        run_benchmark(bench, tmp_path / "p", executor=ProcessExecutor(2), progress=False, max_consecutive_errors=2)
+        run_benchmark(
+            bench, tmp_path / "p", executor=ProcessExecutor(2), progress=False, max_consecutive_errors=2
+        )
     assert len(RunDir(tmp_path / "p").merged_records()) < 40 and time.perf_counter() - began < 30
 
 
 def test_endpoint_named_in_the_stop_line():
     assert describe_endpoint({"model": "m", "api_base": "http://127.0.0.1:8000/v1"}) == (
-        "model 'm' at http://127.0.0.1:8000/v1")
+        "model 'm' at http://127.0.0.1:8000/v1"
+    )
     assert describe_endpoint({"checkpoint": "/ckpt/x"}, "vla") == "checkpoint /ckpt/x"
     streak = ErrorStreak(2, endpoint="model 'm' at http://h/v1")
     streak.add("Traceback (most recent call last):\n  File ...\nBackendUnavailableError: refused\n")
@@ -320,8 +362,11 @@ def test_endpoint_named_in_the_stop_line():
     streak.add("x")
     streak.check()  # the success ended the streak
     streak.add("BackendUnavailableError: " + "y" * 1000)
-    with pytest.raises(ErrorStreakStop, match=r"2 units in a row .* calling model 'm' at http://h/v1; last error: "
-                                              r"BackendUnavailableError: y+\.\.\.\. Fix"):
+    with pytest.raises(
+        ErrorStreakStop,
+        match=r"2 units in a row .* calling model 'm' at http://h/v1; last error: "
+        r"BackendUnavailableError: y+\.\.\.\. Fix",
+    ):
         streak.check()
 
 
@@ -331,8 +376,10 @@ def test_step_progress_reports_at_most_once_per_interval():
     for t in (0.0, 0.5, 1.9, 2.0, 2.5, 3.9, 4.1):  # the reset's observation, then steps 1..6
         now[0] = t
         hook({}, ["subtask 2: open the drawer and take out the pink block", "step"])
-    assert lines == ["chain-0007: step 3, subtask 2: open the drawer and take o...",
-                     "chain-0007: step 6, subtask 2: open the drawer and take o..."]
+    assert lines == [
+        "chain-0007: step 3, subtask 2: open the drawer and take o...",
+        "chain-0007: step 6, subtask 2: open the drawer and take o...",
+    ]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -344,7 +391,9 @@ def test_a_long_unit_reports_its_steps_while_it_runs(tmp_path, workers):
     executor.unit_progress = lines.append
     records = list(executor.run(bench.worker_factory(), bench.units()))
     assert [r["status"] for r in records] == ["ok", "ok"]
-    assert lines and all(re.fullmatch(r"ep-00[01]: step \d+, balance the pole \(ep-00[01]\)", x) for x in lines)
+    assert lines and all(
+        re.fullmatch(r"ep-00[01]: step \d+, balance the pole \(ep-00[01]\)", x) for x in lines
+    )
     assert len(lines) <= 2 * records[0]["timing"]["wall_s"] / 2.0 + 2
 
 

@@ -11,9 +11,15 @@ ray = pytest.importorskip("ray")
 def test_ray_matches_in_process_and_survives_killed_actors(tmp_path):
     from benchmarks.core.ray_executor import RayExecutor
 
-    config = CartPoleConfig(episodes=6, marker_dir=str(tmp_path), crash={"ep-002": "once", "ep-004": "always"})
-    run_benchmark(CartPoleBenchmark(config), tmp_path / "ray", executor=RayExecutor(workers=2, max_retries=1),
-                  progress=False)
+    config = CartPoleConfig(
+        episodes=6, marker_dir=str(tmp_path), crash={"ep-002": "once", "ep-004": "always"}
+    )
+    run_benchmark(
+        CartPoleBenchmark(config),
+        tmp_path / "ray",
+        executor=RayExecutor(workers=2, max_retries=1),
+        progress=False,
+    )
     clean = CartPoleConfig(episodes=6, marker_dir=str(tmp_path / "clean"))
     (tmp_path / "clean").mkdir()
     run_benchmark(CartPoleBenchmark(clean), tmp_path / "local", executor=InProcessExecutor(), progress=False)
@@ -34,8 +40,9 @@ def test_actor_resources_come_from_the_command_line_and_are_checked(tmp_path):
     from policies.config_cli import parse_config
 
     config = parse_config(CalvinConfig, ["--ray", "local", "--ray-num-cpus", "0.5", "--ray-num-gpus", "2"])
-    executor = make_executor(config.workers, ray=config.ray, num_cpus=config.ray_num_cpus,
-                             num_gpus=config.ray_num_gpus)
+    executor = make_executor(
+        config.workers, ray=config.ray, num_cpus=config.ray_num_cpus, num_gpus=config.ray_num_gpus
+    )
     assert (executor.num_cpus, executor.num_gpus) == (0.5, 2.0)
     with pytest.raises(ValueError, match=r"asks for 2 GPU\(s\) \(--ray-num-gpus\) but the cluster has 0"):
         executor._actors_that_fit({"CPU": 8.0})
@@ -43,8 +50,14 @@ def test_actor_resources_come_from_the_command_line_and_are_checked(tmp_path):
 
     # Half-CPU actors: the run still matches the in-process one.
     config = CartPoleConfig(episodes=4, marker_dir=str(tmp_path))
-    run_benchmark(CartPoleBenchmark(config), tmp_path / "ray", ray="local", ray_resources={"num_cpus": 0.5},
-                  progress=False)
+    run_benchmark(
+        CartPoleBenchmark(config),
+        tmp_path / "ray",
+        ray="local",
+        ray_resources={"num_cpus": 0.5},
+        progress=False,
+    )
     run_benchmark(CartPoleBenchmark(config), tmp_path / "local", executor=InProcessExecutor(), progress=False)
-    assert [comparable(r) for r in RunDir(tmp_path / "ray").merged_records()] == \
-        [comparable(r) for r in RunDir(tmp_path / "local").merged_records()]
+    assert [comparable(r) for r in RunDir(tmp_path / "ray").merged_records()] == [
+        comparable(r) for r in RunDir(tmp_path / "local").merged_records()
+    ]

@@ -33,16 +33,21 @@ class _Evals:
 
 def _crafted_annotations(path, payload):
     """A CALVIN-looking ``auto_lang_ann.npy`` whose pickle carries ``payload`` inside the real layout."""
-    ann = {"language": {"ann": ["open the drawer"], "task": ["open_drawer"], "emb": payload},
-           "info": {"episodes": [], "indx": [(0, 11)]}}  # fmt: skip
+    ann = {
+        "language": {"ann": ["open the drawer"], "task": ["open_drawer"], "emb": payload},
+        "info": {"episodes": [], "indx": [(0, 11)]},
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, np.asarray(ann, dtype=object), allow_pickle=True)
 
 
-@pytest.mark.parametrize("make_payload", [
-    lambda marker: _RunsCommand(f"touch {marker}"),
-    lambda marker: _Evals(f"open({str(marker)!r}, 'w').close()"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "make_payload",
+    [
+        lambda marker: _RunsCommand(f"touch {marker}"),
+        lambda marker: _Evals(f"open({str(marker)!r}, 'w').close()"),
+    ],
+)
 def test_crafted_language_file_runs_nothing_and_names_the_file(tmp_path, make_payload):
     marker = tmp_path / "created-by-the-pickle"
     path = tmp_path / "split" / LANG_FILE
@@ -67,10 +72,18 @@ def test_crafted_file_refused_by_the_dataset_too(tmp_path):
 
 def test_benign_dict_of_arrays_and_strings_loads(tmp_path):
     emb = np.random.default_rng(0).normal(size=(3, 1, 384)).astype(np.float32)
-    data = {"language": {"ann": ["a", "b", "c"], "task": ["x", "y", "z"], "emb": emb},
-            "info": {"episodes": [], "indx": [(np.int64(0), 9), (10, 19), (20, 29)]},
-            "extra": {"ids": {1, 2}, "scale": 0.5, "flag": True, "none": None, "raw": b"\x00\x01",
-                      "objects": np.asarray(["s", 1], dtype=object)}}  # fmt: skip
+    data = {
+        "language": {"ann": ["a", "b", "c"], "task": ["x", "y", "z"], "emb": emb},
+        "info": {"episodes": [], "indx": [(np.int64(0), 9), (10, 19), (20, 29)]},
+        "extra": {
+            "ids": {1, 2},
+            "scale": 0.5,
+            "flag": True,
+            "none": None,
+            "raw": b"\x00\x01",
+            "objects": np.asarray(["s", 1], dtype=object),
+        },
+    }
     path = tmp_path / "ann.npy"
     np.save(path, np.asarray(data, dtype=object), allow_pickle=True)
     loaded = load_pickled_npy(path)

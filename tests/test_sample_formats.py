@@ -50,12 +50,16 @@ def test_oracle_scores_every_generated_item(sets, tmp_path, fmt):
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_unusable_and_guessing_models_score_low(sets, tmp_path, fmt):
     bench = FORMATS[fmt].bench
-    mute = run(RunConfig(bench=bench, data=sets[fmt], output=tmp_path, model="mute", plot=False),
-               backend=ScriptedBackend(lambda prompt: "I cannot tell from this picture."))  # fmt: skip
+    mute = run(
+        RunConfig(bench=bench, data=sets[fmt], output=tmp_path, model="mute", plot=False),
+        backend=ScriptedBackend(lambda prompt: "I cannot tell from this picture."),
+    )
     assert mute.summary["counts"]["parse_failures"] == mute.summary["counts"]["items"]
     assert all(r["score"] == 0.0 for r in mute.records)
-    guess = run(RunConfig(bench=bench, data=sets[fmt], output=tmp_path, model="guess", plot=False),
-                backend=ScriptedBackend(lambda prompt: "A"))  # fmt: skip
+    guess = run(
+        RunConfig(bench=bench, data=sets[fmt], output=tmp_path, model="guess", plot=False),
+        backend=ScriptedBackend(lambda prompt: "A"),
+    )
     assert sum(r["score"] for r in guess.records) < 0.75 * len(guess.records)
 
 
@@ -73,7 +77,11 @@ def test_layouts_are_the_benchmarks_own(sets):
     for row in vsi:
         assert (sets["vsibench"].parent / row["dataset"] / row["scene_name"] / "000.png").is_file()
     counting = next(r for r in vsi if r["question_type"] == "object_counting")
-    assert counting["options"] is None and int(counting["ground_truth"]) >= 1 and "Select" not in counting["question"]
+    assert (
+        counting["options"] is None
+        and int(counting["ground_truth"]) >= 1
+        and "Select" not in counting["question"]
+    )
     tree = [json.loads(line) for line in sets["spatialtree"].read_text().splitlines()]
     assert {json.loads(r["extra_info"])["metricfunc"] for r in tree} == {"multichoiceeval", "meanrelativeacc"}
 
@@ -81,14 +89,22 @@ def test_layouts_are_the_benchmarks_own(sets):
 def test_same_seed_same_files(sets, tmp_path):
     again = generate(tmp_path / "again", "space10", len(FORMATS["space10"].kinds))
     files = {p.relative_to(again.parent): p.read_bytes() for p in again.parent.rglob("*") if p.is_file()}
-    assert files == {p.relative_to(sets["space10"].parent): p.read_bytes()
-                     for p in sets["space10"].parent.rglob("*") if p.is_file()}  # fmt: skip
+    assert files == {
+        p.relative_to(sets["space10"].parent): p.read_bytes()
+        for p in sets["space10"].parent.rglob("*")
+        if p.is_file()
+    }
 
 
 def test_format_errors_are_one_line(tmp_path, capsys):
     assert main(["generate", "--format", "gqa", "--out", str(tmp_path / "a")]) == 2
-    assert capsys.readouterr().err.strip() == "error: --format 'gqa': choose one of spatialscore, space10, multihop, spatialtree, vsibench"
-    assert main(["generate", "--format", "multihop", "--kinds", "counting", "--out", str(tmp_path / "b")]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == "error: --format 'gqa': choose one of spatialscore, space10, multihop, spatialtree, vsibench"
+    )
+    assert (
+        main(["generate", "--format", "multihop", "--kinds", "counting", "--out", str(tmp_path / "b")]) == 2
+    )
     assert "unknown ['counting']; choose from closest_object" in capsys.readouterr().err
 
 

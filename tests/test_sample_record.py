@@ -25,9 +25,16 @@ OLD_ERRORED = (
 
 
 def test_the_written_records_and_summary_read_back_through_the_schema(tmp_path: Path) -> None:
-    backend = ScriptedBackend(lambda prompt: "A", fail_on=lambda n, prompt: "Which point corresponds" in prompt)
-    config = RunConfig(bench="spatialscore", data=write_spatialscore(tmp_path / "data"), output=tmp_path / "out",
-                       model="scripted-fake", batch_size=1)
+    backend = ScriptedBackend(
+        lambda prompt: "A", fail_on=lambda n, prompt: "Which point corresponds" in prompt
+    )
+    config = RunConfig(
+        bench="spatialscore",
+        data=write_spatialscore(tmp_path / "data"),
+        output=tmp_path / "out",
+        model="scripted-fake",
+        batch_size=1,
+    )
     result = run(config, backend=backend)
     lines = (result.out_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines()
     records = [read_sample(json.loads(line)) for line in lines]
@@ -35,10 +42,15 @@ def test_the_written_records_and_summary_read_back_through_the_schema(tmp_path: 
     assert all(list(record)[: len(SAMPLE_FIELDS)] == list(SAMPLE_FIELDS) for record in result.records)
     errored = records[1]
     assert errored["error"] == "ConnectionError: scripted failure" and errored["score"] is None
-    assert json.dumps(errored, sort_keys=True, ensure_ascii=False) == OLD_ERRORED  # the file as before the schema
+    # the file as before the schema
+    assert json.dumps(errored, sort_keys=True, ensure_ascii=False) == OLD_ERRORED
     summary = read_summary(json.loads((result.out_dir / "summary.json").read_text(encoding="utf-8")))
-    assert summary == result.summary and [k for k in result.summary if k in SUMMARY_FIELDS] == list(SUMMARY_FIELDS)
-    assert summary["status"].startswith("incomplete: 1 of 4 items errored") and summary["counts"]["errors"] == 1
+    assert summary == result.summary and [k for k in result.summary if k in SUMMARY_FIELDS] == list(
+        SUMMARY_FIELDS
+    )
+    assert (
+        summary["status"].startswith("incomplete: 1 of 4 items errored") and summary["counts"]["errors"] == 1
+    )
 
 
 def test_an_old_record_reads_unchanged_and_a_non_record_is_refused() -> None:
@@ -47,5 +59,16 @@ def test_an_old_record_reads_unchanged_and_a_non_record_is_refused() -> None:
     with pytest.raises(ValueError, match=r"not a static sample record: no score, correct, parse, scorer"):
         read_sample({k: v for k, v in old.items() if k not in ("score", "correct", "parse", "scorer")})
     with pytest.raises(ValueError, match=r"not a static summary: no status"):
-        read_summary({"headline": {}, "counts": {}, "judge": None, "tables": {}, "chart": None, "notes": [],
-                      "benchmark": "x", "mode": "project", "reference": {}})
+        read_summary(
+            {
+                "headline": {},
+                "counts": {},
+                "judge": None,
+                "tables": {},
+                "chart": None,
+                "notes": [],
+                "benchmark": "x",
+                "mode": "project",
+                "reference": {},
+            }
+        )

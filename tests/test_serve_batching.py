@@ -41,10 +41,22 @@ def local(model_path):
 
 def conversations(n, seed=0):
     rng = np.random.default_rng(seed)
-    return [[{"role": "system", "content": "You are a robot."},
-             {"role": "user", "content": [{"type": "image", "image": rng.integers(0, 256, (28 + 14 * (i % 3), 56, 3), dtype=np.uint8)},
-                                          {"type": "text", "text": "move to the red block " * (1 + i)}]}]
-            for i in range(n)]  # fmt: skip
+    return [
+        [
+            {"role": "system", "content": "You are a robot."},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "image",
+                        "image": rng.integers(0, 256, (28 + 14 * (i % 3), 56, 3), dtype=np.uint8),
+                    },
+                    {"type": "text", "text": "move to the red block " * (1 + i)},
+                ],
+            },
+        ]
+        for i in range(n)
+    ]
 
 
 def client(server, name=None, **options):
@@ -53,8 +65,12 @@ def client(server, name=None, **options):
 
 def post(server, body, path="/v1/chat/completions"):
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    request = urllib.request.Request(server.url.removesuffix("/v1") + path, data=data, method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        server.url.removesuffix("/v1") + path,
+        data=data,
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
@@ -74,9 +90,11 @@ def test_concurrent_requests_are_batched_and_equal_unbatched_generation(server, 
     http = client(server, max_new_tokens=10, max_concurrency=len(convs))
     short = client(server, max_new_tokens=4)
     results = {}
-    threads = [threading.Thread(target=lambda: results.__setitem__("batch", http.generate_batch(convs))),
-               threading.Thread(target=lambda: results.__setitem__("text", http.generate(text_only))),
-               threading.Thread(target=lambda: results.__setitem__("short", short.generate(convs[0])))]
+    threads = [
+        threading.Thread(target=lambda: results.__setitem__("batch", http.generate_batch(convs))),
+        threading.Thread(target=lambda: results.__setitem__("text", http.generate(text_only))),
+        threading.Thread(target=lambda: results.__setitem__("short", short.generate(convs[0]))),
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -91,7 +109,8 @@ def test_concurrent_requests_are_batched_and_equal_unbatched_generation(server, 
     sizes = {int(k): v - before["batch_sizes"].get(k, 0) for k, v in stats["batch_sizes"].items()}
     assert stats["requests"] - before["requests"] == len(convs) + 2
     assert sum(size * n for size, n in sizes.items()) == len(convs) + 2
-    assert max(s for s, n in sizes.items() if n) > 1 and max(sizes) <= MAX_BATCH  # batched, never beyond the cap
+    # batched, never beyond the cap
+    assert max(s for s, n in sizes.items() if n) > 1 and max(sizes) <= MAX_BATCH
 
 
 class _decoding:
@@ -107,11 +126,22 @@ class _decoding:
 
 
 def test_usage_models_and_health(server):
-    status, body = post(server, {"model": server.model_name, "max_tokens": 3, "response_format": {"type": "text"},
-                                 "messages": [{"role": "user", "content": "hello"}]})  # plain text: accepted
+    # plain text: accepted
+    status, body = post(
+        server,
+        {
+            "model": server.model_name,
+            "max_tokens": 3,
+            "response_format": {"type": "text"},
+            "messages": [{"role": "user", "content": "hello"}],
+        },
+    )
     assert status == 200 and body["object"] == "chat.completion" and body["model"] == server.model_name
     usage = body["usage"]
-    assert usage["completion_tokens"] <= 3 and usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    assert (
+        usage["completion_tokens"] <= 3
+        and usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    )
     assert body["choices"][0]["message"]["role"] == "assistant"
     assert body["choices"][0]["finish_reason"] == ("length" if usage["completion_tokens"] == 3 else "stop")
     assert [m["id"] for m in get(server, "/v1/models")["data"]] == [server.model_name]
@@ -121,23 +151,53 @@ def test_usage_models_and_health(server):
 BAD_IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,bm90IGFuIGltYWdl"}}
 
 
-@pytest.mark.parametrize(("body", "status", "match"), [
-    (b"{not json", 400, "not valid JSON"),
-    (b"[1, 2]", 400, "must be a JSON object"),
-    ({"model": "M"}, 400, "'messages' is required"),
-    ({"model": "M", "messages": []}, 400, "non-empty list"),
-    ({"model": "M", "messages": [{"role": "robot", "content": "hi"}]}, 400, "role must be one of"),
-    ({"model": "M", "messages": [{"role": "user", "content": [BAD_IMAGE]}]}, 400, "does not hold a readable"),
-    ({"model": "M", "messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}]}, 400, "fetches nothing"),
-    ({"model": "M", "messages": [{"role": "user", "content": [{"type": "audio"}]}]}, 400, "parts must be"),
-    ({"model": "M", "stream": True, "messages": [{"role": "user", "content": "hi"}]}, 400, "stream"),
-    ({"model": "M", "n": 2, "messages": [{"role": "user", "content": "hi"}]}, 400, "'n' must be 1"),
-    ({"model": "M", "stop": ["\n"], "messages": [{"role": "user", "content": "hi"}]}, 400, "'stop' is not supported"),
-    ({"model": "M", "max_tokens": 0, "messages": [{"role": "user", "content": "hi"}]}, 400, "at least 1"),
-    ({"model": "M", "temperature": "hot", "messages": [{"role": "user", "content": "hi"}]}, 400, "must be a float"),
-    ({"model": "other", "messages": [{"role": "user", "content": "hi"}]}, 404, "is not served here"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "status", "match"),
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b"[1, 2]", 400, "must be a JSON object"),
+        ({"model": "M"}, 400, "'messages' is required"),
+        ({"model": "M", "messages": []}, 400, "non-empty list"),
+        ({"model": "M", "messages": [{"role": "robot", "content": "hi"}]}, 400, "role must be one of"),
+        (
+            {"model": "M", "messages": [{"role": "user", "content": [BAD_IMAGE]}]},
+            400,
+            "does not hold a readable",
+        ),
+        (
+            {
+                "model": "M",
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}],
+                    }
+                ],
+            },
+            400,
+            "fetches nothing",
+        ),
+        (
+            {"model": "M", "messages": [{"role": "user", "content": [{"type": "audio"}]}]},
+            400,
+            "parts must be",
+        ),
+        ({"model": "M", "stream": True, "messages": [{"role": "user", "content": "hi"}]}, 400, "stream"),
+        ({"model": "M", "n": 2, "messages": [{"role": "user", "content": "hi"}]}, 400, "'n' must be 1"),
+        (
+            {"model": "M", "stop": ["\n"], "messages": [{"role": "user", "content": "hi"}]},
+            400,
+            "'stop' is not supported",
+        ),
+        ({"model": "M", "max_tokens": 0, "messages": [{"role": "user", "content": "hi"}]}, 400, "at least 1"),
+        (
+            {"model": "M", "temperature": "hot", "messages": [{"role": "user", "content": "hi"}]},
+            400,
+            "must be a float",
+        ),
+        ({"model": "other", "messages": [{"role": "user", "content": "hi"}]}, 404, "is not served here"),
+    ],
+)
 def test_malformed_requests_get_a_status_and_a_message(server, body, status, match):
     if isinstance(body, dict) and body.get("model") == "M":
         body = {**body, "model": server.model_name}
@@ -156,15 +216,28 @@ def test_unknown_routes_and_wrong_model_through_the_http_backend(server):
 
 def test_batches_group_by_decoding_settings_and_input_kind():
     image = np.zeros((28, 28, 3), np.uint8)
-    with_image = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "a"}]}]
+    with_image = [
+        {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "a"}]}
+    ]
     text = [{"role": "user", "content": "a"}]
     greedy, greedy_seed = GenerationConfig(max_new_tokens=8), GenerationConfig(max_new_tokens=8, seed=0)
     sampled = GenerationConfig(max_new_tokens=8, temperature=0.7)
-    batch = [_Pending(ChatRequest(m, c)) for m, c in
-             [(with_image, greedy), (text, greedy), (with_image, greedy_seed), (with_image, GenerationConfig(4)),
-              (with_image, sampled), (with_image, sampled), (text, greedy)]]
+    batch = [
+        _Pending(ChatRequest(m, c))
+        for m, c in [
+            (with_image, greedy),
+            (text, greedy),
+            (with_image, greedy_seed),
+            (with_image, GenerationConfig(4)),
+            (with_image, sampled),
+            (with_image, sampled),
+            (text, greedy),
+        ]
+    ]
     assert _groups(batch) == [[0, 2], [1, 6], [3], [4], [5]]
-    lengths = [_Pending(ChatRequest(text, greedy), prompt_tokens=n) for n in (10, 255, 256, 300, 1000, 1100, 5000)]
+    lengths = [
+        _Pending(ChatRequest(text, greedy), prompt_tokens=n) for n in (10, 255, 256, 300, 1000, 1100, 5000)
+    ]
     assert _groups(lengths) == [[0, 1, 2], [3], [4, 5], [6]]  # short ones together, long ones within 4x
 
 
@@ -200,11 +273,31 @@ def test_a_failing_conversation_does_not_fail_its_batch_and_a_full_queue_refuses
 
 
 def test_cli_config_maps_to_server_options():
-    config = parse_config(ServeConfig, ["--model", "/ckpt/q", "--max-batch", "16", "--max-wait-ms", "5",
-                                        "--served-model-name", "qwen", "--dtype", "bfloat16", "--max-new-tokens", "64"])
+    config = parse_config(
+        ServeConfig,
+        [
+            "--model",
+            "/ckpt/q",
+            "--max-batch",
+            "16",
+            "--max-wait-ms",
+            "5",
+            "--served-model-name",
+            "qwen",
+            "--dtype",
+            "bfloat16",
+            "--max-new-tokens",
+            "64",
+        ],
+    )
     options = server_options(config)
     assert (config.host, config.port, config.device) == ("127.0.0.1", 8000, "auto")  # loopback by default
-    assert (options["model_name"], options["max_batch"], options["max_wait_ms"], options["dtype"]) == ("qwen", 16, 5.0, "bfloat16")
+    assert (options["model_name"], options["max_batch"], options["max_wait_ms"], options["dtype"]) == (
+        "qwen",
+        16,
+        5.0,
+        "bfloat16",
+    )
     assert options["defaults"].max_new_tokens == 64 and options["defaults"].temperature == 0.0
 
 
@@ -213,15 +306,41 @@ def test_navigation_benchmark_workers_use_the_server_and_match_the_local_model(t
     (Requests from several worker processes at once: ``tests/test_serve_ray.py``.)"""
     from benchmarks.embodied import main
 
-    common = ["nav", "--no-progress", "--image-size", "64", "--episodes", "2", "--subset", "base", "--policy", "mllm",
-              "--model", model_path, "--max-new-tokens", "6", "--no-cache", "--env-kwargs", '{"max_steps": 3}']
+    common = [
+        "nav",
+        "--no-progress",
+        "--image-size",
+        "64",
+        "--episodes",
+        "2",
+        "--subset",
+        "base",
+        "--policy",
+        "mllm",
+        "--model",
+        model_path,
+        "--max-new-tokens",
+        "6",
+        "--no-cache",
+        "--env-kwargs",
+        '{"max_steps": 3}',
+    ]
     main([*common, "--output", str(tmp_path / "served"), "--api-base", server.url])
     main([*common, "--output", str(tmp_path / "local")])
     label = "mllm-" + model_path.rstrip("/").split("/")[-1]
-    served, local = (RunDir(tmp_path / where / "embodied-nav" / label).merged_records() for where in ("served", "local"))
+    served, local = (
+        RunDir(tmp_path / where / "embodied-nav" / label).merged_records() for where in ("served", "local")
+    )
     keep = ("model_calls", "parse_errors", "prompt_tokens", "completion_tokens", "fallbacks")
-    strip = lambda r: {"key": r["key"], "status": r["status"], "steps": r["result"]["steps"],  # noqa: E731
-                       **{k: r["result"]["policy_stats"][k] for k in keep}}
+
+    def strip(r: dict) -> dict:
+        return {
+            "key": r["key"],
+            "status": r["status"],
+            "steps": r["result"]["steps"],
+            **{k: r["result"]["policy_stats"][k] for k in keep},
+        }
+
     assert [strip(r) for r in served] == [strip(r) for r in local]
     assert all(r["result"]["policy_stats"]["model_calls"] == 3 for r in served)
 
@@ -239,23 +358,42 @@ def test_prompt_tokens_are_counted_before_the_model_as_the_model_counts_them(loc
 
 
 def test_a_long_generation_stops_at_its_deadline_and_a_short_request_is_still_answered(local):
-    with ModelServer(local, model_name="m", port=0, max_wait_ms=0, request_deadline_s=0.6, max_prompt_tokens=60) as s:
+    with ModelServer(
+        local, model_name="m", port=0, max_wait_ms=0, request_deadline_s=0.6, max_prompt_tokens=60
+    ) as s:
         results = {}
-        long = threading.Thread(target=lambda: results.__setitem__("long", post(s, {  # greedy: 3000+ tokens, no end
-            "model": "m", "max_tokens": 30000, "messages": [{"role": "user", "content": "robot"}]})))
+        long = threading.Thread(
+            target=lambda: results.__setitem__(
+                "long",
+                post(
+                    s,
+                    {  # greedy: 3000+ tokens, no end
+                        "model": "m",
+                        "max_tokens": 30000,
+                        "messages": [{"role": "user", "content": "robot"}],
+                    },
+                ),
+            )
+        )
         long.start()
         time.sleep(0.2)
         began = time.monotonic()
-        results["short"] = post(s, {"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]})
+        results["short"] = post(
+            s, {"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}
+        )
         short_s = time.monotonic() - began
         long.join(30)
-        over = post(s, {"model": "m", "messages": [{"role": "user", "content": "move to the red block " * 20}]})
+        over = post(
+            s, {"model": "m", "messages": [{"role": "user", "content": "move to the red block " * 20}]}
+        )
         stats = s.stats()
     status, body = results["long"]
     assert status == 504 and "reached its deadline after" in body["error"]["message"]
     assert "--request-deadline-s" in body["error"]["message"]
     assert results["short"][0] == 200 and short_s < 3  # behind the long one for at most its deadline
-    assert over[0] == 400 and "this server accepts prompts of at most 60 tokens" in over[1]["error"]["message"]
+    assert (
+        over[0] == 400 and "this server accepts prompts of at most 60 tokens" in over[1]["error"]["message"]
+    )
     assert stats["expired"] == 1 and stats["requests"] == 2  # the over-long prompt never reached the model
 
 
@@ -263,6 +401,16 @@ def test_a_prompt_limit_beyond_the_context_is_bad_input(model_path, capsys):
     from policies.config_cli import run_cli
     from policies.serve.__main__ import main
 
-    assert run_cli(main, ["--model", model_path, "--device", "cpu", "--port", "0", "--max-prompt-tokens", "40000"]) == 2
-    assert capsys.readouterr().err.strip().endswith(
-        "--max-prompt-tokens 40000 is more than the model's context of 32768 tokens; pass at most 32768")
+    assert (
+        run_cli(
+            main, ["--model", model_path, "--device", "cpu", "--port", "0", "--max-prompt-tokens", "40000"]
+        )
+        == 2
+    )
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "--max-prompt-tokens 40000 is more than the model's context of 32768 tokens; pass at most 32768"
+        )
+    )

@@ -33,7 +33,9 @@ def _serve(**options):
 
 @pytest.fixture(scope="module")
 def server():
-    s = _serve(max_body_mb=0.25, max_images=2, max_image_pixels=64 * 64, read_timeout_s=0.6, max_connections=4)
+    s = _serve(
+        max_body_mb=0.25, max_images=2, max_image_pixels=64 * 64, read_timeout_s=0.6, max_connections=4
+    )
     yield s
     s.stop()
 
@@ -49,22 +51,34 @@ def png_url(array=None, raw=None):
 def png_header_only(width, height):
     """A PNG whose header claims ``width x height`` (RGB) over a few bytes of pixel data: decoding it
     would need width * height * 3 bytes; the header is all that may be read."""
+
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )
 
 
 def request(images=(), text="hi", model="m"):
-    parts = [{"type": "image_url", "image_url": {"url": u}} for u in images] + [{"type": "text", "text": text}]
+    parts = [{"type": "image_url", "image_url": {"url": u}} for u in images] + [
+        {"type": "text", "text": text}
+    ]
     return {"model": model, "messages": [{"role": "user", "content": parts}]}
 
 
 def post(server, body, headers=None):
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    req = urllib.request.Request(server.url + "/chat/completions", data=data, method="POST",
-                                 headers={"Content-Type": "application/json", **(headers or {})})  # fmt: skip
+    req = urllib.request.Request(
+        server.url + "/chat/completions",
+        data=data,
+        method="POST",
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -78,18 +92,33 @@ def test_a_request_within_the_limits_is_answered(server):
     assert status == 200 and body["choices"][0]["message"]["content"] == "1 ok"
 
 
-@pytest.mark.parametrize(("make_body", "status", "match"), [
-    (lambda: request(text="x" * 300_000), 413, "accepts at most 262144"),
-    (lambda: request([png_url(np.zeros((8, 8, 3), np.uint8))] * 3), 400, "holds 3 images; this server accepts at most 2"),
-    (lambda: request([png_url(np.zeros((65, 64, 3), np.uint8))]), 400, "64x65 = 4160 pixels; this server accepts at most 4096"),
-    (lambda: request([png_url(raw=png_header_only(5000, 5000))]), 400, "5000x5000 = 25000000 pixels"),
-    (lambda: request([png_url(raw=png_header_only(60000, 60000))]), 400, "larger than this server accepts"),
-    (lambda: request([png_url(raw=b"GIF89a" + b"\0" * 20)]), 400, "does not hold a readable"),
-    (lambda: b"[" * 100_000 + b"]" * 100_000, 400, "too deeply"),
-    (lambda: ('{"model": "m", "messages": ' + "[" * 900 + "]" * 900 + "}").encode(), 400, "too deeply"),
-    (lambda: b'{"model": "m", "max_tokens": ' + b"9" * 5000 + b"}", 400, "not valid JSON"),
-    (lambda: b"\xff\xfe{}", 400, "not valid JSON"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("make_body", "status", "match"),
+    [
+        (lambda: request(text="x" * 300_000), 413, "accepts at most 262144"),
+        (
+            lambda: request([png_url(np.zeros((8, 8, 3), np.uint8))] * 3),
+            400,
+            "holds 3 images; this server accepts at most 2",
+        ),
+        (
+            lambda: request([png_url(np.zeros((65, 64, 3), np.uint8))]),
+            400,
+            "64x65 = 4160 pixels; this server accepts at most 4096",
+        ),
+        (lambda: request([png_url(raw=png_header_only(5000, 5000))]), 400, "5000x5000 = 25000000 pixels"),
+        (
+            lambda: request([png_url(raw=png_header_only(60000, 60000))]),
+            400,
+            "larger than this server accepts",
+        ),
+        (lambda: request([png_url(raw=b"GIF89a" + b"\0" * 20)]), 400, "does not hold a readable"),
+        (lambda: b"[" * 100_000 + b"]" * 100_000, 400, "too deeply"),
+        (lambda: ('{"model": "m", "messages": ' + "[" * 900 + "]" * 900 + "}").encode(), 400, "too deeply"),
+        (lambda: b'{"model": "m", "max_tokens": ' + b"9" * 5000 + b"}", 400, "not valid JSON"),
+        (lambda: b"\xff\xfe{}", 400, "not valid JSON"),
+    ],
+)
 def test_over_limit_and_malformed_requests_get_4xx_with_a_message(server, make_body, status, match):
     code, answer = post(server, make_body())
     assert (code, answer["error"]["code"]) == (status, status) and match in answer["error"]["message"]
@@ -116,7 +145,9 @@ def test_api_key_is_required_when_set_and_health_stays_open():
 
 def test_api_key_comes_from_the_named_variable(monkeypatch):
     monkeypatch.setenv("SERVE_TEST_KEY", KEY)
-    config = parse_config(ServeConfig, ["--model", "/ckpt/q", "--api-key-env", "SERVE_TEST_KEY", "--max-images", "3"])
+    config = parse_config(
+        ServeConfig, ["--model", "/ckpt/q", "--api-key-env", "SERVE_TEST_KEY", "--max-images", "3"]
+    )
     options = server_options(config)
     assert options["api_key"] == KEY and options["max_images"] == 3 and options["max_connections"] == 32
     monkeypatch.delenv("SERVE_TEST_KEY")
@@ -170,7 +201,8 @@ def test_headers_without_a_body_and_dripping_clients_are_disconnected(server):
     drip = _connect(server, HEADERS[:-4])
     began = time.monotonic()
     with pytest.raises(OSError):
-        for _ in range(60):  # a byte every 0.1 s keeps every read under the timeout; the deadline still ends it
+        # a byte every 0.1 s keeps every read under the timeout; the deadline still ends it
+        for _ in range(60):
             drip.sendall(b" ")
             time.sleep(0.1)
     assert time.monotonic() - began < 3
@@ -239,7 +271,11 @@ def test_an_over_long_prompt_is_refused_before_the_tokenizer_and_the_model():
         assert status == 400 and "101 messages, so more than 100 prompt tokens" in body["error"]["message"]
         assert backend.counted == []
         status, body = post(s, chat("word " * 150))  # within the character bound: counted, then refused
-        assert status == 400 and "the prompt has 150 tokens; this server accepts prompts of at most 100" in body["error"]["message"]
+        assert (
+            status == 400
+            and "the prompt has 150 tokens; this server accepts prompts of at most 100"
+            in body["error"]["message"]
+        )
         assert len(backend.counted) == 1 and backend.calls == []
         assert post(s, chat("word " * 100))[0] == 200 and len(backend.calls) == 1
         assert s.stats()["max_prompt_tokens"] == 100
@@ -250,19 +286,28 @@ def test_prompt_and_completion_must_fit_the_context_and_the_default_limit_follow
     with ModelServer(backend, model_name="m", port=0, max_wait_ms=0) as s:
         assert s.prompt_limit.max_tokens == 200  # the model's context (under 32768)
         status, body = post(s, chat("word " * 20, max_tokens=190))
-        assert status == 400 and "210 is more than the model's context of 200 tokens" in body["error"]["message"]
+        assert (
+            status == 400 and "210 is more than the model's context of 200 tokens" in body["error"]["message"]
+        )
         assert post(s, chat("word " * 20, max_tokens=180))[0] == 200
     with pytest.raises(ValueError, match="--max-prompt-tokens 300 is more than the model's context of 200"):
         ModelServer(backend, port=0, max_prompt_tokens=300)
     assert ModelServer(ScriptedBackend(["x"]), port=0).prompt_limit.max_tokens == 32768  # no context known
-    config = parse_config(ServeConfig, ["--model", "/ckpt/q", "--max-prompt-tokens", "4096", "--request-deadline-s", "30"])
-    assert (server_options(config)["max_prompt_tokens"], server_options(config)["request_deadline_s"]) == (4096, 30.0)
+    config = parse_config(
+        ServeConfig, ["--model", "/ckpt/q", "--max-prompt-tokens", "4096", "--request-deadline-s", "30"]
+    )
+    assert (server_options(config)["max_prompt_tokens"], server_options(config)["request_deadline_s"]) == (
+        4096,
+        30.0,
+    )
 
 
 def test_a_request_past_its_deadline_gets_504_and_one_still_queued_503(monkeypatch):
     monkeypatch.setattr("policies.serve.server.DEADLINE_GRACE_S", 0.2)  # how long the model may take to stop
     backend = CountingBackend(delay_s=0.9)  # no supports_deadlines: the server stops waiting for it
-    with ModelServer(backend, model_name="m", port=0, max_wait_ms=0, max_batch=1, request_deadline_s=0.4) as s:
+    with ModelServer(
+        backend, model_name="m", port=0, max_wait_ms=0, max_batch=1, request_deadline_s=0.4
+    ) as s:
         results = {}
         first = threading.Thread(target=lambda: results.__setitem__("running", post(s, chat("a"))))
         first.start()
@@ -321,7 +366,9 @@ def test_stalled_connections_cannot_lock_out_health_and_small_requests():
     """The issue's case: 32 stalled connections (the default cap) held every slot until their 30 s read
     timeout. Now a new client takes the slot of the longest-stalled one at once."""
     with _serve() as s:  # the defaults: max_connections 32, read_timeout_s 30
-        stalled = [_connect(s, HEADERS[:30]) for _ in range(32)] + [_connect(s, HEADERS + b"{") for _ in range(8)]
+        stalled = [_connect(s, HEADERS[:30]) for _ in range(32)] + [
+            _connect(s, HEADERS + b"{") for _ in range(8)
+        ]
         time.sleep(1.2)  # past EVICT_AFTER_S: the stalled ones may now be evicted
         began = time.monotonic()
         with urllib.request.urlopen(s.url.removesuffix("/v1") + "/health", timeout=5) as response:

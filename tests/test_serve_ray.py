@@ -23,8 +23,18 @@ class _Client:
 
 def conversations(seed):
     rng = np.random.default_rng(seed)
-    return [[{"role": "user", "content": [{"type": "image", "image": rng.integers(0, 256, (28, 42, 3), dtype=np.uint8)},
-                                          {"type": "text", "text": f"where is object {seed}-{i}?"}]}] for i in range(2)]
+    return [
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "image": rng.integers(0, 256, (28, 42, 3), dtype=np.uint8)},
+                    {"type": "text", "text": f"where is object {seed}-{i}?"},
+                ],
+            }
+        ]
+        for i in range(2)
+    ]
 
 
 def test_ray_server_actor_batches_requests_from_many_actors(tiny_vlm):
@@ -40,13 +50,17 @@ def test_ray_server_actor_batches_requests_from_many_actors(tiny_vlm):
         clients = [ray.remote(num_cpus=0)(_Client).remote() for _ in range(2)]  # start while the model loads
         server = start_ray_server(model, num_gpus=0, num_cpus=0, max_batch=4, max_wait_ms=1000, device="cpu")
         assert server.url.startswith("http://127.0.0.1:")
-        ray.get([c.connect.remote(server.url, model) for c in clients])  # ready before the requests go out together
+        # ready before the requests go out together
+        ray.get([c.connect.remote(server.url, model) for c in clients])
         answers = ray.get([c.ask.remote(conversations(seed)) for seed, c in enumerate(clients)], timeout=120)
         stats = server.stats()
         server.stop()
     finally:
         ray.shutdown()
     local = TransformersBackend(model, config=GenerationConfig(max_new_tokens=8))
-    expected = [[(g.text, g.completion_tokens) for g in map(local.generate, conversations(seed))] for seed in range(2)]
+    expected = [
+        [(g.text, g.completion_tokens) for g in map(local.generate, conversations(seed))] for seed in range(2)
+    ]
     assert answers == expected
-    assert stats["requests"] == 4 and stats["max_batch_size"] > 1  # requests of different actors shared a batch
+    # requests of different actors shared a batch
+    assert stats["requests"] == 4 and stats["max_batch_size"] > 1

@@ -29,7 +29,8 @@ N_PAIRS = 3
 
 
 def test_static_camera_and_tcp_frame_hand_worked():
-    assert static_pixel(np.array(C.STATIC_TARGET)) == pytest.approx((100.0, 100.0))  # the look-at point is the centre
+    # the look-at point is the centre
+    assert static_pixel(np.array(C.STATIC_TARGET)) == pytest.approx((100.0, 100.0))
     neutral = np.array(C.NEUTRAL_ROBOT_OBS)
     T = tcp_pose(neutral)
     assert T[2, 2] == pytest.approx(-1.0, abs=0.01)  # the TCP z axis (approach, "dolly in") points down
@@ -37,14 +38,21 @@ def test_static_camera_and_tcp_frame_hand_worked():
     lifted = T.copy()
     lifted[2, 3] = 1.2  # far above the reachable box
     assert not in_workspace(lifted)
-    assert (gripper_state(neutral), gripper_state(np.r_[neutral[:14], -1.0])) == (0, 1)  # CALVIN 1 open, -1 closed
+    # CALVIN 1 open, -1 closed
+    assert (gripper_state(neutral), gripper_state(np.r_[neutral[:14], -1.0])) == (
+        0,
+        1,
+    )
 
 
 @pytest.fixture(scope="module")
 def manip_sets(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     roots = [tmp_path_factory.mktemp(name) / "manip" for name in ("first", "second")]
     for root in roots:
-        assert main(["generate", "--source", "manip", "--n", str(N_PAIRS), "--seed", "2", "--out", str(root)]) == 0
+        assert (
+            main(["generate", "--source", "manip", "--n", str(N_PAIRS), "--seed", "2", "--out", str(root)])
+            == 0
+        )
     return roots[0], roots[1]
 
 
@@ -68,7 +76,11 @@ def test_plans_are_the_real_tcp_motion_with_gripper_states(manip_sets):
         assert tcp_pose(np.array(sample.metadata["start"]["robot_obs"])) == pytest.approx(poses[0])
         assert tcp_pose(np.array(sample.metadata["end"]["robot_obs"])) == pytest.approx(poses[-1])
         assert sample.plan.steps[-1].gripper == gripper_state(np.array(sample.metadata["end"]["robot_obs"]))
-        low, high = np.array(WORKSPACE[0]) - 0.02, np.array(WORKSPACE[1]) + 0.02  # commanded box + tracking error
+        # commanded box + tracking error
+        low, high = (
+            np.array(WORKSPACE[0]) - 0.02,
+            np.array(WORKSPACE[1]) + 0.02,
+        )
         assert np.all((poses[:, :3, 3] >= low) & (poses[:, :3, 3] <= high))
         assert tcp_in_view(poses[0]) and tcp_in_view(poses[-1])
 
@@ -85,14 +97,28 @@ def test_images_re_render_from_the_recorded_states(manip_sets):
                 assert tcp_pose(obs["robot_obs"]) == pytest.approx(sample.trajectory[index], abs=1e-4)
                 image = dataset.load_image(sample, "start" if which == "start" else "goal")
                 same = np.all(obs["rgb_static"] == image, axis=-1).mean()
-                # a reset places the state from robot_obs/scene_obs and takes one physics step: a handful of edge pixels move
+                # a reset places the state from robot_obs/scene_obs and takes one physics step: a handful of
+                # edge pixels move
                 assert same > 0.999, (sample.id, which, same)
     finally:
         env.close()
 
 
 def test_oracle_scores_one_and_blind_less(manip_sets, tmp_path):
-    assert main(["score", "--dataset", str(manip_sets[0]), "--predictions", "oracle", "--output", str(tmp_path / "o")]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(manip_sets[0]),
+                "--predictions",
+                "oracle",
+                "--output",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["mean_score"] == 1.0 and 0.0 <= summary["baselines"]["blind"] < 1.0
     assert summary["by_kind"]["manip"]["components"]["s_grip"] == 1.0

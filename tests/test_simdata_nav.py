@@ -82,8 +82,14 @@ def test_blocked_translation_is_shortened_to_a_free_whole_count():
     world = World(empty_room(4.0, 4.0, objects=[]))
     # Facing +x at x = 3.6: the wall face is at 3.94 and the disc radius 0.18, so 0.16 m are free.
     c2w = c2w_from_pose(AgentPose(3.6, 2.0, 0.0))
-    step, reached = execute_step(world, c2w, PlanStep([Primitive.DOLLY_IN, Primitive.PAN_LEFT], [10, 1]), SIZES)
-    assert step.actions == [Primitive.DOLLY_IN, Primitive.PAN_LEFT] and step.step_nums == [7, 1]  # 10 -> 7 -> fits
+    step, reached = execute_step(
+        world, c2w, PlanStep([Primitive.DOLLY_IN, Primitive.PAN_LEFT], [10, 1]), SIZES
+    )
+    # 10 -> 7 -> fits
+    assert step.actions == [Primitive.DOLLY_IN, Primitive.PAN_LEFT] and step.step_nums == [
+        7,
+        1,
+    ]
     assert reached[0, 3] == pytest.approx(3.6 + 7 * SIZES.translation)
     assert shrink_translation(PlanStep([Primitive.TRUCK_LEFT], [1])) is None
     # A tilt beyond the +30 deg limit cannot be carried out; a free move is kept as drawn.
@@ -100,7 +106,9 @@ def nav_sets(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The same command run twice (same seed) into two folders."""
     roots = [tmp_path_factory.mktemp(name) / "nav" for name in ("first", "second")]
     for root in roots:
-        assert main(["generate", "--source", "nav", "--n", str(N_PAIRS), "--seed", "7", "--out", str(root)]) == 0
+        assert (
+            main(["generate", "--source", "nav", "--n", str(N_PAIRS), "--seed", "7", "--out", str(root)]) == 0
+        )
     return roots[0], roots[1]
 
 
@@ -118,7 +126,9 @@ def test_plans_match_the_recorded_trajectories(nav_sets):
         poses = sample.trajectory
         assert 1 <= len(sample.plan.steps) <= 6 and len(poses) == len(sample.plan.steps) + 1
         assert sample.plan.step_sizes == SIZES
-        assert np.allclose(plan_to_trajectory(sample.plan, poses[0], SIZES.translation, SIZES.rotation), poses, atol=1e-9)
+        assert np.allclose(
+            plan_to_trajectory(sample.plan, poses[0], SIZES.translation, SIZES.rotation), poses, atol=1e-9
+        )
         derived = trajectory_to_plan(poses, SIZES.translation, SIZES.rotation)
         assert step_count_rows(derived.steps)[0] == step_count_rows(sample.plan.steps)[0]
         commanded = step_count_rows(load_commanded(sample.metadata["commanded_plan"]))[0]
@@ -160,8 +170,13 @@ def test_images_re_render_from_the_recorded_cameras(nav_sets):
                 obs = env.unwrapped.restore(snapshot)
                 assert np.array_equal(obs["rgb"], dataset.load_image(sample, which)), (sample.id, which)
                 views[which] = obs["depth"]
-            overlap = view_overlap(views["goal"], sample.trajectory[-1], views["start"], sample.trajectory[0],
-                                   Intrinsics(camera["width"], camera["height"], camera["fovy_deg"]))
+            overlap = view_overlap(
+                views["goal"],
+                sample.trajectory[-1],
+                views["start"],
+                sample.trajectory[0],
+                Intrinsics(camera["width"], camera["height"], camera["fovy_deg"]),
+            )
             assert overlap >= sample.metadata["min_overlap"] == 0.5
             assert overlap == pytest.approx(sample.metadata["overlap"], abs=1e-4)
     finally:
@@ -169,7 +184,20 @@ def test_images_re_render_from_the_recorded_cameras(nav_sets):
 
 
 def test_oracle_scores_one_and_blind_less(nav_sets, tmp_path, capsys):
-    assert main(["score", "--dataset", str(nav_sets[0]), "--predictions", "oracle", "--output", str(tmp_path / "o")]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(nav_sets[0]),
+                "--predictions",
+                "oracle",
+                "--output",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
     assert f"| oracle | {N_PAIRS} | 1.0000 |" in capsys.readouterr().out
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["mean_score"] == 1.0 and 0.0 <= summary["baselines"]["blind"] < 1.0

@@ -39,24 +39,46 @@ SEED = 3
 
 
 def _ball(entity_id: str, x: float, y: float, yaw: float = 0.0) -> dict[str, Any]:
-    return {"id": entity_id, "category": "ball", "colour": "red", "scale": 1.0, "pos": [x, y, 0.0], "yaw": yaw,
-            "room": 0, "support": "floor"}  # fmt: skip
+    return {
+        "id": entity_id,
+        "category": "ball",
+        "colour": "red",
+        "scale": 1.0,
+        "pos": [x, y, 0.0],
+        "yaw": yaw,
+        "room": 0,
+        "support": "floor",
+    }
 
 
 def test_measurements_hand_worked():
-    mug = {"id": "mug_2", "category": "mug", "colour": "red", "scale": 1.0, "pos": [1.0, 1.0, 0.0], "yaw": 30.0,
-           "room": 0, "support": "floor"}  # fmt: skip
+    mug = {
+        "id": "mug_2",
+        "category": "mug",
+        "colour": "red",
+        "scale": 1.0,
+        "pos": [1.0, 1.0, 0.0],
+        "yaw": 30.0,
+        "room": 0,
+        "support": "floor",
+    }
     world = World(empty_room(objects=[_ball("ball_0", 3.0, 2.0), _ball("ball_1", 2.0, 2.0), mug]))
     # A ball: sphere r 0.12 with two bands of radius 0.1205 -> 24.1 cm every way, centred 0.12 m up.
     assert measure.extents(world, 1) == pytest.approx([0.241] * 3)
     assert measure.centre(world, 1) == pytest.approx([3.0, 2.0, 0.12])
     # Two balls 1 m apart along x: 1 - 2 x 0.1205 between their surfaces.
     assert measure.closest_distance(world, 1, 2) == pytest.approx(0.759)
-    # A mug: body r 0.048 (9.6 cm), handle out to x = 0.082 (13 cm long), lid top at 0.112 m; yaw does not matter.
+    # A mug: body r 0.048 (9.6 cm), handle out to x = 0.082 (13 cm long), lid top at 0.112 m; yaw does not
+    # matter.
     assert measure.extents(world, 3) == pytest.approx([0.13, 0.096, 0.112])
     assert measure.longest_dimension(world, 3) == pytest.approx(0.13)
     assert [plural(n) for n in ("shelf", "teddy bear", "box", "knife", "chair")] == [
-        "shelves", "teddy bears", "boxes", "knives", "chairs"]  # fmt: skip
+        "shelves",
+        "teddy bears",
+        "boxes",
+        "knives",
+        "chairs",
+    ]
 
 
 # ------------------------------------------------------------------------------------- generated sets
@@ -115,14 +137,17 @@ class _EnvViews:
     """Renders the recorded cameras through the navigation env (RGB, depth, entity mask)."""
 
     def __init__(self, camera: dict[str, Any]) -> None:
-        self.env = EBNavigationEnv(width=camera["width"], height=camera["height"], fov=camera["fovy_deg"], depth=True,
-                                   mask=True)  # fmt: skip
+        self.env = EBNavigationEnv(
+            width=camera["width"], height=camera["height"], fov=camera["fovy_deg"], depth=True, mask=True
+        )
         self.intrinsics = Intrinsics(camera["width"], camera["height"], camera["fovy_deg"])
 
     def load(self, truth: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         scene = generate_scene(truth["home_seed"])
         assert scene_key(scene) == truth["scene_key"]
-        _, info = self.env.reset(options={"episode": episode(scene, 0.0, 0.0, 0.0, target=scene["objects"][0]["id"])})
+        _, info = self.env.reset(
+            options={"episode": episode(scene, 0.0, 0.0, 0.0, target=scene["objects"][0]["id"])}
+        )
         return scene, info["mask_labels"]
 
     def render(self, c2w: Sequence[Sequence[float]]) -> dict[str, np.ndarray]:
@@ -168,7 +193,9 @@ def test_depth_answers_match_the_depth_render(rendered):
             assert item["answer"] == f"{truth['truth']['median_depth_m']:.2f}"
             checked += 1
         if truth["kind"] == "relative_depth":
-            depths = [float(np.median(obs["depth"][_pixels(obs, labels, e)])) for e in truth["truth"]["entities"]]
+            depths = [
+                float(np.median(obs["depth"][_pixels(obs, labels, e)])) for e in truth["truth"]["entities"]
+            ]
             assert item["answer"] == ("(A)" if depths[0] < depths[1] else "(B)")
             assert max(depths) >= 1.25 * min(depths)
             checked += 1
@@ -181,7 +208,9 @@ def _noun(scene: dict[str, Any], entity_id: str) -> str:
     return entry.get("category", entry.get("kind", "")).replace("_", " ")
 
 
-def _points(obs: dict[str, np.ndarray], labels: list[str], entity_id: str, intr: Intrinsics, c2w: Any) -> np.ndarray:
+def _points(
+    obs: dict[str, np.ndarray], labels: list[str], entity_id: str, intr: Intrinsics, c2w: Any
+) -> np.ndarray:
     return backproject(obs["depth"], intr, np.asarray(c2w))[_pixels(obs, labels, entity_id)]
 
 
@@ -272,20 +301,31 @@ def _answer_table(qa_set: Path, wrong: bool) -> dict[str, str]:
 
 
 def test_runner_scores_the_answer_key_100_and_wrong_answers_lower(qa_set, tmp_path):
-    right = run(RunConfig(bench="spatialscore", data=qa_set, output=tmp_path, model="answer-key"),
-                backend=_AnswerKeyBackend(_answer_table(qa_set, wrong=False), "answer-key"))  # fmt: skip
+    right = run(
+        RunConfig(bench="spatialscore", data=qa_set, output=tmp_path, model="answer-key"),
+        backend=_AnswerKeyBackend(_answer_table(qa_set, wrong=False), "answer-key"),
+    )
     assert right.summary["headline"]["overall"] == 100.0 and right.summary["counts"]["items"] == N_ITEMS
     assert len(right.summary["tables"]["by_category"]["rows"]) == 5
-    wrong = run(RunConfig(bench="spatialscore", data=qa_set, output=tmp_path, model="wrong"),
-                backend=_AnswerKeyBackend(_answer_table(qa_set, wrong=True), "wrong"))  # fmt: skip
+    wrong = run(
+        RunConfig(bench="spatialscore", data=qa_set, output=tmp_path, model="wrong"),
+        backend=_AnswerKeyBackend(_answer_table(qa_set, wrong=True), "wrong"),
+    )
     # Wrong options and yes/no score 0; 1.5 x the truth is 50 % off: MRA 0.1 (only the 0.50 threshold passes).
     numeric = sum(1 for item in _items(qa_set) if item["question_type"] == "open-ended")
     assert wrong.summary["headline"]["overall"] == pytest.approx(100.0 * 0.1 * numeric / N_ITEMS)
 
 
 def test_tiny_model_runs_end_to_end(qa_set, tmp_path, tiny_vlm):
-    config = RunConfig(bench="spatialscore", data=qa_set, output=tmp_path, model=str(tiny_vlm("qwen2_5_vl")),
-                       limit=len(KINDS), max_new_tokens=8, cache=tmp_path / "responses.sqlite")  # fmt: skip
+    config = RunConfig(
+        bench="spatialscore",
+        data=qa_set,
+        output=tmp_path,
+        model=str(tiny_vlm("qwen2_5_vl")),
+        limit=len(KINDS),
+        max_new_tokens=8,
+        cache=tmp_path / "responses.sqlite",
+    )
     result = run(config)
     counts = result.summary["counts"]
     assert counts["items"] == len(KINDS) and counts["missing_predictions"] == 0

@@ -22,10 +22,22 @@ def dump(records: list[dict]) -> str:
 RECORDS = [
     {"index": 1, "answer": "B", "prediction": ["B"], "category": "eq"},  # single, one character: right
     {"index": 2, "answer": "C", "prediction": ["C. black table"], "category": "eq"},  # single, "X.": right
-    {"index": 3, "answer": "A", "prediction": ["The answer is A"], "category": "eq"},  # single, no "X.": wrong
+    # single, no "X.": wrong
+    {
+        "index": 3,
+        "answer": "A",
+        "prediction": ["The answer is A"],
+        "category": "eq",
+    },
     {"index": 4, "answer": "AC", "prediction": ["A. chair and C. lamp"], "category": "ep"},  # multiple: right
     {"index": 5, "answer": "AC", "prediction": ["A, C"], "category": "ep"},  # letters without dots: wrong
-    {"index": 6, "answer": "A, C", "prediction": ["A. chair, C. lamp"], "category": "ep"},  # key with ", ": never right
+    # key with ", ": never right
+    {
+        "index": 6,
+        "answer": "A, C",
+        "prediction": ["A. chair, C. lamp"],
+        "category": "ep",
+    },
 ]
 
 
@@ -56,10 +68,12 @@ def test_modes_name_the_task_they_reproduce(tmp_path: Path):
     assert SPEC.build_prompt(double_item, "single").text.endswith("not multiple choices.")
     key = "".join(double_item.meta["key"])
     gold = ", ".join(double_item.meta["key"])
-    # The double task's rules miss the list string "['A, C']"; its judge's reply "A, C" is read by the same rule.
+    # The double task's rules miss the list string "['A, C']"; its judge's reply "A, C" is read by the same
+    # rule.
     double = SPEC.mode("space10-double")
     assert double.judge_score(double_item, gold, gold).score == 1.0
-    assert SPEC.mode("space10-single").judge_score(double_item, gold, gold[0]).score == 0.0  # one letter never matches two
+    # one letter never matches two
+    assert SPEC.mode("space10-single").judge_score(double_item, gold, gold[0]).score == 0.0
     # The statistics script: one character or "X." letters.
     script = SPEC.mode("space10-stats")
     dotted = " ".join(f"{k}. {double_item.options[k]}" for k in key)

@@ -41,7 +41,9 @@ def run_task(env, policy, task=TASK, ep_len=360):
 
     ((_, state, tasks),) = task_episodes([task], 1)
     robot_obs, scene_obs = initial_env_state(state)
-    return run_chain(env, policy, robot_obs, scene_obs, list(tasks), [instruction_for(t) for t in tasks], ep_len=ep_len)
+    return run_chain(
+        env, policy, robot_obs, scene_obs, list(tasks), [instruction_for(t) for t in tasks], ep_len=ep_len
+    )
 
 
 def cli(tmp_path, *args):
@@ -90,8 +92,10 @@ def test_bind_keeps_sizes_the_user_set(env):
 
 def test_the_oracle_reads_the_prompts_format(env):
     sizes = StepSizes(0.02, 0.1)
-    messages = [{"role": "system", "content": render_manipulation_prompt(sizes, 4, 7, goal="instruction")},
-                {"role": "user", "content": [{"type": "text", "text": "Instruction: x"}]}]
+    messages = [
+        {"role": "system", "content": render_manipulation_prompt(sizes, 4, 7, goal="instruction")},
+        {"role": "user", "content": [{"type": "text", "text": "Instruction: x"}]},
+    ]
     fmt = read_prompt_format(messages)
     assert (fmt.sizes, fmt.max_steps, fmt.max_step_num) == (sizes, 4, 7)
     with pytest.raises(ValueError, match="without a SpatialTree plan prompt"):
@@ -130,14 +134,29 @@ def test_injected_errors_are_counted_exactly(tmp_path):
     # and the first run that injects both kinds shows prose being executed.
     for seed in range(2, 8):
         out = tmp_path / f"seed-{seed}"
-        summary = cli(out, "--policy", "mllm", "--model", "answer-key", "--cameras", "static",
-                      "--oracle-error-rate", "0.5", "--oracle-error-seed", str(seed))
+        summary = cli(
+            out,
+            "--policy",
+            "mllm",
+            "--model",
+            "answer-key",
+            "--cameras",
+            "static",
+            "--oracle-error-rate",
+            "0.5",
+            "--oracle-error-seed",
+            str(seed),
+        )
         (record,) = RunDir(out / "calvin" / "mllm-answer-key").merged_records()
         subtask = record["result"]["extras"]["subtasks"][0]
         stats = subtask["policy_stats"]
         # every "unusable" injection is one parse error, and nothing else is; the "usable" kind (prose) parses
-        assert stats["parse_errors"] == stats["injected_unusable"] and stats["fallbacks"] == stats["parse_errors"]
-        assert subtask["success"]  # the oracle recovers: a failed answer costs one held step, then it asks again
+        assert (
+            stats["parse_errors"] == stats["injected_unusable"]
+            and stats["fallbacks"] == stats["parse_errors"]
+        )
+        # the oracle recovers: a failed answer costs one held step, then it asks again
+        assert subtask["success"]
         totals = summary.data["model_calls"]
         assert totals["parse_errors"] == totals["injected_unusable"] == stats["injected_unusable"]
         assert "injected errors" in (out / "calvin" / "mllm-answer-key" / "summary.md").read_text()
@@ -148,8 +167,10 @@ def test_injected_errors_are_counted_exactly(tmp_path):
 
 def test_each_error_kind_has_the_effect_it_declares():
     """The corruptions applied to a real oracle answer, through the spatial policy's parser."""
-    answer = ('{"step_1": {"actions": ["W", "→"], "step_nums": [3, 1], "gripper": 0}, '
-              '"step_2": {"actions": ["STOP"], "step_nums": [1], "gripper": 1}}')
+    answer = (
+        '{"step_1": {"actions": ["W", "→"], "step_nums": [3, 1], "gripper": 0}, '
+        '"step_2": {"actions": ["STOP"], "step_nums": [1], "gripper": 1}}'
+    )
     for kind, (corrupt, effect) in ERROR_KINDS.items():
         policy = SpatialPlanPolicy(ScriptedBackend([corrupt(answer, np.random.default_rng(0))]))
         policy.reset(EpisodeContext("x", 0))
@@ -174,9 +195,19 @@ class PlanServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                payload = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": server.answer(body)},
-                     "finish_reason": "stop"}]}).encode()
+                payload = json.dumps(
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": server.answer(body)},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -185,7 +216,9 @@ class PlanServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     def answer(self, body):
@@ -207,8 +240,9 @@ def test_calvin_task_through_an_openai_compatible_server(env):
 
     server = PlanServer(env)
     try:
-        policy = build_policy("mllm", model="stub-planner", api_base=server.url, cache=False, timeout_s=10.0,
-                              max_retries=1)
+        policy = build_policy(
+            "mllm", model="stub-planner", api_base=server.url, cache=False, timeout_s=10.0, max_retries=1
+        )
         policy.bind(env)
         result = run_task(env, policy)
     finally:
@@ -227,4 +261,3 @@ def test_tasks_flag_selects_single_subtask_episodes():
         parse_tasks("open_drawr")
     with pytest.raises(ValueError, match="no evaluation chain starts with it"):
         parse_tasks("place_in_slider")
-

@@ -50,8 +50,10 @@ def test_spatialscore_single_multi_and_video_items(tmp_path: Path) -> None:
     assert mcq.task == "mcq" and mcq.options == {"A": "Left", "B": "Right"} and mcq.meta["key"] == "A"
     assert multi.modality == "multi-image" and len(multi.media) == 2 and multi.meta["key"] == "A"
     assert judgment.task == "judgment" and judgment.meta["key"] == "no"
-    assert video.modality == "video" and len(video.media) == 3 and video.meta["key"] == Quantity(2.0, "m")  # unit from the question
-    assert all(Path(m).is_file() for m in video.media)  # "./dataset/..." paths resolved from the repository root
+    # unit from the question
+    assert video.modality == "video" and len(video.media) == 3 and video.meta["key"] == Quantity(2.0, "m")
+    # "./dataset/..." paths resolved from the repository root
+    assert all(Path(m).is_file() for m in video.media)
     assert mcq.category == "Others" and mcq.tags["source"] == "MMVP"
 
 
@@ -75,13 +77,18 @@ def test_spatialscore_errors_name_the_item_and_the_fix(tmp_path: Path) -> None:
         load("spatialscore", write_spatialscore(tmp_path / "b", rows))
     rows = spatialscore_rows()
     rows[0]["answer"] = "the elderly go left"
-    with pytest.raises(DataError, match=r"item 258: multi-choice answer .* neither an option letter nor an option's text"):
+    with pytest.raises(
+        DataError, match=r"item 258: multi-choice answer .* neither an option letter nor an option's text"
+    ):
         load("spatialscore", write_spatialscore(tmp_path / "c", rows))
     path = write_spatialscore(tmp_path / "d")
     (tmp_path / "d" / "dataset" / "MMIU" / "a_1.jpg").unlink()
-    with pytest.raises(DataError, match=r"item 8740: media file './dataset/MMIU/a_1.jpg' not found .* pass --image-root"):
+    with pytest.raises(
+        DataError, match=r"item 8740: media file './dataset/MMIU/a_1.jpg' not found .* pass --image-root"
+    ):
         load("spatialscore", path)
-    assert len(load("spatialscore", path, check_media=False)) == 4  # scoring saved predictions needs no images
+    # scoring saved predictions needs no images
+    assert len(load("spatialscore", path, check_media=False)) == 4
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "x.json").write_text('{"not": "a list"}')
     with pytest.raises(DataError, match="expected a JSON list of objects"):
@@ -108,7 +115,12 @@ def test_space10_lmms_eval_parquet_folders(tmp_path: Path) -> None:
     assert eq.tags["capabilities"] == ["C1", "C2", "C5", "C7", "C8"]
     assert isinstance(eq.media[0], bytes) and len(eq.media) == 2 and eq.modality == "multi-image"
     assert sa.category == "SA" and sa.options["B"] == "The door is wider than the TV."
-    assert (ep.task, ep.meta["key"], ep.tags["answer_kind"], sorted(ep.options)) == ("multi_answer", ("B", "E"), "multiple", list("ABCDE"))
+    assert (ep.task, ep.meta["key"], ep.tags["answer_kind"], sorted(ep.options)) == (
+        "multi_answer",
+        ("B", "E"),
+        "multiple",
+        list("ABCDE"),
+    )
 
 
 def test_space10_json_with_paths_and_qa_type_from_folder(tmp_path: Path) -> None:
@@ -131,7 +143,9 @@ def test_space10_errors(tmp_path: Path) -> None:
         load("space10", tmp_path / "a")
     rows = [{**space10_rows(False)[0], "answer": "F"}]
     write_parquet(tmp_path / "eq_single" / "t.parquet", rows)
-    with pytest.raises(DataError, match=r"item 0: answer 'F' names option\(s\) \['F'\] the item does not have"):
+    with pytest.raises(
+        DataError, match=r"item 0: answer 'F' names option\(s\) \['F'\] the item does not have"
+    ):
         load("space10", tmp_path / "eq_single")
 
 
@@ -142,7 +156,10 @@ def test_space10_errors(tmp_path: Path) -> None:
 def test_multihop_json_with_images(tmp_path: Path) -> None:
     items = load("multihopspatial", write_multihop(tmp_path))
     first, second = items
-    assert first.options == {"A": "fork", "B": "knife", "C": "coffee cup", "D": "apple"} and first.meta["key"] == "A"
+    assert (
+        first.options == {"A": "fork", "B": "knife", "C": "coffee cup", "D": "apple"}
+        and first.meta["key"] == "A"
+    )
     assert first.meta["image_size"] == (640, 480) and first.meta["gt_xywh"] == [450.39, 274.87, 189.13, 99.46]
     assert (first.category, second.category) == ("1Hop-Ego", "3Hop-Exo")
     assert second.tags == {"hop": 3, "view": "exo"} and second.meta["key"] == "B"
@@ -158,7 +175,12 @@ def test_multihop_size_from_image_and_errors(tmp_path: Path) -> None:
     assert load("multihopspatial", tmp_path / "a" / "t.json")[0].meta["image_size"] == (64, 48)
     (tmp_path / "a" / "images" / rows[0]["image_path"]).unlink()
     with pytest.raises(DataError, match="item 13: no image_resolution and the image cannot be read"):
-        load("multihopspatial", tmp_path / "a" / "t.json", image_root=tmp_path / "a" / "images", check_media=False)
+        load(
+            "multihopspatial",
+            tmp_path / "a" / "t.json",
+            image_root=tmp_path / "a" / "images",
+            check_media=False,
+        )
     bad = multihop_rows()
     bad[1]["bbox"] = [1, 2, 3]
     (tmp_path / "b").mkdir()
@@ -168,8 +190,12 @@ def test_multihop_size_from_image_and_errors(tmp_path: Path) -> None:
 
 
 def test_multihop_reads_the_upstream_excerpt_without_images() -> None:
-    items = load("multihopspatial", Path("/work/shared/data/multihop_results_ckpt800_excerpt.json"), check_media=False)
-    assert len(items) == 30 and {i.category for i in items} == {f"{h}Hop-{v}" for h in (1, 2, 3) for v in ("Ego", "Exo")}
+    items = load(
+        "multihopspatial", Path("/work/shared/data/multihop_results_ckpt800_excerpt.json"), check_media=False
+    )
+    assert len(items) == 30 and {i.category for i in items} == {
+        f"{h}Hop-{v}" for h in (1, 2, 3) for v in ("Ego", "Exo")
+    }
 
 
 def test_multihop_parquet_with_image_bytes(tmp_path: Path) -> None:
@@ -189,15 +215,34 @@ def test_spatialtree_lmms_layout(tmp_path: Path) -> None:
     items = {i.item_id: i for i in load("spatialtree", write_spatialtree(tmp_path))}
     mcq = items["mcq-1"]
     assert (mcq.task, mcq.options, mcq.meta["key"]) == ("mcq", {"A": "chair", "B": "table"}, "A")
-    assert (mcq.tags["level"], mcq.tags["ability"], mcq.tags["sub_ability"], mcq.tags["scorer_type"]) == ("L1", "Relation", "RelativeDirection", "multichoiceeval")
+    assert (mcq.tags["level"], mcq.tags["ability"], mcq.tags["sub_ability"], mcq.tags["scorer_type"]) == (
+        "L1",
+        "Relation",
+        "RelativeDirection",
+        "multichoiceeval",
+    )
     assert items["mra-1"].task == "numeric" and items["mra-1"].meta["key"] == Quantity(2.0, None)
     assert items["grav-1"].meta["key"]["sigma"] == {"roll": 1.0, "pitch": 2.0, "vfov": 5.0}
-    assert items["judge-1"].meta["key"] == "yes" and items["cap-1"].task == "open_text" and items["aff-1"].task == "affordance"
+    assert (
+        items["judge-1"].meta["key"] == "yes"
+        and items["cap-1"].task == "open_text"
+        and items["aff-1"].task == "affordance"
+    )
 
 
 def test_spatialtree_flat_columns(tmp_path: Path) -> None:
-    rows = [{"id": "x1", "question": "Which?", "option": ["A. left", "B. right"], "answer": "B", "level": "L1",
-             "ability": "Relation", "sub_ability": "Relative Direction", "scorer": "multichoiceeval"}]  # fmt: skip
+    rows = [
+        {
+            "id": "x1",
+            "question": "Which?",
+            "option": ["A. left", "B. right"],
+            "answer": "B",
+            "level": "L1",
+            "ability": "Relation",
+            "sub_ability": "Relative Direction",
+            "scorer": "multichoiceeval",
+        }
+    ]
     (tmp_path / "flat.json").write_text(json.dumps(rows))
     item = load("spatialtree", tmp_path / "flat.json")[0]
     assert item.tags["path"] == ["L1", "Relation", "Relative Direction"] and item.category == "L1/Relation"
@@ -211,14 +256,24 @@ def test_spatialtree_errors(tmp_path: Path) -> None:
 
     row = spatialtree_rows()[0]
     with pytest.raises(DataError, match="item mcq-1: scorer 'bleu' is not one of"):
-        load("spatialtree", write([{**row, "extra_info": json.dumps({"metricfunc": "bleu", "spatree0": "L1", "spatree1": "X"})}]), check_media=False)
+        load(
+            "spatialtree",
+            write(
+                [{**row, "extra_info": json.dumps({"metricfunc": "bleu", "spatree0": "L1", "spatree1": "X"})}]
+            ),
+            check_media=False,
+        )
     # A key lmms-eval still scores (never matched) is kept with the problem; the project leaves it unscored.
     no_options = load("spatialtree", write([{**row, "option": []}]), check_media=False)[0]
     assert "item mcq-1: a multichoiceeval item needs an 'option' list" in no_options.meta["key_problem"]
     assert get_benchmark("spatialtree").mode("project").score(no_options, "answer: A").score is None
     gravity = spatialtree_rows()[2]
     # An annotation lmms-eval still scores (0 for the item) is loaded with its problem recorded, not refused.
-    odd = load("spatialtree", write([{**gravity, "hint": json.dumps({"roll_unc": 1.0, "pitch_unc": 1.0})}]), check_media=False)
+    odd = load(
+        "spatialtree",
+        write([{**gravity, "hint": json.dumps({"roll_unc": 1.0, "pitch_unc": 1.0})}]),
+        check_media=False,
+    )
     assert odd[0].meta["key"]["problems"] == ["hint has no numeric 'vfov_unc'"]
     with pytest.raises(DataError, match="item mcq-1: extra_info is not a JSON object"):
         load("spatialtree", write([{**row, "extra_info": "{oops"}]), check_media=False)

@@ -65,7 +65,12 @@ def test_mra_published_definition(pred: float | None, gt: float, expected: float
         (Quantity(40, "cm"), Quantity(0.4, "m"), 1.0),  # 40 cm = 0.4 m
         (Quantity(1, "ft"), Quantity(30, "cm"), 1.0),  # 30.48 cm vs 30: error 0.016
         (Quantity(1, "ft"), Quantity(25, "cm"), 0.6),  # 30.48 vs 25: error 0.219 -> C <= 0.78 -> 6 of 10
-        (Quantity(30, "in"), Quantity(1, "m"), 0.6),  # 76.2 cm vs 100 cm: error 0.238 -> C <= 0.762 -> 6 of 10
+        # 76.2 cm vs 100 cm: error 0.238 -> C <= 0.762 -> 6 of 10
+        (
+            Quantity(30, "in"),
+            Quantity(1, "m"),
+            0.6,
+        ),
         (Quantity(400, "mm"), Quantity(16, "in"), 1.0),  # 40 cm vs 40.64 cm: error 0.016 passes all
         (Quantity(2, "m2"), Quantity(20000, "cm2"), 1.0),  # areas convert with the squared factor
         (Quantity(2.0, None), Quantity(2.0, "m"), 1.0),  # a bare number borrows the ground truth's unit
@@ -122,7 +127,9 @@ def test_gaussian_kernel_orientation_score() -> None:
     with pytest.raises(ValueError, match="sigma"):
         gaussian_kernel_score(1.0, 1.0, 0.0)
     gt, sigma = {"pitch": 1.0, "roll": 0.0, "vfov": 60.0}, {"pitch": 2.0, "roll": 1.0, "vfov": 5.0}
-    assert orientation_score({"pitch": 3.0, "roll": 0.0}, gt, sigma) == pytest.approx((math.exp(-0.5) + 1.0 + 0.0) / 3)
+    assert orientation_score({"pitch": 3.0, "roll": 0.0}, gt, sigma) == pytest.approx(
+        (math.exp(-0.5) + 1.0 + 0.0) / 3
+    )
 
 
 def test_set_match() -> None:
@@ -133,13 +140,20 @@ def test_set_match() -> None:
 def test_capability_scores_paper_toy_example() -> None:
     """SpaCE-10 Sec. E: Q1 -> C1 (80), Q2 -> {C1, C2} (90) gives C1 = 85, C2 = 90; C3 has no question."""
     scores = capability_scores([(80.0, ["C1"]), (90.0, ["C1", "C2"])], ["C1", "C2", "C3"])
-    assert scores == {"C1": {"n": 2, "score": 85.0}, "C2": {"n": 1, "score": 90.0}, "C3": {"n": 0, "score": None}}
+    assert scores == {
+        "C1": {"n": 2, "score": 85.0},
+        "C2": {"n": 1, "score": 90.0},
+        "C3": {"n": 0, "score": None},
+    }
 
 
-TREE = {"name": "root", "children": [
-    {"name": "A", "weight": 0.75, "children": [{"name": "a1", "weight": 1}, {"name": "a2", "weight": 3}]},
-    {"name": "B", "weight": 0.25, "children": [{"name": "b", "weight": 1}]},
-]}  # fmt: skip
+TREE = {
+    "name": "root",
+    "children": [
+        {"name": "A", "weight": 0.75, "children": [{"name": "a1", "weight": 1}, {"name": "a2", "weight": 3}]},
+        {"name": "B", "weight": 0.25, "children": [{"name": "b", "weight": 1}]},
+    ],
+}
 
 
 def test_weight_tree_aggregation_hand_worked() -> None:

@@ -46,7 +46,8 @@ def test_spatialscore_unit_answers_use_the_ratio_test() -> None:
     # 1.2 m vs 1.72 m: ratio 1.43 < 2 counts as fully correct; MRA would give 0.4 (error 0.30)
     assert spatialscore.score_item("open-ended", "VGBench", "about 1.2 meters", "1.72 meters").score == 1.0
     assert mra_with_units(Quantity(1.2, "m"), Quantity(1.72, "m"))[0] == pytest.approx(0.4)
-    assert spatialscore.score_item("open-ended", "VGBench", "90 cm", "1.72 meters").score == 1.0  # ratio 1.91 < 2
+    # ratio 1.91 < 2
+    assert spatialscore.score_item("open-ended", "VGBench", "90 cm", "1.72 meters").score == 1.0
     correct, why = spatialscore.numeric_with_unit_correct("80 cm", "1.72 meters")
     assert not correct and "ratio 2.15" in why
 
@@ -56,7 +57,8 @@ def test_spatialscore_mra_boundary_float_quirk() -> None:
     # 12 for 10: error 0.2, and 1 - 0.8 = 0.19999999999999996 in floating point
     assert mean_relative_accuracy(12, 10) == pytest.approx(0.7)
     assert spatialscore.mean_relative_accuracy(12, 10) == pytest.approx(0.6)
-    assert spatialscore.mean_relative_accuracy(45, 50) == pytest.approx(0.9)  # linspace's 0.8999... lets this one pass
+    # linspace's 0.8999... lets this one pass
+    assert spatialscore.mean_relative_accuracy(45, 50) == pytest.approx(0.9)
 
 
 def test_spatialscore_number_words_in_scan_order() -> None:
@@ -76,7 +78,12 @@ def test_spatialscore_open_truth_without_number_raises_like_the_script() -> None
 # SpaCE-10
 
 EQ = {"A": "1", "B": "2", "C": "3", "D": "4"}
-SA = {"A": "The door is lower.", "B": "The door is wider.", "C": "The lamp is taller.", "D": "The plant is lower."}
+SA = {
+    "A": "The door is lower.",
+    "B": "The door is wider.",
+    "C": "The lamp is taller.",
+    "D": "The plant is lower.",
+}
 
 
 def test_space10_list_string_misses_plain_letters() -> None:
@@ -87,18 +94,31 @@ def test_space10_list_string_misses_plain_letters() -> None:
 
 def test_space10_rules_that_do_fire() -> None:
     assert space10.read_answer("2", EQ, multiple=False) == (("B",), "rule")  # option text "2" inside "['2']"
-    assert space10.read_answer("The answer is B .", SA, multiple=False) == (("B",), "rule")  # a whitespace token
+    # a whitespace token
+    assert space10.read_answer("The answer is B .", SA, multiple=False) == (
+        ("B",),
+        "rule",
+    )
 
 
 def test_space10_judge_path_and_fallbacks() -> None:
     assert space10.read_answer("B", SA, multiple=False, judge_text="B") == (("B",), "judge")
-    assert space10.read_answer("B", SA, multiple=False, judge_text="I think E") == (("E",), "judge")  # "no match"
+    # "no match"
+    assert space10.read_answer("B", SA, multiple=False, judge_text="I think E") == (
+        ("E",),
+        "judge",
+    )
     assert space10.read_answer("B", SA, multiple=False, judge_text="unsure") == (("E",), "fallback")
     assert space10.read_answer("A, C", {**SA, "E": "x"}, multiple=True) == (("F",), "fallback")
-    assert space10.read_answer("A, C", {**SA, "E": "x"}, multiple=True, judge_text="A, C") == (("A", "C"), "judge")
+    assert space10.read_answer("A, C", {**SA, "E": "x"}, multiple=True, judge_text="A, C") == (
+        ("A", "C"),
+        "judge",
+    )
     assert space10.fallback_letter(False) == "E" and space10.fallback_letter(True) == "F"
     prompt = space10.judge_prompt("Which is right", SA, "['B']", multiple=False)
-    assert "A. The door is lower.\nB. The door is wider." in prompt and prompt.endswith("Answer: ['B']\nYour output: ")
+    assert "A. The door is lower.\nB. The door is wider." in prompt and prompt.endswith(
+        "Answer: ['B']\nYour output: "
+    )
 
 
 def test_space10_prompt_format() -> None:
@@ -135,8 +155,11 @@ def test_multihop_repo_summary_matches_excerpt_fields() -> None:
     expected_iou = round(sum(r["iou"] for r in correct) / len(correct), 4)
     expected_hits = round(100 * sum(1 for r in correct if r["iou"] >= 0.5) / len(rows), 2)
     assert multihop.summarize_repo(records) == {
-        "evaluated": 30, "mcq_accuracy": round(100 * len(correct) / 30, 2), "acc_at_50_iou": expected_hits, "avg_iou": expected_iou,
-    }  # fmt: skip
+        "evaluated": 30,
+        "mcq_accuracy": round(100 * len(correct) / 30, 2),
+        "acc_at_50_iou": expected_hits,
+        "avg_iou": expected_iou,
+    }
 
 
 GT = [0, 0, 100, 100]  # xywh on a 1000 x 1000 image: (0, 0, 0.1, 0.1) normalised
@@ -162,13 +185,24 @@ def test_multihop_two_denominators() -> None:
     ]
     repo = [multihop.score_repo(r, "(a) cup", GT, 1000, 1000) for r in responses]
     lmms = [multihop.score_lmms(r, "(a) cup", GT, 1000, 1000) for r in responses]
-    assert multihop.summarize_repo(repo) == {"evaluated": 3, "mcq_accuracy": 66.67, "acc_at_50_iou": 33.33, "avg_iou": 0.7}
-    assert multihop.summarize_lmms(lmms) == {"evaluated": 4, "mcq_accuracy": 50.0, "acc_at_50_iou": 25.0, "avg_iou": 70.0}
+    assert multihop.summarize_repo(repo) == {
+        "evaluated": 3,
+        "mcq_accuracy": 66.67,
+        "acc_at_50_iou": 33.33,
+        "avg_iou": 0.7,
+    }
+    assert multihop.summarize_lmms(lmms) == {
+        "evaluated": 4,
+        "mcq_accuracy": 50.0,
+        "acc_at_50_iou": 25.0,
+        "avg_iou": 70.0,
+    }
 
 
 def test_multihop_invalid_and_malformed_boxes() -> None:
     outside = "Answer: (a) cup\nBounding Box: [0, 0, 1200, 1100]"  # exceeds the image once rescaled
-    assert multihop.score_repo(outside, "(a) cup", GT, 1000, 1000).iou == pytest.approx(0.0076)  # computed anyway
+    # computed anyway
+    assert multihop.score_repo(outside, "(a) cup", GT, 1000, 1000).iou == pytest.approx(0.0076)
     assert multihop.score_lmms(outside, "(a) cup", GT, 1000, 1000).iou is None  # invalid: no IoU
     malformed = "Answer: (a) cup\nBounding Box: [1.2.3, 0, 100, 100]"
     crashed = multihop.score_repo(malformed, "(a) cup", GT, 1000, 1000)
@@ -184,7 +218,10 @@ def test_multihop_invalid_and_malformed_boxes() -> None:
 
 def test_spatialtree_missing_ability_counts_zero_and_names_match_anywhere() -> None:
     tree = load_weight_tree(DEFAULT_WEIGHTS)
-    scored = [({"spatree0": "L1", "spatree1": "Relation"}, 1.0), ({"spatree0": "L1", "spatree1": "Geometry", "spatree2": "Distance"}, 1.0)]
+    scored = [
+        ({"spatree0": "L1", "spatree1": "Relation"}, 1.0),
+        ({"spatree0": "L1", "spatree1": "Geometry", "spatree2": "Distance"}, 1.0),
+    ]
     result = spatialtree.aggregate_by_name(tree, scored)
     levels = {c["name"]: c for c in result["children"]}
     causal = next(c for c in levels["L3"]["children"] if c["name"] == "Caus. Reas.")
@@ -194,7 +231,11 @@ def test_spatialtree_missing_ability_counts_zero_and_names_match_anywhere() -> N
     geometry = next(c for c in levels["L1"]["children"] if c["name"] == "Geometry")
     assert geometry["score"] == pytest.approx(0.65)  # Distance 1.0 * 0.65, Shape and Size 0
     assert tree_path(tree, ["L1", "Relation"]) is None  # the project matches full paths: unmatched
-    assert tree_path(tree, ["L2", "Understanding", "RelationUnderstanding"]) == ("L2", "Underst.", "Relation Understanding")
+    assert tree_path(tree, ["L2", "Understanding", "RelationUnderstanding"]) == (
+        "L2",
+        "Underst.",
+        "Relation Understanding",
+    )
 
 
 def test_spatialtree_random_letter_is_seeded_and_flagged() -> None:
@@ -216,7 +257,13 @@ def test_spatialtree_numeric_and_yes_no_quirks() -> None:
 
 
 def test_spatialtree_gravity_all_or_nothing() -> None:
-    answer, hint = json.dumps({"roll": 2.0, "pitch": -5.0, "vfov": 60.0}), {"roll_unc": 1.0, "pitch_unc": 2.0, "vfov_unc": 5.0}
-    score, _ = spatialtree.gravity_score('```json\n{"roll": 2.0, "pitch": -3.0, "vfov": 60.0}\n```', answer, hint)
+    answer, hint = (
+        json.dumps({"roll": 2.0, "pitch": -5.0, "vfov": 60.0}),
+        {"roll_unc": 1.0, "pitch_unc": 2.0, "vfov_unc": 5.0},
+    )
+    score, _ = spatialtree.gravity_score(
+        '```json\n{"roll": 2.0, "pitch": -3.0, "vfov": 60.0}\n```', answer, hint
+    )
     assert score == pytest.approx((1 + 0.6065306597 + 1) / 3)
-    assert spatialtree.gravity_score('{"roll": 2.0, "pitch": -5.0}', answer, hint)[0] == 0.0  # one missing: all lost
+    # one missing: all lost
+    assert spatialtree.gravity_score('{"roll": 2.0, "pitch": -5.0}', answer, hint)[0] == 0.0

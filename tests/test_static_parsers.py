@@ -17,7 +17,12 @@ from benchmarks.scoring.parsers import (
 )
 from benchmarks.scoring.units import Quantity, read_unit, unit_stated_in_question
 
-OPTIONS = {"A": "glass bottle", "B": "frame of the reed picture", "C": "cat on the cushion", "D": "dark brown armchair"}
+OPTIONS = {
+    "A": "glass bottle",
+    "B": "frame of the reed picture",
+    "C": "cat on the cushion",
+    "D": "dark brown armchair",
+}
 
 
 @pytest.mark.parametrize(
@@ -72,9 +77,16 @@ def test_left_is_option_a_not_e() -> None:
 
 @pytest.mark.parametrize(
     ("text", "letters"),
-    [("A, C", ("A", "C")), ("AC", ("A", "C")), ("['A', 'C']", ("A", "C")), ("['B, E']", ("B", "E")),
-     ("A and C", ("A", "C")), ("Answer: B and E", ("B", "E")), ("(c) and (a)", ("A", "C"))],
-)  # fmt: skip
+    [
+        ("A, C", ("A", "C")),
+        ("AC", ("A", "C")),
+        ("['A', 'C']", ("A", "C")),
+        ("['B, E']", ("B", "E")),
+        ("A and C", ("A", "C")),
+        ("Answer: B and E", ("B", "E")),
+        ("(c) and (a)", ("A", "C")),
+    ],
+)
 def test_option_sets(text: str, letters: tuple[str, ...]) -> None:
     assert parse_option_set(text, "ABCDE").value == letters
 
@@ -87,9 +99,16 @@ def test_option_set_by_texts_and_failure() -> None:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("No, that is not correct.", "no"), ("Yes.", "yes"), ("The answer is no.", "no"), ("true", "yes"),
-     ("That statement is false", "no"), ("It is not true.", "no"), ("There is no stop sign.", "no")],
-)  # fmt: skip
+    [
+        ("No, that is not correct.", "no"),
+        ("Yes.", "yes"),
+        ("The answer is no.", "no"),
+        ("true", "yes"),
+        ("That statement is false", "no"),
+        ("It is not true.", "no"),
+        ("There is no stop sign.", "no"),
+    ],
+)
 def test_yes_no(text: str, value: str) -> None:
     assert parse_yes_no(text).value == value
 
@@ -129,7 +148,12 @@ def test_numbers_with_units(text: str, value: float, unit: str | None, method: s
 @pytest.mark.parametrize(
     ("text", "value", "method"),
     [
-        ("1,000,000, give or take", 1_000_000.0, "number"),  # a comma after a run, not before a digit: punctuation
+        # a comma after a run, not before a digit: punctuation
+        (
+            "1,000,000, give or take",
+            1_000_000.0,
+            "number",
+        ),
         ("About 1,200, I think.", 1200.0, "number"),
         ("1,234.5 m", 1234.5, "number"),  # a decimal part after grouped digits
         ("1,000,5", 5.0, "last_number"),  # a group of one digit: a list of numbers 1, 0, 5
@@ -178,17 +202,29 @@ def test_box_problems_are_reported() -> None:
     assert parse_box("Bounding Box: [1.2.3, 4, 5, 6]").method == "malformed_box"
     assert parse_box("[0, 0, 2000, 3000]").method == "box_scale_unknown"
     inverted = parse_box("[500, 500, 100, 100]")
-    assert not inverted.ok and inverted.method == "invalid_box" and inverted.value == pytest.approx((0.5, 0.5, 0.1, 0.1))
+    assert (
+        not inverted.ok
+        and inverted.method == "invalid_box"
+        and inverted.value == pytest.approx((0.5, 0.5, 0.1, 0.1))
+    )
     assert parse_box("no box here").method == "no_box"
-    assert parse_box("[50, 40, 150, 120]", scale="pixel", image_size=(200, 80)).value == pytest.approx((0.25, 0.5, 0.75, 1.5))
+    assert parse_box("[50, 40, 150, 120]", scale="pixel", image_size=(200, 80)).value == pytest.approx(
+        (0.25, 0.5, 0.75, 1.5)
+    )
 
 
 def test_options_written_in_questions() -> None:
     assert split_lettered_options("moving left or right?\n(a) Left (b) Right") == {"A": "Left", "B": "Right"}
-    assert split_lettered_options("Options: A. back-left, B. front-right, C. front-left") == {"A": "back-left", "B": "front-right", "C": "front-left"}
+    assert split_lettered_options("Options: A. back-left, B. front-right, C. front-left") == {
+        "A": "back-left",
+        "B": "front-right",
+        "C": "front-left",
+    }
     lines = split_lettered_options("Which?\nA: Point A\nB: Point B\n\nWhich point corresponds?")
     assert lines == {"A": "Point A", "B": "Point B"}
-    hop = split_lettered_options("<choice>(a) orange structure with \"Metro\", (b) bicycle, (c) laptop, (d) box</choice> And provide")
+    hop = split_lettered_options(
+        '<choice>(a) orange structure with "Metro", (b) bicycle, (c) laptop, (d) box</choice> And provide'
+    )
     assert hop == {"A": 'orange structure with "Metro"', "B": "bicycle", "C": "laptop", "D": "box"}
 
 
@@ -201,7 +237,10 @@ def test_answer_keys() -> None:
         answer_key_letters("Yes")
 
 
-@given(st.sampled_from("ABCD"), st.sampled_from(["{}", "({})", "{}.", "Answer: {}", "answer: ({})", "The answer is {}."]))
+@given(
+    st.sampled_from("ABCD"),
+    st.sampled_from(["{}", "({})", "{}.", "Answer: {}", "answer: ({})", "The answer is {}."]),
+)
 def test_any_letter_in_any_common_form_is_read(letter: str, form: str) -> None:
     assert parse_option(form.format(letter), "ABCD").value == letter
 

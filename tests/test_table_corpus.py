@@ -14,8 +14,12 @@ pytest.importorskip("datasets")
 from benchmarks.datagen.corpus import CorpusConfig, corpus_rows
 from benchmarks.posttrain.multihop_rewards import msr_total_reward
 
-MANIP = {"families": "manip", "kinds": "manip_depth,manip_localisation,manip_counting,manip_multihop,manip_camera_motion",
-         "manip_families": "pick"}  # one task family: one env to build
+# one task family: one env to build
+MANIP = {
+    "families": "manip",
+    "kinds": "manip_depth,manip_localisation,manip_counting,manip_multihop,manip_camera_motion",
+    "manip_families": "pick",
+}
 
 
 @pytest.fixture(scope="module")
@@ -55,19 +59,26 @@ def _check_row(row: dict) -> None:
         assert row["answer"] == f"{_project(truth, bounds.mean(axis=0))[2]:.2f}"
     elif kind == "localisation":  # the visible pixels' box lies inside the projected bounding box
         bounds = np.asarray(objects[facts["object"]]["bounds_m"])
-        corners = np.array([[bounds[i, 0], bounds[j, 1], bounds[k, 2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)])
+        corners = np.array(
+            [[bounds[i, 0], bounds[j, 1], bounds[k, 2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)]
+        )
         px = np.array([_project(truth, c)[:2] for c in corners]) * 1000 / 224
         x1, y1, x2, y2 = row["bbox_normalized"]
         assert 0 <= x1 < x2 <= 1000 and 0 <= y1 < y2 <= 1000
         assert x1 >= px[:, 0].min() - 5 and x2 <= px[:, 0].max() + 5
         assert y1 >= px[:, 1].min() - 5 and y2 <= px[:, 1].max() + 5
     elif kind == "counting":  # the counted objects are the noun's, and the lettered option says how many
-        assert all(objects[o]["noun"] == facts["noun"] for o in facts["objects"]) and len(facts["objects"]) == facts["count"]
+        assert (
+            all(objects[o]["noun"] == facts["noun"] for o in facts["objects"])
+            and len(facts["objects"]) == facts["count"]
+        )
         question = row["messages"][0]["content"][-1]["text"]
         assert f"{row['answer']} {facts['count']}\n" in question + "\n"
     elif kind == "multihop":
         answer = row["messages"][1]["content"][0]["text"]
-        assert msr_total_reward([answer], response=[row["response"]], bbox_normalized=[row["bbox_normalized"]]) == [3.0]
+        assert msr_total_reward(
+            [answer], response=[row["response"]], bbox_normalized=[row["bbox_normalized"]]
+        ) == [3.0]
         sign = -1 if facts["side"] == "left" else 1
         centre = {k: np.asarray(v["bounds_m"]).mean(axis=0) for k, v in objects.items()}
         u_ref = _project(truth, centre[facts["reference"]])[0]
@@ -112,7 +123,9 @@ def test_manip_corpus_is_disjoint_from_the_episode_sets(manip_rows, tmp_path):
     )
     from envs.manipulation.episodes import make_episode, save_episodes
 
-    scenes = [(r["home_seed"], r["scene_key"], json.loads(r["truth"])["scene"]["episode"]) for r in manip_rows]
+    scenes = [
+        (r["home_seed"], r["scene_key"], json.loads(r["truth"])["scene"]["episode"]) for r in manip_rows
+    ]
     keys = default_test_keys()
     assert len(keys) == 5 * 4 * 12  # every default episode is a distinct layout
     assert check_manip_disjoint(scenes, keys) == len(scenes)
@@ -144,7 +157,9 @@ def test_check_command_covers_the_manip_rows(manip_corpus, manip_rows, tmp_path,
     pretty.write_text('{\n  "n": 3\n}\n')
     assert main(["check", str(manip_corpus), str(pretty)]) == 1
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and f"{pretty} line 1 is not a JSON record" in err and "JSON-lines" in err
+    assert (
+        len(err.splitlines()) == 1 and f"{pretty} line 1 is not a JSON record" in err and "JSON-lines" in err
+    )
 
 
 @pytest.mark.slow
@@ -163,7 +178,8 @@ def test_libero_answers_and_disjointness_from_the_initial_states():
 
     seed, _, state = scenes[0]
     init = load_init_states(load_task(state["suite"], state["task_index"]))[state["init_state_index"]]
-    replayed = {k: init[1 + a : 4 + a].tolist() for k, a in state["qpos_addresses"].items()}  # the test start itself
+    # the test start itself
+    replayed = {k: init[1 + a : 4 + a].tolist() for k, a in state["qpos_addresses"].items()}
     from benchmarks.datagen.libero_corpus import libero_scene_key
 
     clash = {**state, "positions": replayed}
@@ -174,7 +190,21 @@ def test_libero_answers_and_disjointness_from_the_initial_states():
 def test_bad_manip_families_are_refused_in_one_line(tmp_path, capsys):
     from benchmarks.datagen.corpus import main
 
-    assert main(["--out", str(tmp_path / "c"), "--families", "manip", "--kinds", "manip_depth",
-                 "--manip-families", "pick,juggle"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "--out",
+                str(tmp_path / "c"),
+                "--families",
+                "manip",
+                "--kinds",
+                "manip_depth",
+                "--manip-families",
+                "pick,juggle",
+            ]
+        )
+        == 2
+    )
     assert capsys.readouterr().err.strip() == (
-        "error: --manip-families 'pick,juggle': unknown ['juggle']; choose from pick, stack, place, wipe")
+        "error: --manip-families 'pick,juggle': unknown ['juggle']; choose from pick, stack, place, wipe"
+    )

@@ -24,8 +24,9 @@ def test_the_library_type_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "Success: no issues found" in out, out
 
 
-def test_the_checker_catches_a_wrong_override_and_an_undefined_name(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_checker_catches_a_wrong_override_and_an_undefined_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same configuration on a toy module with two faults it keeps checking: not vacuous."""
     toy = tmp_path / "toy.py"
     toy.write_text(

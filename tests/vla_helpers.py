@@ -34,10 +34,13 @@ def write_calvin_split(root, episodes, windows, seed=0, first_index=0):
     np.save(root / "ep_start_end_ids.npy", np.asarray(episodes))
     (root / "lang_annotations").mkdir(exist_ok=True)
     ann = {
-        "language": {"ann": [w[3] for w in windows], "task": [w[2] for w in windows],
-                     "emb": np.zeros((len(windows), 1, 384), np.float32)},
+        "language": {
+            "ann": [w[3] for w in windows],
+            "task": [w[2] for w in windows],
+            "emb": np.zeros((len(windows), 1, 384), np.float32),
+        },
         "info": {"episodes": [], "indx": [(w[0], w[1]) for w in windows]},
-    }  # fmt: skip
+    }
     np.save(root / "lang_annotations" / "auto_lang_ann.npy", ann, allow_pickle=True)
     return actions
 
@@ -52,12 +55,18 @@ def write_libero_file(path, instruction, demo_lengths, seed=0, size=32):
     with h5py.File(path, "w") as f:
         data = f.create_group("data")
         data.attrs["problem_info"] = json.dumps(
-            {"problem_name": "libero_tabletop_manipulation", "domain_name": "robosuite", "language_instruction": instruction}
+            {
+                "problem_name": "libero_tabletop_manipulation",
+                "domain_name": "robosuite",
+                "language_instruction": instruction,
+            }
         )
         data.attrs["env_args"] = json.dumps({"type": 1, "env_name": "Libero_Tabletop_Manipulation"})
         for i, length in enumerate(demo_lengths):
             demo = data.create_group(f"demo_{i}")
-            acts = np.concatenate([rng.uniform(-1, 1, (length, 6)), np.where(rng.random((length, 1)) < 0.5, -1.0, 1.0)], 1)
+            acts = np.concatenate(
+                [rng.uniform(-1, 1, (length, 6)), np.where(rng.random((length, 1)) < 0.5, -1.0, 1.0)], 1
+            )
             demo.create_dataset("actions", data=acts)
             for cam in ("agentview_rgb", "eye_in_hand_rgb"):
                 frames = rng.integers(0, 256, (length, size, size, 3), dtype=np.uint8)

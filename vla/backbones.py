@@ -62,13 +62,24 @@ TINY_BACKBONES: dict[str, str] = {
 }
 #: The model_type each tiny architecture of :mod:`policies.tiny` builds.
 TINY_MODEL_TYPES: dict[str, str] = {
-    "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl_moe", "paligemma": "paligemma",
-    "paligemma2": "paligemma", "kosmos2": "kosmos-2", "internvl": "internvl", "gemma3": "gemma3", "smolvlm": "smolvlm",
+    "qwen2_5_vl": "qwen2_5_vl",
+    "qwen3_vl": "qwen3_vl",
+    "qwen3_vl_moe": "qwen3_vl_moe",
+    "paligemma": "paligemma",
+    "paligemma2": "paligemma",
+    "kosmos2": "kosmos-2",
+    "internvl": "internvl",
+    "gemma3": "gemma3",
+    "smolvlm": "smolvlm",
     "llava_onevision": "llava_onevision",
-}  # fmt: skip
-#: Backbones that are not transformers checkpoints: a name builds a fresh one (name -> model_type), and a saved
-#: directory holds ``vla_backbone.json`` naming its ``model_type``; each model_type's module is imported on use.
-NATIVE_BACKBONES: dict[str, str] = {"efficientnet-lite0": "efficientnet_lite", "efficientnet-lite0-frozen": "efficientnet_lite"}
+}
+#: Backbones that are not transformers checkpoints: a name builds a fresh one (name -> model_type), and a
+#: saved directory holds ``vla_backbone.json`` naming its ``model_type``; each model_type's module is imported
+#: on use.
+NATIVE_BACKBONES: dict[str, str] = {
+    "efficientnet-lite0": "efficientnet_lite",
+    "efficientnet-lite0-frozen": "efficientnet_lite",
+}
 NATIVE_MODULES: dict[str, str] = {"efficientnet_lite": "vla.vision_backbones"}
 NATIVE_CONFIG_FILE = "vla_backbone.json"
 POSITION_MODES = ("mrope", "plain")
@@ -77,7 +88,8 @@ POSITION_MODES = ("mrope", "plain")
 QUESTION = "What action should the robotic arm take to {instruction}"
 QWEN_TEMPLATE = (
     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{images}"
-    + QUESTION + "<|im_end|>\n<|im_start|>assistant\n"
+    + QUESTION
+    + "<|im_end|>\n<|im_start|>assistant\n"
 )
 _BACKBONES: dict[str, type[VLMBackbone]] = {}
 
@@ -96,7 +108,9 @@ def register_backbone(cls: type[VLMBackbone]) -> type[VLMBackbone]:
     """Class decorator: make ``cls`` the backbone for each of its ``model_types``."""
     for model_type in cls.model_types:
         if model_type in _BACKBONES and _BACKBONES[model_type] is not cls:
-            raise ValueError(f"model_type {model_type!r} already has backbone {_BACKBONES[model_type].__name__}")
+            raise ValueError(
+                f"model_type {model_type!r} already has backbone {_BACKBONES[model_type].__name__}"
+            )
         _BACKBONES[model_type] = cls
     return cls
 
@@ -119,7 +133,9 @@ def _to_pil(image: ImageLike) -> Image.Image:
         return image.convert("RGB")
     array = np.asarray(image)
     if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
-        raise ValueError(f"images must be uint8 H x W x 3 arrays, got dtype {array.dtype} shape {array.shape}")
+        raise ValueError(
+            f"images must be uint8 H x W x 3 arrays, got dtype {array.dtype} shape {array.shape}"
+        )
     return Image.fromarray(array)
 
 
@@ -159,11 +175,15 @@ class VLMBackbone(nn.Module):
     # ------------------------------------------------------------------------------------ input side
 
     @classmethod
-    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(
+        cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]
+    ) -> list[str]:
         raise NotImplementedError
 
     @classmethod
-    def extra_inputs(cls, encoded: dict[str, torch.Tensor], num_action_tokens: int) -> dict[str, torch.Tensor]:
+    def extra_inputs(
+        cls, encoded: dict[str, torch.Tensor], num_action_tokens: int
+    ) -> dict[str, torch.Tensor]:
         """Architecture-specific per-token tensors (:attr:`action_token_values`), extended over the action tokens."""
         out = {}
         for key, value in cls.action_token_values.items():
@@ -177,22 +197,31 @@ class VLMBackbone(nn.Module):
 
     @classmethod
     def build_inputs(
-        cls, processor: ProcessorMixin, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str], num_action_tokens: int
+        cls,
+        processor: ProcessorMixin,
+        images: Sequence[Sequence[ImageLike]],
+        instructions: Sequence[str],
+        num_action_tokens: int,
     ) -> dict[str, torch.Tensor]:
         """Tensors for a batch: one list of images and one instruction per sample, action tokens appended."""
         check_batch(images, instructions)
         if cls.max_images is not None and any(len(imgs) > cls.max_images for imgs in images):
-            raise ValueError(f"{cls.__name__} takes at most {cls.max_images} image(s) per sample, got "
-                             f"{max(len(imgs) for imgs in images)}: use one camera (--cameras rgb_static)")  # fmt: skip
+            raise ValueError(
+                f"{cls.__name__} takes at most {cls.max_images} image(s) per sample, got "
+                f"{max(len(imgs) for imgs in images)}: use one camera (--cameras rgb_static)"
+            )
         processor.tokenizer.padding_side = "left"  # every row ends in the same column: action tokens go last
         texts = cls.render_prompts(processor, instructions, [len(imgs) for imgs in images])
         nested = [[_to_pil(img) for img in imgs] for imgs in images]
         pil: Any = nested if cls.nested_images else [img for imgs in nested for img in imgs]
-        encoded = dict(processor(text=texts, images=pil, padding=True, return_tensors="pt", **cls.processor_kwargs()))
-        encoded.pop("labels", None)  # PaliGemma's processor adds LM labels; the action head has its own targets
-        return _append_action_slots(encoded, num_action_tokens, processor.tokenizer.pad_token_id) | cls.extra_inputs(
-            encoded, num_action_tokens
+        encoded = dict(
+            processor(text=texts, images=pil, padding=True, return_tensors="pt", **cls.processor_kwargs())
         )
+        # PaliGemma's processor adds LM labels; the action head has its own targets
+        encoded.pop("labels", None)
+        return _append_action_slots(
+            encoded, num_action_tokens, processor.tokenizer.pad_token_id
+        ) | cls.extra_inputs(encoded, num_action_tokens)
 
     # ------------------------------------------------------------------------------------ model side
 
@@ -201,15 +230,20 @@ class VLMBackbone(nn.Module):
 
     def base_model_kwargs(self, inputs: dict[str, torch.Tensor], dtype: torch.dtype) -> dict[str, Any]:
         """The :attr:`forward_keys` inputs, floating-point ones (pixels) in the model's dtype."""
-        return {key: inputs[key].to(dtype) if inputs[key].is_floating_point() else inputs[key]
-                for key in self.forward_keys}  # fmt: skip
+        return {
+            key: inputs[key].to(dtype) if inputs[key].is_floating_point() else inputs[key]
+            for key in self.forward_keys
+        }
 
     def run_base(self, embeds: torch.Tensor, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """The base (headless) model's last hidden states on ``embeds`` with explicit position ids."""
         out = self.vlm.model(
-            inputs_embeds=embeds, attention_mask=inputs["attention_mask"], position_ids=self.position_ids(inputs),
-            use_cache=False, **self.base_model_kwargs(inputs, embeds.dtype),
-        )  # fmt: skip
+            inputs_embeds=embeds,
+            attention_mask=inputs["attention_mask"],
+            position_ids=self.position_ids(inputs),
+            use_cache=False,
+            **self.base_model_kwargs(inputs, embeds.dtype),
+        )
         return out.last_hidden_state
 
     def forward(self, inputs: dict[str, torch.Tensor], action_embeds: torch.Tensor) -> torch.Tensor:
@@ -245,7 +279,9 @@ def _freeze_untied_lm_head(vlm: nn.Module) -> None:
         head.requires_grad_(False)
 
 
-def _append_action_slots(encoded: dict[str, torch.Tensor], count: int, pad_id: int) -> dict[str, torch.Tensor]:
+def _append_action_slots(
+    encoded: dict[str, torch.Tensor], count: int, pad_id: int
+) -> dict[str, torch.Tensor]:
     if count < 1:
         raise ValueError(f"num_action_tokens must be >= 1, got {count}")
     ids, mask = encoded["input_ids"], encoded["attention_mask"]
@@ -272,10 +308,14 @@ class QwenVLBackbone(VLMBackbone):
     positions = "M-RoPE (temporal, height, width) from get_rope_index"
 
     @classmethod
-    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(
+        cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]
+    ) -> list[str]:
         image = "<|vision_start|><|image_pad|><|vision_end|>"  # the processor expands <|image_pad|> per image
-        return [QWEN_TEMPLATE.format(images=image * count, instruction=instruction.strip())
-                for instruction, count in zip(instructions, image_counts)]  # fmt: skip
+        return [
+            QWEN_TEMPLATE.format(images=image * count, instruction=instruction.strip())
+            for instruction, count in zip(instructions, image_counts)
+        ]
 
     action_token_values: ClassVar[dict[str, int]] = {"mm_token_type_ids": 0}  # text
     forward_keys = ("pixel_values", "image_grid_thw")
@@ -289,9 +329,11 @@ class QwenVLBackbone(VLMBackbone):
         if self.position_mode == "plain":
             return plain_positions(mask).unsqueeze(0).expand(3, -1, -1)
         positions, _ = self.vlm.model.get_rope_index(
-            inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"],
-            image_grid_thw=inputs["image_grid_thw"], attention_mask=mask,
-        )  # fmt: skip
+            inputs["input_ids"],
+            mm_token_type_ids=inputs["mm_token_type_ids"],
+            image_grid_thw=inputs["image_grid_thw"],
+            attention_mask=mask,
+        )
         return positions
 
 
@@ -299,15 +341,21 @@ class QwenVLBackbone(VLMBackbone):
 class Qwen2_5_VLBackbone(QwenVLBackbone):
     model_types = ("qwen2_5_vl",)
     label = "Qwen2.5-VL"
-    checkpoints = (Checkpoint("Qwen/Qwen2.5-VL-3B-Instruct", "3B", True), Checkpoint("Qwen/Qwen2.5-VL-7B-Instruct", "7B", True))
+    checkpoints = (
+        Checkpoint("Qwen/Qwen2.5-VL-3B-Instruct", "3B", True),
+        Checkpoint("Qwen/Qwen2.5-VL-7B-Instruct", "7B", True),
+    )
 
 
 @register_backbone
 class Qwen3VLBackbone(QwenVLBackbone):
     model_types = ("qwen3_vl",)
     label = "Qwen3-VL"
-    checkpoints = (Checkpoint("Qwen/Qwen3-VL-2B-Instruct", "2B", True), Checkpoint("Qwen/Qwen3-VL-4B-Instruct", "4B", True),
-                   Checkpoint("Qwen/Qwen3-VL-8B-Instruct", "8B", True))  # fmt: skip
+    checkpoints = (
+        Checkpoint("Qwen/Qwen3-VL-2B-Instruct", "2B", True),
+        Checkpoint("Qwen/Qwen3-VL-4B-Instruct", "4B", True),
+        Checkpoint("Qwen/Qwen3-VL-8B-Instruct", "8B", True),
+    )
 
 
 @register_backbone
@@ -329,15 +377,23 @@ class PaliGemmaBackbone(VLMBackbone):
     model_types = ("paligemma",)
     label = "PaliGemma / PaliGemma 2"
     positions = "1-D, from 1, left padding skipped; image + prompt bidirectional prefix, action tokens causal"
-    checkpoints = (Checkpoint("google/paligemma-3b-pt-224", "3B", True), Checkpoint("google/paligemma2-3b-pt-224", "3B", True),
-                   Checkpoint("google/paligemma2-10b-pt-224", "10B"))  # fmt: skip
+    checkpoints = (
+        Checkpoint("google/paligemma-3b-pt-224", "3B", True),
+        Checkpoint("google/paligemma2-3b-pt-224", "3B", True),
+        Checkpoint("google/paligemma2-10b-pt-224", "10B"),
+    )
     action_token_values: ClassVar[dict[str, int]] = {"token_type_ids": 1}  # the causal suffix
     forward_keys = ("pixel_values", "token_type_ids")
 
     @classmethod
-    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(
+        cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]
+    ) -> list[str]:
         # The processor expands each <image> to the image's token count and adds <bos> and the newline.
-        return [processor.image_token * count + instruction.strip() for instruction, count in zip(instructions, image_counts)]
+        return [
+            processor.image_token * count + instruction.strip()
+            for instruction, count in zip(instructions, image_counts)
+        ]
 
     def position_ids(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return plain_positions(inputs["attention_mask"], start=1)  # PaliGemma counts positions from 1
@@ -350,8 +406,12 @@ def _questions(
     template: str, image: str, instructions: Sequence[str], image_counts: Sequence[int], **fields: str
 ) -> list[str]:
     """``template`` with ``{images}`` (``image`` once per image) and ``{question}`` (the published question)."""
-    return [template.format(images=image * count, question=QUESTION.format(instruction=instruction.strip()), **fields)
-            for instruction, count in zip(instructions, image_counts)]  # fmt: skip
+    return [
+        template.format(
+            images=image * count, question=QUESTION.format(instruction=instruction.strip()), **fields
+        )
+        for instruction, count in zip(instructions, image_counts)
+    ]
 
 
 @register_backbone
@@ -363,12 +423,20 @@ class InternVLBackbone(VLMBackbone):
 
     model_types = ("internvl",)
     label = "InternVL 3 / 3.5"
-    checkpoints = (Checkpoint("OpenGVLab/InternVL3_5-4B-HF", "4B", True), Checkpoint("OpenGVLab/InternVL3-1B-hf", "1B"),
-                   Checkpoint("OpenGVLab/InternVL3-2B-hf", "2B"), Checkpoint("OpenGVLab/InternVL3-8B-hf", "8B"))  # fmt: skip
+    checkpoints = (
+        Checkpoint("OpenGVLab/InternVL3_5-4B-HF", "4B", True),
+        Checkpoint("OpenGVLab/InternVL3-1B-hf", "1B"),
+        Checkpoint("OpenGVLab/InternVL3-2B-hf", "2B"),
+        Checkpoint("OpenGVLab/InternVL3-8B-hf", "8B"),
+    )
 
     @classmethod
-    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
-        return _questions(QWEN_TEMPLATE.replace(QUESTION, "{question}"), processor.image_token, instructions, image_counts)
+    def render_prompts(
+        cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]
+    ) -> list[str]:
+        return _questions(
+            QWEN_TEMPLATE.replace(QUESTION, "{question}"), processor.image_token, instructions, image_counts
+        )
 
 
 @register_backbone
@@ -378,14 +446,22 @@ class LlavaOnevisionBackbone(VLMBackbone):
 
     model_types = ("llava_onevision",)
     label = "LLaVA-OneVision"
-    checkpoints = (Checkpoint("llava-hf/llava-onevision-qwen2-0.5b-ov-hf", "0.5B"),
-                   Checkpoint("llava-hf/llava-onevision-qwen2-7b-ov-hf", "7B"))  # fmt: skip
+    checkpoints = (
+        Checkpoint("llava-hf/llava-onevision-qwen2-0.5b-ov-hf", "0.5B"),
+        Checkpoint("llava-hf/llava-onevision-qwen2-7b-ov-hf", "7B"),
+    )
     forward_keys = ("pixel_values", "image_sizes", "batch_num_images")
 
     @classmethod
-    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
-        return _questions(QWEN_TEMPLATE.replace(QUESTION, "{question}"), processor.image_token + "\n", instructions,
-                          image_counts)  # fmt: skip
+    def render_prompts(
+        cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]
+    ) -> list[str]:
+        return _questions(
+            QWEN_TEMPLATE.replace(QUESTION, "{question}"),
+            processor.image_token + "\n",
+            instructions,
+            image_counts,
+        )
 
 
 @register_backbone
@@ -395,15 +471,22 @@ class SmolVLMBackbone(VLMBackbone):
 
     model_types = ("smolvlm",)
     label = "SmolVLM / SmolVLM2"
-    checkpoints = (Checkpoint("HuggingFaceTB/SmolVLM-256M-Instruct", "256M"), Checkpoint("HuggingFaceTB/SmolVLM-500M-Instruct", "500M"),
-                   Checkpoint("HuggingFaceTB/SmolVLM2-2.2B-Instruct", "2.2B"))  # fmt: skip
+    checkpoints = (
+        Checkpoint("HuggingFaceTB/SmolVLM-256M-Instruct", "256M"),
+        Checkpoint("HuggingFaceTB/SmolVLM-500M-Instruct", "500M"),
+        Checkpoint("HuggingFaceTB/SmolVLM2-2.2B-Instruct", "2.2B"),
+    )
     forward_keys = ("pixel_values", "pixel_attention_mask")
     nested_images = True
 
     @classmethod
-    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(
+        cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]
+    ) -> list[str]:
         template = "<|im_start|>User:{images}{question}{eou}\nAssistant:"
-        return _questions(template, processor.image_token, instructions, image_counts, eou=processor.end_of_utterance_token)
+        return _questions(
+            template, processor.image_token, instructions, image_counts, eou=processor.end_of_utterance_token
+        )
 
 
 @register_backbone
@@ -421,10 +504,14 @@ class Gemma3Backbone(VLMBackbone):
     nested_images = True
 
     @classmethod
-    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(
+        cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]
+    ) -> list[str]:
         # <bos> written here as Gemma 3's chat template does, so the processor must not add another one
         template = "{bos}<start_of_turn>user\n{images}{question}<end_of_turn>\n<start_of_turn>model\n"
-        return _questions(template, processor.boi_token, instructions, image_counts, bos=processor.tokenizer.bos_token)
+        return _questions(
+            template, processor.boi_token, instructions, image_counts, bos=processor.tokenizer.bos_token
+        )
 
     @classmethod
     def processor_kwargs(cls) -> dict[str, Any]:
@@ -445,27 +532,38 @@ class Kosmos2Backbone(VLMBackbone):
     max_images = 1
 
     @classmethod
-    def render_prompts(cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]) -> list[str]:
+    def render_prompts(
+        cls, processor: ProcessorMixin, instructions: Sequence[str], image_counts: Sequence[int]
+    ) -> list[str]:
         return _questions("{question}", "", instructions, image_counts)
 
     def position_ids(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        return plain_positions(inputs["attention_mask"], start=int(self.vlm.config.text_config.pad_token_id) + 1)
+        return plain_positions(
+            inputs["attention_mask"], start=int(self.vlm.config.text_config.pad_token_id) + 1
+        )
 
     def run_base(self, embeds: torch.Tensor, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         # Kosmos-2 has no headless ``.model``: image features, then the text decoder
-        image = self.vlm.get_image_features(inputs["pixel_values"].to(embeds.dtype), return_dict=True).pooler_output
+        image = self.vlm.get_image_features(
+            inputs["pixel_values"].to(embeds.dtype), return_dict=True
+        ).pooler_output
         out = self.vlm.text_model.model(
-            inputs_embeds=embeds, attention_mask=inputs["attention_mask"], image_embeds=image,
-            image_embeds_position_mask=inputs["image_embeds_position_mask"], position_ids=self.position_ids(inputs),
+            inputs_embeds=embeds,
+            attention_mask=inputs["attention_mask"],
+            image_embeds=image,
+            image_embeds_position_mask=inputs["image_embeds_position_mask"],
+            position_ids=self.position_ids(inputs),
             use_cache=False,
-        )  # fmt: skip
+        )
         return out.last_hidden_state
 
 
 # ------------------------------------------------------------------------------------------- loading
 
 
-def resolve_backbone(name_or_path: str | os.PathLike[str], tiny_root: str | os.PathLike[str] | None = None) -> str:
+def resolve_backbone(
+    name_or_path: str | os.PathLike[str], tiny_root: str | os.PathLike[str] | None = None
+) -> str:
     """A loadable location: ``tiny-*`` names build (once, cached) a tiny model; others pass through."""
     name = str(name_or_path)
     if name in TINY_BACKBONES:
@@ -490,9 +588,13 @@ def torch_dtype(dtype: str, device: str | torch.device) -> torch.dtype:
 
 
 def load_backbone(
-    name_or_path: str | os.PathLike[str], *, position_ids: str = "mrope", dtype: torch.dtype = torch.float32,
-    allow_download: bool = False, tiny_root: str | os.PathLike[str] | None = None,
-) -> VLMBackbone:  # fmt: skip
+    name_or_path: str | os.PathLike[str],
+    *,
+    position_ids: str = "mrope",
+    dtype: torch.dtype = torch.float32,
+    allow_download: bool = False,
+    tiny_root: str | os.PathLike[str] | None = None,
+) -> VLMBackbone:
     """Load the VLM at ``name_or_path`` (directory, hub id, or a ``tiny-*`` name) as a backbone.
 
     Names in :data:`NATIVE_BACKBONES` (e.g. ``efficientnet-lite0``) and directories they were saved to
@@ -511,7 +613,11 @@ def load_backbone(
         try:
             config = AutoConfig.from_pretrained(location, **load)
         except OSError as err:
-            hint = "" if allow_download or Path(location).exists() else " (not a local directory; downloads are off)"
+            hint = (
+                ""
+                if allow_download or Path(location).exists()
+                else " (not a local directory; downloads are off)"
+            )
             raise OSError(f"cannot load VLA backbone {str(name_or_path)!r}{hint}: {err}") from err
         cls = backbone_class(config.model_type)
         processor = load_processor(location, **load)
@@ -530,8 +636,10 @@ def load_native_backbone(name_or_path: str | os.PathLike[str]) -> VLMBackbone | 
         return None
     model_type = json.loads((root / NATIVE_CONFIG_FILE).read_text()).get("model_type", "")
     if model_type not in NATIVE_MODULES:
-        raise ValueError(f"{root / NATIVE_CONFIG_FILE}: unknown backbone model_type {model_type!r}; "
-                         f"known: {sorted(NATIVE_MODULES)}")  # fmt: skip
+        raise ValueError(
+            f"{root / NATIVE_CONFIG_FILE}: unknown backbone model_type {model_type!r}; "
+            f"known: {sorted(NATIVE_MODULES)}"
+        )
     return _native_class(model_type).from_directory(root)  # type: ignore[attr-defined]
 
 
@@ -565,19 +673,29 @@ def backbone_table() -> list[dict[str, Any]]:
         if cls in seen or not cls.checkpoints:
             continue
         seen.add(cls)
-        rows.append({
-            "backbone": cls.label, "class": cls.__name__, "model_types": list(cls.model_types), "positions": cls.positions,
-            "tiny": sorted(n for t in cls.model_types for n in tiny.get(t, [])),
-            "checkpoints": [c._asdict() for c in cls.checkpoints],
-        })  # fmt: skip
+        rows.append(
+            {
+                "backbone": cls.label,
+                "class": cls.__name__,
+                "model_types": list(cls.model_types),
+                "positions": cls.positions,
+                "tiny": sorted(n for t in cls.model_types for n in tiny.get(t, [])),
+                "checkpoints": [c._asdict() for c in cls.checkpoints],
+            }
+        )
     return sorted(rows, key=lambda r: r["backbone"].lower())
 
 
 def backbone_table_markdown() -> str:
     """:func:`backbone_table` as a Markdown table (checkpoints marked * are VLM4VLA's public configs)."""
-    lines = ["| backbone | model_type | positions | published checkpoints (size) | tiny test model |", "|---|---|---|---|---|"]
+    lines = [
+        "| backbone | model_type | positions | published checkpoints (size) | tiny test model |",
+        "|---|---|---|---|---|",
+    ]
     for row in backbone_table():
-        ckpts = ", ".join(f"`{c['hub_id']}` ({c['size']}){'*' if c['vlm4vla'] else ''}" for c in row["checkpoints"])
+        ckpts = ", ".join(
+            f"`{c['hub_id']}` ({c['size']}){'*' if c['vlm4vla'] else ''}" for c in row["checkpoints"]
+        )
         types = ", ".join(f"`{t}`" for t in row["model_types"])
         tiny = ", ".join(f"`{t}`" for t in row["tiny"])
         lines.append(f"| {row['backbone']} | {types} | {row['positions']} | {ckpts} | {tiny} |")

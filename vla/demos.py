@@ -56,23 +56,33 @@ MAX_PREFIX = 2  # setup tasks before the recorded one (lift + stack before unsta
 class DemoConfig:
     """Record scripted-expert demonstrations on the play-table as a CALVIN-format dataset."""
 
-    task: str = arg("open_drawer", "CALVIN task(s) to demonstrate, comma-separated (e.g. open_drawer,move_slider_left)")
+    task: str = arg(
+        "open_drawer", "CALVIN task(s) to demonstrate, comma-separated (e.g. open_drawer,move_slider_left)"
+    )
     episodes: int = arg(10, "successful demonstrations to keep per task", minimum=1)
     out: str = arg("", "dataset root; frames go to OUT/<split>/ (must not hold frames yet)")
     split: str = arg("training", "split subdirectory (training or validation, as CALVIN's layout)")
     seed: int = arg(0, "seed of the initial states (everything else is deterministic)")
     cameras: str = arg("static,gripper", "cameras to render and store: static, gripper or static,gripper")
-    joint_noise: float = arg(DEFAULT_JOINT_NOISE, "std (radians) of the Gaussian noise added to each start joint", minimum=0)
+    joint_noise: float = arg(
+        DEFAULT_JOINT_NOISE, "std (radians) of the Gaussian noise added to each start joint", minimum=0
+    )
     ep_len: int = arg(360, "step budget of the expert per demonstration (CALVIN's subtask budget)", minimum=1)
-    tail_steps: int = arg(9, "steps recorded after success, so the last frames still start full chunks", minimum=0)
-    max_attempts: int | None = arg(None, "attempts per task before giving up (default: 3 x --episodes)", minimum=1)
+    tail_steps: int = arg(
+        9, "steps recorded after success, so the last frames still start full chunks", minimum=0
+    )
+    max_attempts: int | None = arg(
+        None, "attempts per task before giving up (default: 3 x --episodes)", minimum=1
+    )
 
     def check(self) -> None:
         if not self.out:
             raise ValueError("--out DIR is required (the dataset root to write)")
         if self.episodes < 1 or self.ep_len < 1 or self.tail_steps < 0 or self.joint_noise < 0:
-            raise ValueError(f"--episodes and --ep-len must be >= 1, --tail-steps and --joint-noise >= 0; got "
-                             f"{self.episodes}, {self.ep_len}, {self.tail_steps}, {self.joint_noise}")
+            raise ValueError(
+                f"--episodes and --ep-len must be >= 1, --tail-steps and --joint-noise >= 0; got "
+                f"{self.episodes}, {self.ep_len}, {self.tail_steps}, {self.joint_noise}"
+            )
         task_list(self.task)
         camera_list(self.cameras)
 
@@ -120,9 +130,12 @@ def _setups(task: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
 
     states = symbolic_initial_states()
     for length in range(MAX_PREFIX + 1):
-        found = [(i, prefix) for i, state in enumerate(states)
-                 for prefix in itertools.product(CALVIN_TASKS, repeat=length)
-                 if is_valid_chain(state, [*prefix, task])]  # fmt: skip
+        found = [
+            (i, prefix)
+            for i, state in enumerate(states)
+            for prefix in itertools.product(CALVIN_TASKS, repeat=length)
+            if is_valid_chain(state, [*prefix, task])
+        ]
         if found:
             return tuple(found)
     raise ValueError(f"no CALVIN initial state reaches {task!r} within {MAX_PREFIX} setup tasks")
@@ -147,10 +160,10 @@ def _redraw_table_spots_and_yaws(scene_obs: np.ndarray, rng: np.random.Generator
     swap = rng.random() < 0.5
     spots = np.asarray(BLOCK_TABLE_SPOTS)
     for start in (6, 12, 18):  # red, blue, pink: xyz at [start:start+3], yaw at start+5
-        xyz = scene_obs[start:start + 3]
+        xyz = scene_obs[start : start + 3]
         at = [k for k in range(2) if np.allclose(xyz, spots[k])]
         if swap and at:
-            scene_obs[start:start + 3] = spots[1 - at[0]]
+            scene_obs[start : start + 3] = spots[1 - at[0]]
         scene_obs[start + 5] = rng.uniform(*BLOCK_YAW_RANGE)
 
 
@@ -184,11 +197,17 @@ def _frame(obs: dict[str, np.ndarray], action: np.ndarray, env: gym.Env) -> dict
     from envs.calvin import constants as C
 
     pos, orn = env.unwrapped.target_pose()  # the accumulated target this relative action moves
-    absolute = np.array([*(pos + action[:3] * C.MAX_REL_POSITION), *(orn + action[3:6] * C.MAX_REL_ORIENTATION),
-                         action[6]])  # fmt: skip
+    absolute = np.array(
+        [*(pos + action[:3] * C.MAX_REL_POSITION), *(orn + action[3:6] * C.MAX_REL_ORIENTATION), action[6]]
+    )
     frame = {k: obs[k] for k in CAMERA_KEYS.values() if k in obs}
-    return {**frame, "rel_actions": action, "actions": absolute, "robot_obs": obs["robot_obs"].copy(),
-            "scene_obs": obs["scene_obs"].copy()}  # fmt: skip
+    return {
+        **frame,
+        "rel_actions": action,
+        "actions": absolute,
+        "robot_obs": obs["robot_obs"].copy(),
+        "scene_obs": obs["scene_obs"].copy(),
+    }
 
 
 @dataclass
@@ -205,8 +224,15 @@ class Episode:
         return self.prefix_ok and self.success_step is not None
 
 
-def record_task(env: gym.Env, expert: ScriptedExpert, task: str, instruction: str, obs: dict[str, np.ndarray],
-                ep_len: int, tail_steps: int) -> Episode:  # fmt: skip
+def record_task(
+    env: gym.Env,
+    expert: ScriptedExpert,
+    task: str,
+    instruction: str,
+    obs: dict[str, np.ndarray],
+    ep_len: int,
+    tail_steps: int,
+) -> Episode:
     """Run the expert on ``task`` from the current state (subtask begun here) and record every step."""
     from policies.base import EpisodeContext
 
@@ -239,8 +265,9 @@ def run_attempt(env: gym.Env, expert: ScriptedExpert, task: str, start: Start, c
     return record_task(env, expert, task, instruction_for(task), obs, config.ep_len, config.tail_steps)
 
 
-def attempts(env: gym.Env, expert: ScriptedExpert, task: str, task_index: int, config: DemoConfig
-             ) -> Iterator[tuple[int, Start, Episode]]:  # fmt: skip
+def attempts(
+    env: gym.Env, expert: ScriptedExpert, task: str, task_index: int, config: DemoConfig
+) -> Iterator[tuple[int, Start, Episode]]:
     """Attempts at ``task`` until ``config.episodes`` succeed or the attempt budget is spent."""
     budget = config.max_attempts or 3 * config.episodes
     kept = 0
@@ -305,10 +332,16 @@ def generate(config: DemoConfig) -> dict[str, Any]:
 def _account(report: TaskReport, writer: CalvinWriter, attempt: int, start: Start, episode: Episode) -> None:
     report.attempts += 1
     report.setup_failed += int(not episode.prefix_ok)
-    entry = {"attempt": attempt, "symbolic_state": start.symbolic, "setup": start.prefix,
-             "reset_robot_obs": [float(v) for v in start.robot_obs],
-             "reset_scene_obs": [float(v) for v in start.scene_obs], "success": episode.success,
-             "steps": len(episode.frames), "success_step": episode.success_step}  # fmt: skip
+    entry = {
+        "attempt": attempt,
+        "symbolic_state": start.symbolic,
+        "setup": start.prefix,
+        "reset_robot_obs": [float(v) for v in start.robot_obs],
+        "reset_scene_obs": [float(v) for v in start.scene_obs],
+        "success": episode.success,
+        "steps": len(episode.frames),
+        "success_step": episode.success_step,
+    }
     if episode.success:
         first, last = writer.write_episode(episode.frames, report.task, report.instruction)
         entry["frames"] = [first, last]
@@ -320,8 +353,11 @@ def _account(report: TaskReport, writer: CalvinWriter, attempt: int, start: Star
 
 def _warn_if_short(report: TaskReport, wanted: int) -> None:
     if report.kept < wanted:
-        print(f"[vla.demos] warning: {report.task}: only {report.kept} of {wanted} demonstrations succeeded in "
-              f"{report.attempts} attempts (raise --max-attempts)", flush=True)
+        print(
+            f"[vla.demos] warning: {report.task}: only {report.kept} of {wanted} demonstrations succeeded in "
+            f"{report.attempts} attempts (raise --max-attempts)",
+            flush=True,
+        )
 
 
 def _summary(config: DemoConfig, reports: Sequence[TaskReport], seconds: float) -> dict[str, Any]:
@@ -333,18 +369,30 @@ def _summary(config: DemoConfig, reports: Sequence[TaskReport], seconds: float) 
         tasks[r.task] = row
     attempts_total = sum(r.attempts for r in reports)
     kept_total = sum(r.kept for r in reports)
-    return {"config": asdict(config), "attempts": attempts_total, "kept": kept_total,
-            "kept_fraction": kept_total / attempts_total if attempts_total else 0.0,
-            "frames": sum(r.frames for r in reports), "seconds": round(seconds, 1), "tasks": tasks}
+    return {
+        "config": asdict(config),
+        "attempts": attempts_total,
+        "kept": kept_total,
+        "kept_fraction": kept_total / attempts_total if attempts_total else 0.0,
+        "frames": sum(r.frames for r in reports),
+        "seconds": round(seconds, 1),
+        "tasks": tasks,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     summary = generate(parse_config(DemoConfig, argv, prog="python -m vla.demos"))
     for task, row in summary["tasks"].items():
-        print(f"[vla.demos] {task}: kept {row['kept']}/{row['attempts']} ({100 * row['kept_fraction']:.0f}%), "
-              f"{row['frames']} frames, median {row['median_success_steps']} steps to success", flush=True)
-    print(f"[vla.demos] {summary['kept']} demonstrations, {summary['frames']} frames in {summary['seconds']} s "
-          f"-> {Path(summary['config']['out']) / summary['config']['split']}", flush=True)
+        print(
+            f"[vla.demos] {task}: kept {row['kept']}/{row['attempts']} ({100 * row['kept_fraction']:.0f}%), "
+            f"{row['frames']} frames, median {row['median_success_steps']} steps to success",
+            flush=True,
+        )
+    print(
+        f"[vla.demos] {summary['kept']} demonstrations, {summary['frames']} frames in {summary['seconds']} s "
+        f"-> {Path(summary['config']['out']) / summary['config']['split']}",
+        flush=True,
+    )
     return summary
 
 

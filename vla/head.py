@@ -35,7 +35,9 @@ def _mlp(in_features: int, out_features: int, final: nn.Module | None) -> nn.Seq
 class FCDecoder(nn.Module):
     """Action-token hidden states -> (arm ``(B, C, 6)`` in [-1, 1], gripper logits ``(B, C)``)."""
 
-    def __init__(self, in_features: int, chunk_size: int, latent: int = 1, hidden_size: int = HEAD_WIDTH) -> None:
+    def __init__(
+        self, in_features: int, chunk_size: int, latent: int = 1, hidden_size: int = HEAD_WIDTH
+    ) -> None:
         super().__init__()
         if in_features * latent < 2:
             raise ValueError(f"FCDecoder needs in_features * latent >= 2, got {in_features} * {latent}")
@@ -67,12 +69,19 @@ class FCDecoder(nn.Module):
 
 
 def action_loss(
-    arm: torch.Tensor, gripper_logits: torch.Tensor, arm_target: torch.Tensor, gripper_target: torch.Tensor,
+    arm: torch.Tensor,
+    gripper_logits: torch.Tensor,
+    arm_target: torch.Tensor,
+    gripper_target: torch.Tensor,
     gripper_weight: float = GRIPPER_LOSS_WEIGHT,
-) -> dict[str, torch.Tensor]:  # fmt: skip
+) -> dict[str, torch.Tensor]:
     """``loss = huber(arm) + gripper_weight * bce(gripper)``, plus the parts and the gripper accuracy."""
     arm_loss = F.huber_loss(arm.float(), arm_target.float())
     gripper_loss = F.binary_cross_entropy_with_logits(gripper_logits.float(), gripper_target.float())
     accuracy = ((gripper_logits.detach() > 0).float() == gripper_target).float().mean()
-    return {"loss": arm_loss + gripper_weight * gripper_loss, "loss_arm": arm_loss, "loss_gripper": gripper_loss,
-            "acc_gripper": accuracy}  # fmt: skip
+    return {
+        "loss": arm_loss + gripper_weight * gripper_loss,
+        "loss_arm": arm_loss,
+        "loss_gripper": gripper_loss,
+        "acc_gripper": accuracy,
+    }

@@ -30,7 +30,12 @@ from vla.head import GRIPPER_LOSS_WEIGHT, HEAD_WIDTH, FCDecoder, action_loss
 from vla.normalization import ActionNormalizer
 
 FORMAT_VERSION = 1
-CONFIG_FILE, NORM_FILE, HEAD_FILE, BACKBONE_DIR = "config.json", "normalization.json", "head.safetensors", "backbone"
+CONFIG_FILE, NORM_FILE, HEAD_FILE, BACKBONE_DIR = (
+    "config.json",
+    "normalization.json",
+    "head.safetensors",
+    "backbone",
+)
 
 
 @dataclass
@@ -80,13 +85,21 @@ class VLAModel(nn.Module):
 
     @classmethod
     def build(
-        cls, backbone: str, *, normalizer: ActionNormalizer | None = None, dtype: torch.dtype = torch.float32,
-        allow_download: bool = False, seed: int = 0, **config: Any,
-    ) -> VLAModel:  # fmt: skip
+        cls,
+        backbone: str,
+        *,
+        normalizer: ActionNormalizer | None = None,
+        dtype: torch.dtype = torch.float32,
+        allow_download: bool = False,
+        seed: int = 0,
+        **config: Any,
+    ) -> VLAModel:
         """A fresh (untrained head) model on the backbone ``backbone`` (name, directory or hub id)."""
         cfg = VLAConfig(backbone=str(backbone), **config)
         with quiet_hf_progress():
-            vlm = load_backbone(backbone, position_ids=cfg.position_ids, dtype=dtype, allow_download=allow_download)
+            vlm = load_backbone(
+                backbone, position_ids=cfg.position_ids, dtype=dtype, allow_download=allow_download
+            )
         torch.manual_seed(seed)  # the head's initialisation is a function of the seed
         norm = normalizer or ActionNormalizer.published(1.0 if cfg.data_format == "calvin" else -1.0)
         return cls(vlm, cfg, norm).to(dtype)
@@ -94,19 +107,26 @@ class VLAModel(nn.Module):
     def input_builder(self) -> InputBuilder:
         """A picklable ``(images, instructions) -> inputs`` function for data-loader workers."""
         return functools.partial(
-            _build_inputs, type(self.backbone), self.backbone.processor, num_action_tokens=self.config.num_action_tokens
+            _build_inputs,
+            type(self.backbone),
+            self.backbone.processor,
+            num_action_tokens=self.config.num_action_tokens,
         )
 
     # ------------------------------------------------------------------------------------ forward
 
     def forward(
-        self, inputs: dict[str, torch.Tensor], arm_target: torch.Tensor | None = None,
+        self,
+        inputs: dict[str, torch.Tensor],
+        arm_target: torch.Tensor | None = None,
         gripper_target: torch.Tensor | None = None,
-    ) -> Any:  # fmt: skip
+    ) -> Any:
         """(arm ``(B, C, 6)`` in [-1, 1], gripper open logits ``(B, C)``); with targets, the loss dict.
 
         The loss is computed inside ``forward`` so that a DDP-wrapped model sees one forward call."""
-        states = self.backbone(inputs, self.action_token.view(1, -1).expand(self.config.num_action_tokens, -1))
+        states = self.backbone(
+            inputs, self.action_token.view(1, -1).expand(self.config.num_action_tokens, -1)
+        )
         arm, gripper = self.head(states.to(self.head.mlp[0].weight.dtype))
         if arm_target is None or gripper_target is None:
             return arm, gripper
@@ -114,7 +134,10 @@ class VLAModel(nn.Module):
 
     @torch.inference_mode()
     def predict(
-        self, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str], gripper_open_value: float | None = None
+        self,
+        images: Sequence[Sequence[ImageLike]],
+        instructions: Sequence[str],
+        gripper_open_value: float | None = None,
     ) -> np.ndarray:
         """Raw-unit action chunks ``(B, C, 7)``: un-normalised arm values, gripper +/- ``gripper_open_value``."""
         device = self.action_token.device
@@ -149,20 +172,28 @@ class VLAModel(nn.Module):
 
     @classmethod
     def from_pretrained(
-        cls, directory: str | os.PathLike[str], *, dtype: torch.dtype | str = torch.float32, device: str = "cpu",
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        dtype: torch.dtype | str = torch.float32,
+        device: str = "cpu",
         allow_download: bool = False,
-    ) -> VLAModel:  # fmt: skip
+    ) -> VLAModel:
         """Restore a model written by :meth:`save_pretrained`."""
         from safetensors.torch import load_file
 
         root = Path(directory)
         if not (root / CONFIG_FILE).is_file():
-            raise FileNotFoundError(f"{root} is not a VLA checkpoint: {CONFIG_FILE} is missing (train one with vla.train)")
+            raise FileNotFoundError(
+                f"{root} is not a VLA checkpoint: {CONFIG_FILE} is missing (train one with vla.train)"
+            )
         config = VLAConfig.from_json((root / CONFIG_FILE).read_text())
         dtype = torch_dtype(dtype, device) if isinstance(dtype, str) else dtype
         source = str(root / BACKBONE_DIR) if config.backbone_saved else config.backbone
         with quiet_hf_progress():
-            backbone = load_backbone(source, position_ids=config.position_ids, dtype=dtype, allow_download=allow_download)
+            backbone = load_backbone(
+                source, position_ids=config.position_ids, dtype=dtype, allow_download=allow_download
+            )
         model = cls(backbone, config, ActionNormalizer.load(root / NORM_FILE))
         model.load_head_state(load_file(str(root / HEAD_FILE)))
         return model.to(device=device, dtype=dtype).eval()
@@ -189,7 +220,10 @@ def quiet_hf_progress() -> Iterator[None]:
 
 
 def _build_inputs(
-    backbone_cls: type[VLMBackbone], processor: Any, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str],
+    backbone_cls: type[VLMBackbone],
+    processor: Any,
+    images: Sequence[Sequence[ImageLike]],
+    instructions: Sequence[str],
     num_action_tokens: int,
-) -> dict[str, torch.Tensor]:  # fmt: skip
+) -> dict[str, torch.Tensor]:
     return backbone_cls.build_inputs(processor, images, instructions, num_action_tokens)

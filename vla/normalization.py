@@ -40,10 +40,14 @@ class ActionStatistics:
         arm = np.asarray(arm, dtype=np.float64).reshape(-1, arm.shape[-1])
         as_list = lambda a: [float(x) for x in a]  # noqa: E731 - JSON-safe floats
         return cls(
-            count=int(arm.shape[0]), min=as_list(arm.min(0)), max=as_list(arm.max(0)), mean=as_list(arm.mean(0)),
-            std=as_list(arm.std(0)), q01=as_list(np.quantile(arm, 0.01, axis=0)),
+            count=int(arm.shape[0]),
+            min=as_list(arm.min(0)),
+            max=as_list(arm.max(0)),
+            mean=as_list(arm.mean(0)),
+            std=as_list(arm.std(0)),
+            q01=as_list(np.quantile(arm, 0.01, axis=0)),
             q99=as_list(np.quantile(arm, 0.99, axis=0)),
-        )  # fmt: skip
+        )
 
 
 @dataclass
@@ -64,14 +68,20 @@ class ActionNormalizer:
     def __post_init__(self) -> None:
         low, high = np.asarray(self.low, float), np.asarray(self.high, float)
         if low.shape != (ARM_DIMS,) or high.shape != (ARM_DIMS,):
-            raise ValueError(f"normaliser bounds need {ARM_DIMS} values each, got {low.shape} and {high.shape}")
+            raise ValueError(
+                f"normaliser bounds need {ARM_DIMS} values each, got {low.shape} and {high.shape}"
+            )
         if not np.all(high > low):
-            raise ValueError(f"normaliser bounds need high > low in every dimension, got low={self.low} high={self.high}")
+            raise ValueError(
+                f"normaliser bounds need high > low in every dimension, got low={self.low} high={self.high}"
+            )
 
     # ------------------------------------------------------------------------------------------ fitting
 
     @classmethod
-    def fit(cls, actions: np.ndarray, mode: str = "published", gripper_open_value: float = 1.0) -> ActionNormalizer:
+    def fit(
+        cls, actions: np.ndarray, mode: str = "published", gripper_open_value: float = 1.0
+    ) -> ActionNormalizer:
         """A normaliser for raw ``actions`` (``(..., 7)``: 6 arm values + gripper), with their statistics."""
         if mode not in NORM_MODES:
             raise ValueError(f"action normalisation mode must be one of {NORM_MODES}, got {mode!r}")
@@ -84,9 +94,14 @@ class ActionNormalizer:
         else:
             low, high = _widen_degenerate(np.asarray(stats.q01), np.asarray(stats.q99))
         clipped = ((arm < np.asarray(low)) | (arm > np.asarray(high))).mean(0)
-        return cls(low=list(map(float, low)), high=list(map(float, high)), mode=mode,
-                   gripper_open_value=float(gripper_open_value), statistics=stats,
-                   clipped_fraction=[float(c) for c in clipped])  # fmt: skip
+        return cls(
+            low=list(map(float, low)),
+            high=list(map(float, high)),
+            mode=mode,
+            gripper_open_value=float(gripper_open_value),
+            statistics=stats,
+            clipped_fraction=[float(c) for c in clipped],
+        )
 
     # ------------------------------------------------------------------------------------- transforms
 
@@ -142,7 +157,9 @@ class ActionNormalizer:
         return cls(low=[-b for b in bound], high=bound, gripper_open_value=gripper_open_value)
 
 
-def _widen_degenerate(low: np.ndarray, high: np.ndarray, min_width: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
+def _widen_degenerate(
+    low: np.ndarray, high: np.ndarray, min_width: float = 1e-3
+) -> tuple[np.ndarray, np.ndarray]:
     """Dimensions the data never moves get a small symmetric interval, so the mapping stays defined."""
     narrow = (high - low) < min_width
     centre = (high + low) / 2.0

@@ -30,26 +30,49 @@ if TYPE_CHECKING:  # torch is imported when a model loads
 class VLAPolicyConfig:
     """A VLM4VLA-style VLA: a checkpoint from ``vla.train``, or an untrained head on a backbone."""
 
-    backbone: str | None = arg(None, "VLM for an untrained model (directory, hub id, or tiny-*); ignored when --checkpoint is given")
-    checkpoint: str | None = arg(None, "VLA checkpoint directory written by vla.train (e.g. outputs/vla/checkpoints/last)")
-    execute_steps: int | None = arg(None, "actions executed from each predicted chunk before querying again (default: the whole chunk)", minimum=1)
+    backbone: str | None = arg(
+        None, "VLM for an untrained model (directory, hub id, or tiny-*); ignored when --checkpoint is given"
+    )
+    checkpoint: str | None = arg(
+        None, "VLA checkpoint directory written by vla.train (e.g. outputs/vla/checkpoints/last)"
+    )
+    execute_steps: int | None = arg(
+        None,
+        "actions executed from each predicted chunk before querying again (default: the whole chunk)",
+        minimum=1,
+    )
     device: str = arg("cpu", "cpu, cuda, cuda:N or auto")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg("auto", "auto (float32 on CPU, bf16 on GPUs that support it), float32, bfloat16 or float16")
-    image_keys: tuple[str, ...] = arg((), "observation keys of the model's cameras, in order (default: from the checkpoint)")
-    gripper_open: float | None = arg(None, "the env's gripper value for 'open' (default: the training data's: CALVIN 1, LIBERO -1)")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg(
+        "auto", "auto (float32 on CPU, bf16 on GPUs that support it), float32, bfloat16 or float16"
+    )
+    image_keys: tuple[str, ...] = arg(
+        (), "observation keys of the model's cameras, in order (default: from the checkpoint)"
+    )
+    gripper_open: float | None = arg(
+        None, "the env's gripper value for 'open' (default: the training data's: CALVIN 1, LIBERO -1)"
+    )
     chunk_size: int = arg(10, "chunk length of an untrained model (a checkpoint fixes its own)", minimum=1)
-    data_format: Literal["calvin", "libero"] = arg("calvin", "action convention of an untrained model: calvin or libero")
+    data_format: Literal["calvin", "libero"] = arg(
+        "calvin", "action convention of an untrained model: calvin or libero"
+    )
     seed: int = arg(0, "initialisation seed of an untrained model's head")
     allow_download: bool = arg(False, "let transformers download a hub id that is not cached locally")
 
     def check_inputs(self) -> None:
         """A model to build (a checkpoint or a backbone); ``ValueError`` naming the flags otherwise."""
         if not (self.checkpoint or self.backbone):
-            raise ValueError("--policy vla needs --checkpoint DIR (a model trained with vla.train) or --backbone "
-                             "NAME_OR_PATH (an untrained head)")
-        if not self.checkpoint and self.execute_steps is not None and not 1 <= self.execute_steps <= self.chunk_size:
-            raise ValueError(f"--execute-steps {self.execute_steps}: must be between 1 and --chunk-size "
-                             f"{self.chunk_size}")
+            raise ValueError(
+                "--policy vla needs --checkpoint DIR (a model trained with vla.train) or --backbone "
+                "NAME_OR_PATH (an untrained head)"
+            )
+        if (
+            not self.checkpoint
+            and self.execute_steps is not None
+            and not 1 <= self.execute_steps <= self.chunk_size
+        ):
+            raise ValueError(
+                f"--execute-steps {self.execute_steps}: must be between 1 and --chunk-size {self.chunk_size}"
+            )
 
     def preflight(self) -> None:
         """Before any worker starts (nothing loaded): the checkpoint folder holds a VLA config, the backbone is a
@@ -61,8 +84,10 @@ class VLAPolicyConfig:
         if self.checkpoint:
             if not (Path(self.checkpoint) / "config.json").is_file():
                 where = "has no config.json" if Path(self.checkpoint).is_dir() else "does not exist"
-                raise ValueError(f"--checkpoint {self.checkpoint}: {where}, so it is no VLA checkpoint; pass a "
-                                 f"folder written by vla.train (e.g. outputs/vla/checkpoints/last)")
+                raise ValueError(
+                    f"--checkpoint {self.checkpoint}: {where}, so it is no VLA checkpoint; pass a "
+                    f"folder written by vla.train (e.g. outputs/vla/checkpoints/last)"
+                )
         elif self.backbone:
             check_backbone("--backbone", self.backbone, allow_download=self.allow_download)
         check_device("--device", self.device)
@@ -87,13 +112,20 @@ class VLAPolicy(Policy):
     name = "vla"
 
     def __init__(
-        self, model: VLAModel, *, execute_steps: int | None = None, image_keys: tuple[str, ...] = (),
-        gripper_open: float | None = None, identity: Mapping[str, Any] | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        model: VLAModel,
+        *,
+        execute_steps: int | None = None,
+        image_keys: tuple[str, ...] = (),
+        gripper_open: float | None = None,
+        identity: Mapping[str, Any] | None = None,
+    ) -> None:
         chunk = model.config.chunk_size
         steps = chunk if execute_steps is None else int(execute_steps)
         if not 1 <= steps <= chunk:
-            raise ValueError(f"execute_steps must be between 1 and the chunk size {chunk}, got {execute_steps}")
+            raise ValueError(
+                f"execute_steps must be between 1 and the chunk size {chunk}, got {execute_steps}"
+            )
         self.model, self.execute_steps, self.gripper_open = model, steps, gripper_open
         self.image_keys = tuple(image_keys) or default_image_keys(model.config)
         self.identity = dict(identity or {})
@@ -134,7 +166,9 @@ class VLAPolicy(Policy):
         from vla.data import resize_image
 
         if key not in observation:
-            raise KeyError(f"observation has no image {key!r} (keys: {sorted(observation)}); set --image-keys")
+            raise KeyError(
+                f"observation has no image {key!r} (keys: {sorted(observation)}); set --image-keys"
+            )
         return resize_image(np.asarray(observation[key]), self.model.config.image_size)
 
     def episode_stats(self) -> dict[str, float]:
@@ -142,9 +176,15 @@ class VLAPolicy(Policy):
 
     def describe(self) -> dict[str, Any]:
         config = self.model.config
-        return {**super().describe(), **self.identity, "backbone": config.backbone, "model_type": config.model_type,
-                "chunk_size": config.chunk_size, "execute_steps": self.execute_steps,
-                "image_keys": list(self.image_keys)}  # fmt: skip
+        return {
+            **super().describe(),
+            **self.identity,
+            "backbone": config.backbone,
+            "model_type": config.model_type,
+            "chunk_size": config.chunk_size,
+            "execute_steps": self.execute_steps,
+            "image_keys": list(self.image_keys),
+        }
 
 
 def check_backbone(flag: str, name: str, *, allow_download: bool = False) -> None:
@@ -164,7 +204,9 @@ def _builtin_backbone(name: str) -> bool:
     from vla.backbones import NATIVE_BACKBONES, TINY_BACKBONES
 
     if name.startswith("tiny-") and name not in TINY_BACKBONES:
-        raise ValueError(f"--backbone {name}: no such tiny backbone; choose one of {', '.join(TINY_BACKBONES)}")
+        raise ValueError(
+            f"--backbone {name}: no such tiny backbone; choose one of {', '.join(TINY_BACKBONES)}"
+        )
     return name in TINY_BACKBONES or name in NATIVE_BACKBONES
 
 
@@ -191,14 +233,22 @@ def load_vla_model(config: VLAPolicyConfig) -> VLAModel:
     device = _resolve_device(config.device)
     dtype = torch_dtype(config.dtype, device)
     if config.checkpoint:
-        return VLAModel.from_pretrained(config.checkpoint, dtype=dtype, device=device, allow_download=config.allow_download)
+        return VLAModel.from_pretrained(
+            config.checkpoint, dtype=dtype, device=device, allow_download=config.allow_download
+        )
     if not config.backbone:
-        raise ValueError("the vla policy needs --checkpoint DIR (a trained model) or --backbone NAME_OR_PATH (untrained)")
+        raise ValueError(
+            "the vla policy needs --checkpoint DIR (a trained model) or --backbone NAME_OR_PATH (untrained)"
+        )
     model = VLAModel.build(
-        config.backbone, dtype=dtype, allow_download=config.allow_download, seed=config.seed,
-        chunk_size=config.chunk_size, data_format=config.data_format,
+        config.backbone,
+        dtype=dtype,
+        allow_download=config.allow_download,
+        seed=config.seed,
+        chunk_size=config.chunk_size,
+        data_format=config.data_format,
         cameras=["rgb_static"] if config.data_format == "calvin" else ["agentview_rgb"],
-    )  # fmt: skip
+    )
     return model.to(device).eval()
 
 
@@ -206,12 +256,20 @@ def build_vla_policy(config: VLAPolicyConfig, model: VLAModel | None = None) -> 
     """The policy ``config`` describes; ``model`` replaces the one it would load (tests, shared models)."""
     model = model if model is not None else load_vla_model(config)
     identity = {"checkpoint": config.checkpoint, "trained": bool(config.checkpoint), "dtype": config.dtype}
-    return VLAPolicy(model, execute_steps=config.execute_steps, image_keys=config.image_keys,
-                     gripper_open=config.gripper_open, identity=identity)  # fmt: skip
+    return VLAPolicy(
+        model,
+        execute_steps=config.execute_steps,
+        image_keys=config.image_keys,
+        gripper_open=config.gripper_open,
+        identity=identity,
+    )
 
 
 #: ``--policy vla``, found by :mod:`policies.registry` through the ``spatial_arena.policies`` entry point
 #: ``vla = "vla.policy:POLICY"`` (pyproject.toml), so that no lower layer names this one. It acts in
 #: continuous 7-D end-effector space: CALVIN and LIBERO.
-POLICY = PolicyEntry(config="vla.policy:VLAPolicyConfig", builder="vla.policy:build_vla_policy",
-                     benchmarks=("calvin", "libero"))
+POLICY = PolicyEntry(
+    config="vla.policy:VLAPolicyConfig",
+    builder="vla.policy:build_vla_policy",
+    benchmarks=("calvin", "libero"),
+)

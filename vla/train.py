@@ -47,43 +47,78 @@ LOG_FILE, STATE_FILE, TRAIN_CONFIG_FILE = "train_log.jsonl", "trainer_state.json
 class TrainConfig:
     """Fine-tune a VLM backbone + action head (VLM4VLA) on CALVIN- or LIBERO-format demonstrations."""
 
-    backbone: str = arg("", "VLM to start from: a directory, a hub id (needs --allow-download), or a tiny-* test model (tiny-qwen2.5-vl, tiny-kosmos2, ...; python -m vla.backbones --list)")
-    data: str = arg("", "demonstrations: a CALVIN split directory (or its parent with training/), or LIBERO .hdf5 file(s)")
+    backbone: str = arg(
+        "",
+        "VLM to start from: a directory, a hub id (needs --allow-download), or a tiny-* test model (tiny-qwen2.5-vl, tiny-kosmos2, ...; python -m vla.backbones --list)",
+    )
+    data: str = arg(
+        "", "demonstrations: a CALVIN split directory (or its parent with training/), or LIBERO .hdf5 file(s)"
+    )
     output: str = arg("outputs/vla", "run directory for checkpoints and logs")
-    data_format: Literal["auto", "calvin", "libero"] = arg("auto", "demonstration format (auto: detected from the files)")
-    chunk_size: int | None = arg(None, "actions predicted per query (default: 10 CALVIN, 4 LIBERO)", minimum=1)
-    cameras: tuple[str, ...] = arg((), "dataset image keys fed to the model, in order (default: rgb_static / agentview_rgb)")
+    data_format: Literal["auto", "calvin", "libero"] = arg(
+        "auto", "demonstration format (auto: detected from the files)"
+    )
+    chunk_size: int | None = arg(
+        None, "actions predicted per query (default: 10 CALVIN, 4 LIBERO)", minimum=1
+    )
+    cameras: tuple[str, ...] = arg(
+        (), "dataset image keys fed to the model, in order (default: rgb_static / agentview_rgb)"
+    )
     image_size: int = arg(224, "square image side the samples are resized to", minimum=1)
-    num_action_tokens: int = arg(1, "copies of the learnable action token appended to the input ('latent')", minimum=1)
-    position_ids: Literal["mrope", "plain"] = arg("mrope", "Qwen position ids: mrope (correct M-RoPE) or plain (as the public VLM4VLA Qwen code)")
-    action_norm: Literal["published", "quantile"] = arg("published", "arm normalisation bounds: published (+/-0.65) or quantile (training data's 1st/99th percentiles)")
-    norm_max_samples: int = arg(20_000, "most frames whose actions are read for normalisation statistics", minimum=1)
+    num_action_tokens: int = arg(
+        1, "copies of the learnable action token appended to the input ('latent')", minimum=1
+    )
+    position_ids: Literal["mrope", "plain"] = arg(
+        "mrope", "Qwen position ids: mrope (correct M-RoPE) or plain (as the public VLM4VLA Qwen code)"
+    )
+    action_norm: Literal["published", "quantile"] = arg(
+        "published",
+        "arm normalisation bounds: published (+/-0.65) or quantile (training data's 1st/99th percentiles)",
+    )
+    norm_max_samples: int = arg(
+        20_000, "most frames whose actions are read for normalisation statistics", minimum=1
+    )
     epochs: float = arg(2.0, "passes over the data (the paper: 2 on CALVIN)", minimum=0.0001)
     max_steps: int | None = arg(None, "optimizer steps; overrides --epochs", minimum=1)
-    time_budget_s: float | None = arg(None, "stop (and save) after this many seconds of training", minimum=0.001)
+    time_budget_s: float | None = arg(
+        None, "stop (and save) after this many seconds of training", minimum=0.001
+    )
     batch_size: int = arg(128, "global batch size (split over processes and accumulation steps)", minimum=1)
     grad_accum: int = arg(1, "gradient-accumulation steps per optimizer step", minimum=1)
     lr: float = arg(2e-5, "peak learning rate (Adam)", minimum=0)
     min_lr_ratio: float = arg(0.01, "cosine decay ends at this fraction of the peak", minimum=0)
     warmup_epochs: float = arg(0.25, "linear warm-up length in epochs", minimum=0)
-    warmup_steps: int | None = arg(None, "linear warm-up length in steps; overrides --warmup-epochs", minimum=0)
+    warmup_steps: int | None = arg(
+        None, "linear warm-up length in steps; overrides --warmup-epochs", minimum=0
+    )
     weight_decay: float = arg(0.0, "Adam weight decay", minimum=0)
     grad_clip: float = arg(1.0, "gradient-norm clipping", minimum=0)
-    precision: Literal["auto", "bf16", "fp16", "fp32"] = arg("auto", "auto (bf16 on GPUs that support it, else fp16 on GPUs, fp32 on CPU), bf16, fp16 or fp32")
-    freeze_backbone: bool = arg(False, "train only the action token and head (the checkpoint then names the backbone instead of copying it)")
+    precision: Literal["auto", "bf16", "fp16", "fp32"] = arg(
+        "auto", "auto (bf16 on GPUs that support it, else fp16 on GPUs, fp32 on CPU), bf16, fp16 or fp32"
+    )
+    freeze_backbone: bool = arg(
+        False,
+        "train only the action token and head (the checkpoint then names the backbone instead of copying it)",
+    )
     seed: int = arg(123, "seed for the head's initialisation, data order and dropout")
     num_workers: int = arg(4, "data-loader worker processes per training process", minimum=0)
     log_every: int = arg(10, "optimizer steps between log lines", minimum=1)
-    save_every: int = arg(1000, "optimizer steps between checkpoints (one is always written at the end)", minimum=1)
+    save_every: int = arg(
+        1000, "optimizer steps between checkpoints (one is always written at the end)", minimum=1
+    )
     keep_checkpoints: int = arg(2, "newest checkpoints kept on disk (0: keep all)", minimum=0)
     resume: bool = arg(False, "continue from <output>/checkpoints/last")
     allow_download: bool = arg(False, "let transformers download a hub id that is not cached locally")
 
     def check(self) -> None:
         if not self.backbone or not self.data:
-            raise ValueError("--backbone and --data are required: the VLM to start from and the demonstrations")
+            raise ValueError(
+                "--backbone and --data are required: the VLM to start from and the demonstrations"
+            )
         if self.batch_size < 1 or self.grad_accum < 1:
-            raise ValueError(f"--batch-size and --grad-accum must be >= 1, got {self.batch_size}, {self.grad_accum}")
+            raise ValueError(
+                f"--batch-size and --grad-accum must be >= 1, got {self.batch_size}, {self.grad_accum}"
+            )
         if self.precision not in ("auto", "bf16", "fp16", "fp32"):
             raise ValueError(f"--precision must be auto, bf16, fp16 or fp32, got {self.precision!r}")
         self._check_paths()
@@ -144,7 +179,9 @@ def micro_batch(global_batch: int, processes: int, accumulation: int) -> int:
 class Collator:
     """Samples -> model inputs + normalised targets; picklable, so it runs in data-loader workers."""
 
-    def __init__(self, build_inputs: Callable[..., dict[str, torch.Tensor]], normalizer: ActionNormalizer) -> None:
+    def __init__(
+        self, build_inputs: Callable[..., dict[str, torch.Tensor]], normalizer: ActionNormalizer
+    ) -> None:
         self.build_inputs, self.normalizer = build_inputs, normalizer
 
     def __call__(self, samples: list[Any]) -> dict[str, Any]:
@@ -171,17 +208,22 @@ class Trainer:
         cuda = torch.cuda.is_available()
         self.accelerator = Accelerator(
             cpu=not cuda,  # CPU-only machines: several processes (torchrun) train with the gloo backend
-            mixed_precision=mixed_precision(config.precision, cuda), gradient_accumulation_steps=config.grad_accum,
+            mixed_precision=mixed_precision(config.precision, cuda),
+            gradient_accumulation_steps=config.grad_accum,
             dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
-        )  # fmt: skip
+        )
         set_seed(config.seed)
         self.dataset = self._open_data()
         self.model = self._build_model()
         self.loader = self._loader()
         self.optimizer = torch.optim.Adam(
-            [p for p in self.model.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay
+            [p for p in self.model.parameters() if p.requires_grad],
+            lr=config.lr,
+            weight_decay=config.weight_decay,
         )
-        self.model, self.optimizer, self.loader = self.accelerator.prepare(self.model, self.optimizer, self.loader)
+        self.model, self.optimizer, self.loader = self.accelerator.prepare(
+            self.model, self.optimizer, self.loader
+        )
         self._plan_steps()
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: lr_factor(s, self.warmup, self.total_steps, config.min_lr_ratio)
@@ -196,8 +238,13 @@ class Trainer:
         from vla.data import open_dataset
 
         c = self.config
-        return open_dataset(c.data, data_format=c.data_format, chunk_size=c.chunk_size, cameras=c.cameras or None,
-                            image_size=c.image_size)  # fmt: skip
+        return open_dataset(
+            c.data,
+            data_format=c.data_format,
+            chunk_size=c.chunk_size,
+            cameras=c.cameras or None,
+            image_size=c.image_size,
+        )
 
     def _normalizer(self) -> ActionNormalizer:
         from vla.normalization import ActionNormalizer
@@ -213,10 +260,18 @@ class Trainer:
 
         c, d = self.config, self.dataset
         model = VLAModel.build(
-            c.backbone, normalizer=self._normalizer(), allow_download=c.allow_download, seed=c.seed,
-            chunk_size=d.chunk_size, cameras=list(d.cameras), image_size=c.image_size, data_format=d.data_format,
-            num_action_tokens=c.num_action_tokens, position_ids=c.position_ids, backbone_saved=not c.freeze_backbone,
-        )  # fmt: skip
+            c.backbone,
+            normalizer=self._normalizer(),
+            allow_download=c.allow_download,
+            seed=c.seed,
+            chunk_size=d.chunk_size,
+            cameras=list(d.cameras),
+            image_size=c.image_size,
+            data_format=d.data_format,
+            num_action_tokens=c.num_action_tokens,
+            position_ids=c.position_ids,
+            backbone_saved=not c.freeze_backbone,
+        )
         if c.freeze_backbone:
             model.backbone.requires_grad_(False)
         return model
@@ -227,16 +282,27 @@ class Trainer:
         c = self.config
         size = micro_batch(c.batch_size, self.accelerator.num_processes, c.grad_accum)
         if len(self.dataset) < size:
-            raise ValueError(f"{c.data} has {len(self.dataset)} samples, fewer than one batch of {size}; lower --batch-size")
+            raise ValueError(
+                f"{c.data} has {len(self.dataset)} samples, fewer than one batch of {size}; lower --batch-size"
+            )
         collate = Collator(self.model.input_builder(), self.model.normalizer)
-        return DataLoader(self.dataset, batch_size=size, shuffle=True, drop_last=True, collate_fn=collate,
-                          num_workers=c.num_workers, persistent_workers=c.num_workers > 0)  # fmt: skip
+        return DataLoader(
+            self.dataset,
+            batch_size=size,
+            shuffle=True,
+            drop_last=True,
+            collate_fn=collate,
+            num_workers=c.num_workers,
+            persistent_workers=c.num_workers > 0,
+        )
 
     def _plan_steps(self) -> None:
         c = self.config
         self.steps_per_epoch = max(1, len(self.loader) // c.grad_accum)
         self.total_steps = c.max_steps or max(1, math.ceil(c.epochs * self.steps_per_epoch))
-        self.warmup = c.warmup_steps if c.warmup_steps is not None else round(c.warmup_epochs * self.steps_per_epoch)
+        self.warmup = (
+            c.warmup_steps if c.warmup_steps is not None else round(c.warmup_epochs * self.steps_per_epoch)
+        )
         self.warmup = max(1, min(self.warmup, self.total_steps))
 
     # ---- loop
@@ -248,7 +314,11 @@ class Trainer:
         began, window = time.monotonic(), []
         while self.step < self.total_steps and not self._out_of_time(began):
             self.loader.set_epoch(self.epoch)
-            batches = self.accelerator.skip_first_batches(self.loader, self.batches_done) if self.batches_done else self.loader
+            batches = (
+                self.accelerator.skip_first_batches(self.loader, self.batches_done)
+                if self.batches_done
+                else self.loader
+            )
             for batch in batches:
                 window.append(self._micro_step(batch))
                 self.batches_done += 1
@@ -304,10 +374,12 @@ class Trainer:
             self.out.mkdir(parents=True, exist_ok=True)
             (self.out / TRAIN_CONFIG_FILE).write_text(json.dumps(asdict(self.config), indent=2) + "\n")
             n = len(self.dataset)
-            self._print(f"{n} samples, {self.steps_per_epoch} steps/epoch, {self.total_steps} steps, "
-                        f"warm-up {self.warmup}, {self.accelerator.num_processes} process(es), "
-                        f"precision {precision_name(self.accelerator.mixed_precision)} (--precision "
-                        f"{self.config.precision}), device {self.accelerator.device}")  # fmt: skip
+            self._print(
+                f"{n} samples, {self.steps_per_epoch} steps/epoch, {self.total_steps} steps, "
+                f"warm-up {self.warmup}, {self.accelerator.num_processes} process(es), "
+                f"precision {precision_name(self.accelerator.mixed_precision)} (--precision "
+                f"{self.config.precision}), device {self.accelerator.device}"
+            )
 
     def _log(self, window: list[dict[str, float]], began: float) -> None:
         import torch
@@ -317,8 +389,13 @@ class Trainer:
         local = torch.tensor([means[k] for k in keys], device=self.accelerator.device)
         means = dict(zip(keys, self.accelerator.reduce(local, reduction="mean").tolist()))
         elapsed = time.monotonic() - began
-        record = {"step": self.step, "epoch": round(self.step / self.steps_per_epoch, 4),
-                  "lr": self.scheduler.get_last_lr()[0], "elapsed_s": round(elapsed, 2), **means}  # fmt: skip
+        record = {
+            "step": self.step,
+            "epoch": round(self.step / self.steps_per_epoch, 4),
+            "lr": self.scheduler.get_last_lr()[0],
+            "elapsed_s": round(elapsed, 2),
+            **means,
+        }
         if not self.accelerator.is_main_process:
             return
         with (self.out / LOG_FILE).open("a") as handle:
@@ -343,8 +420,13 @@ class Trainer:
             self.accelerator.unwrap_model(self.model).save_pretrained(target)
         self.accelerator.save_state(str(target / "training_state"))
         if self.accelerator.is_main_process:
-            state = {"step": self.step, "epoch": self.epoch, "batches_done": self.batches_done,
-                     "scheduler": self.scheduler.state_dict()}  # plain numbers (the lambda is not saved)
+            # plain numbers (the lambda is not saved)
+            state = {
+                "step": self.step,
+                "epoch": self.epoch,
+                "batches_done": self.batches_done,
+                "scheduler": self.scheduler.state_dict(),
+            }
             (target / STATE_FILE).write_text(json.dumps(state) + "\n")
             _point_last(target)
             self._prune()
@@ -373,7 +455,9 @@ class Trainer:
         self._print(f"resumed from {last.resolve()} at step {self.step}")
 
 
-def _schedule_state(saved: dict[str, Any] | None, current: dict[str, Any], step: int, lrs: list[float]) -> dict[str, Any]:
+def _schedule_state(
+    saved: dict[str, Any] | None, current: dict[str, Any], step: int, lrs: list[float]
+) -> dict[str, Any]:
     """The LR schedule's state to resume with: the saved one, or for checkpoints written before it was saved,
     the state after ``step`` scheduler steps (one per optimizer step) at the optimizer's restored rates."""
     if saved is not None:

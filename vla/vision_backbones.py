@@ -69,13 +69,17 @@ class ByteImageProcessor:
     def __init__(self, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD) -> None:
         self.mean, self.std = tuple(mean), tuple(std)
 
-    def __call__(self, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str]) -> dict[str, torch.Tensor]:
+    def __call__(
+        self, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str]
+    ) -> dict[str, torch.Tensor]:
         counts = {len(imgs) for imgs in images}
         if len(counts) != 1:
             raise ValueError(f"every sample needs the same number of camera images, got {sorted(counts)}")
         pixels = np.stack([[np.asarray(img, dtype=np.uint8) for img in imgs] for imgs in images])
         if pixels.ndim != 5 or pixels.shape[-1] != 3:
-            raise ValueError(f"images must be uint8 H x W x 3 arrays of one size, got batch shape {pixels.shape}")
+            raise ValueError(
+                f"images must be uint8 H x W x 3 arrays of one size, got batch shape {pixels.shape}"
+            )
         tensor = torch.from_numpy(pixels).permute(0, 1, 4, 2, 3).float() / 255.0
         mean, std = torch.tensor(self.mean).view(1, 1, 3, 1, 1), torch.tensor(self.std).view(1, 1, 3, 1, 1)
         ids = [list(text.strip().encode("utf-8")) for text in instructions]
@@ -146,8 +150,9 @@ class EfficientNetLiteBackbone(VLMBackbone):
             self.visual_proj = nn.Sequential(nn.LayerNorm(VISION_CHANNELS), nn.Linear(VISION_CHANNELS, d))
             self.camera_embed = nn.Embedding(config.max_cameras, d)
             self.text_embed = nn.Embedding(257, d, padding_idx=0)  # 256 byte values + padding
-            layer = nn.TransformerEncoderLayer(d, config.num_heads, 4 * d, dropout=0.0, batch_first=True,
-                                               norm_first=True)  # fmt: skip
+            layer = nn.TransformerEncoderLayer(
+                d, config.num_heads, 4 * d, dropout=0.0, batch_first=True, norm_first=True
+            )
             self.encoder = nn.TransformerEncoder(layer, config.num_layers, enable_nested_tensor=False)
             self.final_norm = nn.LayerNorm(d)
 
@@ -166,7 +171,11 @@ class EfficientNetLiteBackbone(VLMBackbone):
 
     @classmethod
     def build_inputs(
-        cls, processor: Any, images: Sequence[Sequence[ImageLike]], instructions: Sequence[str], num_action_tokens: int
+        cls,
+        processor: Any,
+        images: Sequence[Sequence[ImageLike]],
+        instructions: Sequence[str],
+        num_action_tokens: int,
     ) -> dict[str, torch.Tensor]:
         check_batch(images, instructions)
         return processor(images, instructions)
@@ -189,7 +198,9 @@ class EfficientNetLiteBackbone(VLMBackbone):
         if self.config.train_vision or not self.training or self.config.feature_cache <= 0:
             with torch.set_grad_enabled(self.config.train_vision and torch.is_grad_enabled()):
                 return self.vision.extract_features(images)
-        keys = [hashlib.blake2b(img.numpy().tobytes(), digest_size=16).digest() for img in images.detach().cpu()]
+        keys = [
+            hashlib.blake2b(img.numpy().tobytes(), digest_size=16).digest() for img in images.detach().cpu()
+        ]
         missing = [i for i, k in enumerate(keys) if k not in self._features]
         if missing:
             with torch.no_grad():

@@ -17,5 +17,18 @@ from benchmarks.calvin.config import CHAIN_LENGTH, CalvinConfig
 from benchmarks.calvin.protocol import evaluation_chains, parse_tasks, task_episodes
 from benchmarks.calvin.report import chain_markdown, chain_metrics, task_info
 
-__all__ = ["CHAIN_LENGTH", "CalvinBenchmark", "CalvinConfig", "CalvinWorker", "calvin_sources", "chain_markdown",
-           "chain_metrics", "check_setup", "evaluation_chains", "main", "parse_tasks", "task_episodes", "task_info"]
+__all__ = [
+    "CHAIN_LENGTH",
+    "CalvinBenchmark",
+    "CalvinConfig",
+    "CalvinWorker",
+    "calvin_sources",
+    "chain_markdown",
+    "chain_metrics",
+    "check_setup",
+    "evaluation_chains",
+    "main",
+    "parse_tasks",
+    "task_episodes",
+    "task_info",
+]

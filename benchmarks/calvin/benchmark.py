@@ -38,8 +38,10 @@ def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
         chosen = tuple(c for c in config.cameras.split(",") if c and c != "none")
         unknown = sorted(set(chosen) - {"static", "gripper"})
         if unknown:
-            raise InputError(f"--cameras {config.cameras}: unknown camera(s) {unknown}; use auto, none, static, "
-                             f"gripper or static,gripper")
+            raise InputError(
+                f"--cameras {config.cameras}: unknown camera(s) {unknown}; use auto, none, static, "
+                f"gripper or static,gripper"
+            )
     else:
         chosen = () if spec.blind else ("static", "gripper")
     return ("static", "gripper") if config.video and not chosen else chosen
@@ -73,10 +75,16 @@ class CalvinWorker(EpisodeWorker):
         self.cameras = cameras_for(config, spec)
         self.video_keys = [f"rgb_{camera}" for camera in self.cameras]
         # CALVIN's layout carries depth for every camera, as calvin_env's get_obs does
-        env_id, kwargs = calvin_env_spec(config.backend, cameras=self.cameras, renderer=config.renderer,
-                                         calvin_assets=config.calvin_assets, calvin_dataset=config.calvin_dataset,
-                                         calvin_env=config.calvin_env, obs_layout=config.obs_layout,
-                                         depth=config.obs_layout == "calvin")
+        env_id, kwargs = calvin_env_spec(
+            config.backend,
+            cameras=self.cameras,
+            renderer=config.renderer,
+            calvin_assets=config.calvin_assets,
+            calvin_dataset=config.calvin_dataset,
+            calvin_env=config.calvin_env,
+            obs_layout=config.obs_layout,
+            depth=config.obs_layout == "calvin",
+        )
         self.env = self.make_env(env_id, **kwargs)
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.policy.bind(self.env)
@@ -91,9 +99,20 @@ class CalvinWorker(EpisodeWorker):
         tasks = list(unit.spec["tasks"])
         if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
             on_step = _flat_frames(on_step)
-        result = run_chain(self.env, self.policy, robot_obs, scene_obs, tasks, [instruction_for(t) for t in tasks],
-                           ep_len=self.config.ep_len, seed=unit.seed, replay_key=unit.key, on_step=on_step,
-                           decisions=self.decisions, latency=self.config.latency_setting())
+        result = run_chain(
+            self.env,
+            self.policy,
+            robot_obs,
+            scene_obs,
+            tasks,
+            [instruction_for(t) for t in tasks],
+            ep_len=self.config.ep_len,
+            seed=unit.seed,
+            replay_key=unit.key,
+            on_step=on_step,
+            decisions=self.decisions,
+            latency=self.config.latency_setting(),
+        )
         result["extras"]["initial_state"] = unit.spec["initial_state"]
         return result
 
@@ -131,12 +150,24 @@ class CalvinBenchmark(Benchmark):
         (same key and seed as in the full evaluation, so a task run can be compared chain by chain)."""
         if self.config.tasks:
             episodes = task_episodes(parse_tasks(self.config.tasks), self.config.num_sequences)
-            return [WorkUnit(j, f"chain-{i:04d}", unit_seed(self.config.seed, i),
-                             {"initial_state": state, "tasks": list(tasks)})
-                    for j, (i, state, tasks) in enumerate(episodes)]
-        return [WorkUnit(i, f"chain-{i:04d}", unit_seed(self.config.seed, i),
-                         {"initial_state": state, "tasks": list(tasks)})
-                for i, (state, tasks) in enumerate(evaluation_chains(self.config.num_sequences))]
+            return [
+                WorkUnit(
+                    j,
+                    f"chain-{i:04d}",
+                    unit_seed(self.config.seed, i),
+                    {"initial_state": state, "tasks": list(tasks)},
+                )
+                for j, (i, state, tasks) in enumerate(episodes)
+            ]
+        return [
+            WorkUnit(
+                i,
+                f"chain-{i:04d}",
+                unit_seed(self.config.seed, i),
+                {"initial_state": state, "tasks": list(tasks)},
+            )
+            for i, (state, tasks) in enumerate(evaluation_chains(self.config.num_sequences))
+        ]
 
     def worker_factory(self) -> Any:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
@@ -144,18 +175,49 @@ class CalvinBenchmark(Benchmark):
     prefix_keys = frozenset({"limit", "num_sequences"})
 
     def manifest_extra(self) -> dict[str, Any]:
-        return {"policy": self.spec.manifest(),
-                "protocol": {"num_sequences": self.config.num_sequences, "chain_length": self.chain_length,
-                             "ep_len": self.config.ep_len, "backend": self.config.backend,
-                             **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
-                             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})},
-                **calvin_sources(self.config)}
+        return {
+            "policy": self.spec.manifest(),
+            "protocol": {
+                "num_sequences": self.config.num_sequences,
+                "chain_length": self.chain_length,
+                "ep_len": self.config.ep_len,
+                "backend": self.config.backend,
+                **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
+                **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {}),
+            },
+            **calvin_sources(self.config),
+        }
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         done = [r["extras"]["num_completed"] for r in ok_chains(records)]
         m = chain_metrics(done, self.chain_length)
-        return {"avg_len": score_cell(m["avg_seq_len"], ".2f"),
-                "sr%": "/".join(score_cell(v, ".0f") for v in percent_sr(m, self.chain_length))}
+        return {
+            "avg_len": score_cell(m["avg_seq_len"], ".2f"),
+            "sr%": "/".join(score_cell(v, ".0f") for v in percent_sr(m, self.chain_length)),
+        }
+
+    def _plots(self, metrics: dict[str, Any], tasks: dict[str, Any]) -> dict[str, Any]:
+        """The chain-success and per-task plots, by file name (each a callable taking the path)."""
+        n = self.chain_length
+        sr = percent_sr(metrics, n)
+        reference = {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
+        return {
+            "plots/chain_success.png": lambda p: line_plot(
+                p,
+                list(range(1, n + 1)),
+                {self.spec.label: sr, **reference},
+                xlabel="subtasks completed in a row",
+                ylabel="success rate (%)",
+                title="CALVIN chain success",
+            ),
+            "plots/task_success.png": lambda p: bar_plot(
+                p,
+                list(tasks),
+                [100 * v["success"] / v["total"] for v in tasks.values()],
+                value_label="success rate (%)",
+                title="CALVIN success per task",
+            ),
+        }
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         chains = ok_chains(records)
@@ -163,26 +225,33 @@ class CalvinBenchmark(Benchmark):
         metrics = chain_metrics([c["extras"]["num_completed"] for c in chains], n)
         tasks = task_info(chains)
         # CALVIN's own keys, plus a marker its tools ignore: scored over the completed chains only.
-        incomplete = {"chains_total": tally.total, "chains_completed": tally.completed,
-                      "chains_errored": tally.errored, "complete": tally.complete}
+        incomplete = {
+            "chains_total": tally.total,
+            "chains_completed": tally.completed,
+            "chains_errored": tally.errored,
+            "complete": tally.complete,
+        }
         results = {self.spec.label: {**metrics, "task_info": tasks, "spatial_arena_run": incomplete}}
         calls = model_call_totals(s["policy_stats"] for s in subtask_records(chains))
         files: dict[str, Any] = {"results.json": functools.partial(write_json, data=results)}
         if chains:  # no plot of scores that do not exist
-            sr = percent_sr(metrics, n)
-            reference = {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
-            files["plots/chain_success.png"] = lambda p: line_plot(
-                p, list(range(1, n + 1)), {self.spec.label: sr, **reference},
-                xlabel="subtasks completed in a row", ylabel="success rate (%)", title="CALVIN chain success")
-            files["plots/task_success.png"] = lambda p: bar_plot(
-                p, list(tasks), [100 * v["success"] / v["total"] for v in tasks.values()],
-                value_label="success rate (%)", title="CALVIN success per task")
-        data = {"benchmark": "calvin", "policy": self.spec.label, "chains": len(chains), **metrics,
-                "task_info": tasks, "reference": REFERENCE, **({"model_calls": calls} if calls else {}),
-                **summarize_latency([s["latency"] for s in subtask_records(chains) if "latency" in s]),
-                **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {})}
-        text = (chain_markdown(self.spec.label, metrics, tasks, tally, self.config.backend) if n == CHAIN_LENGTH
-                else task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend))
+            files.update(self._plots(metrics, tasks))
+        data = {
+            "benchmark": "calvin",
+            "policy": self.spec.label,
+            "chains": len(chains),
+            **metrics,
+            "task_info": tasks,
+            "reference": REFERENCE,
+            **({"model_calls": calls} if calls else {}),
+            **summarize_latency([s["latency"] for s in subtask_records(chains) if "latency" in s]),
+            **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {}),
+        }
+        text = (
+            chain_markdown(self.spec.label, metrics, tasks, tally, self.config.backend)
+            if n == CHAIN_LENGTH
+            else task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend)
+        )
         if "latency" in data:
             text += f"\n\n{latency_markdown(data)}"
         return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
@@ -208,9 +277,11 @@ def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:
         if problem := egl_problem():
             raise InputError(problem)
     if config.obs_layout == "calvin" and ":" not in spec.name and not spec.blind:
-        raise InputError(f"--obs-layout calvin: --policy {spec.name} reads the flat layout (obs['rgb_static']); the "
-                         "CALVIN layout is for your own policy written for CALVIN's evaluate_policy "
-                         "(--policy package.module:Class); drop --obs-layout for built-in policies")
+        raise InputError(
+            f"--obs-layout calvin: --policy {spec.name} reads the flat layout (obs['rgb_static']); the "
+            "CALVIN layout is for your own policy written for CALVIN's evaluate_policy "
+            "(--policy package.module:Class); drop --obs-layout for built-in policies"
+        )
 
 
 def action_space() -> Any:
@@ -221,8 +292,13 @@ def action_space() -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> Summary:
-    config, spec = parse_benchmark_args(CalvinConfig, argv, prog="python -m benchmarks.calvin",
-                                        policy_defaults=POLICY_DEFAULTS, benchmark="calvin")
+    config, spec = parse_benchmark_args(
+        CalvinConfig,
+        argv,
+        prog="python -m benchmarks.calvin",
+        policy_defaults=POLICY_DEFAULTS,
+        benchmark="calvin",
+    )
     cameras_for(config, spec)  # bad --cameras is an input error here, not in every worker
     check_setup(config, spec)
     if config.tasks is not None:

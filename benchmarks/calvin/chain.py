@@ -31,10 +31,53 @@ if TYPE_CHECKING:
 EP_LEN = 360  # CALVIN's step budget per subtask
 
 
-def run_chain(env: gym.Env, policy: Policy, initial_robot_obs: Sequence[float], initial_scene_obs: Sequence[float],
-              tasks: Sequence[str], instructions: Sequence[str], ep_len: int = EP_LEN, seed: int = 0, *,
-              replay_key: str | None = None, on_step: StepHook | None = None,
-              decisions: list[dict[str, Any]] | None = None, latency: Latency | None = None) -> EpisodeRecord:
+def _reset_chain(
+    env: gym.Env,
+    initial_robot_obs: Sequence[float],
+    initial_scene_obs: Sequence[float],
+    seed: int,
+    on_step: StepHook | None,
+    instructions: Sequence[str],
+) -> tuple[Any, dict[str, Any]]:
+    """Reset the robot and scene to the chain's initial state (once per chain); the first observation."""
+    options = {
+        "robot_obs": np.asarray(initial_robot_obs, float),
+        "scene_obs": np.asarray(initial_scene_obs, float),
+    }
+    obs, info = env.reset(seed=seed, options=options)
+    if on_step:
+        on_step(obs, [f"subtask 1: {instructions[0]}" if instructions else "", "start"])
+    return obs, info
+
+
+def _subtask_context(
+    task: str, instruction: str, index: int, seed: int, info: dict[str, Any], replay_key: str | None
+) -> EpisodeContext:
+    """What ``policy.reset`` gets for subtask ``index`` of a chain."""
+    key = None if replay_key is None else f"{replay_key}/{index}"
+    return EpisodeContext(
+        instruction=instruction,
+        seed=seed + index,
+        info=info,
+        extras={"task": task, "subtask_index": index, "replay_key": key},
+    )
+
+
+def run_chain(
+    env: gym.Env,
+    policy: Policy,
+    initial_robot_obs: Sequence[float],
+    initial_scene_obs: Sequence[float],
+    tasks: Sequence[str],
+    instructions: Sequence[str],
+    ep_len: int = EP_LEN,
+    seed: int = 0,
+    *,
+    replay_key: str | None = None,
+    on_step: StepHook | None = None,
+    decisions: list[dict[str, Any]] | None = None,
+    latency: Latency | None = None,
+) -> EpisodeRecord:
     """Run one chain as the CALVIN protocol does and return its JSON-safe record (see the module).
 
     The robot and scene are reset once (not between subtasks). Each subtask gets ``policy.reset`` with its
@@ -52,41 +95,43 @@ def run_chain(env: gym.Env, policy: Policy, initial_robot_obs: Sequence[float], 
         raise ValueError(f"run_chain: {len(tasks)} tasks but {len(instructions)} instructions")
     started = time.perf_counter()
     base = env.unwrapped
-    options = {"robot_obs": np.asarray(initial_robot_obs, float), "scene_obs": np.asarray(initial_scene_obs, float)}
-    obs, info = env.reset(seed=seed, options=options)
-    if on_step:
-        on_step(obs, [f"subtask 1: {instructions[0]}" if instructions else "", "start"])
+    obs, info = _reset_chain(env, initial_robot_obs, initial_scene_obs, seed, on_step, instructions)
     subtasks: list[EpisodeRecord] = []
     for index, (task, instruction) in enumerate(zip(tasks, instructions)):
         base.begin_subtask(task)
-        key = None if replay_key is None else f"{replay_key}/{index}"
-        context = EpisodeContext(instruction=instruction, seed=seed + index, info=info,
-                                 extras={"task": task, "subtask_index": index, "replay_key": key})
-        policy.reset(context)
+        policy.reset(_subtask_context(task, instruction, index, seed, info, replay_key))
+        caption, labels = _captioner(on_step, index, instruction), {"task": task, "instruction": instruction}
         with logging_decisions(policy, decisions, subtask=index, task=task):
-            record, obs, info = _run_subtask(env, policy, obs, info, ep_len, _captioner(on_step, index, instruction),
-                                                latency, {"task": task, "instruction": instruction})
+            record, obs, info = _run_subtask(env, policy, obs, info, ep_len, caption, latency, labels)
         subtasks.append(record)
         if not record["success"]:
             break
     return chain_record(list(tasks), subtasks, round(time.perf_counter() - started, 3))
 
 
-def chain_record(tasks: list[str], subtasks: list[EpisodeRecord], episode_s: float | None = None) -> EpisodeRecord:
+def chain_record(
+    tasks: list[str], subtasks: list[EpisodeRecord], episode_s: float | None = None
+) -> EpisodeRecord:
     """A chain's record from its subtasks' records: top-level fields totalled, CALVIN's own in ``extras``.
 
     With ``episode_s`` (the chain's seconds) the record's ``timing`` holds it, the subtasks' model latency
     summed, and each subtask's own timing (``subtasks``), taken out of the subtask records."""
     completed = sum(1 for s in subtasks if s["success"])
     sub_timing = [s.pop(RESULT_TIMING, {}) for s in subtasks]  # type: ignore[misc]
-    record = EpisodeRecord(success=completed == len(tasks), steps=sum(s["steps"] for s in subtasks),
-                           policy_calls=sum(s["policy_calls"] for s in subtasks),
-                           idle_steps=sum(s["idle_steps"] for s in subtasks),
-                           policy_stats=summed_stats(s["policy_stats"] for s in subtasks),
-                           extras={"tasks": tasks, "num_completed": completed, "subtasks": subtasks})
+    record = EpisodeRecord(
+        success=completed == len(tasks),
+        steps=sum(s["steps"] for s in subtasks),
+        policy_calls=sum(s["policy_calls"] for s in subtasks),
+        idle_steps=sum(s["idle_steps"] for s in subtasks),
+        policy_stats=summed_stats(s["policy_stats"] for s in subtasks),
+        extras={"tasks": tasks, "num_completed": completed, "subtasks": subtasks},
+    )
     if episode_s is not None:
-        latency = {k: round(sum(t[k] for t in sub_timing if k in t), 3) for k in TIMING_STATS
-                   if any(k in t for t in sub_timing)}
+        latency = {
+            k: round(sum(t[k] for t in sub_timing if k in t), 3)
+            for k in TIMING_STATS
+            if any(k in t for t in sub_timing)
+        }
         record[RESULT_TIMING] = {"episode_s": episode_s, **latency, "subtasks": sub_timing}  # type: ignore[literal-required]
     return record
 
@@ -97,11 +142,16 @@ def read_chain(raw: dict[str, Any]) -> EpisodeRecord:
     subtasks and its other fields (``initial_state``) in ``extras``; old wall times are dropped."""
     if "extras" in raw:
         record = read_episode(raw)
-        record["extras"] = {**record["extras"], "subtasks": [read_episode(s) for s in record["extras"]["subtasks"]]}
+        record["extras"] = {
+            **record["extras"],
+            "subtasks": [read_episode(s) for s in record["extras"]["subtasks"]],
+        }
         return record
     subtasks = [read_episode(s) for s in raw["subtasks"]]
     record = chain_record(list(raw["tasks"]), subtasks)
-    record["extras"].update({k: v for k, v in raw.items() if k not in ("tasks", "num_completed", "subtasks", "video")})
+    record["extras"].update(
+        {k: v for k, v in raw.items() if k not in ("tasks", "num_completed", "subtasks", "video")}
+    )
     if "video" in raw:
         record["video"] = raw["video"]
     return record
@@ -113,8 +163,16 @@ def _captioner(on_step: StepHook | None, index: int, instruction: str) -> Callab
     return lambda obs, step: on_step(obs, [f"subtask {index + 1}: {instruction}", f"step {step}"])
 
 
-def _run_subtask(env: gym.Env, policy: Policy, obs: dict[str, Any], info: dict, ep_len: int, show: Callable[[Any, int], None] | None,
-                 latency: Latency | None, extras: dict[str, Any]) -> tuple[EpisodeRecord, Any, dict]:
+def _run_subtask(
+    env: gym.Env,
+    policy: Policy,
+    obs: dict[str, Any],
+    info: dict,
+    ep_len: int,
+    show: Callable[[Any, int], None] | None,
+    latency: Latency | None,
+    extras: dict[str, Any],
+) -> tuple[EpisodeRecord, Any, dict]:
     start, steps, success = time.perf_counter(), 0, False
     stream = ActionStream(env, policy, latency)
     while steps < ep_len and not success and not policy.stopped:
@@ -123,5 +181,10 @@ def _run_subtask(env: gym.Env, policy: Policy, obs: dict[str, Any], info: dict, 
         success = bool(info.get("is_success", False))
         if show:
             show(obs, steps)
-    return episode_record(success=success, steps=steps, stream=stream, policy=policy, started=start,
-                          extras=extras), obs, info
+    return (
+        episode_record(
+            success=success, steps=steps, stream=stream, policy=policy, started=start, extras=extras
+        ),
+        obs,
+        info,
+    )

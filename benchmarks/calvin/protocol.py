@@ -29,13 +29,17 @@ def parse_tasks(text: str) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
     unknown = [t for t in chosen if t not in TASKS]
     if unknown or not chosen:
-        raise ValueError(f"--tasks {','.join(unknown) or repr(text)}: unknown CALVIN task; valid: {', '.join(TASKS)}")
+        raise ValueError(
+            f"--tasks {','.join(unknown) or repr(text)}: unknown CALVIN task; valid: {', '.join(TASKS)}"
+        )
     starters = {tasks[0] for _, tasks in get_sequences(NUM_SEQUENCES)}
     alone = [t for t in TASKS if t in starters]
     never = [t for t in chosen if t not in starters]
     if never:
-        raise ValueError(f"--tasks {','.join(never)}: no evaluation chain starts with it (it needs an earlier subtask, "
-                         f"e.g. a block in the hand); tasks that can be evaluated alone: {', '.join(alone)}")
+        raise ValueError(
+            f"--tasks {','.join(never)}: no evaluation chain starts with it (it needs an earlier subtask, "
+            f"e.g. a block in the hand); tasks that can be evaluated alone: {', '.join(alone)}"
+        )
     return chosen
 
 
@@ -47,5 +51,7 @@ def task_episodes(tasks: Sequence[str], n: int) -> list[tuple[int, dict[str, Any
     if n < 1:
         raise ValueError(f"--num-sequences must be at least 1, got {n}")
     chosen = set(tasks)
-    found = [(i, state, seq[:1]) for i, (state, seq) in enumerate(get_sequences(NUM_SEQUENCES)) if seq[0] in chosen]
+    found = [
+        (i, state, seq[:1]) for i, (state, seq) in enumerate(get_sequences(NUM_SEQUENCES)) if seq[0] in chosen
+    ]
     return found[:n]

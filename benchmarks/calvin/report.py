@@ -21,8 +21,10 @@ def chain_metrics(num_completed: Sequence[int], chain_length: int = CHAIN_LENGTH
     completed = np.asarray(num_completed, dtype=float)
     if completed.size == 0:
         return {"avg_seq_len": None, "chain_sr": {str(i): None for i in range(1, chain_length + 1)}}
-    return {"avg_seq_len": float(completed.mean()),
-            "chain_sr": {str(i): float((completed >= i).mean()) for i in range(1, chain_length + 1)}}
+    return {
+        "avg_seq_len": float(completed.mean()),
+        "chain_sr": {str(i): float((completed >= i).mean()) for i in range(1, chain_length + 1)},
+    }
 
 
 def task_info(chains: Sequence[EpisodeRecord]) -> dict[str, dict[str, int]]:
@@ -46,11 +48,15 @@ def subtask_records(chains: Sequence[EpisodeRecord]) -> list[EpisodeRecord]:
 
 
 def percent_sr(metrics: dict[str, Any], chain_length: int = CHAIN_LENGTH) -> list[float | None]:
-    return [None if v is None else 100 * v for v in (metrics["chain_sr"][str(i)] for i in range(1, chain_length + 1))]
+    return [
+        None if v is None else 100 * v
+        for v in (metrics["chain_sr"][str(i)] for i in range(1, chain_length + 1))
+    ]
 
 
-def chain_markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally,
-              backend: str) -> str:
+def chain_markdown(
+    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, backend: str
+) -> str:
     ref = REFERENCE
     lines = [
         f"## CALVIN long-horizon evaluation: {label} ({tally.completed} of {tally.total} chains completed, "
@@ -58,9 +64,12 @@ def chain_markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[st
         "",
         "| policy | 1 | 2 | 3 | 4 | 5 | avg. len | chains errored |",
         "|---|---|---|---|---|---|---|---|",
-        f"| {label} | " + " | ".join(score_cell(v) for v in percent_sr(metrics))
+        f"| {label} | "
+        + " | ".join(score_cell(v) for v in percent_sr(metrics))
         + f" | {score_cell(metrics['avg_seq_len'], '.2f')} | {tally.errored_cell()} |",
-        f"| {ref['label']} | " + " | ".join(f"{v:.1f}" for v in ref["chain_sr"]) + f" | {ref['avg_seq_len']:.2f} | |",
+        f"| {ref['label']} | "
+        + " | ".join(f"{v:.1f}" for v in ref["chain_sr"])
+        + f" | {ref['avg_seq_len']:.2f} | |",
         *_blind_rows(),
         "",
         "Success rate (%) of completing at least i subtasks in a row; avg. len = mean completed subtasks (0-5), "
@@ -69,8 +78,10 @@ def chain_markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[st
         "| task | success | attempts | rate |",
         "|---|---|---|---|",
     ]
-    lines += [f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
-              for t, v in tasks.items()]
+    lines += [
+        f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
+        for t, v in tasks.items()
+    ]
     return "\n".join(lines)
 
 
@@ -78,18 +89,28 @@ def _blind_rows() -> list[str]:
     """Random and the best constant action (``bench/results/blind_baselines.json``), with their provenance."""
     from benchmarks.core.blind import blind_table_rows
 
-    rows, note = blind_table_rows("calvin", lambda v: [f"{x:.1f}" for x in v["chain_sr"]] + [f"{v['avg_seq_len']:.2f}", ""])
+    rows, note = blind_table_rows(
+        "calvin", lambda v: [f"{x:.1f}" for x in v["chain_sr"]] + [f"{v['avg_seq_len']:.2f}", ""]
+    )
     return [*rows, "", note] if note else rows
 
 
-def task_markdown(label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally,
-                   backend: str) -> str:
+def task_markdown(
+    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, backend: str
+) -> str:
     rate = metrics["chain_sr"]["1"]
-    lines = [f"## CALVIN single-task episodes: {label} ({tally.completed} of {tally.total} episodes completed, "
-             f"{backend} env)", "",
-             f"Success rate: {score_cell(None if rate is None else 100 * rate)}% (one subtask per episode, from the "
-             f"evaluation chains that start with it); episodes errored: {tally.errored_cell()}", "",
-             "| task | success | episodes | rate |", "|---|---|---|---|"]
-    lines += [f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
-              for t, v in tasks.items()]
+    lines = [
+        f"## CALVIN single-task episodes: {label} ({tally.completed} of {tally.total} episodes completed, "
+        f"{backend} env)",
+        "",
+        f"Success rate: {score_cell(None if rate is None else 100 * rate)}% (one subtask per episode, from the "
+        f"evaluation chains that start with it); episodes errored: {tally.errored_cell()}",
+        "",
+        "| task | success | episodes | rate |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
+        for t, v in tasks.items()
+    ]
     return "\n".join(lines)

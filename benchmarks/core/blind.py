@@ -44,13 +44,16 @@ def blind_policies(entry: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def blind_note(entry: dict[str, Any]) -> str:
     """Where the blind rows come from (one line under the table)."""
     constants = [k for k in entry["policies"] if k.startswith("constant-")]
-    return (f"Blind rows: `bench/blind_baselines.py`, {entry.get('total_units')} {entry.get('units', 'episodes')} "
-            f"each ({entry.get('scope')}), seed {entry.get('seed')}, measured {entry.get('date')}; "
-            f"best of {len(constants)} constant actions. They look at no image: a model must beat them.")
+    return (
+        f"Blind rows: `bench/blind_baselines.py`, {entry.get('total_units')} {entry.get('units', 'episodes')} "
+        f"each ({entry.get('scope')}), seed {entry.get('seed')}, measured {entry.get('date')}; "
+        f"best of {len(constants)} constant actions. They look at no image: a model must beat them."
+    )
 
 
-def blind_table_rows(family: str, cells: Callable[[dict[str, Any]], list[str]],
-                     path: Path = BLIND_RESULTS) -> tuple[list[str], str | None]:
+def blind_table_rows(
+    family: str, cells: Callable[[dict[str, Any]], list[str]], path: Path = BLIND_RESULTS
+) -> tuple[list[str], str | None]:
     """Markdown rows ``| label | cells... |`` for the blind baselines of ``family``, and the note on their
     provenance; no rows and ``None`` when nothing was measured. ``cells(values)`` fills the other columns."""
     entry = blind_baselines(family, path)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from action_mapping import ExecutablePlan, Plan
 from benchmarks.core.latency import Latency, latency_stats
 from envs.wrappers import HoldsStill
-from policies.base import Policy
+from policies.base import EpisodeContext, Policy
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -68,9 +68,15 @@ class ActionStream:
         """What a record keeps with a latency set: its setting, the distribution and the steps it cost."""
         if self.latency is None:
             return {}
-        return {"latency": {**self.latency.describe(), **latency_stats(self.latencies_ms),
-                            "latencies_ms": [round(v, 3) for v in self.latencies_ms],
-                            "steps": self.latency_steps, "held_steps": self.held_steps}}
+        return {
+            "latency": {
+                **self.latency.describe(),
+                **latency_stats(self.latencies_ms),
+                "latencies_ms": [round(v, 3) for v in self.latencies_ms],
+                "steps": self.latency_steps,
+                "held_steps": self.held_steps,
+            }
+        }
 
     def _next(self, observation: Mapping[str, Any]) -> Any | None:
         from envs.wrappers import expand_plan_step  # gymnasium is an env-side dependency
@@ -151,9 +157,29 @@ class AgentLoopResult:
     stream: ActionStream
 
 
-def run_agent_loop(env: gym.Env, policy: Policy, obs: dict[str, Any], info: dict[str, Any], *,
-                   on_step: StepHook | None = None,
-                   decisions: list[dict[str, Any]] | None = None) -> AgentLoopResult:
+def episode_context(
+    obs: Mapping[str, Any], info: dict[str, Any], episode: Mapping[str, Any], seed: int, keys: tuple[str, ...]
+) -> EpisodeContext:
+    """What ``policy.reset`` gets for an episode given as a dict: the instruction of its first observation,
+    the episode's ``keys`` (missing ones as None) as extras, and its ``episode_id`` as the replay key."""
+    extras = {key: episode.get(key) for key in keys}
+    return EpisodeContext(
+        instruction=obs["instruction"],
+        seed=seed,
+        info=info,
+        extras={**extras, "replay_key": episode.get("episode_id")},
+    )
+
+
+def run_agent_loop(
+    env: gym.Env,
+    policy: Policy,
+    obs: dict[str, Any],
+    info: dict[str, Any],
+    *,
+    on_step: StepHook | None = None,
+    decisions: list[dict[str, Any]] | None = None,
+) -> AgentLoopResult:
     """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the
     episode, ``env.unwrapped.max_steps`` steps are spent, or the policy has ``stopped``.
 

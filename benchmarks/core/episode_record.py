@@ -96,16 +96,25 @@ READ_ALIASES: dict[str, tuple[str, ...]] = {
 _CANONICAL = {old: new for new, olds in READ_ALIASES.items() for old in olds}
 
 
-def episode_record(*, success: bool, steps: int, stream: ActionStream, policy: Policy, started: float,
-                   extras: dict[str, Any]) -> EpisodeRecord:
+def episode_record(
+    *, success: bool, steps: int, stream: ActionStream, policy: Policy, started: float, extras: dict[str, Any]
+) -> EpisodeRecord:
     """The record of an episode that began at ``started`` (``time.perf_counter()``) and has just ended:
     its counts from ``stream``, the policy's ``episode_stats()``, and the family's ``extras``; its seconds
     and model latency under ``timing``."""
     stats = {k: float(v) for k, v in policy.episode_stats().items()}
-    timing = {"episode_s": round(time.perf_counter() - started, 3),
-              **{k: round(stats.pop(k), 3) for k in TIMING_STATS if k in stats}}
-    record = EpisodeRecord(success=bool(success), steps=int(steps), policy_calls=stream.policy_calls,
-                           idle_steps=stream.idle_steps, policy_stats=stats, extras=extras)
+    timing = {
+        "episode_s": round(time.perf_counter() - started, 3),
+        **{k: round(stats.pop(k), 3) for k in TIMING_STATS if k in stats},
+    }
+    record = EpisodeRecord(
+        success=bool(success),
+        steps=int(steps),
+        policy_calls=stream.policy_calls,
+        idle_steps=stream.idle_steps,
+        policy_stats=stats,
+        extras=extras,
+    )
     latency = stream.latency_record().get("latency")
     if latency is not None:
         record["latency"] = latency
@@ -147,7 +156,8 @@ def summed_stats(stats: Iterable[Mapping[str, float]]) -> dict[str, float]:
     return total
 
 
-def ok_results(records: Sequence[Mapping[str, Any]],
-               read: Callable[[Mapping[str, Any]], EpisodeRecord] = read_episode) -> list[EpisodeRecord]:
+def ok_results(
+    records: Sequence[Mapping[str, Any]], read: Callable[[Mapping[str, Any]], EpisodeRecord] = read_episode
+) -> list[EpisodeRecord]:
     """The results of the completed (``ok``) records, in order, each read through ``read``."""
     return [read(r["result"]) for r in records if r["status"] == RECORD_OK]

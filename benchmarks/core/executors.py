@@ -86,7 +86,9 @@ def die_with_parent() -> None:
         return
     if not parent.is_alive():  # the parent died before the line above took effect
         os._exit(1)
-    threading.Thread(target=_exit_when_gone, args=(parent.sentinel,), name="parent-watchdog", daemon=True).start()
+    threading.Thread(
+        target=_exit_when_gone, args=(parent.sentinel,), name="parent-watchdog", daemon=True
+    ).start()
 
 
 def _exit_when_gone(sentinel: int) -> None:
@@ -148,8 +150,9 @@ class ProcessExecutor(Executor):
         parent, child = self._ctx.Pipe()
         worker_id = f"p{self._spawned}"
         self._spawned += 1
-        process = self._ctx.Process(target=_worker_main, args=(child, factory, worker_id, self.unit_progress is not None),
-                                    daemon=True)
+        process = self._ctx.Process(
+            target=_worker_main, args=(child, factory, worker_id, self.unit_progress is not None), daemon=True
+        )
         process.start()
         child.close()
         return _Slot(process, parent, worker_id)
@@ -210,7 +213,9 @@ class ProcessExecutor(Executor):
                 slot.unit = None
                 yield payload
 
-    def _crashed(self, slot: _Slot, pending: deque[WorkUnit], attempts: dict[str, int]) -> dict[str, Any] | None:
+    def _crashed(
+        self, slot: _Slot, pending: deque[WorkUnit], attempts: dict[str, int]
+    ) -> dict[str, Any] | None:
         slot.process.join(timeout=5)
         slot.conn.close()
         unit, slot.unit = slot.unit, None
@@ -220,8 +225,10 @@ class ProcessExecutor(Executor):
             pending.appendleft(unit)
             return None
         timing = {"wall_s": round(time.perf_counter() - slot.started, 4), "worker": slot.worker_id}
-        message = (f"worker process died (exit code {slot.process.exitcode}) on each of "
-                   f"{attempts[unit.key]} attempts at this unit")
+        message = (
+            f"worker process died (exit code {slot.process.exitcode}) on each of "
+            f"{attempts[unit.key]} attempts at this unit"
+        )
         return error_record(unit, message, attempts=attempts[unit.key], timing=timing)
 
     @staticmethod
@@ -246,13 +253,24 @@ class ProcessExecutor(Executor):
                 slot.process.join(timeout=5)
 
 
-def make_executor(workers: int, *, ray: str | None = None, max_retries: int = 2, num_cpus: float = 1.0,
-                  num_gpus: float = 0.0) -> Executor:
+def make_executor(
+    workers: int,
+    *,
+    ray: str | None = None,
+    max_retries: int = 2,
+    num_cpus: float = 1.0,
+    num_gpus: float = 0.0,
+) -> Executor:
     """``--ray ADDRESS`` uses Ray actors (each declaring ``num_cpus``/``num_gpus``); otherwise ``workers == 1``
     runs in-process, more uses processes."""
     if ray:
         from benchmarks.core.ray_executor import RayExecutor
 
-        return RayExecutor(ray, workers if workers > 1 else None, max_retries=max_retries, num_cpus=num_cpus,
-                           num_gpus=num_gpus)
+        return RayExecutor(
+            ray,
+            workers if workers > 1 else None,
+            max_retries=max_retries,
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+        )
     return InProcessExecutor() if workers == 1 else ProcessExecutor(workers, max_retries=max_retries)

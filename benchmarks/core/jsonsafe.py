@@ -32,7 +32,9 @@ def json_safe(x: object) -> Any:
         return bool(x)
     if isinstance(x, (int, np.integer)):
         # JSON writers print ints in decimal, which raises past 4,300 digits: name such an int instead.
-        return int(x) if int(x).bit_length() <= _PRINTABLE_INT_BITS else f"<int of {int(x).bit_length()} bits>"
+        return (
+            int(x) if int(x).bit_length() <= _PRINTABLE_INT_BITS else f"<int of {int(x).bit_length()} bits>"
+        )
     if isinstance(x, (float, np.floating)):
         return float(x) if math.isfinite(x) else None
     if isinstance(x, PurePath):

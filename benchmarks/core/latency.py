@@ -37,12 +37,16 @@ class Latency:
 
     def steps(self, latency_ms: float) -> int:
         """Whole control periods that pass during an inference of ``latency_ms``."""
-        return max(0, math.floor(latency_ms * self.control_hz / 1000.0 + 1e-9))  # 100 ms at 30 Hz: 3.0, not 2.999
+        # 100 ms at 30 Hz: 3.0, not 2.999
+        return max(0, math.floor(latency_ms * self.control_hz / 1000.0 + 1e-9))
 
     def describe(self) -> dict[str, object]:
         """JSON-safe description for manifests and records."""
-        return {"latency": "real" if self.fixed_ms is None else f"fixed:{self.fixed_ms:g}", "mode": self.mode,
-                "control_hz": self.control_hz}
+        return {
+            "latency": "real" if self.fixed_ms is None else f"fixed:{self.fixed_ms:g}",
+            "mode": self.mode,
+            "control_hz": self.control_hz,
+        }
 
 
 def parse_latency(text: str | None, mode: str = "continue", control_hz: float = 30.0) -> Latency | None:
@@ -61,7 +65,9 @@ def parse_latency(text: str | None, mode: str = "continue", control_hz: float = 
     except ValueError:
         ms = -1.0
     if kind != "fixed" or not math.isfinite(ms) or ms < 0:
-        raise ValueError(f"--latency {text!r}: use off, real, or fixed:MS with MS a non-negative number (e.g. fixed:100)")
+        raise ValueError(
+            f"--latency {text!r}: use off, real, or fixed:MS with MS a non-negative number (e.g. fixed:100)"
+        )
     return Latency(ms, mode, float(control_hz))  # type: ignore[arg-type]
 
 
@@ -70,25 +76,35 @@ def latency_stats(latencies_ms: Sequence[float]) -> dict[str, float | int | None
     values = np.asarray(latencies_ms, dtype=float)
     if values.size == 0:
         return {"decisions": 0, "mean_ms": None, "p50_ms": None, "p90_ms": None, "max_ms": None}
-    return {"decisions": int(values.size), "mean_ms": round(float(values.mean()), 3),
-            "p50_ms": round(float(np.percentile(values, 50)), 3), "p90_ms": round(float(np.percentile(values, 90)), 3),
-            "max_ms": round(float(values.max()), 3)}
+    return {
+        "decisions": int(values.size),
+        "mean_ms": round(float(values.mean()), 3),
+        "p50_ms": round(float(np.percentile(values, 50)), 3),
+        "p90_ms": round(float(np.percentile(values, 90)), 3),
+        "max_ms": round(float(values.max()), 3),
+    }
 
 
 def latency_arg(control_hz: float) -> Any:
     """The ``--latency`` option of a closed-loop benchmark config whose env runs at ``control_hz``."""
     from policies.config_cli import arg
 
-    return arg("off", f"off (the protocol: the world waits for the policy) | real | fixed:MS: the env runs on at "
-                      f"{control_hz:g} Hz while the policy computes each decision (measured wall time, or MS ms)")
+    return arg(
+        "off",
+        f"off (the protocol: the world waits for the policy) | real | fixed:MS: the env runs on at "
+        f"{control_hz:g} Hz while the policy computes each decision (measured wall time, or MS ms)",
+    )
 
 
 def latency_mode_arg() -> Any:
     """The ``--latency-mode`` option (``continue`` or ``hold``) that goes with :func:`latency_arg`."""
     from policies.config_cli import arg
 
-    return arg("continue", "with --latency: during inference keep executing the previous chunk's remaining "
-                           "actions, or hold still")
+    return arg(
+        "continue",
+        "with --latency: during inference keep executing the previous chunk's remaining "
+        "actions, or hold still",
+    )
 
 
 def checked_latency(text: str, mode: str, control_hz: float) -> Latency | None:
@@ -108,13 +124,21 @@ def summarize_latency(recorded: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return {}
     stats = latency_stats([v for r in recorded for v in r["latencies_ms"]])
     setting = {k: recorded[0][k] for k in ("latency", "mode", "control_hz")}
-    return {"latency": {**setting, **stats, "steps": sum(r["steps"] for r in recorded),
-                        "held_steps": sum(r["held_steps"] for r in recorded)}}
+    return {
+        "latency": {
+            **setting,
+            **stats,
+            "steps": sum(r["steps"] for r in recorded),
+            "held_steps": sum(r["held_steps"] for r in recorded),
+        }
+    }
 
 
 def latency_markdown(summary: Mapping[str, Any]) -> str:
     """One summary line for the ``latency`` entry of :func:`summarize_latency`."""
     lat = summary["latency"]
-    return (f"Latency {lat['latency']} ({lat['mode']}, {lat['control_hz']:g} Hz): {lat['decisions']} decisions, "
-            f"mean {lat['mean_ms']} ms, p50 {lat['p50_ms']} ms, p90 {lat['p90_ms']} ms; {lat['steps']} env steps "
-            f"ran during inference ({lat['held_steps']} holding still).")
+    return (
+        f"Latency {lat['latency']} ({lat['mode']}, {lat['control_hz']:g} Hz): {lat['decisions']} decisions, "
+        f"mean {lat['mean_ms']} ms, p50 {lat['p50_ms']} ms, p90 {lat['p90_ms']} ms; {lat['steps']} env steps "
+        f"ran during inference ({lat['held_steps']} holding still)."
+    )

@@ -23,9 +23,23 @@ if TYPE_CHECKING:
 
 # Distributions whose versions can change a number in a results table.
 TRACKED_PACKAGES = (
-    "spatial-arena", "numpy", "scipy", "gymnasium", "pybullet", "mujoco", "robosuite", "rpent-libero", "torch",
-    "transformers", "tokenizers", "accelerate", "pillow", "ray", "pyarrow", "matplotlib",
-)  # fmt: skip
+    "spatial-arena",
+    "numpy",
+    "scipy",
+    "gymnasium",
+    "pybullet",
+    "mujoco",
+    "robosuite",
+    "rpent-libero",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "accelerate",
+    "pillow",
+    "ray",
+    "pyarrow",
+    "matplotlib",
+)
 _RENDER_ENV = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "OMP_NUM_THREADS")
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -42,6 +56,7 @@ def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str
 
 def git_revision(repo: Path = _REPO) -> dict[str, Any]:
     """Commit and dirty flag of the project checkout (``None`` when it is not a git checkout)."""
+
     def git(*args: str) -> str | None:
         try:
             out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
@@ -55,15 +70,22 @@ def git_revision(repo: Path = _REPO) -> dict[str, Any]:
 
 
 def machine() -> dict[str, Any]:
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "processor": platform.machine(),
-            "cpu_count": os.cpu_count(), "render_env": {k: os.environ.get(k) for k in _RENDER_ENV}}
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "render_env": {k: os.environ.get(k) for k in _RENDER_ENV},
+    }
 
 
 def machine_line() -> str:
     """The machine in one line, for committed results files (load average: how busy it was when measured)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{platform.machine()}, {os.cpu_count()} cores ({platform.processor() or 'unknown cpu'}), "
-            f"Python {platform.python_version()}, load average {load:.1f} at start")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores ({platform.processor() or 'unknown cpu'}), "
+        f"Python {platform.python_version()}, load average {load:.1f} at start"
+    )
 
 
 def utc_now() -> str:
@@ -71,7 +93,9 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def build_manifest(benchmark: str, config: DataclassInstance | Mapping[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_manifest(
+    benchmark: str, config: DataclassInstance | Mapping[str, Any], extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The manifest of a run: ``benchmark``, ``command``, ``config`` (JSON-safe: paths as strings),
     ``started_at``, ``git`` (``commit``, ``dirty``), ``packages``, ``machine``, then ``extra``'s sections.
 

@@ -12,8 +12,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 
-def line_plot(path: Path, x: Sequence[float], series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str,
-              title: str, ylim: tuple[float, float] | None = (0, 100)) -> Path:
+def line_plot(
+    path: Path,
+    x: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    ylim: tuple[float, float] | None = (0, 100),
+) -> Path:
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
     for label, ys in series.items():
         ax.plot(x, ys, marker="o", label=label)
@@ -26,8 +34,16 @@ def line_plot(path: Path, x: Sequence[float], series: Mapping[str, Sequence[floa
     return _save(fig, path)
 
 
-def bar_plot(path: Path, labels: Sequence[str], values: Sequence[float | None], *, value_label: str, title: str,
-             notes: Sequence[str] | None = None, limit: float = 100.0) -> Path:
+def bar_plot(
+    path: Path,
+    labels: Sequence[str],
+    values: Sequence[float | None],
+    *,
+    value_label: str,
+    title: str,
+    notes: Sequence[str] | None = None,
+    limit: float = 100.0,
+) -> Path:
     """One horizontal bar per label, so long names (a task's instruction) read in full, wrapped.
 
     Every bar is labelled with its value (and its entry of ``notes``, e.g. "2 errored"); a 0 bar is drawn as
@@ -42,13 +58,22 @@ def bar_plot(path: Path, labels: Sequence[str], values: Sequence[float | None], 
     for i, value, note in zip(rows, values, notes):
         if value is None:
             ax.barh(i, upper, color="none", edgecolor="#aaaaaa", hatch="//", linewidth=0.8)
-            ax.text(upper * 0.01, i, note or "not scored", va="center", fontsize=8, color="#333333",
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+            ax.text(
+                upper * 0.01,
+                i,
+                note or "not scored",
+                va="center",
+                fontsize=8,
+                color="#333333",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
+            )
             continue
         ax.barh(i, value, color="#4477aa", edgecolor="#223355", linewidth=0.8)
         if value == 0:
             ax.plot(0, i, marker="|", markersize=14, markeredgewidth=3, color="#cc3311", clip_on=False)
-        ax.text(value + upper * 0.01, i, f"{value:.1f}" + (f" ({note})" if note else ""), va="center", fontsize=8)
+        ax.text(
+            value + upper * 0.01, i, f"{value:.1f}" + (f" ({note})" if note else ""), va="center", fontsize=8
+        )
     ax.set_yticks(rows, [_wrapped(label) for label in labels], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, upper * 1.12)  # room for the value labels

@@ -49,8 +49,12 @@ class PolicySpec:
     def manifest(self) -> dict[str, Any]:
         """The policy's identity for the run manifest; for a model, the decoding settings its backend gets."""
         config = self.config()
-        out = {"name": self.name, "options": self.options, "label": self.label,
-               "privileged": bool(getattr(config, "privileged", False))}
+        out = {
+            "name": self.name,
+            "options": self.options,
+            "label": self.label,
+            "privileged": bool(getattr(config, "privileged", False)),
+        }
         if config is not None and hasattr(config, "generation"):
             out["generation"] = config.generation()
         return out
@@ -92,8 +96,10 @@ def _policy_name(argv: Sequence[str], default: str) -> str:
     known, _ = pre.parse_known_args(argv)
     vla_flag = "--backbone" if known.backbone else "--checkpoint" if known.checkpoint else None
     if vla_flag and known.policy not in (None, "vla"):
-        raise InputError(f"{vla_flag} builds a VLA policy; it cannot be combined with --policy {known.policy} "
-                         f"(drop one of them)")
+        raise InputError(
+            f"{vla_flag} builds a VLA policy; it cannot be combined with --policy {known.policy} "
+            f"(drop one of them)"
+        )
     return "vla" if vla_flag else (known.policy or default)
 
 
@@ -130,28 +136,42 @@ def parse_benchmark_args(
     return config, _checked_spec(name, namespace, policy_cls, config)
 
 
-def _parser_for(cls: type, name: str, bench_fields: set[str], prog: str | None,
-                policy_defaults: PolicyDefaults | None, benchmark: str | None) -> tuple[OneLineParser, type | None]:
+def _parser_for(
+    cls: type,
+    name: str,
+    bench_fields: set[str],
+    prog: str | None,
+    policy_defaults: PolicyDefaults | None,
+    benchmark: str | None,
+) -> tuple[OneLineParser, type | None]:
     """The benchmark's parser with the registered policy ``name``'s options (none for a user's class)."""
     from policies.registry import policies_for, policy_benchmarks, policy_config_class, registered_policies
 
-    parser = OneLineParser(prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(
+        prog=prog, description=cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_config_arguments(parser, cls)
     offered = policies_for(benchmark)
     for action in parser._actions:  # --policy's help lists what runs here, from the registry
         if action.dest == "policy":
-            action.help = f"{' | '.join(offered)} | package.module:Class (your own policy) (default: {action.default})"
+            action.help = (
+                f"{' | '.join(offered)} | package.module:Class (your own policy) (default: {action.default})"
+            )
     if ":" in name:
         return parser, None
     if name not in registered_policies():
         parser.error(f"--policy {name!r}: choose one of {offered} or a class of your own as module:Name")
     if name not in offered:
         runs_on = ", ".join(b.replace("-", " ") for b in policy_benchmarks(name))
-        parser.error(f"--policy {name} does not run on {(benchmark or '').replace('-', ' ')} (it runs on {runs_on}); "
-                     f"choose one of {offered}")
+        parser.error(
+            f"--policy {name} does not run on {(benchmark or '').replace('-', ' ')} (it runs on {runs_on}); "
+            f"choose one of {offered}"
+        )
     policy_cls = policy_config_class(name)
     group = parser.add_argument_group(f"--policy {name} options")
-    add_config_arguments(group, policy_cls, skip=bench_fields | _other_benchmarks_options(policy_cls, benchmark))
+    add_config_arguments(
+        group, policy_cls, skip=bench_fields | _other_benchmarks_options(policy_cls, benchmark)
+    )
     parser.set_defaults(**(policy_defaults or {}).get(name, {}))
     return parser, policy_cls
 
@@ -163,12 +183,17 @@ def _other_benchmarks_options(config_cls: type, benchmark: str | None) -> set[st
     return {f.name for f in dataclasses.fields(config_cls) if not option_applies(f, benchmark)}  # type: ignore[arg-type]
 
 
-def _checked_spec(name: str, namespace: argparse.Namespace, policy_cls: type | None, config: Any) -> PolicySpec:
+def _checked_spec(
+    name: str, namespace: argparse.Namespace, policy_cls: type | None, config: Any
+) -> PolicySpec:
     """The policy's spec from the parsed flags, after the policy's own input checks (one-line errors)."""
     options: dict[str, Any] = {}
     if policy_cls is not None:
-        options = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(policy_cls)
-                   if f.name in vars(namespace)}
+        options = {
+            f.name: getattr(namespace, f.name)
+            for f in dataclasses.fields(policy_cls)
+            if f.name in vars(namespace)
+        }
     kwargs = parse_json_option("--policy-kwargs", getattr(config, "policy_kwargs", "{}"))
     _check_user_class(name)
     spec = PolicySpec(name, json_safe(options), kwargs)
@@ -195,7 +220,9 @@ def policy_options_help(skip: set[str] | frozenset[str] = frozenset(), benchmark
         shortcut = " (--backbone / --checkpoint select it)" if name == "vla" else ""
         group = listing.add_argument_group(f"--policy {name} options{shortcut}")
         config_cls = policy_config_class(name)
-        add_config_arguments(group, config_cls, skip=set(skip) | _other_benchmarks_options(config_cls, benchmark))
+        add_config_arguments(
+            group, config_cls, skip=set(skip) | _other_benchmarks_options(config_cls, benchmark)
+        )
         section = listing.format_help().strip()
         if section:  # a policy without options of its own (random, expert) has no section
             sections.append(section)
@@ -207,7 +234,8 @@ def _has_flags(config_cls: type | None, skip: set[str], benchmark: str | None = 
     return config_cls is not None and any(
         f.init and f.metadata.get("cli") is not False and f.name not in skip
         for f in dataclasses.fields(config_cls)  # type: ignore[arg-type]
-        if f.name not in _other_benchmarks_options(config_cls, benchmark))
+        if f.name not in _other_benchmarks_options(config_cls, benchmark)
+    )
 
 
 def _check_user_class(name: str) -> None:
@@ -221,8 +249,13 @@ def _check_user_class(name: str) -> None:
             raise InputError(str(e)) from None
 
 
-def preflight(spec: PolicySpec, config: Any, *, defaults: PolicyDefaults | None = None,
-              action_space: Callable[[], Any] | None = None) -> None:
+def preflight(
+    spec: PolicySpec,
+    config: Any,
+    *,
+    defaults: PolicyDefaults | None = None,
+    action_space: Callable[[], Any] | None = None,
+) -> None:
     """What would otherwise stop every worker as it is built, checked once in this process before any starts:
     Ray GPUs this machine lacks, the policy config's ``preflight()`` (model folder, checkpoint, server,
     device: no model is loaded) and its ``check_action_space`` against ``action_space()`` (the env's space,
@@ -232,7 +265,11 @@ def preflight(spec: PolicySpec, config: Any, *, defaults: PolicyDefaults | None 
         _check_ray(config)
         if policy_config is not None and hasattr(policy_config, "preflight"):
             policy_config.preflight()
-        if policy_config is not None and hasattr(policy_config, "check_action_space") and action_space is not None:
+        if (
+            policy_config is not None
+            and hasattr(policy_config, "check_action_space")
+            and action_space is not None
+        ):
             policy_config.check_action_space(action_space())
     except ValueError as error:
         raise InputError(str(error)) from None
@@ -244,8 +281,10 @@ def _check_ray(config: Any) -> None:
 
     gpus, ray = getattr(config, "ray_num_gpus", 0.0), getattr(config, "ray", None)
     if gpus and ray is None:
-        raise ValueError(f"--ray-num-gpus {gpus:g} is what each Ray worker declares: add --ray local (or auto, or "
-                         f"a cluster address), or drop it")
+        raise ValueError(
+            f"--ray-num-gpus {gpus:g} is what each Ray worker declares: add --ray local (or auto, or "
+            f"a cluster address), or drop it"
+        )
     if ray == "local":
         check_gpus("--ray-num-gpus", gpus)
 

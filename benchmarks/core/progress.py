@@ -21,8 +21,17 @@ class Progress:
 
     def __init__(self, total: int, done: int, description: str, *, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._bar = tqdm(total=total, initial=done, desc=description, unit="unit", dynamic_ncols=True,
-                         file=sys.stderr, disable=not enabled, mininterval=0.5, smoothing=0.1)
+        self._bar = tqdm(
+            total=total,
+            initial=done,
+            desc=description,
+            unit="unit",
+            dynamic_ncols=True,
+            file=sys.stderr,
+            disable=not enabled,
+            mininterval=0.5,
+            smoothing=0.1,
+        )
         self._stats: dict[str, Any] = {}
         terminal = enabled and sys.stderr.isatty()
         self._refresh_s = UNIT_REFRESH_S["terminal" if terminal else "log"]

@@ -55,10 +55,22 @@ class RayExecutor(Executor):
         num_cpus, num_gpus: resources each actor declares.
     """
 
-    def __init__(self, address: str | None = None, workers: int | None = None, *, num_cpus: float = 1.0,
-                 num_gpus: float = 0.0, max_retries: int = 2) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        *,
+        num_cpus: float = 1.0,
+        num_gpus: float = 0.0,
+        max_retries: int = 2,
+    ) -> None:
         self.address = None if address in (None, "", "local") else address
-        self.workers, self.num_cpus, self.num_gpus, self.max_retries = workers, num_cpus, num_gpus, max_retries
+        self.workers, self.num_cpus, self.num_gpus, self.max_retries = (
+            workers,
+            num_cpus,
+            num_gpus,
+            max_retries,
+        )
         self.actor_pids: list[int] = []
 
     def run(self, factory: WorkerFactory, units: Sequence[WorkUnit]) -> Iterator[dict[str, Any]]:
@@ -102,8 +114,12 @@ class RayExecutor(Executor):
                         pending.appendleft(unit)
                         continue
                     timing = {"wall_s": round(time.perf_counter() - started, 4), "worker": "ray"}
-                    yield error_record(unit, f"Ray actor died on each of {attempts[unit.key]} attempts: "
-                                             f"{type(exc).__name__}", attempts=attempts[unit.key], timing=timing)
+                    yield error_record(
+                        unit,
+                        f"Ray actor died on each of {attempts[unit.key]} attempts: {type(exc).__name__}",
+                        attempts=attempts[unit.key],
+                        timing=timing,
+                    )
                     continue
                 if kind == "init_error":
                     raise WorkerInitError(f"could not build the worker on a Ray actor:\n{payload}")
@@ -113,16 +129,20 @@ class RayExecutor(Executor):
             for actor in [*idle, *(a for a, _, _ in in_flight.values())]:
                 ray.kill(actor, no_restart=True)
 
-
     def _actors_that_fit(self, cluster: dict[str, float]) -> int:
         """How many actors the cluster holds at once; a clear error when not even one fits (Ray would wait
         for the resources forever)."""
         fits = []
-        for name, need, flag in (("CPU", self.num_cpus, "--ray-num-cpus"), ("GPU", self.num_gpus, "--ray-num-gpus")):
+        for name, need, flag in (
+            ("CPU", self.num_cpus, "--ray-num-cpus"),
+            ("GPU", self.num_gpus, "--ray-num-gpus"),
+        ):
             have = cluster.get(name, 0.0)
             if need > have:
-                raise ValueError(f"each Ray worker asks for {need:g} {name}(s) ({flag}) but the cluster has {have:g}; "
-                                 f"lower {flag} or join a cluster with more (--ray auto / ADDRESS)")
+                raise ValueError(
+                    f"each Ray worker asks for {need:g} {name}(s) ({flag}) but the cluster has {have:g}; "
+                    f"lower {flag} or join a cluster with more (--ray auto / ADDRESS)"
+                )
             if need > 0:
                 fits.append(int(have // need))
         return max(1, min(fits, default=1))

@@ -37,9 +37,13 @@ def write_json(path: Path, data: object) -> None:
 
 def _is_record(value: object) -> bool:
     """A ``records.jsonl`` line as the runner writes it: an int ``index``, a str ``key``, a known ``status``."""
-    return (isinstance(value, dict) and type(value.get("index")) is int and isinstance(value.get("key"), str)
-            and value.get("status") in (RECORD_OK, RECORD_ERROR)
-            and (value["status"] == RECORD_ERROR or isinstance(value.get("result"), dict)))
+    return (
+        isinstance(value, dict)
+        and type(value.get("index")) is int
+        and isinstance(value.get("key"), str)
+        and value.get("status") in (RECORD_OK, RECORD_ERROR)
+        and (value["status"] == RECORD_ERROR or isinstance(value.get("result"), dict))
+    )
 
 
 def _is_decision(value: object) -> bool:
@@ -50,18 +54,25 @@ def load_manifest(folder: Path) -> dict[str, Any]:
     """The manifest of a run folder about to be resumed, or a one-line :class:`ResumeError` saying how to go
     on without losing its results (restore the file, or start a new run)."""
     path = folder / "manifest.json"
-    fix = (f"restore {path.name} (e.g. from a copy of the folder), or start a new run with another --run-name "
-           f"or --output (the results in {folder} stay as they are)")
+    fix = (
+        f"restore {path.name} (e.g. from a copy of the folder), or start a new run with another --run-name "
+        f"or --output (the results in {folder} stay as they are)"
+    )
     if not path.is_file():
-        raise ResumeError(f"cannot resume {folder}: {path.name} is missing, so nothing says which configuration "
-                          f"wrote its results; {fix}")
+        raise ResumeError(
+            f"cannot resume {folder}: {path.name} is missing, so nothing says which configuration "
+            f"wrote its results; {fix}"
+        )
     try:
         manifest = json.loads(path.read_bytes().decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise ResumeError(f"cannot resume {folder}: {path.name} is damaged ({type(e).__name__}: "
-                          f"{str(e)[:120]}); {fix}") from None
+        raise ResumeError(
+            f"cannot resume {folder}: {path.name} is damaged ({type(e).__name__}: {str(e)[:120]}); {fix}"
+        ) from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
-        raise ResumeError(f"cannot resume {folder}: {path.name} is not a run manifest (no 'config' object); {fix}")
+        raise ResumeError(
+            f"cannot resume {folder}: {path.name} is not a run manifest (no 'config' object); {fix}"
+        )
     return manifest
 
 
@@ -76,8 +87,10 @@ class Quarantined:
     def message(self, what: str) -> str:
         """One line for the user, e.g. ``records.jsonl: 2 damaged line(s) (3, 7) moved to ...``."""
         shown = ", ".join(map(str, self.lines[:10])) + (", ..." if len(self.lines) > 10 else "")
-        return (f"warning: {self.path}: {len(self.lines)} damaged line(s) (line {shown}) moved to "
-                f"{self.damaged.name}; {what}")
+        return (
+            f"warning: {self.path}: {len(self.lines)} damaged line(s) (line {shown}) moved to "
+            f"{self.damaged.name}; {what}"
+        )
 
 
 def quarantine_lines(path: Path, valid: Callable[[Any], bool]) -> Quarantined | None:
@@ -147,14 +160,29 @@ class RunDir:
             previous = load_manifest(self.path)
             old = _settings(previous)
             new = _settings(json.loads(json.dumps(manifest, default=json_default)))
-            diff = sorted(k for k in set(old) | set(new) if k not in runtime_keys and old.get(k) != new.get(k))
+            diff = sorted(
+                k for k in set(old) | set(new) if k not in runtime_keys and old.get(k) != new.get(k)
+            )
             if diff:
-                changes = ", ".join(f"--{k.replace('_', '-')} ({old.get(k)!r} -> {new.get(k)!r})" for k in diff)
-                raise ResumeError(f"cannot resume {self.path}: {changes} changed since that run; resume with the "
-                                  f"same value, or start a new run with --run-name NAME")
-            manifest = {**manifest, "resumed_from": [*previous.get("resumed_from", []), previous.get("started_at")]}
-            quarantined = [q for q in (quarantine_lines(self.records, _is_record),
-                                       quarantine_lines(self.decisions, _is_decision)) if q is not None]
+                changes = ", ".join(
+                    f"--{k.replace('_', '-')} ({old.get(k)!r} -> {new.get(k)!r})" for k in diff
+                )
+                raise ResumeError(
+                    f"cannot resume {self.path}: {changes} changed since that run; resume with the "
+                    f"same value, or start a new run with --run-name NAME"
+                )
+            manifest = {
+                **manifest,
+                "resumed_from": [*previous.get("resumed_from", []), previous.get("started_at")],
+            }
+            quarantined = [
+                q
+                for q in (
+                    quarantine_lines(self.records, _is_record),
+                    quarantine_lines(self.decisions, _is_decision),
+                )
+                if q is not None
+            ]
             damaged = {**previous.get("damaged_lines", {})}
             for q in quarantined:
                 damaged[q.path.name] = [*damaged.get(q.path.name, []), *q.lines]
@@ -177,7 +205,9 @@ class RunDir:
         if not self.decisions.exists():
             return
         kept = [line for line in _read_jsonl(self.decisions) if _is_decision(line) and line["key"] in keys]
-        atomic_write_text(self.decisions, "".join(json.dumps(line, default=json_default) + "\n" for line in kept))
+        atomic_write_text(
+            self.decisions, "".join(json.dumps(line, default=json_default) + "\n" for line in kept)
+        )
 
     def load_decisions(self) -> list[dict[str, Any]]:
         return [line for line in _read_jsonl(self.decisions) if _is_decision(line)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,11 +29,33 @@ from benchmarks.core.worker import Executor, WorkerFactory
 from policies.config_cli import EXIT_UNITS_ERRORED, arg
 
 # Config fields that may change between an interrupted run and its resumption.
-RUNTIME_KEYS = {"workers", "resume", "retry_errors", "output", "run_name", "progress", "ray", "ray_num_cpus",
-                "ray_num_gpus", "unit_retries", "video", "allow_errors", "max_consecutive_errors"}
+RUNTIME_KEYS = {
+    "workers",
+    "resume",
+    "retry_errors",
+    "output",
+    "run_name",
+    "progress",
+    "ray",
+    "ray_num_cpus",
+    "ray_num_gpus",
+    "unit_retries",
+    "video",
+    "allow_errors",
+    "max_consecutive_errors",
+}
 # Policy options that change how the model is reached, never what it answers (a moved server, a new cache).
-POLICY_RUNTIME_KEYS = {"api_base", "api_key_env", "cache", "cache_path", "timeout_s", "max_retries",
-                       "max_concurrency", "price_prompt_per_mtok", "price_completion_per_mtok"}
+POLICY_RUNTIME_KEYS = {
+    "api_base",
+    "api_key_env",
+    "cache",
+    "cache_path",
+    "timeout_s",
+    "max_retries",
+    "max_concurrency",
+    "price_prompt_per_mtok",
+    "price_completion_per_mtok",
+}
 #: Exit status of a benchmark command when some unit ended in an error (``--allow-errors``: 0). Distinct
 #: from 1 (a crash) and 2 (bad command-line input), so scripts can tell "ran, but incomplete" apart.
 
@@ -50,23 +72,43 @@ class ExecutionConfig:
 
     Shared by every closed-loop benchmark config: how a run executes, not what it measures."""
 
-    workers: int = arg(1, "parallel local worker processes (units are sharded; results do not depend on it)", minimum=1)
+    workers: int = arg(
+        1, "parallel local worker processes (units are sharded; results do not depend on it)", minimum=1
+    )
     ray: str | None = arg(None, "run workers as Ray actors: 'local', 'auto' or a cluster address")
-    ray_num_cpus: float = arg(1.0, "with --ray: CPUs each worker actor declares (its simulator and renderer)", minimum=0)
-    ray_num_gpus: float = arg(0.0, "with --ray: GPUs each worker actor declares (e.g. 1 for an in-process VLA "
-                                   "on CUDA; 0 when the model is served by policies.serve)", minimum=0)
-    resume: bool = arg(False, "continue a run in the same folder without redoing finished units; with a larger "
-                              "--limit it extends a finished run")
+    ray_num_cpus: float = arg(
+        1.0, "with --ray: CPUs each worker actor declares (its simulator and renderer)", minimum=0
+    )
+    ray_num_gpus: float = arg(
+        0.0,
+        "with --ray: GPUs each worker actor declares (e.g. 1 for an in-process VLA "
+        "on CUDA; 0 when the model is served by policies.serve)",
+        minimum=0,
+    )
+    resume: bool = arg(
+        False,
+        "continue a run in the same folder without redoing finished units; with a larger "
+        "--limit it extends a finished run",
+    )
     retry_errors: bool = arg(False, "with --resume, also rerun units that ended in an error")
-    unit_retries: int = arg(2, "times a unit (chain or episode) is retried after its worker process crashed", minimum=0)
-    limit: int | None = arg(None, "run only the first N units (chains, trials, episodes) in the protocol's order",
-                            minimum=1)
-    allow_errors: bool = arg(False, f"exit 0 even when some units ended in an error (default: exit status "
-                                    f"{EXIT_UNITS_ERRORED}; errored units are never scored either way)")
-    max_consecutive_errors: int = arg(DEFAULT_MAX_CONSECUTIVE_ERRORS,
-                                      f"stop the run (exit status {EXIT_UNITS_ERRORED}) after this many units in a "
-                                      f"row ended in an error, e.g. a dead model server; --resume continues; 0: "
-                                      f"never stop", minimum=0)
+    unit_retries: int = arg(
+        2, "times a unit (chain or episode) is retried after its worker process crashed", minimum=0
+    )
+    limit: int | None = arg(
+        None, "run only the first N units (chains, trials, episodes) in the protocol's order", minimum=1
+    )
+    allow_errors: bool = arg(
+        False,
+        f"exit 0 even when some units ended in an error (default: exit status "
+        f"{EXIT_UNITS_ERRORED}; errored units are never scored either way)",
+    )
+    max_consecutive_errors: int = arg(
+        DEFAULT_MAX_CONSECUTIVE_ERRORS,
+        f"stop the run (exit status {EXIT_UNITS_ERRORED}) after this many units in a "
+        f"row ended in an error, e.g. a dead model server; --resume continues; 0: "
+        f"never stop",
+        minimum=0,
+    )
     progress: bool = arg(True, "show a progress bar")
 
     def __post_init__(self) -> None:
@@ -85,8 +127,11 @@ class UnitTally:
 
     @classmethod
     def of(cls, records: Sequence[dict[str, Any]], total: int) -> UnitTally:
-        return cls(total, sum(r["status"] == RECORD_OK for r in records),
-                   sum(r["status"] == RECORD_ERROR for r in records))
+        return cls(
+            total,
+            sum(r["status"] == RECORD_OK for r in records),
+            sum(r["status"] == RECORD_ERROR for r in records),
+        )
 
     @property
     def complete(self) -> bool:
@@ -153,6 +198,50 @@ class Benchmark(ABC):
         return {}
 
 
+def _prepare(out: RunDir, manifest: dict[str, Any], benchmark: Benchmark, *, resume: bool) -> None:
+    """Check ``out`` against the manifest (or start it), saying on stderr which files were moved aside."""
+    for moved in out.prepare(
+        manifest, resume=resume, runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys
+    ):
+        print(
+            moved.message("their units run again" if moved.path == out.records else "kept there, unread"),
+            file=sys.stderr,
+        )
+
+
+def _record_units(
+    benchmark: Benchmark,
+    out: RunDir,
+    finished_units: Iterable[dict[str, Any]],
+    records: list[dict[str, Any]],
+    bar: Progress,
+    streak: ErrorStreak,
+) -> ErrorStreakStop | None:
+    """Write each finished unit's decisions and record as it arrives; the error streak that stopped the run,
+    if one did (the units still in flight are stopped then)."""
+    stopped: ErrorStreakStop | None = None
+    try:
+        for record in finished_units:
+            # Decisions first: a unit whose record is missing after an interruption runs again, and
+            # keep_decisions then drops its orphaned lines.
+            out.append_decisions(decision_lines(record))
+            out.append_record(record)
+            records.append(record)
+            bar.update(benchmark.progress_stats(records))
+            streak.add(record["error"] if record["status"] == RECORD_ERROR else None)
+            try:
+                streak.check()
+            except ErrorStreakStop as stop:
+                stopped = stop
+                break
+    finally:
+        close = getattr(finished_units, "close", None)
+        if close is not None:  # an executor's generator: stops the units still in flight
+            close()
+        bar.close()
+    return stopped
+
+
 def run_benchmark(
     benchmark: Benchmark,
     run_dir: str | Path,
@@ -177,41 +266,20 @@ def run_benchmark(
     out = RunDir(run_dir)
     units = list(benchmark.selected_units() if units is None else units)
     manifest = build_manifest(benchmark.name, benchmark.config, benchmark.manifest_extra())
-    for moved in out.prepare(manifest, resume=resume,
-                             runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys):
-        print(moved.message("their units run again" if moved.path == out.records else "kept there, unread"),
-              file=sys.stderr)
+    _prepare(out, manifest, benchmark, resume=resume)
     finished = out.finished_keys(retry_errors=retry_errors) if resume else set()
     out.keep_decisions(finished)  # lines of units about to run (again) go; theirs are written afresh
     todo = [u for u in units if u.key not in finished]
     records = out.merged_records()
     bar = Progress(len(units), len(units) - len(todo), f"{benchmark.name}", enabled=progress)
     policy = manifest.get("policy") or {}
-    streak = ErrorStreak(max_consecutive_errors, endpoint=describe_endpoint(policy.get("options") or {},
-                                                                            policy.get("name")))
+    streak = ErrorStreak(
+        max_consecutive_errors, endpoint=describe_endpoint(policy.get("options") or {}, policy.get("name"))
+    )
     executor = executor or make_executor(workers, ray=ray, max_retries=max_retries, **(ray_resources or {}))
     executor.unit_progress = bar.unit if bar.enabled else None
     finished_units = executor.run(benchmark.worker_factory(), todo)
-    stopped: ErrorStreakStop | None = None
-    try:
-        for record in finished_units:
-            # Decisions first: a unit whose record is missing after an interruption runs again, and
-            # keep_decisions then drops its orphaned lines.
-            out.append_decisions(decision_lines(record))
-            out.append_record(record)
-            records.append(record)
-            bar.update(benchmark.progress_stats(records))
-            streak.add(record["error"] if record["status"] == RECORD_ERROR else None)
-            try:
-                streak.check()
-            except ErrorStreakStop as stop:
-                stopped = stop
-                break
-    finally:
-        close = getattr(finished_units, "close", None)
-        if close is not None:  # an executor's generator: stops the units still in flight
-            close()
-        bar.close()
+    stopped = _record_units(benchmark, out, finished_units, records, bar, streak)
     summary = write_summary(benchmark, out, units)
     if stopped is not None:
         raise stopped
@@ -234,14 +302,21 @@ def write_summary(benchmark: Benchmark, out: RunDir, units: Sequence[WorkUnit]) 
     tally = UnitTally.of(records, len(units))
     summary = benchmark.summarize(records, out, tally)
     errors = [r for r in records if r["status"] == RECORD_ERROR]
-    summary.data["run"] = {"complete": tally.complete, "units_total": tally.total, "units_completed": tally.completed,
-                           "units_errored": tally.errored, "errored_keys": [r["key"] for r in errors]}
+    summary.data["run"] = {
+        "complete": tally.complete,
+        "units_total": tally.total,
+        "units_completed": tally.completed,
+        "units_errored": tally.errored,
+        "errored_keys": [r["key"] for r in errors],
+    }
     write_json(out.summary_json, summary.data)
     notes = "\n"
     if errors:
-        notes = (f"\n\n**Incomplete run**: {tally.errored} of {tally.total} unit(s) ended in an error and are not "
-                 f"scored ({', '.join(r['key'] for r in errors[:5])}{', ...' if len(errors) > 5 else ''}); "
-                 f"the causes are in records.jsonl.\n")
+        notes = (
+            f"\n\n**Incomplete run**: {tally.errored} of {tally.total} unit(s) ended in an error and are not "
+            f"scored ({', '.join(r['key'] for r in errors[:5])}{', ...' if len(errors) > 5 else ''}); "
+            f"the causes are in records.jsonl.\n"
+        )
     out.summary_md.write_text(summary.markdown.rstrip() + notes)
     for name, writer in summary.files.items():
         writer(out.path / name)
@@ -260,10 +335,19 @@ def run_command(benchmark: Benchmark, run_path: str | Path) -> Summary:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     try:
-        summary = run_benchmark(benchmark, run_path, workers=c.workers, ray=c.ray, resume=c.resume,
-                                ray_resources={"num_cpus": c.ray_num_cpus, "num_gpus": c.ray_num_gpus},
-                                retry_errors=c.retry_errors, progress=c.progress, max_retries=c.unit_retries,
-                                units=units, max_consecutive_errors=c.max_consecutive_errors)
+        summary = run_benchmark(
+            benchmark,
+            run_path,
+            workers=c.workers,
+            ray=c.ray,
+            resume=c.resume,
+            ray_resources={"num_cpus": c.ray_num_cpus, "num_gpus": c.ray_num_gpus},
+            retry_errors=c.retry_errors,
+            progress=c.progress,
+            max_retries=c.unit_retries,
+            units=units,
+            max_consecutive_errors=c.max_consecutive_errors,
+        )
     except ResumeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -271,8 +355,10 @@ def run_command(benchmark: Benchmark, run_path: str | Path) -> Summary:
     print(f"results: {run_path}")
     run = summary.data["run"]
     if run["units_errored"] and not c.allow_errors:
-        print(f"error: {run['units_errored']} of {run['units_total']} units ended in an error (see "
-              f"{Path(run_path, 'records.jsonl')}); exit status {EXIT_UNITS_ERRORED} (--allow-errors exits 0)",
-              file=sys.stderr)
+        print(
+            f"error: {run['units_errored']} of {run['units_total']} units ended in an error (see "
+            f"{Path(run_path, 'records.jsonl')}); exit status {EXIT_UNITS_ERRORED} (--allow-errors exits 0)",
+            file=sys.stderr,
+        )
         raise SystemExit(EXIT_UNITS_ERRORED)
     return summary

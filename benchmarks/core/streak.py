@@ -50,9 +50,11 @@ class ErrorStreak:
 
     def message(self) -> str:
         calling = f" calling {self.endpoint}" if self.endpoint else ""
-        return (f"stopped: {self.count} {self.what} in a row ended in an error{calling}; last error: "
-                f"{last_error_line(self.last or '')}. Fix the cause and continue with --resume "
-                f"(--max-consecutive-errors 0 never stops)")
+        return (
+            f"stopped: {self.count} {self.what} in a row ended in an error{calling}; last error: "
+            f"{last_error_line(self.last or '')}. Fix the cause and continue with --resume "
+            f"(--max-consecutive-errors 0 never stops)"
+        )
 
 
 def last_error_line(error: str) -> str:

@@ -26,7 +26,9 @@ def time_once(fn: Callable[[], Any], clock: Clock = time.perf_counter) -> float:
     return timed_call(fn, clock)[0]
 
 
-def repeat_times(fn: Callable[[], Any], repeats: int, *, warmup: int = 0, clock: Clock = time.perf_counter) -> list[float]:
+def repeat_times(
+    fn: Callable[[], Any], repeats: int, *, warmup: int = 0, clock: Clock = time.perf_counter
+) -> list[float]:
     """Seconds of each of ``repeats`` calls, after ``warmup`` untimed calls (lazy initialisation, caches)."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
@@ -35,12 +37,16 @@ def repeat_times(fn: Callable[[], Any], repeats: int, *, warmup: int = 0, clock:
     return [time_once(fn, clock) for _ in range(repeats)]
 
 
-def median_time(fn: Callable[[], Any], repeats: int, *, warmup: int = 0, clock: Clock = time.perf_counter) -> float:
+def median_time(
+    fn: Callable[[], Any], repeats: int, *, warmup: int = 0, clock: Clock = time.perf_counter
+) -> float:
     """Median seconds of ``repeats`` calls after ``warmup`` untimed ones."""
     return statistics.median(repeat_times(fn, repeats, warmup=warmup, clock=clock))
 
 
-def best_time(fn: Callable[[], Any], repeats: int, *, warmup: int = 0, clock: Clock = time.perf_counter) -> float:
+def best_time(
+    fn: Callable[[], Any], repeats: int, *, warmup: int = 0, clock: Clock = time.perf_counter
+) -> float:
     """Fastest of ``repeats`` calls after ``warmup`` untimed ones (the least disturbed run)."""
     return min(repeat_times(fn, repeats, warmup=warmup, clock=clock))
 

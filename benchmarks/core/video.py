@@ -14,8 +14,13 @@ MAX_CAPTION_LINES = 16  # a bound for absurd text only: instructions and status 
 LINE_HEIGHT = 17
 
 
-def compose_frame(observation: Mapping[str, Any], keys: Sequence[str], caption: str | Sequence[str],
-                  height: int = 200, lines: int = CAPTION_LINES) -> np.ndarray:
+def compose_frame(
+    observation: Mapping[str, Any],
+    keys: Sequence[str],
+    caption: str | Sequence[str],
+    height: int = 200,
+    lines: int = CAPTION_LINES,
+) -> np.ndarray:
     """The views under ``keys`` scaled to ``height`` and placed side by side under a caption bar.
 
     The caption (a string, or one string per line) is word-wrapped in full to the frame's width; the bar
@@ -33,8 +38,12 @@ def side_by_side(observation: Mapping[str, Any], keys: Sequence[str], height: in
     for key in keys:
         img = Image.fromarray(np.asarray(observation[key], dtype=np.uint8))
         width = max(1, round(img.width * height / img.height))
-        views.append(img.resize((width, height), Image.Resampling.NEAREST if img.height < height else
-                                Image.Resampling.BILINEAR))
+        views.append(
+            img.resize(
+                (width, height),
+                Image.Resampling.NEAREST if img.height < height else Image.Resampling.BILINEAR,
+            )
+        )
     total_w = sum(v.width for v in views)
     canvas = Image.new("RGB", (total_w + total_w % 2, height), (20, 20, 20))
     x = 0
@@ -139,12 +148,20 @@ class VideoRecorder:
         if not self.frames:
             raise ValueError(f"no frames were recorded for {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        imageio.mimwrite(self.path, self.composed(), fps=self.fps, codec="libx264", macro_block_size=1,
-                         ffmpeg_log_level="error")
+        imageio.mimwrite(
+            self.path,
+            self.composed(),
+            fps=self.fps,
+            codec="libx264",
+            macro_block_size=1,
+            ffmpeg_log_level="error",
+        )
         return self.path
 
 
-def run_recorded(run: Callable[[Any], dict[str, Any]], video: VideoRecorder | None, root: Path) -> dict[str, Any]:
+def run_recorded(
+    run: Callable[[Any], dict[str, Any]], video: VideoRecorder | None, root: Path
+) -> dict[str, Any]:
     """``run(on_step)`` with ``video.add`` as its frame hook (``None`` without a video); the video is written
     even when the unit raises, and a written video's path (relative to ``root``) goes into the result."""
     try:

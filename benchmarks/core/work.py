@@ -43,16 +43,34 @@ def unit_seed(base_seed: int, index: int) -> int:
     return int.from_bytes(digest[:4], "little")
 
 
-def ok_record(unit: WorkUnit, result: dict[str, Any], *, attempts: int, timing: dict[str, Any]) -> dict[str, Any]:
+def ok_record(
+    unit: WorkUnit, result: dict[str, Any], *, attempts: int, timing: dict[str, Any]
+) -> dict[str, Any]:
     """The record of a unit that finished; the result's own :data:`RESULT_TIMING` joins ``timing``."""
     own = result.pop(RESULT_TIMING, None) or {}
-    return {"index": unit.index, "key": unit.key, "seed": unit.seed, "status": RECORD_OK, "result": result,
-            "error": None, "attempts": attempts, "timing": {**timing, **own}}
+    return {
+        "index": unit.index,
+        "key": unit.key,
+        "seed": unit.seed,
+        "status": RECORD_OK,
+        "result": result,
+        "error": None,
+        "attempts": attempts,
+        "timing": {**timing, **own},
+    }
 
 
 def error_record(unit: WorkUnit, error: str, *, attempts: int, timing: dict[str, Any]) -> dict[str, Any]:
-    return {"index": unit.index, "key": unit.key, "seed": unit.seed, "status": RECORD_ERROR, "result": None,
-            "error": error, "attempts": attempts, "timing": timing}
+    return {
+        "index": unit.index,
+        "key": unit.key,
+        "seed": unit.seed,
+        "status": RECORD_ERROR,
+        "result": None,
+        "error": error,
+        "attempts": attempts,
+        "timing": timing,
+    }
 
 
 def format_exception(exc: BaseException) -> str:

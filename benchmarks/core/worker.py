@@ -69,10 +69,16 @@ class EpisodeWorker(ABC):
         self.decisions = []
         video = None
         if unit.index < self.video_units:
-            video = VideoRecorder(self.run_dir.videos / f"{unit.key}.mp4", self.video_keys, fps=self.video_fps,
-                                  height=self.video_height)
+            video = VideoRecorder(
+                self.run_dir.videos / f"{unit.key}.mp4",
+                self.video_keys,
+                fps=self.video_fps,
+                height=self.video_height,
+            )
         steps = StepProgress(unit.key, self.progress) if self.progress is not None else None
-        return run_recorded(lambda on_step: self.run_unit(unit, chain_hooks(on_step, steps)), video, self.run_dir.path)
+        return run_recorded(
+            lambda on_step: self.run_unit(unit, chain_hooks(on_step, steps)), video, self.run_dir.path
+        )
 
     @staticmethod
     def make_env(env_id: str, **kwargs: Any) -> gym.Env:
@@ -100,8 +106,13 @@ class StepProgress:
     """A step hook that counts a unit's steps and reports ``"<key>: step N, <caption>"`` through ``report``
     at most once per ``interval_s`` (the caption: the frame's first line, e.g. CALVIN's current subtask)."""
 
-    def __init__(self, key: str, report: Callable[[str], None], interval_s: float = PROGRESS_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        key: str,
+        report: Callable[[str], None],
+        interval_s: float = PROGRESS_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.key, self.report, self.interval_s, self.clock = key, report, interval_s, clock
         self.steps = -1  # the first call shows the reset's observation
         self._due = clock() + interval_s
@@ -143,7 +154,9 @@ class WorkerInitError(RuntimeError):
     """A worker could not be built (bad configuration, missing model files, ...): the run cannot start."""
 
 
-def execute_unit(worker: Worker, unit: WorkUnit, *, attempt: int, worker_id: str) -> tuple[dict[str, Any], bool]:
+def execute_unit(
+    worker: Worker, unit: WorkUnit, *, attempt: int, worker_id: str
+) -> tuple[dict[str, Any], bool]:
     """Run one unit; returns (record, raised). An exception becomes an error record with its traceback."""
     start = time.perf_counter()
     try:

@@ -100,8 +100,12 @@ class Scene:
         height, width = self.depth.shape
         lo = np.clip(pixels.min(axis=0), 0, [width, height])
         hi = np.clip(pixels.max(axis=0), 0, [width, height])
-        return [int(np.floor(lo[0] * 1000 / width)), int(np.floor(lo[1] * 1000 / height)),
-                int(np.ceil(hi[0] * 1000 / width)), int(np.ceil(hi[1] * 1000 / height))]  # fmt: skip
+        return [
+            int(np.floor(lo[0] * 1000 / width)),
+            int(np.floor(lo[1] * 1000 / height)),
+            int(np.ceil(hi[0] * 1000 / width)),
+            int(np.ceil(hi[1] * 1000 / height)),
+        ]
 
 
 CalvinBuilder = Callable[[Scene, np.random.Generator], "Question | None"]
@@ -120,8 +124,16 @@ def _two(rng: np.random.Generator, colors: list[str]) -> tuple[str, str] | None:
     return colors[int(a)], colors[int(b)]
 
 
-def _question(kind: str, qtype: str, category: str, sub: str, text: str, answer: str, scene: Scene,
-              truth: dict[str, Any]) -> Question:  # fmt: skip
+def _question(
+    kind: str,
+    qtype: str,
+    category: str,
+    sub: str,
+    text: str,
+    answer: str,
+    scene: Scene,
+    truth: dict[str, Any],
+) -> Question:
     return Question(kind, qtype, category, sub, text, answer, [scene.rgb], truth, [])
 
 
@@ -132,8 +144,16 @@ def calvin_distance(scene: Scene, rng: np.random.Generator) -> Question | None:
     a, b = pair
     distance = float(np.linalg.norm(scene.centre(a) - scene.centre(b)))
     text = f"What is the distance between the centres of the {a} block and the {b} block (in meters)?"
-    return _question("calvin_distance", "open-ended", "Depth and Distance", "Object Distance", text,
-                     f"{distance:.2f}", scene, {"blocks": [a, b], "distance_m": distance})  # fmt: skip
+    return _question(
+        "calvin_distance",
+        "open-ended",
+        "Depth and Distance",
+        "Object Distance",
+        text,
+        f"{distance:.2f}",
+        scene,
+        {"blocks": [a, b], "distance_m": distance},
+    )
 
 
 def calvin_depth(scene: Scene, rng: np.random.Generator) -> Question | None:
@@ -143,10 +163,20 @@ def calvin_depth(scene: Scene, rng: np.random.Generator) -> Question | None:
         return None
     color = visible[int(rng.integers(len(visible)))]
     _, depth = scene.pixel_depth(color)
-    text = (f"How far is the centre of the {color} block from the camera, measured along the camera's viewing "
-            "direction (in meters)?")  # fmt: skip
-    return _question("calvin_depth", "open-ended", "Depth and Distance", "Absolute Depth", text, f"{depth:.2f}",
-                     scene, {"block": color, "depth_m": depth})  # fmt: skip
+    text = (
+        f"How far is the centre of the {color} block from the camera, measured along the camera's viewing "
+        "direction (in meters)?"
+    )
+    return _question(
+        "calvin_depth",
+        "open-ended",
+        "Depth and Distance",
+        "Absolute Depth",
+        text,
+        f"{depth:.2f}",
+        scene,
+        {"block": color, "depth_m": depth},
+    )
 
 
 def calvin_nearest_gripper(scene: Scene, rng: np.random.Generator) -> Question | None:
@@ -158,8 +188,16 @@ def calvin_nearest_gripper(scene: Scene, rng: np.random.Generator) -> Question |
         return None
     options, answer = _multi_choice(rng, f"the {ranked[0]} block", [f"the {c} block" for c in ranked[1:]])
     text = f"Which block is nearest to the robot's gripper?\n{options}"
-    return _question("calvin_nearest_gripper", "multi-choice", "Depth and Distance", "Object Distance", text, answer,
-                     scene, {"tcp": tcp.tolist(), "distances_m": distances, "nearest": ranked[0]})  # fmt: skip
+    return _question(
+        "calvin_nearest_gripper",
+        "multi-choice",
+        "Depth and Distance",
+        "Object Distance",
+        text,
+        answer,
+        scene,
+        {"tcp": tcp.tolist(), "distances_m": distances, "nearest": ranked[0]},
+    )
 
 
 def calvin_left_right(scene: Scene, rng: np.random.Generator) -> Question | None:
@@ -175,8 +213,16 @@ def calvin_left_right(scene: Scene, rng: np.random.Generator) -> Question | None
     side = "left" if ua < ub else "right"
     text = f"In the image, is the {a} block to the left or to the right of the {b} block?\n{_options(['left', 'right'])}"
     answer = f"({LETTERS[0 if side == 'left' else 1]})"
-    return _question("calvin_left_right", "multi-choice", "3D Positional Relation", "Relative Direction", text, answer,
-                     scene, {"blocks": [a, b], "columns_px": [float(ua), float(ub)], "side": side})  # fmt: skip
+    return _question(
+        "calvin_left_right",
+        "multi-choice",
+        "3D Positional Relation",
+        "Relative Direction",
+        text,
+        answer,
+        scene,
+        {"blocks": [a, b], "columns_px": [float(ua), float(ub)], "side": side},
+    )
 
 
 def calvin_counting(scene: Scene, rng: np.random.Generator) -> Question | None:
@@ -186,8 +232,16 @@ def calvin_counting(scene: Scene, rng: np.random.Generator) -> Question | None:
     n = len(inside)
     options, answer = _multi_choice(rng, str(n), [str(k) for k in range(4) if k != n])
     text = f"How many blocks are {where}? Select from the following choices.\n{options}"
-    return _question("calvin_counting", "multi-choice", "Counting", "Object Counting", text, answer, scene,
-                     {"where": where, "count": n, "blocks": inside})  # fmt: skip
+    return _question(
+        "calvin_counting",
+        "multi-choice",
+        "Counting",
+        "Object Counting",
+        text,
+        answer,
+        scene,
+        {"where": where, "count": n, "blocks": inside},
+    )
 
 
 def calvin_localisation(scene: Scene, rng: np.random.Generator) -> Question | None:
@@ -197,10 +251,20 @@ def calvin_localisation(scene: Scene, rng: np.random.Generator) -> Question | No
         return None
     color = visible[int(rng.integers(len(visible)))]
     box = scene.box_1000(color)
-    text = (f"Locate the {color} block in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
-            "integers from 0 to 1000 (top-left and bottom-right corners).")  # fmt: skip
-    return _question("calvin_localisation", "box", "Object Localization", "Object Localization", text,
-                     f"Bounding Box: [{', '.join(map(str, box))}]", scene, {"block": color, "bbox_1000": box})  # fmt: skip
+    text = (
+        f"Locate the {color} block in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
+        "integers from 0 to 1000 (top-left and bottom-right corners)."
+    )
+    return _question(
+        "calvin_localisation",
+        "box",
+        "Object Localization",
+        "Object Localization",
+        text,
+        f"Bounding Box: [{', '.join(map(str, box))}]",
+        scene,
+        {"block": color, "bbox_1000": box},
+    )
 
 
 def calvin_multihop(scene: Scene, rng: np.random.Generator) -> Question | None:
@@ -217,21 +281,41 @@ def calvin_multihop(scene: Scene, rng: np.random.Generator) -> Question | None:
         return None
     best = ranked[0]
     choices, answer = lettered_choice(rng, f"{best} block", [f"{c} block" for c in _blocks() if c != best])
-    text = (f"Among the blocks lying on the table (not inside the cabinet), which one is {extreme} the robot's "
-            f"gripper? <choice>{choices}</choice>{BOX_FORMAT}")  # fmt: skip
+    text = (
+        f"Among the blocks lying on the table (not inside the cabinet), which one is {extreme} the robot's "
+        f"gripper? <choice>{choices}</choice>{BOX_FORMAT}"
+    )
     box = scene.box_1000(best)
-    truth = {"extreme": extreme, "candidates": on_table, "tcp": tcp.tolist(), "distances_m": distances,
-             "answer_block": best, "bbox_1000": box, "hops": 2}  # fmt: skip
-    return _question("calvin_multihop", "multi-choice", "Multi-hop Spatial Reasoning", f"on table + {extreme.split()[0]}",
-                     text, answer, scene, truth)  # fmt: skip
+    truth = {
+        "extreme": extreme,
+        "candidates": on_table,
+        "tcp": tcp.tolist(),
+        "distances_m": distances,
+        "answer_block": best,
+        "bbox_1000": box,
+        "hops": 2,
+    }
+    return _question(
+        "calvin_multihop",
+        "multi-choice",
+        "Multi-hop Spatial Reasoning",
+        f"on table + {extreme.split()[0]}",
+        text,
+        answer,
+        scene,
+        truth,
+    )
 
 
 CALVIN_BUILDERS: dict[str, CalvinBuilder] = {
-    "calvin_distance": calvin_distance, "calvin_depth": calvin_depth,
-    "calvin_nearest_gripper": calvin_nearest_gripper, "calvin_left_right": calvin_left_right,
-    "calvin_counting": calvin_counting, "calvin_localisation": calvin_localisation,
+    "calvin_distance": calvin_distance,
+    "calvin_depth": calvin_depth,
+    "calvin_nearest_gripper": calvin_nearest_gripper,
+    "calvin_left_right": calvin_left_right,
+    "calvin_counting": calvin_counting,
+    "calvin_localisation": calvin_localisation,
     "calvin_multihop": calvin_multihop,
-}  # fmt: skip
+}
 CALVIN_KINDS: tuple[str, ...] = tuple(CALVIN_BUILDERS)
 
 
@@ -290,8 +374,9 @@ class CalvinScenes:
         self.close()
 
 
-def draw_calvin_question(kind: str, rng: np.random.Generator, scenes: CalvinScenes
-                         ) -> tuple[Question, Scene] | None:  # fmt: skip
+def draw_calvin_question(
+    kind: str, rng: np.random.Generator, scenes: CalvinScenes
+) -> tuple[Question, Scene] | None:
     """A question of ``kind`` from the first of up to :data:`CALVIN_SCENES_PER_ITEM` scenes that grounds one."""
     low, high = CALVIN_CORPUS_SEEDS
     for _ in range(CALVIN_SCENES_PER_ITEM):
@@ -325,8 +410,9 @@ def off_spot(scene_obs: Iterable[float]) -> bool:
     return False
 
 
-def check_calvin_disjoint(corpus_scenes: Iterable[tuple[int, str, list[float]]],
-                          test_keys: set[str] | None = None) -> int:  # fmt: skip
+def check_calvin_disjoint(
+    corpus_scenes: Iterable[tuple[int, str, list[float]]], test_keys: set[str] | None = None
+) -> int:
     """Prove CALVIN corpus scenes ``(seed, scene_key, scene_obs)`` are no test scene: seed in
     :data:`CALVIN_CORPUS_SEEDS`, key = hash of its scene_obs, a block off every evaluation spot, key not among
     ``test_keys`` (default: the 192 evaluation scenes). Returns the number checked; raises ``ValueError``."""

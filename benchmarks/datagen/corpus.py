@@ -114,11 +114,53 @@ def localisation(view: View, context: Context, rng: np.random.Generator) -> Ques
         return None
     (entity,) = picked
     box = entity_box(view, entity)
-    text = (f"Locate the {entity.name} in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
-            "integers from 0 to 1000 (top-left and bottom-right corners).")  # fmt: skip
+    text = (
+        f"Locate the {entity.name} in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
+        "integers from 0 to 1000 (top-left and bottom-right corners)."
+    )
     truth = {"entity": entity.id, "bbox_1000": box, "pixels": view.pixels[entity.label]}
-    return Question("localisation", "box", "Object Localization", "Object Localization", text,
-                    f"Bounding Box: [{', '.join(map(str, box))}]", [view.frame.rgb], truth, [view.c2w])  # fmt: skip
+    return Question(
+        "localisation",
+        "box",
+        "Object Localization",
+        "Object Localization",
+        text,
+        f"Bounding Box: [{', '.join(map(str, box))}]",
+        [view.frame.rgb],
+        truth,
+        [view.c2w],
+    )
+
+
+def _entities_to_the_side(
+    view: View, context: Context, named: list[Entity], reference: Entity, ref_bearing: float, side: str
+) -> list[Entity] | None:
+    """The entities at least 10 degrees to ``side`` of ``reference`` whose image columns agree; None when
+    fewer than two are, or when the image disagrees with the centres (as in relative_direction)."""
+    bearings = {e.label: bearing_deg(view, context, e) for e in named if e is not reference}
+    sign = -1.0 if side == "left" else 1.0
+    on_side = [
+        e
+        for e in named
+        if e is not reference
+        and bearings[e.label] is not None
+        and sign * (bearings[e.label] - ref_bearing) >= 10.0
+    ]
+    if len(on_side) < 2:
+        return None
+    ref_column = view.mean_column(reference)
+    if any((view.mean_column(e) - ref_column) * sign <= 0 for e in on_side):
+        return None
+    return on_side
+
+
+def _lettered_choices(best: Entity, others: list[Entity], rng: np.random.Generator) -> tuple[str, str]:
+    """``best`` and up to three of ``others`` in random order: its letter and the ``(a) name, ...`` list."""
+    distractors = [others[int(i)] for i in rng.choice(len(others), size=min(3, len(others)), replace=False)]
+    options = [best, *distractors]
+    order = [options[int(i)] for i in rng.permutation(len(options))]
+    letter = "abcd"[order.index(best)]
+    return letter, ", ".join(f"({'abcd'[i]}) {e.name}" for i, e in enumerate(order))
 
 
 def multihop(view: View, context: Context, rng: np.random.Generator) -> Question | None:
@@ -132,14 +174,8 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
     if ref_bearing is None:
         return None
     side, extreme = str(rng.choice(["left", "right"])), str(rng.choice(["closest to", "farthest from"]))
-    bearings = {e.label: bearing_deg(view, context, e) for e in named if e is not reference}
-    sign = -1.0 if side == "left" else 1.0
-    on_side = [e for e in named if e is not reference and bearings[e.label] is not None
-               and sign * (bearings[e.label] - ref_bearing) >= 10.0]  # fmt: skip
-    if len(on_side) < 2:
-        return None
-    ref_column = view.mean_column(reference)  # the image must agree with the centres, as in relative_direction
-    if any((view.mean_column(e) - ref_column) * sign <= 0 for e in on_side):
+    on_side = _entities_to_the_side(view, context, named, reference, ref_bearing, side)
+    if on_side is None:
         return None
     depths = sorted(
         ((view.median_depth(e), e) for e in on_side), key=lambda d: d[0], reverse=extreme != "closest to"
@@ -148,29 +184,45 @@ def multihop(view: View, context: Context, rng: np.random.Generator) -> Question
     near, far = sorted((best_depth, next_depth))
     if far < _MIN_DEPTH_RATIO * near or far - near < _MIN_DEPTH_GAP:
         return None
-    others = [e for e in named if e is not reference and e is not best]
-    distractors = [others[int(i)] for i in rng.choice(len(others), size=min(3, len(others)), replace=False)]
-    options = [best, *distractors]
-    order = [options[int(i)] for i in rng.permutation(len(options))]
-    letter = "abcd"[order.index(best)]
-    choices = ", ".join(f"({'abcd'[i]}) {e.name}" for i, e in enumerate(order))
-    text = (f"From the camera's point of view, among the objects to the {side} of the {reference.name}, which one "
-            f"is {extreme} the camera? <choice>{choices}</choice>{BOX_FORMAT}")  # fmt: skip
+    letter, choices = _lettered_choices(best, [e for e in named if e is not reference and e is not best], rng)
+    text = (
+        f"From the camera's point of view, among the objects to the {side} of the {reference.name}, which one "
+        f"is {extreme} the camera? <choice>{choices}</choice>{BOX_FORMAT}"
+    )
     box = entity_box(view, best)
-    truth = {"reference": reference.id, "side": side, "extreme": extreme, "answer_entity": best.id,
-             "candidates": [e.id for e in on_side], "median_depths_m": {e.id: d for d, e in depths},
-             "bbox_1000": box, "hops": 2}  # fmt: skip
+    truth = {
+        "reference": reference.id,
+        "side": side,
+        "extreme": extreme,
+        "answer_entity": best.id,
+        "candidates": [e.id for e in on_side],
+        "median_depths_m": {e.id: d for d, e in depths},
+        "bbox_1000": box,
+        "hops": 2,
+    }
     answer = f"({letter}) {best.name}"
-    return Question("multihop", "multi-choice", "Multi-hop Spatial Reasoning", f"{side} + {extreme.split()[0]}", text,
-                    answer, [view.frame.rgb], truth, [view.c2w])  # fmt: skip
+    return Question(
+        "multihop",
+        "multi-choice",
+        "Multi-hop Spatial Reasoning",
+        f"{side} + {extreme.split()[0]}",
+        text,
+        answer,
+        [view.frame.rgb],
+        truth,
+        [view.c2w],
+    )
 
 
 CORPUS_BUILDERS: dict[str, Builder] = {**BUILDERS, "localisation": localisation, "multihop": multihop}
 CORPUS_KINDS: tuple[str, ...] = tuple(CORPUS_BUILDERS)
 #: The simulator families and their kinds (``calvin``: :mod:`benchmarks.datagen.calvin_corpus`).
 FAMILY_KINDS: dict[str, tuple[str, ...]] = {
-    "nav": CORPUS_KINDS, "calvin": CALVIN_KINDS, "manip": MANIP_KINDS, "libero": LIBERO_KINDS,
-}  # fmt: skip
+    "nav": CORPUS_KINDS,
+    "calvin": CALVIN_KINDS,
+    "manip": MANIP_KINDS,
+    "libero": LIBERO_KINDS,
+}
 ALL_KINDS: tuple[str, ...] = tuple(k for kinds in FAMILY_KINDS.values() for k in kinds)
 #: Scenes tried per EB-Manipulation / LIBERO item before it is given up (counted as failed).
 TABLE_SCENES_PER_ITEM = 20
@@ -250,8 +302,10 @@ class CorpusConfig:
 
             unknown = [f for f in self.manip_families.split(",") if f.strip() not in FAMILIES]
             if unknown or not self.manip_families.strip():
-                raise ValueError(f"--manip-families {self.manip_families!r}: unknown {unknown or 'empty list'}; "
-                                 f"choose from {', '.join(FAMILIES)}")  # fmt: skip
+                raise ValueError(
+                    f"--manip-families {self.manip_families!r}: unknown {unknown or 'empty list'}; "
+                    f"choose from {', '.join(FAMILIES)}"
+                )
         if self.libero_items_per_task < 1:
             raise ValueError(f"--libero-items-per-task must be at least 1, got {self.libero_items_per_task}")
         if self.n < 2 or self.min_pixels < 1:
@@ -291,29 +345,52 @@ def corpus_row(index: int, question: Question, home: dict[str, Any], config: Cor
     return _row(index, question, "nav", home["home_seed"], home["scene_key"], truth)
 
 
-def _row(index: int, question: Question, family: str, seed: int, key: str, truth: dict[str, Any]) -> dict[str, Any]:
+def _row(
+    index: int, question: Question, family: str, seed: int, key: str, truth: dict[str, Any]
+) -> dict[str, Any]:
     """One dataset row of any family (see the module docstring); ``truth`` is the JSON record behind it."""
     from PIL import Image
 
     messages = chat_messages(question, assistant_text(question))
     return {
-        "index": index, "images": [Image.fromarray(im) for im in question.images], "messages": messages,
-        "prompt": messages[:1], "response": question.answer, "bbox_normalized": question.truth.get("bbox_1000"),
-        "kind": question.kind, "category": question.category, "subcategory": question.subcategory,
-        "question_type": question.question_type, "answer": question.answer, "home_seed": seed,
-        "scene_key": key, "truth": json.dumps(truth, sort_keys=True), "family": family,
-    }  # fmt: skip
+        "index": index,
+        "images": [Image.fromarray(im) for im in question.images],
+        "messages": messages,
+        "prompt": messages[:1],
+        "response": question.answer,
+        "bbox_normalized": question.truth.get("bbox_1000"),
+        "kind": question.kind,
+        "category": question.category,
+        "subcategory": question.subcategory,
+        "question_type": question.question_type,
+        "answer": question.answer,
+        "home_seed": seed,
+        "scene_key": key,
+        "truth": json.dumps(truth, sort_keys=True),
+        "family": family,
+    }
 
 
 def calvin_row(index: int, question: Question, scene: Any) -> dict[str, Any]:
     """One CALVIN-family row, in the nav rows' schema; ``home_seed``/``scene_key`` name the play-table scene
     and ``truth`` holds the exact values, the scene's ``scene_obs``/``robot_obs`` and the block poses."""
     scene_obs = scene.snapshot["scene_obs"]
-    truth = json_safe({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
-                    "home_seed": scene.seed, "scene_key": scene_key(scene_obs), "scene_obs": scene_obs,
-                    "robot_obs": scene.snapshot["robot_obs"],
-                    "blocks": {c: {k: b[k] for k in ("pos", "orn_xyzw")} for c, b in scene.snapshot["blocks"].items()},
-                    "camera": "static"})  # fmt: skip
+    truth = json_safe(
+        {
+            "index": index,
+            "kind": question.kind,
+            "answer": question.answer,
+            "truth": question.truth,
+            "home_seed": scene.seed,
+            "scene_key": scene_key(scene_obs),
+            "scene_obs": scene_obs,
+            "robot_obs": scene.snapshot["robot_obs"],
+            "blocks": {
+                c: {k: b[k] for k in ("pos", "orn_xyzw")} for c, b in scene.snapshot["blocks"].items()
+            },
+            "camera": "static",
+        }
+    )
     return _row(index, question, "calvin", scene.seed, scene_key(scene_obs), truth)
 
 
@@ -321,9 +398,20 @@ def table_row(index: int, question: Question, scene: TableScene) -> dict[str, An
     """One EB-Manipulation or LIBERO row: ``truth`` holds the exact values, the scene's state (the episode, or
     the LIBERO task, initial state and object positions), every object's bounds and the camera."""
     objects = {o.id: {"name": o.name, "noun": o.noun, "bounds_m": o.bounds} for o in scene.objects}
-    truth = json_safe({"index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth,
-                    "home_seed": scene.seed, "scene_key": scene.key, "scene": scene.state, "objects": objects,
-                    "c2w": scene.c2w, "fovy_deg": scene.fovy})  # fmt: skip
+    truth = json_safe(
+        {
+            "index": index,
+            "kind": question.kind,
+            "answer": question.answer,
+            "truth": question.truth,
+            "home_seed": scene.seed,
+            "scene_key": scene.key,
+            "scene": scene.state,
+            "objects": objects,
+            "c2w": scene.c2w,
+            "fovy_deg": scene.fovy,
+        }
+    )
     return _row(index, question, scene.family, scene.seed, scene.key, truth)
 
 
@@ -333,13 +421,25 @@ def features() -> Any:
 
     part = {"type": Value("string"), "text": Value("string")}
     turn = {"role": Value("string"), "content": List(part)}
-    return Features({
-        "index": Value("int64"), "images": List(Image()), "messages": List(turn), "prompt": List(turn),
-        "response": Value("string"), "bbox_normalized": List(Value("int64")), "kind": Value("string"),
-        "category": Value("string"), "subcategory": Value("string"), "question_type": Value("string"),
-        "answer": Value("string"), "home_seed": Value("int64"), "scene_key": Value("string"), "truth": Value("string"),
-        "family": Value("string"),
-    })  # fmt: skip
+    return Features(
+        {
+            "index": Value("int64"),
+            "images": List(Image()),
+            "messages": List(turn),
+            "prompt": List(turn),
+            "response": Value("string"),
+            "bbox_normalized": List(Value("int64")),
+            "kind": Value("string"),
+            "category": Value("string"),
+            "subcategory": Value("string"),
+            "question_type": Value("string"),
+            "answer": Value("string"),
+            "home_seed": Value("int64"),
+            "scene_key": Value("string"),
+            "truth": Value("string"),
+            "family": Value("string"),
+        }
+    )
 
 
 #: Homes searched per corpus item before it is given up (and counted in ``corpus.json``'s ``failed``):
@@ -353,8 +453,6 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
     from the ``index`` column, and :func:`generate_corpus` counts it."""
     from contextlib import ExitStack
 
-    from policies.config_cli import InputError
-
     indices = list(indices)
     plan = {index: config.item_kind(index) for index in indices}
     families = {family for family, _ in plan.values()}
@@ -363,39 +461,61 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
         renderer = stack.enter_context(home) if home is not None else None
         scenes = stack.enter_context(CalvinScenes()) if "calvin" in families else None
         manip_families = tuple(f.strip() for f in config.manip_families.split(",") if f.strip())
-        manip = stack.enter_context(ManipScenes(config.width, manip_families)) if "manip" in families else None
+        manip = (
+            stack.enter_context(ManipScenes(config.width, manip_families)) if "manip" in families else None
+        )
         libero = stack.enter_context(LiberoScenes(config.width)) if "libero" in families else None
         tasks = task_order(config.seed) if libero is not None else []
         for index in indices:
             family, kind = plan[index]
             if family in ("manip", "libero"):
-                stream = MANIP_STREAM if family == "manip" else LIBERO_STREAM
-                table_rng = np.random.default_rng([stream, config.seed, index])
-                if family == "manip":
-                    scene_of = manip.scene  # type: ignore[union-attr]
-                else:
-                    task = tasks[(index // config.libero_items_per_task) % len(tasks)]
-                    scene_of = lambda seed, task=task: libero.scene(seed, task)  # type: ignore[union-attr]  # noqa: E731
-                try:
-                    found = draw_table_question(kind, table_rng, scene_of, TABLE_SCENES_PER_ITEM)
-                except NoFreeObject:  # such a task grounds no corpus scene: the item is given up (counted)
-                    continue
-                if found is not None:
-                    yield table_row(index, *found)
-                continue
-            if family == "calvin":
+                row = _table_row(config, index, family, kind, manip, libero, tasks)
+            elif family == "calvin":
                 calvin_rng = np.random.default_rng([CALVIN_STREAM, config.seed, index])
                 drawn = draw_calvin_question(kind, calvin_rng, scenes)
-                if drawn is not None:
-                    yield calvin_row(index, *drawn)
-                continue
-            rng = np.random.default_rng([CORPUS_STREAM, config.seed, index])
-            try:
-                question, home = draw_question(kind, rng, renderer, config.min_pixels,
-                                               CORPUS_BUILDERS, CORPUS_HOME_SEEDS, CORPUS_HOMES_PER_ITEM)  # fmt: skip
-            except InputError:
-                continue
-            yield corpus_row(index, question, home, config)
+                row = calvin_row(index, *drawn) if drawn is not None else None
+            else:
+                row = _home_row(config, index, kind, renderer)
+            if row is not None:
+                yield row
+
+
+def _table_row(
+    config: CorpusConfig,
+    index: int,
+    family: str,
+    kind: str,
+    manip: ManipScenes | None,
+    libero: LiberoScenes | None,
+    tasks: list[Any],
+) -> dict[str, Any] | None:
+    """Item ``index`` of a table-top family (``manip`` or ``libero``); None when it finds no question."""
+    stream = MANIP_STREAM if family == "manip" else LIBERO_STREAM
+    table_rng = np.random.default_rng([stream, config.seed, index])
+    if family == "manip":
+        scene_of = manip.scene  # type: ignore[union-attr]
+    else:
+        task = tasks[(index // config.libero_items_per_task) % len(tasks)]
+        scene_of = lambda seed, task=task: libero.scene(seed, task)  # type: ignore[union-attr]  # noqa: E731
+    try:
+        found = draw_table_question(kind, table_rng, scene_of, TABLE_SCENES_PER_ITEM)
+    except NoFreeObject:  # such a task grounds no corpus scene: the item is given up (counted)
+        return None
+    return table_row(index, *found) if found is not None else None
+
+
+def _home_row(config: CorpusConfig, index: int, kind: str, renderer: Any) -> dict[str, Any] | None:
+    """Item ``index`` of the navigation family, drawn in the rendered homes; None when it finds no question."""
+    from policies.config_cli import InputError
+
+    rng = np.random.default_rng([CORPUS_STREAM, config.seed, index])
+    try:
+        question, home = draw_question(
+            kind, rng, renderer, config.min_pixels, CORPUS_BUILDERS, CORPUS_HOME_SEEDS, CORPUS_HOMES_PER_ITEM
+        )
+    except InputError:
+        return None
+    return corpus_row(index, question, home, config)
 
 
 def corpus_progress(config: CorpusConfig, total: int) -> Any:
@@ -403,8 +523,16 @@ def corpus_progress(config: CorpusConfig, total: int) -> Any:
     settles after each simulator is built (EB-Manipulation: seconds per task family; LIBERO: per task)."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="corpus items", unit="item", file=sys.stderr, disable=not config.progress,
-                dynamic_ncols=True, mininterval=1.0, smoothing=0.05)  # fmt: skip
+    return tqdm(
+        total=total,
+        desc="corpus items",
+        unit="item",
+        file=sys.stderr,
+        disable=not config.progress,
+        dynamic_ncols=True,
+        mininterval=1.0,
+        smoothing=0.05,
+    )
 
 
 def _split(config: CorpusConfig, indices: list[int], cache: str) -> Any:
@@ -424,8 +552,12 @@ def _split(config: CorpusConfig, indices: list[int], cache: str) -> Any:
             bar.update(len(indices) - bar.n)
 
     try:
-        return Dataset.from_generator(rows, features=features(), cache_dir=cache,
-                                      gen_kwargs={"config": config, "indices": tuple(indices)})  # fmt: skip
+        return Dataset.from_generator(
+            rows,
+            features=features(),
+            cache_dir=cache,
+            gen_kwargs={"config": config, "indices": tuple(indices)},
+        )
     except DatasetGenerationError as error:  # datasets wraps the generator's own error: show that one
         if isinstance(error.__cause__, ValueError):
             raise error.__cause__ from None
@@ -448,10 +580,12 @@ def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="corpus-cache-") as cache:
         # one pass over every item (each simulator is opened once), then split by item index
         rows = _split(config, list(range(config.n)), cache)
-        built = DatasetDict({
-            "train": rows.filter(lambda i: i < boundary, input_columns="index"),
-            "validation": rows.filter(lambda i: i >= boundary, input_columns="index"),
-        })  # fmt: skip
+        built = DatasetDict(
+            {
+                "train": rows.filter(lambda i: i < boundary, input_columns="index"),
+                "validation": rows.filter(lambda i: i >= boundary, input_columns="index"),
+            }
+        )
         seconds = time.perf_counter() - start
         built.save_to_disk(str(config.out))
     mix = Counter(built["train"]["kind"]) + Counter(built["validation"]["kind"])
@@ -461,12 +595,21 @@ def generate_corpus(config: CorpusConfig) -> dict[str, Any]:
     failed = [i for i in range(config.n) if i not in present]
     if len(failed) == config.n:
         raise ValueError(f"no item of kinds {config.kinds} could be generated; lower --min-pixels")
-    stats = {"format": FORMAT, **asdict(config), "out": None, "kinds": config.kind_list(), "families": list(config.family_kinds()),
-             "home_seeds": list(CORPUS_HOME_SEEDS), "splits": {k: len(v) for k, v in built.items()},
-             "failed": {"count": len(failed), "indices": failed},
-             "seconds": round(seconds, 2), "items_per_second": round((config.n - len(failed)) / seconds, 3),
-             "kind_mix": dict(sorted(mix.items())), "family_mix": dict(sorted(family_mix.items())),
-             "category_mix": dict(sorted(category_mix.items()))}  # fmt: skip
+    stats = {
+        "format": FORMAT,
+        **asdict(config),
+        "out": None,
+        "kinds": config.kind_list(),
+        "families": list(config.family_kinds()),
+        "home_seeds": list(CORPUS_HOME_SEEDS),
+        "splits": {k: len(v) for k, v in built.items()},
+        "failed": {"count": len(failed), "indices": failed},
+        "seconds": round(seconds, 2),
+        "items_per_second": round((config.n - len(failed)) / seconds, 3),
+        "kind_mix": dict(sorted(mix.items())),
+        "family_mix": dict(sorted(family_mix.items())),
+        "category_mix": dict(sorted(category_mix.items())),
+    }
     (config.out / "corpus.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     return stats
 
@@ -510,22 +653,32 @@ def _families(part: Any) -> list[str]:
 
 def dataset_homes(path: str | Path) -> list[tuple[int, str]]:
     """``(home_seed, scene_key)`` of every navigation row of a corpus on disk (all splits)."""
-    return [(int(s), str(k)) for part in _dataset_parts(path)
-            for s, k, f in zip(part["home_seed"], part["scene_key"], _families(part)) if f == "nav"]  # fmt: skip
+    return [
+        (int(s), str(k))
+        for part in _dataset_parts(path)
+        for s, k, f in zip(part["home_seed"], part["scene_key"], _families(part))
+        if f == "nav"
+    ]
 
 
 def dataset_calvin_scenes(path: str | Path) -> list[tuple[int, str, list[float]]]:
     """``(home_seed, scene_key, scene_obs)`` of every CALVIN row of a corpus on disk (all splits)."""
-    return [(int(s), str(k), json.loads(t)["scene_obs"]) for part in _dataset_parts(path)
-            for s, k, t, f in zip(part["home_seed"], part["scene_key"], part["truth"], _families(part))
-            if f == "calvin"]  # fmt: skip
+    return [
+        (int(s), str(k), json.loads(t)["scene_obs"])
+        for part in _dataset_parts(path)
+        for s, k, t, f in zip(part["home_seed"], part["scene_key"], part["truth"], _families(part))
+        if f == "calvin"
+    ]
 
 
 def dataset_table_scenes(path: str | Path, family: str) -> list[tuple[int, str, dict[str, Any]]]:
     """``(home_seed, scene_key, scene state)`` of every ``family`` row (manip or libero) of a corpus on disk."""
-    return [(int(s), str(k), json.loads(t)["scene"]) for part in _dataset_parts(path)
-            for s, k, t, f in zip(part["home_seed"], part["scene_key"], part["truth"], _families(part))
-            if f == family]  # fmt: skip
+    return [
+        (int(s), str(k), json.loads(t)["scene"])
+        for part in _dataset_parts(path)
+        for s, k, t, f in zip(part["home_seed"], part["scene_key"], part["truth"], _families(part))
+        if f == family
+    ]
 
 
 def check_all(corpus: str | Path, test_files: list[str]) -> str:
@@ -540,13 +693,17 @@ def check_all(corpus: str | Path, test_files: list[str]) -> str:
     n_manip = 0
     if manip_rows:
         keys = default_test_keys() | {k for path in test_files for k in episode_file_keys(path)}
-        n_manip = check_manip_disjoint([(seed, key, state["episode"]) for seed, key, state in manip_rows], keys)
+        n_manip = check_manip_disjoint(
+            [(seed, key, state["episode"]) for seed, key, state in manip_rows], keys
+        )
     libero_rows = dataset_table_scenes(corpus, "libero")
     n_libero = check_libero_disjoint(libero_rows) if libero_rows else 0
-    return (f"disjoint: {n} corpus items, {len(test)} test items, no shared home; "
-            f"{n_calvin} CALVIN corpus scenes, none an evaluation or manip-source scene; "
-            f"{n_manip} EB-Manipulation corpus scenes, none a test episode; "
-            f"{n_libero} LIBERO corpus scenes, none a fixed initial state")  # fmt: skip
+    return (
+        f"disjoint: {n} corpus items, {len(test)} test items, no shared home; "
+        f"{n_calvin} CALVIN corpus scenes, none an evaluation or manip-source scene; "
+        f"{n_manip} EB-Manipulation corpus scenes, none a test episode; "
+        f"{n_libero} LIBERO corpus scenes, none a fixed initial state"
+    )
 
 
 def truth_file_homes(path: str | Path) -> list[tuple[int, str]]:

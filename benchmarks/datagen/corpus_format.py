@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
-BOX_FORMAT = ("\n\nPlease respond in the following format:\n"
-              'Answer: (your choice, e.g., "(a) object name")\n'
-              "Bounding Box: [x1, y1, x2, y2]\n\n"
-              "where [x1, y1] is the top-left corner and [x2, y2] the bottom-right corner, as integers from 0 to 1000.")  # fmt: skip
+BOX_FORMAT = (
+    "\n\nPlease respond in the following format:\n"
+    'Answer: (your choice, e.g., "(a) object name")\n'
+    "Bounding Box: [x1, y1, x2, y2]\n\n"
+    "where [x1, y1] is the top-left corner and [x2, y2] the bottom-right corner, as integers from 0 to 1000."
+)
 
 
 def is_multihop(kind: str) -> bool:
@@ -45,8 +47,12 @@ def box_1000(mask: np.ndarray) -> list[int] | None:
     if rows.size == 0:
         return None
     height, width = mask.shape
-    return [int(cols.min() * 1000 // width), int(rows.min() * 1000 // height),
-            int(-(-(cols.max() + 1) * 1000 // width)), int(-(-(rows.max() + 1) * 1000 // height))]  # fmt: skip
+    return [
+        int(cols.min() * 1000 // width),
+        int(rows.min() * 1000 // height),
+        int(-(-(cols.max() + 1) * 1000 // width)),
+        int(-(-(rows.max() + 1) * 1000 // height)),
+    ]
 
 
 def json_line(path: str | Path, number: int, line: str) -> dict[str, Any]:
@@ -56,8 +62,10 @@ def json_line(path: str | Path, number: int, line: str) -> dict[str, Any]:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path} line {number} is not a JSON record ({error.msg}); pass JSON-lines test files: "
-                         "ground_truth.jsonl, samples.jsonl or EB-Manipulation episode files") from None
+        raise ValueError(
+            f"{path} line {number} is not a JSON record ({error.msg}); pass JSON-lines test files: "
+            "ground_truth.jsonl, samples.jsonl or EB-Manipulation episode files"
+        ) from None
     if not isinstance(record, dict):
         raise ValueError(f"{path} line {number} is not a JSON object; pass JSON-lines test files")
     return record

@@ -60,7 +60,9 @@ def checked_kinds(text: str, known: Sequence[str]) -> list[str]:
     kinds = [k.strip() for k in text.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in known]
     if not kinds or unknown:
-        raise ValueError(f"--kinds {text!r}: unknown {unknown or 'empty list'}; choose from {', '.join(known)}")
+        raise ValueError(
+            f"--kinds {text!r}: unknown {unknown or 'empty list'}; choose from {', '.join(known)}"
+        )
     return kinds
 
 
@@ -112,10 +114,15 @@ class GenerateConfig:
 TEST_HOME_SEEDS = (0, 2**31 - 1)
 
 
-def draw_question(kind: str, rng: np.random.Generator, renderer: HomeRenderer, min_pixels: int,
-                  builders: Mapping[str, Builder] = BUILDERS,
-                  home_seeds: tuple[int, int] = TEST_HOME_SEEDS,
-                  max_homes: int = _HOMES_PER_ITEM) -> tuple[Question, dict[str, Any]]:  # fmt: skip
+def draw_question(
+    kind: str,
+    rng: np.random.Generator,
+    renderer: HomeRenderer,
+    min_pixels: int,
+    builders: Mapping[str, Builder] = BUILDERS,
+    home_seeds: tuple[int, int] = TEST_HOME_SEEDS,
+    max_homes: int = _HOMES_PER_ITEM,
+) -> tuple[Question, dict[str, Any]]:
     """One question of ``kind``: up to ``max_homes`` homes (seeds in ``[low, high)`` of ``home_seeds``) and
     views in each are drawn until the builder finds something unambiguous."""
     context = Context(renderer)
@@ -126,7 +133,9 @@ def draw_question(kind: str, rng: np.random.Generator, renderer: HomeRenderer, m
         entities = home_entities(scene, world)
         for _ in range(_VIEWS_PER_HOME):
             aim = _aim(kind, entities, rng)
-            view = sample_view(renderer, rng, look_at=None if aim is None else measure.centre(world, aim.label))
+            view = sample_view(
+                renderer, rng, look_at=None if aim is None else measure.centre(world, aim.label)
+            )
             if view is None:
                 continue
             question = builders[kind](View(*view, entities, min_pixels), context, rng)
@@ -151,7 +160,9 @@ def generate_questions(config: GenerateConfig) -> Iterator[tuple[int, Question, 
     with HomeRenderer(config.width, config.height, config.fov) as renderer:
         for index in range(config.n):
             rng = np.random.default_rng([config.seed, index])
-            question, home = draw_question(kinds[index % len(kinds)], rng, renderer, config.min_pixels, builders)
+            question, home = draw_question(
+                kinds[index % len(kinds)], rng, renderer, config.min_pixels, builders
+            )
             yield index, question, home
 
 
@@ -165,13 +176,21 @@ def _accepting(builder: Builder, accepts: Callable[[Question], bool]) -> Builder
     return build
 
 
-def truth_record(index: int, question: Question, home: dict[str, Any], config: GenerateConfig) -> dict[str, Any]:
+def truth_record(
+    index: int, question: Question, home: dict[str, Any], config: GenerateConfig
+) -> dict[str, Any]:
     """The exact values behind an item's answer, and where its images were taken."""
-    return json_safe({
-        "index": index, "kind": question.kind, "answer": question.answer, "truth": question.truth, **home,
-        "camera": {"width": config.width, "height": config.height, "fovy_deg": config.fov},
-        "cameras_c2w": [c.tolist() for c in question.cameras],
-    })  # fmt: skip
+    return json_safe(
+        {
+            "index": index,
+            "kind": question.kind,
+            "answer": question.answer,
+            "truth": question.truth,
+            **home,
+            "camera": {"width": config.width, "height": config.height, "fovy_deg": config.fov},
+            "cameras_c2w": [c.tolist() for c in question.cameras],
+        }
+    )
 
 
 def generate(config: GenerateConfig) -> Path:
@@ -179,8 +198,15 @@ def generate(config: GenerateConfig) -> Path:
     config.validate()
     layout = config.sample_format()
     config.out.mkdir(parents=True, exist_ok=True)
-    settings = {**asdict(config), "format": FORMAT, "layout": layout.name, "benchmark": layout.bench, "source": SOURCE,
-                "kinds": config.kind_list(), "out": None}  # fmt: skip
+    settings = {
+        **asdict(config),
+        "format": FORMAT,
+        "layout": layout.name,
+        "benchmark": layout.bench,
+        "source": SOURCE,
+        "kinds": config.kind_list(),
+        "out": None,
+    }
     (config.out / "generation.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     with (config.out / TRUTH_FILE).open("w", encoding="utf-8") as truth_file:
 
@@ -201,10 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"wrote {config.n} items to {path}; run them with: python -m benchmarks.static "
-          f"--bench {config.sample_format().bench} --data {path} --model MODEL")  # fmt: skip
+    print(
+        f"wrote {config.n} items to {path}; run them with: python -m benchmarks.static "
+        f"--bench {config.sample_format().bench} --data {path} --model MODEL"
+    )
     return 0
 
 
-if __name__ == "__main__":  # python -m benchmarks.datagen.generate (same as python -m benchmarks.static generate)
+# python -m benchmarks.datagen.generate (same as python -m benchmarks.static generate)
+if __name__ == "__main__":
     raise SystemExit(main())

@@ -46,7 +46,10 @@ def object_name(name: str) -> str:
 
 def libero_scene_key(task: str, positions: dict[str, list[float]]) -> str:
     """Content hash of a LIBERO corpus scene: the task and its objects' positions (0.1 mm)."""
-    rounded = [(k, (np.round(np.asarray(v, dtype=np.float64), 4) + 0.0).tolist()) for k, v in sorted(positions.items())]
+    rounded = [
+        (k, (np.round(np.asarray(v, dtype=np.float64), 4) + 0.0).tolist())
+        for k, v in sorted(positions.items())
+    ]
     return hashlib.sha1(repr((task, rounded)).encode()).hexdigest()[:16]
 
 
@@ -60,6 +63,39 @@ def task_order(seed: int) -> list[tuple[str, int]]:
 
 class NoFreeObject(ValueError):
     """A LIBERO task without a free-moving object: no corpus scene can be told apart from its initial states."""
+
+
+def _displace_free_objects(
+    objects: dict[str, Any], model: Any, data: Any, rng: np.random.Generator
+) -> tuple[dict[str, int], dict[str, list[float]]]:
+    """Shift each free-moving object by a random ``OBJECT_OFFSET`` in x and y (in ``data.qpos``); the qpos
+    address and new position of each, by name."""
+    import mujoco
+
+    addresses, positions = {}, {}
+    for name, obj in objects.items():
+        joints = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in obj.joints]
+        free = [j for j in joints if j >= 0 and model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+        if not free:  # an articulated object (no free joint) stays where the initial state puts it
+            continue
+        start = model.jnt_qposadr[free[0]]
+        offset = rng.uniform(*OBJECT_OFFSET, size=2) * rng.choice([-1.0, 1.0], size=2)
+        data.qpos[start : start + 2] += offset
+        addresses[name], positions[name] = int(start), data.qpos[start : start + 3].tolist()
+    return addresses, positions
+
+
+def _table_objects(objects: dict[str, Any], model: Any, data: Any) -> list[TableObject]:
+    """Every object of the scene with its visual geoms and world bounds."""
+    import mujoco
+
+    found = []
+    for name, obj in objects.items():
+        geoms = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, g) for g in obj.visual_geoms]
+        geoms = [g for g in geoms if g >= 0]
+        label = object_name(name)
+        found.append(TableObject(name, label, label.split()[-1], geoms, world_bounds(model, data, geoms)))
+    return found
 
 
 class LiberoScenes:
@@ -92,30 +128,35 @@ class LiberoScenes:
         self.env.reset(seed=seed, options={"init_state_index": init_index})
         inner = self.env.raw_env.env
         model, data = inner.sim.model._model, inner.sim.data._data
-        addresses, positions, objects = {}, {}, []
-        for name, obj in inner.objects_dict.items():
-            joints = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in obj.joints]
-            free = [j for j in joints if j >= 0 and model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
-            if not free:  # an articulated object (no free joint) stays where the initial state puts it
-                continue
-            start = model.jnt_qposadr[free[0]]
-            offset = rng.uniform(*OBJECT_OFFSET, size=2) * rng.choice([-1.0, 1.0], size=2)
-            data.qpos[start : start + 2] += offset
-            addresses[name], positions[name] = int(start), data.qpos[start : start + 3].tolist()
+        addresses, positions = _displace_free_objects(inner.objects_dict, model, data, rng)
         if not positions:
             raise NoFreeObject(f"LIBERO task {task[0]} {task[1]} has no free-moving object to displace")
         mujoco.mj_forward(model, data)
-        for name, obj in inner.objects_dict.items():
-            geoms = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, g) for g in obj.visual_geoms]
-            geoms = [g for g in geoms if g >= 0]
-            label = object_name(name)
-            objects.append(TableObject(name, label, label.split()[-1], geoms, world_bounds(model, data, geoms)))
+        objects = _table_objects(inner.objects_dict, model, data)
         rgb, depth, seg = self.view.render()
         task_name = self.env.task.name
-        state = {"suite": task[0], "task_index": task[1], "task": task_name, "init_state_index": init_index,
-                 "qpos_addresses": addresses, "positions": positions, "camera": CAMERA}  # fmt: skip
-        return TableScene("libero", seed, libero_scene_key(task_name, positions), rgb, depth, seg, self.view.c2w(),
-                          self.view.fovy(), unique_names(objects), self.view.render_from, state)  # fmt: skip
+        state = {
+            "suite": task[0],
+            "task_index": task[1],
+            "task": task_name,
+            "init_state_index": init_index,
+            "qpos_addresses": addresses,
+            "positions": positions,
+            "camera": CAMERA,
+        }
+        return TableScene(
+            "libero",
+            seed,
+            libero_scene_key(task_name, positions),
+            rgb,
+            depth,
+            seg,
+            self.view.c2w(),
+            self.view.fovy(),
+            unique_names(objects),
+            self.view.render_from,
+            state,
+        )
 
     def close(self) -> None:
         if self.view is not None:
@@ -142,7 +183,9 @@ def check_libero_disjoint(corpus: Iterable[tuple[int, str, dict[str, Any]]]) -> 
     n = 0
     for seed, key, state in corpus:
         if not low <= seed < high:
-            raise ValueError(f"LIBERO corpus scene seed {seed} is outside [{low}, {high}); regenerate the corpus")
+            raise ValueError(
+                f"LIBERO corpus scene seed {seed} is outside [{low}, {high}); regenerate the corpus"
+            )
         if libero_scene_key(state["task"], state["positions"]) != key:
             raise ValueError(f"LIBERO corpus scene {key} (seed {seed}): its positions hash differently")
         task = (state["suite"], int(state["task_index"]))
@@ -152,10 +195,15 @@ def check_libero_disjoint(corpus: Iterable[tuple[int, str, dict[str, Any]]]) -> 
         names = sorted(state["positions"])
         ours = np.array([state["positions"][k][:2] for k in names])  # (objects, 2)
         # an initial state is (time, qpos, qvel): qpos address a is column 1 + a
-        theirs = np.stack([init[:, 1 + state["qpos_addresses"][k] : 3 + state["qpos_addresses"][k]] for k in names], 1)
-        gaps = np.abs(theirs - ours[None]).max(axis=2).max(axis=1)  # per initial state: the largest object offset
+        theirs = np.stack(
+            [init[:, 1 + state["qpos_addresses"][k] : 3 + state["qpos_addresses"][k]] for k in names], 1
+        )
+        # per initial state: the largest object offset
+        gaps = np.abs(theirs - ours[None]).max(axis=2).max(axis=1)
         if gaps.min() < OBJECT_OFFSET[0] - 1e-9:
-            raise ValueError(f"LIBERO corpus scene {key} (seed {seed}) matches initial state {int(gaps.argmin())} of "
-                             f"{task[0]} task {task[1]}; regenerate the corpus")  # fmt: skip
+            raise ValueError(
+                f"LIBERO corpus scene {key} (seed {seed}) matches initial state {int(gaps.argmin())} of "
+                f"{task[0]} task {task[1]}; regenerate the corpus"
+            )
         n += 1
     return n

@@ -44,10 +44,18 @@ CAMERA = "eb_front"
 def layout_key(episode: dict[str, Any]) -> str:
     """Content hash of an episode's layout (family and objects, positions to 0.1 mm and yaws to 0.1 mrad)."""
     objects = sorted(
-        (o["slot"], o["kind"], o["color"], o.get("pattern", "plain"), *np.round(np.r_[o["xy"], o["yaw"]], 4).tolist())
+        (
+            o["slot"],
+            o["kind"],
+            o["color"],
+            o.get("pattern", "plain"),
+            *np.round(np.r_[o["xy"], o["yaw"]], 4).tolist(),
+        )
         for o in episode["objects"]
     )
-    text = json.dumps([episode["family"], [[v + 0.0 if isinstance(v, float) else v for v in o] for o in objects]])
+    text = json.dumps(
+        [episode["family"], [[v + 0.0 if isinstance(v, float) else v for v in o] for o in objects]]
+    )
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
@@ -59,7 +67,9 @@ class ManipScenes:
 
         unknown = [f for f in families if f not in FAMILIES]
         if not families or unknown:
-            raise ValueError(f"--manip-families: unknown {unknown or 'empty list'}; choose from {', '.join(FAMILIES)}")
+            raise ValueError(
+                f"--manip-families: unknown {unknown or 'empty list'}; choose from {', '.join(FAMILIES)}"
+            )
         self.size, self.families = size, tuple(families)
         self.envs: dict[str, Any] = {}
         self.views: dict[str, MujocoView] = {}
@@ -88,14 +98,32 @@ class ManipScenes:
         env.reset(options={"episode": episode})
         rgb, depth, seg = view.render()
         task, model, data = env.task, env.scene.mj_model, env.scene.mj_data
-        objects = unique_names([
-            TableObject(o["slot"], f"{o['color']} {o['kind']}", o["kind"], list(task.visual_geoms(o["slot"])),
-                        world_bounds(model, data, task.visual_geoms(o["slot"])))
-            for o in episode["objects"]
-        ])  # fmt: skip
+        objects = unique_names(
+            [
+                TableObject(
+                    o["slot"],
+                    f"{o['color']} {o['kind']}",
+                    o["kind"],
+                    list(task.visual_geoms(o["slot"])),
+                    world_bounds(model, data, task.visual_geoms(o["slot"])),
+                )
+                for o in episode["objects"]
+            ]
+        )
         state = {"episode": episode, "grip_position": env.scene.grip_pose()[0].tolist(), "camera": CAMERA}
-        return TableScene("manip", seed, layout_key(episode), rgb, depth, seg, view.c2w(), view.fovy(), objects,
-                          view.render_from, state)  # fmt: skip
+        return TableScene(
+            "manip",
+            seed,
+            layout_key(episode),
+            rgb,
+            depth,
+            seg,
+            view.c2w(),
+            view.fovy(),
+            objects,
+            view.render_from,
+            state,
+        )
 
     def close(self) -> None:
         for family, env in self.envs.items():
@@ -139,10 +167,14 @@ def check_manip_disjoint(corpus: Iterable[tuple[int, str, dict[str, Any]]], test
     n = 0
     for seed, key, episode in corpus:
         if not low <= seed < high or not low <= int(episode.get("seed") or -1) < high:
-            raise ValueError(f"manip corpus scene seed {seed} is outside [{low}, {high}); regenerate the corpus")
+            raise ValueError(
+                f"manip corpus scene seed {seed} is outside [{low}, {high}); regenerate the corpus"
+            )
         if layout_key(episode) != key:
             raise ValueError(f"manip corpus scene {key} (seed {seed}): its episode hashes differently")
         if key in test_keys:
-            raise ValueError(f"manip corpus scene {key} (seed {seed}) is also a test episode; regenerate the corpus")
+            raise ValueError(
+                f"manip corpus scene {key} (seed {seed}) is also a test episode; regenerate the corpus"
+            )
         n += 1
     return n

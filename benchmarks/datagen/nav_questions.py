@@ -50,18 +50,28 @@ LETTERS = "ABCD"
 #: The sentence before a multi-choice question's options (dropped where a format asks for a number instead).
 SELECT = "Select from the following choices."
 CAMERA_MOTION_TEXT: dict[Primitive, str] = {
-    Primitive.DOLLY_IN: "The camera moved forward", Primitive.DOLLY_OUT: "The camera moved backward",
-    Primitive.TRUCK_LEFT: "The camera moved to the left", Primitive.TRUCK_RIGHT: "The camera moved to the right",
-    Primitive.PEDESTAL_UP: "The camera moved up", Primitive.PEDESTAL_DOWN: "The camera moved down",
-    Primitive.PAN_LEFT: "The camera turned left", Primitive.PAN_RIGHT: "The camera turned right",
-    Primitive.TILT_UP: "The camera tilted up", Primitive.TILT_DOWN: "The camera tilted down",
-    Primitive.ROLL_CW: "The camera rolled clockwise", Primitive.ROLL_CCW: "The camera rolled counter-clockwise",
-}  # fmt: skip
+    Primitive.DOLLY_IN: "The camera moved forward",
+    Primitive.DOLLY_OUT: "The camera moved backward",
+    Primitive.TRUCK_LEFT: "The camera moved to the left",
+    Primitive.TRUCK_RIGHT: "The camera moved to the right",
+    Primitive.PEDESTAL_UP: "The camera moved up",
+    Primitive.PEDESTAL_DOWN: "The camera moved down",
+    Primitive.PAN_LEFT: "The camera turned left",
+    Primitive.PAN_RIGHT: "The camera turned right",
+    Primitive.TILT_UP: "The camera tilted up",
+    Primitive.TILT_DOWN: "The camera tilted down",
+    Primitive.ROLL_CW: "The camera rolled clockwise",
+    Primitive.ROLL_CCW: "The camera rolled counter-clockwise",
+}
 # Size of the one motion of a camera-motion question: metres (translations) or degrees (rotations).
 MOTION_RANGE: dict[tuple[Category, int], tuple[float, float]] = {
-    (Category.TRANSLATION, 2): (0.5, 1.0), (Category.TRANSLATION, 0): (0.4, 0.8), (Category.TRANSLATION, 1): (0.3, 0.5),
-    (Category.ROTATION, 1): (20.0, 35.0), (Category.ROTATION, 0): (15.0, 25.0), (Category.ROTATION, 2): (15.0, 30.0),
-}  # fmt: skip
+    (Category.TRANSLATION, 2): (0.5, 1.0),
+    (Category.TRANSLATION, 0): (0.4, 0.8),
+    (Category.TRANSLATION, 1): (0.3, 0.5),
+    (Category.ROTATION, 1): (20.0, 35.0),
+    (Category.ROTATION, 0): (15.0, 25.0),
+    (Category.ROTATION, 2): (15.0, 30.0),
+}
 # ----------------------------------------------------------------------------------------------- views
 
 
@@ -87,8 +97,14 @@ class View:
     def nameable(self, kind: str | None = None) -> list[Entity]:
         """Visible entities whose name no other entity in the view shares (optionally of one kind)."""
         shown = Counter(e.name for e in self.entities if self.pixels[e.label] > 0)
-        return [e for e in self.entities if self.pixels[e.label] >= self.min_pixels and shown[e.name] == 1
-                and (kind is None or e.kind == kind) and e.noun not in UNNAMEABLE_NOUNS]  # fmt: skip
+        return [
+            e
+            for e in self.entities
+            if self.pixels[e.label] >= self.min_pixels
+            and shown[e.name] == 1
+            and (kind is None or e.kind == kind)
+            and e.noun not in UNNAMEABLE_NOUNS
+        ]
 
     def mean_column(self, entity: Entity) -> float:
         """Mean image column of the entity's visible pixels."""
@@ -99,7 +115,12 @@ class View:
         """The entity's visible pixels' bounding box, ``[x, y, w, h]`` in pixels."""
         assert self.frame.entity is not None
         rows, cols = np.nonzero(self.frame.entity == entity.label)
-        return [float(cols.min()), float(rows.min()), float(cols.max() - cols.min() + 1), float(rows.max() - rows.min() + 1)]
+        return [
+            float(cols.min()),
+            float(rows.min()),
+            float(cols.max() - cols.min() + 1),
+            float(rows.max() - rows.min() + 1),
+        ]
 
     def median_depth(self, entity: Entity) -> float:
         """Median of the depth render over the entity's visible pixels (metres)."""
@@ -171,11 +192,23 @@ def absolute_depth(view: View, context: Context, rng: np.random.Generator) -> Qu
         return None
     (obj,) = picked
     depth = view.median_depth(obj)
-    text = (f"What is the depth of the {obj.name} in the image, i.e. its distance from the camera along the "
-            f"viewing direction, taken as the median over its visible surface? Answer in meters.")  # fmt: skip
+    text = (
+        f"What is the depth of the {obj.name} in the image, i.e. its distance from the camera along the "
+        f"viewing direction, taken as the median over its visible surface? Answer in meters."
+    )
     truth = {"entity": obj.id, "median_depth_m": depth, "pixels": view.pixels[obj.label]}
-    return Question("absolute_depth", "open-ended", "Depth and Distance", "Absolute Depth", text, f"{depth:.2f}",
-                    [view.frame.rgb], truth, [view.c2w], region=view.box(obj))  # fmt: skip
+    return Question(
+        "absolute_depth",
+        "open-ended",
+        "Depth and Distance",
+        "Absolute Depth",
+        text,
+        f"{depth:.2f}",
+        [view.frame.rgb],
+        truth,
+        [view.c2w],
+        region=view.box(obj),
+    )
 
 
 def relative_depth(view: View, context: Context, rng: np.random.Generator) -> Question | None:
@@ -191,8 +224,19 @@ def relative_depth(view: View, context: Context, rng: np.random.Generator) -> Qu
     options = [a.name, b.name]
     text = f"Which object is closer to the camera taking this photo, the {a.name} or the {b.name}?\n{_options(options)}"
     truth = {"entities": [a.id, b.id], "median_depths_m": depths}
-    return Question("relative_depth", "multi-choice", "Depth and Distance", "Relative Depth", text,
-                    f"({LETTERS[near]})", [view.frame.rgb], truth, [view.c2w], options, view.box(picked[near]))  # fmt: skip
+    return Question(
+        "relative_depth",
+        "multi-choice",
+        "Depth and Distance",
+        "Relative Depth",
+        text,
+        f"({LETTERS[near]})",
+        [view.frame.rgb],
+        truth,
+        [view.c2w],
+        options,
+        view.box(picked[near]),
+    )
 
 
 def object_distance(view: View, context: Context, rng: np.random.Generator) -> Question | None:
@@ -204,11 +248,22 @@ def object_distance(view: View, context: Context, rng: np.random.Generator) -> Q
     distance = measure.closest_distance(context.renderer.world, a.label, b.label)
     if distance < 0.2:
         return None
-    text = (f"Measuring from the closest point of each object, what is the distance between the {a.name} and "
-            f"the {b.name} (in meters)?")  # fmt: skip
+    text = (
+        f"Measuring from the closest point of each object, what is the distance between the {a.name} and "
+        f"the {b.name} (in meters)?"
+    )
     truth = {"entities": [a.id, b.id], "distance_m": distance}
-    return Question("object_distance", "open-ended", "Depth and Distance", "Object Distance", text,
-                    f"{distance:.2f}", [view.frame.rgb], truth, [view.c2w])  # fmt: skip
+    return Question(
+        "object_distance",
+        "open-ended",
+        "Depth and Distance",
+        "Object Distance",
+        text,
+        f"{distance:.2f}",
+        [view.frame.rgb],
+        truth,
+        [view.c2w],
+    )
 
 
 def object_size(view: View, context: Context, rng: np.random.Generator) -> Question | None:
@@ -218,11 +273,23 @@ def object_size(view: View, context: Context, rng: np.random.Generator) -> Quest
         return None
     (entity,) = picked
     dims = measure.extents(context.renderer.world, entity.label)
-    text = (f"What is the length of the longest dimension (length, width, or height) of the {entity.name}, "
-            "measured in centimeters?")  # fmt: skip
+    text = (
+        f"What is the length of the longest dimension (length, width, or height) of the {entity.name}, "
+        "measured in centimeters?"
+    )
     truth = {"entity": entity.id, "extents_m": dims.tolist(), "longest_m": float(dims.max())}
-    return Question("object_size", "open-ended", "Object Properties", "Size", text, f"{round(100 * dims.max())}",
-                    [view.frame.rgb], truth, [view.c2w], region=view.box(entity))  # fmt: skip
+    return Question(
+        "object_size",
+        "open-ended",
+        "Object Properties",
+        "Size",
+        text,
+        f"{round(100 * dims.max())}",
+        [view.frame.rgb],
+        truth,
+        [view.c2w],
+        region=view.box(entity),
+    )
 
 
 def _category_counts(view: View) -> dict[str, int | None]:
@@ -242,7 +309,11 @@ def _category_counts(view: View) -> dict[str, int | None]:
 def counting(view: View, context: Context, rng: np.random.Generator) -> Question | None:
     """How many entities of a category the image shows (several when the view has a group, often one,
     sometimes none)."""
-    counts = {noun: n for noun, n in _category_counts(view).items() if n is not None and noun not in UNNAMEABLE_NOUNS}
+    counts = {
+        noun: n
+        for noun, n in _category_counts(view).items()
+        if n is not None and noun not in UNNAMEABLE_NOUNS
+    }
     several, one = [c for c, n in counts.items() if n >= 2], [c for c, n in counts.items() if n == 1]
     none = [c for c, n in counts.items() if n == 0]
     pools = [p for p in (several, several, one, none) if p]  # several twice as likely as one or none
@@ -252,15 +323,31 @@ def counting(view: View, context: Context, rng: np.random.Generator) -> Question
     choices = [str(k) for k in (range(4) if n <= 3 else range(n - 2, n + 2))]
     options, answer = _shuffled_choice(rng, str(n), [c for c in choices if c != str(n)])
     text = f"How many {plural(noun)} are in the image? {SELECT}\n{_options(options)}"
-    truth = {"noun": noun, "count": n, "entities": [e.id for e in view.entities if e.noun == noun and view.pixels[e.label]]}
-    return Question("counting", "multi-choice", "Counting", "Object Counting", text, answer, [view.frame.rgb], truth,
-                    [view.c2w], options)  # fmt: skip
+    truth = {
+        "noun": noun,
+        "count": n,
+        "entities": [e.id for e in view.entities if e.noun == noun and view.pixels[e.label]],
+    }
+    return Question(
+        "counting",
+        "multi-choice",
+        "Counting",
+        "Object Counting",
+        text,
+        answer,
+        [view.frame.rgb],
+        truth,
+        [view.c2w],
+        options,
+    )
 
 
 def _single_motion(primitive: Primitive, amount: float) -> np.ndarray:
     """The 4x4 camera-frame motion of one primitive (metres, or degrees for rotations)."""
     vector = np.zeros(3)
-    vector[primitive.axis] = primitive.sign * (amount if primitive.category is Category.TRANSLATION else math.radians(amount))
+    vector[primitive.axis] = primitive.sign * (
+        amount if primitive.category is Category.TRANSLATION else math.radians(amount)
+    )
     if primitive.category is Category.TRANSLATION:
         return StepMotion(vector, np.zeros(3)).as_matrix()
     return StepMotion(np.zeros(3), vector).as_matrix()
@@ -278,17 +365,38 @@ def camera_motion(view: View, context: Context, rng: np.random.Generator) -> Que
     overlap = view_overlap(second.depth, goal, view.frame.depth, start, context.renderer.intrinsics)
     if overlap < context.min_overlap:
         return None
-    opposite = next(p for p in CAMERA_MOTION_TEXT if p.category is primitive.category and p.axis == primitive.axis
-                    and p is not primitive)  # fmt: skip
+    opposite = next(
+        p
+        for p in CAMERA_MOTION_TEXT
+        if p.category is primitive.category and p.axis == primitive.axis and p is not primitive
+    )
     others = [p for p in CAMERA_MOTION_TEXT if p not in (primitive, opposite)]
     wrong = [opposite, *(others[int(i)] for i in rng.choice(len(others), size=2, replace=False))]
-    options, answer = _shuffled_choice(rng, CAMERA_MOTION_TEXT[primitive], [CAMERA_MOTION_TEXT[p] for p in wrong])
-    text = ("The two images were taken by the same camera, the second one after a single movement. How did the "
-            f"camera move between the first image and the second?\n{_options(options)}")  # fmt: skip
-    truth = {"primitive": primitive.value, "amount": amount, "unit": "m" if primitive.category is Category.TRANSLATION
-             else "deg", "overlap": overlap}  # fmt: skip
-    return Question("camera_motion", "multi-choice", "Camera and Image Transformation", "Camera Motion", text, answer,
-                    [view.frame.rgb, second.rgb], truth, [start, goal], options)  # fmt: skip
+    options, answer = _shuffled_choice(
+        rng, CAMERA_MOTION_TEXT[primitive], [CAMERA_MOTION_TEXT[p] for p in wrong]
+    )
+    text = (
+        "The two images were taken by the same camera, the second one after a single movement. How did the "
+        f"camera move between the first image and the second?\n{_options(options)}"
+    )
+    truth = {
+        "primitive": primitive.value,
+        "amount": amount,
+        "unit": "m" if primitive.category is Category.TRANSLATION else "deg",
+        "overlap": overlap,
+    }
+    return Question(
+        "camera_motion",
+        "multi-choice",
+        "Camera and Image Transformation",
+        "Camera Motion",
+        text,
+        answer,
+        [view.frame.rgb, second.rgb],
+        truth,
+        [start, goal],
+        options,
+    )
 
 
 def bearing_deg(view: View, context: Context, entity: Entity) -> float | None:
@@ -320,13 +428,36 @@ def relative_direction(view: View, context: Context, rng: np.random.Generator) -
     if rng.random() < 0.5:
         asked = str(rng.choice(["left", "right"]))
         text = f"From the camera's point of view, is the {a.name} to the {asked} of the {b.name}? Answer with Yes or No."
-        return Question("relative_direction", "judgment", "3D Positional Relation", "Relative Direction", text,
-                        "Yes" if asked == side else "No", [view.frame.rgb], truth, [view.c2w], region=view.box(a))  # fmt: skip
+        return Question(
+            "relative_direction",
+            "judgment",
+            "3D Positional Relation",
+            "Relative Direction",
+            text,
+            "Yes" if asked == side else "No",
+            [view.frame.rgb],
+            truth,
+            [view.c2w],
+            region=view.box(a),
+        )
     options = ["left", "right"]
-    text = (f"Considering the relative positions of the {a.name} and the {b.name} in the image provided, where is "
-            f"the {a.name} located with respect to the {b.name}? {SELECT}\n{_options(options)}")  # fmt: skip
-    return Question("relative_direction", "multi-choice", "3D Positional Relation", "Relative Direction", text,
-                    "(A)" if side == "left" else "(B)", [view.frame.rgb], truth, [view.c2w], options, view.box(a))  # fmt: skip
+    text = (
+        f"Considering the relative positions of the {a.name} and the {b.name} in the image provided, where is "
+        f"the {a.name} located with respect to the {b.name}? {SELECT}\n{_options(options)}"
+    )
+    return Question(
+        "relative_direction",
+        "multi-choice",
+        "3D Positional Relation",
+        "Relative Direction",
+        text,
+        "(A)" if side == "left" else "(B)",
+        [view.frame.rgb],
+        truth,
+        [view.c2w],
+        options,
+        view.box(a),
+    )
 
 
 def closest_object(view: View, context: Context, rng: np.random.Generator) -> Question | None:
@@ -341,17 +472,33 @@ def closest_object(view: View, context: Context, rng: np.random.Generator) -> Qu
     options = [e.name for e in picked]
     text = f"Which object is closest to the camera taking this photo?\n{_options(options)}"
     truth = {"entities": [e.id for e in picked], "median_depths_m": depths}
-    return Question("closest_object", "multi-choice", "Depth and Distance", "Relative Depth", text,
-                    f"({LETTERS[nearest]})", [view.frame.rgb], truth, [view.c2w], options, view.box(picked[nearest]))  # fmt: skip
+    return Question(
+        "closest_object",
+        "multi-choice",
+        "Depth and Distance",
+        "Relative Depth",
+        text,
+        f"({LETTERS[nearest]})",
+        [view.frame.rgb],
+        truth,
+        [view.c2w],
+        options,
+        view.box(picked[nearest]),
+    )
 
 
 #: A question builder: ``(view, context, rng) -> Question | None``.
 Builder = Callable[[View, Context, np.random.Generator], "Question | None"]
 BUILDERS: dict[str, Builder] = {
-    "absolute_depth": absolute_depth, "relative_depth": relative_depth, "object_distance": object_distance,
-    "object_size": object_size, "counting": counting, "camera_motion": camera_motion,
+    "absolute_depth": absolute_depth,
+    "relative_depth": relative_depth,
+    "object_distance": object_distance,
+    "object_size": object_size,
+    "counting": counting,
+    "camera_motion": camera_motion,
     "relative_direction": relative_direction,
-}  # fmt: skip
+}
 KINDS: tuple[str, ...] = tuple(BUILDERS)
-#: Every kind ``generate`` can ask: SpatialScore's seven and ``closest_object`` (the other formats' sample sets).
+#: Every kind ``generate`` can ask: SpatialScore's seven and ``closest_object`` (the other formats' sample
+#: sets).
 ALL_BUILDERS: dict[str, Builder] = {**BUILDERS, "closest_object": closest_object}

@@ -85,12 +85,19 @@ def write_spatialscore(out: Path, generated: Iterable[Generated]) -> Path:
     items = []
     for index, question in generated:
         names = [f"images/{n}" for n in write_images(out / "images", f"{index:05d}", question.images)]
-        items.append({
-            "index": index, "category": question.category, "subcategory": question.subcategory,
-            "question_type": question.question_type,
-            "input_modality": "single-image" if len(names) == 1 else "multi-images",
-            "question": question.question, "answer": question.answer, "img_paths": names, "source": SOURCE,
-        })  # fmt: skip
+        items.append(
+            {
+                "index": index,
+                "category": question.category,
+                "subcategory": question.subcategory,
+                "question_type": question.question_type,
+                "input_modality": "single-image" if len(names) == 1 else "multi-images",
+                "question": question.question,
+                "answer": question.answer,
+                "img_paths": names,
+                "source": SOURCE,
+            }
+        )
     path = out / "SpatialScore.json"
     path.write_text(json.dumps(items, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
@@ -104,12 +111,19 @@ def write_space10(out: Path, generated: Iterable[Generated]) -> Path:
     by_type: dict[str, list[dict[str, Any]]] = {}
     for index, question in generated:
         qa_type = SPACE10_TYPES[question.kind]
-        by_type.setdefault(qa_type, []).append({
-            "index": index, "question": question.stem,
-            **{letter: question.options[i] if i < len(question.options) else None for i, letter in enumerate(LETTERS)},
-            "answer": answer_letter(question), "category": qa_type,
-            "image": [png_bytes(image) for image in question.images],
-        })  # fmt: skip
+        by_type.setdefault(qa_type, []).append(
+            {
+                "index": index,
+                "question": question.stem,
+                **{
+                    letter: question.options[i] if i < len(question.options) else None
+                    for i, letter in enumerate(LETTERS)
+                },
+                "answer": answer_letter(question),
+                "category": qa_type,
+                "image": [png_bytes(image) for image in question.images],
+            }
+        )
     root = out / "space10"
     for qa_type, rows in sorted(by_type.items()):
         write_parquet(root / f"{qa_type.lower()}_single" / "test.parquet", rows)
@@ -125,11 +139,18 @@ def write_multihop(out: Path, generated: Iterable[Generated]) -> Path:
         height, width = question.images[0].shape[:2]
         choices = ", ".join(f"({LETTERS[i].lower()}) {text}" for i, text in enumerate(question.options))
         letter = answer_letter(question)
-        rows.append({
-            "id": index, "image_path": name, "image_resolution": f"{width}x{height}", "view": "ego", "hop": "1hop",
-            "question": f"{question.stem} <choice>{choices}</choice> {_MULTIHOP_TAIL}",
-            "answer": f"({letter.lower()}) {question.options[LETTERS.index(letter)]}", "bbox": question.region,
-        })  # fmt: skip
+        rows.append(
+            {
+                "id": index,
+                "image_path": name,
+                "image_resolution": f"{width}x{height}",
+                "view": "ego",
+                "hop": "1hop",
+                "question": f"{question.stem} <choice>{choices}</choice> {_MULTIHOP_TAIL}",
+                "answer": f"({letter.lower()}) {question.options[LETTERS.index(letter)]}",
+                "bbox": question.region,
+            }
+        )
     path = out / "multihop_test.json"
     path.write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
@@ -137,11 +158,14 @@ def write_multihop(out: Path, generated: Iterable[Generated]) -> Path:
 
 #: Question kind -> SpatialTree-Bench's (level, ability, sub-ability), as its weight tree names them.
 SPATIALTREE_TAGS = {
-    "absolute_depth": ("L1", "Geometry", "Distance"), "object_distance": ("L1", "Geometry", "Distance"),
-    "object_size": ("L1", "Geometry", "Size"), "relative_depth": ("L1", "Geometry", "Distance"),
-    "closest_object": ("L1", "Geometry", "Distance"), "relative_direction": ("L1", "Relation", "Relative Direction"),
+    "absolute_depth": ("L1", "Geometry", "Distance"),
+    "object_distance": ("L1", "Geometry", "Distance"),
+    "object_size": ("L1", "Geometry", "Size"),
+    "relative_depth": ("L1", "Geometry", "Distance"),
+    "closest_object": ("L1", "Geometry", "Distance"),
+    "relative_direction": ("L1", "Relation", "Relative Direction"),
     "camera_motion": ("L1", "Motion", "Ego"),
-}  # fmt: skip
+}
 
 
 def write_spatialtree(out: Path, generated: Iterable[Generated]) -> Path:
@@ -151,23 +175,36 @@ def write_spatialtree(out: Path, generated: Iterable[Generated]) -> Path:
         names = [f"images/{n}" for n in write_images(out / "images", f"{index:05d}", question.images)]
         tags = {f"spatree{i}": tag for i, tag in enumerate(SPATIALTREE_TAGS[question.kind])}
         mcq = is_multi_choice(question)
-        lines.append(json.dumps({
-            "session_id": f"gen-{index:05d}", "question": question.stem if mcq else question.question,
-            "option": lettered(question) if mcq else [], "answer": answer_letter(question) if mcq else question.answer,
-            "question_type": "mcq" if mcq else "open", "hint": "",
-            "extra_info": json.dumps({"metricfunc": "multichoiceeval" if mcq else "meanrelativeacc", **tags}),
-            "image": names,
-        }, ensure_ascii=False))  # fmt: skip
+        lines.append(
+            json.dumps(
+                {
+                    "session_id": f"gen-{index:05d}",
+                    "question": question.stem if mcq else question.question,
+                    "option": lettered(question) if mcq else [],
+                    "answer": answer_letter(question) if mcq else question.answer,
+                    "question_type": "mcq" if mcq else "open",
+                    "hint": "",
+                    "extra_info": json.dumps(
+                        {"metricfunc": "multichoiceeval" if mcq else "meanrelativeacc", **tags}
+                    ),
+                    "image": names,
+                },
+                ensure_ascii=False,
+            )
+        )
     path = out / "spatialtree.jsonl"
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
 
 VSI_TYPES = {
-    "counting": "object_counting", "object_distance": "object_abs_distance", "object_size": "object_size_estimation",
-    "relative_direction": "object_rel_direction_easy", "relative_depth": "object_rel_distance",
+    "counting": "object_counting",
+    "object_distance": "object_abs_distance",
+    "object_size": "object_size_estimation",
+    "relative_direction": "object_rel_direction_easy",
+    "relative_depth": "object_rel_distance",
     "closest_object": "object_rel_distance",
-}  # fmt: skip
+}
 
 
 def write_vsibench(out: Path, generated: Iterable[Generated]) -> Path:
@@ -179,8 +216,20 @@ def write_vsibench(out: Path, generated: Iterable[Generated]) -> Path:
             (out / VSI_DATASET / scene).mkdir(parents=True, exist_ok=True)
             (out / VSI_DATASET / scene / f"{k:03d}.png").write_bytes(png_bytes(image))
         text, truth, options = _vsi_fields(question)
-        lines.append(json.dumps({"id": index, "dataset": VSI_DATASET, "scene_name": scene, "question_type": VSI_TYPES[question.kind],
-                                 "question": text, "ground_truth": truth, "options": options}, ensure_ascii=False))  # fmt: skip
+        lines.append(
+            json.dumps(
+                {
+                    "id": index,
+                    "dataset": VSI_DATASET,
+                    "scene_name": scene,
+                    "question_type": VSI_TYPES[question.kind],
+                    "question": text,
+                    "ground_truth": truth,
+                    "options": options,
+                },
+                ensure_ascii=False,
+            )
+        )
     path = out / "test.jsonl"
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
@@ -232,14 +281,30 @@ def _vsi_accepts(question: Question) -> bool:
     return question.kind in ("object_distance", "object_size") or is_multi_choice(question)
 
 
-FORMATS: dict[str, SampleFormat] = {f.name: f for f in (
-    SampleFormat("spatialscore", "spatialscore", "SpatialScore.json", KINDS, _any, write_spatialscore),
-    SampleFormat("space10", "space10", "space10", tuple(SPACE10_TYPES), is_multi_choice, write_space10),
-    SampleFormat("multihop", "multihopspatial", "multihop_test.json", ("closest_object",), is_multi_choice, write_multihop),
-    SampleFormat("spatialtree", "spatialtree", "spatialtree.jsonl", tuple(SPATIALTREE_TAGS),
-                 lambda q: q.question_type != "judgment", write_spatialtree),
-    SampleFormat("vsibench", "vsibench", "test.jsonl", tuple(VSI_TYPES), _vsi_accepts, write_vsibench),
-)}  # fmt: skip
+FORMATS: dict[str, SampleFormat] = {
+    f.name: f
+    for f in (
+        SampleFormat("spatialscore", "spatialscore", "SpatialScore.json", KINDS, _any, write_spatialscore),
+        SampleFormat("space10", "space10", "space10", tuple(SPACE10_TYPES), is_multi_choice, write_space10),
+        SampleFormat(
+            "multihop",
+            "multihopspatial",
+            "multihop_test.json",
+            ("closest_object",),
+            is_multi_choice,
+            write_multihop,
+        ),
+        SampleFormat(
+            "spatialtree",
+            "spatialtree",
+            "spatialtree.jsonl",
+            tuple(SPATIALTREE_TAGS),
+            lambda q: q.question_type != "judgment",
+            write_spatialtree,
+        ),
+        SampleFormat("vsibench", "vsibench", "test.jsonl", tuple(VSI_TYPES), _vsi_accepts, write_vsibench),
+    )
+}
 
 
 def sample_format(name: str) -> SampleFormat:

@@ -49,8 +49,16 @@ ASKS_PER_SCENE = 4  # draws of a builder's random choices on one scene before th
 MIN_DEPTH_GAP = 0.05  # m between the two nearest candidates' depths (multi-hop)
 TABLE_MOTION_RANGE = {"translation": (0.05, 0.12), "rotation": (8.0, 15.0)}  # metres, degrees
 CV_FROM_MUJOCO = np.diag([1.0, -1.0, -1.0])  # MuJoCo cameras look along -z with +y up; OpenCV: +z, +y down
-TABLE_KINDS_BASE = ("distance", "depth", "size", "counting", "left_right", "camera_motion", "localisation",
-                    "multihop")  # fmt: skip
+TABLE_KINDS_BASE = (
+    "distance",
+    "depth",
+    "size",
+    "counting",
+    "left_right",
+    "camera_motion",
+    "localisation",
+    "multihop",
+)
 
 
 @dataclass
@@ -111,9 +119,20 @@ class TableScene:
 TableBuilder = Callable[[TableScene, np.random.Generator], "Question | None"]
 
 
-def _q(scene: TableScene, kind: str, qtype: str, category: str, sub: str, text: str, answer: str,
-       truth: dict[str, Any], images: Sequence[np.ndarray] | None = None) -> Question:  # fmt: skip
-    return Question(f"{scene.family}_{kind}", qtype, category, sub, text, answer, list(images or [scene.rgb]), truth, [])
+def _q(
+    scene: TableScene,
+    kind: str,
+    qtype: str,
+    category: str,
+    sub: str,
+    text: str,
+    answer: str,
+    truth: dict[str, Any],
+    images: Sequence[np.ndarray] | None = None,
+) -> Question:
+    return Question(
+        f"{scene.family}_{kind}", qtype, category, sub, text, answer, list(images or [scene.rgb]), truth, []
+    )
 
 
 def _two(rng: np.random.Generator, objects: list[TableObject]) -> tuple[TableObject, TableObject] | None:
@@ -135,8 +154,16 @@ def table_distance(scene: TableScene, rng: np.random.Generator) -> Question | No
     a, b = pair
     distance = float(np.linalg.norm(a.centre - b.centre))
     text = f"What is the distance between the centres of the {a.name} and the {b.name} (in meters)?"
-    return _q(scene, "distance", "open-ended", "Depth and Distance", "Object Distance", text, f"{distance:.2f}",
-              {"objects": [a.id, b.id], "distance_m": distance})  # fmt: skip
+    return _q(
+        scene,
+        "distance",
+        "open-ended",
+        "Depth and Distance",
+        "Object Distance",
+        text,
+        f"{distance:.2f}",
+        {"objects": [a.id, b.id], "distance_m": distance},
+    )
 
 
 def table_depth(scene: TableScene, rng: np.random.Generator) -> Question | None:
@@ -145,10 +172,20 @@ def table_depth(scene: TableScene, rng: np.random.Generator) -> Question | None:
     if obj is None:
         return None
     depth = scene.project(obj.centre)[2]
-    text = (f"How far is the centre of the {obj.name} from the camera, measured along the camera's viewing "
-            "direction (in meters)?")  # fmt: skip
-    return _q(scene, "depth", "open-ended", "Depth and Distance", "Absolute Depth", text, f"{depth:.2f}",
-              {"object": obj.id, "depth_m": depth})  # fmt: skip
+    text = (
+        f"How far is the centre of the {obj.name} from the camera, measured along the camera's viewing "
+        "direction (in meters)?"
+    )
+    return _q(
+        scene,
+        "depth",
+        "open-ended",
+        "Depth and Distance",
+        "Absolute Depth",
+        text,
+        f"{depth:.2f}",
+        {"object": obj.id, "depth_m": depth},
+    )
 
 
 def table_size(scene: TableScene, rng: np.random.Generator) -> Question | None:
@@ -158,8 +195,16 @@ def table_size(scene: TableScene, rng: np.random.Generator) -> Question | None:
         return None
     height = float(obj.bounds[1, 2] - obj.bounds[0, 2]) * 100
     text = f"How tall is the {obj.name} (in centimeters)?"
-    return _q(scene, "size", "open-ended", "Object Properties", "Size", text, f"{height:.1f}",
-              {"object": obj.id, "height_cm": height, "bounds_m": obj.bounds.tolist()})  # fmt: skip
+    return _q(
+        scene,
+        "size",
+        "open-ended",
+        "Object Properties",
+        "Size",
+        text,
+        f"{height:.1f}",
+        {"object": obj.id, "height_cm": height, "bounds_m": obj.bounds.tolist()},
+    )
 
 
 def table_counting(scene: TableScene, rng: np.random.Generator) -> Question | None:
@@ -174,8 +219,16 @@ def table_counting(scene: TableScene, rng: np.random.Generator) -> Question | No
     options, answer = _multi_choice(rng, str(n), [c for c in choices if c != str(n)])
     noun_text = noun if noun.endswith("s") else plural(noun)
     text = f"How many {noun_text} can be seen in the image? Select from the following choices.\n{options}"
-    return _q(scene, "counting", "multi-choice", "Counting", "Object Counting", text, answer,
-              {"noun": noun, "count": n, "objects": [o.id for o in of_noun if scene.pixels(o) >= MIN_PIXELS]})  # fmt: skip
+    return _q(
+        scene,
+        "counting",
+        "multi-choice",
+        "Counting",
+        "Object Counting",
+        text,
+        answer,
+        {"noun": noun, "count": n, "objects": [o.id for o in of_noun if scene.pixels(o) >= MIN_PIXELS]},
+    )
 
 
 def table_left_right(scene: TableScene, rng: np.random.Generator) -> Question | None:
@@ -189,8 +242,16 @@ def table_left_right(scene: TableScene, rng: np.random.Generator) -> Question | 
         return None
     side = "left" if ua < ub else "right"
     text = f"In the image, is the {a.name} to the left or to the right of the {b.name}?\n{_options(['left', 'right'])}"
-    return _q(scene, "left_right", "multi-choice", "3D Positional Relation", "Relative Direction", text,
-              "(A)" if side == "left" else "(B)", {"objects": [a.id, b.id], "columns_px": [ua, ub], "side": side})  # fmt: skip
+    return _q(
+        scene,
+        "left_right",
+        "multi-choice",
+        "3D Positional Relation",
+        "Relative Direction",
+        text,
+        "(A)" if side == "left" else "(B)",
+        {"objects": [a.id, b.id], "columns_px": [ua, ub], "side": side},
+    )
 
 
 def table_camera_motion(scene: TableScene, rng: np.random.Generator) -> Question | None:
@@ -203,17 +264,38 @@ def table_camera_motion(scene: TableScene, rng: np.random.Generator) -> Question
     amount = float(rng.uniform(*TABLE_MOTION_RANGE["translation" if translation else "rotation"]))
     goal = scene.c2w @ _single_motion(primitive, amount)
     second = scene.render_from(goal)
-    opposite = next(p for p in primitives if p.category is primitive.category and p.axis == primitive.axis
-                    and p is not primitive)  # fmt: skip
+    opposite = next(
+        p
+        for p in primitives
+        if p.category is primitive.category and p.axis == primitive.axis and p is not primitive
+    )
     others = [p for p in primitives if p not in (primitive, opposite)]
     wrong = [opposite, *(others[int(i)] for i in rng.choice(len(others), size=2, replace=False))]
-    options, answer = _multi_choice(rng, CAMERA_MOTION_TEXT[primitive], [CAMERA_MOTION_TEXT[p] for p in wrong])
-    text = ("The two images were taken by the same camera, the second one after a single movement. How did the "
-            f"camera move between the first image and the second?\n{options}")  # fmt: skip
-    truth = {"primitive": primitive.value, "amount": amount, "unit": "m" if translation else "deg",
-             "c2w_start": scene.c2w.tolist(), "c2w_goal": goal.tolist()}  # fmt: skip
-    return _q(scene, "camera_motion", "multi-choice", "Camera and Image Transformation", "Camera Motion", text, answer,
-              truth, [scene.rgb, second])  # fmt: skip
+    options, answer = _multi_choice(
+        rng, CAMERA_MOTION_TEXT[primitive], [CAMERA_MOTION_TEXT[p] for p in wrong]
+    )
+    text = (
+        "The two images were taken by the same camera, the second one after a single movement. How did the "
+        f"camera move between the first image and the second?\n{options}"
+    )
+    truth = {
+        "primitive": primitive.value,
+        "amount": amount,
+        "unit": "m" if translation else "deg",
+        "c2w_start": scene.c2w.tolist(),
+        "c2w_goal": goal.tolist(),
+    }
+    return _q(
+        scene,
+        "camera_motion",
+        "multi-choice",
+        "Camera and Image Transformation",
+        "Camera Motion",
+        text,
+        answer,
+        truth,
+        [scene.rgb, second],
+    )
 
 
 def table_localisation(scene: TableScene, rng: np.random.Generator) -> Question | None:
@@ -223,10 +305,36 @@ def table_localisation(scene: TableScene, rng: np.random.Generator) -> Question 
         return None
     box = box_1000(scene.mask(obj))
     assert box is not None
-    text = (f"Locate the {obj.name} in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
-            "integers from 0 to 1000 (top-left and bottom-right corners).")  # fmt: skip
-    return _q(scene, "localisation", "box", "Object Localization", "Object Localization", text,
-              f"Bounding Box: [{', '.join(map(str, box))}]", {"object": obj.id, "bbox_1000": box})  # fmt: skip
+    text = (
+        f"Locate the {obj.name} in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
+        "integers from 0 to 1000 (top-left and bottom-right corners)."
+    )
+    return _q(
+        scene,
+        "localisation",
+        "box",
+        "Object Localization",
+        "Object Localization",
+        text,
+        f"Bounding Box: [{', '.join(map(str, box))}]",
+        {"object": obj.id, "bbox_1000": box},
+    )
+
+
+def _objects_to_the_side(
+    scene: TableScene, visible: list[TableObject], reference: TableObject, side: str
+) -> list[TableObject]:
+    """The visible objects to ``side`` of ``reference`` by their centres' columns (at least
+    ``MIN_COLUMN_GAP`` apart) and by their pixels' mean columns."""
+    sign = -1.0 if side == "left" else 1.0
+    column = {o.id: scene.project(o.centre)[0] for o in visible}
+    return [
+        o
+        for o in visible
+        if o is not reference
+        and sign * (column[o.id] - column[reference.id]) >= MIN_COLUMN_GAP
+        and sign * (scene.mean_column(o) - scene.mean_column(reference)) > 0
+    ]
 
 
 def table_multihop(scene: TableScene, rng: np.random.Generator) -> Question | None:
@@ -236,10 +344,7 @@ def table_multihop(scene: TableScene, rng: np.random.Generator) -> Question | No
     if reference is None or len(visible) < 3:
         return None
     side, extreme = str(rng.choice(["left", "right"])), str(rng.choice(["closest to", "farthest from"]))
-    sign = -1.0 if side == "left" else 1.0
-    column = {o.id: scene.project(o.centre)[0] for o in visible}
-    on_side = [o for o in visible if o is not reference and sign * (column[o.id] - column[reference.id]) >= MIN_COLUMN_GAP
-               and sign * (scene.mean_column(o) - scene.mean_column(reference)) > 0]  # fmt: skip
+    on_side = _objects_to_the_side(scene, visible, reference, side)
     if len(on_side) < 2:
         return None
     depth = {o.id: scene.project(o.centre)[2] for o in on_side}
@@ -250,20 +355,43 @@ def table_multihop(scene: TableScene, rng: np.random.Generator) -> Question | No
     others = [o for o in visible if o is not best and o is not reference]
     distractors = [others[int(i)] for i in rng.choice(len(others), size=min(3, len(others)), replace=False)]
     choices, answer = lettered_choice(rng, str(best.name), [str(o.name) for o in distractors])
-    text = (f"From the camera's point of view, among the objects to the {side} of the {reference.name}, which one "
-            f"is {extreme} the camera? <choice>{choices}</choice>{BOX_FORMAT}")  # fmt: skip
+    text = (
+        f"From the camera's point of view, among the objects to the {side} of the {reference.name}, which one "
+        f"is {extreme} the camera? <choice>{choices}</choice>{BOX_FORMAT}"
+    )
     box = box_1000(scene.mask(best))
-    truth = {"reference": reference.id, "side": side, "extreme": extreme, "answer_object": best.id,
-             "candidates": [o.id for o in on_side], "depths_m": depth, "bbox_1000": box, "hops": 2}  # fmt: skip
-    return _q(scene, "multihop", "multi-choice", "Multi-hop Spatial Reasoning", f"{side} + {extreme.split()[0]}", text,
-              answer, truth)  # fmt: skip
+    truth = {
+        "reference": reference.id,
+        "side": side,
+        "extreme": extreme,
+        "answer_object": best.id,
+        "candidates": [o.id for o in on_side],
+        "depths_m": depth,
+        "bbox_1000": box,
+        "hops": 2,
+    }
+    return _q(
+        scene,
+        "multihop",
+        "multi-choice",
+        "Multi-hop Spatial Reasoning",
+        f"{side} + {extreme.split()[0]}",
+        text,
+        answer,
+        truth,
+    )
 
 
 TABLE_BUILDERS: dict[str, TableBuilder] = {
-    "distance": table_distance, "depth": table_depth, "size": table_size, "counting": table_counting,
-    "left_right": table_left_right, "camera_motion": table_camera_motion, "localisation": table_localisation,
+    "distance": table_distance,
+    "depth": table_depth,
+    "size": table_size,
+    "counting": table_counting,
+    "left_right": table_left_right,
+    "camera_motion": table_camera_motion,
+    "localisation": table_localisation,
     "multihop": table_multihop,
-}  # fmt: skip
+}
 
 
 def family_kinds(family: str) -> tuple[str, ...]:
@@ -271,8 +399,9 @@ def family_kinds(family: str) -> tuple[str, ...]:
     return tuple(f"{family}_{k}" for k in TABLE_BUILDERS)
 
 
-def draw_table_question(kind: str, rng: np.random.Generator, scene_of: Callable[[int], TableScene],
-                        tries: int) -> tuple[Question, TableScene] | None:  # fmt: skip
+def draw_table_question(
+    kind: str, rng: np.random.Generator, scene_of: Callable[[int], TableScene], tries: int
+) -> tuple[Question, TableScene] | None:
     """A question of ``kind`` from the first of up to ``tries`` scenes (seeds in [2**31, 2**32)) that grounds one;
     each scene is asked :data:`ASKS_PER_SCENE` times (new random choices each time: a scene costs far more
     than a question)."""
@@ -303,7 +432,9 @@ class MujocoView:
         if self.camera < 0:
             raise ValueError(f"the scene has no camera {camera!r}")
         if model.cam_bodyid[self.camera] != 0:
-            raise ValueError(f"camera {camera!r} is attached to a moving body; the corpus moves world cameras only")
+            raise ValueError(
+                f"camera {camera!r} is attached to a moving body; the corpus moves world cameras only"
+            )
         self.name = camera
         self.rig = CameraRig(model, size)
 
@@ -319,7 +450,11 @@ class MujocoView:
 
     def render(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """RGB, depth (metres along the axis) and geom ids of the camera now."""
-        return self.rig.rgb(self.data, self.name), self.rig.depth(self.data, self.name), self.rig.segmentation(self.data, self.name)
+        return (
+            self.rig.rgb(self.data, self.name),
+            self.rig.depth(self.data, self.name),
+            self.rig.segmentation(self.data, self.name),
+        )
 
     def render_from(self, c2w: np.ndarray) -> np.ndarray:
         """RGB from the camera moved to ``c2w`` (OpenCV axes, world frame)."""

@@ -13,14 +13,25 @@ benchmark, command).
 """
 
 from benchmarks.embodied.benchmark import (
-           EmbodiedBenchmark,
-           EmbodiedWorker,
-           action_space,
-           check_env_kwargs,
-           main,
+    EmbodiedBenchmark,
+    EmbodiedWorker,
+    action_space,
+    check_env_kwargs,
+    main,
 )
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
 from benchmarks.embodied.report import planner_calls, subset_markdown, subset_table
 
-__all__ = ["FAMILIES", "EmbodiedBenchmark", "EmbodiedConfig", "EmbodiedWorker", "Family", "action_space",
-           "check_env_kwargs", "main", "planner_calls", "subset_markdown", "subset_table"]
+__all__ = [
+    "FAMILIES",
+    "EmbodiedBenchmark",
+    "EmbodiedConfig",
+    "EmbodiedWorker",
+    "Family",
+    "action_space",
+    "check_env_kwargs",
+    "main",
+    "planner_calls",
+    "subset_markdown",
+    "subset_table",
+]

@@ -64,8 +64,10 @@ def check_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> None:
         return
     unknown = sorted(set(kwargs) - set(parameters))
     if unknown:
-        raise InputError(f"--env-kwargs: {env_id} takes no argument(s) {', '.join(unknown)}; it takes "
-                         f"{', '.join(parameters)}")
+        raise InputError(
+            f"--env-kwargs: {env_id} takes no argument(s) {', '.join(unknown)}; it takes "
+            f"{', '.join(parameters)}"
+        )
 
 
 class EmbodiedWorker(EpisodeWorker):
@@ -83,8 +85,14 @@ class EmbodiedWorker(EpisodeWorker):
         self._run_episode = load_entry_point(self.family.run_episode)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
-        return self._run_episode(self.env, self.policy, unit.spec["episode"], seed=unit.seed, on_step=on_step,
-                                 decisions=self.decisions)
+        return self._run_episode(
+            self.env,
+            self.policy,
+            unit.spec["episode"],
+            seed=unit.seed,
+            on_step=on_step,
+            decisions=self.decisions,
+        )
 
 
 def _build_worker(config: EmbodiedConfig, spec: PolicySpec, run_path: str) -> EmbodiedWorker:
@@ -123,16 +131,20 @@ class EmbodiedBenchmark(Benchmark):
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise InputError(f"--episodes-file: episode ids must be unique; repeated: {duplicates[:5]}")
-        return [WorkUnit(i, key, unit_seed(self.config.seed, i), {"episode": e})
-                for i, (key, e) in enumerate(zip(ids, episodes))]
+        return [
+            WorkUnit(i, key, unit_seed(self.config.seed, i), {"episode": e})
+            for i, (key, e) in enumerate(zip(ids, episodes))
+        ]
 
     def worker_factory(self) -> Any:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     def manifest_extra(self) -> dict[str, Any]:
-        return {"policy": self.spec.manifest(),
-                "env": {"id": self.family.env_id, "kwargs": _env_kwargs(self.config, self.family)},
-                "subsets": self._subsets()}
+        return {
+            "policy": self.spec.manifest(),
+            "env": {"id": self.family.env_id, "kwargs": _env_kwargs(self.config, self.family)},
+            "subsets": self._subsets(),
+        }
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ok = ok_results(records)
@@ -143,32 +155,66 @@ class EmbodiedBenchmark(Benchmark):
         table = subset_table(results)
         average = float(np.mean([row["success_rate"] for row in table.values()])) if table else None
         families = subset_table(results, "family") if results and "family" in results[0]["extras"] else None
-        data = {"benchmark": self.name, "policy": self.spec.label, "subsets": table,
-                "average_success_rate": average, "episodes": len(results), "families": families}
-        files = {"plots/success_by_subset.png": lambda p: bar_plot(
-            p, list(table), [row["success_rate"] for row in table.values()], value_label="success rate (%)",
-            title=f"{self.family.title}: {self.spec.label}")} if table else {}
-        return Summary(data, subset_markdown(self.family.title, self.spec.label, table, average, tally, families,
-                                       self.family.name), files)
+        data = {
+            "benchmark": self.name,
+            "policy": self.spec.label,
+            "subsets": table,
+            "average_success_rate": average,
+            "episodes": len(results),
+            "families": families,
+        }
+        files = (
+            {
+                "plots/success_by_subset.png": lambda p: bar_plot(
+                    p,
+                    list(table),
+                    [row["success_rate"] for row in table.values()],
+                    value_label="success rate (%)",
+                    title=f"{self.family.title}: {self.spec.label}",
+                )
+            }
+            if table
+            else {}
+        )
+        return Summary(
+            data,
+            subset_markdown(
+                self.family.title, self.spec.label, table, average, tally, families, self.family.name
+            ),
+            files,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> Summary | int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["-h"], ["--help"]):  # the options depend on the family: say which there are
-        print(f"usage: python -m benchmarks.embodied {{{','.join(FAMILIES)}}} [options]\n\n"
-              + "\n".join(f"  {name}: {family.title}" for name, family in FAMILIES.items())
-              + "\n\nThe options: python -m benchmarks.embodied FAMILY --help")
+        print(
+            f"usage: python -m benchmarks.embodied {{{','.join(FAMILIES)}}} [options]\n\n"
+            + "\n".join(f"  {name}: {family.title}" for name, family in FAMILIES.items())
+            + "\n\nThe options: python -m benchmarks.embodied FAMILY --help"
+        )
         return 0
     if not argv or argv[0] not in FAMILIES:
-        raise InputError(f"python -m benchmarks.embodied needs a family first: {' or '.join(FAMILIES)} "
-                         f"(e.g. python -m benchmarks.embodied nav --help)")
+        raise InputError(
+            f"python -m benchmarks.embodied needs a family first: {' or '.join(FAMILIES)} "
+            f"(e.g. python -m benchmarks.embodied nav --help)"
+        )
     family = FAMILIES[argv[0]]
-    config, spec = parse_benchmark_args(EmbodiedConfig, argv[1:], prog=f"python -m benchmarks.embodied {argv[0]}",
-                                        policy_defaults=family.policy_defaults(), benchmark=f"embodied-{family.name}")
+    config, spec = parse_benchmark_args(
+        EmbodiedConfig,
+        argv[1:],
+        prog=f"python -m benchmarks.embodied {argv[0]}",
+        policy_defaults=family.policy_defaults(),
+        benchmark=f"embodied-{family.name}",
+    )
     config.family = family.name
     if config.env_kwargs.strip() not in ("", "{}"):  # (importing the env class may import its simulator)
         check_env_kwargs(family.env_id, json.loads(config.env_kwargs))
-    preflight(spec, config, defaults=family.policy_defaults(),
-              action_space=lambda: action_space(family.name, _env_kwargs(config, family)))
+    preflight(
+        spec,
+        config,
+        defaults=family.policy_defaults(),
+        action_space=lambda: action_space(family.name, _env_kwargs(config, family)),
+    )
     bench = EmbodiedBenchmark(config, spec)
     return run_command(bench, bench.run_path)

@@ -33,21 +33,31 @@ class Family:
 
 FAMILIES = {
     "nav": Family(
-        name="nav", title="EB-Navigation (MuJoCo homes)", env_id="SpatialArena/EBNavigation-v0",
-        subsets="envs.navigation.episodes:SUBSETS", episodes_per_subset=60,
+        name="nav",
+        title="EB-Navigation (MuJoCo homes)",
+        env_id="SpatialArena/EBNavigation-v0",
+        subsets="envs.navigation.episodes:SUBSETS",
+        episodes_per_subset=60,
         make_episodes="envs.navigation.episodes:make_episode_set",
         load_episodes="envs.navigation.episodes:load_episodes",
-        run_episode="benchmarks.embodied.navigation:run_episode", expert="policies.experts.navigation:ShortestPathExpert",
-        video_keys=("rgb",), size_kwargs=("width", "height"),
+        run_episode="benchmarks.embodied.navigation:run_episode",
+        expert="policies.experts.navigation:ShortestPathExpert",
+        video_keys=("rgb",),
+        size_kwargs=("width", "height"),
         mllm_defaults={"loop": "eb", "task": "navigation", "image_keys": ("rgb",)},
     ),
     "manip": Family(
-        name="manip", title="EB-Manipulation (robosuite)", env_id="SpatialArena/EBManipulation-v0",
-        subsets="envs.manipulation.tasks:SUBSETS", episodes_per_subset=12,
+        name="manip",
+        title="EB-Manipulation (robosuite)",
+        env_id="SpatialArena/EBManipulation-v0",
+        subsets="envs.manipulation.tasks:SUBSETS",
+        episodes_per_subset=12,
         make_episodes="envs.manipulation.episodes:make_episode_set",
         load_episodes="envs.manipulation.episodes:load_episodes",
-        run_episode="benchmarks.embodied.manipulation:run_episode", expert="policies.experts.manipulation:EBManipulationExpert",
-        video_keys=("front_rgb",), size_kwargs=("image_size",),
+        run_episode="benchmarks.embodied.manipulation:run_episode",
+        expert="policies.experts.manipulation:EBManipulationExpert",
+        video_keys=("front_rgb",),
+        size_kwargs=("image_size",),
         mllm_defaults={"loop": "eb", "task": "manipulation", "image_keys": ("front_rgb",)},
     ),
 }
@@ -58,15 +68,26 @@ class EmbodiedConfig(ExecutionConfig):
     """Evaluate a policy on EB-style navigation or manipulation (first argument: nav or manip)."""
 
     family: str = arg("nav", "nav or manip (given as the first argument)", cli=False)
-    policy: str = arg("expert", "expert | random | constant --action JSON | replay | mllm | package.module:Class (your own policy)")
-    replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed by episode id)", must_exist=True)
+    policy: str = arg(
+        "expert",
+        "expert | random | constant --action JSON | replay | mllm | package.module:Class (your own policy)",
+    )
+    replay_file: str | None = arg(
+        None, "actions to replay with --policy replay (.jsonl keyed by episode id)", must_exist=True
+    )
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     subset: str = arg("all", "a subset name, several separated by commas, or all")
-    episodes: int | None = arg(None, "episodes per subset (default: 60 navigation, 12 per task family manipulation)", minimum=1)
-    episodes_file: str | None = arg(None, "evaluate the episodes in this JSONL file instead of generating them", must_exist=True)
+    episodes: int | None = arg(
+        None, "episodes per subset (default: 60 navigation, 12 per task family manipulation)", minimum=1
+    )
+    episodes_file: str | None = arg(
+        None, "evaluate the episodes in this JSONL file instead of generating them", must_exist=True
+    )
     episode_seed: int = arg(0, "seed of the generated episode sets")
     seed: int = arg(0, "run seed; each episode's seed derives from it and the episode index")
-    image_size: int | None = arg(None, "camera image size in pixels (default: the env's; EB used 500)", minimum=1)
+    image_size: int | None = arg(
+        None, "camera image size in pixels (default: the env's; EB used 500)", minimum=1
+    )
     env_kwargs: str = arg("{}", "JSON keyword arguments passed to the env", json_kind=dict)
     video: int = arg(0, "write MP4 videos of the first K episodes", minimum=0)
     output: str = arg("outputs", "results go to OUTPUT/embodied-FAMILY/RUN_NAME/")

@@ -14,18 +14,24 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.core.episode import StepHook, run_agent_loop
+from benchmarks.core.episode import StepHook, episode_context, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.jsonsafe import json_safe
-from policies.base import EpisodeContext, Policy
+from policies.base import Policy
 
 if TYPE_CHECKING:
     import gymnasium as gym
 
 
-def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], seed: int = 0, *,
-                on_step: StepHook | None = None,
-                decisions: list[dict[str, Any]] | None = None) -> EpisodeRecord:
+def run_episode(
+    env: gym.Env,
+    policy: Policy,
+    episode: dict[str, Any],
+    seed: int = 0,
+    *,
+    on_step: StepHook | None = None,
+    decisions: list[dict[str, Any]] | None = None,
+) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or EB's 15 steps; a JSON-safe record.
 
     A request for no motion (a STOP-only plan) spends one step of the budget without moving; a policy that
@@ -34,15 +40,24 @@ def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], seed: int
     """
     start = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"episode": episode})
-    policy.reset(EpisodeContext(instruction=obs["instruction"], seed=seed, info=info,
-                                extras={"episode_id": episode.get("episode_id"), "family": episode.get("family"),
-                                        "subset": episode.get("subset"), "replay_key": episode.get("episode_id")}))
-
+    policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "family", "subset")))
     loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info
-    extras = {"episode_id": episode.get("episode_id"), "family": episode.get("family"), "subset": episode.get("subset"),
-              "eb_task": episode.get("eb_task"), "num_invalid_actions": loop.invalid_actions,
-              "total_reward": loop.total_reward, "final_feedback": info["feedback"],
-              "evaluation": json_safe(info["evaluation"])}
-    return episode_record(success=info["is_success"], steps=loop.steps, stream=loop.stream, policy=policy,
-                          started=start, extras=extras)
+    extras = {
+        "episode_id": episode.get("episode_id"),
+        "family": episode.get("family"),
+        "subset": episode.get("subset"),
+        "eb_task": episode.get("eb_task"),
+        "num_invalid_actions": loop.invalid_actions,
+        "total_reward": loop.total_reward,
+        "final_feedback": info["feedback"],
+        "evaluation": json_safe(info["evaluation"]),
+    }
+    return episode_record(
+        success=info["is_success"],
+        steps=loop.steps,
+        stream=loop.stream,
+        policy=policy,
+        started=start,
+        extras=extras,
+    )

@@ -7,14 +7,20 @@ from typing import Any
 
 import gymnasium as gym
 
-from benchmarks.core.episode import StepHook, run_agent_loop
+from benchmarks.core.episode import StepHook, episode_context, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
-from policies.base import EpisodeContext, Policy
+from policies.base import Policy
 
 
-def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: int = 0,
-                on_step: StepHook | None = None,
-                decisions: list[dict[str, Any]] | None = None) -> EpisodeRecord:
+def run_episode(
+    env: gym.Env,
+    policy: Policy,
+    episode: dict[str, Any],
+    *,
+    seed: int = 0,
+    on_step: StepHook | None = None,
+    decisions: list[dict[str, Any]] | None = None,
+) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or the step budget; a JSON-safe record.
 
     Native actions go to ``env.step`` one per step; a policy's ``Plan`` runs through the env's
@@ -29,13 +35,22 @@ def run_episode(env: gym.Env, policy: Policy, episode: dict[str, Any], *, seed: 
 
     start = time.perf_counter()
     obs, info = env.reset(seed=seed, options={"episode": episode})
-    policy.reset(EpisodeContext(instruction=obs["instruction"], seed=seed, info=info,
-                                extras={"episode_id": episode.get("episode_id"), "subset": episode.get("subset"),
-                                        "replay_key": episode.get("episode_id")}))
+    policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "subset")))
     loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info
-    extras = {"episode_id": episode.get("episode_id"), "subset": episode.get("subset"),
-              "num_invalid_actions": loop.invalid_actions, "final_distance": round(float(info["distance"]), 4),
-              "final_visibility": int(info["visibility"]), "shortest_path_length": len(episode.get("shortest_path", []))}
-    return episode_record(success=info["is_success"], steps=loop.steps, stream=loop.stream, policy=policy,
-                          started=start, extras=extras)
+    extras = {
+        "episode_id": episode.get("episode_id"),
+        "subset": episode.get("subset"),
+        "num_invalid_actions": loop.invalid_actions,
+        "final_distance": round(float(info["distance"]), 4),
+        "final_visibility": int(info["visibility"]),
+        "shortest_path_length": len(episode.get("shortest_path", [])),
+    }
+    return episode_record(
+        success=info["is_success"],
+        steps=loop.steps,
+        stream=loop.stream,
+        policy=policy,
+        started=start,
+        extras=extras,
+    )

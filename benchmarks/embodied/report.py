@@ -46,28 +46,50 @@ def subset_table(results: Sequence[EpisodeRecord], key: str = "subset") -> dict[
 
 
 def _rows(table: dict[str, dict[str, float]], heading: str) -> list[str]:
-    lines = [f"| {heading} | episodes | success % | avg. steps | avg. planner calls | avg. invalid actions | "
-             "planner output errors |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"| {heading} | episodes | success % | avg. steps | avg. planner calls | avg. invalid actions | "
+        "planner output errors |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for subset, row in table.items():
-        lines.append(f"| {subset} | {row['episodes']} | {row['success_rate']:.1f} | {row['avg_steps']:.1f} | "
-                     f"{row['avg_planner_calls']:.1f} | {row['avg_invalid_actions']:.1f} | "
-                     f"{row['planner_output_errors']:.0f} |")
+        lines.append(
+            f"| {subset} | {row['episodes']} | {row['success_rate']:.1f} | {row['avg_steps']:.1f} | "
+            f"{row['avg_planner_calls']:.1f} | {row['avg_invalid_actions']:.1f} | "
+            f"{row['planner_output_errors']:.0f} |"
+        )
     return lines
 
 
-def subset_markdown(title: str, label: str, table: dict[str, dict[str, float]], average: float | None, tally: UnitTally,
-              families: dict[str, dict[str, float]] | None = None, family: str | None = None) -> str:
-    lines = [f"## {title}: {label}", "", f"{tally.completed} of {tally.total} episodes completed; success is over "
-             "completed episodes (errored ones are counted, never scored).", "", *_rows(table, "subset")]
-    lines += [f"| **average over subsets** | | **{score_cell(average)}** | | | | |",
-              f"| **episodes errored** | {tally.errored_cell()} | | | | | |"]
+def subset_markdown(
+    title: str,
+    label: str,
+    table: dict[str, dict[str, float]],
+    average: float | None,
+    tally: UnitTally,
+    families: dict[str, dict[str, float]] | None = None,
+    family: str | None = None,
+) -> str:
+    lines = [
+        f"## {title}: {label}",
+        "",
+        f"{tally.completed} of {tally.total} episodes completed; success is over "
+        "completed episodes (errored ones are counted, never scored).",
+        "",
+        *_rows(table, "subset"),
+    ]
+    lines += [
+        f"| **average over subsets** | | **{score_cell(average)}** | | | | |",
+        f"| **episodes errored** | {tally.errored_cell()} | | | | | |",
+    ]
     blind, note = _blind_rows(family, list(table)) if family else ([], None)
     lines += [*blind, "", *([note, ""] if note else [])]
     if families:
         lines += [*_rows(families, "task family"), ""]
-    lines.append("Planner calls are model calls (a policy without a model: its act calls). Planner output errors "
-                 "are model answers that could not be parsed into an action (counted, and handled by the policy's "
-                 "recorded fallback).")
+    lines.append(
+        "Planner calls are model calls (a policy without a model: its act calls). Planner output errors "
+        "are model answers that could not be parsed into an action (counted, and handled by the policy's "
+        "recorded fallback)."
+    )
     return "\n".join(lines)
 
 

@@ -65,7 +65,12 @@ class IncompleteRun(RuntimeError):
 
 def _dataset_identity(dataset: GoalDataset) -> dict[str, Any]:
     digest = hashlib.sha256((dataset.root / "samples.jsonl").read_bytes()).hexdigest()
-    return {"path": str(dataset.root.resolve()), "samples_sha256": digest, "n": len(dataset), "header": dataset.header}
+    return {
+        "path": str(dataset.root.resolve()),
+        "samples_sha256": digest,
+        "n": len(dataset),
+        "header": dataset.header,
+    }
 
 
 def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
@@ -74,14 +79,18 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     if config.limit is not None:
         dataset = GoalDataset(dataset.root, dataset.samples[: config.limit], dataset.header)
     if config.policy in BUILTIN_PREDICTIONS and (config.oracle_error_rate or config.model):
-        raise DatasetError(f"--policy {config.policy} writes its answers without a model; drop --model and "
-                           "--oracle-error-rate, or use --policy mllm --model answer-key for the stand-in backend")  # fmt: skip
+        raise DatasetError(
+            f"--policy {config.policy} writes its answers without a model; drop --model and "
+            "--oracle-error-rate, or use --policy mllm --model answer-key for the stand-in backend"
+        )
     extra: dict[str, Any] = {}
     if config.policy in BUILTIN_PREDICTIONS:
         records, identity = builtin_records(dataset, config.policy), {"policy": config.policy}
     else:
         backend = backend or _backend(config, dataset)
-        records = predict_with_backend(dataset, backend, num_steps=config.num_steps, batch_size=config.batch_size)
+        records = predict_with_backend(
+            dataset, backend, num_steps=config.num_steps, batch_size=config.batch_size
+        )
         identity = backend.describe()
         extra["max_new_tokens"] = backend.config.max_new_tokens  # what the backend uses, not the flag
     errored = sum(1 for r in records if r.get("error"))
@@ -89,12 +98,18 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     config.output.mkdir(parents=True, exist_ok=True)
     path = config.output / "predictions.jsonl"
     write_jsonl(path, records)
-    write_manifest(config.output, "predict", dataclasses.asdict(config),
-                   {"dataset": _dataset_identity(dataset), "model": identity, **extra})  # fmt: skip
+    write_manifest(
+        config.output,
+        "predict",
+        dataclasses.asdict(config),
+        {"dataset": _dataset_identity(dataset), "model": identity, **extra},
+    )
     print(f"wrote {len(records)} predictions to {path} ({errored} of {len(records)} samples errored)")
     if errored and not config.allow_errors:
-        raise IncompleteRun(f"{errored} of {len(records)} samples errored (their records hold the error); "
-                            "rerun the prediction, or pass --allow-errors to exit 0")  # fmt: skip
+        raise IncompleteRun(
+            f"{errored} of {len(records)} samples errored (their records hold the error); "
+            "rerun the prediction, or pass --allow-errors to exit 0"
+        )
     return path
 
 
@@ -109,27 +124,66 @@ def _backend(config: PredictConfig, dataset: GoalDataset) -> Backend:
     if budget < 1:
         raise DatasetError(f"--max-new-tokens must be at least 1, got {budget}")
     generation = GenerationConfig(max_new_tokens=budget, temperature=config.temperature, seed=config.seed)
-    return make_model_backend(config.model, api_base=config.api_base, generation=generation, cache=config.cache,
-                              oracle_errors=(config.oracle_error_rate, config.oracle_error_seed),
-                              truth=AnswerKey(gold_conversations(dataset, config.num_steps)))  # fmt: skip
+    return make_model_backend(
+        config.model,
+        api_base=config.api_base,
+        generation=generation,
+        cache=config.cache,
+        oracle_errors=(config.oracle_error_rate, config.oracle_error_seed),
+        truth=AnswerKey(gold_conversations(dataset, config.num_steps)),
+    )
 
 
-def _outputs(config: ScoreConfig, dataset: GoalDataset) -> tuple[dict[str, str], str, dict[str, Any], set[str]]:
+def _outputs(
+    config: ScoreConfig, dataset: GoalDataset
+) -> tuple[dict[str, str], str, dict[str, Any], set[str]]:
     """Outputs by sample id, the label, the provenance, and the ids whose prediction call errored."""
     if config.predictions in BUILTIN_PREDICTIONS:
         records = builtin_records(dataset, config.predictions, config.scorer)
-        return {r["id"]: r["output"] for r in records}, config.predictions, {"builtin": config.predictions}, set()
+        return (
+            {r["id"]: r["output"] for r in records},
+            config.predictions,
+            {"builtin": config.predictions},
+            set(),
+        )
     path = Path(config.predictions)
     records = load_predictions(path)
     models = sorted({str(r.get("model")) for r in records.values() if r.get("model")})
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     label = ", ".join(models) or path.stem
-    if label in BUILTIN_PREDICTIONS:  # not the answer-key backend's answers: keep the built-in reference row apart
+    # not the answer-key backend's answers: keep the built-in reference row apart
+    if label in BUILTIN_PREDICTIONS:
         label = f"{label} (model)"
     outputs = {k: r["output"] for k, r in records.items() if r["output"] is not None}
-    injected = Counter(str(r["injected_error"]) for r in records.values() if r.get("injected_error") and r["output"] is not None)
-    provenance = {"path": str(path.resolve()), "sha256": digest, "injected_errors": dict(sorted(injected.items()))}
+    injected = Counter(
+        str(r["injected_error"])
+        for r in records.values()
+        if r.get("injected_error") and r["output"] is not None
+    )
+    provenance = {
+        "path": str(path.resolve()),
+        "sha256": digest,
+        "injected_errors": dict(sorted(injected.items())),
+    }
     return outputs, label, provenance, set(records) - set(outputs)
+
+
+def _baseline_scores(
+    dataset: GoalDataset, scorer: str, weights: ManipulationWeights | None
+) -> dict[str, Any]:
+    """The scores of each built-in prediction set on ``dataset``, by name."""
+    baselines = {}
+    for name in BUILTIN_PREDICTIONS:
+        reference = {r["id"]: r["output"] for r in builtin_records(dataset, name, scorer)}
+        baselines[name] = score_dataset(dataset, [reference[s.id] for s in dataset], scorer, weights)
+    return baselines
+
+
+def _score_status(errored: int, total: int, missing: int) -> str:
+    """``complete``, or what kept the run from it."""
+    if not errored and not missing:
+        return "complete"
+    return f"incomplete: {errored} of {total} samples errored (left out of the means), {missing} missing (scored 0)"
 
 
 def run_score(config: ScoreConfig) -> dict[str, Any]:
@@ -142,61 +196,98 @@ def run_score(config: ScoreConfig) -> dict[str, Any]:
     outputs, label, provenance, errored = _outputs(config, dataset)
     unknown = sorted(errored - {s.id for s in dataset})
     if unknown:
-        raise DatasetError(f"{len(unknown)} prediction(s) name samples not in the dataset, e.g. {unknown[:3]}. "
-                           "Fix: score against the dataset the predictions were made for")  # fmt: skip
+        raise DatasetError(
+            f"{len(unknown)} prediction(s) name samples not in the dataset, e.g. {unknown[:3]}. "
+            "Fix: score against the dataset the predictions were made for"
+        )
     full, total = dataset, len(dataset)
-    dataset = GoalDataset(dataset.root, [s for s in dataset if s.id not in errored], dataset.header)  # completed only
+    completed = [s for s in dataset if s.id not in errored]
+    dataset = GoalDataset(dataset.root, completed, dataset.header)
     texts = match_predictions(dataset, outputs, allow_missing=config.allow_missing)
     scores = score_dataset(dataset, texts, config.scorer, weights_arg)
-    baselines = {}
-    if config.baselines:
-        for name in BUILTIN_PREDICTIONS:
-            reference = {r["id"]: r["output"] for r in builtin_records(dataset, name, config.scorer)}
-            baselines[name] = score_dataset(dataset, [reference[s.id] for s in dataset], config.scorer, weights_arg)
+    baselines = _baseline_scores(dataset, config.scorer, weights_arg) if config.baselines else {}
     summary = summarize(dataset, scores, config.scorer, baselines)
     summary.update(samples=total, errored=len(errored), errored_ids=sorted(errored))
-    if provenance.get("injected_errors"):  # the stand-in's seeded errors, next to the parse failures they cause
+    # the stand-in's seeded errors, next to the parse failures they cause
+    if provenance.get("injected_errors"):
         summary["injected_errors"] = provenance["injected_errors"]
-        summary["injected_unusable"] = sum(n for k, n in provenance["injected_errors"].items() if expected_effect(k) == "unusable")
+        summary["injected_unusable"] = sum(
+            n for k, n in provenance["injected_errors"].items() if expected_effect(k) == "unusable"
+        )
     missing = summary["missing"]
-    summary["status"] = "complete" if not errored and not missing else (
-        f"incomplete: {len(errored)} of {total} samples errored (left out of the means), {missing} missing (scored 0)")
+    summary["status"] = _score_status(len(errored), total, missing)
     write_report(config.output, dataset, scores, summary, label)
-    write_manifest(config.output, "score", dataclasses.asdict(config),
-                   {"dataset": _dataset_identity(full), "predictions": provenance,
-                    "status": "complete" if summary["status"] == "complete" else "incomplete"})  # fmt: skip
+    write_manifest(
+        config.output,
+        "score",
+        dataclasses.asdict(config),
+        {
+            "dataset": _dataset_identity(full),
+            "predictions": provenance,
+            "status": "complete" if summary["status"] == "complete" else "incomplete",
+        },
+    )
     print(markdown_table(summary, label), end="")
     if errored and not config.allow_errors:
-        raise IncompleteRun(f"{len(errored)} of {total} samples have no answer (their prediction call errored), e.g. "
-                            f"{sorted(errored)[:3]}; rerun `predict`, or pass --allow-errors to exit 0")  # fmt: skip
+        raise IncompleteRun(
+            f"{len(errored)} of {total} samples have no answer (their prediction call errored), e.g. "
+            f"{sorted(errored)[:3]}; rerun `predict`, or pass --allow-errors to exit 0"
+        )
     return summary
+
+
+def _convert(config: ConvertConfig, poses: Any, sizes: StepSizes) -> Conversion:
+    """The trajectory's plan, by velocity (``--mode velocity``, needs ``--fps``) or by pose."""
+    if config.mode == "velocity":
+        if config.fps is None:
+            raise DatasetError("--mode velocity needs --fps (the frame rate of the trajectory)")
+        return convert_by_velocity(
+            poses,
+            sizes,
+            fps=config.fps,
+            frames_per_step=config.frames_per_step,
+            max_step_num=config.max_step_num,
+        )
+    return convert_by_pose(
+        poses,
+        sizes,
+        num_steps=config.num_steps or None,
+        max_step_num=config.max_step_num,
+        fit=config.fit_step_sizes,
+    )
 
 
 def run_convert(config: ConvertConfig) -> Conversion:
     """Convert a trajectory; add it to ``--dataset`` as a sample, or print the plan."""
     poses = read_trajectory(config.trajectory, config.convention)
     sizes = StepSizes(config.step_translation, config.step_rotation)
-    if config.mode == "velocity":
-        if config.fps is None:
-            raise DatasetError("--mode velocity needs --fps (the frame rate of the trajectory)")
-        conv = convert_by_velocity(poses, sizes, fps=config.fps, frames_per_step=config.frames_per_step,
-                                   max_step_num=config.max_step_num)  # fmt: skip
-    else:
-        conv = convert_by_pose(poses, sizes, num_steps=config.num_steps or None, max_step_num=config.max_step_num,
-                               fit=config.fit_step_sizes)  # fmt: skip
+    conv = _convert(config, poses, sizes)
     if config.dataset is None:
-        print(json.dumps({"step_sizes": dataclasses.asdict(conv.step_sizes), "plan": conv.plan.to_json()}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"step_sizes": dataclasses.asdict(conv.step_sizes), "plan": conv.plan.to_json()},
+                ensure_ascii=False,
+            )
+        )
         return conv
     if config.start_image is None or config.goal_image is None:
-        raise DatasetError("--dataset needs --start-image and --goal-image (the first and last views of the motion)")
+        raise DatasetError(
+            "--dataset needs --start-image and --goal-image (the first and last views of the motion)"
+        )
     record = {
-        "id": config.id or config.trajectory.stem, "kind": config.kind, "instruction": config.instruction,
-        "step_sizes": dataclasses.asdict(conv.step_sizes), "max_step_num": config.max_step_num,
-        "plan": conv.plan.to_json(), "trajectory": conv.poses.tolist(),
+        "id": config.id or config.trajectory.stem,
+        "kind": config.kind,
+        "instruction": config.instruction,
+        "step_sizes": dataclasses.asdict(conv.step_sizes),
+        "max_step_num": config.max_step_num,
+        "plan": conv.plan.to_json(),
+        "trajectory": conv.poses.tolist(),
         "source": config.source or f"trajectory:{config.trajectory.name}",
         "metadata": {"convert": {k: str(v) for k, v in dataclasses.asdict(config).items()}},
-    }  # fmt: skip
-    with DatasetWriter(config.dataset, {"name": config.dataset.name, "generator": {"source": "convert"}}, append=True) as w:
+    }
+    with DatasetWriter(
+        config.dataset, {"name": config.dataset.name, "generator": {"source": "convert"}}, append=True
+    ) as w:
         sample = w.add(record, config.start_image, config.goal_image)
     print(f"added sample {sample.id!r} ({len(sample.plan.steps)} steps) to {config.dataset}")
     return conv

@@ -67,8 +67,10 @@ def _from_rows(array: np.ndarray, path: Path) -> np.ndarray:
     if a.ndim == 3 and a.shape[1:] in ((4, 4), (3, 4)):
         a = a.reshape(len(a), -1)
     if a.ndim != 2 or a.shape[1] not in (16, 12, 8, 7):
-        raise DatasetError(f"trajectory {path}: cannot read shape {a.shape}. Fix: use (N, 4, 4) matrices or rows of "
-                           "16 / 12 / 8 (TUM) / 7 numbers per pose")  # fmt: skip
+        raise DatasetError(
+            f"trajectory {path}: cannot read shape {a.shape}. Fix: use (N, 4, 4) matrices or rows of "
+            "16 / 12 / 8 (TUM) / 7 numbers per pose"
+        )
     poses = np.tile(np.eye(4), (len(a), 1, 1))
     if a.shape[1] in (16, 12):
         poses[:, : a.shape[1] // 4] = a.reshape(len(a), -1, 4)
@@ -84,7 +86,9 @@ def keyframe_indices(n_poses: int, num_steps: int | None) -> np.ndarray:
     if num_steps is None:
         return np.arange(n_poses)
     if not 1 <= num_steps <= n_poses - 1:
-        raise DatasetError(f"num_steps must be between 1 and {n_poses - 1} for {n_poses} poses, got {num_steps}")
+        raise DatasetError(
+            f"num_steps must be between 1 and {n_poses - 1} for {n_poses} poses, got {num_steps}"
+        )
     return np.round(np.linspace(0, n_poses - 1, num_steps + 1)).astype(int)
 
 
@@ -108,21 +112,35 @@ class Conversion:
     poses: np.ndarray
 
 
-def convert_by_pose(poses: np.ndarray, sizes: StepSizes, *, num_steps: int | None = 6, max_step_num: int = 10,
-                    fit: bool = False) -> Conversion:  # fmt: skip
+def convert_by_pose(
+    poses: np.ndarray,
+    sizes: StepSizes,
+    *,
+    num_steps: int | None = 6,
+    max_step_num: int = 10,
+    fit: bool = False,
+) -> Conversion:
     """One plan step between consecutive keyframes, counts rounded to whole steps (error when over the cap)."""
     keyframes = poses[keyframe_indices(len(poses), num_steps)]
     if fit:
         sizes = fit_step_sizes(keyframes, sizes, max_step_num)
     plan = trajectory_to_plan(keyframes, sizes.translation, sizes.rotation, max_count=max_step_num)
     if plan.errors:
-        raise DatasetError(f"the motion needs more than {max_step_num} counts per primitive ({'; '.join(plan.errors)}). "
-                           "Fix: --fit-step-sizes, larger --step-translation/--step-rotation, or more --num-steps")  # fmt: skip
+        raise DatasetError(
+            f"the motion needs more than {max_step_num} counts per primitive ({'; '.join(plan.errors)}). "
+            "Fix: --fit-step-sizes, larger --step-translation/--step-rotation, or more --num-steps"
+        )
     return Conversion(plan, sizes, keyframes)
 
 
-def convert_by_velocity(poses: np.ndarray, sizes: StepSizes, *, fps: float, frames_per_step: int | None = None,
-                        max_step_num: int = 10) -> Conversion:  # fmt: skip
+def convert_by_velocity(
+    poses: np.ndarray,
+    sizes: StepSizes,
+    *,
+    fps: float,
+    frames_per_step: int | None = None,
+    max_step_num: int = 10,
+) -> Conversion:
     """The paper's rule: a frame interval counts toward a primitive when its speed passes the threshold.
 
     Counts are frame intervals, so ``sizes`` says what one count stands for in the prompt.
@@ -130,8 +148,10 @@ def convert_by_velocity(poses: np.ndarray, sizes: StepSizes, *, fps: float, fram
     plan = trajectory_to_plan_by_velocity(poses, fps, frames_per_step=frames_per_step)
     peak = max((n for step in plan.steps for n in step.step_nums), default=0)
     if peak > max_step_num:
-        raise DatasetError(f"a step counts {peak} frame intervals > max_step_num {max_step_num}. "
-                           "Fix: fewer --frames-per-step, or a larger --max-step-num")  # fmt: skip
+        raise DatasetError(
+            f"a step counts {peak} frame intervals > max_step_num {max_step_num}. "
+            "Fix: fewer --frames-per-step, or a larger --max-step-num"
+        )
     per_step = frames_per_step or max(1, round(fps))
     bounds = [*range(0, len(poses) - 1, per_step), len(poses) - 1]
     return Conversion(plan, sizes, poses[bounds])

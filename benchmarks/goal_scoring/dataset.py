@@ -43,10 +43,22 @@ HEADER_FILE = "dataset.json"
 IMAGES_DIR = "images"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _FIELDS = (
-    "id", "kind", "start_image", "goal_image", "instruction", "step_sizes", "max_step_num", "plan",
-    "trajectory", "source", "metadata", "lmms_eval_extra_info",
-)  # fmt: skip
-_STEP_SIZES_EXAMPLE = '{"translation": 0.019375, "rotation": 0.4509} (metres and radians per step, as in the paper)'
+    "id",
+    "kind",
+    "start_image",
+    "goal_image",
+    "instruction",
+    "step_sizes",
+    "max_step_num",
+    "plan",
+    "trajectory",
+    "source",
+    "metadata",
+    "lmms_eval_extra_info",
+)
+_STEP_SIZES_EXAMPLE = (
+    '{"translation": 0.019375, "rotation": 0.4509} (metres and radians per step, as in the paper)'
+)
 
 
 class DatasetError(InputError):
@@ -73,19 +85,29 @@ class GoalSample:
     def reference(self) -> GoalReference:
         """What scorers compare predictions with (built once per sample)."""
         if not hasattr(self, "_reference"):
-            ref = GoalReference(self.kind, self.plan, self.step_sizes, self.trajectory,
-                                self.lmms_eval_extra_info, self.max_step_num)  # fmt: skip
+            ref = GoalReference(
+                self.kind,
+                self.plan,
+                self.step_sizes,
+                self.trajectory,
+                self.lmms_eval_extra_info,
+                self.max_step_num,
+            )
             object.__setattr__(self, "_reference", ref)
         return self._reference  # type: ignore[attr-defined]
 
     def to_json(self) -> dict[str, Any]:
         """The ``samples.jsonl`` record (plan and trajectory both written when known)."""
         record: dict[str, Any] = {
-            "id": self.id, "kind": self.kind, "start_image": self.start_image, "goal_image": self.goal_image,
+            "id": self.id,
+            "kind": self.kind,
+            "start_image": self.start_image,
+            "goal_image": self.goal_image,
             "instruction": self.instruction,
             "step_sizes": {"translation": self.step_sizes.translation, "rotation": self.step_sizes.rotation},
-            "max_step_num": self.max_step_num, "plan": self.plan.to_json(),
-        }  # fmt: skip
+            "max_step_num": self.max_step_num,
+            "plan": self.plan.to_json(),
+        }
         if self.trajectory is not None:
             record["trajectory"] = np.asarray(self.trajectory).tolist()
         record["source"] = self.source
@@ -121,8 +143,10 @@ class GoalDataset:
             with Image.open(path) as im:
                 return np.asarray(im.convert("RGB"))
         except (OSError, ValueError) as e:
-            raise DatasetError(f"sample {sample.id!r}: cannot read {which} image {path}: {e}. "
-                               "Fix: re-write the image as PNG or JPEG") from e  # fmt: skip
+            raise DatasetError(
+                f"sample {sample.id!r}: cannot read {which} image {path}: {e}. "
+                "Fix: re-write the image as PNG or JPEG"
+            ) from e
 
     def references(self) -> list[GoalReference]:
         return [s.reference() for s in self.samples]
@@ -147,7 +171,9 @@ def load_dataset(root: str | Path, *, check_images: bool = True) -> GoalDataset:
         where = f"{samples_path}:{line_no}"
         sample = sample_from_json(obj, where)
         if sample.id in seen:
-            raise DatasetError(f"{where}: duplicate sample id {sample.id!r}. Fix: give every sample its own id")
+            raise DatasetError(
+                f"{where}: duplicate sample id {sample.id!r}. Fix: give every sample its own id"
+            )
         seen.add(sample.id)
         if check_images:
             _check_images(root, sample, where)
@@ -166,8 +192,10 @@ def _read_header(root: Path) -> dict[str, Any]:
     except ValueError as e:
         raise DatasetError(f"{path}: not valid JSON ({e}). Fix: repair or delete the file") from e
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise DatasetError(f"{path}: 'format' must be {FORMAT!r}, got {header.get('format') if isinstance(header, dict) else header!r}. "
-                           "Fix: this reader understands only that version")  # fmt: skip
+        raise DatasetError(
+            f"{path}: 'format' must be {FORMAT!r}, got {header.get('format') if isinstance(header, dict) else header!r}. "
+            "Fix: this reader understands only that version"
+        )
     return header
 
 
@@ -179,14 +207,18 @@ def _jsonl_objects(path: Path) -> Iterator[tuple[int, Any]]:
             try:
                 yield line_no, json.loads(line)
             except ValueError as e:
-                raise DatasetError(f"{path}:{line_no}: not valid JSON ({e}). Fix: one JSON object per line") from e
+                raise DatasetError(
+                    f"{path}:{line_no}: not valid JSON ({e}). Fix: one JSON object per line"
+                ) from e
 
 
 def _check_images(root: Path, sample: GoalSample, where: str) -> None:
     for which, rel in (("start_image", sample.start_image), ("goal_image", sample.goal_image)):
         if not (root / rel).is_file():
-            raise DatasetError(f"{where} (sample {sample.id!r}): {which} {root / rel} does not exist. "
-                               "Fix: paths are relative to the dataset directory; copy the image there")  # fmt: skip
+            raise DatasetError(
+                f"{where} (sample {sample.id!r}): {which} {root / rel} does not exist. "
+                "Fix: paths are relative to the dataset directory; copy the image there"
+            )
 
 
 def sample_from_json(obj: object, where: str = "sample") -> GoalSample:
@@ -199,7 +231,9 @@ def sample_from_json(obj: object, where: str = "sample") -> GoalSample:
     where = f"{where} (sample {sid!r})"
     unknown = sorted(set(obj) - set(_FIELDS))
     if unknown:
-        raise DatasetError(f"{where}: unknown field(s) {unknown}. Fix: move extra information under 'metadata'")
+        raise DatasetError(
+            f"{where}: unknown field(s) {unknown}. Fix: move extra information under 'metadata'"
+        )
     kind = _choice(obj, "kind", KINDS, where)
     sizes = _step_sizes(obj.get("step_sizes"), where)
     max_step_num = obj.get("max_step_num", 10)
@@ -209,12 +243,19 @@ def sample_from_json(obj: object, where: str = "sample") -> GoalSample:
     plan = _ground_truth_plan(obj.get("plan"), trajectory, sizes, max_step_num, where)
     plan.step_sizes = sizes  # the counts of a ground-truth plan are in the sample's units
     return GoalSample(
-        id=sid, kind=kind, start_image=_string(obj, "start_image", where, required=True),
+        id=sid,
+        kind=kind,
+        start_image=_string(obj, "start_image", where, required=True),
         goal_image=_string(obj, "goal_image", where, required=True),
-        instruction=_string(obj, "instruction", where), step_sizes=sizes, plan=plan, trajectory=trajectory,
-        source=_string(obj, "source", where) or "unknown", max_step_num=max_step_num,
-        metadata=_mapping(obj, "metadata", where), lmms_eval_extra_info=_extra_info(obj, where),
-    )  # fmt: skip
+        instruction=_string(obj, "instruction", where),
+        step_sizes=sizes,
+        plan=plan,
+        trajectory=trajectory,
+        source=_string(obj, "source", where) or "unknown",
+        max_step_num=max_step_num,
+        metadata=_mapping(obj, "metadata", where),
+        lmms_eval_extra_info=_extra_info(obj, where),
+    )
 
 
 def _choice(obj: Mapping[str, Any], key: str, allowed: tuple[str, ...], where: str) -> str:
@@ -227,7 +268,9 @@ def _choice(obj: Mapping[str, Any], key: str, allowed: tuple[str, ...], where: s
 def _string(obj: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str:
     value = obj.get(key, None if required else "")
     if not isinstance(value, str) or (required and not value):
-        raise DatasetError(f"{where}: '{key}' must be a {'non-empty ' if required else ''}string, got {value!r}")
+        raise DatasetError(
+            f"{where}: '{key}' must be a {'non-empty ' if required else ''}string, got {value!r}"
+        )
     return value
 
 
@@ -239,8 +282,13 @@ def _mapping(obj: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
 
 
 def _step_sizes(value: Any, where: str) -> StepSizes:
-    ok = isinstance(value, dict) and set(value) == {"translation", "rotation"} and all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in value.values()
+    ok = (
+        isinstance(value, dict)
+        and set(value) == {"translation", "rotation"}
+        and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+            for v in value.values()
+        )
     )
     if not ok:
         raise DatasetError(f"{where}: 'step_sizes' must be {_STEP_SIZES_EXAMPLE}, got {value!r}")
@@ -269,13 +317,16 @@ def trajectory_problem(poses: np.ndarray) -> str | None:
     R = poses[:, :3, :3]
     error = np.abs(R @ np.swapaxes(R, 1, 2) - np.eye(3)).max()
     if error > 1e-6 or (np.linalg.det(R) <= 0).any():
-        return (f"rotations are not orthonormal with det +1 (max |R Rᵀ - I| = {error:.2g}). Fix: "
-                "re-orthonormalise them, e.g. scipy Rotation.from_matrix(R).as_matrix()")  # fmt: skip
+        return (
+            f"rotations are not orthonormal with det +1 (max |R Rᵀ - I| = {error:.2g}). Fix: "
+            "re-orthonormalise them, e.g. scipy Rotation.from_matrix(R).as_matrix()"
+        )
     return None
 
 
-def _ground_truth_plan(value: object, trajectory: np.ndarray | None, sizes: StepSizes, max_step_num: int,
-                       where: str) -> Plan:  # fmt: skip
+def _ground_truth_plan(
+    value: object, trajectory: np.ndarray | None, sizes: StepSizes, max_step_num: int, where: str
+) -> Plan:
     if value is None and trajectory is None:
         raise DatasetError(f"{where}: needs a ground truth: 'plan' and/or 'trajectory'")
     if value is None:
@@ -288,19 +339,25 @@ def _ground_truth_plan(value: object, trajectory: np.ndarray | None, sizes: Step
         return plan
     plan = _plan_from_json(value, max_step_num, where)
     if trajectory is not None and len(trajectory) != len(plan.steps) + 1:
-        raise DatasetError(f"{where}: {len(plan.steps)} plan steps need {len(plan.steps) + 1} trajectory poses, "
-                           f"got {len(trajectory)}. Fix: one pose at the start and one after each step")  # fmt: skip
+        raise DatasetError(
+            f"{where}: {len(plan.steps)} plan steps need {len(plan.steps) + 1} trajectory poses, "
+            f"got {len(trajectory)}. Fix: one pose at the start and one after each step"
+        )
     return plan
 
 
 def _plan_from_json(value: object, max_step_num: int, where: str) -> Plan:
     if not isinstance(value, dict) or not value:
-        raise DatasetError(f"{where}: 'plan' must be an object {{\"step_1\": {{\"actions\": [...], \"step_nums\": [...]}}}}")
+        raise DatasetError(
+            f'{where}: \'plan\' must be an object {{"step_1": {{"actions": [...], "step_nums": [...]}}}}'
+        )
     plan = parse_plan(json.dumps(value, ensure_ascii=False), max_step_num=max_step_num)
     if plan.errors or plan.format not in ("navigation", "manipulation") or not plan.steps:
         problems = "; ".join(plan.errors) or f"format {plan.format!r}"
-        raise DatasetError(f"{where}: ground-truth 'plan' is not clean ({problems}). Fix: keys step_1..step_N, "
-                           f"known action symbols, integer step_nums 0..{max_step_num}, gripper 0/1")  # fmt: skip
+        raise DatasetError(
+            f"{where}: ground-truth 'plan' is not clean ({problems}). Fix: keys step_1..step_N, "
+            f"known action symbols, integer step_nums 0..{max_step_num}, gripper 0/1"
+        )
     return plan
 
 
@@ -325,12 +382,16 @@ class DatasetWriter:
     ``append=False`` creates a new dataset and refuses a directory that already holds one.
     """
 
-    def __init__(self, root: str | Path, header: Mapping[str, Any] | None = None, *, append: bool = False) -> None:
+    def __init__(
+        self, root: str | Path, header: Mapping[str, Any] | None = None, *, append: bool = False
+    ) -> None:
         self.root = Path(root)
         samples_path = self.root / SAMPLES_FILE
         self.ids: set[str] = set()
         if samples_path.exists() and not append:
-            raise DatasetError(f"{self.root} already holds a dataset. Fix: choose a new directory, or delete it")
+            raise DatasetError(
+                f"{self.root} already holds a dataset. Fix: choose a new directory, or delete it"
+            )
         if samples_path.exists():
             self.ids = {s.id for s in load_dataset(self.root, check_images=False)}
         (self.root / IMAGES_DIR).mkdir(parents=True, exist_ok=True)
@@ -339,13 +400,21 @@ class DatasetWriter:
             (self.root / HEADER_FILE).write_text(text + "\n", encoding="utf-8")
         self._file = samples_path.open("a", encoding="utf-8")
 
-    def add(self, record: Mapping[str, Any], start_image: np.ndarray | str | Path,
-            goal_image: np.ndarray | str | Path) -> GoalSample:  # fmt: skip
+    def add(
+        self,
+        record: Mapping[str, Any],
+        start_image: np.ndarray | str | Path,
+        goal_image: np.ndarray | str | Path,
+    ) -> GoalSample:
         """Write one sample. ``record`` is a ``samples.jsonl`` object without the image paths."""
         sid = record.get("id")
         if sid in self.ids:
             raise DatasetError(f"{self.root}: sample id {sid!r} already exists. Fix: pick another --id")
-        full = {**record, "start_image": f"{IMAGES_DIR}/{sid}_start.png", "goal_image": f"{IMAGES_DIR}/{sid}_goal.png"}
+        full = {
+            **record,
+            "start_image": f"{IMAGES_DIR}/{sid}_start.png",
+            "goal_image": f"{IMAGES_DIR}/{sid}_goal.png",
+        }
         sample = sample_from_json(full, f"new sample for {self.root}")
         save_png(start_image, self.root / full["start_image"])
         save_png(goal_image, self.root / full["goal_image"])
@@ -375,8 +444,10 @@ def save_png(image: np.ndarray | str | Path, path: Path) -> None:
         return
     array = np.asarray(image)
     if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
-        raise DatasetError(f"images must be uint8 arrays of shape (H, W, 3), got {array.dtype} {array.shape} "
-                           f"for {path.name}. Fix: convert with np.asarray(img, np.uint8)[..., :3]")  # fmt: skip
+        raise DatasetError(
+            f"images must be uint8 arrays of shape (H, W, 3), got {array.dtype} {array.shape} "
+            f"for {path.name}. Fix: convert with np.asarray(img, np.uint8)[..., :3]"
+        )
     Image.fromarray(array).save(path, format="PNG")
 
 
@@ -389,16 +460,26 @@ def load_predictions(path: str | Path) -> dict[str, dict[str, Any]]:
     call has ``output`` null and an ``error`` string (``score`` counts it as errored, never as an answer)."""
     path = Path(path)
     if not path.is_file():
-        raise DatasetError(f"predictions file {path} not found. Fix: run `predict` first, or pass oracle / blind")
+        raise DatasetError(
+            f"predictions file {path} not found. Fix: run `predict` first, or pass oracle / blind"
+        )
     out: dict[str, dict[str, Any]] = {}
     for line_no, obj in _jsonl_objects(path):
         where = f"{path}:{line_no}"
         errored = isinstance(obj, dict) and obj.get("output") is None and isinstance(obj.get("error"), str)
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not (isinstance(obj.get("output"), str) or errored):
-            raise DatasetError(f"{where}: each line must be an object with string 'id' and 'output' (raw model text), "
-                               "or 'output' null with the call's 'error'")  # fmt: skip
+        if (
+            not isinstance(obj, dict)
+            or not isinstance(obj.get("id"), str)
+            or not (isinstance(obj.get("output"), str) or errored)
+        ):
+            raise DatasetError(
+                f"{where}: each line must be an object with string 'id' and 'output' (raw model text), "
+                "or 'output' null with the call's 'error'"
+            )
         if obj["id"] in out:
-            raise DatasetError(f"{where}: duplicate prediction for sample {obj['id']!r}. Fix: keep one per sample")
+            raise DatasetError(
+                f"{where}: duplicate prediction for sample {obj['id']!r}. Fix: keep one per sample"
+            )
         out[obj["id"]] = obj
     return out
 

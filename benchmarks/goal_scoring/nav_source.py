@@ -46,12 +46,24 @@ class NavigationPairSource:
 
     kind = "nav"
 
-    def __init__(self, width: int = 224, height: int = 224, fov: float = 100.0, min_steps: int = 1,
-                 max_steps: int = 6, max_actions_per_step: int = 2, max_rotation_count: int = 2,
-                 min_overlap: float = 0.5, step_translation: float = NAVIGATION_STEP_SIZES.translation,
-                 step_rotation: float = NAVIGATION_STEP_SIZES.rotation, max_step_num: int = 10,
-                 n_rooms: int | None = None, max_homes: int = 20, views_per_home: int = 8,
-                 motions_per_view: int = 8) -> None:  # fmt: skip
+    def __init__(
+        self,
+        width: int = 224,
+        height: int = 224,
+        fov: float = 100.0,
+        min_steps: int = 1,
+        max_steps: int = 6,
+        max_actions_per_step: int = 2,
+        max_rotation_count: int = 2,
+        min_overlap: float = 0.5,
+        step_translation: float = NAVIGATION_STEP_SIZES.translation,
+        step_rotation: float = NAVIGATION_STEP_SIZES.rotation,
+        max_step_num: int = 10,
+        n_rooms: int | None = None,
+        max_homes: int = 20,
+        views_per_home: int = 8,
+        motions_per_view: int = 8,
+    ) -> None:
         if not 0.0 <= min_overlap <= 1.0:
             raise ValueError(f"min_overlap must be in [0, 1], got {min_overlap}")
         self.rules = MotionRules(min_steps, max_steps, max_actions_per_step, max_rotation_count, max_step_num)
@@ -75,27 +87,48 @@ class NavigationPairSource:
                     pair = self._try_motion(rng, n_steps, *view, scene, home_seed)  # type: ignore[misc]
                     if pair is not None:
                         return pair
-        raise RuntimeError(f"no start/goal pair with overlap >= {self.min_overlap} in {max_homes} homes; "
-                           "lower min_overlap or max_steps, or raise max_homes")  # fmt: skip
+        raise RuntimeError(
+            f"no start/goal pair with overlap >= {self.min_overlap} in {max_homes} homes; "
+            "lower min_overlap or max_steps, or raise max_homes"
+        )
 
-    def _try_motion(self, rng: np.random.Generator, n_steps: int, start: AgentPose, start_frame: Frame,
-                    scene: dict[str, Any], home_seed: int) -> GeneratedPair | None:  # fmt: skip
+    def _try_motion(
+        self,
+        rng: np.random.Generator,
+        n_steps: int,
+        start: AgentPose,
+        start_frame: Frame,
+        scene: dict[str, Any],
+        home_seed: int,
+    ) -> GeneratedPair | None:
         start_c2w = c2w_from_pose(start)
         motion = random_motion(self.renderer.world, start_c2w, rng, self.rules, self.step_sizes, n_steps)
         if motion is None:
             return None
         goal_frame = self.renderer.render(pose_from_c2w(motion.poses[-1]), entity=False)
-        overlap = view_overlap(goal_frame.depth, motion.poses[-1], start_frame.depth, start_c2w, self.renderer.intrinsics)
+        overlap = view_overlap(
+            goal_frame.depth, motion.poses[-1], start_frame.depth, start_c2w, self.renderer.intrinsics
+        )
         if overlap < self.min_overlap:
             return None
         metadata = {
-            "home_seed": home_seed, "scene_key": scene_key(scene), "overlap": round(overlap, 4),
-            "min_overlap": self.min_overlap, "commanded_plan": Plan(motion.commanded).to_json(),
-            "clipped_steps": motion.clipped_steps, "camera": self.camera(),
-        }  # fmt: skip
+            "home_seed": home_seed,
+            "scene_key": scene_key(scene),
+            "overlap": round(overlap, 4),
+            "min_overlap": self.min_overlap,
+            "commanded_plan": Plan(motion.commanded).to_json(),
+            "clipped_steps": motion.clipped_steps,
+            "camera": self.camera(),
+        }
         plan = ground_truth_plan(motion, self.step_sizes, self.max_step_num)
-        return GeneratedPair(start_frame.rgb, goal_frame.rgb, trajectory=motion.poses, plan=plan,
-                             instruction=INSTRUCTION, metadata=metadata)  # fmt: skip
+        return GeneratedPair(
+            start_frame.rgb,
+            goal_frame.rgb,
+            trajectory=motion.poses,
+            plan=plan,
+            instruction=INSTRUCTION,
+            metadata=metadata,
+        )
 
     def camera(self) -> dict[str, Any]:
         """Image size and vertical field of view of the renders."""
@@ -107,13 +140,19 @@ class NavigationPairSource:
         max_homes, views, motions = self.budget
         rules = self.rules
         return {
-            "class": f"{type(self).__module__}.{type(self).__name__}", "camera": self.camera(),
-            "motion": {"min_steps": rules.min_steps, "max_steps": rules.max_steps,
-                       "max_actions_per_step": rules.max_actions_per_step, "max_rotation_count": rules.max_rotation_count,
-                       "weights": {p.value: w for p, w in MOTION_WEIGHTS.items()}},
-            "min_overlap": self.min_overlap, "n_rooms": self.n_rooms,
+            "class": f"{type(self).__module__}.{type(self).__name__}",
+            "camera": self.camera(),
+            "motion": {
+                "min_steps": rules.min_steps,
+                "max_steps": rules.max_steps,
+                "max_actions_per_step": rules.max_actions_per_step,
+                "max_rotation_count": rules.max_rotation_count,
+                "weights": {p.value: w for p, w in MOTION_WEIGHTS.items()},
+            },
+            "min_overlap": self.min_overlap,
+            "n_rooms": self.n_rooms,
             "search": {"max_homes": max_homes, "views_per_home": views, "motions_per_view": motions},
-        }  # fmt: skip
+        }
 
     def close(self) -> None:
         """Free the renderer (``generate`` calls it when done)."""

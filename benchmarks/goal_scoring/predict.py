@@ -30,15 +30,21 @@ def build_messages(dataset: GoalDataset, sample: GoalSample, num_steps: int | No
     """System prompt + one user turn with both images (``uint8`` arrays) and the instruction."""
     steps = prompt_steps(sample, num_steps)
     if sample.kind == "nav":
-        system = render_navigation_prompt(sample.step_sizes, num_steps=steps, max_step_num=sample.max_step_num)
+        system = render_navigation_prompt(
+            sample.step_sizes, num_steps=steps, max_step_num=sample.max_step_num
+        )
     else:
-        system = render_manipulation_prompt(sample.step_sizes, max_steps=steps, max_step_num=sample.max_step_num)
+        system = render_manipulation_prompt(
+            sample.step_sizes, max_steps=steps, max_step_num=sample.max_step_num
+        )
     request = sample.instruction or "Give the plan that takes the start view to the goal view."
     content = [
-        {"type": "text", "text": "Image 1 (start):"}, {"type": "image", "image": dataset.load_image(sample, "start")},
-        {"type": "text", "text": "Image 2 (goal):"}, {"type": "image", "image": dataset.load_image(sample, "goal")},
+        {"type": "text", "text": "Image 1 (start):"},
+        {"type": "image", "image": dataset.load_image(sample, "start")},
+        {"type": "text", "text": "Image 2 (goal):"},
+        {"type": "image", "image": dataset.load_image(sample, "goal")},
         {"type": "text", "text": request},
-    ]  # fmt: skip
+    ]
     return [{"role": "system", "content": system}, {"role": "user", "content": content}]
 
 
@@ -48,14 +54,17 @@ def gold_answer(sample: GoalSample) -> str:
     return render_answer(sample.plan, sample.kind, "paper")
 
 
-def gold_conversations(dataset: GoalDataset, num_steps: int | None = None) -> Iterator[tuple[list[Message], str]]:
+def gold_conversations(
+    dataset: GoalDataset, num_steps: int | None = None
+) -> Iterator[tuple[list[Message], str]]:
     """Each sample's conversation (as :func:`predict_with_backend` asks it) with its :func:`gold_answer`."""
     for sample in dataset.samples:
         yield build_messages(dataset, sample, num_steps), gold_answer(sample)
 
 
-def predict_with_backend(dataset: GoalDataset, backend: Backend, *, num_steps: int | None = None,
-                         batch_size: int = 8) -> list[dict[str, Any]]:  # fmt: skip
+def predict_with_backend(
+    dataset: GoalDataset, backend: Backend, *, num_steps: int | None = None, batch_size: int = 8
+) -> list[dict[str, Any]]:
     """One prediction record per sample, in dataset order, through ``backend.generate_batch``.
 
     When a batch fails, its samples are asked one by one; a sample whose call fails gets a record with
@@ -78,7 +87,9 @@ def _ask(backend: Backend, conversations: Sequence[list[Message]]) -> list[Gener
     try:
         generations = backend.generate_batch(conversations)
         if len(generations) != len(conversations):
-            raise RuntimeError(f"{type(backend).__name__}.generate_batch returned {len(generations)} answers for {len(conversations)}")
+            raise RuntimeError(
+                f"{type(backend).__name__}.generate_batch returned {len(generations)} answers for {len(conversations)}"
+            )
         return list(generations)
     except Exception:  # any backend failure: ask one by one below, so one bad sample does not sink the others
         answers: list[Generation | str] = []
@@ -94,17 +105,29 @@ def _record(sample: GoalSample, backend: Backend, answer: Generation | str, wall
     if isinstance(answer, str):
         return {"id": sample.id, "output": None, "error": answer, "model": backend.model_id}
     record = {
-        "id": sample.id, "output": answer.text, "model": backend.model_id,
-        "prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
-        "latency_s": answer.latency_s or wall, "cached": answer.cached, "cost_usd": answer.cost_usd,
-    }  # fmt: skip
+        "id": sample.id,
+        "output": answer.text,
+        "model": backend.model_id,
+        "prompt_tokens": answer.prompt_tokens,
+        "completion_tokens": answer.completion_tokens,
+        "latency_s": answer.latency_s or wall,
+        "cached": answer.cached,
+        "cost_usd": answer.cost_usd,
+    }
     if answer.injected_error is not None:  # a stand-in's seeded error, to check parse-failure counts against
         record["injected_error"] = answer.injected_error
     return record
 
 
-def make_model_backend(model: str, *, api_base: str | None, generation: GenerationConfig, cache: bool = True,
-                       oracle_errors: tuple[float, int] = (0.0, 0), truth: Any = None) -> Backend:  # fmt: skip
+def make_model_backend(
+    model: str,
+    *,
+    api_base: str | None,
+    generation: GenerationConfig,
+    cache: bool = True,
+    oracle_errors: tuple[float, int] = (0.0, 0),
+    truth: Any = None,
+) -> Backend:
     """Build a backend with ``policies.backends.factory.make_backend`` (imported only when needed).
 
     Optional arguments are passed under the names the factory accepts (``api_base``/``base_url``,
@@ -119,21 +142,26 @@ def make_model_backend(model: str, *, api_base: str | None, generation: Generati
             "Fix: install the MLLM backends (pip install -e '.[mllm]') in a checkout that has them"
         ) from e
     if model == ANSWER_KEY_MODEL:  # the stand-in is never cached and takes no endpoint
-        return make_backend(model, config=generation, truth=truth, error_rate=oracle_errors[0],
-                            error_seed=oracle_errors[1])
+        return make_backend(
+            model, config=generation, truth=truth, error_rate=oracle_errors[0], error_seed=oracle_errors[1]
+        )
     accepted = inspect.signature(make_backend).parameters
     kwargs: dict[str, Any] = {}
     if api_base is not None:
         name = _parameter_name(accepted, ("api_base", "base_url"))
         if name is None:
-            raise RuntimeError(f"make_backend{inspect.signature(make_backend)} takes no API base; drop --api-base")
+            raise RuntimeError(
+                f"make_backend{inspect.signature(make_backend)} takes no API base; drop --api-base"
+            )
         kwargs[name] = api_base
     name = _parameter_name(accepted, ("config", "generation", "generation_config"))
     if name is not None:
         kwargs[name] = generation
     if not cache:
         if "cache" not in accepted:
-            raise RuntimeError(f"make_backend{inspect.signature(make_backend)} has no response cache to turn off")
+            raise RuntimeError(
+                f"make_backend{inspect.signature(make_backend)} has no response cache to turn off"
+            )
         kwargs["cache"] = False
     return make_backend(model, **kwargs)
 
@@ -167,7 +195,9 @@ def blind_plan(plans: Sequence[Plan]) -> Plan:
     length = max(lengths.items(), key=lambda kv: (kv[1], -kv[0]))[0]
     steps = []
     for i in range(length):
-        signature = Counter(_step_signature(p.steps[i]) for p in plans if len(p.steps) > i).most_common(1)[0][0]
+        signature = Counter(_step_signature(p.steps[i]) for p in plans if len(p.steps) > i).most_common(1)[0][
+            0
+        ]
         pairs, gripper = signature
         steps.append(PlanStep([a for a, _ in pairs], [n for _, n in pairs], gripper=gripper))
     return Plan(steps=steps, format="blind")
@@ -175,7 +205,11 @@ def blind_plan(plans: Sequence[Plan]) -> Plan:
 
 def blind_plans(dataset: GoalDataset) -> dict[str, Plan]:
     """One blind plan per kind present in the dataset."""
-    return {k: blind_plan([s.plan for s in dataset if s.kind == k]) for k in KINDS if any(s.kind == k for s in dataset)}
+    return {
+        k: blind_plan([s.plan for s in dataset if s.kind == k])
+        for k in KINDS
+        if any(s.kind == k for s in dataset)
+    }
 
 
 def blind_outputs(dataset: GoalDataset, scorer: str = "paper") -> dict[str, str]:

@@ -85,11 +85,15 @@ def make_source(name: str, **kwargs: Any) -> PairSource:
     try:
         source = factory(**{**defaults, **kwargs})
     except TypeError as e:
-        raise DatasetError(f"cannot build pair source {name!r} with {kwargs}: {e}. Fix: check --source-kwargs "
-                           "against the source's arguments") from e  # fmt: skip
+        raise DatasetError(
+            f"cannot build pair source {name!r} with {kwargs}: {e}. Fix: check --source-kwargs "
+            "against the source's arguments"
+        ) from e
     if not isinstance(source, PairSource) or source.kind not in KINDS:
-        raise DatasetError(f"source {name!r} built {type(source).__name__}, which does not implement PairSource "
-                           f"(kind in {KINDS}, step_sizes, max_step_num, sample(rng), describe())")  # fmt: skip
+        raise DatasetError(
+            f"source {name!r} built {type(source).__name__}, which does not implement PairSource "
+            f"(kind in {KINDS}, step_sizes, max_step_num, sample(rng), describe())"
+        )
     return source
 
 
@@ -106,32 +110,49 @@ def _load(entry_point: str) -> Callable[..., PairSource]:
     try:
         return load_entry_point(entry_point, what="pair source")
     except (ImportError, AttributeError, ValueError) as e:
-        hint = "install the simulator extra it needs (pip install -e '.[nav]' for nav, '.[calvin]' for manip)" if entry_point in \
-            BUILTIN_SOURCES.values() else "check the import path"
+        hint = (
+            "install the simulator extra it needs (pip install -e '.[nav]' for nav, '.[calvin]' for manip)"
+            if entry_point in BUILTIN_SOURCES.values()
+            else "check the import path"
+        )
         raise DatasetError(f"cannot load pair source {entry_point!r}: {e}. Fix: {hint}") from e
 
 
-def generate_dataset(source: PairSource, n: int, seed: int, root: str | Path, *, name: str = "") -> GoalDataset:
+def generate_dataset(
+    source: PairSource, n: int, seed: int, root: str | Path, *, name: str = ""
+) -> GoalDataset:
     """Write ``n`` samples drawn from ``source`` to a new dataset at ``root``; sample i uses rng([seed, i])."""
     if n < 1:
         raise DatasetError(f"n must be >= 1, got {n}")
-    header = {"name": name or Path(root).name, "generator": {"source": source.describe(), "seed": seed, "n": n}}
+    header = {
+        "name": name or Path(root).name,
+        "generator": {"source": source.describe(), "seed": seed, "n": n},
+    }
     with DatasetWriter(root, header) as writer:
         for index in range(n):
             pair = source.sample(np.random.default_rng([seed, index]))
-            writer.add(_record(source, pair, f"{source.kind}-{index:05d}", seed, index), pair.start_image, pair.goal_image)
+            writer.add(
+                _record(source, pair, f"{source.kind}-{index:05d}", seed, index),
+                pair.start_image,
+                pair.goal_image,
+            )
     return load_dataset(root)
 
 
 def _record(source: PairSource, pair: GeneratedPair, sid: str, seed: int, index: int) -> dict[str, Any]:
     if pair.trajectory is None and pair.plan is None:
-        raise DatasetError(f"source {type(source).__name__} returned sample {sid} with neither trajectory nor plan")
+        raise DatasetError(
+            f"source {type(source).__name__} returned sample {sid} with neither trajectory nor plan"
+        )
     record: dict[str, Any] = {
-        "id": sid, "kind": source.kind, "instruction": pair.instruction,
+        "id": sid,
+        "kind": source.kind,
+        "instruction": pair.instruction,
         "step_sizes": {"translation": source.step_sizes.translation, "rotation": source.step_sizes.rotation},
-        "max_step_num": source.max_step_num, "source": type(source).__name__,
+        "max_step_num": source.max_step_num,
+        "source": type(source).__name__,
         "metadata": {**pair.metadata, "seed": seed, "index": index},
-    }  # fmt: skip
+    }
     if pair.plan is not None:
         record["plan"] = pair.plan.to_json()
     if pair.trajectory is not None:

@@ -13,5 +13,13 @@ from benchmarks.libero.benchmark import LiberoBenchmark, LiberoWorker, action_sp
 from benchmarks.libero.config import LiberoConfig
 from benchmarks.libero.report import task_label, task_plot, task_table
 
-__all__ = ["LiberoBenchmark", "LiberoConfig", "LiberoWorker", "action_space", "main", "task_label", "task_plot",
-           "task_table"]
+__all__ = [
+    "LiberoBenchmark",
+    "LiberoConfig",
+    "LiberoWorker",
+    "action_space",
+    "main",
+    "task_label",
+    "task_plot",
+    "task_table",
+]

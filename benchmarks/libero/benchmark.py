@@ -48,10 +48,15 @@ class LiberoWorker(EpisodeWorker):
             if self.env is not None:
                 self.env.close()
             c = self.config
-            self.env = self.make_env(env_id(c.suite, task_index), image_size=c.image_size, max_steps=c.budget(),
-                                     num_steps_wait=c.num_steps_wait, fast_render=c.fast_render,
-                                     image_orientation=c.image_orientation,
-                                     cameras=c.video > 0 or not self.spec.blind)
+            self.env = self.make_env(
+                env_id(c.suite, task_index),
+                image_size=c.image_size,
+                max_steps=c.budget(),
+                num_steps_wait=c.num_steps_wait,
+                fast_render=c.fast_render,
+                image_orientation=c.image_orientation,
+                cameras=c.video > 0 or not self.spec.blind,
+            )
             self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
             self.task_index = task_index
@@ -61,10 +66,18 @@ class LiberoWorker(EpisodeWorker):
         from benchmarks.libero.episode import run_episode
 
         env = self._env_for(unit.spec["task_index"])
-        return run_episode(env, self.policy, init_state_index=unit.spec["init_state_index"],
-                           max_steps=self.config.budget(), num_steps_wait=self.config.num_steps_wait, seed=unit.seed,
-                           replay_key=unit.key, on_step=on_step, decisions=self.decisions,
-                           latency=self.config.latency_setting())
+        return run_episode(
+            env,
+            self.policy,
+            init_state_index=unit.spec["init_state_index"],
+            max_steps=self.config.budget(),
+            num_steps_wait=self.config.num_steps_wait,
+            seed=unit.seed,
+            replay_key=unit.key,
+            on_step=on_step,
+            decisions=self.decisions,
+            latency=self.config.latency_setting(),
+        )
 
 
 def _build_worker(config: LiberoConfig, spec: PolicySpec, run_path: str) -> LiberoWorker:
@@ -77,28 +90,48 @@ class LiberoBenchmark(Benchmark):
     def __init__(self, config: LiberoConfig, spec: PolicySpec) -> None:
         super().__init__(config)
         self.spec = spec
-        self.run_path = str(Path(config.output) / self.name / (config.run_name or f"{config.suite}-{spec.label}"))
+        self.run_path = str(
+            Path(config.output) / self.name / (config.run_name or f"{config.suite}-{spec.label}")
+        )
 
     def units(self) -> list[WorkUnit]:
         c = self.config
         if not 1 <= c.trials_per_task <= protocol.NUM_INIT_STATES:
-            raise InputError(f"--trials-per-task must be 1..{protocol.NUM_INIT_STATES} (one per fixed initial state)")
+            raise InputError(
+                f"--trials-per-task must be 1..{protocol.NUM_INIT_STATES} (one per fixed initial state)"
+            )
         if self.spec.name == "expert":
             check_expert_goals(c.suite, c.task_indices())
         pairs = [(t, k) for t in c.task_indices() for k in range(c.trials_per_task)]
-        return [WorkUnit(i, f"{c.suite}/{t:02d}/{k:02d}", unit_seed(c.seed, i), {"task_index": t, "init_state_index": k})
-                for i, (t, k) in enumerate(pairs)]
+        return [
+            WorkUnit(
+                i,
+                f"{c.suite}/{t:02d}/{k:02d}",
+                unit_seed(c.seed, i),
+                {"task_index": t, "init_state_index": k},
+            )
+            for i, (t, k) in enumerate(pairs)
+        ]
 
     def worker_factory(self) -> Any:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     def manifest_extra(self) -> dict[str, Any]:
         c = self.config
-        return {"policy": self.spec.manifest(),
-                "protocol": {"suite": c.suite, "tasks": c.task_indices(), "trials_per_task": c.trials_per_task,
-                             "max_steps": c.budget(), "num_steps_wait": c.num_steps_wait, "image_size": c.image_size,
-                             "fast_render": c.fast_render, "image_orientation": c.image_orientation,
-                             **({"latency": setting.describe()} if (setting := c.latency_setting()) else {})}}
+        return {
+            "policy": self.spec.manifest(),
+            "protocol": {
+                "suite": c.suite,
+                "tasks": c.task_indices(),
+                "trials_per_task": c.trials_per_task,
+                "max_steps": c.budget(),
+                "num_steps_wait": c.num_steps_wait,
+                "image_size": c.image_size,
+                "fast_render": c.fast_render,
+                "image_orientation": c.image_orientation,
+                **({"latency": setting.describe()} if (setting := c.latency_setting()) else {}),
+            },
+        }
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ok = [r["success"] for r in ok_results(records)]
@@ -114,13 +147,21 @@ class LiberoBenchmark(Benchmark):
         table = task_table(results, self.errored_by_task(records))
         overall = 100.0 * float(np.mean([r["success"] for r in results])) if results else None
         c = self.config
-        lines = [f"## LIBERO {c.suite}: {self.spec.label}", "",
-                 f"{tally.completed} of {tally.total} episodes completed; budget {c.budget()} steps after "
-                 f"{c.num_steps_wait} settle steps; fast rendering {'on' if c.fast_render else 'off'}. Success is "
-                 "over completed episodes; errored ones are counted, never scored.", "",
-                 "| task | instruction | trials | success % | episodes errored |", "|---|---|---|---|---|"]
-        lines += [f"| {t} | {row['instruction'] or '(every trial errored)'} | {row['trials']} | "
-                  f"{score_cell(row['success_rate'])} | {row['errored']} |" for t, row in table.items()]
+        lines = [
+            f"## LIBERO {c.suite}: {self.spec.label}",
+            "",
+            f"{tally.completed} of {tally.total} episodes completed; budget {c.budget()} steps after "
+            f"{c.num_steps_wait} settle steps; fast rendering {'on' if c.fast_render else 'off'}. Success is "
+            "over completed episodes; errored ones are counted, never scored.",
+            "",
+            "| task | instruction | trials | success % | episodes errored |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {t} | {row['instruction'] or '(every trial errored)'} | {row['trials']} | "
+            f"{score_cell(row['success_rate'])} | {row['errored']} |"
+            for t, row in table.items()
+        ]
         lines.append(f"| **suite** | | {len(results)} | **{score_cell(overall)}** | {tally.errored_cell()} |")
         lines += blind_rows(c.suite)
         if c.suite in REFERENCE:
@@ -132,11 +173,25 @@ class LiberoBenchmark(Benchmark):
         latency = summarize_latency([r["latency"] for r in results if "latency" in r])
         if latency:
             lines += ["", latency_markdown(latency)]
-        data = {"benchmark": "libero", "suite": c.suite, "policy": self.spec.label, "episodes": len(results),
-                "success_rate": overall, "tasks": {str(t): row for t, row in table.items()},
-                **({"model_calls": calls} if calls else {}), **latency}
-        files = {"plots/success_by_task.png": functools.partial(
-            task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}")} if table else {}
+        data = {
+            "benchmark": "libero",
+            "suite": c.suite,
+            "policy": self.spec.label,
+            "episodes": len(results),
+            "success_rate": overall,
+            "tasks": {str(t): row for t, row in table.items()},
+            **({"model_calls": calls} if calls else {}),
+            **latency,
+        }
+        files = (
+            {
+                "plots/success_by_task.png": functools.partial(
+                    task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}"
+                )
+            }
+            if table
+            else {}
+        )
         return Summary(data, "\n".join(lines), files)
 
 
@@ -162,8 +217,12 @@ def action_space() -> Any:
 
 def main(argv: Sequence[str] | None = None) -> Summary:
     config, spec = parse_benchmark_args(
-        LiberoConfig, argv, prog="python -m benchmarks.libero",
-        policy_defaults=POLICY_DEFAULTS, benchmark="libero")
+        LiberoConfig,
+        argv,
+        prog="python -m benchmarks.libero",
+        policy_defaults=POLICY_DEFAULTS,
+        benchmark="libero",
+    )
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path)

@@ -19,9 +19,11 @@ from policies.config_cli import InputError, arg
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
 #: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``): the scripted
 #: expert is :class:`policies.experts.libero.LiberoExpert`.
-POLICY_DEFAULTS = {"expert": {"expert": "policies.experts.libero:LiberoExpert"},
-                   "mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
-                   "vla": {"data_format": "libero", "chunk_size": 4}}
+POLICY_DEFAULTS = {
+    "expert": {"expert": "policies.experts.libero:LiberoExpert"},
+    "mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
+    "vla": {"data_format": "libero", "chunk_size": 4},
+}
 REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_rate": 35.8}}
 
 
@@ -29,20 +31,39 @@ REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_
 class LiberoConfig(ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
-    policy: str = arg("random", "random | expert | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)")
-    replay_file: str | None = arg(None, "actions to replay with --policy replay (.jsonl keyed SUITE/TASK/TRIAL, .npz, .npy)", must_exist=True)
+    policy: str = arg(
+        "random",
+        "random | expert | constant --action JSON | replay | mllm | vla | package.module:Class (your own policy)",
+    )
+    replay_file: str | None = arg(
+        None,
+        "actions to replay with --policy replay (.jsonl keyed SUITE/TASK/TRIAL, .npz, .npy)",
+        must_exist=True,
+    )
     policy_kwargs: str = arg("{}", "JSON keyword arguments for a user policy class", json_kind=dict)
     suite: Literal["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"] = arg(
-        "libero_10", "task suite")
+        "libero_10", "task suite"
+    )
     tasks: str = arg("all", "task indices within the suite, comma-separated, or all")
-    trials_per_task: int = arg(protocol.TRIALS_PER_TASK, "trials per task, one per fixed initial state (protocol: 50)", minimum=1)
-    max_steps: int | None = arg(None, "step budget per episode (default: the suite's, 220/280/300/520/400)", minimum=1)
-    num_steps_wait: int = arg(protocol.NUM_STEPS_WAIT, "no-op settle steps before the policy acts (protocol: 10)", minimum=0)
+    trials_per_task: int = arg(
+        protocol.TRIALS_PER_TASK, "trials per task, one per fixed initial state (protocol: 50)", minimum=1
+    )
+    max_steps: int | None = arg(
+        None, "step budget per episode (default: the suite's, 220/280/300/520/400)", minimum=1
+    )
+    num_steps_wait: int = arg(
+        protocol.NUM_STEPS_WAIT, "no-op settle steps before the policy acts (protocol: 10)", minimum=0
+    )
     seed: int = arg(7, "run seed (the OpenVLA evaluation uses 7); each trial's seed derives from it")
-    image_size: int = arg(protocol.IMAGE_SIZE, "camera image size (protocol: 256; models resize for themselves)", minimum=1)
-    fast_render: bool = arg(True, "shadows, reflections and multisampling off (about 1.8x faster on CPU; changes images)")
+    image_size: int = arg(
+        protocol.IMAGE_SIZE, "camera image size (protocol: 256; models resize for themselves)", minimum=1
+    )
+    fast_render: bool = arg(
+        True, "shadows, reflections and multisampling off (about 1.8x faster on CPU; changes images)"
+    )
     image_orientation: Literal["upright", "rot180", "raw"] = arg(
-        "upright", "camera image convention: upright, or rot180 as OpenVLA/LeRobot training data")
+        "upright", "camera image convention: upright, or rot180 as OpenVLA/LeRobot training data"
+    )
     video: int = arg(0, "write MP4 videos of the first K episodes", minimum=0)
     latency: str = latency_arg(protocol.CONTROL_FREQ)
     latency_mode: Literal["continue", "hold"] = latency_mode_arg()
@@ -71,8 +92,9 @@ class LiberoConfig(ExecutionConfig):
         try:
             chosen = [int(t) for t in self.tasks.split(",") if t.strip()]
         except ValueError:
-            raise InputError(f"--tasks {self.tasks}: give task indices separated by commas (e.g. 0,3), or "
-                             f"all") from None
+            raise InputError(
+                f"--tasks {self.tasks}: give task indices separated by commas (e.g. 0,3), or all"
+            ) from None
         bad = [t for t in chosen if not 0 <= t < count]
         if bad:
             raise InputError(f"--tasks {bad}: {self.suite} has tasks 0..{count - 1}")

@@ -48,9 +48,14 @@ def run_episode(
     libero = env.unwrapped
     options = {"init_state_index": init_state_index, "max_steps": max_steps, "num_steps_wait": num_steps_wait}
     observation, info = env.reset(seed=seed, options=options)
-    policy.reset(EpisodeContext(instruction=libero.instruction, seed=seed, info=info,
-                                extras={**_extras(libero), "replay_key": replay_key,
-                                        "init_state_index": int(init_state_index)}))
+    policy.reset(
+        EpisodeContext(
+            instruction=libero.instruction,
+            seed=seed,
+            info=info,
+            extras={**_extras(libero), "replay_key": replay_key, "init_state_index": int(init_state_index)},
+        )
+    )
     stream = ActionStream(env, policy, latency)
     terminated = truncated = False
     if on_step:
@@ -60,11 +65,24 @@ def run_episode(
             observation, _, terminated, truncated, info = env.step(stream.next_action(observation))
             if on_step:
                 on_step(observation, [libero.instruction, f"step {libero.elapsed_steps}"])
-    extras = {"suite": libero.suite, "task_index": libero.task_index, "instruction": libero.instruction,
-              "init_state_index": int(init_state_index), "seed": int(seed), "max_steps": int(max_steps),
-              "num_steps_wait": int(num_steps_wait), "truncated": bool(truncated and not info["is_success"])}
-    return episode_record(success=info["is_success"], steps=libero.elapsed_steps, stream=stream, policy=policy,
-                          started=start, extras=extras)
+    extras = {
+        "suite": libero.suite,
+        "task_index": libero.task_index,
+        "instruction": libero.instruction,
+        "init_state_index": int(init_state_index),
+        "seed": int(seed),
+        "max_steps": int(max_steps),
+        "num_steps_wait": int(num_steps_wait),
+        "truncated": bool(truncated and not info["is_success"]),
+    }
+    return episode_record(
+        success=info["is_success"],
+        steps=libero.elapsed_steps,
+        stream=stream,
+        policy=policy,
+        started=start,
+        extras=extras,
+    )
 
 
 def _extras(libero: Any) -> dict[str, Any]:

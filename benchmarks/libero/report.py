@@ -14,7 +14,9 @@ from benchmarks.core.episode_record import EpisodeRecord
 from benchmarks.core.plots import bar_plot
 
 
-def task_table(results: Sequence[EpisodeRecord], errored: Mapping[int, int] | None = None) -> dict[int, dict[str, Any]]:
+def task_table(
+    results: Sequence[EpisodeRecord], errored: Mapping[int, int] | None = None
+) -> dict[int, dict[str, Any]]:
     """Per task: instruction, completed trials, successes, success rate (%) and errored trials (``errored``:
     task index -> count). A task whose every trial errored keeps its row, with no instruction (it comes
     from the episodes) and success rate ``None``."""
@@ -25,10 +27,13 @@ def task_table(results: Sequence[EpisodeRecord], errored: Mapping[int, int] | No
     table = {}
     for t in sorted({*by_task, *errored}):
         rows = by_task.get(t, [])
-        table[t] = {"instruction": rows[0]["extras"]["instruction"] if rows else None, "trials": len(rows),
-                    "successes": sum(r["success"] for r in rows),
-                    "success_rate": 100.0 * float(np.mean([r["success"] for r in rows])) if rows else None,
-                    "errored": errored.get(t, 0)}
+        table[t] = {
+            "instruction": rows[0]["extras"]["instruction"] if rows else None,
+            "trials": len(rows),
+            "successes": sum(r["success"] for r in rows),
+            "success_rate": 100.0 * float(np.mean([r["success"] for r in rows])) if rows else None,
+            "errored": errored.get(t, 0),
+        }
     return table
 
 
@@ -39,11 +44,20 @@ def task_label(task: int, row: Mapping[str, Any]) -> str:
 
 def task_plot(path: Path, table: Mapping[int, Mapping[str, Any]], title: str) -> Path:
     """Success per task as bars named by instruction; an errored task is a hatched row saying so."""
-    notes = [(f"{row['errored']} errored" if row["trials"] else f"all {row['errored']} trials errored")
-             if row["errored"] else "" for row in table.values()]
-    return bar_plot(path, [task_label(t, row) for t, row in table.items()],
-                    [row["success_rate"] for row in table.values()], value_label="success rate (%)", title=title,
-                    notes=notes)
+    notes = [
+        (f"{row['errored']} errored" if row["trials"] else f"all {row['errored']} trials errored")
+        if row["errored"]
+        else ""
+        for row in table.values()
+    ]
+    return bar_plot(
+        path,
+        [task_label(t, row) for t, row in table.items()],
+        [row["success_rate"] for row in table.values()],
+        value_label="success rate (%)",
+        title=title,
+        notes=notes,
+    )
 
 
 def blind_rows(suite: str) -> list[str]:

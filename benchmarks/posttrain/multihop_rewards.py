@@ -116,7 +116,7 @@ def strip_thinking(text: str) -> str:
         return text.split("</think>", 1)[1].strip()
     if "<think>" in text:
         starts = [match.start() for match in _THINK_ANSWER.finditer(text)]
-        return text[starts[-1]:].strip() if starts else ""
+        return text[starts[-1] :].strip() if starts else ""
     return text
 
 
@@ -143,7 +143,13 @@ def bbox_term(text: str, reference_box: Sequence[float] | None) -> float:
     return bbox_reward(giou(box, reference_box, sort_corners=True))
 
 
-def total_reward(text: str, reference: str | None, reference_box: Sequence[float] | None, alpha: float = ALPHA, beta: float = BETA) -> float:
+def total_reward(
+    text: str,
+    reference: str | None,
+    reference_box: Sequence[float] | None,
+    alpha: float = ALPHA,
+    beta: float = BETA,
+) -> float:
     """R = R_format + alpha R_mcq + beta R_bbox for one completion text (paper Eq. 1)."""
     return format_term(text) + alpha * mcq_term(text, reference) + beta * bbox_term(text, reference_box)
 
@@ -166,7 +172,9 @@ def _column(kwargs: Mapping[str, Any], name: str, n: int) -> list[Any] | None:
         return None
     values = list(values)
     if len(values) != n:
-        raise ValueError(f"reward column {name!r} has {len(values)} entries for {n} completions; pass one per completion")
+        raise ValueError(
+            f"reward column {name!r} has {len(values)} entries for {n} completions; pass one per completion"
+        )
     return values
 
 
@@ -195,7 +203,11 @@ def msr_total_reward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
     """R = R_format + alpha R_mcq + beta R_bbox per completion (alpha, beta from kwargs, default 1) — the
     paper's Eq. 1 as one function, equal to the sum of the three term functions."""
     alpha, beta = float(kwargs.get("alpha", ALPHA)), float(kwargs.get("beta", BETA))
-    terms = zip(msr_format_reward(completions, **kwargs), msr_mcq_reward(completions, **kwargs), msr_bbox_reward(completions, **kwargs))
+    terms = zip(
+        msr_format_reward(completions, **kwargs),
+        msr_mcq_reward(completions, **kwargs),
+        msr_bbox_reward(completions, **kwargs),
+    )
     return [f + alpha * m + beta * b for f, m, b in terms]
 
 

@@ -79,7 +79,9 @@ def accuracy_score(text: str, response: str | None, box: Sequence[float] | None)
     if kind == "number":
         reference = parse_number(response)
         if not reference.ok:
-            raise ValueError(f"reference {response!r} is neither a letter, a box nor a number; fix the corpus row")
+            raise ValueError(
+                f"reference {response!r} is neither a letter, a box nor a number; fix the corpus row"
+            )
         predicted = parse_number(text)
         return mean_relative_accuracy(predicted.value.value if predicted.ok else None, reference.value.value)
     chosen = _chosen_letter(text, kind)
@@ -90,7 +92,9 @@ def _references(completions: Sequence[Any], kwargs: dict[str, Any]) -> tuple[lis
     n = len(completions)
     responses = _column(kwargs, "response", n)
     if responses is None:
-        raise ValueError("spatial rewards need the 'response' column; train on a corpus from benchmarks.datagen.corpus")
+        raise ValueError(
+            "spatial rewards need the 'response' column; train on a corpus from benchmarks.datagen.corpus"
+        )
     boxes = _column(kwargs, "bbox_normalized", n) or [None] * n
     return responses, boxes
 

@@ -61,7 +61,8 @@ class PostTrainConfig:
     split: str = arg("train", "split of the corpus to train on")
     eval_split: str = arg("validation", "split evaluated every --eval-steps (SFT; '' for none)")
     kinds: str = arg(
-        "", "comma-separated question kinds to keep (default: all; grpo with paper/recipe rewards: rows with a letter and a box)"
+        "",
+        "comma-separated question kinds to keep (default: all; grpo with paper/recipe rewards: rows with a letter and a box)",
     )
     max_items: int | None = arg(None, "train on the first N items only", minimum=1)
     max_steps: int = arg(-1, "optimizer steps (-1: --epochs passes)")
@@ -90,7 +91,9 @@ class PostTrainConfig:
     eval_steps: int | None = arg(
         None, "SFT: evaluate on --eval-split every N steps (default: never)", minimum=1
     )
-    time_budget_s: float | None = arg(None, "stop (and save) after this many seconds of training", minimum=0.001)
+    time_budget_s: float | None = arg(
+        None, "stop (and save) after this many seconds of training", minimum=0.001
+    )
     resume: bool = arg(False, "continue from the newest checkpoint in --output")
     report_to: str = arg("none", "also report to: none, tensorboard, wandb (comma-separated)")
     seed: int = arg(0, "seed of data order, sampling and initialisation")
@@ -108,15 +111,22 @@ class PostTrainConfig:
                 f"--data {self.data!r}: not a folder; write one with python -m benchmarks.datagen.corpus --out DIR"
             )
         if self.mode == "grpo" and (self.batch_size * self.grad_accum) % self.num_generations:
-            raise InputError(f"--batch-size x --grad-accum ({self.batch_size * self.grad_accum}) must be a multiple of "
-                             f"--num-generations ({self.num_generations})")  # fmt: skip
+            raise InputError(
+                f"--batch-size x --grad-accum ({self.batch_size * self.grad_accum}) must be a multiple of "
+                f"--num-generations ({self.num_generations})"
+            )
         import importlib.util
 
         for target in (r for r in self.report_to.split(",") if r and r != "none"):
             if target not in ("tensorboard", "wandb"):
                 raise InputError(f"--report-to {target!r}: choose none, tensorboard or wandb")
-            if importlib.util.find_spec(target) is None and importlib.util.find_spec("tensorboardX" if target == "tensorboard" else target) is None:
-                raise InputError(f"--report-to {target}: the {target} package is not installed; pip install {target}")
+            if (
+                importlib.util.find_spec(target) is None
+                and importlib.util.find_spec("tensorboardX" if target == "tensorboard" else target) is None
+            ):
+                raise InputError(
+                    f"--report-to {target}: the {target} package is not installed; pip install {target}"
+                )
         if self.resume and last_checkpoint(Path(self.output)) is None:
             raise InputError(
                 f"--resume: no checkpoint-* folder in {self.output}; train without --resume first"
@@ -146,11 +156,17 @@ def load_split(config: PostTrainConfig, split: str) -> Any:
         if "kind" not in loaded.column_names:
             raise InputError(f"--kinds given but {config.data} has no 'kind' column; drop --kinds")
         loaded = loaded.filter(lambda kind: kind in kinds, input_columns="kind")
-    elif config.mode == "grpo" and config.rewards != "spatial" and {"response", "bbox_normalized"} <= set(loaded.column_names):
+    elif (
+        config.mode == "grpo"
+        and config.rewards != "spatial"
+        and {"response", "bbox_normalized"} <= set(loaded.column_names)
+    ):
         from benchmarks.posttrain.spatial_rewards import reference_kind
 
         kinds = ["rows with a letter and a box"]
-        loaded = loaded.filter(lambda r, b: reference_kind(r, b) == "letter+box", input_columns=["response", "bbox_normalized"])
+        loaded = loaded.filter(
+            lambda r, b: reference_kind(r, b) == "letter+box", input_columns=["response", "bbox_normalized"]
+        )
     if config.max_items is not None:
         loaded = loaded.select(range(min(config.max_items, len(loaded))))
     if len(loaded) == 0:
@@ -168,8 +184,11 @@ def as_prompt_completion(dataset: Any) -> Any:
         raise InputError(
             f"SFT data lacks columns {sorted(missing)}; use a corpus from python -m benchmarks.datagen.corpus"
         )
-    split = dataset.map(lambda m: {"prompt": m[:-1], "completion": m[-1:]}, input_columns="messages",
-                        remove_columns=["messages"] + [c for c in ("prompt",) if c in dataset.column_names])  # fmt: skip
+    split = dataset.map(
+        lambda m: {"prompt": m[:-1], "completion": m[-1:]},
+        input_columns="messages",
+        remove_columns=["messages"] + [c for c in ("prompt",) if c in dataset.column_names],
+    )
     return split.select_columns(list(SFT_COLUMNS))
 
 
@@ -244,13 +263,79 @@ def _common_args(config: PostTrainConfig) -> dict[str, Any]:
 
     report = [r for r in config.report_to.split(",") if r and r != "none"]
     return {
-        "output_dir": config.output, "max_steps": config.max_steps, "num_train_epochs": config.epochs,
-        "per_device_train_batch_size": config.batch_size, "gradient_accumulation_steps": config.grad_accum,
-        "learning_rate": config.lr, "logging_steps": config.logging_steps, "save_strategy": "steps",
-        "save_steps": config.save_steps, "save_total_limit": config.save_total_limit, "report_to": report,
-        "seed": config.seed, "data_seed": config.seed, "bf16": config.bf16, "use_cpu": not torch.cuda.is_available(),
-        "gradient_checkpointing": config.gradient_checkpointing, "disable_tqdm": True,
-    }  # fmt: skip
+        "output_dir": config.output,
+        "max_steps": config.max_steps,
+        "num_train_epochs": config.epochs,
+        "per_device_train_batch_size": config.batch_size,
+        "gradient_accumulation_steps": config.grad_accum,
+        "learning_rate": config.lr,
+        "logging_steps": config.logging_steps,
+        "save_strategy": "steps",
+        "save_steps": config.save_steps,
+        "save_total_limit": config.save_total_limit,
+        "report_to": report,
+        "seed": config.seed,
+        "data_seed": config.seed,
+        "bf16": config.bf16,
+        "use_cpu": not torch.cuda.is_available(),
+        "gradient_checkpointing": config.gradient_checkpointing,
+        "disable_tqdm": True,
+    }
+
+
+def _sft_trainer(
+    config: PostTrainConfig, common: dict[str, Any], processor: Any, callbacks: list[Any]
+) -> Any:
+    """TRL's SFT trainer on the prompt-completion split, evaluated every ``--eval-steps`` when asked."""
+    from trl import SFTConfig, SFTTrainer
+
+    train = as_prompt_completion(load_split(config, config.split))
+    evaluate = config.eval_steps is not None and bool(config.eval_split)
+    args = SFTConfig(
+        **common,
+        max_length=config.max_length,
+        completion_only_loss=True,
+        eval_strategy="steps" if evaluate else "no",
+        eval_steps=config.eval_steps,
+        eval_on_start=evaluate,
+    )
+    eval_set = as_prompt_completion(load_split(config, config.eval_split)) if evaluate else None
+    return SFTTrainer(
+        model=config.model,
+        args=args,
+        train_dataset=train,
+        eval_dataset=eval_set,
+        processing_class=processor,
+        callbacks=callbacks,
+    )
+
+
+def _grpo_trainer(
+    config: PostTrainConfig, common: dict[str, Any], processor: Any, callbacks: list[Any]
+) -> Any:
+    """TRL's GRPO trainer with the ``--rewards`` reward functions."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from benchmarks.posttrain.multihop_rewards import PAPER_REWARD_FUNCS, RECIPE_REWARD_FUNCS
+    from benchmarks.posttrain.spatial_rewards import SPATIAL_REWARD_FUNCS
+
+    args = GRPOConfig(
+        **common,
+        num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length,
+        temperature=config.temperature,
+        beta=config.beta,
+    )
+    table = {"paper": PAPER_REWARD_FUNCS, "recipe": RECIPE_REWARD_FUNCS, "spatial": SPATIAL_REWARD_FUNCS}
+    rewards = list(table[config.rewards])
+    return GRPOTrainer(
+        model=config.model,
+        reward_funcs=rewards,
+        args=args,
+        train_dataset=grpo_columns(load_split(config, config.split)),
+        processing_class=processor,
+        callbacks=callbacks,
+    )
 
 
 def build_trainer(config: PostTrainConfig) -> Any:
@@ -263,28 +348,8 @@ def build_trainer(config: PostTrainConfig) -> Any:
     if config.time_budget_s is not None:
         callbacks.append(time_budget_callback(config.time_budget_s))
     if config.mode == "sft":
-        from trl import SFTConfig, SFTTrainer
-
-        train = as_prompt_completion(load_split(config, config.split))
-        evaluate = config.eval_steps is not None and bool(config.eval_split)
-        args = SFTConfig(**common, max_length=config.max_length, completion_only_loss=True,
-                         eval_strategy="steps" if evaluate else "no", eval_steps=config.eval_steps,
-                         eval_on_start=evaluate)  # fmt: skip
-        eval_set = as_prompt_completion(load_split(config, config.eval_split)) if evaluate else None
-        return SFTTrainer(model=config.model, args=args, train_dataset=train, eval_dataset=eval_set,
-                          processing_class=processor, callbacks=callbacks)  # fmt: skip
-    from trl import GRPOConfig, GRPOTrainer
-
-    from benchmarks.posttrain.multihop_rewards import PAPER_REWARD_FUNCS, RECIPE_REWARD_FUNCS
-    from benchmarks.posttrain.spatial_rewards import SPATIAL_REWARD_FUNCS
-
-    args = GRPOConfig(**common, num_generations=config.num_generations, max_completion_length=config.max_completion_length,
-                      temperature=config.temperature, beta=config.beta)  # fmt: skip
-    table = {"paper": PAPER_REWARD_FUNCS, "recipe": RECIPE_REWARD_FUNCS, "spatial": SPATIAL_REWARD_FUNCS}
-    rewards = list(table[config.rewards])
-    return GRPOTrainer(model=config.model, reward_funcs=rewards, args=args,
-                       train_dataset=grpo_columns(load_split(config, config.split)), processing_class=processor,
-                       callbacks=callbacks)  # fmt: skip
+        return _sft_trainer(config, common, processor, callbacks)
+    return _grpo_trainer(config, common, processor, callbacks)
 
 
 def posttrain(config: PostTrainConfig) -> Path:
@@ -303,15 +368,20 @@ def posttrain(config: PostTrainConfig) -> Path:
 
 
 #: The modes, the first argument: each has its own options (``python -m benchmarks.posttrain MODE --help``).
-MODES = {"sft": "supervised fine-tuning on the corpus's answers (TRL SFTTrainer)",
-         "grpo": "reinforcement learning with MultihopSpatial's rewards (TRL GRPOTrainer)"}
+MODES = {
+    "sft": "supervised fine-tuning on the corpus's answers (TRL SFTTrainer)",
+    "grpo": "reinforcement learning with MultihopSpatial's rewards (TRL GRPOTrainer)",
+}
 
 
 def usage() -> str:
     """What ``python -m benchmarks.posttrain --help`` prints: the modes, and where each one's options are."""
-    return (f"usage: python -m benchmarks.posttrain {{{','.join(MODES)}}} --model DIR --data DIR --output DIR "
-            "[options]\n\n" + "\n".join(f"  {name}: {summary}" for name, summary in MODES.items())
-            + "\n\nThe options: python -m benchmarks.posttrain MODE --help")
+    return (
+        f"usage: python -m benchmarks.posttrain {{{','.join(MODES)}}} --model DIR --data DIR --output DIR "
+        "[options]\n\n"
+        + "\n".join(f"  {name}: {summary}" for name, summary in MODES.items())
+        + "\n\nThe options: python -m benchmarks.posttrain MODE --help"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

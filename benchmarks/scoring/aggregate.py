@@ -30,7 +30,9 @@ class Group:
         return mean(self.scores)
 
 
-def group_records(records: Iterable[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Hashable]) -> dict[Hashable, Group]:
+def group_records(
+    records: Iterable[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Hashable]
+) -> dict[Hashable, Group]:
     """Group per-sample records by ``key(record)``, in first-seen order. ``score`` may be ``None`` (unscored)."""
     groups: dict[Hashable, Group] = {}
     for record in records:
@@ -48,11 +50,19 @@ def percent(value: float | None) -> float | None:
     return None if value is None else 100.0 * value
 
 
-def group_table(records: Sequence[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Hashable], label: str) -> list[dict[str, Any]]:
+def group_table(
+    records: Sequence[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Hashable], label: str
+) -> list[dict[str, Any]]:
     """Rows ``{label, n, scored, score, parse_failures}`` (score in percent), sorted by group name."""
     groups = group_records(records, key)
     rows = [
-        {label: name, "n": g.n, "scored": len(g.scores), "score": percent(g.mean), "parse_failures": g.parse_failures}
+        {
+            label: name,
+            "n": g.n,
+            "scored": len(g.scores),
+            "score": percent(g.mean),
+            "parse_failures": g.parse_failures,
+        }
         for name, g in groups.items()
     ]
     return sorted(rows, key=lambda row: str(row[label]))
@@ -114,7 +124,9 @@ def weight_tree_from_dict(data: Mapping[str, Any], where: str = "root") -> Weigh
     nodes = tuple(weight_tree_from_dict(child, path) for child in children)
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
-        raise WeightTreeError(f"{path}: duplicate child names {sorted({n for n in names if names.count(n) > 1})}")
+        raise WeightTreeError(
+            f"{path}: duplicate child names {sorted({n for n in names if names.count(n) > 1})}"
+        )
     return WeightNode(data["name"], float(weight), nodes)
 
 
@@ -122,7 +134,9 @@ def load_weight_tree(path: str | Path) -> WeightNode:
     """Read a weight tree from ``.json`` or ``.yaml``/``.yml``."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"weight tree file {path} does not exist; pass --weights with a JSON/YAML tree")
+        raise FileNotFoundError(
+            f"weight tree file {path} does not exist; pass --weights with a JSON/YAML tree"
+        )
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml  # only needed for YAML weight files
@@ -163,7 +177,11 @@ def aggregate_tree(
     children = [aggregate_tree(c, leaf_score, missing=missing, path=(*path, c.name)) for c in node.children]
     scored = [(c["weight"], c["score"]) for c in children if c["score"] is not None]
     total = sum(w for w, _ in scored)
-    score = sum(w * s for w, s in scored) / total if scored and total > 0 else (0.0 if missing == "zero" else None)
+    score = (
+        sum(w * s for w, s in scored) / total
+        if scored and total > 0
+        else (0.0 if missing == "zero" else None)
+    )
     return {"name": node.name, "weight": node.weight, "score": score, "children": children}
 
 

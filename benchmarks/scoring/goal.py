@@ -85,8 +85,10 @@ class GoalReference:
         if not self.plan.steps and self.lmms_eval_extra_info is None:
             raise ValueError("the ground-truth plan has no steps")
         if self.trajectory is not None and np.shape(self.trajectory) != (len(self.plan.steps) + 1, 4, 4):
-            raise ValueError(f"a plan of {len(self.plan.steps)} steps needs a trajectory of shape "
-                             f"({len(self.plan.steps) + 1}, 4, 4), got {np.shape(self.trajectory)}")  # fmt: skip
+            raise ValueError(
+                f"a plan of {len(self.plan.steps)} steps needs a trajectory of shape "
+                f"({len(self.plan.steps) + 1}, 4, 4), got {np.shape(self.trajectory)}"
+            )
 
     def count_rows(self) -> tuple[list[list[float]], list[float]]:
         """Ground-truth signed counts per step and gripper states (computed once; see ``step_count_rows``)."""
@@ -134,11 +136,18 @@ class GoalScore:
             parsed = {"format": parsed.format, "plan": parsed.to_json()}
         return json_safe(
             {
-                "value": self.value, "scorer": self.scorer, "kind": self.kind, "parse_failed": self.parse_failed,
-                "explanation": self.explanation, "components": self.components, "parsed": parsed,
-                "parse_errors": self.parse_errors, "steps": self.steps, "metadata": self.metadata,
+                "value": self.value,
+                "scorer": self.scorer,
+                "kind": self.kind,
+                "parse_failed": self.parse_failed,
+                "explanation": self.explanation,
+                "components": self.components,
+                "parsed": parsed,
+                "parse_errors": self.parse_errors,
+                "steps": self.steps,
+                "metadata": self.metadata,
             }
-        )  # fmt: skip
+        )
 
 
 @contextlib.contextmanager
@@ -156,8 +165,16 @@ def gc_paused() -> Iterator[None]:
 
 def failed_score(scorer: str, kind: str, parsed: object, errors: list[str], code: str, why: str) -> GoalScore:
     """A parse failure: value 0, with ``metadata["failure"]`` a short code for the summary's tally."""
-    return GoalScore(0.0, scorer, kind, True, f"parse failure, scored 0: {why}", parsed=parsed,
-                     parse_errors=list(errors), metadata={"failure": code})  # fmt: skip
+    return GoalScore(
+        0.0,
+        scorer,
+        kind,
+        True,
+        f"parse failure, scored 0: {why}",
+        parsed=parsed,
+        parse_errors=list(errors),
+        metadata={"failure": code},
+    )
 
 
 # ========================================================================================================
@@ -278,11 +295,18 @@ def _align(plans: Sequence[Plan], refs: Sequence[GoalReference]) -> _Aligned:
     offsets = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(int)
     per_row = lambda values: np.repeat(np.array(values), lens)  # noqa: E731
     return _Aligned(
-        offsets, lens, n_pred, n_gt, np.array(pred_rows, dtype=float).reshape(-1, 6),
-        np.array(gt_rows, dtype=float).reshape(-1, 6), np.array(pred_grip), np.array(gt_grip),
-        per_row([r.step_sizes.translation for r in refs]), per_row([r.step_sizes.rotation for r in refs]),
+        offsets,
+        lens,
+        n_pred,
+        n_gt,
+        np.array(pred_rows, dtype=float).reshape(-1, 6),
+        np.array(gt_rows, dtype=float).reshape(-1, 6),
+        np.array(pred_grip),
+        np.array(gt_grip),
+        per_row([r.step_sizes.translation for r in refs]),
+        per_row([r.step_sizes.rotation for r in refs]),
         per_row([r.kind == "manip" for r in refs]),
-    )  # fmt: skip
+    )
 
 
 def _paper_step_table(a: _Aligned, weights: ManipulationWeights) -> dict[str, np.ndarray]:
@@ -293,18 +317,44 @@ def _paper_step_table(a: _Aligned, weights: ManipulationWeights) -> dict[str, np
     s_grip = gripper_step_scores(a.pred_grip, a.gt_grip)
     manip_value = manipulation_step_values(trans["s_step"], rot["s_rot"], s_grip, weights)
     return {
-        "pred_translation": pred_t, "gt_translation": gt_t, "pred_angles": pred_r, "gt_angles": gt_r,
-        **trans, "rotation_error_deg": np.degrees(rot["theta_err"]), "s_rot": rot["s_rot"],
-        "pred_gripper": a.pred_grip, "gt_gripper": a.gt_grip, "s_grip": s_grip,
+        "pred_translation": pred_t,
+        "gt_translation": gt_t,
+        "pred_angles": pred_r,
+        "gt_angles": gt_r,
+        **trans,
+        "rotation_error_deg": np.degrees(rot["theta_err"]),
+        "s_rot": rot["s_rot"],
+        "pred_gripper": a.pred_grip,
+        "gt_gripper": a.gt_grip,
+        "s_grip": s_grip,
         "value": np.where(a.manip, manip_value, trans["s_step"]),
-    }  # fmt: skip
+    }
 
 
-_NAV_COLUMNS = ("pred_translation", "gt_translation", "s_d", "s_theta", "s_step", "rotation_error_deg", "value")
+_NAV_COLUMNS = (
+    "pred_translation",
+    "gt_translation",
+    "s_d",
+    "s_theta",
+    "s_step",
+    "rotation_error_deg",
+    "value",
+)
 _MANIP_COLUMNS = (
-    "pred_translation", "gt_translation", "pred_angles", "gt_angles", "s_d", "s_theta", "s_step",
-    "rotation_error_deg", "s_rot", "pred_gripper", "gt_gripper", "s_grip", "value",
-)  # fmt: skip
+    "pred_translation",
+    "gt_translation",
+    "pred_angles",
+    "gt_angles",
+    "s_d",
+    "s_theta",
+    "s_step",
+    "rotation_error_deg",
+    "s_rot",
+    "pred_gripper",
+    "gt_gripper",
+    "s_grip",
+    "value",
+)
 _COMPONENTS = {"nav": ("s_d", "s_theta", "s_step"), "manip": ("s_d", "s_theta", "s_step", "s_rot", "s_grip")}
 
 
@@ -337,15 +387,21 @@ def score_paper_batch(
         return _score_paper_batch(texts, refs, weights or ManipulationWeights())
 
 
-def _score_paper_batch(texts: Sequence[str], refs: Sequence[GoalReference], weights: ManipulationWeights) -> list[GoalScore]:
+def _score_paper_batch(
+    texts: Sequence[str], refs: Sequence[GoalReference], weights: ManipulationWeights
+) -> list[GoalScore]:
     if any(not r.plan.steps for r in refs):
-        raise ValueError("a reference has no ground-truth plan (an lmms-eval-only item): score it with scorer='lmms-eval'")
+        raise ValueError(
+            "a reference has no ground-truth plan (an lmms-eval-only item): score it with scorer='lmms-eval'"
+        )
     plans = [parse_plan(t, max_step_num=r.max_step_num) for t, r in zip(texts, refs)]
     out: list[GoalScore] = []
     ok: list[int] = []
     for i, (plan, ref) in enumerate(zip(plans, refs)):
         if _no_action(plan):
-            why = "no recognised action in the output" + (f" ({'; '.join(plan.errors)})" if plan.errors else "")
+            why = "no recognised action in the output" + (
+                f" ({'; '.join(plan.errors)})" if plan.errors else ""
+            )
             code = plan.error_codes[0] if plan.errors else "no_action"
             out.append(failed_score("paper", ref.kind, plan, list(plan.errors), code, why))
         else:
@@ -360,8 +416,15 @@ def _score_paper_batch(texts: Sequence[str], refs: Sequence[GoalReference], weig
     return out
 
 
-def _paper_sample(plan: Plan, ref: GoalReference, a: _Aligned, j: int, table: dict[str, np.ndarray],
-                  means: dict[str, np.ndarray], weights: ManipulationWeights) -> GoalScore:  # fmt: skip
+def _paper_sample(
+    plan: Plan,
+    ref: GoalReference,
+    a: _Aligned,
+    j: int,
+    table: dict[str, np.ndarray],
+    means: dict[str, np.ndarray],
+    weights: ManipulationWeights,
+) -> GoalScore:
     value = float(means["value"][j])
     components = {k: float(means[k][j]) for k in _COMPONENTS[ref.kind]}
     text = _paper_explanation(ref.kind, a.n_pred[j], a.n_gt[j], value, weights)
@@ -370,8 +433,9 @@ def _paper_sample(plan: Plan, ref: GoalReference, a: _Aligned, j: int, table: di
     rows = slice(int(a.offsets[j]), int(a.offsets[j] + a.lengths[j]))
     meta = {"steps_pred": a.n_pred[j], "steps_gt": a.n_gt[j], "format": plan.format}
     columns = _MANIP_COLUMNS if ref.kind == "manip" else _NAV_COLUMNS
-    return GoalScore(value, "paper", ref.kind, False, text, components, plan, list(plan.errors), table, rows,
-                     columns, meta)  # fmt: skip
+    return GoalScore(
+        value, "paper", ref.kind, False, text, components, plan, list(plan.errors), table, rows, columns, meta
+    )
 
 
 def check_lengths(texts: Sequence[str], refs: Sequence[GoalReference]) -> None:
@@ -392,8 +456,10 @@ def render_answer(plan: Plan, kind: str, scorer: str = "paper") -> str:
 BatchScorer = Callable[[Sequence[str], Sequence[GoalReference]], list[GoalScore]]
 #: Each scorer's batch function as a lazy ``"module:function"`` (the reproductions of public scorers live in
 #: ``benchmarks.scoring.official`` and import this module's types, so they are loaded by name).
-SCORERS: dict[str, str] = {"paper": "benchmarks.scoring.goal:score_paper_batch",
-                           "lmms-eval": "benchmarks.scoring.official.goal_lmms_eval:score_lmms_eval_batch"}
+SCORERS: dict[str, str] = {
+    "paper": "benchmarks.scoring.goal:score_paper_batch",
+    "lmms-eval": "benchmarks.scoring.official.goal_lmms_eval:score_lmms_eval_batch",
+}
 #: How a plan is written for scorers that read another format than the plan JSON.
 ANSWER_WRITERS: dict[str, str] = {"lmms-eval": "benchmarks.scoring.official.goal_lmms_eval:lmms_eval_answer"}
 

@@ -39,7 +39,9 @@ def relative_error(pred: float, gt: float) -> float:
     return abs(pred - gt) / abs(gt)
 
 
-def mean_relative_accuracy(pred: float | None, gt: float, thresholds: Sequence[float] = MRA_THRESHOLDS) -> float:
+def mean_relative_accuracy(
+    pred: float | None, gt: float, thresholds: Sequence[float] = MRA_THRESHOLDS
+) -> float:
     """MRA (VSI-Bench): mean over C of 1[relative_error <= 1 - C]. No prediction scores 0.
 
     >>> mean_relative_accuracy(12, 10)  # error 0.2 passes C = 0.50 ... 0.80, fails 0.85 ... 0.95
@@ -58,9 +60,14 @@ def comparable_values(pred: Quantity, gt: Quantity) -> tuple[float, float, str] 
     prediction unit is ignored, with a note, when the ground truth has none.
     """
     if pred.unit is None or gt.unit is None:
-        note = "no units" if pred.unit == gt.unit else (
-            f"prediction borrows the ground truth unit {gt.unit}" if pred.unit is None
-            else f"ground truth has no unit; prediction unit {pred.unit} ignored"
+        note = (
+            "no units"
+            if pred.unit == gt.unit
+            else (
+                f"prediction borrows the ground truth unit {gt.unit}"
+                if pred.unit is None
+                else f"ground truth has no unit; prediction unit {pred.unit} ignored"
+            )
         )
         return pred.value, gt.value, note
     if unit_dimension(pred.unit) != unit_dimension(gt.unit):
@@ -166,10 +173,14 @@ def gaussian_kernel_score(pred: float, gt: float, sigma: float, period: float | 
     return math.exp(-(diff**2) / (2 * sigma**2))
 
 
-def orientation_score(pred: Mapping[str, float], gt: Mapping[str, float], sigma: Mapping[str, float]) -> float:
+def orientation_score(
+    pred: Mapping[str, float], gt: Mapping[str, float], sigma: Mapping[str, float]
+) -> float:
     """Mean Gaussian-kernel score over the ground truth's parameters (pitch/roll/vFOV or azimuth/polar/rotation);
     a parameter the prediction lacks scores 0."""
-    scores = [gaussian_kernel_score(pred[k], v, sigma[k]) if _is_number(pred.get(k)) else 0.0 for k, v in gt.items()]
+    scores = [
+        gaussian_kernel_score(pred[k], v, sigma[k]) if _is_number(pred.get(k)) else 0.0 for k, v in gt.items()
+    ]
     return sum(scores) / len(scores)
 
 

@@ -40,7 +40,12 @@ class ParseResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form for per-sample records."""
-        return {"value": _json_value(self.value), "ok": self.ok, "method": self.method, "explanation": self.explanation}
+        return {
+            "value": _json_value(self.value),
+            "ok": self.ok,
+            "method": self.method,
+            "explanation": self.explanation,
+        }
 
 
 def _json_value(value: object) -> Any:
@@ -95,13 +100,18 @@ def clean_response(text: object) -> str:
     unclosed = _THINK_OPEN.search(body)
     if unclosed:  # an unclosed reasoning block: the answer, if any, is not in it
         body = body[: unclosed.start()]
-    tagged = [body[inner_start:inner_end] for _, inner_start, inner_end, _ in _tag_blocks(body, _ANSWER_OPEN, _ANSWER_CLOSE)]
+    tagged = [
+        body[inner_start:inner_end]
+        for _, inner_start, inner_end, _ in _tag_blocks(body, _ANSWER_OPEN, _ANSWER_CLOSE)
+    ]
     if tagged:
         body = tagged[-1]
     return body.replace("**", "").replace("__", "").strip()
 
 
-def _tag_blocks(text: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> Iterator[tuple[int, int, int, int]]:
+def _tag_blocks(
+    text: str, opening: re.Pattern[str], closing: re.Pattern[str]
+) -> Iterator[tuple[int, int, int, int]]:
     """``(start, inner_start, inner_end, end)`` of each ``<tag>...</tag>`` block, as a lazy regex
     ``<tag>.*?</tag>`` scanning left to right finds them, in linear time: each search starts where the
     previous block ended, and when an opening has no closing after it, no later opening has one either."""
@@ -127,12 +137,16 @@ def bounded(text: str) -> tuple[str, str]:
     """``text`` cut to :data:`MAX_RESPONSE_CHARS`, and a note saying so (``""`` when nothing was cut)."""
     if len(text) <= MAX_RESPONSE_CHARS:
         return text, ""
-    return text[:MAX_RESPONSE_CHARS], f"response of {len(text):,} characters cut to the first {MAX_RESPONSE_CHARS:,}"
+    return text[
+        :MAX_RESPONSE_CHARS
+    ], f"response of {len(text):,} characters cut to the first {MAX_RESPONSE_CHARS:,}"
 
 
 def truncated_result(result: ParseResult, note: str) -> ParseResult:
     """A parse of a cut response: a failure whatever was read (kept in ``value`` to show what it was)."""
-    return ParseResult(result.value, False, "input_truncated", f"{note}; read there: {result.method}, {result.explanation}")
+    return ParseResult(
+        result.value, False, "input_truncated", f"{note}; read there: {result.method}, {result.explanation}"
+    )
 
 
 def bounded_parser(parse: Callable[..., ParseResult]) -> Callable[..., ParseResult]:
@@ -270,7 +284,11 @@ def _by_leading_letter(body: str, letters: tuple[str, ...]) -> ParseResult | Non
         return None  # e.g. "I. ..." or a sentence; let later rules look
     if {m.group(1).upper() for m in _PAREN.finditer(body)} & set(letters) - {letter}:
         return None  # "(a) or (c)": another option is named too
-    return parsed(letter, "leading_letter", f"the response starts with {body[: match.start(3) if match.group(3) else len(body)].strip()!r}")
+    return parsed(
+        letter,
+        "leading_letter",
+        f"the response starts with {body[: match.start(3) if match.group(3) else len(body)].strip()!r}",
+    )
 
 
 def _by_choice_word(body: str, letters: tuple[str, ...]) -> ParseResult | None:
@@ -302,11 +320,15 @@ def _by_option_text(body: str, texts: Mapping[str, str]) -> ParseResult | None:
     exact = [k for k, v in normalized.items() if v == answer]
     if len(exact) == 1:
         return parsed(exact[0], "option_text_exact", f"the response is option {exact[0]}'s text")
-    hits = [k for k, v in normalized.items() if re.search(rf"(?<![a-z0-9]){re.escape(v)}(?![a-z0-9])", answer)]
+    hits = [
+        k for k, v in normalized.items() if re.search(rf"(?<![a-z0-9]){re.escape(v)}(?![a-z0-9])", answer)
+    ]
     # An option whose text lies inside another matched option's text ("left" in "back left") is not a hit.
     hits = [k for k in hits if not any(k != o and normalized[k] in normalized[o] for o in hits)]
     if len(hits) == 1:
-        return parsed(hits[0], "option_text", f"the response contains option {hits[0]}'s text {texts[hits[0]]!r}")
+        return parsed(
+            hits[0], "option_text", f"the response contains option {hits[0]}'s text {texts[hits[0]]!r}"
+        )
     if len(hits) > 1:
         return failed("ambiguous", f"the response contains the texts of options {', '.join(sorted(hits))}")
     return None
@@ -338,7 +360,7 @@ _FOLLOWING_WORD = re.compile(r" ([a-z]+)")
 
 
 def _opens_sentence(body: str, match: re.Match[str]) -> bool:
-    """"A cat ..." at a sentence start is an article; "A and C" or "A, because" is an option letter."""
+    """ "A cat ..." at a sentence start is an article; "A and C" or "A, because" is an option letter."""
     following = _FOLLOWING_WORD.match(body, match.end())  # no slicing: a copy per letter is quadratic
     if following is None or following.group(1) in ("and", "or", "is", "because", "since"):
         return False
@@ -367,7 +389,10 @@ def _by_standalone_letter(body: str, letters: tuple[str, ...]) -> ParseResult | 
 # Multiple-answer sets
 
 _COMPACT = re.compile(r"^[(\[]?([A-Z]{2,8})[)\]]?\.?$")
-_SET_MARKER = re.compile(r"\b(?:final\s+answers?|answers?|correct\s+(?:options|choices|answers))\b(?:\s+(?:is|are))?\s*[:=\-]?", re.IGNORECASE)
+_SET_MARKER = re.compile(
+    r"\b(?:final\s+answers?|answers?|correct\s+(?:options|choices|answers))\b(?:\s+(?:is|are))?\s*[:=\-]?",
+    re.IGNORECASE,
+)
 
 
 @bounded_parser
@@ -426,7 +451,8 @@ def _literal_or_none(span: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
-            warnings.simplefilter("ignore", DeprecationWarning)  # "invalid escape sequence" before Python 3.12
+            # "invalid escape sequence" before Python 3.12
+            warnings.simplefilter("ignore", DeprecationWarning)
             return ast.literal_eval(span)
     except Exception:
         return None
@@ -446,10 +472,16 @@ def _set_from_letters(segment: str, letters: tuple[str, ...]) -> list[str] | Non
 def _set_from_texts(body: str, texts: Mapping[str, str]) -> ParseResult:
     normalized = {k: normalize_text(v) for k, v in texts.items() if normalize_text(v)}
     answer = normalize_text(body)
-    hits = [k for k, v in normalized.items() if re.search(rf"(?<![a-z0-9]){re.escape(v)}(?![a-z0-9])", answer)]
+    hits = [
+        k for k, v in normalized.items() if re.search(rf"(?<![a-z0-9]){re.escape(v)}(?![a-z0-9])", answer)
+    ]
     hits = [k for k in hits if not any(k != o and normalized[k] in normalized[o] for o in hits)]
     if hits:
-        return parsed(tuple(sorted(hits)), "option_texts", f"the response contains the texts of {', '.join(sorted(hits))}")
+        return parsed(
+            tuple(sorted(hits)),
+            "option_texts",
+            f"the response contains the texts of {', '.join(sorted(hits))}",
+        )
     return _no_answer(body, "options")
 
 
@@ -566,11 +598,49 @@ _RANGE_JOIN = re.compile(r"^\s*(?:-|–|—|~|to)\s*$", re.IGNORECASE)
 _SCALAR_TAG = re.compile(
     r"\\?scalar\s*\{\s*([^\s}][^}]*|)\}(?:\s*\\?distance_unit\s*\{\s*([^\s}][^}]*|)\})?", re.IGNORECASE
 )
-_NUMBER_MARKER = re.compile(r"\b(?:final\s+answer|answer|estimate|result)\b(?:\s+is)?\s*[:=\-]?", re.IGNORECASE)
-_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_NUMBER_MARKER = re.compile(
+    r"\b(?:final\s+answer|answer|estimate|result)\b(?:\s+is)?\s*[:=\-]?", re.IGNORECASE
+)
+_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = {
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
 _NUMBER_WORD = re.compile(
-    r"\b(?:(?P<tens>" + "|".join(_TENS) + r")(?:[\s-](?P<unit>" + "|".join(_ONES[1:10]) + r"))?|(?P<ones>" + "|".join(_ONES) + r")|(?P<dozen>a dozen))\b",
+    r"\b(?:(?P<tens>"
+    + "|".join(_TENS)
+    + r")(?:[\s-](?P<unit>"
+    + "|".join(_ONES[1:10])
+    + r"))?|(?P<ones>"
+    + "|".join(_ONES)
+    + r")|(?P<dozen>a dozen))\b",
     re.IGNORECASE,
 )
 
@@ -648,7 +718,9 @@ def parse_number(text: object) -> ParseResult:
     """
     result = _parse_number(text)
     if result.ok and not math.isfinite(result.value.value):
-        return failed("number_out_of_range", f"{result.explanation}: {result.value.value} is not a finite float")
+        return failed(
+            "number_out_of_range", f"{result.explanation}: {result.value.value} is not a finite float"
+        )
     return result
 
 
@@ -661,7 +733,9 @@ def _parse_number(text: object) -> ParseResult:
         return tagged
     markers = list(_NUMBER_MARKER.finditer(body))
     if markers:
-        marked = _quantity_in(body[markers[-1].end() :].split("\n")[0], "answer_marker", "after the answer marker")
+        marked = _quantity_in(
+            body[markers[-1].end() :].split("\n")[0], "answer_marker", "after the answer marker"
+        )
         if marked is not None:
             return marked
     found = _quantity_in(body, "number", "in the response", last=True)
@@ -714,7 +788,10 @@ def _joins_range(text: str, low: _Number, high: _Number) -> bool:
         between = between[span:]
     if _RANGE_JOIN.match(between):
         return True
-    return between.strip().lower() == "and" and re.search(r"between\s*$", text[: low.start], re.IGNORECASE) is not None
+    return (
+        between.strip().lower() == "and"
+        and re.search(r"between\s*$", text[: low.start], re.IGNORECASE) is not None
+    )
 
 
 def _from_words(body: str) -> ParseResult:
@@ -751,7 +828,9 @@ BOX_SCALES = ("auto", "0-1", "0-1000", "pixel")
 
 
 @bounded_parser
-def parse_box(text: object, *, scale: str = "auto", image_size: tuple[float, float] | None = None) -> ParseResult:
+def parse_box(
+    text: object, *, scale: str = "auto", image_size: tuple[float, float] | None = None
+) -> ParseResult:
     """Read an ``[x1, y1, x2, y2]`` box and normalise it to 0-1.
 
     Args:
@@ -770,14 +849,19 @@ def parse_box(text: object, *, scale: str = "auto", image_size: tuple[float, flo
         return _no_answer(body, "box")
     coords, where, problem = _box_coordinates(body)
     if coords is None:
-        return failed("malformed_box" if problem else "no_box", problem or f"no four-number box in {_clip(body)}")
+        return failed(
+            "malformed_box" if problem else "no_box", problem or f"no four-number box in {_clip(body)}"
+        )
     return _normalised_box(coords, where, scale, image_size)
 
 
 def _box_coordinates(body: str) -> tuple[list[float] | None, str, str]:
     """The first well-formed four-number list: labelled ones first, then bare ones."""
     problem = ""
-    for where, chunks in (("labelled", _labelled_chunks(body)), ("bare", (m.group(1) for m in _BOX_BARE.finditer(body)))):
+    for where, chunks in (
+        ("labelled", _labelled_chunks(body)),
+        ("bare", (m.group(1) for m in _BOX_BARE.finditer(body))),
+    ):
         for chunk in chunks:
             parts = [p.strip() for p in chunk[1:-1].split(",")]
             if len(parts) != 4:
@@ -794,20 +878,29 @@ def _labelled_chunks(body: str) -> Iterator[str]:
             yield match.group(1)
 
 
-def _normalised_box(coords: list[float], where: str, scale: str, image_size: tuple[float, float] | None) -> ParseResult:
+def _normalised_box(
+    coords: list[float], where: str, scale: str, image_size: tuple[float, float] | None
+) -> ParseResult:
     chosen = scale
     if scale == "auto":
         top = max(abs(c) for c in coords)
         chosen = "0-1" if top <= 1 else "0-1000" if top <= 1000 else ""
         if not chosen:
-            return failed("box_scale_unknown", f"coordinates {coords} exceed 1000: pixel coordinates? pass the pixel scale")
+            return failed(
+                "box_scale_unknown",
+                f"coordinates {coords} exceed 1000: pixel coordinates? pass the pixel scale",
+            )
     if chosen == "pixel" and image_size is None:
         raise ValueError("parse_box(scale='pixel') needs image_size=(width, height)")
     divisors = {"0-1": (1.0, 1.0), "0-1000": (1000.0, 1000.0), "pixel": image_size}[chosen]
     box = (coords[0] / divisors[0], coords[1] / divisors[1], coords[2] / divisors[0], coords[3] / divisors[1])
     how = f"{where} box {coords} read on the {chosen} scale"
     problem = _box_problem(box)
-    return ParseResult(box, False, "invalid_box", f"{how}; {problem}") if problem else parsed(box, f"box_{chosen}", how)
+    return (
+        ParseResult(box, False, "invalid_box", f"{how}; {problem}")
+        if problem
+        else parsed(box, f"box_{chosen}", how)
+    )
 
 
 def _box_problem(box: tuple[float, float, float, float]) -> str:
@@ -825,25 +918,34 @@ def parse_parameters(text: str, expected: Mapping[str, Any]) -> ParseResult:
     """Named numbers (``"pitch": 3.2``...) from a JSON object or ``name: value`` text; at least one expected."""
     block = outer_braces(text or "")
     values: dict[str, float] = {}
-    in_json: set[str] = set()  # read from the JSON, even when unusable (1e400): no second reading from the text
+    # read from the JSON, even when unusable (1e400): no second reading from the text
+    in_json: set[str] = set()
     if block:
         try:
             data = json.loads(re.sub(r",\s*([}\]])", r"\1", block))
         except (ValueError, RecursionError):  # bad JSON, an int over 4,300 digits, deep nesting
             data = None
         if isinstance(data, dict):
-            found = {k: _finite_float(v) for k, v in data.items() if k in expected and isinstance(v, int | float)}
+            found = {
+                k: _finite_float(v) for k, v in data.items() if k in expected and isinstance(v, int | float)
+            }
             values, in_json = {k: v for k, v in found.items() if v is not None}, set(found)
     for name in expected:
         if name not in values and name not in in_json:
-            match = re.search(rf"[\"']?{re.escape(name)}[\"']?\s*[:=]\s*(-?\d+(?:\.\d+)?)", text or "", re.IGNORECASE)
+            match = re.search(
+                rf"[\"']?{re.escape(name)}[\"']?\s*[:=]\s*(-?\d+(?:\.\d+)?)", text or "", re.IGNORECASE
+            )
             value = _finite_float(match.group(1)) if match else None
             if value is not None:
                 values[name] = value
     if not values:
         return failed("no_parameters", f"none of {', '.join(expected)} found")
     missing = [k for k in expected if k not in values]
-    return parsed(values, "named_numbers", f"missing {', '.join(missing)} (scored 0)" if missing else "all parameters read")
+    return parsed(
+        values,
+        "named_numbers",
+        f"missing {', '.join(missing)} (scored 0)" if missing else "all parameters read",
+    )
 
 
 def _finite_float(value: Any) -> float | None:

@@ -33,7 +33,9 @@ class ScoreFields(_ScoringErrorField):
 
 def no_response() -> ScoreFields:
     """The score fields of an item the model gave no response to (it errored): unscored."""
-    return ScoreFields(score=None, correct=None, parse=None, scorer=None, explanation="no response", metrics={})
+    return ScoreFields(
+        score=None, correct=None, parse=None, scorer=None, explanation="no response", metrics={}
+    )
 
 
 @dataclass(frozen=True)
@@ -84,9 +86,13 @@ def bounded_scorer(score: Callable[[Any, str], SampleScore]) -> Callable[[Any, s
             return score(item, response)
         inner = score(item, kept)
         return SampleScore(
-            None if inner.score is None else 0.0, None if inner.correct is None else False,
-            truncated_result(inner.parse, cut), inner.scorer, f"{cut}: scored 0 ({inner.explanation})", inner.metrics,
-        )  # fmt: skip
+            None if inner.score is None else 0.0,
+            None if inner.correct is None else False,
+            truncated_result(inner.parse, cut),
+            inner.scorer,
+            f"{cut}: scored 0 ({inner.explanation})",
+            inner.metrics,
+        )
 
     return run
 

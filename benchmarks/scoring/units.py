@@ -9,24 +9,58 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-CM_PER_UNIT: dict[str, float] = {"m": 100.0, "cm": 1.0, "mm": 0.1, "km": 100000.0, "in": 2.54, "ft": 30.48, "yd": 91.44}
+CM_PER_UNIT: dict[str, float] = {
+    "m": 100.0,
+    "cm": 1.0,
+    "mm": 0.1,
+    "km": 100000.0,
+    "in": 2.54,
+    "ft": 30.48,
+    "yd": 91.44,
+}
 
 _LENGTH_ALIASES: dict[str, str] = {
-    "m": "m", "meter": "m", "meters": "m", "metre": "m", "metres": "m",
-    "cm": "cm", "centimeter": "cm", "centimeters": "cm", "centimetre": "cm", "centimetres": "cm",
-    "mm": "mm", "millimeter": "mm", "millimeters": "mm", "millimetre": "mm", "millimetres": "mm",
-    "km": "km", "kilometer": "km", "kilometers": "km", "kilometre": "km", "kilometres": "km",
-    "in": "in", "inch": "in", "inches": "in", "″": "in",
-    "ft": "ft", "foot": "ft", "feet": "ft", "′": "ft",
-    "yd": "yd", "yard": "yd", "yards": "yd",
-}  # fmt: skip
+    "m": "m",
+    "meter": "m",
+    "meters": "m",
+    "metre": "m",
+    "metres": "m",
+    "cm": "cm",
+    "centimeter": "cm",
+    "centimeters": "cm",
+    "centimetre": "cm",
+    "centimetres": "cm",
+    "mm": "mm",
+    "millimeter": "mm",
+    "millimeters": "mm",
+    "millimetre": "mm",
+    "millimetres": "mm",
+    "km": "km",
+    "kilometer": "km",
+    "kilometers": "km",
+    "kilometre": "km",
+    "kilometres": "km",
+    "in": "in",
+    "inch": "in",
+    "inches": "in",
+    "″": "in",
+    "ft": "ft",
+    "foot": "ft",
+    "feet": "ft",
+    "′": "ft",
+    "yd": "yd",
+    "yard": "yd",
+    "yards": "yd",
+}
 
 # Longest spellings first so "meters" wins over "m". Plain quote marks are not units: models quote
 # numbers ('3'), so only the prime signs ′ ″ stand for feet and inches.
 _LENGTH_WORDS = sorted((a for a in _LENGTH_ALIASES if a.isalpha()), key=len, reverse=True)
 _LENGTH_RE = r"(?:" + "|".join(_LENGTH_WORDS) + r")"
 UNIT_AFTER_NUMBER = re.compile(
-    r"^\s*(?P<area>(?:sq(?:uare)?\.?\s+)?)(?P<unit>" + _LENGTH_RE + r"|[″′])(?P<power>\^2|²|2(?![\d.]))?(?![A-Za-z])",
+    r"^\s*(?P<area>(?:sq(?:uare)?\.?\s+)?)(?P<unit>"
+    + _LENGTH_RE
+    + r"|[″′])(?P<power>\^2|²|2(?![\d.]))?(?![A-Za-z])",
     re.IGNORECASE,
 )
 
@@ -63,7 +97,7 @@ def read_unit(text_after_number: str) -> tuple[str | None, int]:
 
 
 def _inch_is_unit(rest: str) -> bool:
-    """"3 in" is inches only at the end of a clause, not in "3 in the room"."""
+    """ "3 in" is inches only at the end of a clause, not in "3 in the room"."""
     return re.match(r"^\s*(?:$|[.,;:!?)\]}])", rest) is not None
 
 
@@ -84,9 +118,7 @@ def to_centimetres(quantity: Quantity) -> float:
 
 
 _QUESTION_UNIT = re.compile(
-    r"\b(?:in|measured in|units? of|answer in)\s+(?P<area>square\s+)?(?P<unit>"
-    + _LENGTH_RE
-    + r")\b",
+    r"\b(?:in|measured in|units? of|answer in)\s+(?P<area>square\s+)?(?P<unit>" + _LENGTH_RE + r")\b",
     re.IGNORECASE,
 )
 

@@ -33,11 +33,16 @@ def _main(argv: list[str] | None = None) -> int:
     if result.summary.get("headline_note"):
         print(f"note: {result.summary['headline_note']}")
     counts = result.summary["counts"]
-    print(f"items: {counts['items']} ({counts['completed']} completed, {counts['errors']} errored); {result.summary['status']}")
+    print(
+        f"items: {counts['items']} ({counts['completed']} completed, {counts['errors']} errored); {result.summary['status']}"
+    )
     print(f"results: {result.out_dir}")
     if result.summary["status"] != "complete" and not config.allow_errors:
-        print("error: the run is incomplete (see the counts above); --resume retries errored items, "
-              "--allow-errors exits 0 anyway", file=sys.stderr)  # fmt: skip
+        print(
+            "error: the run is incomplete (see the counts above); --resume retries errored items, "
+            "--allow-errors exits 0 anyway",
+            file=sys.stderr,
+        )
         return EXIT_UNITS_ERRORED
     return 0
 

@@ -59,10 +59,23 @@ def run_ablation(config: AblationConfig) -> dict[str, Any]:
     rows: dict[str, dict[str, float]] = {}
     overall: dict[str, float] = {}
     for tools in sets:
-        result = run(RunConfig(bench="spatialscore", data=config.data, output=root, model=config.model, api_base=config.api_base,
-                               policy="agent", agent_paradigm=config.agent_paradigm, agent_tools=tools, run_name=tools,
-                               agent_depth_model=config.depth_model if tools == "learned" else None,
-                               limit=config.limit, plot=False, oracle_error_rate=config.oracle_error_rate))  # fmt: skip
+        result = run(
+            RunConfig(
+                bench="spatialscore",
+                data=config.data,
+                output=root,
+                model=config.model,
+                api_base=config.api_base,
+                policy="agent",
+                agent_paradigm=config.agent_paradigm,
+                agent_tools=tools,
+                run_name=tools,
+                agent_depth_model=config.depth_model if tools == "learned" else None,
+                limit=config.limit,
+                plot=False,
+                oracle_error_rate=config.oracle_error_rate,
+            )
+        )
         rows[tools] = by_kind(result.records)
         overall[tools] = result.summary["headline"]["overall"]
     report = compare(rows, overall, config)
@@ -76,22 +89,40 @@ def by_kind(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     scores: dict[str, list[float]] = defaultdict(list)
     for record in records:
         if record.get("error") is None and record.get("score") is not None:
-            scores[str((record.get("tags") or {}).get("subcategory", "unknown"))].append(100.0 * float(record["score"]))
+            scores[str((record.get("tags") or {}).get("subcategory", "unknown"))].append(
+                100.0 * float(record["score"])
+            )
     return {kind: sum(v) / len(v) for kind, v in sorted(scores.items())}
 
 
-def compare(rows: Mapping[str, Mapping[str, float]], overall: Mapping[str, float], config: AblationConfig) -> dict[str, Any]:
+def compare(
+    rows: Mapping[str, Mapping[str, float]], overall: Mapping[str, float], config: AblationConfig
+) -> dict[str, Any]:
     """Per kind: each tool set's score, reasoning error (100 - truth) and perception error (truth - set)."""
     kinds = sorted({k for row in rows.values() for k in row})
     table = []
     for kind in [*kinds, "overall"]:
         scores = {t: (overall[t] if kind == "overall" else rows[t].get(kind)) for t in rows}
         truth = scores["truth"]
-        entry: dict[str, Any] = {"kind": kind, "scores": scores, "reasoning_error": None if truth is None else 100.0 - truth}
-        entry["perception_error"] = {t: (None if truth is None or s is None else truth - s) for t, s in scores.items() if t != "truth"}
+        entry: dict[str, Any] = {
+            "kind": kind,
+            "scores": scores,
+            "reasoning_error": None if truth is None else 100.0 - truth,
+        }
+        entry["perception_error"] = {
+            t: (None if truth is None or s is None else truth - s) for t, s in scores.items() if t != "truth"
+        }
         table.append(entry)
-    return {"model": config.model, "paradigm": config.agent_paradigm, "data": str(config.data), "tool_sets": list(rows), "table": table,
-            "notes": ["reasoning_error = 100 - score with truth tools; perception_error[X] = truth score - score with tool set X"]}  # fmt: skip
+    return {
+        "model": config.model,
+        "paradigm": config.agent_paradigm,
+        "data": str(config.data),
+        "tool_sets": list(rows),
+        "table": table,
+        "notes": [
+            "reasoning_error = 100 - score with truth tools; perception_error[X] = truth score - score with tool set X"
+        ],
+    }
 
 
 def markdown(report: Mapping[str, Any]) -> str:
@@ -99,10 +130,20 @@ def markdown(report: Mapping[str, Any]) -> str:
     sets = report["tool_sets"]
     others = [s for s in sets if s != "truth"]
     head = ["kind", *sets, "reasoning error", *(f"perception error ({s})" for s in others)]
-    lines = [f"# SpatialAgent ablation: {report['model']}, {report['paradigm']}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [
+        f"# SpatialAgent ablation: {report['model']}, {report['paradigm']}",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     fmt = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731
     for row in report["table"]:
-        cells = [row["kind"], *(fmt(row["scores"][s]) for s in sets), fmt(row["reasoning_error"]), *(fmt(row["perception_error"][s]) for s in others)]
+        cells = [
+            row["kind"],
+            *(fmt(row["scores"][s]) for s in sets),
+            fmt(row["reasoning_error"]),
+            *(fmt(row["perception_error"][s]) for s in others),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join([*lines, "", *report["notes"]]) + "\n"
 

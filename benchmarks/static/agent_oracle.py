@@ -31,7 +31,9 @@ from benchmarks.static.items import StaticItem
 from policies.agent.oracle_core import AgentCoreOracle
 from policies.backends.base import Message
 
-_ROTATION_DEG = 5.0  # a relative pose rotating more than this about some axis is a rotation, else a translation
+_ROTATION_DEG = (
+    5.0  # a relative pose rotating more than this about some axis is a rotation, else a translation
+)
 _ASKED_SIDE = re.compile(r"\bto the (left|right) of\b", re.IGNORECASE)
 
 
@@ -52,8 +54,14 @@ def task_of(item: StaticItem, truth: Mapping[str, Any], names: Mapping[str, str]
     t = truth["truth"]
     ids = t.get("entities") or ([t["entity"]] if "entity" in t else [])
     asked = _ASKED_SIDE.search(item.question)
-    return Task(truth["kind"], tuple(names[i] for i in ids if i in names), item.task, dict(item.options), t.get("noun"),
-                asked.group(1).lower() if asked and item.task == "judgment" else None)  # fmt: skip
+    return Task(
+        truth["kind"],
+        tuple(names[i] for i in ids if i in names),
+        item.task,
+        dict(item.options),
+        t.get("noun"),
+        asked.group(1).lower() if asked and item.task == "judgment" else None,
+    )
 
 
 def plan_for(task: Task) -> list[dict[str, Any]]:
@@ -96,7 +104,12 @@ def guess(task: Task) -> str:
 
 def _derive(task: Task, evidence: Sequence[Mapping[str, Any]]) -> str | None:
     if task.kind in ("absolute_depth", "relative_depth"):
-        depths = {r["object"]: r["depth"] for e in evidence for r in e.get("results", []) if r.get("depth") is not None}
+        depths = {
+            r["object"]: r["depth"]
+            for e in evidence
+            for r in e.get("results", [])
+            if r.get("depth") is not None
+        }
         if task.kind == "absolute_depth":
             return f"{depths[task.names[0]]:.2f} meters"
         nearer = min(task.names, key=lambda n: depths[n])
@@ -117,7 +130,9 @@ def _derive(task: Task, evidence: Sequence[Mapping[str, Any]]) -> str | None:
         return _letter(task, str(next(e["count"] for e in evidence if "count" in e)))
     if task.kind == "camera_motion":
         pose = next(e for e in evidence if "output" in e)
-        extrinsic = np.asarray(next(o["extrinsic"] for o in pose["output"] if o["image_index"] == 1), dtype=float)
+        extrinsic = np.asarray(
+            next(o["extrinsic"] for o in pose["output"] if o["image_index"] == 1), dtype=float
+        )
         return _letter(task, CAMERA_MOTION_TEXT[motion_primitive(extrinsic)])
     return None
 
@@ -128,9 +143,17 @@ def motion_primitive(extrinsic: np.ndarray) -> Primitive:
     moved_R, moved_t = R.T, -R.T @ t  # the second camera's pose in the first camera's frame
     angles = np.degrees(axes_from_rotation(moved_R))
     if np.abs(angles).max() > _ROTATION_DEG:
-        category, axis, sign = Category.ROTATION, int(np.argmax(np.abs(angles))), int(np.sign(angles[np.argmax(np.abs(angles))]))
+        category, axis, sign = (
+            Category.ROTATION,
+            int(np.argmax(np.abs(angles))),
+            int(np.sign(angles[np.argmax(np.abs(angles))])),
+        )
     else:
-        category, axis, sign = Category.TRANSLATION, int(np.argmax(np.abs(moved_t))), int(np.sign(moved_t[np.argmax(np.abs(moved_t))]))
+        category, axis, sign = (
+            Category.TRANSLATION,
+            int(np.argmax(np.abs(moved_t))),
+            int(np.sign(moved_t[np.argmax(np.abs(moved_t))])),
+        )
     return next(p for p in CAMERA_MOTION_TEXT if p.category is category and p.axis == axis and p.sign == sign)
 
 

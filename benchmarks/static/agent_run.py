@@ -51,21 +51,41 @@ class ItemEpisode:
     item: StaticItem
     truth: Mapping[str, Any]
     scenes: Any
+
+
 AGENT_MAX_NEW_TOKENS = 4096  # the paper's per-call budget for agent roles (Appendix B.1)
 
 
 class AgentAnswerer:
     """Answers benchmark items with a :class:`SpatialAgent`, writing each item's trace."""
 
-    def __init__(self, backend: Backend, tools: str, config: AgentConfig, data: Path, out_dir: Path, video_frames: int,
-                 depth_model: Path | None = None, *, detector_model: Path | None = None, segmenter_model: Path | None = None,
-                 matcher_model: Path | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        backend: Backend,
+        tools: str,
+        config: AgentConfig,
+        data: Path,
+        out_dir: Path,
+        video_frames: int,
+        depth_model: Path | None = None,
+        *,
+        detector_model: Path | None = None,
+        segmenter_model: Path | None = None,
+        matcher_model: Path | None = None,
+    ) -> None:
         if tools not in TOOL_SETS:
             raise InputError(f"--agent-tools must be one of {', '.join(TOOL_SETS)} (got {tools!r})")
-        models = {"depth": depth_model, "detector": detector_model, "segmenter": segmenter_model, "matcher": matcher_model}
+        models = {
+            "depth": depth_model,
+            "detector": detector_model,
+            "segmenter": segmenter_model,
+            "matcher": matcher_model,
+        }
         if (tools == "learned") != any(m is not None for m in models.values()):
-            raise InputError("--agent-tools learned needs a local model folder (--agent-depth-model, --agent-detector-model, "
-                             "--agent-segmenter-model or --agent-matcher-model), and only it takes them")  # fmt: skip
+            raise InputError(
+                "--agent-tools learned needs a local model folder (--agent-depth-model, --agent-detector-model, "
+                "--agent-segmenter-model or --agent-matcher-model), and only it takes them"
+            )
         self.backend, self.privileged = backend, bool(getattr(backend, "privileged", False))
         self.truth: dict[str, dict[str, Any]] = {}
         self.scenes: Any = None
@@ -73,13 +93,22 @@ class AgentAnswerer:
             from benchmarks.static.agent_truth import SimScenes, min_pixels_of, read_truth
 
             self.truth, self.scenes = read_truth(data), SimScenes(min_pixels_of(data))
+        backends = self._tool_backends(tools, models)
+        self.agent = SpatialAgent(backend, Toolbox(backends), config)
+        self.tools, self.trace_path, self.video_frames = tools, out_dir / "traces.jsonl", video_frames
+
+    def _tool_backends(self, tools: str, models: dict[str, Path | None]) -> list[Any]:
+        """The tool backends of ``--agent-tools``: learned models, OpenCV, the simulator's truth."""
         backends: list[Any] = []
         if tools == "learned":
             from benchmarks.static.agent_truth import SimTruthTools
             from policies.agent.learned_tools import learned_backends
 
             try:
-                backends += learned_backends(**{k: None if v is None else str(v) for k, v in models.items()}, regions=SimTruthTools(self.scenes))
+                backends += learned_backends(
+                    **{k: None if v is None else str(v) for k, v in models.items()},
+                    regions=SimTruthTools(self.scenes),
+                )
             except (ValueError, OSError) as error:
                 raise InputError(f"--agent-tools learned: {error}") from None
         if tools in ("cv", "mixed", "learned"):
@@ -88,13 +117,14 @@ class AgentAnswerer:
             from benchmarks.static.agent_truth import SimTruthTools
 
             backends.append(SimTruthTools(self.scenes))
-        self.agent = SpatialAgent(backend, Toolbox(backends), config)
-        self.tools, self.trace_path, self.video_frames = tools, out_dir / "traces.jsonl", video_frames
+        return backends
 
     def describe(self) -> dict[str, Any]:
         return {**self.agent.describe(), "tool_set": self.tools}
 
-    def ask(self, items: Sequence[StaticItem], item_prompts: Sequence[Prompt]) -> list[tuple[str | None, str | None, dict[str, Any]]]:
+    def ask(
+        self, items: Sequence[StaticItem], item_prompts: Sequence[Prompt]
+    ) -> list[tuple[str | None, str | None, dict[str, Any]]]:
         """``(response, error, generation info)`` per item; a failure on one item is recorded on it."""
         out = []
         with self.trace_path.open("a", encoding="utf-8") as sink:
@@ -103,26 +133,53 @@ class AgentAnswerer:
                     result = self._answer(item, prompt)
                 except InputError:
                     raise
-                except Exception as error:  # recorded on the item (errored, retried by --resume), the run goes on
+                except (
+                    Exception
+                ) as error:  # recorded on the item (errored, retried by --resume), the run goes on
                     out.append((None, f"agent failed: {type(error).__name__}: {str(error)[:300]}", {}))
                     continue
-                sink.write(json.dumps({"item_id": item.item_id, "response": result.response, "answered": result.answered,
-                                       "counters": result.counters, "trace": result.trace}, ensure_ascii=False, default=_plain) + "\n")  # fmt: skip
+                sink.write(
+                    json.dumps(
+                        {
+                            "item_id": item.item_id,
+                            "response": result.response,
+                            "answered": result.answered,
+                            "counters": result.counters,
+                            "trace": result.trace,
+                        },
+                        ensure_ascii=False,
+                        default=_plain,
+                    )
+                    + "\n"
+                )
                 info = {"agent": result.counters, "completion_tokens": result.counters["completion_tokens"]}
-                failure = next((e["error"] for e in reversed(result.trace) if e.get("error") and e["role"] != "tool"), "no response")
-                out.append((result.response, None if result.response is not None else f"agent core failed: {failure}", info))
+                failure = next(
+                    (e["error"] for e in reversed(result.trace) if e.get("error") and e["role"] != "tool"),
+                    "no response",
+                )
+                out.append(
+                    (
+                        result.response,
+                        None if result.response is not None else f"agent core failed: {failure}",
+                        info,
+                    )
+                )
         return out
 
     def _answer(self, item: StaticItem, prompt: Prompt) -> Any:
         images = [np.asarray(image.convert("RGB")) for image in load_media(prompt.media, self.video_frames)]
         truth = self.truth.get(item.item_id)
         if self.truth and truth is None:
-            raise InputError(f"item {item.item_id}: no record in the set's ground_truth.jsonl; the data and truth files differ")
+            raise InputError(
+                f"item {item.item_id}: no record in the set's ground_truth.jsonl; the data and truth files differ"
+            )
         if self.privileged:
             self._start_item(item, truth)
         question = prompt.text if prompt.preamble is None else f"{prompt.preamble}\n{prompt.text}"
         meta = {"intrinsics": _calibration(truth["camera"])} if truth is not None else {}
-        return self.agent.answer(question, images, truth if self.tools in ("truth", "mixed", "learned") else None, meta)
+        return self.agent.answer(
+            question, images, truth if self.tools in ("truth", "mixed", "learned") else None, meta
+        )
 
     def _start_item(self, item: StaticItem, truth: Mapping[str, Any] | None) -> None:
         """A privileged backend (one that answers from the simulator's truth) hears each item with its truth
@@ -141,7 +198,9 @@ def _calibration(camera: Mapping[str, Any]) -> list[list[float]]:
     camera's owner knows, so the OpenCV pose may use it (it is not the pose)."""
     from envs.navigation.camera import Intrinsics
 
-    return Intrinsics(int(camera["width"]), int(camera["height"]), float(camera["fovy_deg"])).matrix().tolist()
+    return (
+        Intrinsics(int(camera["width"]), int(camera["height"]), float(camera["fovy_deg"])).matrix().tolist()
+    )
 
 
 def _plain(value: object) -> Any:
@@ -167,6 +226,11 @@ def sum_counters(counters: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 total[key] += value
     out: dict[str, Any] = dict(sorted(total.items()))
     out["items"], out["stopped"] = len(counters), dict(stopped)
-    out["injected_unusable_in_tool_call_roles"] = sum(v for k, v in total.items() if k.startswith("injected.") and k.endswith(".unusable")
-                                                      and k.split(".")[1] in ("planner", "observer", "react_summarizer"))  # fmt: skip
+    out["injected_unusable_in_tool_call_roles"] = sum(
+        v
+        for k, v in total.items()
+        if k.startswith("injected.")
+        and k.endswith(".unusable")
+        and k.split(".")[1] in ("planner", "observer", "react_summarizer")
+    )
     return out

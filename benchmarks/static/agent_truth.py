@@ -26,8 +26,10 @@ def read_truth(data: Path) -> dict[str, dict[str, Any]]:
     """Truth records by item id (the item ``index``) from the ``ground_truth.jsonl`` next to ``data``."""
     path = (data if data.is_dir() else data.parent) / TRUTH_FILE
     if not path.is_file():
-        raise InputError(f"simulator-truth tools need {path}: run them on a set written by "
-                         "'python -m benchmarks.static generate', or choose --agent-tools cv")  # fmt: skip
+        raise InputError(
+            f"simulator-truth tools need {path}: run them on a set written by "
+            "'python -m benchmarks.static generate', or choose --agent-tools cv"
+        )
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return {str(r["index"]): r for r in records}
 
@@ -52,11 +54,16 @@ class SimScenes(TruthScenes):
             return
         scene = generate_scene(int(truth["home_seed"]))
         if scene_key(scene) != truth["scene_key"]:
-            raise ToolError("backend_error", f"home seed {truth['home_seed']} no longer builds scene {truth['scene_key']} (generator changed)")
+            raise ToolError(
+                "backend_error",
+                f"home seed {truth['home_seed']} no longer builds scene {truth['scene_key']} (generator changed)",
+            )
         camera = truth["camera"]
         self._use(key, scene, truth["cameras_c2w"], (camera["width"], camera["height"], camera["fovy_deg"]))
 
     def prepare(self, context: ToolContext) -> None:
         if not isinstance(context.privileged, Mapping) or "cameras_c2w" not in context.privileged:
-            raise ToolError("unavailable", "simulator truth exists only for generated items (no truth record)")
+            raise ToolError(
+                "unavailable", "simulator truth exists only for generated items (no truth record)"
+            )
         self.load(context.privileged)

@@ -32,7 +32,9 @@ class Answered(Protocol):
 
 def to_messages(prompt: Prompt, video_frames: int) -> list[Message]:
     """OpenAI-style messages: an optional preamble turn, then the images and the text in one user turn."""
-    content: list[dict[str, Any]] = [{"type": "image", "image": image} for image in load_media(prompt.media, video_frames)]
+    content: list[dict[str, Any]] = [
+        {"type": "image", "image": image} for image in load_media(prompt.media, video_frames)
+    ]
     content.append({"type": "text", "text": prompt.text})
     preamble = [{"role": prompt.preamble_role, "content": prompt.preamble}] if prompt.preamble else []
     return [*preamble, {"role": "user", "content": content}]
@@ -50,19 +52,29 @@ def judge_messages(prompt: str) -> list[Message]:
     return [{"role": "user", "content": prompt}]
 
 
-def build_backend(config: RunConfig, max_new_tokens: int, *, items: Sequence[StaticItem] = (), model: str | None = None,
-                  api_base: str | None = None, truth: Any = None) -> Backend:  # fmt: skip
+def build_backend(
+    config: RunConfig,
+    max_new_tokens: int,
+    *,
+    items: Sequence[StaticItem] = (),
+    model: str | None = None,
+    api_base: str | None = None,
+    truth: Any = None,
+) -> Backend:
     """The model under test (``model=None``) or another one (the judge) from ``make_backend``; the stand-in gets
     ``truth``, by default the gold answers of ``items`` written as the run's prompt style asks."""
     try:
         from policies.backends.factory import make_backend
     except ImportError as error:
-        raise InputError(f"policies.backends.factory is not available ({error}); install the 'mllm' extra") from None
+        raise InputError(
+            f"policies.backends.factory is not available ({error}); install the 'mllm' extra"
+        ) from None
     name = model or config.model
     kwargs: dict[str, Any] = {"config": GenerationConfig(max_new_tokens=max_new_tokens)}
     if name == ANSWER_KEY_MODEL:  # never cached; short answers get the short-answer error kinds
         kwargs.update(cache=False, error_kinds=ANSWER_ERROR_KINDS)
-        if model is None and config.policy == "agent":  # the agent's calls are JSON tool calls and tagged answers
+        # the agent's calls are JSON tool calls and tagged answers
+        if model is None and config.policy == "agent":
             from benchmarks.static.agent_run import AGENT_ERROR_KINDS
 
             kwargs["error_kinds"] = AGENT_ERROR_KINDS
@@ -76,7 +88,9 @@ def build_backend(config: RunConfig, max_new_tokens: int, *, items: Sequence[Sta
     return make_backend(name, **kwargs)
 
 
-def build_judge(config: RunConfig, items: Sequence[StaticItem], predictions: Mapping[str, Answered]) -> Backend:
+def build_judge(
+    config: RunConfig, items: Sequence[StaticItem], predictions: Mapping[str, Answered]
+) -> Backend:
     """The LLM judge of ``--judge-model``; a perfect judge (``answer-key``) replies what the mode says it would."""
     truth = None
     if config.judge_model == ANSWER_KEY_MODEL:
@@ -84,9 +98,12 @@ def build_judge(config: RunConfig, items: Sequence[StaticItem], predictions: Map
         if mode.judge_gold is not None:
             truth = AnswerKey(_judge_pairs(mode, items, predictions))
         elif mode.judge_score is not None:  # a mode without a judge never asks it
-            raise ValueError(f"--judge-model answer-key: the {mode.name} mode does not say what a perfect judge replies")
-    return build_backend(config, JUDGE_MAX_NEW_TOKENS, model=config.judge_model, api_base=config.judge_api_base,
-                         truth=truth)
+            raise ValueError(
+                f"--judge-model answer-key: the {mode.name} mode does not say what a perfect judge replies"
+            )
+    return build_backend(
+        config, JUDGE_MAX_NEW_TOKENS, model=config.judge_model, api_base=config.judge_api_base, truth=truth
+    )
 
 
 def _truth(config: RunConfig, items: Sequence[StaticItem]) -> Any:
@@ -106,12 +123,17 @@ def _gold_pairs(config: RunConfig, items: Sequence[StaticItem]) -> Iterator[tupl
         yield to_messages(spec.build_prompt(item, style), config.video_frames), spec.gold_answer(item, style)
 
 
-def _judge_pairs(mode: ScoringMode, items: Sequence[StaticItem],
-                 predictions: Mapping[str, Answered]) -> Iterator[tuple[list[Message], str]]:  # fmt: skip
+def _judge_pairs(
+    mode: ScoringMode, items: Sequence[StaticItem], predictions: Mapping[str, Answered]
+) -> Iterator[tuple[list[Message], str]]:
     assert mode.judge_gold is not None
     for item in items:
         prediction = predictions.get(item.item_id)
         response = (prediction.response or "") if prediction is not None else ""
-        prompt = judge_request(mode, item, response) if prediction is not None and prediction.error is None else None
+        prompt = (
+            judge_request(mode, item, response)
+            if prediction is not None and prediction.error is None
+            else None
+        )
         if prompt is not None:
             yield judge_messages(prompt), mode.judge_gold(item, response)

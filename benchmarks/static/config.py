@@ -96,8 +96,12 @@ class RunConfig:
 
     def agent_models(self) -> dict[str, Path | None]:
         """The learned tools' model folders by flag."""
-        return {"--agent-depth-model": self.agent_depth_model, "--agent-detector-model": self.agent_detector_model,
-                "--agent-segmenter-model": self.agent_segmenter_model, "--agent-matcher-model": self.agent_matcher_model}  # fmt: skip
+        return {
+            "--agent-depth-model": self.agent_depth_model,
+            "--agent-detector-model": self.agent_detector_model,
+            "--agent-segmenter-model": self.agent_segmenter_model,
+            "--agent-matcher-model": self.agent_matcher_model,
+        }
 
     def validate(self) -> None:
         """Check combinations the types cannot express, with the fix in the message."""
@@ -108,29 +112,20 @@ class RunConfig:
         if self.score_only is None and not self.model:
             raise InputError("--model is required to query a model (or pass --score-only PREDICTIONS.jsonl)")
         if self.policy not in ("mllm", "agent"):
-            raise InputError(f"--policy {self.policy!r}: static benchmarks are answered by an MLLM (--policy mllm) or SpatialAgent (--policy agent)")
+            raise InputError(
+                f"--policy {self.policy!r}: static benchmarks are answered by an MLLM (--policy mllm) or SpatialAgent (--policy agent)"
+            )
         if self.policy == "agent":
-            if self.agent_paradigm not in ("plan-execute", "react"):
-                raise InputError(f"--agent-paradigm must be plan-execute or react (got {self.agent_paradigm!r})")
-            if self.agent_tools not in ("truth", "cv", "mixed", "learned", "none"):
-                raise InputError(f"--agent-tools must be truth, cv, mixed, learned or none (got {self.agent_tools!r})")
-            given = [flag for flag, value in self.agent_models().items() if value is not None]
-            if self.agent_tools == "learned" and not given:
-                raise InputError("--agent-tools learned needs a local model folder: --agent-depth-model, --agent-detector-model, "
-                                 "--agent-segmenter-model or --agent-matcher-model")  # fmt: skip
-            if self.agent_tools != "learned" and given:
-                raise InputError(f"{', '.join(given)} only go with --agent-tools learned")
-            if min(self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens) < 1:
-                raise InputError("--agent-max-attempts, --agent-max-turns and --agent-max-tokens must be at least 1")
-            if self.score_only is not None:
-                raise InputError("--policy agent asks a model; --score-only rescores saved predictions with any policy (drop --policy agent)")
+            self._validate_agent()
         self._validate_for_benchmark()
         if self.limit is not None and self.limit < 1:
             raise InputError("--limit must be at least 1")
         if self.batch_size < 1:
             raise InputError("--batch-size must be at least 1")
         if self.max_consecutive_errors < 0:
-            raise InputError(f"--max-consecutive-errors must be at least 0 (0: never stop), got {self.max_consecutive_errors}")
+            raise InputError(
+                f"--max-consecutive-errors must be at least 0 (0: never stop), got {self.max_consecutive_errors}"
+            )
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise InputError(f"--max-new-tokens must be at least 1 (got {self.max_new_tokens})")
         if not 0.0 <= self.oracle_error_rate <= 1.0:
@@ -138,6 +133,30 @@ class RunConfig:
         if self.oracle_error_rate and self.model != ANSWER_KEY_MODEL:
             raise InputError("--oracle-error-rate applies to --model answer-key only")
 
+    def _validate_agent(self) -> None:
+        """The SpatialAgent flags (``--policy agent``)."""
+        if self.agent_paradigm not in ("plan-execute", "react"):
+            raise InputError(f"--agent-paradigm must be plan-execute or react (got {self.agent_paradigm!r})")
+        if self.agent_tools not in ("truth", "cv", "mixed", "learned", "none"):
+            raise InputError(
+                f"--agent-tools must be truth, cv, mixed, learned or none (got {self.agent_tools!r})"
+            )
+        given = [flag for flag, value in self.agent_models().items() if value is not None]
+        if self.agent_tools == "learned" and not given:
+            raise InputError(
+                "--agent-tools learned needs a local model folder: --agent-depth-model, --agent-detector-model, "
+                "--agent-segmenter-model or --agent-matcher-model"
+            )
+        if self.agent_tools != "learned" and given:
+            raise InputError(f"{', '.join(given)} only go with --agent-tools learned")
+        if min(self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens) < 1:
+            raise InputError(
+                "--agent-max-attempts, --agent-max-turns and --agent-max-tokens must be at least 1"
+            )
+        if self.score_only is not None:
+            raise InputError(
+                "--policy agent asks a model; --score-only rescores saved predictions with any policy (drop --policy agent)"
+            )
 
     def _validate_for_benchmark(self) -> None:
         """The scoring mode, prompt style and ``--model answer-key`` are ones the chosen benchmark has."""
@@ -145,14 +164,25 @@ class RunConfig:
 
         spec = get_benchmark(self.bench)
         if self.mode not in spec.modes:
-            raise InputError(f"--mode {self.mode}: {self.bench} has no such scoring mode; choose one of "
-                             f"{', '.join(spec.modes)}")
+            raise InputError(
+                f"--mode {self.mode}: {self.bench} has no such scoring mode; choose one of "
+                f"{', '.join(spec.modes)}"
+            )
         if self.prompt_style is not None and self.prompt_style not in spec.prompt_styles:
-            raise InputError(f"--prompt-style {self.prompt_style}: {self.bench} has no such prompt style; choose one "
-                             f"of {', '.join(spec.prompt_styles)}")
-        if self.model == ANSWER_KEY_MODEL and self.score_only is None and spec.gold_answer is None and self.policy != "agent":
-            raise InputError(f"--model answer-key: {self.bench} does not say how its gold answer is written, so the "
-                             f"stand-in cannot answer it; pass a real --model")
+            raise InputError(
+                f"--prompt-style {self.prompt_style}: {self.bench} has no such prompt style; choose one "
+                f"of {', '.join(spec.prompt_styles)}"
+            )
+        if (
+            self.model == ANSWER_KEY_MODEL
+            and self.score_only is None
+            and spec.gold_answer is None
+            and self.policy != "agent"
+        ):
+            raise InputError(
+                f"--model answer-key: {self.bench} does not say how its gold answer is written, so the "
+                f"stand-in cannot answer it; pass a real --model"
+            )
 
     def preflight(self) -> None:
         """Before the first question (nothing loaded): the data is there, a local model is a checkpoint folder or
@@ -165,8 +195,10 @@ class RunConfig:
             check_path("--score-only", self.score_only, kind="predictions file")
             check_path("--weights", self.weights, kind="weight-tree file")
             check_path("--image-root", self.image_root, kind="folder")
-            for flag, model, api_base in (("--model", self.model, self.api_base),
-                                          ("--judge-model", self.judge_model, self.judge_api_base)):
+            for flag, model, api_base in (
+                ("--model", self.model, self.api_base),
+                ("--judge-model", self.judge_model, self.judge_api_base),
+            ):
                 if (flag == "--model" and self.score_only is not None) or model in (None, ANSWER_KEY_MODEL):
                     continue
                 if api_base:

@@ -66,10 +66,14 @@ def data_files(path: str | Path) -> list[Path]:
     """The data files at ``path``: the file itself, or every JSON/JSONL/parquet file below a directory."""
     path = Path(path)
     if not path.exists():
-        raise DataError(f"data path {path} does not exist; pass --data with the benchmark's JSON/JSONL/parquet file or folder")
+        raise DataError(
+            f"data path {path} does not exist; pass --data with the benchmark's JSON/JSONL/parquet file or folder"
+        )
     if path.is_file():
         if path.suffix.lower() not in DATA_SUFFIXES:
-            raise DataError(f"{path}: unsupported file type {path.suffix!r}; expected one of {', '.join(DATA_SUFFIXES)}")
+            raise DataError(
+                f"{path}: unsupported file type {path.suffix!r}; expected one of {', '.join(DATA_SUFFIXES)}"
+            )
         return [path]
     found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in DATA_SUFFIXES)
     if not found:
@@ -110,7 +114,9 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError as error:
-        raise DataError(f"reading {path} needs pyarrow: pip install 'spatial-arena[static]' ({error})") from None
+        raise DataError(
+            f"reading {path} needs pyarrow: pip install 'spatial-arena[static]' ({error})"
+        ) from None
     return pq.read_table(path).to_pylist()
 
 
@@ -119,7 +125,9 @@ def require_fields(row: Mapping[str, Any], fields: Iterable[str], where: str, be
     missing = [f for f in fields if f not in row or row[f] is None]
     if missing:
         present = ", ".join(sorted(row)) or "none"
-        raise DataError(f"{where}: missing field(s) {', '.join(missing)} for a {benchmark} item (fields present: {present})")
+        raise DataError(
+            f"{where}: missing field(s) {', '.join(missing)} for a {benchmark} item (fields present: {present})"
+        )
 
 
 def first_present(row: Mapping[str, Any], names: Sequence[str]) -> Any:
@@ -139,7 +147,9 @@ def item_ids(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[str
     seen: dict[str, int] = {}
     for position, item_id in enumerate(ids):
         if item_id in seen:
-            raise DataError(f"item id {item_id!r} appears at rows {seen[item_id]} and {position}; ids must be unique")
+            raise DataError(
+                f"item id {item_id!r} appears at rows {seen[item_id]} and {position}; ids must be unique"
+            )
         seen[item_id] = position
     return ids
 
@@ -168,7 +178,9 @@ class MediaRoot:
         return str(path)
 
 
-def choose_media_root(data_path: Path, explicit: Path | None, sample: str | None, check: bool, extra: Sequence[str] = ()) -> MediaRoot:
+def choose_media_root(
+    data_path: Path, explicit: Path | None, sample: str | None, check: bool, extra: Sequence[str] = ()
+) -> MediaRoot:
     """The media root: ``explicit`` if given, else the first of the data folder, its ``extra`` sub-folders
     and its parent where ``sample`` (one item's media path) exists."""
     if explicit is not None:
@@ -184,7 +196,9 @@ def choose_media_root(data_path: Path, explicit: Path | None, sample: str | None
             return MediaRoot(candidate, check)
     if check:
         tried = ", ".join(str(c / sample) for c in candidates)
-        raise DataError(f"media file {sample!r} of the first item not found (tried {tried}); pass --image-root")
+        raise DataError(
+            f"media file {sample!r} of the first item not found (tried {tried}); pass --image-root"
+        )
     return MediaRoot(base, check)
 
 

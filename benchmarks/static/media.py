@@ -41,7 +41,9 @@ def video_frames(path: str, count: int) -> list[Any]:
     try:
         import imageio.v3 as iio
     except ImportError as error:
-        raise InputError(f"reading video {path} needs imageio[ffmpeg]: pip install imageio imageio-ffmpeg ({error})") from None
+        raise InputError(
+            f"reading video {path} needs imageio[ffmpeg]: pip install imageio imageio-ffmpeg ({error})"
+        ) from None
     from PIL import Image
 
     frames = iio.imread(path, plugin="pyav") if _has_pyav() else iio.imread(path)

@@ -53,7 +53,9 @@ def load(path: Path, options: LoadOptions) -> list[StaticItem]:
     rows = [row for f in data_files(path) for row in read_rows(f)]
     ids = item_ids(rows, ("id", "index"))
     sample = next((row["image_path"] for row in rows if isinstance(row.get("image_path"), str)), None)
-    media_root = choose_media_root(Path(path), options.image_root, sample, options.check_media, extra=("images", "data/images"))
+    media_root = choose_media_root(
+        Path(path), options.image_root, sample, options.check_media, extra=("images", "data/images")
+    )
     return [_item(row, item_id, i, media_root) for i, (row, item_id) in enumerate(zip(rows, ids))]
 
 
@@ -66,19 +68,39 @@ def _item(row: Mapping[str, Any], item_id: str, index: int, media_root: MediaRoo
     try:
         key = answer_key_letters(str(row["answer"]))[0].upper()
     except ValueError:
-        raise DataError(f"{where}: answer {row['answer']!r} does not start with an option such as '(a)'") from None
+        raise DataError(
+            f"{where}: answer {row['answer']!r} does not start with an option such as '(a)'"
+        ) from None
     box = _gt_box(row["bbox"], where)
     media = _media(row, media_root, where)
     hop, view = _hop(row["hop"], where), str(row["view"]).lower()
-    meta = {"key": key, "answer_text": str(row["answer"]), "gt_xywh": box, "image_size": _image_size(row, media, where)}
+    meta = {
+        "key": key,
+        "answer_text": str(row["answer"]),
+        "gt_xywh": box,
+        "image_size": _image_size(row, media, where),
+    }
     return StaticItem(
-        benchmark=NAME, item_id=item_id, index=index, question=str(row["question"]), answer=row["answer"], task="mcq_box",
-        options=options, media=media, category=f"{hop}Hop-{view.capitalize()}", tags={"hop": hop, "view": view}, meta=meta,
-    )  # fmt: skip
+        benchmark=NAME,
+        item_id=item_id,
+        index=index,
+        question=str(row["question"]),
+        answer=row["answer"],
+        task="mcq_box",
+        options=options,
+        media=media,
+        category=f"{hop}Hop-{view.capitalize()}",
+        tags={"hop": hop, "view": view},
+        meta=meta,
+    )
 
 
 def _gt_box(value: object, where: str) -> list[float]:
-    if not isinstance(value, list | tuple) or len(value) != 4 or not all(isinstance(v, int | float) for v in value):
+    if (
+        not isinstance(value, list | tuple)
+        or len(value) != 4
+        or not all(isinstance(v, int | float) for v in value)
+    ):
         raise DataError(f"{where}: bbox must be four numbers [x, y, w, h] in pixels (got {value!r})")
     return [float(v) for v in value]
 
@@ -112,7 +134,9 @@ def _image_size(row: Mapping[str, Any], media: tuple[str | bytes, ...], where: s
 
         return image_size(media[0])
     except (OSError, ValueError) as error:
-        raise DataError(f"{where}: no image_resolution and the image cannot be read ({error}); IoU needs the size") from None
+        raise DataError(
+            f"{where}: no image_resolution and the image cannot be read ({error}); IoU needs the size"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -140,7 +164,9 @@ def clean_question(question: str) -> str:
 
 def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
     """``paper`` (= lmms-eval): normalised ``bbox_2d`` answer format; ``repo``: the repository's format."""
-    return Prompt(clean_question(item.question) + (_REPO_FORMAT if style == "repo" else _PAPER_FORMAT), item.media)
+    return Prompt(
+        clean_question(item.question) + (_REPO_FORMAT if style == "repo" else _PAPER_FORMAT), item.media
+    )
 
 
 def gold_answer(item: StaticItem, style: str = "paper") -> str:
@@ -150,7 +176,11 @@ def gold_answer(item: StaticItem, style: str = "paper") -> str:
     asked for normalised coordinates writes it; its IoU with the unclipped truth is then just below 1."""
     box = ", ".join(plain_number(min(max(v, 0.0), 1.0)) for v in _gt_unit_box(item))
     answer = f"Answer: {item.meta['answer_text'].strip()}"
-    return f"{answer}\nBounding Box: [{box}]" if style == "repo" else f'{answer}\nBounding Box: {{"bbox_2d": [{box}]}}'
+    return (
+        f"{answer}\nBounding Box: [{box}]"
+        if style == "repo"
+        else f'{answer}\nBounding Box: {{"bbox_2d": [{box}]}}'
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -170,23 +200,41 @@ def score_project(item: StaticItem, response: str) -> SampleScore:
     box = parse_box(response)
     truth = _gt_unit_box(item)
     overlap, generalized = (iou(box.value, truth), giou(box.value, truth)) if box.ok else (0.0, -1.0)
-    metrics = {"iou": overlap, "giou": generalized, "hit_50": hit_at_iou(correct, overlap), "box_parse": box.to_dict()}
-    why = f"read {answer.value!r}, key {item.meta['key']!r}; IoU {overlap:.4f}" + ("" if box.ok else f" ({box.method})")
+    metrics = {
+        "iou": overlap,
+        "giou": generalized,
+        "hit_50": hit_at_iou(correct, overlap),
+        "box_parse": box.to_dict(),
+    }
+    why = f"read {answer.value!r}, key {item.meta['key']!r}; IoU {overlap:.4f}" + (
+        "" if box.ok else f" ({box.method})"
+    )
     return SampleScore(float(correct), correct, answer, "mcq_box", why, metrics)
 
 
 def _official_metrics(record: official.HopRecord) -> dict[str, Any]:
-    return {"prediction": record.prediction, "pred_letter": record.pred_letter, "answer_letter": record.answer_letter,
-            "pred_box": record.pred_box, "iou": record.iou, "correct": record.correct, "error": record.error}  # fmt: skip
+    return {
+        "prediction": record.prediction,
+        "pred_letter": record.pred_letter,
+        "answer_letter": record.answer_letter,
+        "pred_box": record.pred_box,
+        "iou": record.iou,
+        "correct": record.correct,
+        "error": record.error,
+    }
 
 
-def _score_with(scorer: Callable[..., official.HopRecord], name: str, drops_unread: bool) -> Callable[[StaticItem, str], SampleScore]:
+def _score_with(
+    scorer: Callable[..., official.HopRecord], name: str, drops_unread: bool
+) -> Callable[[StaticItem, str], SampleScore]:
     @bounded_scorer
     def score(item: StaticItem, response: str) -> SampleScore:
         width, height = item.meta["image_size"]
         record = scorer(response, item.meta["answer_text"], item.meta["gt_xywh"], width, height)
         read = record.pred_letter is not None
-        parse = ParseResult(record.prediction, read, "answer_patterns", record.error or f"read {record.prediction!r}")
+        parse = ParseResult(
+            record.prediction, read, "answer_patterns", record.error or f"read {record.prediction!r}"
+        )
         if record.error:
             parse = failed("scorer_error", record.error)
         value = None if drops_unread and not (read and record.answer_letter) else float(record.correct)
@@ -205,7 +253,9 @@ def _by_hop_view(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
         groups[record["category"]].append(record)
-    return dict(sorted(groups.items(), key=lambda kv: (_ORDER.index(kv[0]) if kv[0] in _ORDER else 99, kv[0])))
+    return dict(
+        sorted(groups.items(), key=lambda kv: (_ORDER.index(kv[0]) if kv[0] in _ORDER else 99, kv[0]))
+    )
 
 
 def _project_numbers(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -226,19 +276,31 @@ def _pct(value: float | None) -> float | None:
     return None if value is None else 100.0 * value
 
 
-def summarize_project(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summarize_project(
+    items: Sequence[StaticItem],
+    records: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """MCQ accuracy, Acc@50IoU and average IoU over MCQ-correct samples, all over every item."""
     headline = _project_numbers(records)
     rows = [{"hop_view": k, **_project_numbers(v)} for k, v in _by_hop_view(records).items()]
-    notes = ["every item counts in every denominator; avg_iou and avg_giou are over MCQ-correct items",
-             "a missing or invalid box counts as IoU 0 (GIoU -1, reward 0)"]  # fmt: skip
+    notes = [
+        "every item counts in every denominator; avg_iou and avg_giou are over MCQ-correct items",
+        "a missing or invalid box counts as IoU 0 (GIoU -1, reward 0)",
+    ]
     return _summary(headline, records, rows, notes)
 
 
-def _official_summary(aggregate: Callable[[list[official.HopRecord]], dict[str, Any]], note: str, iou_scale: float) -> Callable[..., dict[str, Any]]:
+def _official_summary(
+    aggregate: Callable[[list[official.HopRecord]], dict[str, Any]], note: str, iou_scale: float
+) -> Callable[..., dict[str, Any]]:
     """Summaries from a public scorer's aggregation; ``iou_scale`` brings its avg IoU to percent."""
 
-    def summarize(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def summarize(
+        items: Sequence[StaticItem],
+        records: Sequence[Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         def numbers(group: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             printed = aggregate([official.HopRecord(**_hop_fields(r)) for r in group])
             return {"n": len(group), **printed, "avg_iou": printed["avg_iou"] * iou_scale}
@@ -251,11 +313,23 @@ def _official_summary(aggregate: Callable[[list[official.HopRecord]], dict[str, 
 
 def _hop_fields(record: Mapping[str, Any]) -> dict[str, Any]:
     m = record["metrics"]
-    return {"prediction": m["prediction"], "pred_letter": m["pred_letter"], "answer_letter": m["answer_letter"],
-            "correct": m["correct"], "pred_box": m["pred_box"], "iou": m["iou"], "error": m["error"]}  # fmt: skip
+    return {
+        "prediction": m["prediction"],
+        "pred_letter": m["pred_letter"],
+        "answer_letter": m["answer_letter"],
+        "correct": m["correct"],
+        "pred_box": m["pred_box"],
+        "iou": m["iou"],
+        "error": m["error"],
+    }
 
 
-def _summary(headline: dict[str, Any], records: Sequence[Mapping[str, Any]], rows: list[dict[str, Any]], notes: list[str]) -> dict[str, Any]:
+def _summary(
+    headline: dict[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    rows: list[dict[str, Any]],
+    notes: list[str],
+) -> dict[str, Any]:
     columns = list(rows[0]) if rows else ["hop_view"]
     return {
         "headline": headline,
@@ -269,26 +343,58 @@ def _summary(headline: dict[str, Any], records: Sequence[Mapping[str, Any]], row
 
 REFERENCE = {
     "source": "MultihopSpatial paper, Table 1 (overall Acc / Acc@50IoU / avg IoU, %)",
-    "rows": {"Qwen3-VL-4B-Instruct": [37.8, 31.0, 69.9], "Gemini-3-Pro": [64.7, 40.6, 55.0], "GPT-5.2": [19.3, 2.0, 11.8]},
+    "rows": {
+        "Qwen3-VL-4B-Instruct": [37.8, 31.0, 69.9],
+        "Gemini-3-Pro": [64.7, 40.6, 55.0],
+        "GPT-5.2": [19.3, 2.0, 11.8],
+    },
 }
 
 
 def spec() -> BenchmarkSpec:
     """The registered MultihopSpatial benchmark."""
-    project = ScoringMode(PROJECT_MODE, "project parsers: option texts, 0-1/0-1000 boxes, exact IoU, all items counted", score_project, summarize_project)
+    project = ScoringMode(
+        PROJECT_MODE,
+        "project parsers: option texts, 0-1/0-1000 boxes, exact IoU, all items counted",
+        score_project,
+        summarize_project,
+    )
     repo = ScoringMode(
-        "multihop-repo", "the repository's benchmark script", _score_with(official.score_repo, "multihop-repo", True),
-        _official_summary(official.summarize_repo, "repository script: accuracy and Acc@50IoU over items with a readable answer (the script prints avg IoU on 0-1; shown here in percent)", 100.0),
+        "multihop-repo",
+        "the repository's benchmark script",
+        _score_with(official.score_repo, "multihop-repo", True),
+        _official_summary(
+            official.summarize_repo,
+            "repository script: accuracy and Acc@50IoU over items with a readable answer (the script prints avg IoU on 0-1; shown here in percent)",
+            100.0,
+        ),
         prompt_style="repo",
-        differences=("refusals leave the denominators", "IoU even for invalid boxes", "IoU rounded to 4 decimals before the 0.5 test",
-                     "a malformed box number (1.2.3) makes the item an error"),
-    )  # fmt: skip
+        differences=(
+            "refusals leave the denominators",
+            "IoU even for invalid boxes",
+            "IoU rounded to 4 decimals before the 0.5 test",
+            "a malformed box number (1.2.3) makes the item an error",
+        ),
+    )
     lmms = ScoringMode(
-        "multihop-lmms-eval", "lmms-eval's multihopspatial task", _score_with(official.score_lmms, "multihop-lmms-eval", False),
+        "multihop-lmms-eval",
+        "lmms-eval's multihopspatial task",
+        _score_with(official.score_lmms, "multihop-lmms-eval", False),
         _official_summary(official.summarize_lmms, "lmms-eval: every item in every denominator", 1.0),
-        differences=("no IoU for invalid boxes (they drop out of avg IoU)", "IoU rounded to 4 decimals before the 0.5 test"),
-    )  # fmt: skip
+        differences=(
+            "no IoU for invalid boxes (they drop out of avg IoU)",
+            "IoU rounded to 4 decimals before the 0.5 test",
+        ),
+    )
     modes = {m.name: m for m in (project, repo, lmms)}
-    return BenchmarkSpec(NAME, "MultihopSpatial", load, build_prompt, modes, prompt_styles=("paper", "repo"), max_new_tokens=512,
-                         reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
-
+    return BenchmarkSpec(
+        NAME,
+        "MultihopSpatial",
+        load,
+        build_prompt,
+        modes,
+        prompt_styles=("paper", "repo"),
+        max_new_tokens=512,
+        reference=REFERENCE,
+        gold_answer=gold_answer,
+    )

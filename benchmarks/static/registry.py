@@ -56,7 +56,9 @@ class ScoringMode:
     name: str
     description: str
     score: Callable[[StaticItem, str], SampleScore]
-    summarize: Callable[[Sequence[StaticItem], Sequence[Mapping[str, Any]], Mapping[str, Any]], dict[str, Any]]
+    summarize: Callable[
+        [Sequence[StaticItem], Sequence[Mapping[str, Any]], Mapping[str, Any]], dict[str, Any]
+    ]
     prompt_style: str = "paper"
     judge_prompt: Callable[[StaticItem, str], str | None] = lambda item, response: None
     judge_score: Callable[[StaticItem, str, str], JudgeScore] | None = None

@@ -23,7 +23,9 @@ def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """Indented JSON (non-finite floats become null)."""
-    path.write_text(json.dumps(_finite(data), indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(_finite(data), indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8"
+    )
 
 
 def _finite(value: object) -> Any:
@@ -55,7 +57,9 @@ def markdown_table(table: Mapping[str, Any]) -> str:
 def write_csv(path: Path, table: Mapping[str, Any]) -> None:
     """A table as CSV (full precision, empty cells for missing values)."""
     with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=table["columns"], extrasaction="ignore", lineterminator="\n")
+        writer = csv.DictWriter(
+            handle, fieldnames=table["columns"], extrasaction="ignore", lineterminator="\n"
+        )
         writer.writeheader()
         for row in table["rows"]:
             writer.writerow({c: ("" if row.get(c) is None else row.get(c)) for c in table["columns"]})
@@ -64,9 +68,21 @@ def write_csv(path: Path, table: Mapping[str, Any]) -> None:
 def summary_markdown(title: str, summary: Mapping[str, Any], context: Mapping[str, Any]) -> str:
     """The human-readable summary: headline numbers, counts, judge, tables, notes."""
     counts = summary["counts"]
-    coverage = {"status": summary.get("status", "complete"), "items": counts.get("items"),
-                "completed": counts.get("completed"), "errored": counts.get("errors")}  # fmt: skip
-    parts = [f"# {title}", "", _key_values(context), "", "## Headline (%)", "", _key_values({**summary["headline"], **coverage})]
+    coverage = {
+        "status": summary.get("status", "complete"),
+        "items": counts.get("items"),
+        "completed": counts.get("completed"),
+        "errored": counts.get("errors"),
+    }
+    parts = [
+        f"# {title}",
+        "",
+        _key_values(context),
+        "",
+        "## Headline (%)",
+        "",
+        _key_values({**summary["headline"], **coverage}),
+    ]
     if summary.get("headline_note"):
         parts += ["", f"Why this headline differs from the project's: {summary['headline_note']}"]
     parts += ["", "## Counts", "", _key_values(summary["counts"])]
@@ -82,7 +98,10 @@ def summary_markdown(title: str, summary: Mapping[str, Any], context: Mapping[st
 
 
 def _key_values(values: Mapping[str, Any]) -> str:
-    return "\n".join(f"- **{k}**: {_cell(v) if not isinstance(v, Mapping) else json.dumps(v, sort_keys=True)}" for k, v in values.items())
+    return "\n".join(
+        f"- **{k}**: {_cell(v) if not isinstance(v, Mapping) else json.dumps(v, sort_keys=True)}"
+        for k, v in values.items()
+    )
 
 
 def write_tables(folder: Path, tables: Mapping[str, Mapping[str, Any]]) -> list[Path]:

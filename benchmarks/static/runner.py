@@ -72,7 +72,9 @@ def run(config: RunConfig, backend: Backend | None = None, judge: Backend | None
     mode = spec.mode(config.mode)
     style = config.prompt_style or mode.prompt_style
     if style not in spec.prompt_styles:
-        raise ValueError(f"{spec.name} has no prompt style {style!r}; choose one of {', '.join(spec.prompt_styles)}")
+        raise ValueError(
+            f"{spec.name} has no prompt style {style!r}; choose one of {', '.join(spec.prompt_styles)}"
+        )
     all_items = spec.load(config.data, LoadOptions(config.image_root, check_media=config.score_only is None))
     items = all_items[: config.limit] if config.limit else all_items
     out_dir = run_folder(config)
@@ -102,7 +104,11 @@ def run_folder(config: RunConfig) -> Path:
     name = config.run_name
     if name is None:
         if config.score_only is not None:
-            stem = config.score_only.parent.name if config.score_only.stem in ("predictions", "samples") else config.score_only.stem
+            stem = (
+                config.score_only.parent.name
+                if config.score_only.stem in ("predictions", "samples")
+                else config.score_only.stem
+            )
             name = f"{_slug(stem)}-rescored"
         else:
             name = _slug(str(config.model).rstrip("/").split("/")[-1])
@@ -126,11 +132,21 @@ def _data_digest(path: Path) -> dict[str, Any]:
     return {"path": str(path), "files": len(files), "sha256": digest.hexdigest()}
 
 
-def start_manifest(config: RunConfig, spec: BenchmarkSpec, mode: ScoringMode, style: str, out_dir: Path, n_items: int) -> dict[str, Any]:
+def start_manifest(
+    config: RunConfig, spec: BenchmarkSpec, mode: ScoringMode, style: str, out_dir: Path, n_items: int
+) -> dict[str, Any]:
     """Write ``manifest.json`` (status "running"); a resumed run must match the earlier one."""
-    manifest = build_manifest(spec.name, config, {"mode": mode.name, "prompt_style": style,
-                                                 "data": _data_digest(config.data), "items": n_items,
-                                                 "status": "running"})
+    manifest = build_manifest(
+        spec.name,
+        config,
+        {
+            "mode": mode.name,
+            "prompt_style": style,
+            "data": _data_digest(config.data),
+            "items": n_items,
+            "status": "running",
+        },
+    )
     path = out_dir / "manifest.json"
     predictions = out_dir / "predictions.jsonl"
     if config.resume and (path.is_file() or predictions.is_file()):
@@ -145,20 +161,38 @@ def start_manifest(config: RunConfig, spec: BenchmarkSpec, mode: ScoringMode, st
 
 def _is_prediction_line(row: Any) -> bool:
     """A ``predictions.jsonl`` line as :func:`predict` writes it."""
-    return (isinstance(row, dict) and isinstance(row.get("item_id"), str)
-            and isinstance(row.get("response"), (str, type(None))) and isinstance(row.get("error"), (str, type(None))))
+    return (
+        isinstance(row, dict)
+        and isinstance(row.get("item_id"), str)
+        and isinstance(row.get("response"), (str, type(None)))
+        and isinstance(row.get("error"), (str, type(None)))
+    )
 
 
 def _check_resumable(previous: Mapping[str, Any], current: Mapping[str, Any], out_dir: Path) -> None:
     for key in ("benchmark", "prompt_style"):
         if previous.get(key) != current.get(key):
-            raise ValueError(f"cannot resume {out_dir}: it ran {key}={previous.get(key)!r}, this run asks {current.get(key)!r}")
+            raise ValueError(
+                f"cannot resume {out_dir}: it ran {key}={previous.get(key)!r}, this run asks {current.get(key)!r}"
+            )
     if previous["config"].get("model") != current["config"].get("model"):
-        raise ValueError(f"cannot resume {out_dir}: it ran model {previous['config'].get('model')!r}; use another --run-name")
-    for key in ("policy", "agent_paradigm", "agent_tools", "agent_depth_model", "agent_detector_model", "agent_segmenter_model",
-                "agent_matcher_model"):  # an agent run is its tools and paradigm too
+        raise ValueError(
+            f"cannot resume {out_dir}: it ran model {previous['config'].get('model')!r}; use another --run-name"
+        )
+    # an agent run is its tools and paradigm too
+    for key in (
+        "policy",
+        "agent_paradigm",
+        "agent_tools",
+        "agent_depth_model",
+        "agent_detector_model",
+        "agent_segmenter_model",
+        "agent_matcher_model",
+    ):
         if key in previous["config"] and previous["config"][key] != current["config"].get(key):
-            raise InputError(f"cannot resume {out_dir}: it ran {key.replace('_', '-')}={previous['config'][key]!r}; use another --run-name")
+            raise InputError(
+                f"cannot resume {out_dir}: it ran {key.replace('_', '-')}={previous['config'][key]!r}; use another --run-name"
+            )
     data = previous.get("data")
     if not isinstance(data, dict) or data.get("sha256") != current["data"]["sha256"]:
         raise ValueError(f"cannot resume {out_dir}: the data file changed since the run started")
@@ -191,7 +225,9 @@ def read_predictions(path: Path, items: Sequence[StaticItem]) -> dict[str, Predi
             predictions[item_id] = prediction
     unknown = sorted(set(predictions) - {item.item_id for item in items})
     if unknown:
-        raise DataError(f"{path}: {len(unknown)} predictions name items not in the data (e.g. {unknown[:5]}); check --data and --bench")
+        raise DataError(
+            f"{path}: {len(unknown)} predictions name items not in the data (e.g. {unknown[:5]}); check --data and --bench"
+        )
     return predictions
 
 
@@ -213,13 +249,50 @@ def _prediction(row: Mapping[str, Any]) -> Prediction:
     return Prediction(response, None, row.get("generation"))
 
 
+def _answer_chunk(
+    chunk: Sequence[StaticItem],
+    spec: BenchmarkSpec,
+    style: str,
+    config: RunConfig,
+    agent: Any,
+    backend: Backend | None,
+) -> list[Prediction]:
+    """The answers to one batch of items, from the agent when there is one, else from the backend."""
+    if agent is not None:  # the agent reads the same prompts; its answer goes to the same scorer
+        return [
+            Prediction(*answer)
+            for answer in agent.ask(chunk, [spec.build_prompt(item, style) for item in chunk])
+        ]
+    conversations = [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk]
+    return _ask(backend, conversations)
+
+
+def _prediction_line(item: StaticItem, answer: Prediction) -> str:
+    """The ``predictions.jsonl`` line of one answer."""
+    record = {
+        "item_id": item.item_id,
+        "response": answer.response,
+        "error": answer.error,
+        "generation": answer.generation,
+    }
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
 def predict(
-    items: Sequence[StaticItem], spec: BenchmarkSpec, style: str, config: RunConfig, backend: Backend | None, out_dir: Path, manifest: dict[str, Any]
+    items: Sequence[StaticItem],
+    spec: BenchmarkSpec,
+    style: str,
+    config: RunConfig,
+    backend: Backend | None,
+    out_dir: Path,
+    manifest: dict[str, Any],
 ) -> dict[str, Prediction]:
     """Ask the model about every item without an answer yet, appending to ``predictions.jsonl``."""
     path = out_dir / "predictions.jsonl"
     if path.is_file() and not config.resume:
-        raise ValueError(f"{out_dir} already holds predictions; pass --resume to continue that run or --run-name for a new one")
+        raise ValueError(
+            f"{out_dir} already holds predictions; pass --resume to continue that run or --run-name for a new one"
+        )
     done = read_predictions(path, items) if path.is_file() else {}
     todo = [item for item in items if item.item_id not in done or done[item.item_id].error is not None]
     if todo:
@@ -231,22 +304,23 @@ def predict(
     agent = _agent(config, backend, out_dir) if todo and config.policy == "agent" else None
     if agent is not None:
         manifest["agent"] = agent.describe()
-    streak = ErrorStreak(config.max_consecutive_errors, what="items",
-                         endpoint=describe_endpoint({"model": config.model, "api_base": config.api_base}))
+    streak = ErrorStreak(
+        config.max_consecutive_errors,
+        what="items",
+        endpoint=describe_endpoint({"model": config.model, "api_base": config.api_base}),
+    )
     with path.open("a", encoding="utf-8") as sink:
         for chunk in _chunks(todo, config.batch_size):
-            if agent is not None:  # the agent reads the same prompts; its answer goes to the same scorer
-                answers = [Prediction(*answer) for answer in agent.ask(chunk, [spec.build_prompt(item, style) for item in chunk])]
-            else:
-                conversations = [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk]
-                answers = _ask(backend, conversations)
+            answers = _answer_chunk(chunk, spec, style, config, agent, backend)
             for item, answer in zip(chunk, answers):
                 done[item.item_id] = answer
-                sink.write(json.dumps({"item_id": item.item_id, "response": answer.response, "error": answer.error,
-                                       "generation": answer.generation}, ensure_ascii=False) + "\n")  # fmt: skip
+                sink.write(_prediction_line(item, answer))
                 streak.add(answer.error)
             sink.flush()
-            _progress(sum(1 for item in items if item.item_id in done and done[item.item_id].error is None), len(items))
+            _progress(
+                sum(1 for item in items if item.item_id in done and done[item.item_id].error is None),
+                len(items),
+            )
             streak.check()  # after the whole batch is saved
     if agent is not None:
         agent.close()
@@ -258,10 +332,21 @@ def _agent(config: RunConfig, backend: Backend, out_dir: Path) -> Any:
     from benchmarks.static.agent_run import AgentAnswerer
     from policies.agent import AgentConfig
 
-    agent_config = AgentConfig(config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens)
-    return AgentAnswerer(backend, config.agent_tools, agent_config, config.data, out_dir, config.video_frames, config.agent_depth_model,
-                         detector_model=config.agent_detector_model, segmenter_model=config.agent_segmenter_model,
-                         matcher_model=config.agent_matcher_model)  # fmt: skip
+    agent_config = AgentConfig(
+        config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens
+    )
+    return AgentAnswerer(
+        backend,
+        config.agent_tools,
+        agent_config,
+        config.data,
+        out_dir,
+        config.video_frames,
+        config.agent_depth_model,
+        detector_model=config.agent_detector_model,
+        segmenter_model=config.agent_segmenter_model,
+        matcher_model=config.agent_matcher_model,
+    )
 
 
 def generation_budget(config: RunConfig, spec: BenchmarkSpec) -> int:
@@ -295,8 +380,12 @@ def _ask(backend: Backend, conversations: list[list[Message]]) -> list[Predictio
 
 
 def _as_prediction(generation: Generation) -> Prediction:
-    info = {"latency_s": generation.latency_s, "prompt_tokens": generation.prompt_tokens,
-            "completion_tokens": generation.completion_tokens, "cached": generation.cached}  # fmt: skip
+    info = {
+        "latency_s": generation.latency_s,
+        "prompt_tokens": generation.prompt_tokens,
+        "completion_tokens": generation.completion_tokens,
+        "cached": generation.cached,
+    }
     if generation.injected_error is not None:  # a stand-in's seeded error, checked against the parse counts
         info["injected_error"] = generation.injected_error
     return Prediction(generation.text, None, info)
@@ -316,12 +405,25 @@ def _short(value: Any) -> Any:
 
 def make_record(item: StaticItem, mode: ScoringMode, prediction: Prediction) -> SampleRecord:
     """The per-sample record: item identity, response, and the rule-based score (or the error)."""
-    scored = no_response() if prediction.error is not None else safe_score(item, mode, prediction.response or "")
+    scored = (
+        no_response() if prediction.error is not None else safe_score(item, mode, prediction.response or "")
+    )
     generation = None if prediction.generation is None else dict(prediction.generation)
-    record = SampleRecord(index=item.index, item_id=item.item_id, benchmark=item.benchmark, mode=mode.name,
-                          category=item.category, tags=dict(item.tags), task=item.task, answer=_short(item.answer),
-                          response=prediction.response, generation=generation, judge=None, error=prediction.error,
-                          **scored)
+    record = SampleRecord(
+        index=item.index,
+        item_id=item.item_id,
+        benchmark=item.benchmark,
+        mode=mode.name,
+        category=item.category,
+        tags=dict(item.tags),
+        task=item.task,
+        answer=_short(item.answer),
+        response=prediction.response,
+        generation=generation,
+        judge=None,
+        error=prediction.error,
+        **scored,
+    )
     injected = (prediction.generation or {}).get("injected_error")
     if prediction.error is None and injected is not None:
         record["injected_error"] = injected
@@ -341,9 +443,16 @@ def safe_score(item: StaticItem, mode: ScoringMode, response: str) -> ScoreField
     except Exception:  # the mode cannot even score an empty answer: a bare record
         record = cast(ScoreFields, {"metrics": {}})  # its score fields follow, after metrics as before
     failure = failed("scoring_error", f"the scorer raised on this answer: {why}")
-    record.update({"score": 0.0, "correct": False if record.get("correct") is not None else None, "parse": failure.to_dict(),
-                   "scorer": record.get("scorer") or mode.name, "explanation": f"scored 0: the scorer raised {why}",
-                   "scoring_error": why})
+    record.update(
+        {
+            "score": 0.0,
+            "correct": False if record.get("correct") is not None else None,
+            "parse": failure.to_dict(),
+            "scorer": record.get("scorer") or mode.name,
+            "explanation": f"scored 0: the scorer raised {why}",
+            "scoring_error": why,
+        }
+    )
     return record
 
 
@@ -351,20 +460,36 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
-def score_items(items: Sequence[StaticItem], predictions: Mapping[str, Prediction], mode: ScoringMode, judge: Backend | None, out_dir: Path) -> list[SampleRecord]:
+def score_items(
+    items: Sequence[StaticItem],
+    predictions: Mapping[str, Prediction],
+    mode: ScoringMode,
+    judge: Backend | None,
+    out_dir: Path,
+) -> list[SampleRecord]:
     """Score every item that has a prediction; judge the ones the mode sends to a judge."""
-    records = [make_record(item, mode, predictions[item.item_id]) for item in items if item.item_id in predictions]
+    records = [
+        make_record(item, mode, predictions[item.item_id]) for item in items if item.item_id in predictions
+    ]
     by_id = {item.item_id: item for item in items}
     if judge is not None and mode.judge_score is not None:
         _judge_records(records, by_id, mode, judge, out_dir)
     else:
         for record in records:
-            if record["error"] is None and judge_request(mode, by_id[record["item_id"]], record["response"] or ""):
+            if record["error"] is None and judge_request(
+                mode, by_id[record["item_id"]], record["response"] or ""
+            ):
                 record["needs_judge"] = True
     return records
 
 
-def _judge_records(records: list[SampleRecord], by_id: Mapping[str, StaticItem], mode: ScoringMode, judge: Backend, out_dir: Path) -> None:
+def _judge_records(
+    records: list[SampleRecord],
+    by_id: Mapping[str, StaticItem],
+    mode: ScoringMode,
+    judge: Backend,
+    out_dir: Path,
+) -> None:
     cache_path = out_dir / "judgments.jsonl"
     cache = _read_judgments(cache_path)
     judge_id = json.dumps(judge.describe(), sort_keys=True, default=str)
@@ -377,28 +502,40 @@ def _judge_records(records: list[SampleRecord], by_id: Mapping[str, StaticItem],
             key = hashlib.sha256((judge_id + prompt).encode()).hexdigest()
             if key not in cache:
                 cache[key] = _judge_reply(judge, prompt)
-                sink.write(json.dumps({"key": key, "item_id": item.item_id, **cache[key]}, ensure_ascii=False) + "\n")
+                sink.write(
+                    json.dumps({"key": key, "item_id": item.item_id, **cache[key]}, ensure_ascii=False) + "\n"
+                )
             reply = cache[key]
             verdict = _judge_verdict(mode, item, record["response"] or "", reply["reply"])
-            record["judge"] = verdict.to_dict() if verdict else {"score": None, "ok": False, "explanation": reply["error"]}
+            record["judge"] = (
+                verdict.to_dict() if verdict else {"score": None, "ok": False, "explanation": reply["error"]}
+            )
             record["judge"]["reply"] = reply["reply"]
 
 
-def _judge_verdict(mode: ScoringMode, item: StaticItem, response: str, reply: str | None) -> JudgeScore | None:
+def _judge_verdict(
+    mode: ScoringMode, item: StaticItem, response: str, reply: str | None
+) -> JudgeScore | None:
     """The judge's verdict; a reply the mode cannot read (it raises) is an unusable verdict, not a crash."""
     if reply is None or mode.judge_score is None:
         return None
     try:
         return mode.judge_score(item, response, reply)
     except Exception as error:  # an unreadable judge reply is counted as unusable in the judge section
-        return JudgeScore(None, False, f"the judge reply could not be read: {type(error).__name__}: {_clip(str(error))}")
+        return JudgeScore(
+            None, False, f"the judge reply could not be read: {type(error).__name__}: {_clip(str(error))}"
+        )
 
 
 def _read_judgments(path: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return {row["key"]: {"reply": row.get("reply"), "error": row.get("error")} for row in rows if row.get("reply") is not None}
+    return {
+        row["key"]: {"reply": row.get("reply"), "error": row.get("error")}
+        for row in rows
+        if row.get("reply") is not None
+    }
 
 
 def _judge_reply(judge: Backend, prompt: str) -> dict[str, Any]:
@@ -412,8 +549,14 @@ def _judge_reply(judge: Backend, prompt: str) -> dict[str, Any]:
 # Summary and files
 
 
-def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem], records: Sequence[SampleRecord],
-              config: RunConfig, predictions: Mapping[str, Prediction]) -> StaticSummary:  # fmt: skip
+def summarize(
+    spec: BenchmarkSpec,
+    mode: ScoringMode,
+    items: Sequence[StaticItem],
+    records: Sequence[SampleRecord],
+    config: RunConfig,
+    predictions: Mapping[str, Prediction],
+) -> StaticSummary:
     """The mode's summary over the completed items, plus coverage: errored items (no answer: the backend
     failed), items without predictions, answers the scorer could not handle, samples that needed a judge,
     a stand-in's injected errors. A run with errored or missing items is marked incomplete."""
@@ -433,7 +576,9 @@ def summarize(spec: BenchmarkSpec, mode: ScoringMode, items: Sequence[StaticItem
     if injected:
         counts["injected_errors"] = {kind: injected.count(kind) for kind in sorted(set(injected))}
         counts["injected_unusable"] = sum(1 for kind in injected if expected_effect(kind) == "unusable")
-    summary = static_summary(mode_summary, status=run_status(counts), benchmark=spec.name, mode=mode.name, reference=spec.reference)
+    summary = static_summary(
+        mode_summary, status=run_status(counts), benchmark=spec.name, mode=mode.name, reference=spec.reference
+    )
     if mode.differences:
         summary["mode_differences"] = list(mode.differences)
     if mode.headline_note:
@@ -451,16 +596,36 @@ def run_status(counts: Mapping[str, Any]) -> str:
     return f"incomplete: {', '.join(parts)}; metrics are over the {counts['completed']} completed items"
 
 
-def write_results(out_dir: Path, spec: BenchmarkSpec, mode: ScoringMode, style: str, config: RunConfig,
-                  records: Sequence[SampleRecord], summary: StaticSummary) -> None:  # fmt: skip
+def write_results(
+    out_dir: Path,
+    spec: BenchmarkSpec,
+    mode: ScoringMode,
+    style: str,
+    config: RunConfig,
+    records: Sequence[SampleRecord],
+    summary: StaticSummary,
+) -> None:
     """samples.jsonl, summary.json/.md, tables/*.csv and the bar chart."""
     report.write_jsonl(out_dir / "samples.jsonl", report.records_in_order(records))
     report.write_json(out_dir / "summary.json", summary)
-    context = {"benchmark": spec.title, "mode": mode.name, "prompt_style": style, "model": config.model or f"predictions {config.score_only.name if config.score_only else ''}"}
+    context = {
+        "benchmark": spec.title,
+        "mode": mode.name,
+        "prompt_style": style,
+        "model": config.model or f"predictions {config.score_only.name if config.score_only else ''}",
+    }
     if config.policy == "agent":
         context["policy"] = f"SpatialAgent {config.agent_paradigm}, {config.agent_tools} tools"
-    (out_dir / "summary.md").write_text(report.summary_markdown(f"{spec.title}: {mode.name}", summary, context), encoding="utf-8")
+    (out_dir / "summary.md").write_text(
+        report.summary_markdown(f"{spec.title}: {mode.name}", summary, context), encoding="utf-8"
+    )
     report.write_tables(out_dir / "tables", summary["tables"])
     chart = summary.get("chart")
     if config.plot and chart:
-        report.bar_chart(out_dir / "plots" / "by_category.png", summary["tables"][chart["table"]], chart["label"], chart["value"], f"{spec.title} ({mode.name})")
+        report.bar_chart(
+            out_dir / "plots" / "by_category.png",
+            summary["tables"][chart["table"]],
+            chart["label"],
+            chart["value"],
+            f"{spec.title} ({mode.name})",
+        )

@@ -57,8 +57,24 @@ class SampleRecord(ScoreFields, _OptionalSampleFields):
 
 #: The fields every :class:`SampleRecord` has, in the order they are written.
 SAMPLE_FIELDS = (
-    "index", "item_id", "benchmark", "mode", "category", "tags", "task", "answer", "response", "generation", "judge",
-    "error", "score", "correct", "parse", "scorer", "explanation", "metrics",
+    "index",
+    "item_id",
+    "benchmark",
+    "mode",
+    "category",
+    "tags",
+    "task",
+    "answer",
+    "response",
+    "generation",
+    "judge",
+    "error",
+    "score",
+    "correct",
+    "parse",
+    "scorer",
+    "explanation",
+    "metrics",
 )
 
 
@@ -114,13 +130,19 @@ def read_sample(raw: Mapping[str, Any]) -> SampleRecord:
     return SampleRecord(**raw)  # type: ignore[typeddict-item]
 
 
-def static_summary(mode_summary: Mapping[str, Any], *, status: str, benchmark: str, mode: str,
-                   reference: Mapping[str, Any]) -> StaticSummary:
+def static_summary(
+    mode_summary: Mapping[str, Any], *, status: str, benchmark: str, mode: str, reference: Mapping[str, Any]
+) -> StaticSummary:
     """A mode's summary (:data:`MODE_SUMMARY_FIELDS`, its own fields kept in place) with the run's fields
     after it; a ``ValueError`` when the mode left one out."""
     _missing(mode_summary, MODE_SUMMARY_FIELDS, "mode summary")
-    return StaticSummary(**mode_summary, status=status, benchmark=benchmark, mode=mode,  # type: ignore[typeddict-item]
-                         reference=dict(reference))
+    return StaticSummary(
+        **mode_summary,  # type: ignore[typeddict-item]
+        status=status,
+        benchmark=benchmark,
+        mode=mode,
+        reference=dict(reference),
+    )
 
 
 def read_summary(raw: Mapping[str, Any]) -> StaticSummary:

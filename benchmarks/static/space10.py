@@ -63,7 +63,9 @@ def load(path: Path, options: LoadOptions) -> list[StaticItem]:
     for index, (file, row) in enumerate(rows):
         item = _item(row, file, base, len(files) > 1, index, media_root)
         if item.item_id in seen:
-            raise DataError(f"{file.name}: item id {item.item_id!r} repeats row {seen[item.item_id]}; ids must be unique")
+            raise DataError(
+                f"{file.name}: item id {item.item_id!r} repeats row {seen[item.item_id]}; ids must be unique"
+            )
         seen[item.item_id] = index
         items.append(item)
     return items
@@ -73,10 +75,14 @@ def _image_field(row: Mapping[str, Any]) -> Any:
     return first_present(row, ("image", "images", "img_paths"))
 
 
-def _item(row: Mapping[str, Any], file: Path, base: Path, prefix_ids: bool, index: int, media_root: MediaRoot) -> StaticItem:
+def _item(
+    row: Mapping[str, Any], file: Path, base: Path, prefix_ids: bool, index: int, media_root: MediaRoot
+) -> StaticItem:
     where = f"{file.name} row {index}"
     require_fields(row, ("question", "answer"), where, NAME)
-    local_id = str(first_present(row, ("index", "id")) if first_present(row, ("index", "id")) is not None else index)
+    local_id = str(
+        first_present(row, ("index", "id")) if first_present(row, ("index", "id")) is not None else index
+    )
     relative = file.relative_to(base).with_suffix("") if file.is_relative_to(base) else Path(file.stem)
     item_id = f"{relative.as_posix()}:{local_id}" if prefix_ids else local_id
     where = f"{file.name} item {local_id}"
@@ -87,14 +93,28 @@ def _item(row: Mapping[str, Any], file: Path, base: Path, prefix_ids: bool, inde
     qa_type = _qa_type(row, file, where)
     multiple = len(key) > 1 or "double" in file.as_posix().lower()
     info = capability_table()["qa_types"][qa_type]
-    tags = {"qa_type": qa_type, "answer_kind": "multiple" if multiple else "single",
-            "capabilities": list(info["capabilities"]), "group": info["group"], "source_category": str(row.get("category", ""))}  # fmt: skip
+    tags = {
+        "qa_type": qa_type,
+        "answer_kind": "multiple" if multiple else "single",
+        "capabilities": list(info["capabilities"]),
+        "group": info["group"],
+        "source_category": str(row.get("category", "")),
+    }
     media = _media(_image_field(row), media_root, where)
     return StaticItem(
-        benchmark=NAME, item_id=item_id, index=index, question=str(row["question"]), answer=row["answer"],
-        task="multi_answer" if multiple else "mcq", options=options, media=media,
-        modality="multi-image" if len(media) > 1 else "single-image", category=qa_type, tags=tags, meta={"key": key},
-    )  # fmt: skip
+        benchmark=NAME,
+        item_id=item_id,
+        index=index,
+        question=str(row["question"]),
+        answer=row["answer"],
+        task="multi_answer" if multiple else "mcq",
+        options=options,
+        media=media,
+        modality="multi-image" if len(media) > 1 else "single-image",
+        category=qa_type,
+        tags=tags,
+        meta={"key": key},
+    )
 
 
 def _has_option(value: object) -> bool:
@@ -110,7 +130,9 @@ def _key(answer: object, options: Mapping[str, str], where: str) -> tuple[str, .
         raise DataError(f"{where}: answer {answer!r} names no option letter A-F") from None
     unknown = [k for k in key if k not in options]
     if unknown:
-        raise DataError(f"{where}: answer {answer!r} names option(s) {unknown} the item does not have ({sorted(options)})")
+        raise DataError(
+            f"{where}: answer {answer!r} names option(s) {unknown} the item does not have ({sorted(options)})"
+        )
     return key
 
 
@@ -165,7 +187,9 @@ def _wants_two(item: StaticItem, style: str) -> bool:
 
 def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
     """The fork's task prompt: question, "There are several options:", options, the task's post-prompt."""
-    return Prompt(official.build_prompt_text(item.question, item.options, _wants_two(item, style)), item.media)
+    return Prompt(
+        official.build_prompt_text(item.question, item.options, _wants_two(item, style)), item.media
+    )
 
 
 def gold_answer(item: StaticItem, style: str = "paper") -> str:
@@ -179,7 +203,9 @@ def score_project(item: StaticItem, response: str) -> SampleScore:
     if item.task == "multi_answer":
         result = parse_option_set(response, item.options)
         correct = result.ok and set_exact_match(result.value, key)
-        return SampleScore(float(correct), correct, result, "option_set", f"read {result.value}, key {list(key)}")
+        return SampleScore(
+            float(correct), correct, result, "option_set", f"read {result.value}, key {list(key)}"
+        )
     result = parse_option(response, item.options)
     correct = result.ok and result.value == key[0]
     return SampleScore(float(correct), correct, result, "mcq", f"read {result.value!r}, key {key[0]!r}")
@@ -191,7 +217,9 @@ def _score_official(item: StaticItem, response: str, style: str) -> SampleScore:
     correct = set_exact_match(letters, item.meta["key"])
     note = {"rule": "rule-based extraction", "fallback": "nothing read: fallback letter"}[how]
     seen = official.as_prediction_string(response)
-    parse = ParseResult(list(letters) if how == "rule" else None, how == "rule", how, f"{note} on {seen[:60]!r}")
+    parse = ParseResult(
+        list(letters) if how == "rule" else None, how == "rule", how, f"{note} on {seen[:60]!r}"
+    )
     explanation = f"{note}: {''.join(letters)} vs key {''.join(item.meta['key'])}"
     return SampleScore(float(correct), correct, parse, f"space10-lmms-eval/{how}", explanation)
 
@@ -202,7 +230,9 @@ def _judge_prompt_official(item: StaticItem, response: str, style: str) -> str |
     _, how = official.read_answer(response, item.options, multiple)
     if how == "rule":
         return None
-    return official.judge_prompt(item.question, item.options, official.as_prediction_string(response), multiple)
+    return official.judge_prompt(
+        item.question, item.options, official.as_prediction_string(response), multiple
+    )
 
 
 def _judge_score_official(item: StaticItem, response: str, reply: str, style: str) -> JudgeScore:
@@ -228,20 +258,27 @@ def score_official(item: StaticItem, response: str) -> SampleScore:
     return _score_official(item, response, "paper")
 
 
-#: Why the fork's task modes score a perfect model near 0: what their rules read, and where the published numbers come from.
-TASK_HEADLINE_NOTE = ("the fork's rules read lmms-eval's list string \"['B']\", not the answer, so even a perfect model "
-                      "scores near 0 here; its published numbers are the judge's (pass --judge-model: the judge section)")  # fmt: skip
+#: Why the fork's task modes score a perfect model near 0: what their rules read, and where the published
+#: numbers come from.
+TASK_HEADLINE_NOTE = (
+    "the fork's rules read lmms-eval's list string \"['B']\", not the answer, so even a perfect model "
+    "scores near 0 here; its published numbers are the judge's (pass --judge-model: the judge section)"
+)
 
 
 def _official_mode(name: str, description: str, style: str, differences: tuple[str, ...]) -> ScoringMode:
     return ScoringMode(
-        name, description, bounded_scorer(lambda item, response: _score_official(item, response, style)), summarize,
+        name,
+        description,
+        bounded_scorer(lambda item, response: _score_official(item, response, style)),
+        summarize,
         prompt_style=style,
         judge_prompt=lambda item, response: _judge_prompt_official(item, response, style),
         judge_score=lambda item, response, reply: _judge_score_official(item, response, reply, style),
-        judge_gold=lambda item, response: _judge_gold_official(item, response, style), differences=differences,
+        judge_gold=lambda item, response: _judge_gold_official(item, response, style),
+        differences=differences,
         headline_note=TASK_HEADLINE_NOTE,
-    )  # fmt: skip
+    )
 
 
 def answer_string(item: StaticItem) -> str:
@@ -258,20 +295,34 @@ def score_stats(item: StaticItem, response: str) -> SampleScore:
     correct = stats.is_correct(response, answer)
     parse = ParseResult(read or None, bool(read), "statistics_script", f"read {read} from {response[:60]!r}")
     group = "single" if stats.is_single(answer) else "multiple"
-    return SampleScore(float(correct), correct, parse, f"space10-stats/{group}", f"read {read} vs sorted answer {sorted(answer)}")
+    return SampleScore(
+        float(correct),
+        correct,
+        parse,
+        f"space10-stats/{group}",
+        f"read {read} vs sorted answer {sorted(answer)}",
+    )
 
 
-def summarize_stats(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summarize_stats(
+    items: Sequence[StaticItem],
+    records: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The script's three accuracies (single, multiple, all; percent), plus the project's per-type tables."""
     by_id = S.by_item(items)
     answered = [r for r in records if r.get("score") is not None]
     result = stats.statistics((r.get("response") or "", answer_string(by_id[r["item_id"]])) for r in answered)
     base = summarize(items, records, options)
     base["headline"] = {f"{g}_accuracy": percent(result[g]["accuracy"]) for g in stats.GROUPS}
-    base["tables"]["statistics_script"] = S.table([{"group": g, **result[g], "accuracy": percent(result[g]["accuracy"])} for g in stats.GROUPS],
-                                                  ["group", "total", "correct", "accuracy"])  # fmt: skip
-    base["notes"] = ["the fork's statistics script: single/multiple by answer length; errored items are left out, as the script never sees them",
-                     "a response longer than one character counts only letters written 'X.'"]  # fmt: skip
+    base["tables"]["statistics_script"] = S.table(
+        [{"group": g, **result[g], "accuracy": percent(result[g]["accuracy"])} for g in stats.GROUPS],
+        ["group", "total", "correct", "accuracy"],
+    )
+    base["notes"] = [
+        "the fork's statistics script: single/multiple by answer length; errored items are left out, as the script never sees them",
+        "a response longer than one character counts only letters written 'X.'",
+    ]
     return base
 
 
@@ -279,7 +330,11 @@ def summarize_stats(items: Sequence[StaticItem], records: Sequence[Mapping[str, 
 # Summary
 
 
-def summarize(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summarize(
+    items: Sequence[StaticItem],
+    records: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Per QA type for single and multiple answers, overall (item-weighted) and unweighted, capabilities."""
     single = [r for r in records if r["tags"]["answer_kind"] == "single"]
     multiple = [r for r in records if r["tags"]["answer_kind"] == "multiple"]
@@ -323,50 +378,95 @@ def _capability_table(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     names = capability_table()["capabilities"]
     links = [(float(r["score"]), r["tags"]["capabilities"]) for r in records if r.get("score") is not None]
     scores = capability_scores(links, list(names))
-    rows = [{"capability": c, "name": names[c], "n": s["n"], "score": percent(s["score"])} for c, s in scores.items()]
+    rows = [
+        {"capability": c, "name": names[c], "n": s["n"], "score": percent(s["score"])}
+        for c, s in scores.items()
+    ]
     return S.table(rows, ["capability", "name", "n", "score"])
 
 
 REFERENCE = {
     "source": "SpaCE-10 paper, Table 2 (single-answer overall, %) and Table 3 (multiple-answer overall, %)",
-    "single_answer_overall": {"Human": 91.2, "InternVL3.5-241B-A28B": 55.0, "GPT-5": 53.4, "GPT-4o": 49.0, "Qwen2.5-VL-7B": 33.3},
+    "single_answer_overall": {
+        "Human": 91.2,
+        "InternVL3.5-241B-A28B": 55.0,
+        "GPT-5": 53.4,
+        "GPT-4o": 49.0,
+        "Qwen2.5-VL-7B": 33.3,
+    },
     "multiple_answer_overall": {"LLaVA-OneVision-72B": 30.9, "InternVL2.5-78B": 28.5, "Qwen2.5-VL-7B": 14.1},
 }
 
 
-def spec() -> BenchmarkSpec:
-    """The registered SpaCE-10 benchmark."""
-    project = ScoringMode(PROJECT_MODE, "project parsers: plain letters, option texts, exact sets", score_project, summarize)
+def _fork_modes() -> tuple[ScoringMode, ...]:
+    """The lmms-eval fork's scoring modes: each item by its own task, single for all, double for all."""
     common = (
         "the answer is scored as the list string \"['B']\", which the letter rules miss",
         "published numbers come from the GPT judge path, reported separately here",
     )
     by_kind = _official_mode(
-        "space10-lmms-eval", "the SpaCE-10 lmms-eval fork, each item by its own task: space-10-single for single-answer "
-        "items, space-10-double for multiple-answer items (list-string rules, judge, E/F fallback)", "paper",
-        (*common, "without a readable answer the item gets E (single) or F (multiple) instead of being counted unparsed"),
-    )  # fmt: skip
+        "space10-lmms-eval",
+        "the SpaCE-10 lmms-eval fork, each item by its own task: space-10-single for single-answer "
+        "items, space-10-double for multiple-answer items (list-string rules, judge, E/F fallback)",
+        "paper",
+        (
+            *common,
+            "without a readable answer the item gets E (single) or F (multiple) instead of being counted unparsed",
+        ),
+    )
     single = _official_mode(
-        "space10-single", "the fork's space-10-single task for every item: 'You only need to output one choice', "
-        "MMBench letter/text rules, judge, E fallback", "single",
+        "space10-single",
+        "the fork's space-10-single task for every item: 'You only need to output one choice', "
+        "MMBench letter/text rules, judge, E fallback",
+        "single",
         (*common, "without a readable answer the item gets E; a multiple-answer item can never be right"),
-    )  # fmt: skip
+    )
     double = _official_mode(
-        "space10-double", "the fork's space-10-double task for every item: 'You need to choose two options', comma-split "
-        "letters, judge, F fallback", "double",
-        (*common, "without a readable answer the item gets F",
-         "the fork's own hit test compares the letter list with the answer string and never hits; sets are compared "
-         "here, and the published multiple-answer numbers come from its statistics script (mode space10-stats)"),
-    )  # fmt: skip
-    script = ScoringMode(
-        "space10-stats", "the fork's statistics script (space_10/evaluator.py): single/multiple by answer length, a "
-        "one-character answer or 'X.' letters, no judge", score_stats, summarize_stats,
-        differences=("only letters written 'X.' count in a longer answer ('B, E' and 'The answer is B' read nothing)",
-                     "an answer key written 'A, C' can never be matched (its characters are compared)"),
-        headline_note="the statistics script reads only letters written 'X.' in a longer answer, so multiple answers "
-                      "written 'B, E' (as the prompt asks) score 0; the project mode reads them",
-    )  # fmt: skip
-    modes = {m.name: m for m in (project, by_kind, single, double, script)}
-    return BenchmarkSpec(NAME, "SpaCE-10", load, build_prompt, modes, prompt_styles=PROMPT_STYLES, max_new_tokens=256,
-                         reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
+        "space10-double",
+        "the fork's space-10-double task for every item: 'You need to choose two options', comma-split "
+        "letters, judge, F fallback",
+        "double",
+        (
+            *common,
+            "without a readable answer the item gets F",
+            "the fork's own hit test compares the letter list with the answer string and never hits; sets are compared "
+            "here, and the published multiple-answer numbers come from its statistics script (mode space10-stats)",
+        ),
+    )
+    return by_kind, single, double
 
+
+def _stats_mode() -> ScoringMode:
+    """The fork's statistics script as a scoring mode."""
+    return ScoringMode(
+        "space10-stats",
+        "the fork's statistics script (space_10/evaluator.py): single/multiple by answer length, a "
+        "one-character answer or 'X.' letters, no judge",
+        score_stats,
+        summarize_stats,
+        differences=(
+            "only letters written 'X.' count in a longer answer ('B, E' and 'The answer is B' read nothing)",
+            "an answer key written 'A, C' can never be matched (its characters are compared)",
+        ),
+        headline_note="the statistics script reads only letters written 'X.' in a longer answer, so multiple answers "
+        "written 'B, E' (as the prompt asks) score 0; the project mode reads them",
+    )
+
+
+def spec() -> BenchmarkSpec:
+    """The registered SpaCE-10 benchmark."""
+    project = ScoringMode(
+        PROJECT_MODE, "project parsers: plain letters, option texts, exact sets", score_project, summarize
+    )
+    modes = {m.name: m for m in (project, *_fork_modes(), _stats_mode())}
+    return BenchmarkSpec(
+        NAME,
+        "SpaCE-10",
+        load,
+        build_prompt,
+        modes,
+        prompt_styles=PROMPT_STYLES,
+        max_new_tokens=256,
+        reference=REFERENCE,
+        gold_answer=gold_answer,
+    )

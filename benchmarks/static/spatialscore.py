@@ -46,7 +46,12 @@ from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions,
 
 NAME = "spatialscore"
 _TASKS = {"multi-choice": "mcq", "judgment": "judgment", "open-ended": "open"}
-_MODALITIES = {"single-image": "single-image", "multi-images": "multi-image", "multi-image": "multi-image", "video": "video"}
+_MODALITIES = {
+    "single-image": "single-image",
+    "multi-images": "multi-image",
+    "multi-image": "multi-image",
+    "video": "video",
+}
 _REQUIRED = ("question_type", "question", "answer", "category", "img_paths")
 _DEFAULT_LETTERS = "ABCDEF"  # the public prompt offers (A)-(F) when a question's options cannot be read
 
@@ -62,7 +67,10 @@ def load(path: Path, options: LoadOptions) -> list[StaticItem]:
     ids = item_ids([row for _, _, row in rows], ("index", "id"))
     sample = next((p for _, _, row in rows for p in iter_strings(row.get("img_paths"))), None)
     media_root = choose_media_root(Path(path), options.image_root, sample, options.check_media)
-    return [_item(row, item_id, i, f"{f.name} item {item_id}", media_root) for i, ((f, _, row), item_id) in enumerate(zip(rows, ids))]
+    return [
+        _item(row, item_id, i, f"{f.name} item {item_id}", media_root)
+        for i, ((f, _, row), item_id) in enumerate(zip(rows, ids))
+    ]
 
 
 def _item(row: Mapping[str, Any], item_id: str, index: int, where: str, media_root: MediaRoot) -> StaticItem:
@@ -76,15 +84,28 @@ def _item(row: Mapping[str, Any], item_id: str, index: int, where: str, media_ro
     modality = str(row.get("input_modality", "single-image" if len(paths) == 1 else "multi-image")).lower()
     question, answer = str(row["question"]), row["answer"]
     task, options, meta = _answer_key(question_type, question, answer, where)
-    tags = {k: str(row.get(k, "unknown")) for k in ("subcategory", "source", "question_type", "input_modality")}
+    tags = {
+        k: str(row.get(k, "unknown")) for k in ("subcategory", "source", "question_type", "input_modality")
+    }
     return StaticItem(
-        benchmark=NAME, item_id=item_id, index=index, question=question, answer=answer, task=task, options=options,
-        media=tuple(media_root.resolve(p, where) for p in paths), modality=_MODALITIES.get(modality, modality),
-        category=str(row["category"]), tags=tags, meta={**meta, "answer_text": str(answer)},
-    )  # fmt: skip
+        benchmark=NAME,
+        item_id=item_id,
+        index=index,
+        question=question,
+        answer=answer,
+        task=task,
+        options=options,
+        media=tuple(media_root.resolve(p, where) for p in paths),
+        modality=_MODALITIES.get(modality, modality),
+        category=str(row["category"]),
+        tags=tags,
+        meta={**meta, "answer_text": str(answer)},
+    )
 
 
-def _answer_key(question_type: str, question: str, answer: Any, where: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+def _answer_key(
+    question_type: str, question: str, answer: Any, where: str
+) -> tuple[str, dict[str, str], dict[str, Any]]:
     if question_type == "multi-choice":
         options = split_lettered_options(question)
         return "mcq", options, {"key": _option_key(answer, options, where)}
@@ -108,7 +129,9 @@ def _option_key(answer: Any, options: Mapping[str, str], where: str) -> str:
     except ValueError:
         by_text = [k for k, v in options.items() if normalize_text(v) == normalize_text(str(answer))]
         if len(by_text) != 1:
-            raise DataError(f"{where}: multi-choice answer {answer!r} is neither an option letter nor an option's text") from None
+            raise DataError(
+                f"{where}: multi-choice answer {answer!r} is neither an option letter nor an option's text"
+            ) from None
         return by_text[0]
     if len(letters) != 1:
         raise DataError(f"{where}: multi-choice answer {answer!r} names {len(letters)} options; expected one")
@@ -132,7 +155,9 @@ _REPO_MCQ = (
     "**Please select the most appropriate answer from options (A), (B), (C), (D), (E), or (F).**\n"
     "**Respond ONLY with the letter and its parentheses, for example: (A)**\n\nQuestion: "
 )
-_REPO_SHORT = "**Answer concisely with a single word, number, or option (e.g., yes, no, 5, 2.2, A).**\n\nQuestion: "
+_REPO_SHORT = (
+    "**Answer concisely with a single word, number, or option (e.g., yes, no, 5, 2.2, A).**\n\nQuestion: "
+)
 _REPO_MEASURE = (
     "You will be provided with a question and a 2D image. The question involves measuring the precise distance in "
     "3D space through a 2D image. You will answer the question by providing a numeric answer consisting of a scalar "
@@ -197,11 +222,21 @@ def score_project(item: StaticItem, response: str) -> SampleScore:
         return _score_numeric(parse_number(response), key)
     answer = normalize_text(response)
     result = parsed(answer, "normalized_text") if answer and not is_refusal(response) else _no_text(answer)
-    return SampleScore(float(answer == key), answer == key, result, "exact_text", "normalised exact match; a judge suits open text")
+    return SampleScore(
+        float(answer == key),
+        answer == key,
+        result,
+        "exact_text",
+        "normalised exact match; a judge suits open text",
+    )
 
 
 def _no_text(answer: str) -> ParseResult:
-    return failed("empty", "the response is empty") if not answer else failed("refusal", "the response declines to answer")
+    return (
+        failed("empty", "the response is empty")
+        if not answer
+        else failed("refusal", "the response declines to answer")
+    )
 
 
 def _right_or_wrong(result: ParseResult, key: str, scorer: str) -> SampleScore:
@@ -233,7 +268,9 @@ def judge_prompt(item: StaticItem, response: str) -> str | None:
     gt_text = item.meta["answer_text"]
     if isinstance(key, Quantity) and key.unit and not any(ch.isalpha() for ch in gt_text):
         gt_text = f"{gt_text} {key.unit}"  # the unit the question states
-    return judges.spatialscore_judge_prompt("distance" if _is_distance(item) else "counting", gt_text, response)
+    return judges.spatialscore_judge_prompt(
+        "distance" if _is_distance(item) else "counting", gt_text, response
+    )
 
 
 def judge_score(item: StaticItem, response: str, reply: str) -> JudgeScore:
@@ -257,7 +294,9 @@ def score_repo(item: StaticItem, response: str) -> SampleScore:
     try:
         result = repo.score_item(question_type, source, response, item.meta["answer_text"])
     except ValueError as error:
-        return SampleScore(None, None, failed("scorer_error", f"the script raises here: {error}"), "spatialscore-repo")
+        return SampleScore(
+            None, None, failed("scorer_error", f"the script raises here: {error}"), "spatialscore-repo"
+        )
     readable = _repo_readable(item.task, result, response)
     parse = ParseResult(result.read if readable else None, readable, result.rule, result.explanation)
     correct = None if result.rule == "vsi_mra" else result.score == 1.0
@@ -285,7 +324,11 @@ def _repo_readable(task: str, result: repo.RepoScore, response: str) -> bool:
 # Summary
 
 
-def summarize(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summarize(
+    items: Sequence[StaticItem],
+    records: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Overall (item-weighted, as the paper), per category, per question type, source and modality."""
     categories = S.grouped(records, lambda r: r["category"], "category")
     headline = {"overall": S.mean_score(records), "category_macro_mean": S.macro_mean(categories["rows"])}
@@ -308,11 +351,16 @@ def summarize(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]],
     }
 
 
-def _paper_combination(records: Sequence[Mapping[str, Any]], open_records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _paper_combination(
+    records: Sequence[Mapping[str, Any]], open_records: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
     """The paper's open-ended protocol: the mean of the parser score and the judge score, per item."""
     judged = [r for r in open_records if (r.get("judge") or {}).get("ok") and r.get("score") is not None]
     if not open_records or len(judged) < len(open_records):
-        return {"paper_combined_overall": None, "paper_combined_note": f"{len(judged)}/{len(open_records)} open-ended items judged; all are needed"}
+        return {
+            "paper_combined_overall": None,
+            "paper_combined_note": f"{len(judged)}/{len(open_records)} open-ended items judged; all are needed",
+        }
     combined = {r["item_id"]: (float(r["score"]) + float(r["judge"]["score"])) / 2 for r in judged}
     scores = [combined.get(r["item_id"], r.get("score")) for r in records]
     values = [float(s) for s in scores if s is not None]
@@ -321,18 +369,33 @@ def _paper_combination(records: Sequence[Mapping[str, Any]], open_records: Seque
 
 REFERENCE = {
     "source": "SpatialScore paper, Table 2 (overall, %)",
-    "rows": {"Qwen3-VL-4B": 42.52, "Qwen3-VL-8B": 45.48, "Gemini-3-Pro": 60.12, "Human": 86.60, "Chance": 28.29},
+    "rows": {
+        "Qwen3-VL-4B": 42.52,
+        "Qwen3-VL-8B": 45.48,
+        "Gemini-3-Pro": 60.12,
+        "Human": 86.60,
+        "Chance": 28.29,
+    },
 }
 
 
 def spec() -> BenchmarkSpec:
     """The registered SpatialScore benchmark."""
     project = ScoringMode(
-        PROJECT_MODE, "project parsers: option texts, strict yes/no, MRA with unit conversion", score_project, summarize,
-        prompt_style="paper", judge_prompt=judge_prompt, judge_score=judge_score, judge_gold=judge_gold,
-    )  # fmt: skip
+        PROJECT_MODE,
+        "project parsers: option texts, strict yes/no, MRA with unit conversion",
+        score_project,
+        summarize,
+        prompt_style="paper",
+        judge_prompt=judge_prompt,
+        judge_score=judge_score,
+        judge_gold=judge_gold,
+    )
     official = ScoringMode(
-        "spatialscore-repo", "SpatialScore's test_qwen.py parsers, quirks included", score_repo, summarize,
+        "spatialscore-repo",
+        "SpatialScore's test_qwen.py parsers, quirks included",
+        score_repo,
+        summarize,
         prompt_style="repo",
         differences=(
             "first a-f letter anywhere is the option ('Left' -> E)",
@@ -340,9 +403,15 @@ def spec() -> BenchmarkSpec:
             "VSI-Bench numbers ignore units ('0.4 m' vs 40 scores 0); other unit answers: correct when the ratio < 2",
             "MRA compared in floating point: an error exactly on a threshold can miss it",
         ),
-    )  # fmt: skip
+    )
     return BenchmarkSpec(
-        NAME, "SpatialScore", load, build_prompt, {m.name: m for m in (project, official)},
-        prompt_styles=("paper", "repo"), max_new_tokens=512, reference=REFERENCE, gold_answer=gold_answer,
-    )  # fmt: skip
-
+        NAME,
+        "SpatialScore",
+        load,
+        build_prompt,
+        {m.name: m for m in (project, official)},
+        prompt_styles=("paper", "repo"),
+        max_new_tokens=512,
+        reference=REFERENCE,
+        gold_answer=gold_answer,
+    )

@@ -56,15 +56,22 @@ from benchmarks.static.items import (
 from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
 
 NAME = "spatialtree"
-#: lmms-eval's ``spatialtreebench`` generation budget (also goal-image ``predict``'s default: the same L4 tasks).
+#: lmms-eval's ``spatialtreebench`` generation budget (also goal-image ``predict``'s default: the same L4
+#: tasks).
 MAX_NEW_TOKENS = 16000
 DEFAULT_WEIGHTS = Path(__file__).with_name("data") / "spatialtree_weights.json"
 #: lmms-eval scorer name -> the project's task kind.
 SCORERS = {
-    "multichoiceeval": "mcq", "meanrelativeacc": "numeric", "gravityeval": "orientation", "judge": "judgment",
-    "gpteval": "open_text", "affmask": "affordance", "cogmapeval": "cognitive_map",
-    "manipulateeval": "l4_trajectory", "agenticnaveval": "l4_trajectory",
-}  # fmt: skip
+    "multichoiceeval": "mcq",
+    "meanrelativeacc": "numeric",
+    "gravityeval": "orientation",
+    "judge": "judgment",
+    "gpteval": "open_text",
+    "affmask": "affordance",
+    "cogmapeval": "cognitive_map",
+    "manipulateeval": "l4_trajectory",
+    "agenticnaveval": "l4_trajectory",
+}
 _OPTION_LABEL = re.compile(r"^\s*\(?([A-Z])[.):]\s*")
 
 
@@ -102,26 +109,44 @@ def _item(row: Mapping[str, Any], item_id: str, index: int, media_root: MediaRoo
     hint = _json_field(row.get("hint"), "hint", where)
     scorer = str(first_present({**extra, **row}, ("metricfunc", "scorer")) or "")
     if scorer not in SCORERS:
-        raise DataError(f"{where}: scorer {scorer!r} is not one of {', '.join(SCORERS)} (set extra_info.metricfunc or a 'scorer' column)")
+        raise DataError(
+            f"{where}: scorer {scorer!r} is not one of {', '.join(SCORERS)} (set extra_info.metricfunc or a 'scorer' column)"
+        )
     tags = _tags(row, extra, where)
     option_list = [str(o) for o in (row.get("option") or [])]
     task = SCORERS[scorer]
     if scorer == "multichoiceeval" and str(row.get("question_type", "")) == "open":
         task = "numeric"  # lmms-eval scores open-typed multiple-choice items with MRA
-    meta = {"scorer": scorer, "hint": hint, "option_list": option_list, "question_type": str(row.get("question_type", ""))}
+    meta = {
+        "scorer": scorer,
+        "hint": hint,
+        "option_list": option_list,
+        "question_type": str(row.get("question_type", "")),
+    }
     try:
         meta.update(_key(task, row["answer"], option_list, hint, where))
     except DataError as error:
         # lmms-eval scores such an item (0: its metric finds nothing to match); the official mode must too,
         # so the item is kept with the problem, and the project's mode leaves it unscored (counted).
         meta.update(key=None, key_problem=str(error))
-    media = tuple(media_root.resolve(p, where) for p in (*iter_strings(row.get("image")), *iter_strings(row.get("video"))))
+    media = tuple(
+        media_root.resolve(p, where)
+        for p in (*iter_strings(row.get("image")), *iter_strings(row.get("video")))
+    )
     return StaticItem(
-        benchmark=NAME, item_id=item_id, index=index, question=str(row["question"]), answer=row["answer"], task=task,
-        options={chr(65 + i): _OPTION_LABEL.sub("", o) for i, o in enumerate(option_list)}, media=media,
+        benchmark=NAME,
+        item_id=item_id,
+        index=index,
+        question=str(row["question"]),
+        answer=row["answer"],
+        task=task,
+        options={chr(65 + i): _OPTION_LABEL.sub("", o) for i, o in enumerate(option_list)},
+        media=media,
         modality="video" if row.get("video") else ("multi-image" if len(media) > 1 else "single-image"),
-        category=f"{tags['level']}/{tags['ability']}", tags=tags, meta=meta,
-    )  # fmt: skip
+        category=f"{tags['level']}/{tags['ability']}",
+        tags=tags,
+        meta=meta,
+    )
 
 
 def _tags(row: Mapping[str, Any], extra: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -131,12 +156,22 @@ def _tags(row: Mapping[str, Any], extra: Mapping[str, Any], where: str) -> dict[
         spatree = {f"spatree{i}": str(v) for i, v in enumerate(flat) if v not in (None, "")}
     ordered = [spatree[k] for k in sorted(spatree, key=lambda k: int(k[7:]))]
     if len(ordered) < 2:
-        raise DataError(f"{where}: needs level and ability tags (extra_info.spatree0/spatree1 or level/ability columns)")
-    return {"level": ordered[0], "ability": ordered[1], "sub_ability": ordered[2] if len(ordered) > 2 else None,
-            "path": ordered, "spatree": spatree, "scorer_type": str(first_present({**extra, **row}, ("metricfunc", "scorer")))}  # fmt: skip
+        raise DataError(
+            f"{where}: needs level and ability tags (extra_info.spatree0/spatree1 or level/ability columns)"
+        )
+    return {
+        "level": ordered[0],
+        "ability": ordered[1],
+        "sub_ability": ordered[2] if len(ordered) > 2 else None,
+        "path": ordered,
+        "spatree": spatree,
+        "scorer_type": str(first_present({**extra, **row}, ("metricfunc", "scorer"))),
+    }
 
 
-def _key(task: str, answer: object, option_list: Sequence[str], hint: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _key(
+    task: str, answer: object, option_list: Sequence[str], hint: Mapping[str, Any], where: str
+) -> dict[str, Any]:
     if task == "mcq":
         return {"key": _mcq_key(answer, option_list, where)}
     if task == "numeric":
@@ -207,7 +242,13 @@ _AFFORDANCE = (
 )
 _L4 = "{}\nYou must ensure that the action intensity values represented by `step_nums` are within the range of 0 to 10, inclusive.\nPlease provide the action output formatted as a JSON object and enclosed within a ```json``` code block. Please do your best to move and try. This can help you get more rewards."
 _NUMERIC = "{} Do not response anything other than a single number! If you cannot determine the answer, please guess a value."
-_TEMPLATES = {"judge": "{}", "affmask": _AFFORDANCE, "manipulateeval": _L4, "agenticnaveval": _L4, "meanrelativeacc": _NUMERIC}
+_TEMPLATES = {
+    "judge": "{}",
+    "affmask": _AFFORDANCE,
+    "manipulateeval": _L4,
+    "agenticnaveval": _L4,
+    "meanrelativeacc": _NUMERIC,
+}
 
 
 def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
@@ -263,14 +304,23 @@ def score_project(item: StaticItem, response: str) -> SampleScore:
     items whose answer key is unusable (recorded on the item by the loader)."""
     problem = item.meta.get("key_problem")
     if problem:
-        return SampleScore(None, None, failed("bad_annotation", problem), "unscorable", f"not scored: {problem}", {"problem": problem})
+        return SampleScore(
+            None,
+            None,
+            failed("bad_annotation", problem),
+            "unscorable",
+            f"not scored: {problem}",
+            {"problem": problem},
+        )
     return _PROJECT_SCORERS[item.task](item, response)
 
 
 def _mcq(item: StaticItem, response: str) -> SampleScore:
     result = parse_option(response, item.options)
     correct = result.ok and result.value == item.meta["key"]
-    return SampleScore(float(correct), correct, result, "mcq", f"read {result.value!r}, key {item.meta['key']!r}")
+    return SampleScore(
+        float(correct), correct, result, "mcq", f"read {result.value!r}, key {item.meta['key']!r}"
+    )
 
 
 def _numeric(item: StaticItem, response: str) -> SampleScore:
@@ -278,7 +328,11 @@ def _numeric(item: StaticItem, response: str) -> SampleScore:
     if not result.ok:
         return SampleScore(0.0, None, result, "mra", "no number read: MRA 0")
     score, why = mra_with_units(result.value, key)
-    error = relative_error(result.value.value, key.value) if key.unit is None and result.value.unit is None else None
+    error = (
+        relative_error(result.value.value, key.value)
+        if key.unit is None and result.value.unit is None
+        else None
+    )
     metrics = {"relative_error": error if error not in (None, float("inf")) else None}
     return SampleScore(score, None, result, "mra", f"{result.value.value} vs {key.value}: {why}", metrics)
 
@@ -290,7 +344,14 @@ def _orientation(item: StaticItem, response: str) -> SampleScore:
     unusable = [p for p in key["problems"] if "not > 0" not in p]
     if unusable or not key["values"]:
         why = "; ".join(unusable) or "no parameters"
-        return SampleScore(None, None, failed("bad_annotation", why), "orientation", f"not scored: {why}", {"problem": "; ".join(key["problems"])})
+        return SampleScore(
+            None,
+            None,
+            failed("bad_annotation", why),
+            "orientation",
+            f"not scored: {why}",
+            {"problem": "; ".join(key["problems"])},
+        )
     result = parse_parameters(response, key["values"])
     if not result.ok:
         return SampleScore(0.0, None, result, "orientation", "no parameters read: 0")
@@ -299,7 +360,14 @@ def _orientation(item: StaticItem, response: str) -> SampleScore:
         scores = [_exact_or_kernel(result.value.get(k), v, key["sigma"][k]) for k, v in key["values"].items()]
         score = sum(scores) / len(scores)
         note = f"; {', '.join(sharp)} with uncertainty <= 0 scored as exact match (the kernel's limit)"
-        return SampleScore(score, None, result, "orientation", f"Gaussian kernel over {', '.join(key['values'])}{note}", {"problem": "; ".join(key["problems"])})
+        return SampleScore(
+            score,
+            None,
+            result,
+            "orientation",
+            f"Gaussian kernel over {', '.join(key['values'])}{note}",
+            {"problem": "; ".join(key["problems"])},
+        )
     score = orientation_score(result.value, key["values"], key["sigma"])
     return SampleScore(score, None, result, "orientation", f"Gaussian kernel over {', '.join(key['values'])}")
 
@@ -315,7 +383,9 @@ def _exact_or_kernel(pred: float | None, gt: float, sigma: float) -> float:
 def _judgment(item: StaticItem, response: str) -> SampleScore:
     result = parse_yes_no(response)
     correct = result.ok and result.value == item.meta["key"]
-    return SampleScore(float(correct), correct, result, "yes_no", f"read {result.value!r}, key {item.meta['key']!r}")
+    return SampleScore(
+        float(correct), correct, result, "yes_no", f"read {result.value!r}, key {item.meta['key']!r}"
+    )
 
 
 def _affordance(item: StaticItem, response: str) -> SampleScore:
@@ -334,26 +404,42 @@ def _open_text(response: str) -> ParseResult:
 
 
 def _needs_judge(item: StaticItem, response: str) -> SampleScore:
-    return SampleScore(None, None, _open_text(response), "judge_required", "open answer: scored only by an LLM judge (--judge-model)")
+    return SampleScore(
+        None,
+        None,
+        _open_text(response),
+        "judge_required",
+        "open answer: scored only by an LLM judge (--judge-model)",
+    )
 
 
 def _unsupported(item: StaticItem, response: str) -> SampleScore:
-    why = {"cognitive_map": "cognitive maps are scored by the spatialtree-lmms-eval mode only (cogmapeval), not by the project's rules",
-           "l4_trajectory": "L4 trajectories are scored by goal-image scoring (benchmarks.scoring.goal), not here"}[item.task]  # fmt: skip
+    why = {
+        "cognitive_map": "cognitive maps are scored by the spatialtree-lmms-eval mode only (cogmapeval), not by the project's rules",
+        "l4_trajectory": "L4 trajectories are scored by goal-image scoring (benchmarks.scoring.goal), not here",
+    }[item.task]
     return SampleScore(None, None, parsed(response, "unscored"), "unsupported", why)
 
 
 _PROJECT_SCORERS = {
-    "mcq": _mcq, "numeric": _numeric, "orientation": _orientation, "judgment": _judgment, "affordance": _affordance,
-    "open_text": _needs_judge, "cognitive_map": _unsupported, "l4_trajectory": _unsupported,
-}  # fmt: skip
+    "mcq": _mcq,
+    "numeric": _numeric,
+    "orientation": _orientation,
+    "judgment": _judgment,
+    "affordance": _affordance,
+    "open_text": _needs_judge,
+    "cognitive_map": _unsupported,
+    "l4_trajectory": _unsupported,
+}
 
 
 def judge_prompt(item: StaticItem, response: str) -> str | None:
     """Open answers (lmms-eval's ``gpteval`` items) go to the project's rubric judge."""
     if item.task != "open_text":
         return None
-    return judges.open_answer_judge_prompt(str(item.meta["hint"].get("prompt") or item.question), str(item.answer), response)
+    return judges.open_answer_judge_prompt(
+        str(item.meta["hint"].get("prompt") or item.question), str(item.answer), response
+    )
 
 
 def judge_score(item: StaticItem, response: str, reply: str) -> JudgeScore:
@@ -365,7 +451,12 @@ def judge_gold(item: StaticItem, response: str) -> str:
     """A perfect rubric judge's reply: full score when the response says the reference answer (normalised
     text), else 0."""
     same = normalize_text(response) == normalize_text(str(item.answer))
-    return json.dumps({"score": 1.0 if same else 0.0, "reason": "matches the reference" if same else "differs from the reference"})
+    return json.dumps(
+        {
+            "score": 1.0 if same else 0.0,
+            "reason": "matches the reference" if same else "differs from the reference",
+        }
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -385,11 +476,18 @@ def _score_lmms(item: StaticItem, response: str) -> SampleScore:
     scorer, name = item.meta["scorer"], f"spatialtree-lmms-eval/{item.meta['scorer']}"
     if item.task == "numeric":
         score, number = official.mean_relative_accuracy(response, item.answer)
-        return SampleScore(score, None, ParseResult(number or None, bool(number), "find_number", f"read {number!r}"), name)
+        return SampleScore(
+            score, None, ParseResult(number or None, bool(number), "find_number", f"read {number!r}"), name
+        )
     if scorer == "multichoiceeval":
         letter, rule = official.parse_multiple_choice(response, item.meta["option_list"], item.item_id)
         correct = letter == item.meta["key"]
-        parse = ParseResult(letter, rule != "random_fallback", rule, "random letter: nothing read" if rule == "random_fallback" else rule)
+        parse = ParseResult(
+            letter,
+            rule != "random_fallback",
+            rule,
+            "random letter: nothing read" if rule == "random_fallback" else rule,
+        )
         return SampleScore(float(correct), correct, parse, name, f"read {letter}, key {item.meta['key']}")
     if scorer == "gravityeval":
         score, why = official.gravity_score(response, str(item.answer), item.meta["hint"])
@@ -398,15 +496,25 @@ def _score_lmms(item: StaticItem, response: str) -> SampleScore:
         if problems:  # upstream scores the item all the same (0 for the affected fields, or 0 on its error)
             why += f"; annotation: {'; '.join(problems)}"
         metrics = {"problem": "; ".join(problems)} if problems else {}
-        return SampleScore(score, None, ParseResult(None, read, "json" if read else "unreadable", why), name, why, metrics)
+        return SampleScore(
+            score, None, ParseResult(None, read, "json" if read else "unreadable", why), name, why, metrics
+        )
     if scorer == "judge":
         read = official.last_yes_no(response)
         correct = read == str(item.answer).lower()
-        return SampleScore(float(correct), correct, ParseResult(read, read != "other", "last_yes_no", f"read {read!r}"), name)
+        return SampleScore(
+            float(correct), correct, ParseResult(read, read != "other", "last_yes_no", f"read {read!r}"), name
+        )
     if scorer == "affmask":
         return _affordance(item, response)
     if scorer == "gpteval":
-        return SampleScore(0.0, None, _open_text(response), name, "no judge in the rule-based path: lmms-eval scores 0 when its judge fails")
+        return SampleScore(
+            0.0,
+            None,
+            _open_text(response),
+            name,
+            "no judge in the rule-based path: lmms-eval scores 0 when its judge fails",
+        )
     if scorer == "cogmapeval":
         return _cogmap_lmms(item, response, name)
     return _l4_lmms(item, response, name)
@@ -422,12 +530,27 @@ def _cogmap_lmms(item: StaticItem, response: str, name: str) -> SampleScore:
         return SampleScore(0.0, None, failed("cogmap", problem), name, problem, {"problem": problem})
     sim = result.similarity
     read = result.answer is not None or sim.parsable_json
-    parse = ParseResult(result.answer, read, "cogmap", f"answer {result.answer!r}; map parsable {sim.parsable_json}, valid {sim.valid_graph}")
-    why = (f"0.2 x answer {int(result.answer_correct)} + 0.6 x similarity {sim.overall:.3f} + 0.2 x isomorphic "
-           f"{int(sim.isomorphic)} (rotation {sim.best_rotation}, coverage {sim.coverage:.2f})")  # fmt: skip
-    metrics = {"answer_correct": result.answer_correct, "overall_similarity": sim.overall, "rotation_invariant_isomorphic": sim.isomorphic,
-               "directional_similarity": sim.directional, "facing_similarity": sim.facing, "coverage": sim.coverage,
-               "parsable_json": sim.parsable_json, "valid_format": sim.valid_format, "valid_graph": sim.valid_graph}  # fmt: skip
+    parse = ParseResult(
+        result.answer,
+        read,
+        "cogmap",
+        f"answer {result.answer!r}; map parsable {sim.parsable_json}, valid {sim.valid_graph}",
+    )
+    why = (
+        f"0.2 x answer {int(result.answer_correct)} + 0.6 x similarity {sim.overall:.3f} + 0.2 x isomorphic "
+        f"{int(sim.isomorphic)} (rotation {sim.best_rotation}, coverage {sim.coverage:.2f})"
+    )
+    metrics = {
+        "answer_correct": result.answer_correct,
+        "overall_similarity": sim.overall,
+        "rotation_invariant_isomorphic": sim.isomorphic,
+        "directional_similarity": sim.directional,
+        "facing_similarity": sim.facing,
+        "coverage": sim.coverage,
+        "parsable_json": sim.parsable_json,
+        "valid_format": sim.valid_format,
+        "valid_graph": sim.valid_graph,
+    }
     return SampleScore(result.score, None, parse, name, why, metrics)
 
 
@@ -444,10 +567,19 @@ def _l4_lmms(item: StaticItem, response: str, name: str) -> SampleScore:
         reference = lmms_eval_reference(kind, item.meta["hint"])
     except ValueError as error:
         problem = f"upstream's metric raises here and the item scores 0: {error}"
-        return SampleScore(0.0, None, parsed(response, "unscorable_truth", problem), name, problem, {"problem": problem})
+        return SampleScore(
+            0.0, None, parsed(response, "unscorable_truth", problem), name, problem, {"problem": problem}
+        )
     result = goal.score_goal(response, reference, scorer="lmms-eval")
-    parse = failed("l4_plan", result.explanation) if result.parse_failed else parsed(result.parsed, "l4_plan", "plan read")
-    metrics = {"components": {k: float(v) for k, v in result.components.items()}, "notes": list(result.parse_errors)}
+    parse = (
+        failed("l4_plan", result.explanation)
+        if result.parse_failed
+        else parsed(result.parsed, "l4_plan", "plan read")
+    )
+    metrics = {
+        "components": {k: float(v) for k, v in result.components.items()},
+        "notes": list(result.parse_errors),
+    }
     return SampleScore(result.value, None, parse, name, result.explanation, metrics)
 
 
@@ -471,7 +603,11 @@ def _child(node: WeightNode, name: str) -> WeightNode | None:
     exact = [c for c in node.children if _norm(c.name) == wanted]
     if exact:
         return exact[0]
-    prefixed = [c for c in node.children if wanted and (_norm(c.name).startswith(wanted) or wanted.startswith(_norm(c.name)))]
+    prefixed = [
+        c
+        for c in node.children
+        if wanted and (_norm(c.name).startswith(wanted) or wanted.startswith(_norm(c.name)))
+    ]
     return prefixed[0] if len(prefixed) == 1 else None
 
 
@@ -486,17 +622,25 @@ def tree_path(tree: WeightNode, tags: Sequence[str]) -> tuple[str, ...] | None:
     return tuple(path) if not node.children else None
 
 
-def summarize_project(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summarize_project(
+    items: Sequence[StaticItem],
+    records: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Leaves matched by full path; parents average their children with data, renormalising the weights."""
     tree = _weights(options)
     result, missing, unmatched = _aggregate_project(tree, records)
-    notes = ["parents are weighted means of the children that have data (missing leaves excluded, weights renormalised)"]
+    notes = [
+        "parents are weighted means of the children that have data (missing leaves excluded, weights renormalised)"
+    ]
     summary = _summary(result, records, missing, unmatched, notes)
     _add_judge_assisted(summary, records, lambda judged: _aggregate_project(tree, judged)[0])
     return summary
 
 
-def _aggregate_project(tree: WeightNode, records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str], dict[str, int]]:
+def _aggregate_project(
+    tree: WeightNode, records: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, Any], list[str], dict[str, int]]:
     pools: dict[tuple[str, ...], list[float]] = defaultdict(list)
     unmatched: dict[str, int] = defaultdict(int)
     for record in records:
@@ -509,34 +653,58 @@ def _aggregate_project(tree: WeightNode, records: Sequence[Mapping[str, Any]]) -
     return result, ["/".join(p) for p in tree.leaves() if not pools.get(p)], dict(unmatched)
 
 
-def summarize_lmms(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summarize_lmms(
+    items: Sequence[StaticItem],
+    records: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """lmms-eval's aggregation: pooled by deepest tag name, missing leaves count 0."""
     tree = _weights(options)
     scored = [(r["tags"]["spatree"], float(r["score"])) for r in records if r.get("score") is not None]
     result = official.aggregate_by_name(tree, scored)
-    names = {official.leaf_name(tags) for tags in {json.dumps(t, sort_keys=True): t for t, _ in scored}.values()}
+    names = {
+        official.leaf_name(tags) for tags in {json.dumps(t, sort_keys=True): t for t, _ in scored}.values()
+    }
     missing = ["/".join(p) for p in tree.leaves() if p[-1].replace(" ", "") not in names]
     notes = ["lmms-eval: leaves matched by name only (spaces removed); a leaf without items counts as 0"]
     summary = _summary(result, records, missing, {}, notes)
-    _add_judge_assisted(summary, records, lambda judged: official.aggregate_by_name(
-        tree, [(r["tags"]["spatree"], float(r["score"])) for r in judged if r.get("score") is not None]))  # fmt: skip
+    _add_judge_assisted(
+        summary,
+        records,
+        lambda judged: official.aggregate_by_name(
+            tree, [(r["tags"]["spatree"], float(r["score"])) for r in judged if r.get("score") is not None]
+        ),
+    )
     return summary
 
 
-def _add_judge_assisted(summary: dict[str, Any], records: Sequence[Mapping[str, Any]],
-                        aggregate: Callable[[list[Mapping[str, Any]]], Mapping[str, Any]]) -> None:  # fmt: skip
+def _add_judge_assisted(
+    summary: dict[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    aggregate: Callable[[list[Mapping[str, Any]]], Mapping[str, Any]],
+) -> None:
     """The published pipeline's numbers: open answers (``gpteval``) take the judge's score where it gave a
     usable one, every other item its rule-based score; added to the judge section, never to the headline."""
     if summary["judge"] is None:
         return
-    judged = [{**r, "score": r["judge"]["score"]} if r["task"] == "open_text" and (r.get("judge") or {}).get("ok") else r
-              for r in records]  # fmt: skip
+    judged = [
+        {**r, "score": r["judge"]["score"]}
+        if r["task"] == "open_text" and (r.get("judge") or {}).get("ok")
+        else r
+        for r in records
+    ]
     result = aggregate(judged)
     summary["judge"]["judge_assisted_overall"] = percent(result["score"])
     summary["judge"]["judge_assisted_item_mean"] = S.mean_score(judged)
 
 
-def _summary(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]], missing: list[str], unmatched: Mapping[str, int], notes: list[str]) -> dict[str, Any]:
+def _summary(
+    result: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    missing: list[str],
+    unmatched: Mapping[str, int],
+    notes: list[str],
+) -> dict[str, Any]:
     levels = {c["name"]: percent(c["score"]) for c in result["children"]}
     unscored = defaultdict(int)
     for record in records:
@@ -544,7 +712,11 @@ def _summary(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]], mi
             unscored[record["scorer"]] += 1
     return {
         "headline": {"overall": percent(result["score"]), **{f"level_{k}": v for k, v in levels.items()}},
-        "counts": {**S.counts(records), "unscored_by_scorer": dict(unscored), "unmatched_tags": dict(unmatched)},
+        "counts": {
+            **S.counts(records),
+            "unscored_by_scorer": dict(unscored),
+            "unmatched_tags": dict(unmatched),
+        },
         "judge": S.judge_section(records),
         "tables": {
             "tree": S.table(flatten_tree(result), ["node", "depth", "weight", "score"]),
@@ -560,24 +732,51 @@ def _summary(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]], mi
 
 REFERENCE = {
     "source": "SpatialTree paper, Table 2 (Avg., weighted; %)",
-    "rows": {"Gemini2.5-Pro": 50.9, "GPT5": 46.7, "GPT-4o": 44.2, "Qwen2.5VL-72B": 41.3, "Qwen2.5VL-7B": 29.0},
+    "rows": {
+        "Gemini2.5-Pro": 50.9,
+        "GPT5": 46.7,
+        "GPT-4o": 44.2,
+        "Qwen2.5VL-72B": 41.3,
+        "Qwen2.5VL-7B": 29.0,
+    },
 }
 
 
 def spec() -> BenchmarkSpec:
     """The registered SpatialTree-Bench benchmark."""
     project = ScoringMode(
-        PROJECT_MODE, "project parsers, leaves matched by full path, missing leaves excluded", score_project,
-        summarize_project, judge_prompt=judge_prompt, judge_score=judge_score, judge_gold=judge_gold,
-    )  # fmt: skip
+        PROJECT_MODE,
+        "project parsers, leaves matched by full path, missing leaves excluded",
+        score_project,
+        summarize_project,
+        judge_prompt=judge_prompt,
+        judge_score=judge_score,
+        judge_gold=judge_gold,
+    )
     lmms = ScoringMode(
-        "spatialtree-lmms-eval", "lmms-eval's spatialtreebench metrics and aggregation", score_lmms, summarize_lmms,
-        judge_prompt=judge_prompt, judge_score=judge_score, judge_gold=judge_gold,
-        differences=("missing abilities count as 0", "abilities matched by name only: a tag shared by two levels lands in both",
-                     "random letter when no option is found (seeded per item here)", "gpteval items score 0 without a judge"),
+        "spatialtree-lmms-eval",
+        "lmms-eval's spatialtreebench metrics and aggregation",
+        score_lmms,
+        summarize_lmms,
+        judge_prompt=judge_prompt,
+        judge_score=judge_score,
+        judge_gold=judge_gold,
+        differences=(
+            "missing abilities count as 0",
+            "abilities matched by name only: a tag shared by two levels lands in both",
+            "random letter when no option is found (seeded per item here)",
+            "gpteval items score 0 without a judge",
+        ),
         headline_note="lmms-eval counts abilities without items as 0 and open (gpteval) answers as 0 without a judge, so a "
-                      "perfect model scores below 100 on a partial set; the project mode leaves both out",
-    )  # fmt: skip
-    return BenchmarkSpec(NAME, "SpatialTree-Bench", load, build_prompt, {m.name: m for m in (project, lmms)}, max_new_tokens=MAX_NEW_TOKENS,
-                         reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
-
+        "perfect model scores below 100 on a partial set; the project mode leaves both out",
+    )
+    return BenchmarkSpec(
+        NAME,
+        "SpatialTree-Bench",
+        load,
+        build_prompt,
+        {m.name: m for m in (project, lmms)},
+        max_new_tokens=MAX_NEW_TOKENS,
+        reference=REFERENCE,
+        gold_answer=gold_answer,
+    )

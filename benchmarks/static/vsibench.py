@@ -41,7 +41,12 @@ from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions,
 NAME = "vsibench"
 FRAME_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
 #: The unit each numerical question type asks for, when its question does not say it.
-DEFAULT_UNITS = {"object_abs_distance": "m", "object_size_estimation": "cm", "room_size_estimation": "m2", "object_counting": None}
+DEFAULT_UNITS = {
+    "object_abs_distance": "m",
+    "object_size_estimation": "cm",
+    "room_size_estimation": "m2",
+    "object_counting": None,
+}
 _OPTION = re.compile(r"^\s*([A-Z])\s*[.):]\s*(.*)$", re.DOTALL)
 
 
@@ -55,14 +60,19 @@ def load(path: Path, options: LoadOptions) -> list[StaticItem]:
     rows = [(f, row) for f in data_files(path) for row in read_rows(f)]
     ids = item_ids([row for _, row in rows], ("id", "idx", "index"))
     roots = _media_roots(path, options.image_root, options.check_media)
-    items = [_item(row, file, item_id, i, roots, options.check_media) for i, ((file, row), item_id) in enumerate(zip(rows, ids))]
+    items = [
+        _item(row, file, item_id, i, roots, options.check_media)
+        for i, ((file, row), item_id) in enumerate(zip(rows, ids))
+    ]
     return items
 
 
 def _media_roots(path: Path, explicit: Path | None, check: bool) -> list[Path]:
     if explicit is not None:
         if check and not explicit.is_dir():
-            raise DataError(f"--image-root {explicit} is not a folder; pass the folder holding <dataset>/<scene_name>.mp4")
+            raise DataError(
+                f"--image-root {explicit} is not a folder; pass the folder holding <dataset>/<scene_name>.mp4"
+            )
         return [explicit]
     base = path if path.is_dir() else path.parent
     return [base, base / "videos", base.parent]
@@ -74,7 +84,9 @@ def subset_of(file: Path) -> str:
     return "debiased" if "debiased" in name else "pruned" if "pruned" in name else "full"
 
 
-def _item(row: Mapping[str, Any], file: Path, item_id: str, index: int, roots: Sequence[Path], check: bool) -> StaticItem:
+def _item(
+    row: Mapping[str, Any], file: Path, item_id: str, index: int, roots: Sequence[Path], check: bool
+) -> StaticItem:
     where = f"{file.name} item {item_id}"
     require_fields(row, ("question", "question_type", "ground_truth", "dataset", "scene_name"), where, NAME)
     question_type = str(row["question_type"])
@@ -83,7 +95,9 @@ def _item(row: Mapping[str, Any], file: Path, item_id: str, index: int, roots: S
         key = str(row["ground_truth"]).strip().upper()
         task, meta = "mcq", {"key": key, "option_lines": [str(o) for o in row["options"]]}
         if key not in options:  # lmms-eval scores it (never a match): kept, with the problem
-            meta["key_problem"] = f"ground truth {row['ground_truth']!r} is not one of the option letters {sorted(options)}"
+            meta["key_problem"] = (
+                f"ground truth {row['ground_truth']!r} is not one of the option letters {sorted(options)}"
+            )
     elif question_type in official.NA_QUESTION_TYPES:
         value = official.to_float(row["ground_truth"])
         options, task = {}, "numeric"
@@ -97,19 +111,35 @@ def _item(row: Mapping[str, Any], file: Path, item_id: str, index: int, roots: S
     media = _scene_media(str(row["dataset"]), str(row["scene_name"]), roots, check, where)
     tags = {"question_type": question_type, "dataset": str(row["dataset"]), "subset": subset_of(file)}
     return StaticItem(
-        benchmark=NAME, item_id=item_id, index=index, question=str(row["question"]), answer=row["ground_truth"], task=task,
-        options=options, media=media, modality="video", category=question_type, tags=tags, meta=meta,
-    )  # fmt: skip
+        benchmark=NAME,
+        item_id=item_id,
+        index=index,
+        question=str(row["question"]),
+        answer=row["ground_truth"],
+        task=task,
+        options=options,
+        media=media,
+        modality="video",
+        category=question_type,
+        tags=tags,
+        meta=meta,
+    )
 
 
 def _options(value: object, where: str) -> dict[str, str]:
     lines = list(value) if isinstance(value, list | tuple) else []
     if len(lines) < 2:
-        raise DataError(f"{where}: a multiple-choice question needs an 'options' list such as ['A. chair', 'B. table'] (got {value!r})")
+        raise DataError(
+            f"{where}: a multiple-choice question needs an 'options' list such as ['A. chair', 'B. table'] (got {value!r})"
+        )
     options: dict[str, str] = {}
     for position, line in enumerate(lines):
         match = _OPTION.match(str(line))
-        letter, text = (match.group(1), match.group(2).strip()) if match else (chr(ord("A") + position), str(line).strip())
+        letter, text = (
+            (match.group(1), match.group(2).strip())
+            if match
+            else (chr(ord("A") + position), str(line).strip())
+        )
         options[letter] = text
     return options
 
@@ -127,8 +157,10 @@ def _scene_media(dataset: str, scene: str, roots: Sequence[Path], check: bool, w
                 return tuple(str(p) for p in frames)
     if check:
         tried = ", ".join(str(r / dataset / f"{scene}.mp4") for r in roots)
-        raise DataError(f"{where}: no video or frame folder for scene {dataset}/{scene} (tried {tried}); pass --image-root "
-                        "with the folder the hub's arkitscenes/scannet/scannetpp zips were unpacked into")  # fmt: skip
+        raise DataError(
+            f"{where}: no video or frame folder for scene {dataset}/{scene} (tried {tried}); pass --image-root "
+            "with the folder the hub's arkitscenes/scannet/scannetpp zips were unpacked into"
+        )
     return (str(roots[0] / dataset / f"{scene}.mp4"),)
 
 
@@ -137,15 +169,19 @@ def _scene_media(dataset: str, scene: str, roots: Sequence[Path], check: bool, w
 
 PRE_PROMPT = "These are frames of a video."
 MCA_POST_PROMPT = "Answer with the option's letter from the given choices directly."
-NA_POST_PROMPTS = {"paper": "Please answer the question using a single word or phrase.",
-                   "api": "Do not response anything other than a single number!"}  # fmt: skip
+NA_POST_PROMPTS = {
+    "paper": "Please answer the question using a single word or phrase.",
+    "api": "Do not response anything other than a single number!",
+}
 
 
 def build_prompt(item: StaticItem, style: str = "paper") -> Prompt:
     """lmms-eval's prompt: ``paper`` = its default model kwargs, ``api`` = its gemini/gpt4v kwargs (a stricter
     numerical post-prompt, upstream's wording kept)."""
     if item.task == "mcq":
-        text = "\n".join([PRE_PROMPT, item.question, "Options:\n" + "\n".join(item.meta["option_lines"]), MCA_POST_PROMPT])
+        text = "\n".join(
+            [PRE_PROMPT, item.question, "Options:\n" + "\n".join(item.meta["option_lines"]), MCA_POST_PROMPT]
+        )
     else:
         text = PRE_PROMPT + "\n" + item.question + "\n" + NA_POST_PROMPTS[style]
     return Prompt(text, item.media)
@@ -168,17 +204,28 @@ def score_project(item: StaticItem, response: str) -> SampleScore:
     ranges at their maximum, MRA with the exact-threshold tolerance. An unusable ground truth: not scored."""
     problem = item.meta.get("key_problem")
     if problem:
-        return SampleScore(None, None, failed("bad_annotation", problem), "unscorable", f"not scored: {problem}", {"problem": problem})
+        return SampleScore(
+            None,
+            None,
+            failed("bad_annotation", problem),
+            "unscorable",
+            f"not scored: {problem}",
+            {"problem": problem},
+        )
     if item.task == "mcq":
         result = parse_option(response, item.options)
         correct = result.ok and result.value == item.meta["key"]
-        return SampleScore(float(correct), correct, result, "mcq", f"read {result.value!r}, key {item.meta['key']!r}")
+        return SampleScore(
+            float(correct), correct, result, "mcq", f"read {result.value!r}, key {item.meta['key']!r}"
+        )
     result = parse_number(response)
     truth = Quantity(item.meta["value"], item.meta["unit"])
     if not result.ok:
         return SampleScore(0.0, None, result, "mra", "no number read: MRA 0", {"relative_error": None})
     score, note = mra_with_units(result.value, truth)
-    return SampleScore(score, None, result, "mra", f"MRA {score:.2f}: {note}", {"prediction": result.value.to_dict()})
+    return SampleScore(
+        score, None, result, "mra", f"MRA {score:.2f}: {note}", {"prediction": result.value.to_dict()}
+    )
 
 
 @bounded_scorer
@@ -197,12 +244,28 @@ def _score_official(item: StaticItem, response: str) -> SampleScore:
         # Upstream has no notion of "unreadable"; a first token that is no option letter is what it can never
         # credit, so it is counted as a parse failure here (still scored 0, as upstream).
         readable = token.upper() in item.options
-        parse = parsed(token.upper(), "first_token", f"first token {token!r}") if readable else failed("first_token", f"first token {token!r} is not an option letter")
-        return SampleScore(value, value == 1.0, parse, "vsibench-lmms-eval/exact_match", f"first token {token!r} vs {item.meta['key']!r}")
+        parse = (
+            parsed(token.upper(), "first_token", f"first token {token!r}")
+            if readable
+            else failed("first_token", f"first token {token!r} is not an option letter")
+        )
+        return SampleScore(
+            value,
+            value == 1.0,
+            parse,
+            "vsibench-lmms-eval/exact_match",
+            f"first token {token!r} vs {item.meta['key']!r}",
+        )
     numeric = official.na_score(response, item.answer)  # a non-numeric truth scores 0 there, problem noted
-    unread = {"no_number": "no number in the response", "number_out_of_range": "the first number is beyond the float range"}
-    parse = (parsed(numeric.prediction, "first_number", f"first number {numeric.prediction}")
-                          if numeric.prediction is not None else failed(numeric.read, unread.get(numeric.read, numeric.read)))  # fmt: skip
+    unread = {
+        "no_number": "no number in the response",
+        "number_out_of_range": "the first number is beyond the float range",
+    }
+    parse = (
+        parsed(numeric.prediction, "first_number", f"first number {numeric.prediction}")
+        if numeric.prediction is not None
+        else failed(numeric.read, unread.get(numeric.read, numeric.read))
+    )
     why = numeric.problem or f"MRA {numeric.score:.2f} of {numeric.prediction} against {item.answer}"
     metrics = {"problem": numeric.problem} if numeric.problem else {}
     return SampleScore(numeric.score, None, parse, "vsibench-lmms-eval/mra", why, metrics)
@@ -216,14 +279,20 @@ def _pairs(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
     return [(r["tags"]["question_type"], float(r["score"])) for r in records if r.get("score") is not None]
 
 
-def summarize(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summarize(
+    items: Sequence[StaticItem],
+    records: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """lmms-eval's eight sub-scores and overall (percent), the per-question-type table, and the counts."""
     result = official.aggregate(_pairs(records))
     sub = result["sub_scores"]
     assert isinstance(sub, dict)
     names = official.metric_names()
-    rows = [{"sub_score": name, "metric": names[name].removeprefix(f"{name}_"), "score": percent(sub.get(name))}
-            for name, _ in official.SUB_SCORES]  # fmt: skip
+    rows = [
+        {"sub_score": name, "metric": names[name].removeprefix(f"{name}_"), "score": percent(sub.get(name))}
+        for name, _ in official.SUB_SCORES
+    ]
     subsets = sorted({r["tags"].get("subset", "full") for r in records})
     headline = {"overall": percent(result["overall"]), **{name: percent(v) for name, v in sub.items()}}
     notes = [
@@ -231,7 +300,9 @@ def summarize(items: Sequence[StaticItem], records: Sequence[Mapping[str, Any]],
         f"subset: {', '.join(subsets) or 'none'} (VSI-Bench-Debiased is the 'debiased' file)",
     ]
     if result["missing"]:
-        notes.append(f"no items for: {', '.join(result['missing'])} (lmms-eval raises KeyError when a rel-direction level is missing)")
+        notes.append(
+            f"no items for: {', '.join(result['missing'])} (lmms-eval raises KeyError when a rel-direction level is missing)"
+        )
     return {
         "headline": headline,
         "counts": S.counts(records),
@@ -254,18 +325,32 @@ REFERENCE = {
 
 def spec() -> BenchmarkSpec:
     """The registered VSI-Bench benchmark (the full set and VSI-Bench-Debiased share it)."""
-    project = ScoringMode(PROJECT_MODE, "project parsers: option letters or texts, numbers with units (converted), ranges at their maximum",
-                          score_project, summarize)  # fmt: skip
+    project = ScoringMode(
+        PROJECT_MODE,
+        "project parsers: option letters or texts, numbers with units (converted), ranges at their maximum",
+        score_project,
+        summarize,
+    )
     official_mode = ScoringMode(
-        "vsibench-lmms-eval", "lmms-eval's vsibench task: first token for letters, first number (words too), MRA without units",
-        score_official, summarize,
+        "vsibench-lmms-eval",
+        "lmms-eval's vsibench task: first token for letters, first number (words too), MRA without units",
+        score_official,
+        summarize,
         differences=(
             "a letter counts only as the response's first token ('The answer is A' and '(A)' score 0)",
             "the first number counts, units ignored ('2 m, about 200 cm' reads 2; '150 cm' for a metre question reads 150)",
             "no tolerance at the MRA thresholds (an error of exactly 0.2 misses C = 0.80)",
             "a ground truth of 0 stops upstream's run; it scores 0 here with the problem recorded",
         ),
-    )  # fmt: skip
-    return BenchmarkSpec(NAME, "VSI-Bench", load, build_prompt, {m.name: m for m in (project, official_mode)},
-                         prompt_styles=("paper", "api"), max_new_tokens=16, reference=REFERENCE, gold_answer=gold_answer)  # fmt: skip
-
+    )
+    return BenchmarkSpec(
+        NAME,
+        "VSI-Bench",
+        load,
+        build_prompt,
+        {m.name: m for m in (project, official_mode)},
+        prompt_styles=("paper", "api"),
+        max_new_tokens=16,
+        reference=REFERENCE,
+        gold_answer=gold_answer,
+    )

@@ -61,8 +61,10 @@ def describe_space(space: Any) -> list[str]:
     if isinstance(space, spaces.Dict):
         return [f"{key}: {line}" for key, sub in space.spaces.items() for line in describe_space(sub)]
     if isinstance(space, spaces.Text):
-        return [f"Text(min_length={space.min_length}, max_length={space.max_length}, "
-                f"{len(space.character_set)} characters)"]
+        return [
+            f"Text(min_length={space.min_length}, max_length={space.max_length}, "
+            f"{len(space.character_set)} characters)"
+        ]
     return [" ".join(repr(space).split())]  # Box reprs of arrays wrap over lines
 
 
@@ -75,16 +77,20 @@ def measure_spaces(env_id: str) -> dict[str, Any]:
     start = time.perf_counter()
     env = gym.make(env_id)
     try:
-        return {"action_space": describe_space(env.action_space),
-                "observation_space": describe_space(env.observation_space),
-                "make_s": round(time.perf_counter() - start, 2)}
+        return {
+            "action_space": describe_space(env.action_space),
+            "observation_space": describe_space(env.observation_space),
+            "make_s": round(time.perf_counter() - start, 2),
+        }
     finally:
         env.close()
 
 
 def update_spaces() -> dict[str, Any]:
     """Make every env whose spaces the pages show and write :data:`SPACES_FILE`."""
-    recorded = {env_id: measure_spaces(env_id) for ids in env_classes().values() for env_id in ids_to_make(ids)}
+    recorded = {
+        env_id: measure_spaces(env_id) for ids in env_classes().values() for env_id in ids_to_make(ids)
+    }
     SPACES_FILE.write_text(json.dumps(recorded, indent=1) + "\n")
     return recorded
 
@@ -94,8 +100,10 @@ def load_spaces(classes: Mapping[str, Sequence[str]]) -> dict[str, Any]:
     recorded = json.loads(SPACES_FILE.read_text())
     wanted = {env_id for ids in classes.values() for env_id in ids_to_make(ids)}
     if set(recorded) != wanted:
-        raise ValueError(f"{SPACES_FILE.name} is stale (missing {sorted(wanted - set(recorded))}, extra "
-                         f"{sorted(set(recorded) - wanted)}): run python docs/_scripts/gen_pages.py --update-spaces")
+        raise ValueError(
+            f"{SPACES_FILE.name} is stale (missing {sorted(wanted - set(recorded))}, extra "
+            f"{sorted(set(recorded) - wanted)}): run python docs/_scripts/gen_pages.py --update-spaces"
+        )
     return recorded
 
 
@@ -130,7 +138,9 @@ def _paragraph(text: str) -> str:
     """Wrapped lines joined; a ``- item`` list keeps one line per item."""
     if not text.lstrip().startswith("- "):
         return " ".join(text.split())
-    return "\n".join("- " + " ".join(item.split()) for item in re.split(r"(?:^|\n)\s*- ", text) if item.strip())
+    return "\n".join(
+        "- " + " ".join(item.split()) for item in re.split(r"(?:^|\n)\s*- ", text) if item.strip()
+    )
 
 
 def env_page(entry_point: str, ids: Sequence[str], spaces: Mapping[str, Any]) -> str:
@@ -139,19 +149,39 @@ def env_page(entry_point: str, ids: Sequence[str], spaces: Mapping[str, Any]) ->
 
     module, _, name = entry_point.partition(":")
     cls = getattr(__import__(module, fromlist=[name]), name)
-    lines = [f"# {name}", "", f"`{entry_point}`", "", docstring_markdown(cls.__doc__ or "(no docstring)"),
-             "## Registered ids", "", "| id | kwargs | max_episode_steps |", "|---|---|---|"]
+    lines = [
+        f"# {name}",
+        "",
+        f"`{entry_point}`",
+        "",
+        docstring_markdown(cls.__doc__ or "(no docstring)"),
+        "## Registered ids",
+        "",
+        "| id | kwargs | max_episode_steps |",
+        "|---|---|---|",
+    ]
     for env_id in ids:
         spec = gym.spec(env_id)
         lines.append(f"| `{env_id}` | `{json.dumps(spec.kwargs)}` | {spec.max_episode_steps} |")
     lines += ["", "## Spaces", ""]
     if len(ids) > MAX_IDS_MADE:
-        lines += [f"Spaces recorded for the first of the {len(ids)} ids; the others differ in the kwargs "
-                  f"listed above.", ""]
+        lines += [
+            f"Spaces recorded for the first of the {len(ids)} ids; the others differ in the kwargs "
+            f"listed above.",
+            "",
+        ]
     for group, env_ids in _same_spaces(ids_to_make(ids), spaces):
-        lines += [", ".join(f"`{i}`" for i in env_ids) + ":", "", "```text", "action_space:",
-                  *(f"  {line}" for line in group["action_space"]), "observation_space:",
-                  *(f"  {line}" for line in group["observation_space"]), "```", ""]
+        lines += [
+            ", ".join(f"`{i}`" for i in env_ids) + ":",
+            "",
+            "```text",
+            "action_space:",
+            *(f"  {line}" for line in group["action_space"]),
+            "observation_space:",
+            *(f"  {line}" for line in group["observation_space"]),
+            "```",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -168,10 +198,18 @@ def env_pages() -> dict[str, str]:
     """``envs/index.md`` and one page per env class."""
     classes = env_classes()
     spaces = load_spaces(classes)
-    pages, index = {}, ["# Environments", "",
-                        "Every id is made with `gym.make(ID)` after `import envs`. Pages are generated from the "
-                        "registry and the classes' docstrings (see [Add an env](../howto/add-env.md)).", "",
-                        "| class | ids |", "|---|---|"]
+    pages, index = (
+        {},
+        [
+            "# Environments",
+            "",
+            "Every id is made with `gym.make(ID)` after `import envs`. Pages are generated from the "
+            "registry and the classes' docstrings (see [Add an env](../howto/add-env.md)).",
+            "",
+            "| class | ids |",
+            "|---|---|",
+        ],
+    )
     for entry_point, ids in classes.items():
         slug = entry_point.partition(":")[2].lower()
         pages[f"envs/{slug}.md"] = env_page(entry_point, ids, spaces)
@@ -217,23 +255,35 @@ def parser_markdown(parser: argparse.ArgumentParser) -> list[str]:
     """Each option group of a parser as a table: flags, default, help."""
     lines = []
     for group in parser._action_groups:
-        rows = [a for a in group._group_actions if a.help != argparse.SUPPRESS
-                and not isinstance(a, argparse._HelpAction)]
+        rows = [
+            a
+            for a in group._group_actions
+            if a.help != argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)
+        ]
         if not rows:
             continue
-        header = "| option | default | help |" if group._group_actions[0].option_strings else "| command | | what |"
+        header = (
+            "| option | default | help |"
+            if group._group_actions[0].option_strings
+            else "| command | | what |"
+        )
         lines += [f"**{group.title}**", "", header, "|---|---|---|"]
         for action in rows:
             if isinstance(action, argparse._SubParsersAction):
-                lines += [f"| `{name}` | | {_cell(sub.description or '')} |" for name, sub in action.choices.items()]
+                lines += [
+                    f"| `{name}` | | {_cell(sub.description or '')} |" for name, sub in action.choices.items()
+                ]
                 continue
             flags = ", ".join(f"`{flag}`" for flag in action.option_strings) or f"`{action.dest}`"
             choices = f" (one of: {', '.join(map(str, action.choices))})" if action.choices else ""
             unset = action.default in (None, "", argparse.SUPPRESS) or action.required
             default = "" if unset else f"`{action.default}`"
-            help_text = (action.help or "").removesuffix(f" (default: {action.default})")  # the column says it
-            lines.append(f"| {flags} | {_cell(default) if default else ('required' if action.required else '')} "
-                         f"| {_cell(help_text + choices)} |")
+            # the column says it
+            help_text = (action.help or "").removesuffix(f" (default: {action.default})")
+            lines.append(
+                f"| {flags} | {_cell(default) if default else ('required' if action.required else '')} "
+                f"| {_cell(help_text + choices)} |"
+            )
         lines.append("")
     return lines
 
@@ -250,8 +300,11 @@ def command_page(name: str) -> str:
             lines += [f"## spatial-arena {name} {' '.join(args)}", ""]
         lines += [_cell(parser.description or ""), "", *parser_markdown(parser)]
         if parser.epilog and parser.epilog.startswith("policy options"):
-            lines += ["Once `--policy NAME` picks a registered policy, its options apply too: "
-                      "see [policy options](policies.md).", ""]
+            lines += [
+                "Once `--policy NAME` picks a registered policy, its options apply too: "
+                "see [policy options](policies.md).",
+                "",
+            ]
     return "\n".join(lines)
 
 
@@ -261,19 +314,31 @@ def policies_page() -> str:
     from policies.config_cli import add_config_arguments
     from policies.registry import policy_config_class, registered_policies
 
-    lines = ["# Policy options", "", f"Policies: {', '.join(f'`{n}`' for n in policy_names())}, or a class of "
-             "your own as `--policy package.module:Class`. A registered policy's options are accepted by the "
-             "benchmark commands it runs on (below) once `--policy NAME` picks it (`--backbone` and "
-             "`--checkpoint` pick `vla`); an option the benchmark also has (e.g. `--seed`) takes the "
-             "benchmark's value. The EB loop's options of `mllm` exist on `embodied` only.", ""]
+    lines = [
+        "# Policy options",
+        "",
+        f"Policies: {', '.join(f'`{n}`' for n in policy_names())}, or a class of "
+        "your own as `--policy package.module:Class`. A registered policy's options are accepted by the "
+        "benchmark commands it runs on (below) once `--policy NAME` picks it (`--backbone` and "
+        "`--checkpoint` pick `vla`); an option the benchmark also has (e.g. `--seed`) takes the "
+        "benchmark's value. The EB loop's options of `mllm` exist on `embodied` only.",
+        "",
+    ]
     where = policy_benchmarks()
     for name in registered_policies():
         cls = policy_config_class(name)
         parser = argparse.ArgumentParser(add_help=False)
         add_config_arguments(parser, cls)
         parser._action_groups[1].title = f"--policy {name} ({cls.__module__}.{cls.__name__})"
-        lines += [f"## {name}", "", _cell((cls.__doc__ or "").strip()), "", f"Runs on: {', '.join(where[name])}.", "",
-                  *parser_markdown(parser)]
+        lines += [
+            f"## {name}",
+            "",
+            _cell((cls.__doc__ or "").strip()),
+            "",
+            f"Runs on: {', '.join(where[name])}.",
+            "",
+            *parser_markdown(parser),
+        ]
     return "\n".join(lines)
 
 
@@ -281,13 +346,22 @@ def cli_pages() -> dict[str, str]:
     """``cli/index.md``, one page per subcommand and the policy options."""
     from benchmarks.command import SUBCOMMANDS
 
-    index = ["# Command-line reference", "", "One command, `spatial-arena`, with a subcommand per entry point; "
-             "each is the same as its `python -m` module. `spatial-arena list` prints the benchmarks, env "
-             "ids, policies, VLA backbones, static benchmarks and scoring modes. Exit status: 0 done, 1 a "
-             "failure outside the input, 2 bad input, 3 a run with errored units (unless `--allow-errors`).",
-             "", "| command | what | module |", "|---|---|---|"]
+    index = [
+        "# Command-line reference",
+        "",
+        "One command, `spatial-arena`, with a subcommand per entry point; "
+        "each is the same as its `python -m` module. `spatial-arena list` prints the benchmarks, env "
+        "ids, policies, VLA backbones, static benchmarks and scoring modes. Exit status: 0 done, 1 a "
+        "failure outside the input, 2 bad input, 3 a run with errored units (unless `--allow-errors`).",
+        "",
+        "| command | what | module |",
+        "|---|---|---|",
+    ]
     pages = {f"cli/{name}.md": command_page(name) for name in SUBCOMMANDS}
-    index += [f"| [{name}]({name}.md) | {_cell(c.summary)} | `python -m {c.module}` |" for name, c in SUBCOMMANDS.items()]
+    index += [
+        f"| [{name}]({name}.md) | {_cell(c.summary)} | `python -m {c.module}` |"
+        for name, c in SUBCOMMANDS.items()
+    ]
     index += ["", "[Policy options](policies.md): the options of every registered policy.", ""]
     return {"cli/index.md": "\n".join(index), **pages, "cli/policies.md": policies_page()}
 
@@ -307,16 +381,28 @@ def load_result(path: Path) -> dict[str, Any]:
 def result_page(name: str, data: Mapping[str, Any], note: str = "") -> str:
     """One results file as a page: provenance, headline metrics, tables, notes, then its Markdown note."""
     lines = [f"# {data['title']}", "", "| | |", "|---|---|"]
-    lines += [f"| {key} | {_cell(data[key])} |" for key in ("date", "machine", "setup", "source") if data.get(key)]
+    lines += [
+        f"| {key} | {_cell(data[key])} |" for key in ("date", "machine", "setup", "source") if data.get(key)
+    ]
     if data.get("command"):
         lines.append(f"| command | `{_cell(data['command'])}` |")
     lines += [f"| file | `bench/results/{name}.json` |", ""]
     if data.get("metrics"):
-        lines += ["| metric | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in data["metrics"].items()), ""]
+        lines += [
+            "| metric | value |",
+            "|---|---|",
+            *(f"| {k} | {v} |" for k, v in data["metrics"].items()),
+            "",
+        ]
     for table in data.get("tables", []):
-        lines += [f"**{table['caption']}**", "", "| " + " | ".join(map(_cell, table["columns"])) + " |",
-                  "|" + "---|" * len(table["columns"]),
-                  *("| " + " | ".join(map(_cell, row)) + " |" for row in table["rows"]), ""]
+        lines += [
+            f"**{table['caption']}**",
+            "",
+            "| " + " | ".join(map(_cell, table["columns"])) + " |",
+            "|" + "---|" * len(table["columns"]),
+            *("| " + " | ".join(map(_cell, row)) + " |" for row in table["rows"]),
+            "",
+        ]
     if data.get("notes"):
         lines += [data["notes"], ""]
     if note:
@@ -331,21 +417,38 @@ def results_pages(folder: Path = RESULTS_DIR) -> dict[str, str]:
     files = sorted(folder.glob("*.json"))
     orphans = sorted(p.name for p in folder.glob("*.md") if not p.with_suffix(".json").is_file())
     if orphans:
-        raise ValueError(f"{folder}: {', '.join(orphans)} without a .json beside it; a note is shown on the page of "
-                         "its NAME.json, which states the provenance")
-    pages, index = {}, ["# Results", "", "Measured numbers, each read from a committed file in `bench/results/` "
-                        "that states when, where and how it was measured.", "", "| result | date | machine |",
-                        "|---|---|---|"]
+        raise ValueError(
+            f"{folder}: {', '.join(orphans)} without a .json beside it; a note is shown on the page of "
+            "its NAME.json, which states the provenance"
+        )
+    pages, index = (
+        {},
+        [
+            "# Results",
+            "",
+            "Measured numbers, each read from a committed file in `bench/results/` "
+            "that states when, where and how it was measured.",
+            "",
+            "| result | date | machine |",
+            "|---|---|---|",
+        ],
+    )
     titles: dict[str, Path] = {}
     for path in files:
         data = load_result(path)
         if data["title"] in titles:
-            raise ValueError(f"{path}: title {data['title']!r} is also {titles[data['title']].name}'s; "
-                             "give each results file a title of its own")
+            raise ValueError(
+                f"{path}: title {data['title']!r} is also {titles[data['title']].name}'s; "
+                "give each results file a title of its own"
+            )
         titles[data["title"]] = path
         note = path.with_suffix(".md")
-        pages[f"results/{path.stem}.md"] = result_page(path.stem, data, note.read_text() if note.is_file() else "")
-        index.append(f"| [{_cell(data['title'])}]({path.stem}.md) | {data['date']} | {_cell(data['machine'])} |")
+        pages[f"results/{path.stem}.md"] = result_page(
+            path.stem, data, note.read_text() if note.is_file() else ""
+        )
+        index.append(
+            f"| [{_cell(data['title'])}]({path.stem}.md) | {data['date']} | {_cell(data['machine'])} |"
+        )
     return {"results/index.md": "\n".join(index) + "\n", **pages}
 
 
@@ -370,7 +473,7 @@ def on_config(config: Any) -> Any:
 def _expand(item: Any) -> Any:
     """A nav entry ``{Title: section/index.md}`` of a generated section becomes the section's page list."""
     if isinstance(item, dict) and len(item) == 1:
-        (title, target), = item.items()
+        ((title, target),) = item.items()
         if isinstance(target, str) and target.endswith("/index.md") and target in _PAGES:
             folder = target[: -len("index.md")]
             children = [p for p in _PAGES if p.startswith(folder) and p != target]
@@ -389,8 +492,12 @@ def on_files(files: Any, config: Any) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``--update-spaces``: re-make the envs and rewrite env_spaces.json; else print the pages' paths."""
-    parser = argparse.ArgumentParser(prog="python docs/_scripts/gen_pages.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--update-spaces", action="store_true", help="gym.make each documented id, write the file")
+    parser = argparse.ArgumentParser(
+        prog="python docs/_scripts/gen_pages.py", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--update-spaces", action="store_true", help="gym.make each documented id, write the file"
+    )
     args = parser.parse_args(argv)
     if args.update_spaces:
         print(f"recorded the spaces of {len(update_spaces())} ids in {SPACES_FILE}")

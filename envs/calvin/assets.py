@@ -41,11 +41,22 @@ HANDLE_GREY: RGBA = (0.396, 0.396, 0.396, 1.0)
 SWITCH_GREY: RGBA = (0.4, 0.4, 0.4, 1.0)
 BLACK: RGBA = (0.0, 0.0, 0.0, 1.0)
 WHITE_ARM: RGBA = (1.0, 1.0, 1.0, 1.0)  # the Panda's "panda_white"
-WOOD_PLAIN: RGBA = (WOOD_MEAN[0] / 255, WOOD_MEAN[1] / 255, WOOD_MEAN[2] / 255, 1.0)  # the wood's mean, for round parts
+# the wood's mean, for round parts
+WOOD_PLAIN: RGBA = (
+    WOOD_MEAN[0] / 255,
+    WOOD_MEAN[1] / 255,
+    WOOD_MEAN[2] / 255,
+    1.0,
+)
 
 # Grip points in their link frames (the scripted expert aims at them).
 SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame (x along the track, z out): under the handle's bar
-DRAWER_HANDLE: Vec3 = (0.0, -0.235, 0.05)  # drawer frame (world-aligned when closed): just behind the bar's middle
+# drawer frame (world-aligned when closed): just behind the bar's middle
+DRAWER_HANDLE: Vec3 = (
+    0.0,
+    -0.235,
+    0.05,
+)
 SWITCH_LEVER: Vec3 = (0.0, 0.042, 0.0)  # switch frame: y out of the panel, at the bar's inner face
 
 # Boxes below are (min corner, max corner) in the built-in link frames, world scale. They are calvin_env's
@@ -56,27 +67,37 @@ Box = tuple[Vec3, Vec3]
 #: The switch: a 12 cm wide bar (x) standing 4.2-6.4 cm out of the panel (y) on two legs, 3.2 cm along
 #: the slope (z; -z is up the slope). CALVIN: switch_link_vhacd2.obj, x +-0.0753, y 0-0.0804, z -0.0303-0.01.
 SWITCH_BAR: Box = ((-0.0602, 0.0416, -0.0242), (0.0602, 0.0643, 0.008))
-SWITCH_LEGS: tuple[Box, Box] = (((-0.0602, 0.0, -0.0242), (-0.0396, 0.0416, 0.008)),
-                                ((0.0386, 0.0, -0.0242), (0.0602, 0.0416, 0.008)))
+SWITCH_LEGS: tuple[Box, Box] = (
+    ((-0.0602, 0.0, -0.0242), (-0.0396, 0.0416, 0.008)),
+    ((0.0386, 0.0, -0.0242), (0.0602, 0.0416, 0.008)),
+)
 #: The drawer grip: a 24 cm long bar (x) 5.6 cm in front of the drawer's face on two posts.
 #: CALVIN: drawer_link_vhacd2.obj convex_8 (bar) and convex_6/7 (posts).
 DRAWER_BAR: Box = ((-0.0959, -0.2612, 0.0196), (0.0959, -0.2383, 0.0601))
-DRAWER_POSTS: tuple[Box, Box] = (((-0.1206, -0.2612, 0.0196), (-0.0959, -0.182, 0.0618)),
-                                 ((0.0959, -0.2612, 0.0196), (0.1206, -0.182, 0.0618)))
+DRAWER_POSTS: tuple[Box, Box] = (
+    ((-0.1206, -0.2612, 0.0196), (-0.0959, -0.182, 0.0618)),
+    ((0.0959, -0.2612, 0.0196), (0.1206, -0.182, 0.0618)),
+)
 #: The sliding door: a 2.2 cm thick panel, 28 cm along the track (x) and 24 cm up the slope (y), in the
 #: cabinet-front frame (z out of the cabinet). CALVIN: slide_link_vhacd2.obj convex_0.
 SLIDE_DOOR: Box = ((-0.0006, -0.1206, -0.0006), (0.2806, 0.1203, 0.0219))
 #: Its handle: a 16 cm bar (y) 5.8-8 cm out of the door on two legs, 4.2 cm wide along the track (x).
 #: CALVIN: convex_1 and convex_3 (legs), convex_2 and convex_4 (bar).
-SLIDE_HANDLE_BAR: tuple[Box, Box] = (((0.1192, -0.0577, 0.0564), (0.1608, -0.0292, 0.0801)),
-                                     ((0.1192, -0.0292, 0.0575), (0.1608, 0.0811, 0.0801)))
-SLIDE_HANDLE_LEGS: tuple[Box, Box] = (((0.1192, -0.0803, 0.0219), (0.1608, -0.0577, 0.0801)),
-                                      ((0.1192, 0.0574, 0.0219), (0.1608, 0.0811, 0.0575)))
+SLIDE_HANDLE_BAR: tuple[Box, Box] = (
+    ((0.1192, -0.0577, 0.0564), (0.1608, -0.0292, 0.0801)),
+    ((0.1192, -0.0292, 0.0575), (0.1608, 0.0811, 0.0801)),
+)
+SLIDE_HANDLE_LEGS: tuple[Box, Box] = (
+    ((0.1192, -0.0803, 0.0219), (0.1608, -0.0577, 0.0801)),
+    ((0.1192, 0.0574, 0.0219), (0.1608, 0.0811, 0.0575)),
+)
 #: The drawer box: front panel (convex_0), floor (convex_4), side walls (convex_2/3), back wall (convex_1+5).
 DRAWER_FRONT: Box = ((-0.2209, -0.182, -0.0209), (0.2209, -0.1574, 0.0812))
 DRAWER_FLOOR: Box = ((-0.1769, -0.1574, -0.0015), (0.1769, 0.038, 0.0214))
-DRAWER_WALLS: tuple[Box, Box] = (((-0.2015, -0.1574, -0.0015), (-0.1769, 0.038, 0.0812)),
-                                 ((0.1769, -0.1574, -0.0015), (0.2015, 0.0609, 0.0812)))
+DRAWER_WALLS: tuple[Box, Box] = (
+    ((-0.2015, -0.1574, -0.0015), (-0.1769, 0.038, 0.0812)),
+    ((0.1769, -0.1574, -0.0015), (0.2015, 0.0609, 0.0812)),
+)
 DRAWER_BACK: Box = ((-0.2015, 0.038, -0.0015), (0.2015, 0.0609, 0.0812))
 
 
@@ -144,8 +165,14 @@ def _geometry(parent: ET.Element, g: Geom, scale: float) -> None:
 
 def _box_inertia(mass: float, extents: Vec3, scale: float) -> dict[str, str]:
     x, y, z = (e * scale for e in extents)
-    return {"ixx": _num(mass * (y * y + z * z) / 12), "iyy": _num(mass * (x * x + z * z) / 12),
-            "izz": _num(mass * (x * x + y * y) / 12), "ixy": "0", "ixz": "0", "iyz": "0"}
+    return {
+        "ixx": _num(mass * (y * y + z * z) / 12),
+        "iyy": _num(mass * (x * x + z * z) / 12),
+        "izz": _num(mass * (x * x + y * y) / 12),
+        "ixy": "0",
+        "ixz": "0",
+        "iyz": "0",
+    }
 
 
 def _link_element(robot: ET.Element, link: Link, scale: float) -> None:
@@ -202,7 +229,9 @@ def _box(lo: Vec3, hi: Vec3, rgba: RGBA = WHITE, collide: bool = True) -> Geom:
     return Geom("box", size, centre, rgba=rgba, collide=collide)  # type: ignore[arg-type]
 
 
-def _slope_box(x: tuple[float, float], s: tuple[float, float], t: tuple[float, float], rgba: RGBA = WHITE) -> Geom:
+def _slope_box(
+    x: tuple[float, float], s: tuple[float, float], t: tuple[float, float], rgba: RGBA = WHITE
+) -> Geom:
     """A box on the cabinet's 60-degree front: ``s`` up the slope, ``t`` along the outward normal.
 
     The slope plane passes through the plank's front edge (y 0.02, z 0.44), like CALVIN's sliding door.
@@ -234,9 +263,14 @@ def _legs_and_apron() -> tuple[Geom, ...]:
     """CALVIN's open table: four 4 x 3.2 cm legs at the corners and a 10 cm apron under the top, solid left
     of the drawer (the drawer runs in the gap on the right; the apron closes in on its front panel, 0.01 to
     0.35 m in x, so that no floor shows beside it)."""
-    legs = tuple(_box((min(sx * 0.40, sx * 0.441), min(sy * 0.148, sy * 0.181), 0.0),
-                      (max(sx * 0.40, sx * 0.441), max(sy * 0.148, sy * 0.181), 0.405))
-                 for sx in (-1, 1) for sy in (-1, 1))
+    legs = tuple(
+        _box(
+            (min(sx * 0.40, sx * 0.441), min(sy * 0.148, sy * 0.181), 0.0),
+            (max(sx * 0.40, sx * 0.441), max(sy * 0.148, sy * 0.181), 0.405),
+        )
+        for sx in (-1, 1)
+        for sy in (-1, 1)
+    )
     apron = (
         _box((-0.42, -0.16, 0.30), (0.005, 0.16, 0.405)),  # solid left of the drawer
         _box((0.36, -0.181, 0.30), (0.42, 0.16, 0.405)),  # right of the drawer, flush with the legs
@@ -275,22 +309,57 @@ def _switch_link() -> Link:
 def _lamp_links() -> list[Link]:
     led = Geom("box", (0.16, 0.04, 0.016), (0.0, 0.0, 0.008), rgba=C.LIGHT_OFF_RGBA)
     bulb = Geom("cylinder", (0.025, 0.041), (0.0, 0.028, 0.0205), rgba=C.LIGHT_OFF_RGBA)
-    plank = _box((-0.28, -0.07, 0.0), (0.28, 0.07, 0.021), WOOD)  # top at 0.441: CALVIN's slider spots rest at z 0.461
-    return [Link("led_link", (led,), 0.2), Link("light_link", (bulb,), 0.17), Link("plank_link", (plank,), 2.8)]
+    # top at 0.441: CALVIN's slider spots rest at z 0.461
+    plank = _box((-0.28, -0.07, 0.0), (0.28, 0.07, 0.021), WOOD)
+    return [
+        Link("led_link", (led,), 0.2),
+        Link("light_link", (bulb,), 0.17),
+        Link("plank_link", (plank,), 2.8),
+    ]
 
 
 def _table_joints() -> list[Joint]:
     slope = C.CABINET_SLOPE
     return [
-        Joint("base__slide", "prismatic", "base_link", "slide_link", C.SLIDE_ORIGIN, (slope, 0, 0), (-1, 0, 0),
-              C.SLIDE_RANGE),
-        Joint("base__drawer", "prismatic", "base_link", "drawer_link", C.DRAWER_ORIGIN, axis=(0, -1, 0),
-              limits=C.DRAWER_RANGE),
-        Joint("base__button", "prismatic", "base_link", "button_link", C.BUTTON_ORIGIN, axis=(0, 0, -1),
-              limits=C.BUTTON_RANGE),
+        Joint(
+            "base__slide",
+            "prismatic",
+            "base_link",
+            "slide_link",
+            C.SLIDE_ORIGIN,
+            (slope, 0, 0),
+            (-1, 0, 0),
+            C.SLIDE_RANGE,
+        ),
+        Joint(
+            "base__drawer",
+            "prismatic",
+            "base_link",
+            "drawer_link",
+            C.DRAWER_ORIGIN,
+            axis=(0, -1, 0),
+            limits=C.DRAWER_RANGE,
+        ),
+        Joint(
+            "base__button",
+            "prismatic",
+            "base_link",
+            "button_link",
+            C.BUTTON_ORIGIN,
+            axis=(0, 0, -1),
+            limits=C.BUTTON_RANGE,
+        ),
         # switch frame: rotated 150 degrees about x, so -z points up the slope and +y out of the panel
-        Joint("base__switch", "prismatic", "base_link", "switch_link", C.SWITCH_ORIGIN, (slope + math.pi / 2, 0, 0),
-              (0, 0, -1), C.SWITCH_RANGE),
+        Joint(
+            "base__switch",
+            "prismatic",
+            "base_link",
+            "switch_link",
+            C.SWITCH_ORIGIN,
+            (slope + math.pi / 2, 0, 0),
+            (0, 0, -1),
+            C.SWITCH_RANGE,
+        ),
         Joint("base__led", "fixed", "base_link", "led_link", C.LED_ORIGIN),
         Joint("base__light", "fixed", "base_link", "light_link", C.LIGHTBULB_ORIGIN),
         Joint("base__plank", "fixed", "base_link", "plank_link", C.PLANK_ORIGIN),
@@ -319,12 +388,13 @@ def plane_urdf() -> str:
 # ------------------------------------------------------------------------------------------- robot
 
 # CALVIN's evaluation fingers (calvin_env data/franka_panda/panda_longer_finger.urdf). Each finger collides as
-# the convex hull of meshes/collision/longer_finger_v2.obj; a fixed ``finger_*_tip`` link on it carries a DIGIT
-# gel pad (meshes/visual/digit_gel_only.STL, also its collision shape) whose dome is what touches a gripped
-# object first. Both are rebuilt here as lofts through rectangular sections measured from those meshes, in
-# the left finger's frame (metres; the joint moves it along +y, z runs from the hand to the tip); the right
-# finger is the same turned pi about z, as in CALVIN.
-#: Finger body: (z, x_lo, x_hi, y_lo, y_hi) sections; inner face 3.9-6.2 mm from the joint axis, tip at z 0.0964.
+# the convex hull of meshes/collision/longer_finger_v2.obj; a fixed ``finger_*_tip`` link on it carries a
+# DIGIT gel pad (meshes/visual/digit_gel_only.STL, also its collision shape) whose dome is what touches a
+# gripped object first. Both are rebuilt here as lofts through rectangular sections measured from those
+# meshes, in the left finger's frame (metres; the joint moves it along +y, z runs from the hand to the tip);
+# the right finger is the same turned pi about z, as in CALVIN.
+#: Finger body: (z, x_lo, x_hi, y_lo, y_hi) sections; inner face 3.9-6.2 mm from the joint axis, tip at z
+#: 0.0964.
 FINGER_SECTIONS: tuple[tuple[float, float, float, float, float], ...] = (
     (0.0002, -0.0104, 0.0104, 0.0062, 0.0270),
     (0.0340, -0.0105, 0.0105, 0.0050, 0.0216),
@@ -342,7 +412,8 @@ GEL_SECTIONS: tuple[tuple[float, float, float, float, float], ...] = (
     (0.0009, -0.0005, 0.0023, 0.0789, 0.0865),
 )
 #: The pad link's mass and contact as panda_longer_finger.urdf gives them (``finger_left_tip``). Its inertia
-#: there (1 kg m^2) is not used: PyBullet (no URDF_USE_INERTIA_FROM_FILE) derives it from the shape, here as there.
+#: there (1 kg m^2) is not used: PyBullet (no URDF_USE_INERTIA_FROM_FILE) derives it from the shape, here as
+#: there.
 TIP_CONTACT = {"lateral_friction": 1.0, "spinning_friction": 0.001}
 TIP_MASS = 0.0001
 
@@ -362,12 +433,19 @@ def loft_obj(rings: list[list[Vec3]]) -> str:
     verts = [v for ring in rings for v in ring]
     n = len(rings[0])
     centre = np.mean(np.asarray(verts), axis=0)
-    quads = [[r * n + i, r * n + (i + 1) % n, (r + 1) * n + (i + 1) % n, (r + 1) * n + i]
-             for r in range(len(rings) - 1) for i in range(n)]
+    quads = [
+        [r * n + i, r * n + (i + 1) % n, (r + 1) * n + (i + 1) % n, (r + 1) * n + i]
+        for r in range(len(rings) - 1)
+        for i in range(n)
+    ]
     faces = [tri for q in quads for tri in ([q[0], q[1], q[2]], [q[0], q[2], q[3]])]
     last = (len(rings) - 1) * n
-    faces += [[0, i, i + 1] for i in range(1, n - 1)] + [[last, last + i, last + i + 1] for i in range(1, n - 1)]
-    lines = ["# generated by envs/calvin/assets.py"] + [f"v {_num(x)} {_num(y)} {_num(z)}" for x, y, z in verts]
+    faces += [[0, i, i + 1] for i in range(1, n - 1)] + [
+        [last, last + i, last + i + 1] for i in range(1, n - 1)
+    ]
+    lines = ["# generated by envs/calvin/assets.py"] + [
+        f"v {_num(x)} {_num(y)} {_num(z)}" for x, y, z in verts
+    ]
     for f in faces:
         a, b, c = (np.asarray(verts[i]) for i in f)
         if np.dot(np.cross(b - a, c - a), a - centre) < 0:  # wind counter-clockwise seen from outside
@@ -385,7 +463,9 @@ def _add_tip_link(root: ET.Element, side: int, gel_obj: str) -> None:
     """CALVIN's ``finger_*_tip`` link: the gel pad, fixed to the finger, with its own contact parameters.
 
     Its frame is the finger's (CALVIN's sits on the pad; for a 0.1 g link that changes nothing)."""
-    name, finger = ("finger_left_tip", "panda_leftfinger") if side > 0 else ("finger_right_tip", "panda_rightfinger")
+    name, finger = (
+        ("finger_left_tip", "panda_leftfinger") if side > 0 else ("finger_right_tip", "panda_rightfinger")
+    )
     gel = Geom("mesh", (), rpy=(0.0, 0.0, 0.0 if side > 0 else math.pi), rgba=WHITE, mesh=gel_obj)
     _link_element(root, Link(name, (gel,), TIP_MASS, contact=dict(TIP_CONTACT)), 1.0)
     _joint_element(root, Joint(f"joint_{name}", "fixed", finger, name, (0.0, 0.0, 0.0)), 1.0)
@@ -414,8 +494,13 @@ def robot_urdf(pybullet_data_dir: str, detail: str = "collision", mesh_dir: Path
     for side, finger in ((1, "panda_leftfinger"), (-1, "panda_rightfinger")):
         _replace_geoms(root, finger, _finger_geoms(finger_obj, side))
     # the camera is drawn but does not collide (CALVIN's gripper_cam link has a visual box only)
-    _add_fixed_link(root, "gripper_cam", C.GRIPPER_CAMERA_XYZ, C.GRIPPER_CAMERA_RPY,
-                    Geom("box", (0.08, 0.025, 0.01), rgba=WHITE, collide=False))
+    _add_fixed_link(
+        root,
+        "gripper_cam",
+        C.GRIPPER_CAMERA_XYZ,
+        C.GRIPPER_CAMERA_RPY,
+        Geom("box", (0.08, 0.025, 0.01), rgba=WHITE, collide=False),
+    )
     _add_fixed_link(root, "tcp", (0.0, 0.0, C.TCP_OFFSET), (0.0, 0.0, 0.0), None)
     for side in (1, -1):
         _add_tip_link(root, side, gel_obj)
@@ -440,7 +525,9 @@ def _replace_geoms(root: ET.Element, link_name: str, geoms: tuple[Geom, ...]) ->
 
 
 def _add_fixed_link(root: ET.Element, name: str, xyz: Vec3, rpy: Vec3, geom: Geom | None) -> None:
-    link = Link(name, (geom,) if geom else (), mass=1e-5 if geom is None else 0.2, inertia_box=(0.01, 0.01, 0.01))
+    link = Link(
+        name, (geom,) if geom else (), mass=1e-5 if geom is None else 0.2, inertia_box=(0.01, 0.01, 0.01)
+    )
     _link_element(root, link, 1.0)
     _joint_element(root, Joint(f"{name}_joint", "fixed", "panda_hand", name, xyz, rpy), 1.0)
 
@@ -460,7 +547,9 @@ class AssetPaths:
 
 def default_cache_dir() -> Path:
     """``$SPATIAL_ARENA_CACHE/calvin`` or ``~/.cache/spatial_arena/calvin``."""
-    root = os.environ.get("SPATIAL_ARENA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "spatial_arena")
+    root = os.environ.get("SPATIAL_ARENA_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "spatial_arena"
+    )
     return Path(root) / "calvin"
 
 
@@ -473,24 +562,36 @@ def write_cached(directory: Path, stem: str, text: str, suffix: str = ".urdf") -
     return path.as_posix()
 
 
+# the button's housing is part of the table
 #: The table as CALVIN shows it: wood everywhere but grey handles and switch and a black button.
-TABLE_LOOK = Look(textured={WHITE: "wood", WOOD: "wood"},
-                  recolour={"*": {DARK: HANDLE_GREY, GREY: SWITCH_GREY}, "button_link": {DARK: BLACK},
-                            "base_link": {GREY: WOOD_PLAIN}})  # the button's housing is part of the table
+TABLE_LOOK = Look(
+    textured={WHITE: "wood", WOOD: "wood"},
+    recolour={
+        "*": {DARK: HANDLE_GREY, GREY: SWITCH_GREY},
+        "button_link": {DARK: BLACK},
+        "base_link": {GREY: WOOD_PLAIN},
+    },
+)
 FLOOR_LOOK = Look(textured={FLOOR: "checker"})
 #: CALVIN's longer fingers are white, like the rest of the arm.
-ROBOT_LOOK = Look(textured={}, recolour={f"panda_{side}finger": {GREY: WHITE_ARM} for side in ("left", "right")})
+ROBOT_LOOK = Look(
+    textured={}, recolour={f"panda_{side}finger": {GREY: WHITE_ARM} for side in ("left", "right")}
+)
 
 
-def generated_assets(pybullet_data_dir: str, robot_detail: str = "collision",
-                     cache_dir: Path | None = None) -> AssetPaths:
+def generated_assets(
+    pybullet_data_dir: str, robot_detail: str = "collision", cache_dir: Path | None = None
+) -> AssetPaths:
     """Write (or reuse) every generated URDF and return their paths."""
     d = cache_dir or default_cache_dir()
     blocks = {c: write_cached(d, f"block_{c}", block_urdf(c)) for c in C.BLOCK_COLORS}
     return AssetPaths(
         table=write_cached(d, "calvin_table_D", dress_urdf(table_urdf(), TABLE_LOOK, d, "table")),
-        robot=write_cached(d, f"panda_longer_finger_{robot_detail}",
-                           dress_urdf(robot_urdf(pybullet_data_dir, robot_detail, d), ROBOT_LOOK, d, "robot")),
+        robot=write_cached(
+            d,
+            f"panda_longer_finger_{robot_detail}",
+            dress_urdf(robot_urdf(pybullet_data_dir, robot_detail, d), ROBOT_LOOK, d, "robot"),
+        ),
         plane=write_cached(d, "plane", dress_urdf(plane_urdf(), FLOOR_LOOK, d, "plane")),
         blocks=blocks,
     )
@@ -541,4 +642,6 @@ def official_asset_hashes(data_dir: str | os.PathLike[str]) -> dict[str, str]:
     """sha256 prefixes of the CALVIN asset files :func:`official_assets` loads, keyed by relative path."""
     official_assets(data_dir)  # the same error for a wrong folder
     root = official_data_dir(data_dir)
-    return {rel: hashlib.sha256((root / rel).read_bytes()).hexdigest()[:16] for rel in OFFICIAL_LAYOUT.values()}
+    return {
+        rel: hashlib.sha256((root / rel).read_bytes()).hexdigest()[:16] for rel in OFFICIAL_LAYOUT.values()
+    }

@@ -24,13 +24,17 @@ def load_egl(client: BulletClient) -> int:
     loader = pkgutil.get_loader("eglRenderer")
     plugin = client.loadPlugin(loader.get_filename(), "_eglRendererPlugin") if loader else -1
     if plugin < 0:
-        raise RuntimeError("renderer='egl': PyBullet's eglRenderer plugin did not load (no EGL device); "
-                           "use renderer='tiny', which needs no GL")
+        raise RuntimeError(
+            "renderer='egl': PyBullet's eglRenderer plugin did not load (no EGL device); "
+            "use renderer='tiny', which needs no GL"
+        )
     return plugin
 
 
-_EGL_PROBE = ("import pkgutil, sys, pybullet as p; c = p.connect(p.DIRECT); l = pkgutil.get_loader('eglRenderer'); "
-              "sys.exit(0 if l and p.loadPlugin(l.get_filename(), '_eglRendererPlugin', physicsClientId=c) >= 0 else 3)")
+_EGL_PROBE = (
+    "import pkgutil, sys, pybullet as p; c = p.connect(p.DIRECT); l = pkgutil.get_loader('eglRenderer'); "
+    "sys.exit(0 if l and p.loadPlugin(l.get_filename(), '_eglRendererPlugin', physicsClientId=c) >= 0 else 3)"
+)
 
 
 def egl_problem(timeout_s: float = 60.0) -> str | None:
@@ -39,13 +43,17 @@ def egl_problem(timeout_s: float = 60.0) -> str | None:
     Probed in a child process: without an EGL device the plugin ends the whole process from C ("failed to
     EGL with glad.", exit 1) instead of returning an error, so a benchmark asks before it builds a worker."""
     try:
-        done = subprocess.run([sys.executable, "-c", _EGL_PROBE], capture_output=True, timeout=timeout_s, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", _EGL_PROBE], capture_output=True, timeout=timeout_s, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"--renderer egl: PyBullet's EGL plugin could not be tried here ({error}); use --renderer tiny"
     if done.returncode == 0:
         return None
-    return ("--renderer egl: PyBullet's eglRenderer plugin does not load on this machine (no usable EGL device); "
-            "use --renderer tiny, which needs no GL")
+    return (
+        "--renderer egl: PyBullet's eglRenderer plugin does not load on this machine (no usable EGL device); "
+        "use --renderer tiny, which needs no GL"
+    )
 
 
 def zbuffer_to_depth(zbuffer: np.ndarray, near: float, far: float) -> np.ndarray:
@@ -56,8 +64,14 @@ def zbuffer_to_depth(zbuffer: np.ndarray, near: float, far: float) -> np.ndarray
 class Cameras:
     """Renders the two CALVIN views from one client."""
 
-    def __init__(self, client: BulletClient, robot_uid: int, camera_link: int, renderer: str = "tiny",
-                 egl_plugin: int | None = None) -> None:
+    def __init__(
+        self,
+        client: BulletClient,
+        robot_uid: int,
+        camera_link: int,
+        renderer: str = "tiny",
+        egl_plugin: int | None = None,
+    ) -> None:
         if renderer not in RENDERERS:
             raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
         if (renderer == "egl") != (egl_plugin is not None):
@@ -66,15 +80,18 @@ class Cameras:
         self.flag = pb.ER_BULLET_HARDWARE_OPENGL if renderer == "egl" else pb.ER_TINY_RENDERER
         self.plugin = egl_plugin
         self._static_view = client.computeViewMatrix(C.STATIC_EYE, C.STATIC_TARGET, C.STATIC_UP)
-        self._projection = {name: self._project(spec) for name, spec in
-                            (("static", C.STATIC_CAMERA), ("gripper", C.GRIPPER_CAMERA))}
+        self._projection = {
+            name: self._project(spec)
+            for name, spec in (("static", C.STATIC_CAMERA), ("gripper", C.GRIPPER_CAMERA))
+        }
 
     def _project(self, spec: C.CameraSpec) -> tuple[float, ...]:
         return self.p.computeProjectionMatrixFOV(spec.fov, spec.width / spec.height, spec.near, spec.far)
 
     def _gripper_view(self) -> tuple[float, ...]:
         # cached frame, as calvin_env's GripperCamera reads it: from before the last physics sub-step; a
-        # forward-kinematics query here would also move robot_obs's TCP forward (see PandaRobot.observed_tcp_pose)
+        # forward-kinematics query here would also move robot_obs's TCP forward (see
+        # PandaRobot.observed_tcp_pose)
         state = self.p.getLinkState(self.robot_uid, self.camera_link)
         pos = np.asarray(state[0])
         rot = np.asarray(self.p.getMatrixFromQuaternion(state[1])).reshape(3, 3)
@@ -84,8 +101,14 @@ class Cameras:
         """RGB (H x W x 3 uint8) and, if asked, metric depth (H x W float32) of camera ``name``."""
         spec = C.STATIC_CAMERA if name == "static" else C.GRIPPER_CAMERA
         view = self._static_view if name == "static" else self._gripper_view()
-        _, _, rgba, zbuf, _ = self.p.getCameraImage(spec.width, spec.height, view, self._projection[name],
-                                                     renderer=self.flag, flags=pb.ER_NO_SEGMENTATION_MASK)
+        _, _, rgba, zbuf, _ = self.p.getCameraImage(
+            spec.width,
+            spec.height,
+            view,
+            self._projection[name],
+            renderer=self.flag,
+            flags=pb.ER_NO_SEGMENTATION_MASK,
+        )
         rgb = np.asarray(rgba, dtype=np.uint8).reshape(spec.height, spec.width, 4)[:, :, :3].copy()
         if not depth:
             return rgb, None

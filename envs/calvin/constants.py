@@ -35,8 +35,21 @@ MAX_REL_ORIENTATION = 0.05  # radians per unit
 
 # The neutral robot state every CALVIN chain starts from (TCP pose, width, joints, gripper action).
 NEUTRAL_ROBOT_OBS = (
-    0.02586889, -0.2313129, 0.5712808, 3.09045411, -0.02908596, 1.50013585, 0.07999963,
-    -1.21779124, 1.03987629, 2.11978254, -2.34205014, -0.87015899, 1.64119093, 0.55344928, 1.0,
+    0.02586889,
+    -0.2313129,
+    0.5712808,
+    3.09045411,
+    -0.02908596,
+    1.50013585,
+    0.07999963,
+    -1.21779124,
+    1.03987629,
+    2.11978254,
+    -2.34205014,
+    -0.87015899,
+    1.64119093,
+    0.55344928,
+    1.0,
 )
 
 # --------------------------------------------------------------------------------------------- table
@@ -115,11 +128,23 @@ CAMERAS = ("static", "gripper")
 
 # ------------------------------------------------------------------------------------------ layouts
 ROBOT_OBS_LABELS = (
-    "tcp_pos_x", "tcp_pos_y", "tcp_pos_z", "tcp_orn_x", "tcp_orn_y", "tcp_orn_z", "gripper_opening_width",
-    *(f"robot_joint_{i}" for i in range(7)), "gripper_action",
+    "tcp_pos_x",
+    "tcp_pos_y",
+    "tcp_pos_z",
+    "tcp_orn_x",
+    "tcp_orn_y",
+    "tcp_orn_z",
+    "gripper_opening_width",
+    *(f"robot_joint_{i}" for i in range(7)),
+    "gripper_action",
 )
 SCENE_OBS_LABELS = (
-    "slide", "drawer", "button", "switch", "lightbulb", "led",
+    "slide",
+    "drawer",
+    "button",
+    "switch",
+    "lightbulb",
+    "led",
     *(f"block_{c}_{k}" for c in BLOCK_COLORS for k in ("x", "y", "z", "ex", "ey", "ez")),
 )
 SCENE_SLICES = {"slide": 0, "drawer": 1, "button": 2, "switch": 3, "lightbulb": 4, "led": 5}
@@ -134,5 +159,13 @@ def block_slice(color: str) -> slice:
 # Body names used in snapshots and contacts.
 BODY_TABLE, BODY_ROBOT, BODY_PLANE = "table", "robot", "plane"
 BLOCK_BODIES = {c: f"block_{c}" for c in BLOCK_COLORS}
-TABLE_LINKS = ("base_link", "plank_link", "drawer_link", "slide_link", "button_link", "switch_link",
-               "led_link", "light_link")
+TABLE_LINKS = (
+    "base_link",
+    "plank_link",
+    "drawer_link",
+    "slide_link",
+    "button_link",
+    "switch_link",
+    "led_link",
+    "light_link",
+)

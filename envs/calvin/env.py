@@ -20,11 +20,20 @@ from envs.calvin.sim import PlayTableSim
 from envs.calvin.tasks import TASKS, completed_tasks
 
 ACTION_MODES = ("relative", "absolute")
-#: Units of one primitive count in plans run on the play-table (see docs/guide/action-mapping.md, "Executable plans and units").
+#: Units of one primitive count in plans run on the play-table (see docs/guide/action-mapping.md, "Executable
+#: plans and units").
 PLAN_STEP_SIZES = StepSizes(translation=0.01, rotation=0.05)
 #: The table links :meth:`PlayTableInterface.link_pose` reports.
-TABLE_LINKS = ("base_link", "slide_link", "drawer_link", "button_link", "switch_link", "led_link", "light_link",
-               "plank_link")
+TABLE_LINKS = (
+    "base_link",
+    "slide_link",
+    "drawer_link",
+    "button_link",
+    "switch_link",
+    "led_link",
+    "light_link",
+    "plank_link",
+)
 _OPTION_KEYS = ("robot_obs", "scene_obs", "task")
 OBS_BOUND = 16.0
 
@@ -86,7 +95,9 @@ class PlayTableInterface:
     def native_actions(self, motion: StepMotion) -> list[np.ndarray]:
         """Native actions executing one plan step's motion in the current TCP frame."""
         robot_obs = self.snapshot()["robot_obs"]
-        relative = calvin_relative_actions(motion, np.asarray(robot_obs[3:6]), current_gripper=float(robot_obs[14]))
+        relative = calvin_relative_actions(
+            motion, np.asarray(robot_obs[3:6]), current_gripper=float(robot_obs[14])
+        )
         if self.action_mode == "relative":
             return [a.astype(np.float32) for a in relative]
         pos, orn = self.target_pose()
@@ -181,15 +192,26 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}
 
-    def __init__(self, *, action_mode: str = "relative", cameras: Sequence[str] = C.CAMERAS, depth: bool = False,
-                 renderer: str = "tiny", render_mode: str | None = None, robot_detail: str = "collision",
-                 calvin_assets: str | None = None, cache_dir: str | None = None, obs_layout: str = "flat") -> None:
+    def __init__(
+        self,
+        *,
+        action_mode: str = "relative",
+        cameras: Sequence[str] = C.CAMERAS,
+        depth: bool = False,
+        renderer: str = "tiny",
+        render_mode: str | None = None,
+        robot_detail: str = "collision",
+        calvin_assets: str | None = None,
+        cache_dir: str | None = None,
+        obs_layout: str = "flat",
+    ) -> None:
         self._check_arguments(action_mode, cameras, render_mode)
         self.obs_layout = check_obs_layout(obs_layout)
         self.action_mode, self.cameras, self.depth = action_mode, tuple(cameras), bool(depth)
         self.render_mode = render_mode
-        self.sim = PlayTableSim(renderer=renderer, robot_detail=robot_detail, calvin_assets=calvin_assets,
-                                cache_dir=cache_dir)
+        self.sim = PlayTableSim(
+            renderer=renderer, robot_detail=robot_detail, calvin_assets=calvin_assets, cache_dir=cache_dir
+        )
         self._calvin_assets = calvin_assets is not None  # CALVIN's URDF: some link frames are turned
         self.action_space = _action_space(action_mode)
         self.observation_space = shaped_space(_observation_space(self.cameras, self.depth), obs_layout)
@@ -210,8 +232,9 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
 
     # ------------------------------------------------------------------------------------- gym API
 
-    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         robot_obs, scene_obs, task = self._parse_options(options or {})
         self.sim.reset(robot_obs, scene_obs)
@@ -256,7 +279,9 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     def _validate_action(self, action: np.ndarray) -> tuple[np.ndarray, bool]:
         a = np.asarray(action, dtype=np.float64).reshape(-1)
         if a.shape != (7,):
-            raise ValueError(f"action must have 7 values (xyz, Euler xyz, gripper), got shape {np.shape(action)}")
+            raise ValueError(
+                f"action must have 7 values (xyz, Euler xyz, gripper), got shape {np.shape(action)}"
+            )
         if not np.all(np.isfinite(a)):
             raise ValueError(f"action must be finite, got {a.tolist()}")
         if self.action_mode == "absolute":
@@ -283,8 +308,12 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
         return shaped_observation(obs, self.obs_layout)
 
     def _info(self, success: bool, clipped: bool) -> dict[str, Any]:
-        return {"is_success": bool(success), "task": self._task, "snapshot": self._snapshot,
-                "action_clipped": clipped}
+        return {
+            "is_success": bool(success),
+            "task": self._task,
+            "snapshot": self._snapshot,
+            "action_clipped": clipped,
+        }
 
     def target_pose(self) -> tuple[np.ndarray, np.ndarray]:
         return self.sim.robot.target_pos.copy(), self.sim.robot.target_orn.copy()
@@ -299,7 +328,9 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
 def _vector(values: Any, size: int, name: str) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     if v.shape != (size,) or not np.all(np.isfinite(v)):
-        raise ValueError(f"reset option {name!r} must be {size} finite numbers (CALVIN's layout), got shape {v.shape}")
+        raise ValueError(
+            f"reset option {name!r} must be {size} finite numbers (CALVIN's layout), got shape {v.shape}"
+        )
     return v
 
 

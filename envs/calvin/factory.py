@@ -6,13 +6,23 @@ from collections.abc import Sequence
 from typing import Any
 
 #: The registered id of each backend (``envs.calvin.registration``).
-BACKEND_IDS = {"builtin": "SpatialArena/CalvinPlayTable-v0", "official": "SpatialArena/CalvinPlayTable-Official-v0"}
+BACKEND_IDS = {
+    "builtin": "SpatialArena/CalvinPlayTable-v0",
+    "official": "SpatialArena/CalvinPlayTable-Official-v0",
+}
 
 
-def calvin_env_spec(backend: str = "builtin", *, cameras: Sequence[str] = ("static", "gripper"), renderer: str = "tiny",
-                    calvin_assets: str | None = None, calvin_dataset: str | None = None,
-                    calvin_env: str | None = None, obs_layout: str = "flat",
-                    depth: bool = False) -> tuple[str, dict[str, Any]]:
+def calvin_env_spec(
+    backend: str = "builtin",
+    *,
+    cameras: Sequence[str] = ("static", "gripper"),
+    renderer: str = "tiny",
+    calvin_assets: str | None = None,
+    calvin_dataset: str | None = None,
+    calvin_env: str | None = None,
+    obs_layout: str = "flat",
+    depth: bool = False,
+) -> tuple[str, dict[str, Any]]:
     """``(env_id, kwargs)`` for ``gym.make``: the built-in PyBullet play-table or the official ``calvin_env``.
 
     Both render only ``cameras`` with ``renderer`` (``tiny`` or ``egl``), with ``depth`` images when asked,

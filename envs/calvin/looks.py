@@ -52,13 +52,20 @@ def png_bytes(rgb: np.ndarray) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw, 9))
+        + chunk(b"IEND", b"")
+    )
 
 
 # ---------------------------------------------------------------------------------------- textures
 
 
-def _periodic_noise(rng: np.random.Generator, shape: tuple[int, int], cutoff: tuple[float, float]) -> np.ndarray:
+def _periodic_noise(
+    rng: np.random.Generator, shape: tuple[int, int], cutoff: tuple[float, float]
+) -> np.ndarray:
     """Zero-mean, unit-variance noise that tiles seamlessly: white noise low-passed in Fourier space,
     ``cutoff`` = the (row, column) frequencies in cycles per tile where it falls to 1/e."""
     spectrum = np.fft.fft2(rng.standard_normal(shape))
@@ -73,7 +80,9 @@ def wood_texture(size: int = WOOD_TEXELS_PER_M, seed: int = 0) -> np.ndarray:
     """A seamless ``size x size`` wood tile, grain along its rows (texture u): soft streaks that vary fast
     across the grain and slowly along it, thin dark grain lines, and broad light/dark patches."""
     rng = np.random.default_rng(seed)
-    streaks = 0.75 * _periodic_noise(rng, (size, size), (24.0, 1.5)) + 0.5 * _periodic_noise(rng, (size, size), (6.0, 1.0))
+    streaks = 0.75 * _periodic_noise(rng, (size, size), (24.0, 1.5)) + 0.5 * _periodic_noise(
+        rng, (size, size), (6.0, 1.0)
+    )
     tone = _periodic_noise(rng, (size, size), (2.0, 2.0))
     fine = _periodic_noise(rng, (size, size), (48.0, 3.0))
     lines = -np.clip(fine - 1.6, 0.0, None) * 2.5  # the darkest few per cent of a fine noise: thin dark lines
@@ -148,9 +157,14 @@ def add_box(mesh: ObjMesh, size: np.ndarray, xyz: np.ndarray, rot: np.ndarray, u
         for sign in (1.0, -1.0):
             normal = sign * eye[axis]
             e_u = eye[along] * half[along]
-            e_v = eye[across] * half[across] * (1.0 if even == (sign > 0) else -1.0)  # counter-clockwise from outside
+            # counter-clockwise from outside
+            e_v = eye[across] * half[across] * (1.0 if even == (sign > 0) else -1.0)
             local = normal * half[axis] + np.array([-e_u - e_v, e_u - e_v, e_u + e_v, -e_u + e_v])
-            uvs = np.array([(-1, -1), (1, -1), (1, 1), (-1, 1)]) * uv_per_m * np.array([half[along], half[across]])
+            uvs = (
+                np.array([(-1, -1), (1, -1), (1, 1), (-1, 1)])
+                * uv_per_m
+                * np.array([half[along], half[across]])
+            )
             mesh.quad(xyz + local @ rot.T, uvs, rot @ normal)
 
 
@@ -217,8 +231,13 @@ def _dress_link(link: ET.Element, look: Look, stem: str, files: dict[str, bytes]
             origin = visual.find("origin")
             xyz = _floats(origin.get("xyz") if origin is not None else None)
             rpy = _floats(origin.get("rpy") if origin is not None else None)
-            add_box(meshes.setdefault(texture, ObjMesh()), _floats(box.get("size")), xyz, _rotation(tuple(rpy)),
-                    TEXTURE_UV_PER_M[texture])
+            add_box(
+                meshes.setdefault(texture, ObjMesh()),
+                _floats(box.get("size")),
+                xyz,
+                _rotation(tuple(rpy)),
+                TEXTURE_UV_PER_M[texture],
+            )
             link.remove(visual)
         elif color is not None and rgba in recolour:
             color.set("rgba", " ".join(f"{x:.6g}" for x in recolour[rgba]))
@@ -229,7 +248,9 @@ def _dress_link(link: ET.Element, look: Look, stem: str, files: dict[str, bytes]
         visual = ET.Element("visual")
         ET.SubElement(visual, "origin", xyz="0 0 0", rpy="0 0 0")
         ET.SubElement(ET.SubElement(visual, "geometry"), "mesh", filename=name)
-        ET.SubElement(ET.SubElement(visual, "material", name=f"{link.get('name')}_{texture}"), "color", rgba="1 1 1 1")
+        ET.SubElement(
+            ET.SubElement(visual, "material", name=f"{link.get('name')}_{texture}"), "color", rgba="1 1 1 1"
+        )
         link.insert(_first_visual_index(link), visual)
 
 

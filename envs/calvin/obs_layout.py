@@ -25,14 +25,17 @@ _GROUPS = {"rgb_obs": "rgb_", "depth_obs": "depth_"}
 def check_obs_layout(layout: str) -> str:
     """``layout`` when it is one of :data:`OBS_LAYOUTS`; otherwise a ValueError naming both."""
     if layout not in OBS_LAYOUTS:
-        raise ValueError(f"obs_layout must be one of {OBS_LAYOUTS} (calvin: calvin_env's nested rgb_obs/depth_obs "
-                         f"dicts), got {layout!r}")
+        raise ValueError(
+            f"obs_layout must be one of {OBS_LAYOUTS} (calvin: calvin_env's nested rgb_obs/depth_obs "
+            f"dicts), got {layout!r}"
+        )
     return layout
 
 
 def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
-    nested: dict[str, Any] = {group: {k: v for k, v in flat.items() if k.startswith(prefix)}
-                              for group, prefix in _GROUPS.items()}
+    nested: dict[str, Any] = {
+        group: {k: v for k, v in flat.items() if k.startswith(prefix)} for group, prefix in _GROUPS.items()
+    }
     nested.update({k: v for k, v in flat.items() if not k.startswith(tuple(_GROUPS.values()))})
     return nested
 

@@ -31,12 +31,25 @@ LinkNamer = Callable[[int, int], str]
 Target = tuple[np.ndarray, np.ndarray]
 
 #: The calvin_env modules scene D runs on: importing them imports every package calvin_env needs for it.
-CALVIN_ENV_MODULES = ("calvin_env.envs.play_table_env", "calvin_env.robot.robot", "calvin_env.scene.play_table_scene",
-                      "calvin_env.camera.static_camera", "calvin_env.camera.gripper_camera")
+CALVIN_ENV_MODULES = (
+    "calvin_env.envs.play_table_env",
+    "calvin_env.robot.robot",
+    "calvin_env.scene.play_table_scene",
+    "calvin_env.camera.static_camera",
+    "calvin_env.camera.gripper_camera",
+)
 #: The pip package (in the ``calvin-official`` extra) behind each top-level module calvin_env imports.
-CALVIN_ENV_PACKAGES = {"cv2": "opencv-python-headless", "gym": "gym", "hydra": "hydra-core", "omegaconf": "omegaconf",
-                       "quaternion": "numpy-quaternion", "git": "gitpython", "scipy": "scipy", "pybullet": "pybullet",
-                       "numpy": "numpy"}
+CALVIN_ENV_PACKAGES = {
+    "cv2": "opencv-python-headless",
+    "gym": "gym",
+    "hydra": "hydra-core",
+    "omegaconf": "omegaconf",
+    "quaternion": "numpy-quaternion",
+    "git": "gitpython",
+    "scipy": "scipy",
+    "pybullet": "pybullet",
+    "numpy": "numpy",
+}
 #: The install command the errors name (run in this project's folder).
 INSTALL_EXTRA = "pip install -c constraints.txt -e '.[calvin-official]'"
 
@@ -63,24 +76,32 @@ def import_problem(error: ImportError) -> str:
     """One line for an ImportError raised while importing calvin_env: the module that is missing and the fix."""
     missing = (error.name or "").split(".")[0]
     if missing == "calvin_env":
-        return ("the official CALVIN env is not importable: no calvin_env package on the path; clone "
-                "https://github.com/mees/calvin_env and pass --calvin-env PATH to the clone (it cannot come from a "
-                "package registry), or use the built-in table (--backend builtin)")
+        return (
+            "the official CALVIN env is not importable: no calvin_env package on the path; clone "
+            "https://github.com/mees/calvin_env and pass --calvin-env PATH to the clone (it cannot come from a "
+            "package registry), or use the built-in table (--backend builtin)"
+        )
     if missing in CALVIN_ENV_PACKAGES:
-        return (f"calvin_env needs the module {missing!r} (pip package {CALVIN_ENV_PACKAGES[missing]}), which is not "
-                f"installed: run `{INSTALL_EXTRA}` in this project")
+        return (
+            f"calvin_env needs the module {missing!r} (pip package {CALVIN_ENV_PACKAGES[missing]}), which is not "
+            f"installed: run `{INSTALL_EXTRA}` in this project"
+        )
     if missing:
         return f"calvin_env needs the module {missing!r}, which is not installed: run `pip install {missing}`"
-    return (f"calvin_env failed to import ({' '.join(str(error).split())}): reinstall its dependencies with the "
-            f"project's pins, `{INSTALL_EXTRA}`")
+    return (
+        f"calvin_env failed to import ({' '.join(str(error).split())}): reinstall its dependencies with the "
+        f"project's pins, `{INSTALL_EXTRA}`"
+    )
 
 
 def _use_checkout(checkout: str) -> None:
     """Put a calvin_env checkout first on ``sys.path`` (it runs from its source tree, not from a wheel)."""
     root = Path(checkout).resolve()
     if not (root / "calvin_env" / "__init__.py").is_file() or not (root / "conf").is_dir():
-        raise FileNotFoundError(f"--calvin-env {checkout}: not a calvin_env checkout (needs calvin_env/ and conf/); "
-                                "clone https://github.com/mees/calvin_env")
+        raise FileNotFoundError(
+            f"--calvin-env {checkout}: not a calvin_env checkout (needs calvin_env/ and conf/); "
+            "clone https://github.com/mees/calvin_env"
+        )
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
 
@@ -95,8 +116,14 @@ def _require_calvin_env(checkout: str | None = None) -> None:
 
 #: What :func:`compose_config` overrides in calvin_env's ``conf/config_data_collection.yaml``: scene D,
 #: the evaluation robot, no VR, no GUI, static and gripper cameras (the renderer is set from ``renderer``).
-COMPOSE_OVERRIDES = ("cameras=static_and_gripper", "scene=calvin_scene_D", "robot=panda_longer_finger",
-                     "use_vr=false", "env.show_gui=false", "env.use_scene_info=true")
+COMPOSE_OVERRIDES = (
+    "cameras=static_and_gripper",
+    "scene=calvin_scene_D",
+    "robot=panda_longer_finger",
+    "use_vr=false",
+    "env.show_gui=false",
+    "env.use_scene_info=true",
+)
 #: calvin_env names its cameras as these (the built-in env's names are the same).
 CAMERA_NAMES = ("static", "gripper")
 
@@ -116,8 +143,14 @@ def compose_config(root: Path, cameras: Sequence[str] | None = None, renderer: s
     use_egl = _use_egl(renderer)
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(root / "conf"), version_base=None):
-        cfg = compose("config_data_collection", overrides=[*COMPOSE_OVERRIDES, f"env.use_egl={str(use_egl).lower()}",
-                                                           f"data_path={root / 'data'}"])
+        cfg = compose(
+            "config_data_collection",
+            overrides=[
+                *COMPOSE_OVERRIDES,
+                f"env.use_egl={str(use_egl).lower()}",
+                f"data_path={root / 'data'}",
+            ],
+        )
     return _keep_cameras(cfg, cameras)
 
 
@@ -129,8 +162,10 @@ def dataset_config(dataset_path: str, cameras: Sequence[str] | None = None, rend
     use_egl = _use_egl(renderer)
     path = Path(dataset_path) / ".hydra" / "merged_config.yaml"
     if not path.is_file():
-        raise FileNotFoundError(f"--calvin-dataset {dataset_path}: no .hydra/merged_config.yaml; point it at a "
-                                "CALVIN split folder (e.g. task_D_D/validation) or use --calvin-env PATH instead")
+        raise FileNotFoundError(
+            f"--calvin-dataset {dataset_path}: no .hydra/merged_config.yaml; point it at a "
+            "CALVIN split folder (e.g. task_D_D/validation) or use --calvin-env PATH instead"
+        )
     cfg = OmegaConf.load(path)
     cfg.env.use_egl, cfg.env.show_gui, cfg.env.use_vr, cfg.env.use_scene_info = use_egl, False, False, True
     return _keep_cameras(cfg, cameras)
@@ -149,7 +184,9 @@ def _keep_cameras(cfg: Any, cameras: Sequence[str] | None) -> Any:
     if cameras is not None:
         unknown = set(cameras) - set(CAMERA_NAMES)
         if unknown:
-            raise ValueError(f"unknown camera(s) {sorted(unknown)} for calvin_env; use {', '.join(CAMERA_NAMES)}")
+            raise ValueError(
+                f"unknown camera(s) {sorted(unknown)} for calvin_env; use {', '.join(CAMERA_NAMES)}"
+            )
         for name in [k for k in list(cfg.cameras) if k not in cameras]:
             del cfg.cameras[name]
     return cfg
@@ -163,21 +200,33 @@ def instantiate_env(cfg: Any) -> Any:
     try:
         return instantiate(cfg.env, show_gui=False, use_vr=False, use_scene_info=True)
     except SystemExit:
-        raise RuntimeError("renderer='egl': calvin_env could not load PyBullet's eglRenderer plugin (no EGL device "
-                           "here); use --renderer tiny, which needs no GL") from None
+        raise RuntimeError(
+            "renderer='egl': calvin_env could not load PyBullet's eglRenderer plugin (no EGL device "
+            "here); use --renderer tiny, which needs no GL"
+        ) from None
 
 
 #: Asset files whose hashes the manifest records (relative to the checkout's ``data/``).
-PROVENANCE_ASSETS = ("calvin_table_D/urdf/calvin_table_D.urdf", "franka_panda/panda_longer_finger.urdf",
-                     "blocks/block_red_middle.urdf", "blocks/block_blue_small.urdf", "blocks/block_pink_big.urdf",
-                     "plane/plane.urdf")
+PROVENANCE_ASSETS = (
+    "calvin_table_D/urdf/calvin_table_D.urdf",
+    "franka_panda/panda_longer_finger.urdf",
+    "blocks/block_red_middle.urdf",
+    "blocks/block_blue_small.urdf",
+    "blocks/block_pink_big.urdf",
+    "plane/plane.urdf",
+)
 
 
 def git_commit(root: Path) -> str | None:
     """The checkout's commit (``git rev-parse HEAD``), or None when it is not a git work tree."""
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10, check=False)
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
@@ -199,22 +248,26 @@ def calvin_env_sources(checkout: str | None = None) -> dict[str, Any]:
     return provenance(checkout_root())
 
 
-
-
 # ---------------------------------------------------------------------------------------- snapshots
 
 
 def _body_names(info: Mapping[str, Any]) -> dict[int, str]:
     scene = info["scene_info"]
-    names = {int(info["robot_info"]["uid"]): C.BODY_ROBOT,
-             int(scene["fixed_objects"]["table"]["uid"]): C.BODY_TABLE}
+    names = {
+        int(info["robot_info"]["uid"]): C.BODY_ROBOT,
+        int(scene["fixed_objects"]["table"]["uid"]): C.BODY_TABLE,
+    }
     for name, obj in scene["movable_objects"].items():
         names[int(obj["uid"])] = name
     return names
 
 
-def _pairs(contacts: Sequence[Sequence[Any]], bodies: Mapping[int, str], table_links: Mapping[int, str],
-           link_name: LinkNamer | None) -> list[list[str]]:
+def _pairs(
+    contacts: Sequence[Sequence[Any]],
+    bodies: Mapping[int, str],
+    table_links: Mapping[int, str],
+    link_name: LinkNamer | None,
+) -> list[list[str]]:
     """``[body_name, link_name]`` of the other body in PyBullet contact tuples (``c[2]``, ``c[4]``)."""
     pairs = set()
     table_uid = next((uid for uid, n in bodies.items() if n == C.BODY_TABLE), None)
@@ -229,8 +282,12 @@ def _pairs(contacts: Sequence[Sequence[Any]], bodies: Mapping[int, str], table_l
     return [list(p) for p in sorted(pairs)]
 
 
-def snapshot_from_official(robot_obs: Sequence[float], scene_obs: Sequence[float], info: Mapping[str, Any],
-                           link_name: LinkNamer | None = None) -> dict:
+def snapshot_from_official(
+    robot_obs: Sequence[float],
+    scene_obs: Sequence[float],
+    info: Mapping[str, Any],
+    link_name: LinkNamer | None = None,
+) -> dict:
     """The oracle's snapshot from ``calvin_env``'s observation vectors and ``info`` (with ``scene_info``).
 
     Bodies other than the robot, the table and the blocks are reported as ``plane`` (CALVIN's scene
@@ -242,14 +299,19 @@ def snapshot_from_official(robot_obs: Sequence[float], scene_obs: Sequence[float
     blocks = {}
     for color in C.BLOCK_COLORS:
         obj = info["scene_info"]["movable_objects"][C.BLOCK_BODIES[color]]
-        blocks[color] = {"pos": [float(v) for v in obj["current_pos"]],
-                         "orn_xyzw": [float(v) for v in obj["current_orn"]],
-                         "lin_vel": [float(v) for v in obj["current_lin_vel"]],
-                         "ang_vel": [float(v) for v in obj["current_ang_vel"]],
-                         "contacts": _pairs(obj["contacts"], bodies, table_links, link_name)}
-    return {"robot_obs": [float(v) for v in robot_obs], "scene_obs": [float(v) for v in scene_obs],
-            "robot_contacts": _pairs(info["robot_info"]["contacts"], bodies, table_links, link_name),
-            "blocks": blocks}
+        blocks[color] = {
+            "pos": [float(v) for v in obj["current_pos"]],
+            "orn_xyzw": [float(v) for v in obj["current_orn"]],
+            "lin_vel": [float(v) for v in obj["current_lin_vel"]],
+            "ang_vel": [float(v) for v in obj["current_ang_vel"]],
+            "contacts": _pairs(obj["contacts"], bodies, table_links, link_name),
+        }
+    return {
+        "robot_obs": [float(v) for v in robot_obs],
+        "scene_obs": [float(v) for v in scene_obs],
+        "robot_contacts": _pairs(info["robot_info"]["contacts"], bodies, table_links, link_name),
+        "blocks": blocks,
+    }
 
 
 # ---------------------------------------------------------------------------------------- actions
@@ -286,8 +348,10 @@ def _calvin_env(env: Any, dataset_path: str | None, cameras: Sequence[str] | Non
     ``PlayTableSimEnv`` from ``dataset_path``'s configuration or the checkout's own for scene D."""
     if env is not None:
         if renderer == "egl" and not env.use_egl:
-            raise ValueError("renderer='egl', but the calvin_env passed in was built without EGL (env.use_egl=false); "
-                             "build it with use_egl=true or leave renderer at 'tiny'")
+            raise ValueError(
+                "renderer='egl', but the calvin_env passed in was built without EGL (env.use_egl=false); "
+                "build it with use_egl=true or leave renderer at 'tiny'"
+            )
         return env
     if dataset_path is not None:
         return instantiate_env(dataset_config(dataset_path, cameras, renderer))
@@ -308,9 +372,19 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}
 
-    def __init__(self, *, dataset_path: str | None = None, calvin_env_path: str | None = None, env: Any = None,
-                 cameras: Sequence[str] | None = None, action_mode: str = "relative", renderer: str = "tiny",
-                 depth: bool = False, render_mode: str | None = None, obs_layout: str = "flat") -> None:
+    def __init__(
+        self,
+        *,
+        dataset_path: str | None = None,
+        calvin_env_path: str | None = None,
+        env: Any = None,
+        cameras: Sequence[str] | None = None,
+        action_mode: str = "relative",
+        renderer: str = "tiny",
+        depth: bool = False,
+        render_mode: str | None = None,
+        obs_layout: str = "flat",
+    ) -> None:
         self.obs_layout = check_obs_layout(obs_layout)
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
@@ -327,8 +401,9 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
         self._obs: dict[str, np.ndarray] = {}
         self._target: Target | None = None
 
-    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
         robot_obs = _vector(options.get("robot_obs", C.NEUTRAL_ROBOT_OBS), 15, "robot_obs")
@@ -347,7 +422,13 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
             self._target = target
         self._absorb(raw, info)
         success = self.evaluate()["success"]
-        return shaped_observation(self._obs, self.obs_layout), float(success), success, False, self._info(success)
+        return (
+            shaped_observation(self._obs, self.obs_layout),
+            float(success),
+            success,
+            False,
+            self._info(success),
+        )
 
     def render(self) -> np.ndarray | None:
         return self._obs.get("rgb_static") if self.render_mode == "rgb_array" else None
@@ -366,10 +447,12 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
         obs["scene_obs"] = np.asarray(raw["scene_obs"], dtype=np.float64)
         self._obs = obs
         p, cid = self._env.p, self._env.cid
+
         def link_name(uid: int, link: int) -> str:
             if link < 0:
                 return p.getBodyInfo(uid, physicsClientId=cid)[0].decode()
             return p.getJointInfo(uid, link, physicsClientId=cid)[12].decode()
+
         self._snapshot = snapshot_from_official(obs["robot_obs"], obs["scene_obs"], info, link_name)
 
     def _info(self, success: bool) -> dict[str, Any]:
@@ -386,18 +469,31 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
         """A table link's world frame in the built-in table's convention (:func:`envs.calvin.assets.builtin_frame`)."""
         p, cid = self._env.p, self._env.cid
         table = self._env.scene.fixed_objects[0]  # scene D has one fixed object, the table
-        links = {p.getJointInfo(table.uid, i, physicsClientId=cid)[12].decode(): i
-                 for i in range(p.getNumJoints(table.uid, physicsClientId=cid))}
+        links = {
+            p.getJointInfo(table.uid, i, physicsClientId=cid)[12].decode(): i
+            for i in range(p.getNumJoints(table.uid, physicsClientId=cid))
+        }
         if link == "base_link":
             pos, orn = p.getBasePositionAndOrientation(table.uid, physicsClientId=cid)
         elif link in links:
             state = p.getLinkState(table.uid, links[link], computeForwardKinematics=True, physicsClientId=cid)
             pos, orn = state[4], state[5]
         else:
-            raise ValueError(f"unknown table link {link!r}; calvin_env's table has {', '.join(sorted(links))}")
+            raise ValueError(
+                f"unknown table link {link!r}; calvin_env's table has {', '.join(sorted(links))}"
+            )
         rot = np.asarray(p.getMatrixFromQuaternion(orn)).reshape(3, 3)
         return np.asarray(pos, dtype=float), builtin_frame(link, rot)
 
 
-__all__ = ["TASKS", "OfficialPlayTableEnv", "calvin_env_action", "calvin_env_available", "calvin_env_problem",
-           "compose_config", "dataset_config", "provenance", "snapshot_from_official"]
+__all__ = [
+    "TASKS",
+    "OfficialPlayTableEnv",
+    "calvin_env_action",
+    "calvin_env_available",
+    "calvin_env_problem",
+    "compose_config",
+    "dataset_config",
+    "provenance",
+    "snapshot_from_official",
+]

@@ -36,8 +36,11 @@ class PandaRobot:
         self.finger_joints = [joints["panda_finger_joint1"], joints["panda_finger_joint2"]]
         self.tcp_link = self.links["tcp"]
         self.camera_link = self.links["gripper_cam"]
-        self._dof_joints = [i for i in range(client.getNumJoints(self.uid))
-                            if client.getJointInfo(self.uid, i)[2] != pb.JOINT_FIXED]
+        self._dof_joints = [
+            i
+            for i in range(client.getNumJoints(self.uid))
+            if client.getJointInfo(self.uid, i)[2] != pb.JOINT_FIXED
+        ]
         self._ik_args = self._null_space()
         self._add_finger_gear()
         self._add_base_cylinder()
@@ -65,14 +68,21 @@ class PandaRobot:
 
     def _add_finger_gear(self) -> None:
         left, right = self.finger_joints
-        c = self.p.createConstraint(self.uid, left, self.uid, right, pb.JOINT_GEAR, [1, 0, 0], [0, 0, 0], [0, 0, 0])
+        c = self.p.createConstraint(
+            self.uid, left, self.uid, right, pb.JOINT_GEAR, [1, 0, 0], [0, 0, 0], [0, 0, 0]
+        )
         self.p.changeConstraint(c, gearRatio=-1, erp=0.1, maxForce=50)
 
     def _add_base_cylinder(self) -> None:
         """CALVIN's visual-only stand under the arm (the base floats at z 0.24 otherwise)."""
         x, y, z = C.ROBOT_BASE_POSITION
-        shape = self.p.createVisualShape(pb.GEOM_CYLINDER, radius=0.13, length=z, rgbaColor=[1, 1, 1, 1],
-                                         visualFramePosition=[x - 0.05, y, z / 2])
+        shape = self.p.createVisualShape(
+            pb.GEOM_CYLINDER,
+            radius=0.13,
+            length=z,
+            rgbaColor=[1, 1, 1, 1],
+            visualFramePosition=[x - 0.05, y, z / 2],
+        )
         self.p.createMultiBody(baseVisualShapeIndex=shape)
 
     # ----------------------------------------------------------------------------------------- state
@@ -130,7 +140,9 @@ class PandaRobot:
 
     def _drive_to(self, pos: np.ndarray, euler: np.ndarray, gripper: float) -> None:
         quat = self.p.getQuaternionFromEuler(euler.tolist())
-        solution = self.p.calculateInverseKinematics(self.uid, self.tcp_link, pos.tolist(), quat, **self._ik_args)
+        solution = self.p.calculateInverseKinematics(
+            self.uid, self.tcp_link, pos.tolist(), quat, **self._ik_args
+        )
         arm = np.clip(solution[:7], C.JOINT_LOWER, C.JOINT_UPPER)
         for j, q in zip(self.arm_joints, arm):
             self._drive_joint(j, float(q))
@@ -138,13 +150,25 @@ class PandaRobot:
         self._drive_gripper(self.gripper_action)
 
     def _drive_joint(self, joint: int, target: float) -> None:
-        self.p.setJointMotorControl2(self.uid, joint, pb.POSITION_CONTROL, targetPosition=target,
-                                     force=C.MAX_JOINT_FORCE, maxVelocity=C.MAX_JOINT_VELOCITY)
+        self.p.setJointMotorControl2(
+            self.uid,
+            joint,
+            pb.POSITION_CONTROL,
+            targetPosition=target,
+            force=C.MAX_JOINT_FORCE,
+            maxVelocity=C.MAX_JOINT_VELOCITY,
+        )
 
     def _drive_gripper(self, action: int) -> None:
         opening = action == 1
         target = C.FINGER_TRAVEL[1] if opening else C.FINGER_TRAVEL[0]
         force = C.GRIPPER_OPEN_FORCE if opening else C.GRIPPER_CLOSE_FORCE
         for j in self.finger_joints:
-            self.p.setJointMotorControl2(self.uid, j, pb.POSITION_CONTROL, targetPosition=target, force=force,
-                                         maxVelocity=C.GRIPPER_MAX_VELOCITY)
+            self.p.setJointMotorControl2(
+                self.uid,
+                j,
+                pb.POSITION_CONTROL,
+                targetPosition=target,
+                force=force,
+                maxVelocity=C.GRIPPER_MAX_VELOCITY,
+            )

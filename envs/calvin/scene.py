@@ -37,11 +37,17 @@ class PlayTableScene:
 
     def __init__(self, client: BulletClient, assets: AssetPaths, scaling: float = 1.0) -> None:
         self.p = client
-        self.table = client.loadURDF(assets.table, (0, 0, 0), (0, 0, 0, 1), useFixedBase=True, globalScaling=scaling)
+        self.table = client.loadURDF(
+            assets.table, (0, 0, 0), (0, 0, 0, 1), useFixedBase=True, globalScaling=scaling
+        )
         self.links = self._table_links()
-        self.parts = {name: self._articulation(f"{name}_link") for name in ("slide", "drawer", "button", "switch")}
-        self.blocks = {c: client.loadURDF(assets.blocks[c], (0, 0, -1 - i), globalScaling=scaling)
-                       for i, c in enumerate(C.BLOCK_COLORS)}
+        self.parts = {
+            name: self._articulation(f"{name}_link") for name in ("slide", "drawer", "button", "switch")
+        }
+        self.blocks = {
+            c: client.loadURDF(assets.blocks[c], (0, 0, -1 - i), globalScaling=scaling)
+            for i, c in enumerate(C.BLOCK_COLORS)
+        }
         self.plane = client.loadURDF(assets.plane, (0, 0, 0), (0, 0, 0, 1), useFixedBase=True)
         self.lights = {"lightbulb": 0, "led": 0}
         self._light_links = {"lightbulb": self.links["light_link"], "led": self.links["led_link"]}
@@ -63,10 +69,20 @@ class PlayTableScene:
 
     def _hold_articulations(self) -> None:
         for name in ("slide", "drawer", "switch"):
-            self.p.setJointMotorControl2(self.table, self.parts[name].joint, pb.VELOCITY_CONTROL,
-                                         targetVelocity=0, force=C.ARTICULATION_FORCE)
-        self.p.setJointMotorControl2(self.table, self.parts["button"].joint, pb.POSITION_CONTROL,
-                                     targetPosition=self.parts["button"].lower, force=C.ARTICULATION_FORCE)
+            self.p.setJointMotorControl2(
+                self.table,
+                self.parts[name].joint,
+                pb.VELOCITY_CONTROL,
+                targetVelocity=0,
+                force=C.ARTICULATION_FORCE,
+            )
+        self.p.setJointMotorControl2(
+            self.table,
+            self.parts["button"].joint,
+            pb.POSITION_CONTROL,
+            targetPosition=self.parts["button"].lower,
+            force=C.ARTICULATION_FORCE,
+        )
 
     # ----------------------------------------------------------------------------------------- reset
 
@@ -147,8 +163,10 @@ def random_scene_state(rng: np.random.Generator) -> dict[str, object]:
     """
     spots = rng.permutation(len(_SPOTS))[:3]
     state: dict[str, object] = {
-        "led": int(rng.integers(2)), "lightbulb": int(rng.integers(2)),
-        "slider": "left" if rng.integers(2) else "right", "drawer": "open" if rng.integers(2) else "closed",
+        "led": int(rng.integers(2)),
+        "lightbulb": int(rng.integers(2)),
+        "slider": "left" if rng.integers(2) else "right",
+        "drawer": "open" if rng.integers(2) else "closed",
     }
     for color, spot in zip(C.BLOCK_COLORS, spots):
         state[f"{color}_block"] = _SPOT_NAMES[spot]
@@ -165,6 +183,6 @@ def scene_obs_for_state(state: dict[str, object], rng: np.random.Generator) -> n
     obs[4], obs[5] = float(state["lightbulb"]), float(state["led"])
     for color, spot in zip(C.BLOCK_COLORS, state["_spots"]):  # type: ignore[call-overload]
         s = C.block_slice(color)
-        obs[s.start:s.start + 3] = _SPOTS[spot]
+        obs[s.start : s.start + 3] = _SPOTS[spot]
         obs[s.start + 5] = rng.uniform(*C.BLOCK_YAW_RANGE)
     return obs

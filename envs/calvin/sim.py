@@ -39,8 +39,14 @@ from envs.calvin.scene import PlayTableScene
 class PlayTableSim:
     """The simulated play-table. ``calvin_assets`` loads a user's original CALVIN ``data/`` folder."""
 
-    def __init__(self, *, renderer: str = "tiny", robot_detail: str = "collision",
-                 calvin_assets: str | None = None, cache_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        renderer: str = "tiny",
+        robot_detail: str = "collision",
+        calvin_assets: str | None = None,
+        cache_dir: str | None = None,
+    ) -> None:
         if renderer not in RENDERERS:
             raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
         assets, scaling = self._assets(robot_detail, calvin_assets, cache_dir)
@@ -58,16 +64,23 @@ class PlayTableSim:
         self.p.setGravity(0, 0, C.GRAVITY)
         self.robot = PandaRobot(self.p, self._assets_loaded.robot)
         self.scene = PlayTableScene(self.p, self._assets_loaded, self._scaling)
-        self.cameras = Cameras(self.p, self.robot.uid, self.robot.camera_link, self._renderer, self._egl_plugin)
-        self.body_names = {self.robot.uid: C.BODY_ROBOT, self.scene.table: C.BODY_TABLE,
-                           self.scene.plane: C.BODY_PLANE,
-                           **{uid: C.BLOCK_BODIES[c] for c, uid in self.scene.blocks.items()}}
+        self.cameras = Cameras(
+            self.p, self.robot.uid, self.robot.camera_link, self._renderer, self._egl_plugin
+        )
+        self.body_names = {
+            self.robot.uid: C.BODY_ROBOT,
+            self.scene.table: C.BODY_TABLE,
+            self.scene.plane: C.BODY_PLANE,
+            **{uid: C.BLOCK_BODIES[c] for c, uid in self.scene.blocks.items()},
+        }
         self._link_names = {uid: self._links_of(uid) for uid in self.body_names}
         self._check_reset_covers_joints()
         self._colliders = self._collision_filters()
 
     @staticmethod
-    def _assets(robot_detail: str, calvin_assets: str | None, cache_dir: str | None) -> tuple[AssetPaths, float]:
+    def _assets(
+        robot_detail: str, calvin_assets: str | None, cache_dir: str | None
+    ) -> tuple[AssetPaths, float]:
         if calvin_assets is not None:
             return official_assets(calvin_assets), OFFICIAL_SCALING
         directory = Path(cache_dir) if cache_dir else None
@@ -81,8 +94,10 @@ class PlayTableSim:
             for j in range(self.p.getNumJoints(uid)):
                 info = self.p.getJointInfo(uid, j)
                 if info[2] != pb.JOINT_FIXED and (uid, j) not in placed:
-                    raise ValueError(f"{self.p.getBodyInfo(uid)[1].decode()}: movable joint {info[1].decode()!r} "
-                                     "is not one the reset places; make it fixed in the URDF")
+                    raise ValueError(
+                        f"{self.p.getBodyInfo(uid)[1].decode()}: movable joint {info[1].decode()!r} "
+                        "is not one the reset places; make it fixed in the URDF"
+                    )
 
     def _collision_filters(self) -> list[tuple[int, int, int, int]]:
         """``(body, link, group, mask)`` of every collision object, as PyBullet's URDF loader set them: a
@@ -123,8 +138,10 @@ class PlayTableSim:
         for uid, link, group, mask in self._colliders:
             self.p.setCollisionFilterGroupMask(uid, link, group, mask)
         if self.p.getContactPoints():  # PyBullet without its collision-filter plugin ignores the calls above
-            raise RuntimeError("PyBullet kept contact points across setCollisionFilterGroupMask; this build "
-                               "cannot reset the play-table without history (use the pybullet wheel from PyPI)")
+            raise RuntimeError(
+                "PyBullet kept contact points across setCollisionFilterGroupMask; this build "
+                "cannot reset the play-table without history (use the pybullet wheel from PyPI)"
+            )
 
     def step(self, action: np.ndarray, absolute: bool) -> None:
         """Apply one 7-D action, run the 8 physics sub-steps, then update the lights."""
@@ -172,10 +189,19 @@ class PlayTableSim:
         for color, uid in self.scene.blocks.items():
             pos, orn = self.p.getBasePositionAndOrientation(uid)
             lin, ang = self.p.getBaseVelocity(uid)
-            blocks[color] = {"pos": _floats(pos), "orn_xyzw": _floats(orn), "lin_vel": _floats(lin),
-                             "ang_vel": _floats(ang), "contacts": self.contacts(uid)}
-        return {"robot_obs": _floats(robot_obs), "scene_obs": _floats(scene_obs),
-                "robot_contacts": self.contacts(self.robot.uid), "blocks": blocks}
+            blocks[color] = {
+                "pos": _floats(pos),
+                "orn_xyzw": _floats(orn),
+                "lin_vel": _floats(lin),
+                "ang_vel": _floats(ang),
+                "contacts": self.contacts(uid),
+            }
+        return {
+            "robot_obs": _floats(robot_obs),
+            "scene_obs": _floats(scene_obs),
+            "robot_contacts": self.contacts(self.robot.uid),
+            "blocks": blocks,
+        }
 
 
 def _floats(values: Iterable[float]) -> list[float]:

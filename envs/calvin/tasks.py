@@ -63,7 +63,9 @@ def rotated(color: str, sign: int, start: Snapshot, end: Snapshot) -> bool:
     """Yaw of end * start^-1 in (60, 180) deg (left, sign +1) or (-180, -60) (right, sign -1), tilt < 30
     deg, moved at most 0.1 m, and at the end the block touches something other than the robot."""
     a, b = _block(start, color), _block(end, color)
-    x, y, z = (Rotation.from_quat(b["orn_xyzw"]) * Rotation.from_quat(a["orn_xyzw"]).inv()).as_euler("xyz", degrees=True)
+    x, y, z = (Rotation.from_quat(b["orn_xyzw"]) * Rotation.from_quat(a["orn_xyzw"]).inv()).as_euler(
+        "xyz", degrees=True
+    )
     if np.linalg.norm(np.subtract(b["pos"], a["pos"])) > ROTATE_MAX_MOVE:
         return False
     if not _bodies(b["contacts"]) - {BODY_ROBOT}:
@@ -138,7 +140,9 @@ def unstacked(start: Snapshot, end: Snapshot) -> bool:
 
 def toggled(index: int, before: int, after: int, start: Snapshot, end: Snapshot) -> bool:
     """A light's logical state (``scene_obs[index]``) went from ``before`` to ``after``."""
-    return round(float(start["scene_obs"][index])) == before and round(float(end["scene_obs"][index])) == after
+    return (
+        round(float(start["scene_obs"][index])) == before and round(float(end["scene_obs"][index])) == after
+    )
 
 
 def pushed_into_drawer(start: Snapshot, end: Snapshot) -> bool:

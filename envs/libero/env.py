@@ -125,7 +125,8 @@ class LiberoEnv(gym.Env):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": protocol.CONTROL_FREQ}
     #: One count of a SpatialTree primitive in plans run here (the plan-execution contract, with
     #: :meth:`native_actions` and :meth:`noop_action`): 1 cm and 0.05 rad, a fifth and a tenth of one
-    #: OSC_POSE unit, the precision a grasp needs; see docs/guide/action-mapping.md, "Executable plans and units".
+    #: OSC_POSE unit, the precision a grasp needs; see docs/guide/action-mapping.md, "Executable plans and
+    #: units".
     plan_step_sizes: ClassVar[StepSizes] = StepSizes(translation=0.01, rotation=0.05)
 
     def __init__(
@@ -145,11 +146,15 @@ class LiberoEnv(gym.Env):
         protocol.check_task(suite, task_index)
         self.suite, self.task_index = suite, int(task_index)
         self.image_size = _check_int("image_size", image_size, minimum=1)
-        self.max_steps = protocol.MAX_STEPS[suite] if max_steps is None else _check_int("max_steps", max_steps, 1)
+        self.max_steps = (
+            protocol.MAX_STEPS[suite] if max_steps is None else _check_int("max_steps", max_steps, 1)
+        )
         self.num_steps_wait = _check_int("num_steps_wait", num_steps_wait, minimum=0)
         self.fast_render, self.hard_reset = bool(fast_render), bool(hard_reset)
         self.image_orientation = _check_choice("image_orientation", image_orientation, IMAGE_ORIENTATIONS)
-        self.render_mode = None if render_mode is None else _check_choice("render_mode", render_mode, ("rgb_array",))
+        self.render_mode = (
+            None if render_mode is None else _check_choice("render_mode", render_mode, ("rgb_array",))
+        )
         self.cameras = bool(cameras)
         self.task: LiberoTask = load_task(suite, self.task_index)
         self.init_states = load_init_states(self.task)
@@ -280,9 +285,14 @@ class LiberoEnv(gym.Env):
         from libero.libero.envs.env_wrapper import ControlEnv
 
         if not self.cameras:  # physics and control only: no render context, no camera observations
-            return ControlEnv(bddl_file_name=str(self.task.bddl_file), use_camera_obs=False,
-                              has_offscreen_renderer=False, hard_reset=self.hard_reset,
-                              horizon=_UNREACHED_HORIZON, ignore_done=True)
+            return ControlEnv(
+                bddl_file_name=str(self.task.bddl_file),
+                use_camera_obs=False,
+                has_offscreen_renderer=False,
+                hard_reset=self.hard_reset,
+                horizon=_UNREACHED_HORIZON,
+                ignore_done=True,
+            )
         starting_gl()  # robosuite makes its offscreen GL context here
         return OffScreenRenderEnv(
             bddl_file_name=str(self.task.bddl_file),
@@ -320,13 +330,17 @@ class LiberoEnv(gym.Env):
     def _episode_settings(self, options: Mapping[str, Any]) -> dict[str, Any]:
         unknown = set(options) - RESET_OPTIONS
         if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; LiberoEnv accepts {sorted(RESET_OPTIONS)}")
+            raise ValueError(
+                f"unknown reset options {sorted(unknown)}; LiberoEnv accepts {sorted(RESET_OPTIONS)}"
+            )
         index = options.get("init_state_index")
         if index is None:
             index = int(self.np_random.integers(len(self.init_states)))
         return {
             "init_state_index": _check_int("init_state_index", index, 0, len(self.init_states) - 1),
-            "num_steps_wait": _check_int("num_steps_wait", options.get("num_steps_wait", self.num_steps_wait), 0),
+            "num_steps_wait": _check_int(
+                "num_steps_wait", options.get("num_steps_wait", self.num_steps_wait), 0
+            ),
             "max_steps": _check_int("max_steps", options.get("max_steps", self.max_steps), 1),
             "hard_reset": bool(options.get("hard_reset", self.hard_reset)),
         }
@@ -385,7 +399,9 @@ class LiberoEnv(gym.Env):
 
         # Loose physical bounds: LIBERO scenes span a few metres; robosuite's axis-angle is in [0, 2 pi];
         # Panda finger joints move within 0.04 m and arm joints within 3.8 rad.
-        state_low = np.r_[np.full(3, -_WORLD_EXTENT_M), np.full(3, -2 * np.pi), np.full(2, -_FINGER_QPOS_BOUND)]
+        state_low = np.r_[
+            np.full(3, -_WORLD_EXTENT_M), np.full(3, -2 * np.pi), np.full(2, -_FINGER_QPOS_BOUND)
+        ]
         return spaces.Dict(
             {
                 "agentview_image": image,
@@ -409,7 +425,9 @@ def _check_action(action: object) -> np.ndarray:
     try:
         native = np.asarray(action, dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"LIBERO actions are 7-D float arrays, got {type(action).__name__}{_PLAN_HINT}") from error
+        raise ValueError(
+            f"LIBERO actions are 7-D float arrays, got {type(action).__name__}{_PLAN_HINT}"
+        ) from error
     if native.shape != (7,):
         raise ValueError(
             f"LIBERO actions are 7-D OSC_POSE deltas [dx, dy, dz, ax, ay, az, gripper], got shape {native.shape}"

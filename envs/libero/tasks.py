@@ -62,9 +62,13 @@ def load_init_states(task: LiberoTask) -> np.ndarray:
             loaded = torch.load(task.init_states_file, weights_only=True)
         except pickle.UnpicklingError as err:
             reason = next((ln for ln in str(err).splitlines() if "Unpickler error" in ln), str(err)[:200])
-            raise ValueError(f"{task.init_states_file}: refused to load ({reason.strip()[:200]}); "
-                             "only arrays are read from initial-state files") from None
+            raise ValueError(
+                f"{task.init_states_file}: refused to load ({reason.strip()[:200]}); "
+                "only arrays are read from initial-state files"
+            ) from None
     states = np.asarray(loaded, dtype=np.float64)
     if states.ndim != 2 or states.shape[0] != NUM_INIT_STATES:
-        raise ValueError(f"{task.init_states_file}: expected {NUM_INIT_STATES} initial states, got {states.shape}")
+        raise ValueError(
+            f"{task.init_states_file}: expected {NUM_INIT_STATES} initial states, got {states.shape}"
+        )
     return states

@@ -23,8 +23,11 @@ CAMERAS = {"front_rgb": "eb_front", "wrist_rgb": workspace.WRIST_CAMERA, "overhe
 ACTION_NAMES = ("X", "Y", "Z", "Roll", "Pitch", "Yaw", "Gripper")
 ACTION_NVEC = workspace.ACTION_NVEC
 TEXT_CHARSET = string.printable
-_GRID = {"bounds": workspace.WORKSPACE_BOUNDS, "voxels": workspace.VOXELS,
-         "rotation_bin_deg": workspace.ROTATION_BIN_DEG}
+_GRID = {
+    "bounds": workspace.WORKSPACE_BOUNDS,
+    "voxels": workspace.VOXELS,
+    "rotation_bin_deg": workspace.ROTATION_BIN_DEG,
+}
 _CV_FROM_MUJOCO_CAMERA = np.diag([1.0, -1.0, -1.0])  # MuJoCo cameras look along -z with +y up
 
 
@@ -211,8 +214,10 @@ class EBManipulationEnv(gym.Env):
             return "The target position is below the table surface."
         reach = self.motion.reachable(position, rotation)
         if not reach.reachable:
-            return (f"The target pose is out of the arm's reach (the closest pose found is "
-                    f"{100 * reach.position_error:.1f} cm and {np.degrees(reach.rotation_error):.0f} degrees away).")
+            return (
+                f"The target pose is out of the arm's reach (the closest pose found is "
+                f"{100 * reach.position_error:.1f} cm and {np.degrees(reach.rotation_error):.0f} degrees away)."
+            )
         return None
 
     def native_actions(self, motion: StepMotion) -> list[np.ndarray]:
@@ -223,8 +228,12 @@ class EBManipulationEnv(gym.Env):
         """
         position, rotation = self.scene.grip_pose()
         action = eb_manipulation_from_motion(
-            motion, position, rotation, frame_rotation=self.wrist_camera_frame(),
-            gripper_closed=self.scene.gripper_closed, **_GRID,
+            motion,
+            position,
+            rotation,
+            frame_rotation=self.wrist_camera_frame(),
+            gripper_closed=self.scene.gripper_closed,
+            **_GRID,
         )
         return [action.astype(np.int64)]
 
@@ -237,13 +246,19 @@ class EBManipulationEnv(gym.Env):
 
     def object_list(self) -> dict[str, list[int]]:
         """EB's planner input: ``{"object i": [X, Y, Z]}`` voxel indices of the objects' centres."""
-        return {f"object {i + 1}": [int(v) for v in workspace.world_to_voxel(self.task.center(slot))]
-                for i, slot in enumerate(self._labels)}
+        return {
+            f"object {i + 1}": [int(v) for v in workspace.world_to_voxel(self.task.center(slot))]
+            for i, slot in enumerate(self._labels)
+        }
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-safe task state (object poses, gripper, evaluation), plus the episode's identity."""
-        return {**self.task.snapshot(), "episode": _episode_id(self._episode), "steps": self._steps,
-                "labels": {f"object {i + 1}": slot for i, slot in enumerate(self._labels)}}
+        return {
+            **self.task.snapshot(),
+            "episode": _episode_id(self._episode),
+            "steps": self._steps,
+            "labels": {f"object {i + 1}": slot for i, slot in enumerate(self._labels)},
+        }
 
     def _observe(self, feedback: str) -> dict[str, Any]:
         data = self.scene.mj_data
@@ -258,12 +273,23 @@ class EBManipulationEnv(gym.Env):
         self._last_obs = obs
         return obs
 
-    def _info(self, action_valid: bool, feedback: str, result: MotionResult | None,
-              evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _info(
+        self,
+        action_valid: bool,
+        feedback: str,
+        result: MotionResult | None,
+        evaluation: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         evaluation = evaluation or self.task.evaluate()
-        info = {"is_success": bool(evaluation["success"]), "last_action_success": action_valid, "feedback": feedback,
-                "env_step": self._steps, "evaluation": evaluation, "snapshot": self.snapshot(),
-                "episode": _episode_id(self._episode)}
+        info = {
+            "is_success": bool(evaluation["success"]),
+            "last_action_success": action_valid,
+            "feedback": feedback,
+            "env_step": self._steps,
+            "evaluation": evaluation,
+            "snapshot": self.snapshot(),
+            "episode": _episode_id(self._episode),
+        }
         if result is not None:
             info["control_steps"] = result.control_steps
         return info
@@ -295,12 +321,14 @@ class EBManipulationEnv(gym.Env):
 def observation_space(image_size: int) -> spaces.Dict:
     """The observation space of every EB-Manipulation env (three cameras and EB's three texts)."""
     image = spaces.Box(0, 255, (image_size, image_size, 3), np.uint8)
-    return spaces.Dict({
-        **{key: image for key in CAMERAS},
-        "instruction": spaces.Text(2000, min_length=0, charset=TEXT_CHARSET),
-        "feedback": spaces.Text(500, min_length=0, charset=TEXT_CHARSET),
-        "object_list": spaces.Text(2000, min_length=0, charset=TEXT_CHARSET),
-    })
+    return spaces.Dict(
+        {
+            **{key: image for key in CAMERAS},
+            "instruction": spaces.Text(2000, min_length=0, charset=TEXT_CHARSET),
+            "feedback": spaces.Text(500, min_length=0, charset=TEXT_CHARSET),
+            "object_list": spaces.Text(2000, min_length=0, charset=TEXT_CHARSET),
+        }
+    )
 
 
 def validate_action(action: object) -> np.ndarray:
@@ -310,16 +338,21 @@ def validate_action(action: object) -> np.ndarray:
     indices (non-integers, out of range) are the agent's invalid actions, judged by ``invalid_reason``.
     """
     if isinstance(action, (Plan, PlanStep, str)):
-        raise ValueError("EB-Manipulation's step() takes a 7-D action; run plans through "
-                         "envs.wrappers.SpatialActionWrapper or env.unwrapped.native_actions(step_motion(...))")
+        raise ValueError(
+            "EB-Manipulation's step() takes a 7-D action; run plans through "
+            "envs.wrappers.SpatialActionWrapper or env.unwrapped.native_actions(step_motion(...))"
+        )
     try:
         values = np.asarray(action, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"an EB-Manipulation action is 7 integers [X, Y, Z, Roll, Pitch, Yaw, Gripper], "
-                         f"got {action!r}") from exc
+        raise ValueError(
+            f"an EB-Manipulation action is 7 integers [X, Y, Z, Roll, Pitch, Yaw, Gripper], got {action!r}"
+        ) from exc
     if values.shape != (7,):
-        raise ValueError(f"an EB-Manipulation action has shape (7,) [X, Y, Z, Roll, Pitch, Yaw, Gripper], "
-                         f"got shape {values.shape}")
+        raise ValueError(
+            f"an EB-Manipulation action has shape (7,) [X, Y, Z, Roll, Pitch, Yaw, Gripper], "
+            f"got shape {values.shape}"
+        )
     if not np.all(np.isfinite(values)):
         raise ValueError(f"action {values.tolist()} contains NaN or infinite values; send 7 integers")
     return values
@@ -328,8 +361,10 @@ def validate_action(action: object) -> np.ndarray:
 def _feedback(result: MotionResult) -> str:
     if result.reached:
         return "Last action executed successfully."
-    return (f"Last action executed, but the gripper stopped {100 * result.position_error:.1f} cm and "
-            f"{np.degrees(result.rotation_error):.0f} degrees from the target pose.")
+    return (
+        f"Last action executed, but the gripper stopped {100 * result.position_error:.1f} cm and "
+        f"{np.degrees(result.rotation_error):.0f} degrees from the target pose."
+    )
 
 
 def _episode_id(episode: dict[str, Any] | None) -> dict[str, Any]:

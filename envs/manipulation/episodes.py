@@ -36,17 +36,29 @@ def make_episode(family: str, subset: str, index: int, seed: int = 0) -> dict[st
     task = TASKS[family]()
     episode = task.sample_episode(rng, subset)
     eb_task = task.eb_tasks["spatial" if subset == "spatial" else "default"]
-    return {"format": EPISODE_FORMAT, "episode_id": f"{family}/{subset}/{index:02d}", "family": family,
-            "subset": subset, "index": index, "seed": seed, "eb_task": eb_task, "max_steps": MAX_STEPS, **episode}
+    return {
+        "format": EPISODE_FORMAT,
+        "episode_id": f"{family}/{subset}/{index:02d}",
+        "family": family,
+        "subset": subset,
+        "index": index,
+        "seed": seed,
+        "eb_task": eb_task,
+        "max_steps": MAX_STEPS,
+        **episode,
+    }
 
 
-def make_episodes(family: str, subset: str, n: int = EPISODES_PER_SUBSET, seed: int = 0) -> list[dict[str, Any]]:
+def make_episodes(
+    family: str, subset: str, n: int = EPISODES_PER_SUBSET, seed: int = 0
+) -> list[dict[str, Any]]:
     """The first ``n`` episodes of ``(family, subset)``."""
     return [make_episode(family, subset, i, seed) for i in range(n)]
 
 
-def make_episode_set(subset: str, n: int = EPISODES_PER_SUBSET, seed: int = 0,
-                     families: Sequence[str] = FAMILIES) -> list[dict[str, Any]]:
+def make_episode_set(
+    subset: str, n: int = EPISODES_PER_SUBSET, seed: int = 0, families: Sequence[str] = FAMILIES
+) -> list[dict[str, Any]]:
     """``n`` episodes of every task family in ``subset`` (family by family), for the benchmark runner."""
     return [e for family in families for e in make_episodes(family, subset, n, seed)]
 

@@ -149,8 +149,15 @@ class ArmMotion:
         """Evenly spaced poses from the current grip pose to the target (the target included)."""
         p0, R0 = self.scene.grip_pose()
         turn = Rotation.from_matrix(rotation @ R0.T).magnitude()
-        n = int(np.ceil(max(np.linalg.norm(position - p0) / self.limits.waypoint_step,
-                            turn / self.limits.waypoint_turn, 1.0)))
+        n = int(
+            np.ceil(
+                max(
+                    np.linalg.norm(position - p0) / self.limits.waypoint_step,
+                    turn / self.limits.waypoint_turn,
+                    1.0,
+                )
+            )
+        )
         slerp = Slerp([0.0, 1.0], Rotation.from_matrix(np.stack([R0, rotation])))
         ts = np.arange(1, n + 1) / n
         return [(p0 + t * (position - p0), slerp([t]).as_matrix()[0]) for t in ts]
@@ -161,8 +168,11 @@ class ArmMotion:
 
     def _settled(self, position: np.ndarray, rotation: np.ndarray) -> bool:
         pos_err, rot_err = self._distance(position, rotation)
-        return (pos_err <= self.limits.reached_position and rot_err <= self.limits.reached_rotation
-                and self._joint_speed() <= self.limits.settled_joint_speed)
+        return (
+            pos_err <= self.limits.reached_position
+            and rot_err <= self.limits.reached_rotation
+            and self._joint_speed() <= self.limits.settled_joint_speed
+        )
 
     def _joint_speed(self) -> float:
         return float(np.linalg.norm(self.scene.mj_data.qvel[self._dof_idx]))

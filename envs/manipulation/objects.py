@@ -22,9 +22,23 @@ OBJECT_FRICTION = "1.5 0.01 0.0001"
 # Surface patterns for the visual subset: grey-scale textures that the per-episode colour tints.
 PATTERNS: dict[str, dict[str, str] | None] = {
     "plain": None,
-    "checkered": {"builtin": "checker", "rgb1": "1 1 1", "rgb2": "0.2 0.2 0.2", "width": "32", "height": "32"},
-    "speckled": {"builtin": "flat", "rgb1": "1 1 1", "rgb2": "1 1 1", "mark": "random", "random": "0.25",
-                 "markrgb": "0.1 0.1 0.1", "width": "12", "height": "12"},
+    "checkered": {
+        "builtin": "checker",
+        "rgb1": "1 1 1",
+        "rgb2": "0.2 0.2 0.2",
+        "width": "32",
+        "height": "32",
+    },
+    "speckled": {
+        "builtin": "flat",
+        "rgb1": "1 1 1",
+        "rgb2": "1 1 1",
+        "mark": "random",
+        "random": "0.25",
+        "markrgb": "0.1 0.1 0.1",
+        "width": "12",
+        "height": "12",
+    },
 }
 PATTERN_TEXREPEAT = {"checkered": "2 2", "speckled": "1 1"}
 
@@ -44,8 +58,17 @@ def pattern_assets() -> list[ET.Element]:
         if tex is None:
             continue
         out.append(ET.Element("texture", {"name": f"eb_tex_{name}", "type": "cube", **tex}))
-        out.append(ET.Element("material", {"name": f"eb_pattern_{name}", "texture": f"eb_tex_{name}",
-                                           "texrepeat": PATTERN_TEXREPEAT[name], "specular": "0.1"}))
+        out.append(
+            ET.Element(
+                "material",
+                {
+                    "name": f"eb_pattern_{name}",
+                    "texture": f"eb_tex_{name}",
+                    "texrepeat": PATTERN_TEXREPEAT[name],
+                    "specular": "0.1",
+                },
+            )
+        )
     return out
 
 
@@ -85,7 +108,9 @@ def fixture_body(name: str, parts: list[BoxPart]) -> ET.Element:
     """A static fixture (container, shape sorter) made of boxes; placed per episode through ``body_pos``."""
     body = ET.Element("body", {"name": name, "pos": "0 0 -1"})
     for i, part in enumerate(parts):
-        _add_geom_pair(body, f"{name}_{{}}{i}", {"type": "box", "size": _fmt(part.half), "pos": _fmt(part.pos)})
+        _add_geom_pair(
+            body, f"{name}_{{}}{i}", {"type": "box", "size": _fmt(part.half), "pos": _fmt(part.pos)}
+        )
     return body
 
 
@@ -93,10 +118,19 @@ def area_body(name: str, cells: np.ndarray, cell_half: float, thickness: float) 
     """A static marked area: one thin visual-only tile per dirt cell (``<name>_v<i>``), no collision."""
     body = ET.Element("body", {"name": name, "pos": "0 0 -1"})
     for i, (x, y) in enumerate(cells):
-        ET.SubElement(body, "geom", {
-            "name": f"{name}_v{i}", "type": "box", "size": _fmt((cell_half, cell_half, thickness / 2)),
-            "pos": _fmt((x, y, thickness / 2)), "group": "1", "contype": "0", "conaffinity": "0",
-        })
+        ET.SubElement(
+            body,
+            "geom",
+            {
+                "name": f"{name}_v{i}",
+                "type": "box",
+                "size": _fmt((cell_half, cell_half, thickness / 2)),
+                "pos": _fmt((x, y, thickness / 2)),
+                "group": "1",
+                "contype": "0",
+                "conaffinity": "0",
+            },
+        )
     return body
 
 
@@ -129,7 +163,9 @@ def camera_element(
     right = np.cross(forward, np.asarray(list(up), float))
     right /= np.linalg.norm(right)
     up = np.cross(right, forward)
-    return ET.Element("camera", {"name": name, "pos": _fmt(p), "xyaxes": _fmt([*right, *up]), "fovy": f"{fovy:g}"})
+    return ET.Element(
+        "camera", {"name": name, "pos": _fmt(p), "xyaxes": _fmt([*right, *up]), "fovy": f"{fovy:g}"}
+    )
 
 
 def _walls(inner: float, wall: float, height: float) -> list[BoxPart]:
@@ -151,10 +187,22 @@ def _piece_attrs(shape: str, index: int, piece: Piece) -> dict[str, str]:
 
 
 def _add_geom_pair(body: ET.Element, name_pattern: str, attrs: dict[str, str]) -> None:
-    ET.SubElement(body, "geom", {"name": name_pattern.format("c"), **attrs, "group": "0",
-                                 "density": f"{OBJECT_DENSITY:g}", "friction": OBJECT_FRICTION})
-    ET.SubElement(body, "geom", {"name": name_pattern.format("v"), **attrs, "group": "1",
-                                 "contype": "0", "conaffinity": "0"})
+    ET.SubElement(
+        body,
+        "geom",
+        {
+            "name": name_pattern.format("c"),
+            **attrs,
+            "group": "0",
+            "density": f"{OBJECT_DENSITY:g}",
+            "friction": OBJECT_FRICTION,
+        },
+    )
+    ET.SubElement(
+        body,
+        "geom",
+        {"name": name_pattern.format("v"), **attrs, "group": "1", "contype": "0", "conaffinity": "0"},
+    )
 
 
 def _fmt(values: Iterable[float]) -> str:

@@ -86,7 +86,9 @@ def _new_renderer(model: mujoco.MjModel, size: int) -> mujoco.Renderer:
         ) from exc
 
 
-def object_boxes(geom_ids: np.ndarray, objects: Mapping[int, Sequence[int]]) -> dict[int, tuple[int, int, int, int]]:
+def object_boxes(
+    geom_ids: np.ndarray, objects: Mapping[int, Sequence[int]]
+) -> dict[int, tuple[int, int, int, int]]:
     """Pixel box ``(x0, y0, x1, y1)`` (inclusive) of every object label whose geoms are visible."""
     boxes = {}
     for label, geoms in objects.items():

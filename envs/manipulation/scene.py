@@ -61,9 +61,17 @@ class TabletopScene(ManipulationEnv):
         self.on_reset: Callable[[], None] | None = None
         self.on_control_step: Callable[[], None] | None = None
         super().__init__(
-            robots="Panda", controller_configs=osc_absolute_config(), initialization_noise=None,
-            use_camera_obs=False, has_renderer=False, has_offscreen_renderer=False, hard_reset=False,
-            ignore_done=True, horizon=10**9, control_freq=control_freq, renderer="mujoco",
+            robots="Panda",
+            controller_configs=osc_absolute_config(),
+            initialization_noise=None,
+            use_camera_obs=False,
+            has_renderer=False,
+            has_offscreen_renderer=False,
+            hard_reset=False,
+            ignore_done=True,
+            horizon=10**9,
+            control_freq=control_freq,
+            renderer="mujoco",
         )
 
     # ----------------------------------------------------------------------------- robosuite hooks
@@ -72,7 +80,9 @@ class TabletopScene(ManipulationEnv):
         super()._load_model()
         robot = self.robots[0].robot_model
         robot.set_base_xpos(robot.base_xpos_offset["table"](workspace.TABLE_FULL_SIZE[0]))
-        arena = TableArena(table_full_size=workspace.TABLE_FULL_SIZE, table_offset=(0, 0, workspace.TABLE_TOP_Z))
+        arena = TableArena(
+            table_full_size=workspace.TABLE_FULL_SIZE, table_offset=(0, 0, workspace.TABLE_TOP_Z)
+        )
         arena.set_origin([0, 0, 0])
         self.model = ManipulationTask(mujoco_arena=arena, mujoco_robots=[robot])
         assets, bodies = self._elements()
@@ -80,8 +90,12 @@ class TabletopScene(ManipulationEnv):
             self.model.asset.append(element)
         for body in bodies:
             self.model.worldbody.append(body)
-        self.model.worldbody.append(objects.camera_element("eb_front", **_camera_args(workspace.FRONT_CAMERA)))
-        self.model.worldbody.append(objects.camera_element("eb_overhead", **_camera_args(workspace.OVERHEAD_CAMERA)))
+        self.model.worldbody.append(
+            objects.camera_element("eb_front", **_camera_args(workspace.FRONT_CAMERA))
+        )
+        self.model.worldbody.append(
+            objects.camera_element("eb_overhead", **_camera_args(workspace.OVERHEAD_CAMERA))
+        )
 
     def _setup_references(self) -> None:
         super()._setup_references()
@@ -89,7 +103,8 @@ class TabletopScene(ManipulationEnv):
         self.mj_data: mujoco.MjData = self.sim.data._data
         self.grip_site_id = mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_SITE, GRIP_SITE)
         self.table_geom_id = mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_GEOM, "table_collision")
-        if not hasattr(self, "_default_contype"):  # robosuite calls this at every reset: keep the compiled values
+        # robosuite calls this at every reset: keep the compiled values
+        if not hasattr(self, "_default_contype"):
             self._default_contype = self.mj_model.geom_contype.copy()
             self._default_conaffinity = self.mj_model.geom_conaffinity.copy()
 
@@ -141,7 +156,11 @@ class TabletopScene(ManipulationEnv):
         """Ids of the geoms named ``<prefix>_<kind><i>`` (``kind`` "c" collision, "v" visual)."""
         m = self.mj_model
         names = (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, i) for i in range(m.ngeom))
-        return [i for i, n in enumerate(names) if n and n.startswith(f"{prefix}_{kind}") and n[len(prefix) + 2:].isdigit()]
+        return [
+            i
+            for i, n in enumerate(names)
+            if n and n.startswith(f"{prefix}_{kind}") and n[len(prefix) + 2 :].isdigit()
+        ]
 
     def place_free_body(self, name: str, position: Sequence[float], yaw: float) -> None:
         """Put a free body on the table at rest and give it its collisions and gravity back."""

@@ -79,7 +79,9 @@ def triangle_polygon(side: float = TRIANGLE_SIDE) -> list[tuple[float, float]]:
     return [_polar(r, math.pi / 2 + k * 2 * math.pi / 3) for k in range(3)]
 
 
-def prism_vertices(polygon: list[tuple[float, float]] | tuple[tuple[float, float], ...], height: float) -> np.ndarray:
+def prism_vertices(
+    polygon: list[tuple[float, float]] | tuple[tuple[float, float], ...], height: float
+) -> np.ndarray:
     """Vertices ``(2n, 3)`` of the prism over ``polygon`` from ``-height/2`` to ``+height/2``."""
     xy = np.asarray(polygon, dtype=float)
     low = np.column_stack([xy, np.full(len(xy), -height / 2)])
@@ -111,17 +113,42 @@ def _build_shapes() -> dict[str, ShapeSpec]:
     h = SHAPE_HEIGHT / 2
     moon_grasp_x = -(MOON_OUTER + (MOON_INNER - MOON_OFFSET)) / 2  # middle of the crescent's thick part
     return {
-        "cube": ShapeSpec("cube", "cube", (Piece("box", (CUBE_HALF, CUBE_HALF, h)),), CUBE_HALF * math.sqrt(2),
-                          grasp_angles=(0.0, math.pi / 2)),
-        "cylinder": ShapeSpec("cylinder", "cylinder", (Piece("cylinder", (CYLINDER_RADIUS, h)),), CYLINDER_RADIUS,
-                              grasp_angles=(0.0, math.pi / 3, 2 * math.pi / 3)),
-        "star": ShapeSpec("star", "star", _mesh_pieces(star_polygons()), STAR_OUTER,
-                          grasp_angles=tuple(math.pi / 2 + k * 2 * math.pi / 5 for k in range(5))),
-        "moon": ShapeSpec("moon", "moon", _mesh_pieces(moon_polygons()), MOON_OUTER,
-                          grasp_point=(moon_grasp_x, 0.0), grasp_angles=(0.0,)),
-        "triangle": ShapeSpec("triangle", "triangular prism", _mesh_pieces([triangle_polygon()]),
-                              TRIANGLE_SIDE / math.sqrt(3),
-                              grasp_angles=tuple(math.pi / 2 + k * 2 * math.pi / 3 for k in range(3))),
+        "cube": ShapeSpec(
+            "cube",
+            "cube",
+            (Piece("box", (CUBE_HALF, CUBE_HALF, h)),),
+            CUBE_HALF * math.sqrt(2),
+            grasp_angles=(0.0, math.pi / 2),
+        ),
+        "cylinder": ShapeSpec(
+            "cylinder",
+            "cylinder",
+            (Piece("cylinder", (CYLINDER_RADIUS, h)),),
+            CYLINDER_RADIUS,
+            grasp_angles=(0.0, math.pi / 3, 2 * math.pi / 3),
+        ),
+        "star": ShapeSpec(
+            "star",
+            "star",
+            _mesh_pieces(star_polygons()),
+            STAR_OUTER,
+            grasp_angles=tuple(math.pi / 2 + k * 2 * math.pi / 5 for k in range(5)),
+        ),
+        "moon": ShapeSpec(
+            "moon",
+            "moon",
+            _mesh_pieces(moon_polygons()),
+            MOON_OUTER,
+            grasp_point=(moon_grasp_x, 0.0),
+            grasp_angles=(0.0,),
+        ),
+        "triangle": ShapeSpec(
+            "triangle",
+            "triangular prism",
+            _mesh_pieces([triangle_polygon()]),
+            TRIANGLE_SIDE / math.sqrt(3),
+            grasp_angles=tuple(math.pi / 2 + k * 2 * math.pi / 3 for k in range(3)),
+        ),
     }
 
 

@@ -29,8 +29,15 @@ class EBManipulationSuiteEnv(gym.Env):
 
     metadata: ClassVar[dict[str, Any]] = EBManipulationEnv.metadata
 
-    def __init__(self, subset: str = "base", *, families: Sequence[str] = FAMILIES, image_size: int = 500,
-                 render_mode: str | None = None, **env_kwargs: Any) -> None:
+    def __init__(
+        self,
+        subset: str = "base",
+        *,
+        families: Sequence[str] = FAMILIES,
+        image_size: int = 500,
+        render_mode: str | None = None,
+        **env_kwargs: Any,
+    ) -> None:
         unknown = [f for f in families if f not in FAMILIES]
         if unknown or not families:
             raise ValueError(f"families {list(families)}: choose among {list(FAMILIES)}")

@@ -36,7 +36,12 @@ DRAG_REACH = 0.66
 
 # Cameras: EB's front view (from the far side of the table, looking at the robot), overhead, wrist.
 FRONT_CAMERA = {"pos": (0.30, 0.0, 1.38), "target": (-0.12, 0.0, 0.80), "fovy": 58.0}
-OVERHEAD_CAMERA = {"pos": (-0.08, 0.0, 1.95), "target": (-0.08, 0.0, 0.80), "fovy": 42.0, "up": (-1.0, 0.0, 0.0)}
+OVERHEAD_CAMERA = {
+    "pos": (-0.08, 0.0, 1.95),
+    "target": (-0.08, 0.0, 0.80),
+    "fovy": 42.0,
+    "up": (-1.0, 0.0, 0.0),
+}
 WRIST_CAMERA = "robot0_eye_in_hand"
 
 

@@ -71,7 +71,9 @@ def pixel_rays(intrinsics: Intrinsics) -> np.ndarray:
     """Camera-frame directions ``(H, W, 3)`` through the pixel centres, scaled to unit depth (z = 1)."""
     v, u = np.mgrid[0 : intrinsics.height, 0 : intrinsics.width].astype(float) + 0.5
     f = intrinsics.focal
-    return np.stack([(u - intrinsics.width / 2) / f, (v - intrinsics.height / 2) / f, np.ones_like(u)], axis=-1)
+    return np.stack(
+        [(u - intrinsics.width / 2) / f, (v - intrinsics.height / 2) / f, np.ones_like(u)], axis=-1
+    )
 
 
 def backproject(depth: np.ndarray, intrinsics: Intrinsics, c2w: np.ndarray) -> np.ndarray:
@@ -80,7 +82,9 @@ def backproject(depth: np.ndarray, intrinsics: Intrinsics, c2w: np.ndarray) -> n
     return camera_points @ c2w[:3, :3].T + c2w[:3, 3]
 
 
-def project(points: np.ndarray, intrinsics: Intrinsics, c2w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def project(
+    points: np.ndarray, intrinsics: Intrinsics, c2w: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pixel coordinates ``u``, ``v`` (continuous, pixel centres at +0.5) and depth ``z`` of world points."""
     camera_points = (np.asarray(points, dtype=float) - c2w[:3, 3]) @ c2w[:3, :3]
     z = camera_points[..., 2]
@@ -90,8 +94,13 @@ def project(points: np.ndarray, intrinsics: Intrinsics, c2w: np.ndarray) -> tupl
     return u, v, z
 
 
-def visible_mask(goal_depth: np.ndarray, goal_c2w: np.ndarray, start_depth: np.ndarray, start_c2w: np.ndarray,
-                 intrinsics: Intrinsics) -> np.ndarray:  # fmt: skip
+def visible_mask(
+    goal_depth: np.ndarray,
+    goal_c2w: np.ndarray,
+    start_depth: np.ndarray,
+    start_c2w: np.ndarray,
+    intrinsics: Intrinsics,
+) -> np.ndarray:
     """Goal pixels whose surface point is also seen from the start camera: it projects inside the start
     image, in front of the camera, and the start depth there agrees with its distance (not occluded)."""
     u, v, z = project(backproject(goal_depth, intrinsics, goal_c2w), intrinsics, start_c2w)
@@ -103,7 +112,12 @@ def visible_mask(goal_depth: np.ndarray, goal_c2w: np.ndarray, start_depth: np.n
     return inside & agrees
 
 
-def view_overlap(goal_depth: np.ndarray, goal_c2w: np.ndarray, start_depth: np.ndarray, start_c2w: np.ndarray,
-                 intrinsics: Intrinsics) -> float:  # fmt: skip
+def view_overlap(
+    goal_depth: np.ndarray,
+    goal_c2w: np.ndarray,
+    start_depth: np.ndarray,
+    start_c2w: np.ndarray,
+    intrinsics: Intrinsics,
+) -> float:
     """Fraction of the goal image that the start camera also sees (see :func:`visible_mask`)."""
     return float(visible_mask(goal_depth, goal_c2w, start_depth, start_c2w, intrinsics).mean())

@@ -101,17 +101,45 @@ class EBNavigationEnv(gym.Env):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 4}
 
-    def __init__(self, action_mode: str = "discrete", width: int = 224, height: int = 224, fov: float = 100.0,
-                 depth: bool = False, mask: bool = False, max_steps: int = MAX_STEPS,
-                 success_distance: float = SUCCESS_DISTANCE, subset: str = "base", default_set_size: int = 60,
-                 default_set_seed: int = 0, render_mode: str | None = None) -> None:
-        _check_args(action_mode, width, height, fov, max_steps, success_distance, subset, default_set_size, render_mode)
+    def __init__(
+        self,
+        action_mode: str = "discrete",
+        width: int = 224,
+        height: int = 224,
+        fov: float = 100.0,
+        depth: bool = False,
+        mask: bool = False,
+        max_steps: int = MAX_STEPS,
+        success_distance: float = SUCCESS_DISTANCE,
+        subset: str = "base",
+        default_set_size: int = 60,
+        default_set_seed: int = 0,
+        render_mode: str | None = None,
+    ) -> None:
+        _check_args(
+            action_mode,
+            width,
+            height,
+            fov,
+            max_steps,
+            success_distance,
+            subset,
+            default_set_size,
+            render_mode,
+        )
         self.action_mode, self.width, self.height, self.fov = action_mode, int(width), int(height), float(fov)
         self.use_depth, self.use_mask, self.render_mode = bool(depth), bool(mask), render_mode
         self.max_steps, self.success_distance = int(max_steps), float(success_distance)
-        self.subset, self.default_set_size, self.default_set_seed = subset, int(default_set_size), int(default_set_seed)
-        self.action_space = spaces.Discrete(len(ACTION_NAMES)) if action_mode == "discrete" else \
-            spaces.Box(-CONTINUOUS_LIMITS, CONTINUOUS_LIMITS, dtype=np.float32)
+        self.subset, self.default_set_size, self.default_set_seed = (
+            subset,
+            int(default_set_size),
+            int(default_set_seed),
+        )
+        self.action_space = (
+            spaces.Discrete(len(ACTION_NAMES))
+            if action_mode == "discrete"
+            else spaces.Box(-CONTINUOUS_LIMITS, CONTINUOUS_LIMITS, dtype=np.float32)
+        )
         self.observation_space = self._observation_space()
         self._renderer: FrameRenderer | None = None
         self._world: World | None = None
@@ -134,7 +162,9 @@ class EBNavigationEnv(gym.Env):
 
     # ------------------------------------------------------------------------------------ episode
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         episode = self._episode_from(options or {})
         self._load_scene(episode["scene"])
@@ -144,14 +174,20 @@ class EBNavigationEnv(gym.Env):
         self._steps, self._done, self._success, self._feedback = 0, False, False, ""
         self._unsupported = []
         obs, info = self._observe(last_action_success=True)
-        info.update(episode_id=episode.get("episode_id"), subset=episode["subset"], mask_labels=list(self._world.labels))
+        info.update(
+            episode_id=episode.get("episode_id"),
+            subset=episode["subset"],
+            mask_labels=list(self._world.labels),
+        )
         return obs, info
 
     def _episode_from(self, options: dict[str, Any]) -> dict[str, Any]:
         unknown = set(options) - {"episode", "episode_index"}
         if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; use 'episode' (an episode dict) or "
-                             "'episode_index' (an index into the default set)")
+            raise ValueError(
+                f"unknown reset options {sorted(unknown)}; use 'episode' (an episode dict) or "
+                "'episode_index' (an index into the default set)"
+            )
         if "episode" in options:
             validate_episode(options["episode"])
             return copy_episode(options["episode"])
@@ -177,16 +213,22 @@ class EBNavigationEnv(gym.Env):
         if self._episode is None or self._world is None:
             raise RuntimeError("call reset() before step()")
         if self._done:
-            raise RuntimeError("the episode has ended (success or step budget spent); call reset() to start another")
+            raise RuntimeError(
+                "the episode has ended (success or step budget spent); call reset() to start another"
+            )
         if isinstance(action, Plan):
-            raise TypeError("step() takes native actions; execute a Plan through the spatial-action wrapper, "
-                            "or convert its steps with env.unwrapped.native_actions(step_motion(...))")
+            raise TypeError(
+                "step() takes native actions; execute a Plan through the spatial-action wrapper, "
+                "or convert its steps with env.unwrapped.native_actions(step_motion(...))"
+            )
         if self.action_mode == "discrete":
             name, ok, reason = self._discrete_step(action)
         else:
             name, ok, reason = self._continuous_step(action)
         self._steps += 1
-        self._feedback = f"Last action {name} executed successfully." if ok else f"Last action {name} is invalid. {reason}"
+        self._feedback = (
+            f"Last action {name} executed successfully." if ok else f"Last action {name} is invalid. {reason}"
+        )
         obs, info = self._observe(last_action_success=ok)
         terminated = bool(info["is_success"])
         truncated = not terminated and self._steps >= self.max_steps
@@ -273,8 +315,9 @@ class EBNavigationEnv(gym.Env):
     def _observe(self, *, last_action_success: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         assert self._world is not None and self._renderer is not None and self._episode is not None
         self._world.place_camera(self._pose, self.fov)
-        frame = self._renderer.render(self._world.data, self._world.camera_id, depth=self.use_depth,
-                                      entity=self.use_mask)
+        frame = self._renderer.render(
+            self._world.data, self._world.camera_id, depth=self.use_depth, entity=self.use_mask
+        )
         self._frame = frame
         obs: dict[str, Any] = {"rgb": frame.rgb}
         if self.use_depth:
@@ -285,9 +328,17 @@ class EBNavigationEnv(gym.Env):
         evaluation = self.evaluate()
         self._success = bool(evaluation["success"])
         pixels = frame.target_pixels
-        info = {"distance": evaluation["distance"], "visibility": pixels, "visible": pixels > 0,
-                "feedback": self._feedback, "is_success": self._success, "last_action_success": last_action_success,
-                "steps": self._steps, "unsupported_motion": self._unsupported, "snapshot": self.snapshot()}
+        info = {
+            "distance": evaluation["distance"],
+            "visibility": pixels,
+            "visible": pixels > 0,
+            "feedback": self._feedback,
+            "is_success": self._success,
+            "last_action_success": last_action_success,
+            "steps": self._steps,
+            "unsupported_motion": self._unsupported,
+            "snapshot": self.snapshot(),
+        }
         self._unsupported = []
         return obs, info
 
@@ -302,19 +353,34 @@ class EBNavigationEnv(gym.Env):
     def snapshot(self) -> dict[str, Any]:
         """JSON-safe state of the episode: agent pose, step count, success, target (for logs and restore)."""
         ep = self._episode or {}
-        return {"episode_id": ep.get("episode_id"), "scene_key": None if self._world is None else self._world.key,
-                "agent": self._pose.to_json(), "steps": self._steps, "done": self._done, "success": self._success,
-                "feedback": self._feedback, "target": copy_episode(ep["target"]) if "target" in ep else None}
+        return {
+            "episode_id": ep.get("episode_id"),
+            "scene_key": None if self._world is None else self._world.key,
+            "agent": self._pose.to_json(),
+            "steps": self._steps,
+            "done": self._done,
+            "success": self._success,
+            "feedback": self._feedback,
+            "target": copy_episode(ep["target"]) if "target" in ep else None,
+        }
 
     def restore(self, snapshot: dict[str, Any]) -> dict[str, Any]:
         """Return to a state from :meth:`snapshot` of the current episode; returns the observation there."""
         if self._episode is None or self._world is None:
             raise RuntimeError("call reset() with the snapshot's episode before restore()")
-        if snapshot.get("scene_key") != self._world.key or snapshot.get("episode_id") != self._episode.get("episode_id"):
-            raise ValueError(f"snapshot of episode {snapshot.get('episode_id')!r} does not belong to the current "
-                             f"episode {self._episode.get('episode_id')!r}; reset to that episode first")
+        if snapshot.get("scene_key") != self._world.key or snapshot.get("episode_id") != self._episode.get(
+            "episode_id"
+        ):
+            raise ValueError(
+                f"snapshot of episode {snapshot.get('episode_id')!r} does not belong to the current "
+                f"episode {self._episode.get('episode_id')!r}; reset to that episode first"
+            )
         self._pose = AgentPose.from_json(snapshot["agent"])
-        self._steps, self._done, self._feedback = int(snapshot["steps"]), bool(snapshot["done"]), str(snapshot["feedback"])
+        self._steps, self._done, self._feedback = (
+            int(snapshot["steps"]),
+            bool(snapshot["done"]),
+            str(snapshot["feedback"]),
+        )
         obs, _ = self._observe(last_action_success=True)
         return obs
 
@@ -369,8 +435,17 @@ class EBNavigationEnv(gym.Env):
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _check_args(action_mode: str, width: int, height: int, fov: float, max_steps: int, success_distance: float,
-                subset: str, default_set_size: int, render_mode: str | None) -> None:
+def _check_args(
+    action_mode: str,
+    width: int,
+    height: int,
+    fov: float,
+    max_steps: int,
+    success_distance: float,
+    subset: str,
+    default_set_size: int,
+    render_mode: str | None,
+) -> None:
     if action_mode not in ("discrete", "continuous"):
         raise ValueError(f"action_mode must be 'discrete' or 'continuous', got {action_mode!r}")
     if not (16 <= int(width) <= 2048 and 16 <= int(height) <= 2048):
@@ -378,7 +453,9 @@ def _check_args(action_mode: str, width: int, height: int, fov: float, max_steps
     if not 10.0 <= float(fov) <= 170.0:
         raise ValueError(f"fov must be 10-170 degrees, got {fov}")
     if int(max_steps) < 1 or float(success_distance) <= 0:
-        raise ValueError(f"max_steps must be >= 1 and success_distance > 0, got {max_steps}, {success_distance}")
+        raise ValueError(
+            f"max_steps must be >= 1 and success_distance > 0, got {max_steps}, {success_distance}"
+        )
     if subset not in SUBSETS:
         raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
     if int(default_set_size) < 1:
@@ -405,20 +482,27 @@ def _as_action_id(action: object) -> int:
 def _as_continuous(action: object) -> np.ndarray:
     a = np.asarray(action, dtype=np.float64)
     if a.shape != (6,):
-        raise ValueError(f"a continuous action must have shape (6,) = [truck, pedestal, dolly, tilt, pan, roll], "
-                         f"got shape {a.shape}")
+        raise ValueError(
+            f"a continuous action must have shape (6,) = [truck, pedestal, dolly, tilt, pan, roll], "
+            f"got shape {a.shape}"
+        )
     if not np.all(np.isfinite(a)):
         raise ValueError(f"action contains NaN or inf: {a.tolist()}")
     limits = CONTINUOUS_LIMITS.astype(np.float64)
     if np.any(np.abs(a) > limits + 1e-6):
-        raise ValueError(f"action {a.tolist()} exceeds the bounds {limits.tolist()}; split large motions with "
-                         "env.unwrapped.native_actions(motion)")
+        raise ValueError(
+            f"action {a.tolist()} exceeds the bounds {limits.tolist()}; split large motions with "
+            "env.unwrapped.native_actions(motion)"
+        )
     return a
 
 
 def _describe_motion(a: np.ndarray) -> str:
-    parts = [f"{name} {a[i] if unit == 'm' else math.degrees(a[i]):+.2f} {unit}"
-             for i, (name, unit) in enumerate(_UNITS) if abs(a[i]) > 1e-9]
+    parts = [
+        f"{name} {a[i] if unit == 'm' else math.degrees(a[i]):+.2f} {unit}"
+        for i, (name, unit) in enumerate(_UNITS)
+        if abs(a[i]) > 1e-9
+    ]
     return "[" + ", ".join(parts) + "]" if parts else "[stay]"
 
 

@@ -54,7 +54,9 @@ SUCCESS_DISTANCE = 1.0
 GENERATION_FOV = 100.0  # EB's field of view; "in view" / "out of view" are decided at this fov
 _STEP_RANGE = {"long_horizon": (8, MAX_STEPS)}
 _DEFAULT_STEP_RANGE = (3, MAX_STEPS)
-MIN_APPARENT_SIZE = 0.055  # visible starts: object extent / distance (about 3 degrees, 5 px at 224 px, fov 100)
+MIN_APPARENT_SIZE = (
+    0.055  # visible starts: object extent / distance (about 3 degrees, 5 px at 224 px, fov 100)
+)
 OPEN_AHEAD = 4  # free moves straight ahead of every start pose
 
 
@@ -79,8 +81,10 @@ def validate_episode(episode: object) -> None:
     validate_scene(episode["scene"])
     ids = {o["id"] for o in episode["scene"]["objects"]}
     if episode["target"].get("id") not in ids:
-        raise EpisodeError(f"episode['target']['id'] = {episode['target'].get('id')!r} is not an object of the "
-                           f"scene; objects: {sorted(ids)}")
+        raise EpisodeError(
+            f"episode['target']['id'] = {episode['target'].get('id')!r} is not an object of the "
+            f"scene; objects: {sorted(ids)}"
+        )
     AgentPose.from_json(episode["agent"])
     if not isinstance(episode["instruction"], str) or not episode["instruction"].isascii():
         raise EpisodeError("episode['instruction'] must be an ASCII string")
@@ -90,7 +94,12 @@ def validate_episode(episode: object) -> None:
 
 
 def _target_entry(obj: dict[str, Any]) -> dict[str, Any]:
-    return {"id": obj["id"], "category": obj["category"], "colour": obj["colour"], "position": list(obj["pos"])}
+    return {
+        "id": obj["id"],
+        "category": obj["category"],
+        "colour": obj["colour"],
+        "position": list(obj["pos"]),
+    }
 
 
 def _bearing(pose_xy: np.ndarray, heading_deg: float, target_xy: np.ndarray) -> float:
@@ -152,15 +161,21 @@ class _SceneEpisodes:
         instruction = self._instruction(subset, target, pose)
         if instruction is None:
             return None
-        return {"agent": pose.to_json(), "target": _target_entry(target), "instruction": instruction,
-                "shortest_path": self.lattice.plan(dist, node, k)}
+        return {
+            "agent": pose.to_json(),
+            "target": _target_entry(target),
+            "instruction": instruction,
+            "shortest_path": self.lattice.plan(dist, node, k),
+        }
 
     def _instruction(self, subset: str, target: dict[str, Any], pose: AgentPose) -> str | None:
         if subset == "long_horizon":
             return long_horizon_instruction(self.scene, target, self.rng, start_xy=pose.xy)
         return WRITERS[subset](self.scene, target, self.rng)
 
-    def _pick_start(self, subset: str, target: dict[str, Any], states: list[tuple[int, int]]) -> tuple[int, int] | None:
+    def _pick_start(
+        self, subset: str, target: dict[str, Any], states: list[tuple[int, int]]
+    ) -> tuple[int, int] | None:
         pts = self.lattice.points
         states = [s for s in states if self._open_ahead(*s)]
         if subset == "long_horizon":
@@ -170,12 +185,16 @@ class _SceneEpisodes:
             return pool[int(self.rng.integers(len(pool)))] if pool else None
         xy = np.asarray(target["pos"][:2])
         near = _extent(target) / MIN_APPARENT_SIZE
-        facing = [s for s in states if _bearing(pts[s[0]], 90.0 * s[1], xy) < 45.0
-                  and np.linalg.norm(pts[s[0]] - xy) <= near]
+        facing = [
+            s
+            for s in states
+            if _bearing(pts[s[0]], 90.0 * s[1], xy) < 45.0 and np.linalg.norm(pts[s[0]] - xy) <= near
+        ]
         for i in self.rng.permutation(len(facing))[:40]:
             node, k = facing[int(i)]
-            seen, parts = self.world.sighted_parts(AgentPose(*pts[node], heading_deg=90.0 * k), GENERATION_FOV,
-                                                   target["id"])
+            seen, parts = self.world.sighted_parts(
+                AgentPose(*pts[node], heading_deg=90.0 * k), GENERATION_FOV, target["id"]
+            )
             if seen >= max(1, math.ceil(parts / 2)):
                 return node, k
         return None
@@ -223,7 +242,9 @@ def _scene_group(subset: str, group: int, seed: int) -> list[dict[str, Any]]:
             episodes.append(episode)
         if len(episodes) == EPISODES_PER_SCENE:
             return [{"scene": scene, **e} for e in episodes]
-    raise RuntimeError(f"no scene with {EPISODES_PER_SCENE} valid {subset} episodes for group {group}, seed {seed}")
+    raise RuntimeError(
+        f"no scene with {EPISODES_PER_SCENE} valid {subset} episodes for group {group}, seed {seed}"
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -232,8 +253,16 @@ def _cached_group(subset: str, group: int, seed: int) -> str:
 
 
 def _finish(raw: dict[str, Any], subset: str, index: int, seed: int) -> dict[str, Any]:
-    return {"format": EPISODE_FORMAT, "episode_id": f"{subset}/{index:04d}", "subset": subset, "index": index,
-            "set_seed": int(seed), "max_steps": MAX_STEPS, "success_distance": SUCCESS_DISTANCE, **raw}
+    return {
+        "format": EPISODE_FORMAT,
+        "episode_id": f"{subset}/{index:04d}",
+        "subset": subset,
+        "index": index,
+        "set_seed": int(seed),
+        "max_steps": MAX_STEPS,
+        "success_distance": SUCCESS_DISTANCE,
+        **raw,
+    }
 
 
 def _check_subset(subset: str) -> None:
@@ -280,5 +309,16 @@ def copy_episode(episode: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(episode)
 
 
-__all__ = ["EPISODES_PER_SCENE", "EPISODE_FORMAT", "MAX_STEPS", "SUBSETS", "SUCCESS_DISTANCE", "UNREACHABLE",
-           "load_episodes", "make_episode", "make_episode_set", "save_episodes", "validate_episode"]
+__all__ = [
+    "EPISODES_PER_SCENE",
+    "EPISODE_FORMAT",
+    "MAX_STEPS",
+    "SUBSETS",
+    "SUCCESS_DISTANCE",
+    "UNREACHABLE",
+    "load_episodes",
+    "make_episode",
+    "make_episode_set",
+    "save_episodes",
+    "validate_episode",
+]

@@ -25,8 +25,10 @@ class Obstacles:
 
     def __post_init__(self) -> None:
         if self.rects.ndim != 2 or self.rects.shape[1] != 4 or len(self.rects) != len(self.labels):
-            raise ValueError(f"rects must be (N, 4) with one label each, got {self.rects.shape} and "
-                             f"{len(self.labels)} labels")
+            raise ValueError(
+                f"rects must be (N, 4) with one label each, got {self.rects.shape} and "
+                f"{len(self.labels)} labels"
+            )
 
     def clearance(self, points: np.ndarray) -> np.ndarray:
         """Distance from each point ``(P, 2)`` to the nearest obstacle (0 inside one)."""
@@ -44,8 +46,9 @@ class Obstacles:
             return None
         return self.labels[int(hit[np.argmin(_entry_order(np.asarray(p0, float), self.rects[hit]))])]
 
-    def free_fraction(self, p0: np.ndarray, p1: np.ndarray, radius: float = AGENT_RADIUS,
-                      iterations: int = 24) -> float:
+    def free_fraction(
+        self, p0: np.ndarray, p1: np.ndarray, radius: float = AGENT_RADIUS, iterations: int = 24
+    ) -> float:
         """Largest ``t`` in [0, 1] such that the move ``p0 -> p0 + t (p1 - p0)`` is free (bisection).
 
         A free prefix stays free when shortened, so the free set is an interval starting at 0.
@@ -90,7 +93,7 @@ def _segments_intersect_rects(p0: np.ndarray, p1: np.ndarray, rects: np.ndarray)
     t_enter = np.zeros((len(p0), len(rects)))
     t_exit = np.ones((len(p0), len(rects)))
     for axis in (0, 1):
-        start, delta = p0[:, axis:axis + 1], (p1 - p0)[:, axis:axis + 1]
+        start, delta = p0[:, axis : axis + 1], (p1 - p0)[:, axis : axis + 1]
         lo, hi = rects[None, :, axis], rects[None, :, axis + 2]
         moving = np.abs(delta) > _EPS
         safe = np.where(moving, delta, 1.0)

@@ -15,11 +15,21 @@ import numpy as np
 from envs.navigation.catalog import CATEGORIES
 from envs.navigation.scene import furniture_rect, room_of
 
-SUBSETS: tuple[str, ...] = ("base", "common_sense", "complex_instruction", "visual_appearance", "long_horizon")
+SUBSETS: tuple[str, ...] = (
+    "base",
+    "common_sense",
+    "complex_instruction",
+    "visual_appearance",
+    "long_horizon",
+)
 
 # Categories whose common-sense descriptions could fit each other: never a common-sense target together.
-_CONFUSABLE: tuple[frozenset[str], ...] = (frozenset({"apple", "banana"}), frozenset({"lamp", "candle"}),
-                                           frozenset({"mug", "bottle"}), frozenset({"bowl", "pot"}))
+_CONFUSABLE: tuple[frozenset[str], ...] = (
+    frozenset({"apple", "banana"}),
+    frozenset({"lamp", "candle"}),
+    frozenset({"mug", "bottle"}),
+    frozenset({"bowl", "pot"}),
+)
 
 _OPENERS = (
     "I just got home after a really long day at work.",
@@ -41,7 +51,7 @@ def _noun(obj: dict[str, Any]) -> str:
 
 
 def size_word(obj: dict[str, Any]) -> str:
-    """"small" or "large" from the object's largest dimension; "" in between."""
+    """ "small" or "large" from the object's largest dimension; "" in between."""
     cat = CATEGORIES[obj["category"]]
     extent = max(2 * cat.footprint, cat.height) * obj["scale"]
     return "small" if extent < 0.28 else "large" if extent > 0.42 else ""
@@ -73,7 +83,9 @@ def base_instruction(scene: dict[str, Any], target: dict[str, Any], rng: np.rand
     return str(rng.choice(templates)).format(t=_noun(target))
 
 
-def common_sense_instruction(scene: dict[str, Any], target: dict[str, Any], rng: np.random.Generator) -> str | None:
+def common_sense_instruction(
+    scene: dict[str, Any], target: dict[str, Any], rng: np.random.Generator
+) -> str | None:
     """Describe what the object is for, never what it is called."""
     present = {o["category"] for o in scene["objects"]}
     if any(target["category"] in group and len(group & present) > 1 for group in _CONFUSABLE):
@@ -83,7 +95,9 @@ def common_sense_instruction(scene: dict[str, Any], target: dict[str, Any], rng:
     return str(rng.choice(templates)).format(u=use)
 
 
-def complex_instruction(scene: dict[str, Any], target: dict[str, Any], rng: np.random.Generator) -> str | None:
+def complex_instruction(
+    scene: dict[str, Any], target: dict[str, Any], rng: np.random.Generator
+) -> str | None:
     """A longer request with context and distractor clauses that mention other objects in the home."""
     others = [o for o in scene["objects"] if o["id"] != target["id"]]
     if len(others) < 2 or _count(scene, lambda o: o["category"] == target["category"]) != 1:
@@ -99,8 +113,14 @@ def complex_instruction(scene: dict[str, Any], target: dict[str, Any], rng: np.r
         "{opener} Navigate to the {t} {loc}; the {d1} and the {d2} can wait until later.",
     )
     return str(rng.choice(templates)).format(
-        opener=str(rng.choice(_OPENERS)), d1=_noun(d1), d2=_noun(d2), t=t, loc=loc,
-        dloc=location_phrase(scene, d1), use=use)
+        opener=str(rng.choice(_OPENERS)),
+        d1=_noun(d1),
+        d2=_noun(d2),
+        t=t,
+        loc=loc,
+        dloc=location_phrase(scene, d1),
+        use=use,
+    )
 
 
 def visual_instruction(scene: dict[str, Any], target: dict[str, Any], rng: np.random.Generator) -> str | None:
@@ -116,21 +136,28 @@ def visual_instruction(scene: dict[str, Any], target: dict[str, Any], rng: np.ra
         if not size or _count(scene, lambda o: same_look(o) and size_word(o) == size) > 1:
             return None
         words = [size, *words]
-    templates = ("Navigate to the {d} object.", "Go to the {d} object in the room.",
-                 "Find the {d} object and move close to it.")
+    templates = (
+        "Navigate to the {d} object.",
+        "Go to the {d} object in the room.",
+        "Find the {d} object and move close to it.",
+    )
     return str(rng.choice(templates)).format(d=" ".join(words))
 
 
-def long_horizon_instruction(scene: dict[str, Any], target: dict[str, Any], rng: np.random.Generator,
-                             start_xy: Any = None) -> str | None:
+def long_horizon_instruction(
+    scene: dict[str, Any], target: dict[str, Any], rng: np.random.Generator, start_xy: Any = None
+) -> str | None:
     """Name the object, and the room it is in when that is not the room the agent starts in."""
     if _count(scene, lambda o: o["category"] == target["category"]) != 1:
         return None
     room = scene["rooms"][target["room"]]["type"]
     elsewhere = start_xy is not None and room_of(scene, start_xy) != target["room"]
     if elsewhere:
-        templates = ("Navigate to the {t} in the {r}.", "Go to the {r} and find the {t}.",
-                     "The {t} is somewhere in the {r}; navigate to it.")
+        templates = (
+            "Navigate to the {t} in the {r}.",
+            "Go to the {r} and find the {t}.",
+            "The {t} is somewhere in the {r}; navigate to it.",
+        )
     else:
         templates = ("navigate to the {t} in the room", "Find the {t} in this room and go to it.")
     return str(rng.choice(templates)).format(t=_noun(target), r=room)
@@ -140,5 +167,9 @@ def _count(scene: dict[str, Any], predicate: Any) -> int:
     return sum(1 for o in scene["objects"] if predicate(o))
 
 
-WRITERS = {"base": base_instruction, "common_sense": common_sense_instruction,
-           "complex_instruction": complex_instruction, "visual_appearance": visual_instruction}
+WRITERS = {
+    "base": base_instruction,
+    "common_sense": common_sense_instruction,
+    "complex_instruction": complex_instruction,
+    "visual_appearance": visual_instruction,
+}

@@ -22,7 +22,9 @@ def entity_geoms(world: World, label: int) -> np.ndarray:
     """Geom ids of the entity with mask label ``label``."""
     geoms = np.flatnonzero(world.geom_entity == label)
     if len(geoms) == 0:
-        raise ValueError(f"no geoms carry entity label {label} ({world.labels[label] if label < len(world.labels) else '?'})")
+        raise ValueError(
+            f"no geoms carry entity label {label} ({world.labels[label] if label < len(world.labels) else '?'})"
+        )
     return geoms
 
 
@@ -51,8 +53,9 @@ def extents(world: World, label: int) -> np.ndarray:
     """Length, width and height of an entity: its extents along its own body axes (metres)."""
     geoms = entity_geoms(world, label)
     axes = world.data.xmat[world.model.geom_bodyid[geoms[0]]].reshape(3, 3).T  # body x, y, z in world
-    return np.array([max(_support(world, g, a) for g in geoms) + max(_support(world, g, -a) for g in geoms)
-                     for a in axes])  # fmt: skip
+    return np.array(
+        [max(_support(world, g, a) for g in geoms) + max(_support(world, g, -a) for g in geoms) for a in axes]
+    )
 
 
 def longest_dimension(world: World, label: int) -> float:
@@ -64,7 +67,10 @@ def centre(world: World, label: int) -> np.ndarray:
     """World position of the centre of an entity's bounding box (in its own body frame)."""
     geoms = entity_geoms(world, label)
     axes = world.data.xmat[world.model.geom_bodyid[geoms[0]]].reshape(3, 3).T
-    mid = [(max(_support(world, g, a) for g in geoms) - max(_support(world, g, -a) for g in geoms)) / 2 for a in axes]
+    mid = [
+        (max(_support(world, g, a) for g in geoms) - max(_support(world, g, -a) for g in geoms)) / 2
+        for a in axes
+    ]
     return axes.T @ np.array(mid)
 
 
@@ -72,5 +78,7 @@ def closest_distance(world: World, a: int, b: int) -> float:
     """Least distance (metres) between the surfaces of two entities; 0 when they touch or overlap."""
     best = np.inf
     for ga, gb in itertools.product(entity_geoms(world, a), entity_geoms(world, b)):
-        best = min(best, mujoco.mj_geomDistance(world.model, world.data, int(ga), int(gb), _SEARCH_DISTANCE, None))
+        best = min(
+            best, mujoco.mj_geomDistance(world.model, world.data, int(ga), int(gb), _SEARCH_DISTANCE, None)
+        )
     return max(0.0, float(best))

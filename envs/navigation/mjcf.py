@@ -50,8 +50,11 @@ def _geom(part: Part, name: str, scale: float = 1.0) -> str:
 
 
 def _emissive_materials(parts: list[Part], prefix: str) -> list[str]:
-    return [f"<material {_attrs(name=f'{prefix}{k}', rgba=_f([*p.rgb, 1]), emission=_f(p.emission))}/>"  # type: ignore[misc]
-            for k, p in enumerate(parts) if p.emission > 0]
+    return [
+        f"<material {_attrs(name=f'{prefix}{k}', rgba=_f([*p.rgb, 1]), emission=_f(p.emission))}/>"  # type: ignore[misc]
+        for k, p in enumerate(parts)
+        if p.emission > 0
+    ]
 
 
 # ------------------------------------------------------------------------------------------ assets
@@ -61,32 +64,60 @@ def _floor_texture(i: int, floor: dict[str, Any]) -> tuple[str, str]:
     """Texture and material of room i's floor; texrepeat is per metre (texuniform)."""
     style, rgb1, rgb2 = floor["style"], floor["rgb1"], floor["rgb2"]
     edge = _f([c * 0.7 for c in rgb2])
-    if style == "wood":  # checker cells stretched into 1 m x 0.2 m planks
-        tex = _attrs(name=f"floor{i}", type="2d", builtin="checker", rgb1=_f(rgb1), rgb2=_f(rgb2), mark="edge",
-                     markrgb=edge, width=128, height=128)
-        repeat = "0.5 2.5"
-    elif style == "tiles":
-        tex = _attrs(name=f"floor{i}", type="2d", builtin="checker", rgb1=_f(rgb1), rgb2=_f(rgb2), mark="edge",
-                     markrgb=edge, width=128, height=128)
-        repeat = "1 1"
+    if style in ("wood", "tiles"):  # wood: checker cells stretched into 1 m x 0.2 m planks
+        tex = _attrs(
+            name=f"floor{i}",
+            type="2d",
+            builtin="checker",
+            rgb1=_f(rgb1),
+            rgb2=_f(rgb2),
+            mark="edge",
+            markrgb=edge,
+            width=128,
+            height=128,
+        )
+        repeat = "0.5 2.5" if style == "wood" else "1 1"
     else:  # carpet / concrete: speckled flat colour
-        tex = _attrs(name=f"floor{i}", type="2d", builtin="flat", rgb1=_f(rgb1), rgb2=_f(rgb2), mark="random",
-                     markrgb=_f(rgb2), random=0.25 if style == "carpet" else 0.08, width=128, height=128)
+        tex = _attrs(
+            name=f"floor{i}",
+            type="2d",
+            builtin="flat",
+            rgb1=_f(rgb1),
+            rgb2=_f(rgb2),
+            mark="random",
+            markrgb=_f(rgb2),
+            random=0.25 if style == "carpet" else 0.08,
+            width=128,
+            height=128,
+        )
         repeat = "3 3"
-    mat = _attrs(name=f"floor{i}", texture=f"floor{i}", texrepeat=repeat, texuniform="true", reflectance=0,
-                 shininess=0.1 if style != "tiles" else 0.4, specular=0.1)
+    mat = _attrs(
+        name=f"floor{i}",
+        texture=f"floor{i}",
+        texrepeat=repeat,
+        texuniform="true",
+        reflectance=0,
+        shininess=0.1 if style != "tiles" else 0.4,
+        specular=0.1,
+    )
     return f"<texture {tex}/>", f"<material {mat}/>"
 
 
 def _assets(scene: dict[str, Any]) -> list[str]:
-    out = ['<texture name="speckle" type="2d" builtin="flat" rgb1="1 1 1" rgb2="1 1 1" mark="random" '
-           'markrgb="0.86 0.86 0.86" random="0.12" width="64" height="64"/>',
-           '<texture name="grain" type="2d" builtin="gradient" rgb1="1 1 1" rgb2="0.82 0.82 0.82" '
-           'width="64" height="64"/>']
+    out = [
+        '<texture name="speckle" type="2d" builtin="flat" rgb1="1 1 1" rgb2="1 1 1" mark="random" '
+        'markrgb="0.86 0.86 0.86" random="0.12" width="64" height="64"/>',
+        '<texture name="grain" type="2d" builtin="gradient" rgb1="1 1 1" rgb2="0.82 0.82 0.82" '
+        'width="64" height="64"/>',
+    ]
     for i, room in enumerate(scene["rooms"]):
         out += _floor_texture(i, room["floor"])
-        out.append(f"<material {_attrs(name=f'wall{i}', rgba=_f([*room['wall_rgb'], 1]), specular=0.05, shininess=0)}/>")
-    out.append('<material name="ceiling" rgba="0.95 0.95 0.94 1" emission="0.45" specular="0" shininess="0"/>')
+        out.append(
+            f"<material {_attrs(name=f'wall{i}', rgba=_f([*room['wall_rgb'], 1]), specular=0.05, shininess=0)}/>"
+        )
+    out.append(
+        '<material name="ceiling" rgba="0.95 0.95 0.94 1" emission="0.45" specular="0" shininess="0"/>'
+    )
     out.append('<material name="lamp" rgba="1 0.98 0.9 1" emission="0.9"/>')
     out.append('<material name="sky" rgba="0.62 0.80 0.95 1" emission="0.65"/>')
     for item in scene["furniture"]:
@@ -100,8 +131,10 @@ def _furniture_materials(item: dict[str, Any]) -> list[str]:
     name = f"mat:{item['id']}"
     texture = {"wood": "grain", "fabric": "speckle"}.get(item["material"])
     spec = {"white": 0.3, "black": 0.3, "grey": 0.4}.get(item["material"], 0.1)
-    return [f"<material {_attrs(name=name, texture=texture, rgba=_f([*item['rgb'], 1]), specular=spec, shininess=0.2, reflectance=0)}/>",
-            f"<material {_attrs(name=f'{name}_accent', texture='speckle', rgba=_f([*item['accent_rgb'], 1]), specular=0.05)}/>"]
+    return [
+        f"<material {_attrs(name=name, texture=texture, rgba=_f([*item['rgb'], 1]), specular=spec, shininess=0.2, reflectance=0)}/>",
+        f"<material {_attrs(name=f'{name}_accent', texture='speckle', rgba=_f([*item['accent_rgb'], 1]), specular=0.05)}/>",
+    ]
 
 
 # --------------------------------------------------------------------------------------- structure
@@ -112,9 +145,11 @@ def _room_structure(scene: dict[str, Any], i: int) -> list[str]:
     x0, y0, x1, y1 = room["bounds"]
     cx, cy, hx, hy = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2, (y1 - y0) / 2
     h = scene["wall_height"]
-    out = [f"<geom {_attrs(name=f'floor{i}', type='box', size=_f([hx, hy, _FLOOR_T / 2]), pos=_f([cx, cy, -_FLOOR_T / 2]), material=f'floor{i}')}/>",
-           f"<geom {_attrs(name=f'ceiling{i}', group=2, type='box', size=_f([hx, hy, _CEILING_T / 2]), pos=_f([cx, cy, h + _CEILING_T / 2]), material='ceiling')}/>",
-           f"<geom {_attrs(name=f'ceiling_lamp{i}', group=2, type='cylinder', size=_f([0.22, 0.02]), pos=_f([cx, cy, h - 0.02]), material='lamp')}/>"]
+    out = [
+        f"<geom {_attrs(name=f'floor{i}', type='box', size=_f([hx, hy, _FLOOR_T / 2]), pos=_f([cx, cy, -_FLOOR_T / 2]), material=f'floor{i}')}/>",
+        f"<geom {_attrs(name=f'ceiling{i}', group=2, type='box', size=_f([hx, hy, _CEILING_T / 2]), pos=_f([cx, cy, h + _CEILING_T / 2]), material='ceiling')}/>",
+        f"<geom {_attrs(name=f'ceiling_lamp{i}', group=2, type='cylinder', size=_f([0.22, 0.02]), pos=_f([cx, cy, h - 0.02]), material='lamp')}/>",
+    ]
     for k, slab in enumerate(room_walls(scene, i)):
         out += _wall_geoms(slab, f"wall{i}_{k}", f"wall{i}", h)
     return out
@@ -127,7 +162,9 @@ def _wall_geoms(slab: dict[str, Any], name: str, material: str, height: float) -
     pos = [(r[0] + r[2]) / 2, (r[1] + r[3]) / 2, (height + z0) / 2]
     out = [f"<geom {_attrs(name=name, type='box', size=_f(half), pos=_f(pos), material=material)}/>"]
     if not slab["door_above"]:  # a skirting board along the foot of the wall
-        out.append(f"<geom {_attrs(name=name + '_skirt', type='box', size=_f(_skirt_half(slab)), pos=_f(_skirt_pos(slab)), rgba='0.9 0.9 0.88 1')}/>")
+        out.append(
+            f"<geom {_attrs(name=name + '_skirt', type='box', size=_f(_skirt_half(slab)), pos=_f(_skirt_pos(slab)), rgba='0.9 0.9 0.88 1')}/>"
+        )
     return out
 
 
@@ -139,7 +176,12 @@ def _skirt_half(slab: dict[str, Any]) -> list[float]:
 
 def _skirt_pos(slab: dict[str, Any]) -> list[float]:
     r = slab["rect"]
-    face = {"south": (0, r[3] + 0.012), "north": (0, r[1] - 0.012), "west": (r[2] + 0.012, 0), "east": (r[0] - 0.012, 0)}
+    face = {
+        "south": (0, r[3] + 0.012),
+        "north": (0, r[1] - 0.012),
+        "west": (r[2] + 0.012, 0),
+        "east": (r[0] - 0.012, 0),
+    }
     fx, fy = face[slab["side"]]
     if slab["side"] in ("north", "south"):
         return [(r[0] + r[2]) / 2, fy, 0.045]
@@ -151,7 +193,9 @@ def _decor_geoms(scene: dict[str, Any]) -> list[str]:
     for k, d in enumerate(scene["decor"]):
         if d["kind"] == "rug":
             r = d["rect"]
-            out.append(f"<geom {_attrs(name=f'rug{k}', type='box', size=_f([(r[2] - r[0]) / 2, (r[3] - r[1]) / 2, 0.004]), pos=_f([(r[0] + r[2]) / 2, (r[1] + r[3]) / 2, 0.004]), rgba=_f([*d['rgb'], 1]))}/>")
+            out.append(
+                f"<geom {_attrs(name=f'rug{k}', type='box', size=_f([(r[2] - r[0]) / 2, (r[3] - r[1]) / 2, 0.004]), pos=_f([(r[0] + r[2]) / 2, (r[1] + r[3]) / 2, 0.004]), rgba=_f([*d['rgb'], 1]))}/>"
+            )
         else:
             out += _wall_panel(d, k)
     return out
@@ -163,18 +207,26 @@ def _wall_panel(d: dict[str, Any], k: int) -> list[str]:
     along_x = d["side"] in ("north", "south")
 
     def panel(name: str, width: float, height: float, depth: float, offset: float, **kw: Any) -> str:
-        centre = [d["center"], d["wall"] + inward[1] * offset] if along_x else [d["wall"] + inward[0] * offset, d["center"]]
+        centre = (
+            [d["center"], d["wall"] + inward[1] * offset]
+            if along_x
+            else [d["wall"] + inward[0] * offset, d["center"]]
+        )
         half = [width / 2, depth / 2, height / 2] if along_x else [depth / 2, width / 2, height / 2]
         return f"<geom {_attrs(name=name, type='box', size=_f(half), pos=_f([*centre, d['z']]), **kw)}/>"
 
     w, h = d["width"], d["height"]
     if d["kind"] == "window":
-        return [panel(f"window{k}_frame", w + 0.1, h + 0.1, 0.03, 0.015, rgba="0.95 0.95 0.95 1"),
-                panel(f"window{k}_sky", w, h, 0.01, 0.032, material="sky"),
-                panel(f"window{k}_bar", 0.04, h, 0.01, 0.04, rgba="0.95 0.95 0.95 1")]
-    return [panel(f"painting{k}_frame", w + 0.06, h + 0.06, 0.025, 0.0125, rgba="0.15 0.12 0.1 1"),
-            panel(f"painting{k}_canvas", w, h, 0.01, 0.03, rgba=_f([*d["rgb"], 1])),
-            panel(f"painting{k}_patch", w * 0.45, h * 0.5, 0.01, 0.036, rgba=_f([*d["rgb2"], 1]))]
+        return [
+            panel(f"window{k}_frame", w + 0.1, h + 0.1, 0.03, 0.015, rgba="0.95 0.95 0.95 1"),
+            panel(f"window{k}_sky", w, h, 0.01, 0.032, material="sky"),
+            panel(f"window{k}_bar", 0.04, h, 0.01, 0.04, rgba="0.95 0.95 0.95 1"),
+        ]
+    return [
+        panel(f"painting{k}_frame", w + 0.06, h + 0.06, 0.025, 0.0125, rgba="0.15 0.12 0.1 1"),
+        panel(f"painting{k}_canvas", w, h, 0.01, 0.03, rgba=_f([*d["rgb"], 1])),
+        panel(f"painting{k}_patch", w * 0.45, h * 0.5, 0.01, 0.036, rgba=_f([*d["rgb2"], 1])),
+    ]
 
 
 # ------------------------------------------------------------------------------------------ bodies
@@ -183,7 +235,9 @@ def _wall_panel(d: dict[str, Any], k: int) -> list[str]:
 def _furniture_body(item: dict[str, Any]) -> str:
     parts = furniture_parts(item["kind"], item["size"], f"mat:{item['id']}")
     geoms = "".join(_geom(p, f"{item['id']}:{k}") for k, p in enumerate(parts))
-    attrs = _attrs(name="furniture:" + item["id"], pos=_f([*item["center"], 0.0]), euler=_f([0, 0, item["yaw"]]))
+    attrs = _attrs(
+        name="furniture:" + item["id"], pos=_f([*item["center"], 0.0]), euler=_f([0, 0, item["yaw"]])
+    )
     return f"<body {attrs}>{geoms}</body>"
 
 
@@ -199,7 +253,9 @@ def _lights(scene: dict[str, Any]) -> list[str]:
     for i, room in enumerate(scene["rooms"]):
         x0, y0, x1, y1 = room["bounds"]
         diffuse = [c * room["light"]["intensity"] for c in room["light"]["rgb"]]
-        out.append(f"<light {_attrs(name=f'light{i}', pos=_f([(x0 + x1) / 2, (y0 + y1) / 2, scene['wall_height'] - 0.1]), dir='0 0 -1', diffuse=_f(diffuse), specular='0.05 0.05 0.05', cutoff=85, exponent=1, castshadow='false', attenuation='1 0.05 0.02')}/>")
+        out.append(
+            f"<light {_attrs(name=f'light{i}', pos=_f([(x0 + x1) / 2, (y0 + y1) / 2, scene['wall_height'] - 0.1]), dir='0 0 -1', diffuse=_f(diffuse), specular='0.05 0.05 0.05', cutoff=85, exponent=1, castshadow='false', attenuation='1 0.05 0.02')}/>"
+        )
     return out
 
 
@@ -209,25 +265,31 @@ def scene_to_mjcf(scene: dict[str, Any]) -> str:
     ambient, head = scene["lighting"]["ambient"], scene["lighting"]["headlight"]
     structure = [g for i in range(len(scene["rooms"])) for g in _room_structure(scene, i)]
     bodies = [_furniture_body(f) for f in scene["furniture"]] + [_object_body(o) for o in scene["objects"]]
-    return "\n".join([
-        '<mujoco model="spatialarena_navigation">',
-        '<compiler angle="degree" autolimits="true"/>',
-        '<option timestep="0.01" gravity="0 0 0"/>',
-        "<visual>",
-        '<global offwidth="640" offheight="640" fovy="100"/>',
-        '<quality shadowsize="0" offsamples="0" numslices="14" numstacks="8" numquads="1"/>',
-        f'<headlight ambient="{_f([ambient] * 3)}" diffuse="{_f([head] * 3)}" specular="0 0 0"/>',
-        '<map znear="0.02" zfar="60"/>',
-        "</visual>",
-        '<default><geom contype="0" conaffinity="0"/></default>',
-        "<asset>", *_assets(scene), "</asset>",
-        "<worldbody>",
-        *_lights(scene),
-        f'<camera name="{AGENT_CAMERA}" pos="0 0 1.5" fovy="100"/>',
-        *structure, *_decor_geoms(scene), *bodies,
-        "</worldbody>",
-        "</mujoco>",
-    ])
+    return "\n".join(
+        [
+            '<mujoco model="spatialarena_navigation">',
+            '<compiler angle="degree" autolimits="true"/>',
+            '<option timestep="0.01" gravity="0 0 0"/>',
+            "<visual>",
+            '<global offwidth="640" offheight="640" fovy="100"/>',
+            '<quality shadowsize="0" offsamples="0" numslices="14" numstacks="8" numquads="1"/>',
+            f'<headlight ambient="{_f([ambient] * 3)}" diffuse="{_f([head] * 3)}" specular="0 0 0"/>',
+            '<map znear="0.02" zfar="60"/>',
+            "</visual>",
+            '<default><geom contype="0" conaffinity="0"/></default>',
+            "<asset>",
+            *_assets(scene),
+            "</asset>",
+            "<worldbody>",
+            *_lights(scene),
+            f'<camera name="{AGENT_CAMERA}" pos="0 0 1.5" fovy="100"/>',
+            *structure,
+            *_decor_geoms(scene),
+            *bodies,
+            "</worldbody>",
+            "</mujoco>",
+        ]
+    )
 
 
 def entity_labels(scene: dict[str, Any]) -> list[str]:

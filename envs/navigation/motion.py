@@ -30,10 +30,19 @@ from envs.navigation.world import World
 
 # How often each primitive is drawn: walking forward and looking around are the common moves.
 MOTION_WEIGHTS: dict[Primitive, float] = {
-    Primitive.DOLLY_IN: 3.0, Primitive.DOLLY_OUT: 1.5, Primitive.TRUCK_LEFT: 1.5, Primitive.TRUCK_RIGHT: 1.5,
-    Primitive.PEDESTAL_UP: 0.75, Primitive.PEDESTAL_DOWN: 0.75, Primitive.PAN_LEFT: 1.5, Primitive.PAN_RIGHT: 1.5,
-    Primitive.TILT_UP: 0.5, Primitive.TILT_DOWN: 0.75, Primitive.ROLL_CW: 0.25, Primitive.ROLL_CCW: 0.25,
-}  # fmt: skip
+    Primitive.DOLLY_IN: 3.0,
+    Primitive.DOLLY_OUT: 1.5,
+    Primitive.TRUCK_LEFT: 1.5,
+    Primitive.TRUCK_RIGHT: 1.5,
+    Primitive.PEDESTAL_UP: 0.75,
+    Primitive.PEDESTAL_DOWN: 0.75,
+    Primitive.PAN_LEFT: 1.5,
+    Primitive.PAN_RIGHT: 1.5,
+    Primitive.TILT_UP: 0.5,
+    Primitive.TILT_DOWN: 0.75,
+    Primitive.ROLL_CW: 0.25,
+    Primitive.ROLL_CCW: 0.25,
+}
 _SHRINK = 0.7  # a blocked translation keeps floor(0.7 x count) per axis, until its path is free
 
 
@@ -51,7 +60,9 @@ class MotionRules:
         if not 1 <= self.min_steps <= self.max_steps:
             raise ValueError(f"need 1 <= min_steps <= max_steps, got {self.min_steps}, {self.max_steps}")
         if not 1 <= self.max_rotation_count <= self.max_step_num or self.max_actions_per_step < 1:
-            raise ValueError(f"max_rotation_count must be 1..max_step_num and max_actions_per_step >= 1: {self}")
+            raise ValueError(
+                f"max_rotation_count must be 1..max_step_num and max_actions_per_step >= 1: {self}"
+            )
 
 
 @dataclass
@@ -82,8 +93,15 @@ def random_step(rng: np.random.Generator, rules: MotionRules) -> PlanStep:
         free = [(p.category, p.axis) not in {(c.category, c.axis) for c in chosen} for p in prims]
         p = prims[int(rng.choice(len(prims), p=weights * free / (weights * free).sum()))]
         chosen.append(p)
-    counts = [int(rng.integers(1, (rules.max_step_num if p.category is Category.TRANSLATION
-                                   else rules.max_rotation_count) + 1)) for p in chosen]  # fmt: skip
+    counts = [
+        int(
+            rng.integers(
+                1,
+                (rules.max_step_num if p.category is Category.TRANSLATION else rules.max_rotation_count) + 1,
+            )
+        )
+        for p in chosen
+    ]
     return PlanStep(chosen, counts)
 
 
@@ -92,12 +110,17 @@ def shrink_translation(step: PlanStep) -> PlanStep | None:
     it has no translation left to cut."""
     if not any(p.category is Category.TRANSLATION for p in step.actions):
         return None
-    pairs = [(p, int(n * _SHRINK) if p.category is Category.TRANSLATION else n) for p, n in zip(step.actions, step.step_nums)]
+    pairs = [
+        (p, int(n * _SHRINK) if p.category is Category.TRANSLATION else n)
+        for p, n in zip(step.actions, step.step_nums)
+    ]
     pairs = [(p, n) for p, n in pairs if n > 0]
     return PlanStep([p for p, _ in pairs], [n for _, n in pairs]) if pairs else None
 
 
-def execute_step(world: World, c2w: np.ndarray, step: PlanStep, sizes: StepSizes) -> tuple[PlanStep, np.ndarray] | None:
+def execute_step(
+    world: World, c2w: np.ndarray, step: PlanStep, sizes: StepSizes
+) -> tuple[PlanStep, np.ndarray] | None:
     """The step as the camera can carry it out from ``c2w`` and the pose it reaches, or ``None``.
 
     The reached pose is the one the renderer uses (through :class:`AgentPose`), so the recorded
@@ -112,8 +135,15 @@ def execute_step(world: World, c2w: np.ndarray, step: PlanStep, sizes: StepSizes
     return None
 
 
-def random_motion(world: World, start_c2w: np.ndarray, rng: np.random.Generator, rules: MotionRules,
-                  sizes: StepSizes, n_steps: int | None = None, tries_per_step: int = 20) -> Motion | None:  # fmt: skip
+def random_motion(
+    world: World,
+    start_c2w: np.ndarray,
+    rng: np.random.Generator,
+    rules: MotionRules,
+    sizes: StepSizes,
+    n_steps: int | None = None,
+    tries_per_step: int = 20,
+) -> Motion | None:
     """A physically possible motion of ``n_steps`` steps (default: drawn from min_steps..max_steps) from
     ``start_c2w``; ``None`` if a step finds no feasible draw in ``tries_per_step``."""
     if n_steps is None:
@@ -137,7 +167,9 @@ def ground_truth_plan(motion: Motion, sizes: StepSizes, max_step_num: int) -> Pl
     """``trajectory_to_plan`` of the motion's poses, checked to equal the executed counts."""
     plan = trajectory_to_plan(motion.poses, sizes.translation, sizes.rotation, max_count=max_step_num)
     if plan.errors or step_count_rows(plan.steps)[0] != step_count_rows(motion.executed)[0]:
-        raise RuntimeError(f"the recorded trajectory does not decompose into the executed plan "
-                           f"{Plan(motion.executed).to_json()} (got {plan.to_json()}, {plan.errors})")  # fmt: skip
+        raise RuntimeError(
+            f"the recorded trajectory does not decompose into the executed plan "
+            f"{Plan(motion.executed).to_json()} (got {plan.to_json()}, {plan.errors})"
+        )
     plan.step_sizes = sizes
     return plan

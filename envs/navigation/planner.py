@@ -44,17 +44,27 @@ class Lattice:
     anchor: int
 
     @classmethod
-    def build(cls, obstacles: Obstacles, bounds: Sequence[float], anchor_xy: Sequence[float], heading_deg: float,
-              step: float = MOVE_STEP, radius: float = AGENT_RADIUS) -> Lattice:
+    def build(
+        cls,
+        obstacles: Obstacles,
+        bounds: Sequence[float],
+        anchor_xy: Sequence[float],
+        heading_deg: float,
+        step: float = MOVE_STEP,
+        radius: float = AGENT_RADIUS,
+    ) -> Lattice:
         """The lattice through ``anchor_xy`` aligned with ``heading_deg`` covering ``bounds``."""
         axes = _axes(heading_deg)
-        corners = np.array([[bounds[0], bounds[1]], [bounds[2], bounds[1]], [bounds[0], bounds[3]],
-                            [bounds[2], bounds[3]]]) - np.asarray(anchor_xy, dtype=float)
+        corners = np.array(
+            [[bounds[0], bounds[1]], [bounds[2], bounds[1]], [bounds[0], bounds[3]], [bounds[2], bounds[3]]]
+        ) - np.asarray(anchor_xy, dtype=float)
         proj = corners @ axes.T / step
         lo, hi = np.floor(proj.min(axis=0)).astype(int), np.ceil(proj.max(axis=0)).astype(int)
         ii, jj = np.meshgrid(np.arange(lo[0], hi[0] + 1), np.arange(lo[1], hi[1] + 1), indexing="ij")
         shape = ii.shape
-        points = np.asarray(anchor_xy, dtype=float) + step * (ii.ravel()[:, None] * axes[0] + jj.ravel()[:, None] * axes[1])
+        points = np.asarray(anchor_xy, dtype=float) + step * (
+            ii.ravel()[:, None] * axes[0] + jj.ravel()[:, None] * axes[1]
+        )
         free = obstacles.clearance(points) >= radius if len(obstacles.rects) else np.ones(len(points), bool)
         neighbour = _neighbours(points, free, shape, obstacles, radius)
         anchor = int(np.ravel_multi_index((-lo[0], -lo[1]), shape))
@@ -92,7 +102,9 @@ class Lattice:
         """Least number of EB actions from each state ``(node, k)`` to success (``UNREACHABLE`` if none)."""
         n = len(self.points)
         dist = np.full((n, 4), UNREACHABLE, dtype=np.int64)
-        goal = self.free & (np.hypot(*(self.points - np.asarray(goal_xy, float)).T) <= success_distance + 1e-9)
+        goal = self.free & (
+            np.hypot(*(self.points - np.asarray(goal_xy, float)).T) <= success_distance + 1e-9
+        )
         dist[goal, :] = 0
         successors = self._successors()
         for _ in range(4 * n):
@@ -150,8 +162,9 @@ def _axes(heading_deg: float) -> np.ndarray:
     return np.array([[math.cos(h), math.sin(h)], [-math.sin(h), math.cos(h)]])
 
 
-def _neighbours(points: np.ndarray, free: np.ndarray, shape: tuple[int, int], obstacles: Obstacles,
-                radius: float) -> np.ndarray:
+def _neighbours(
+    points: np.ndarray, free: np.ndarray, shape: tuple[int, int], obstacles: Obstacles, radius: float
+) -> np.ndarray:
     """``(N, 4)`` neighbour indices (directions +i, +j, -i, -j), -1 where the swept disc would collide."""
     n = len(points)
     idx = np.arange(n).reshape(shape)

@@ -22,8 +22,12 @@ from envs.rendering import starting_gl
 
 TARGET_GROUP = 5  # geom group holding the current target object's geoms
 _SEG_FLAGS = (mujoco.mjtRndFlag.mjRND_SEGMENT, mujoco.mjtRndFlag.mjRND_IDCOLOR)
-_OFF_FLAGS = (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION, mujoco.mjtRndFlag.mjRND_SKYBOX,
-              mujoco.mjtRndFlag.mjRND_HAZE)
+_OFF_FLAGS = (
+    mujoco.mjtRndFlag.mjRND_SHADOW,
+    mujoco.mjtRndFlag.mjRND_REFLECTION,
+    mujoco.mjtRndFlag.mjRND_SKYBOX,
+    mujoco.mjtRndFlag.mjRND_HAZE,
+)
 
 
 @dataclass
@@ -47,7 +51,8 @@ class FrameRenderer:
         starting_gl()
         self._gl = mujoco.GLContext(self.width, self.height)
         self._gl.make_current()
-        # Frees the contexts at close() or, if the owner forgot, early at interpreter exit (before EGL is gone).
+        # Frees the contexts at close() or, if the owner forgot, early at interpreter exit (before EGL is
+        # gone).
         self._held: dict[str, Any] = {"gl": self._gl, "ctx": None}
         self._release = weakref.finalize(self, _release, self._held)
         self._ctx: mujoco.MjrContext | None = None
@@ -98,14 +103,17 @@ class FrameRenderer:
         self._target_groups = self._model.geom_group[self._target_geoms].copy()
         self._model.geom_group[self._target_geoms] = TARGET_GROUP
 
-    def render(self, data: mujoco.MjData, camera_id: int, *, depth: bool = False, entity: bool = False) -> Frame:
+    def render(
+        self, data: mujoco.MjData, camera_id: int, *, depth: bool = False, entity: bool = False
+    ) -> Frame:
         """Render the fixed camera ``camera_id``: RGB, target visibility, and depth / entity mask if asked."""
         if self._scene is None or self._ctx is None or self._model is None:
             raise RuntimeError("FrameRenderer.render called before load() or after close()")
         self._gl.make_current()
         self._camera.fixedcamid = camera_id
-        mujoco.mjv_updateScene(self._model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL,
-                               self._scene)
+        mujoco.mjv_updateScene(
+            self._model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene
+        )
         rgb = np.empty((self.height, self.width, 3), dtype=np.uint8)
         raw = np.empty((self.height, self.width), dtype=np.float32)
         mujoco.mjr_render(self._rect, self._scene, self._ctx)
@@ -120,8 +128,15 @@ class FrameRenderer:
     def _target_pass(self, data: mujoco.MjData, scene_depth: np.ndarray) -> int:
         """Pixels where the target's own depth equals the full scene's: the target is the nearest surface."""
         assert self._target_scene is not None and self._ctx is not None
-        mujoco.mjv_updateScene(self._model, data, self._target_option, None, self._camera,
-                               mujoco.mjtCatBit.mjCAT_ALL, self._target_scene)
+        mujoco.mjv_updateScene(
+            self._model,
+            data,
+            self._target_option,
+            None,
+            self._camera,
+            mujoco.mjtCatBit.mjCAT_ALL,
+            self._target_scene,
+        )
         mujoco.mjr_render(self._rect, self._target_scene, self._ctx)
         target_depth = np.empty_like(scene_depth)
         mujoco.mjr_readPixels(None, target_depth, self._rect, self._ctx)
@@ -151,7 +166,11 @@ class FrameRenderer:
         if self._segid_entity is None or len(self._segid_entity) != n + 2:
             lut = np.zeros(n + 2, dtype=np.int32)  # the last slot catches out-of-range ids
             for g in self._scene.geoms[:n]:
-                if g.segid >= 0 and g.objtype == mujoco.mjtObj.mjOBJ_GEOM and g.objid < len(self._geom_entity):
+                if (
+                    g.segid >= 0
+                    and g.objtype == mujoco.mjtObj.mjOBJ_GEOM
+                    and g.objid < len(self._geom_entity)
+                ):
                     lut[g.segid + 1] = self._geom_entity[g.objid]
             self._segid_entity = lut
         return self._segid_entity
@@ -175,8 +194,9 @@ class FrameRenderer:
     def __enter__(self) -> FrameRenderer:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 

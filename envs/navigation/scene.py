@@ -83,8 +83,12 @@ def _overlaps(a: Sequence[float], b: Sequence[float], gap: float = 0.0) -> bool:
 
 
 def _inside(rect: Sequence[float], bounds: Sequence[float], margin: float = 0.0) -> bool:
-    return (rect[0] >= bounds[0] + margin and rect[1] >= bounds[1] + margin
-            and rect[2] <= bounds[2] - margin and rect[3] <= bounds[3] - margin)
+    return (
+        rect[0] >= bounds[0] + margin
+        and rect[1] >= bounds[1] + margin
+        and rect[2] <= bounds[2] - margin
+        and rect[3] <= bounds[3] - margin
+    )
 
 
 # ------------------------------------------------------------------------------------------- layout
@@ -106,7 +110,9 @@ def _layout(rng: np.random.Generator, n_rooms: int) -> tuple[list[list[float]], 
     return rooms, doors
 
 
-def _door(rng: np.random.Generator, rooms: list[int], axis: str, at: float, lo: float, hi: float) -> dict[str, Any]:
+def _door(
+    rng: np.random.Generator, rooms: list[int], axis: str, at: float, lo: float, hi: float
+) -> dict[str, Any]:
     width = _uniform(rng, (0.95, 1.2))
     center = _uniform(rng, (lo + width / 2 + 0.25, hi - width / 2 - 0.25))
     return {"rooms": rooms, "axis": axis, "at": _r(at), "center": center, "width": width}
@@ -140,8 +146,12 @@ def _three_l_shape(rng: np.random.Generator) -> tuple[list[list[float]], list[di
 
 def _room_style(rng: np.random.Generator, kind: str, bounds: list[float]) -> dict[str, Any]:
     style = str(rng.choice(FLOOR_STYLES))
-    base = {"wood": WOOD_COLOURS, "tiles": ((0.85, 0.85, 0.82), (0.75, 0.78, 0.80), (0.80, 0.74, 0.66)),
-            "carpet": FABRIC_COLOURS, "concrete": ((0.55, 0.55, 0.55), (0.62, 0.60, 0.57))}[style]
+    base = {
+        "wood": WOOD_COLOURS,
+        "tiles": ((0.85, 0.85, 0.82), (0.75, 0.78, 0.80), (0.80, 0.74, 0.66)),
+        "carpet": FABRIC_COLOURS,
+        "concrete": ((0.55, 0.55, 0.55), (0.62, 0.60, 0.57)),
+    }[style]
     rgb1 = base[int(rng.integers(len(base)))]
     warmth = rng.uniform(-1, 1)
     return {
@@ -149,7 +159,10 @@ def _room_style(rng: np.random.Generator, kind: str, bounds: list[float]) -> dic
         "bounds": _rl(bounds),
         "floor": {"style": style, "rgb1": _rl(rgb1), "rgb2": _rl(np.array(rgb1) * rng.uniform(0.8, 0.92))},
         "wall_rgb": _rl(WALL_COLOURS[int(rng.integers(len(WALL_COLOURS)))]),
-        "light": {"rgb": _rl((1.0, 0.96 + 0.04 * warmth, 0.9 + 0.1 * warmth)), "intensity": _uniform(rng, (0.45, 0.7))},
+        "light": {
+            "rgb": _rl((1.0, 0.96 + 0.04 * warmth, 0.9 + 0.1 * warmth)),
+            "intensity": _uniform(rng, (0.45, 0.7)),
+        },
     }
 
 
@@ -163,11 +176,19 @@ def room_walls(scene: dict[str, Any], room_index: int) -> list[dict[str, Any]]:
     """
     x0, y0, x1, y1 = scene["rooms"][room_index]["bounds"]
     t = scene.get("wall_thickness", WALL_THICKNESS)
-    lines = {"south": ("y", y0, x0, x1), "north": ("y", y1, x0, x1), "west": ("x", x0, y0, y1), "east": ("x", x1, y0, y1)}
+    lines = {
+        "south": ("y", y0, x0, x1),
+        "north": ("y", y1, x0, x1),
+        "west": ("x", x0, y0, y1),
+        "east": ("x", x1, y0, y1),
+    }
     slabs = []
     for side, (axis, at, lo, hi) in lines.items():
-        openings = sorted((d["center"] - d["width"] / 2, d["center"] + d["width"] / 2) for d in scene["doors"]
-                          if room_index in d["rooms"] and d["axis"] == axis and abs(d["at"] - at) < 1e-6)
+        openings = sorted(
+            (d["center"] - d["width"] / 2, d["center"] + d["width"] / 2)
+            for d in scene["doors"]
+            if room_index in d["rooms"] and d["axis"] == axis and abs(d["at"] - at) < 1e-6
+        )
         start = lo
         for a, b in [*openings, (hi, hi)]:
             if a > start + 1e-6:
@@ -245,7 +266,9 @@ def _door_zones(scene_doors: list[dict[str, Any]], depth: float = 1.0) -> list[l
     return zones
 
 
-def _against_wall(rng: np.random.Generator, kind: str, size: list[float], room: list[float]) -> tuple[list[float], int]:
+def _against_wall(
+    rng: np.random.Generator, kind: str, size: list[float], room: list[float]
+) -> tuple[list[float], int]:
     side = str(rng.choice(_SIDES))
     yaw = _BACK_TO_WALL_YAW[side]
     w, d = size[0], size[1]
@@ -270,14 +293,20 @@ def _free_standing(rng: np.random.Generator, size: list[float], room: list[float
 
 
 def _furniture_colour(rng: np.random.Generator, material: str) -> list[float]:
-    palette = {"wood": WOOD_COLOURS, "fabric": FABRIC_COLOURS, "white": ((0.9, 0.9, 0.88), (0.95, 0.94, 0.9)),
-               "black": ((0.12, 0.12, 0.13), (0.18, 0.17, 0.16)), "grey": ((0.5, 0.52, 0.55), (0.6, 0.6, 0.6))}
+    palette = {
+        "wood": WOOD_COLOURS,
+        "fabric": FABRIC_COLOURS,
+        "white": ((0.9, 0.9, 0.88), (0.95, 0.94, 0.9)),
+        "black": ((0.12, 0.12, 0.13), (0.18, 0.17, 0.16)),
+        "grey": ((0.5, 0.52, 0.55), (0.6, 0.6, 0.6)),
+    }
     options = palette[material]
     return _rl(options[int(rng.integers(len(options)))])
 
 
-def _try_place(rng: np.random.Generator, kind: str, room: list[float], taken: list[list[float]],
-               zones: list[list[float]]) -> dict[str, Any] | None:
+def _try_place(
+    rng: np.random.Generator, kind: str, room: list[float], taken: list[list[float]], zones: list[list[float]]
+) -> dict[str, Any] | None:
     spec = FURNITURE[kind]
     for _ in range(30):
         size = [_uniform(rng, spec.width), _uniform(rng, spec.depth), _uniform(rng, spec.height)]
@@ -291,14 +320,25 @@ def _try_place(rng: np.random.Generator, kind: str, room: list[float], taken: li
         if any(_overlaps(rect, t, gap=0.55) for t in taken):
             continue
         material = str(rng.choice(spec.materials))
-        return {"kind": kind, "center": center, "yaw": yaw, "size": size, "material": material,
-                "rgb": _furniture_colour(rng, material),
-                "accent_rgb": _rl(FABRIC_COLOURS[int(rng.integers(len(FABRIC_COLOURS)))])}
+        return {
+            "kind": kind,
+            "center": center,
+            "yaw": yaw,
+            "size": size,
+            "material": material,
+            "rgb": _furniture_colour(rng, material),
+            "accent_rgb": _rl(FABRIC_COLOURS[int(rng.integers(len(FABRIC_COLOURS)))]),
+        }
     return None
 
 
-def _chairs_for(rng: np.random.Generator, table: dict[str, Any], room: list[float], taken: list[list[float]],
-                zones: list[list[float]]) -> list[dict[str, Any]]:
+def _chairs_for(
+    rng: np.random.Generator,
+    table: dict[str, Any],
+    room: list[float],
+    taken: list[list[float]],
+    zones: list[list[float]],
+) -> list[dict[str, Any]]:
     """One or two chairs tucked at the long sides of a table, facing it."""
     spec = FURNITURE["chair"]
     size = [_uniform(rng, spec.width), _uniform(rng, spec.depth), _uniform(rng, spec.height)]
@@ -307,20 +347,35 @@ def _chairs_for(rng: np.random.Generator, table: dict[str, Any], room: list[floa
     chairs = []
     for side in rng.permutation([1, -1])[: int(rng.integers(1, 3))]:
         # table frame: its long sides are +-y; a chair there faces the table (its front points to -side*y)
-        offset = rotate((rng.uniform(-0.2, 0.2) * table["size"][0], side * (table["size"][1] / 2 + size[1] / 2 - 0.12)),
-                        table["yaw"])
+        offset = rotate(
+            (rng.uniform(-0.2, 0.2) * table["size"][0], side * (table["size"][1] / 2 + size[1] / 2 - 0.12)),
+            table["yaw"],
+        )
         center = [_r(table["center"][0] + offset[0]), _r(table["center"][1] + offset[1])]
         yaw = int((table["yaw"] + (0 if side > 0 else 180)) % 360)
         rect = footprint(center, yaw, size[0], size[1])
-        if _inside(rect, room, WALL_THICKNESS + 0.3) and not any(_overlaps(rect, z) for z in zones) \
-                and not any(_overlaps(rect, t, gap=0.45) for t in taken):
-            chairs.append({"kind": "chair", "center": center, "yaw": yaw, "size": size, "material": material,
-                           "rgb": rgb, "accent_rgb": rgb})
+        if (
+            _inside(rect, room, WALL_THICKNESS + 0.3)
+            and not any(_overlaps(rect, z) for z in zones)
+            and not any(_overlaps(rect, t, gap=0.45) for t in taken)
+        ):
+            chairs.append(
+                {
+                    "kind": "chair",
+                    "center": center,
+                    "yaw": yaw,
+                    "size": size,
+                    "material": material,
+                    "rgb": rgb,
+                    "accent_rgb": rgb,
+                }
+            )
     return chairs
 
 
-def _furnish(rng: np.random.Generator, room_index: int, room: dict[str, Any],
-             zones: list[list[float]]) -> list[dict[str, Any]]:
+def _furnish(
+    rng: np.random.Generator, room_index: int, room: dict[str, Any], zones: list[list[float]]
+) -> list[dict[str, Any]]:
     spec = ROOM_TYPES[room["type"]]
     optional = list(rng.permutation(spec["optional"])[: int(rng.integers(0, 3))])
     items: list[dict[str, Any]] = []
@@ -332,7 +387,9 @@ def _furnish(rng: np.random.Generator, room_index: int, room: dict[str, Any],
         item["room"] = room_index
         items.append(item)
         if kind == "table":
-            for chair in _chairs_for(rng, item, room["bounds"], [furniture_rect(i) for i in items[:-1]], zones):
+            for chair in _chairs_for(
+                rng, item, room["bounds"], [furniture_rect(i) for i in items[:-1]], zones
+            ):
                 chair["room"] = room_index
                 items.append(chair)
     return items
@@ -342,11 +399,18 @@ def _furnish(rng: np.random.Generator, room_index: int, room: dict[str, Any],
 
 
 def _surface_slots(furniture: list[dict[str, Any]], room_index: int, height: float) -> list[tuple[int, Any]]:
-    return [(k, s) for k, f in enumerate(furniture) if f["room"] == room_index
-            for s in furniture_surfaces(f["kind"], f["size"]) if s.clearance >= height + 0.03]
+    return [
+        (k, s)
+        for k, f in enumerate(furniture)
+        if f["room"] == room_index
+        for s in furniture_surfaces(f["kind"], f["size"])
+        if s.clearance >= height + 0.03
+    ]
 
 
-def _place_on_surface(rng: np.random.Generator, item: dict[str, Any], surface: Any, half: float) -> list[float] | None:
+def _place_on_surface(
+    rng: np.random.Generator, item: dict[str, Any], surface: Any, half: float
+) -> list[float] | None:
     x0, y0, x1, y1 = surface.rect
     if x1 - x0 < 2 * half or y1 - y0 < 2 * half:
         return None
@@ -355,35 +419,55 @@ def _place_on_surface(rng: np.random.Generator, item: dict[str, Any], surface: A
     return [_r(item["center"][0] + dx), _r(item["center"][1] + dy), _r(surface.z)]
 
 
-def _place_on_floor(rng: np.random.Generator, room: list[float], half: float, furniture: list[dict[str, Any]],
-                    zones: list[list[float]]) -> list[float] | None:
+def _place_on_floor(
+    rng: np.random.Generator,
+    room: list[float],
+    half: float,
+    furniture: list[dict[str, Any]],
+    zones: list[list[float]],
+) -> list[float] | None:
     margin = WALL_THICKNESS + half + 0.05
     x = rng.uniform(room[0] + margin, room[2] - margin)
     y = rng.uniform(room[1] + margin, room[3] - margin)
     rect = [x - half, y - half, x + half, y + half]
-    if any(_overlaps(rect, z) for z in zones) or any(_overlaps(rect, furniture_rect(f), gap=0.1) for f in furniture):
+    if any(_overlaps(rect, z) for z in zones) or any(
+        _overlaps(rect, furniture_rect(f), gap=0.1) for f in furniture
+    ):
         return None
     return [_r(x), _r(y), 0.0]
 
 
-def _place_object(rng: np.random.Generator, category: str, room_index: int, scene: dict[str, Any],
-                  zones: list[list[float]]) -> dict[str, Any] | None:
+def _place_object(
+    rng: np.random.Generator, category: str, room_index: int, scene: dict[str, Any], zones: list[list[float]]
+) -> dict[str, Any] | None:
     cat = CATEGORIES[category]
     scale = _uniform(rng, cat.scale_range)
     half = cat.footprint * scale
-    slots = _surface_slots(scene["furniture"], room_index, cat.height * scale) if "surface" in cat.places else []
+    slots = (
+        _surface_slots(scene["furniture"], room_index, cat.height * scale) if "surface" in cat.places else []
+    )
     for _ in range(25):
         on_floor = "floor" in cat.places and (not slots or rng.random() < 0.5)
         if on_floor:
-            pos, support = _place_on_floor(rng, scene["rooms"][room_index]["bounds"], half, scene["furniture"], zones), "floor"
+            pos, support = (
+                _place_on_floor(rng, scene["rooms"][room_index]["bounds"], half, scene["furniture"], zones),
+                "floor",
+            )
         else:
             k, surface = slots[int(rng.integers(len(slots)))]
             item = scene["furniture"][k]
             pos, support = _place_on_surface(rng, item, surface, half), item["id"]
         if pos is None or _crowded(pos, half, support, scene["objects"]):
             continue
-        return {"category": category, "colour": str(rng.choice(cat.colours)), "scale": scale, "pos": pos,
-                "yaw": _r(rng.uniform(0, 360)), "room": room_index, "support": support}
+        return {
+            "category": category,
+            "colour": str(rng.choice(cat.colours)),
+            "scale": scale,
+            "pos": pos,
+            "yaw": _r(rng.uniform(0, 360)),
+            "room": room_index,
+            "support": support,
+        }
     return None
 
 
@@ -424,8 +508,14 @@ def _decorate(rng: np.random.Generator, scene: dict[str, Any]) -> list[dict[str,
         if room["type"] in ("living room", "bedroom") and rng.random() < 0.7:
             w, d = rng.uniform(1.4, 2.2), rng.uniform(1.0, 1.6)
             cx, cy = (x0 + x1) / 2 + rng.uniform(-0.4, 0.4), (y0 + y1) / 2 + rng.uniform(-0.4, 0.4)
-            decor.append({"kind": "rug", "room": i, "rect": _rl([cx - w / 2, cy - d / 2, cx + w / 2, cy + d / 2]),
-                          "rgb": _rl(FABRIC_COLOURS[int(rng.integers(len(FABRIC_COLOURS)))])})
+            decor.append(
+                {
+                    "kind": "rug",
+                    "room": i,
+                    "rect": _rl([cx - w / 2, cy - d / 2, cx + w / 2, cy + d / 2]),
+                    "rgb": _rl(FABRIC_COLOURS[int(rng.integers(len(FABRIC_COLOURS)))]),
+                }
+            )
         for kind in ("painting", "window"):
             item = _wall_decor(rng, scene, i, kind)
             if item is not None:
@@ -433,13 +523,18 @@ def _decorate(rng: np.random.Generator, scene: dict[str, Any]) -> list[dict[str,
     return decor
 
 
-def _wall_decor(rng: np.random.Generator, scene: dict[str, Any], room_index: int, kind: str) -> dict[str, Any] | None:
+def _wall_decor(
+    rng: np.random.Generator, scene: dict[str, Any], room_index: int, kind: str
+) -> dict[str, Any] | None:
     """A painting or window on a solid stretch of wall that no tall furniture stands against."""
     candidates = [s for s in room_walls(scene, room_index) if not s["door_above"]]
     if kind == "window":  # only outer walls have windows
         candidates = [s for s in candidates if _is_outer(scene, s)]
-    width, height, z = (rng.uniform(0.5, 0.9), rng.uniform(0.4, 0.65), 1.55) if kind == "painting" else \
-        (rng.uniform(0.8, 1.3), 0.95, 1.45)
+    width, height, z = (
+        (rng.uniform(0.5, 0.9), rng.uniform(0.4, 0.65), 1.55)
+        if kind == "painting"
+        else (rng.uniform(0.8, 1.3), 0.95, 1.45)
+    )
     for slab in rng.permutation(len(candidates)) if candidates else []:
         s = candidates[int(slab)]
         horizontal = s["side"] in ("north", "south")
@@ -451,9 +546,18 @@ def _wall_decor(rng: np.random.Generator, scene: dict[str, Any], room_index: int
         if _blocked_by_tall_furniture(scene, room_index, s, span, z - height / 2):
             continue
         colours = rng.choice(list(COLOURS), 2, replace=False)
-        return {"kind": kind, "room": room_index, "side": s["side"], "center": _r(c), "width": _r(width),
-                "height": _r(height), "z": _r(z), "wall": _r(_wall_face(s)),
-                "rgb": _rl(COLOURS[str(colours[0])]), "rgb2": _rl(COLOURS[str(colours[1])])}
+        return {
+            "kind": kind,
+            "room": room_index,
+            "side": s["side"],
+            "center": _r(c),
+            "width": _r(width),
+            "height": _r(height),
+            "z": _r(z),
+            "wall": _r(_wall_face(s)),
+            "rgb": _rl(COLOURS[str(colours[0])]),
+            "rgb2": _rl(COLOURS[str(colours[1])]),
+        }
     return None
 
 
@@ -466,12 +570,17 @@ def _wall_face(slab: dict[str, Any]) -> float:
 def _is_outer(scene: dict[str, Any], slab: dict[str, Any]) -> bool:
     hb = house_bounds(scene)
     r = slab["rect"]
-    return {"south": abs(r[1] - hb[1]) < 1e-6, "north": abs(r[3] - hb[3]) < 1e-6,
-            "west": abs(r[0] - hb[0]) < 1e-6, "east": abs(r[2] - hb[2]) < 1e-6}[slab["side"]]
+    return {
+        "south": abs(r[1] - hb[1]) < 1e-6,
+        "north": abs(r[3] - hb[3]) < 1e-6,
+        "west": abs(r[0] - hb[0]) < 1e-6,
+        "east": abs(r[2] - hb[2]) < 1e-6,
+    }[slab["side"]]
 
 
-def _blocked_by_tall_furniture(scene: dict[str, Any], room_index: int, slab: dict[str, Any], span: list[float],
-                               bottom: float) -> bool:
+def _blocked_by_tall_furniture(
+    scene: dict[str, Any], room_index: int, slab: dict[str, Any], span: list[float], bottom: float
+) -> bool:
     horizontal = slab["side"] in ("north", "south")
     near = [slab["rect"][0] - 0.7, slab["rect"][1] - 0.7, slab["rect"][2] + 0.7, slab["rect"][3] + 0.7]
     for f in scene["furniture"]:
@@ -523,9 +632,15 @@ def _attempt(rng: np.random.Generator, n: int) -> dict[str, Any] | None:
     bounds, doors = _layout(rng, n)
     kinds = rng.choice(list(ROOM_TYPES), n, replace=False)
     scene: dict[str, Any] = {
-        "format": SCENE_FORMAT, "seed": 0, "wall_height": _uniform(rng, (2.6, 2.9)), "wall_thickness": WALL_THICKNESS,
-        "rooms": [_room_style(rng, str(k), b) for k, b in zip(kinds, bounds)], "doors": doors,
-        "furniture": [], "objects": [], "decor": [],
+        "format": SCENE_FORMAT,
+        "seed": 0,
+        "wall_height": _uniform(rng, (2.6, 2.9)),
+        "wall_thickness": WALL_THICKNESS,
+        "rooms": [_room_style(rng, str(k), b) for k, b in zip(kinds, bounds)],
+        "doors": doors,
+        "furniture": [],
+        "objects": [],
+        "decor": [],
         "lighting": {"ambient": _uniform(rng, (0.28, 0.4)), "headlight": _uniform(rng, (0.25, 0.4))},
     }
     zones = _door_zones(doors)
@@ -540,7 +655,14 @@ def _attempt(rng: np.random.Generator, n: int) -> dict[str, Any] | None:
     return scene
 
 
-_REQUIRED = {"rooms": list, "doors": list, "furniture": list, "objects": list, "decor": list, "wall_height": (int, float)}
+_REQUIRED = {
+    "rooms": list,
+    "doors": list,
+    "furniture": list,
+    "objects": list,
+    "decor": list,
+    "wall_height": (int, float),
+}
 
 
 def validate_scene(scene: object) -> None:
@@ -559,12 +681,20 @@ def validate_scene(scene: object) -> None:
         raise SceneError(f"furniture and object ids must be unique, got duplicates in {sorted(ids)}")
     for obj in scene["objects"]:
         if obj.get("category") not in CATEGORIES:
-            raise SceneError(f"object {obj.get('id')!r}: unknown category {obj.get('category')!r}; "
-                             f"known: {sorted(CATEGORIES)}")
+            raise SceneError(
+                f"object {obj.get('id')!r}: unknown category {obj.get('category')!r}; "
+                f"known: {sorted(CATEGORIES)}"
+            )
         if obj.get("colour") not in COLOURS:
-            raise SceneError(f"object {obj.get('id')!r}: unknown colour {obj.get('colour')!r}; known: {sorted(COLOURS)}")
+            raise SceneError(
+                f"object {obj.get('id')!r}: unknown colour {obj.get('colour')!r}; known: {sorted(COLOURS)}"
+            )
     for item in scene["furniture"]:
         if item.get("kind") not in FURNITURE:
-            raise SceneError(f"furniture {item.get('id')!r}: unknown kind {item.get('kind')!r}; known: {sorted(FURNITURE)}")
+            raise SceneError(
+                f"furniture {item.get('id')!r}: unknown kind {item.get('kind')!r}; known: {sorted(FURNITURE)}"
+            )
         if int(item["yaw"]) % 90 != 0:
-            raise SceneError(f"furniture {item['id']!r}: yaw must be a multiple of 90 degrees, got {item['yaw']}")
+            raise SceneError(
+                f"furniture {item['id']!r}: yaw must be a multiple of 90 degrees, got {item['yaw']}"
+            )

@@ -79,8 +79,9 @@ class HomeRenderer:
     def __enter__(self) -> HomeRenderer:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 
@@ -129,12 +130,19 @@ def move_problem(world: World, c2w_from: np.ndarray, c2w_to: np.ndarray) -> str 
 def is_informative(frame: Frame, rules: ViewRules) -> bool:
     """The view sees some depth and some furniture or objects (see :class:`ViewRules`)."""
     assert frame.depth is not None and frame.entity is not None
-    return bool(np.median(frame.depth) >= rules.min_median_depth
-                and np.mean(frame.entity > 0) >= rules.min_entity_fraction)  # fmt: skip
+    return bool(
+        np.median(frame.depth) >= rules.min_median_depth
+        and np.mean(frame.entity > 0) >= rules.min_entity_fraction
+    )
 
 
-def random_pose(renderer: HomeRenderer, rng: np.random.Generator, rules: ViewRules,
-                look_at: np.ndarray | None = None, distance: tuple[float, float] = (1.0, 3.5)) -> AgentPose | None:  # fmt: skip
+def random_pose(
+    renderer: HomeRenderer,
+    rng: np.random.Generator,
+    rules: ViewRules,
+    look_at: np.ndarray | None = None,
+    distance: tuple[float, float] = (1.0, 3.5),
+) -> AgentPose | None:
     """A standing camera on free floor: random heading, or aimed at ``look_at`` (a world point) from a
     horizontal distance within ``distance`` (with a little jitter, so the point is not always centred)."""
     points = renderer.floor_points
@@ -147,7 +155,9 @@ def random_pose(renderer: HomeRenderer, rng: np.random.Generator, rules: ViewRul
     if renderer.world.obstacles.clearance(xy[None])[0] < AGENT_RADIUS:
         return None
     if look_at is None:
-        return AgentPose(float(xy[0]), float(xy[1]), float(rng.uniform(0, 360)), float(rng.uniform(*rules.pitch_range)))
+        return AgentPose(
+            float(xy[0]), float(xy[1]), float(rng.uniform(0, 360)), float(rng.uniform(*rules.pitch_range))
+        )
     delta = look_at - np.array([xy[0], xy[1], CAMERA_HEIGHT])
     heading = math.degrees(math.atan2(delta[1], delta[0])) + rng.uniform(-15, 15)
     pitch = math.degrees(math.atan2(delta[2], math.hypot(delta[0], delta[1]))) + rng.uniform(-8, 8)
@@ -155,8 +165,14 @@ def random_pose(renderer: HomeRenderer, rng: np.random.Generator, rules: ViewRul
     return AgentPose(float(xy[0]), float(xy[1]), float(heading % 360.0), pitch)
 
 
-def sample_view(renderer: HomeRenderer, rng: np.random.Generator, rules: ViewRules = ViewRules(), *,
-                look_at: np.ndarray | None = None, tries: int = 30) -> tuple[AgentPose, Frame] | None:  # fmt: skip
+def sample_view(
+    renderer: HomeRenderer,
+    rng: np.random.Generator,
+    rules: ViewRules = ViewRules(),
+    *,
+    look_at: np.ndarray | None = None,
+    tries: int = 30,
+) -> tuple[AgentPose, Frame] | None:
     """An informative view of the loaded home (up to ``tries`` random poses), with its frame."""
     for _ in range(tries):
         pose = random_pose(renderer, rng, rules, look_at)
@@ -166,5 +182,3 @@ def sample_view(renderer: HomeRenderer, rng: np.random.Generator, rules: ViewRul
         if is_informative(frame, rules):
             return pose, frame
     return None
-
-

@@ -62,7 +62,9 @@ class AgentPose:
     def from_json(cls, d: dict[str, Any]) -> AgentPose:
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
-            raise ValueError(f"agent pose has unknown keys {sorted(unknown)}; expected {sorted(cls.__dataclass_fields__)}")
+            raise ValueError(
+                f"agent pose has unknown keys {sorted(unknown)}; expected {sorted(cls.__dataclass_fields__)}"
+            )
         return cls(**{k: float(v) for k, v in d.items()})
 
 
@@ -110,7 +112,9 @@ class World:
         body = self.model.body(f"object:{object_id}").id
         return np.flatnonzero(self.model.geom_bodyid == body)
 
-    def sighted_parts(self, pose: AgentPose, fovy_deg: float, object_id: str, aspect: float = 1.0) -> tuple[int, int]:
+    def sighted_parts(
+        self, pose: AgentPose, fovy_deg: float, object_id: str, aspect: float = 1.0
+    ) -> tuple[int, int]:
         """(parts seen, parts) of an object: part centres inside the view (5 % margin) with a clear ray.
 
         Ray casting rather than pixels, so episode generation gives the same answer on every machine.

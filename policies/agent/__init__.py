@@ -5,5 +5,15 @@
 from policies.agent.core import PARADIGMS, AgentConfig, AgentResult, SpatialAgent
 from policies.agent.tools import SPECS, ToolBackend, Toolbox, ToolCall, ToolContext, ToolError
 
-__all__ = ["PARADIGMS", "SPECS", "AgentConfig", "AgentResult", "SpatialAgent", "ToolBackend", "ToolCall", "ToolContext",
-           "ToolError", "Toolbox"]
+__all__ = [
+    "PARADIGMS",
+    "SPECS",
+    "AgentConfig",
+    "AgentResult",
+    "SpatialAgent",
+    "ToolBackend",
+    "ToolCall",
+    "ToolContext",
+    "ToolError",
+    "Toolbox",
+]

@@ -14,7 +14,9 @@ from typing import Any
 from action_mapping.parsing import MAX_PLAN_CHARS, extract_json
 from policies.agent.tools import ToolCall
 
-MAX_CALLS = 16  # calls read from one output; a longer plan is runaway generation (the rest is dropped, counted)
+MAX_CALLS = (
+    16  # calls read from one output; a longer plan is runaway generation (the rest is dropped, counted)
+)
 _CALL_LIST_KEYS = ("actions", "plan", "tool_calls", "calls", "steps")
 
 
@@ -29,10 +31,17 @@ class ParsedCalls:
 
     @property
     def repairs(self) -> list[str]:
-        return [e for e in self.errors if e.startswith(("repaired_json", "too_many_calls", "input_truncated"))]
+        return [
+            e for e in self.errors if e.startswith(("repaired_json", "too_many_calls", "input_truncated"))
+        ]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"calls": [c.to_dict() for c in self.calls], "thought": self.thought, "usable": self.usable, "errors": list(self.errors)}
+        return {
+            "calls": [c.to_dict() for c in self.calls],
+            "thought": self.thought,
+            "usable": self.usable,
+            "errors": list(self.errors),
+        }
 
 
 def parse_calls(text: str) -> ParsedCalls:
@@ -48,7 +57,9 @@ def parse_calls(text: str) -> ParsedCalls:
         return out
     entries, out.thought = _entries(value)
     if entries is None:
-        out.errors.append(f"not_tool_calls: decoded a {type(value).__name__} without 'name'/'arguments' calls")
+        out.errors.append(
+            f"not_tool_calls: decoded a {type(value).__name__} without 'name'/'arguments' calls"
+        )
         return out
     if len(entries) > MAX_CALLS:
         out.errors.append(f"too_many_calls: {len(entries)} calls, kept the first {MAX_CALLS}")
@@ -81,7 +92,9 @@ def _call(entry: object) -> ToolCall | None:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
         return None
     arguments = entry.get("arguments", entry.get("args", {}))
-    return ToolCall(entry["name"].strip(), arguments if isinstance(arguments, Mapping) else {"_invalid": arguments})
+    return ToolCall(
+        entry["name"].strip(), arguments if isinstance(arguments, Mapping) else {"_invalid": arguments}
+    )
 
 
 @dataclass

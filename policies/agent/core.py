@@ -33,7 +33,9 @@ PARADIGMS = ("plan-execute", "react")
 #: Roles whose output must be JSON tool calls (their parse failures are the counted tool-call failures).
 TOOL_CALL_ROLES = ("planner", "observer", "react_summarizer")
 #: Added to the question when the episode has a goal view (the second image).
-GOAL_VIEW_LINE = "image-0 is your current view; image-1 is the goal view: reach the place and heading it was taken from."
+GOAL_VIEW_LINE = (
+    "image-0 is your current view; image-1 is the goal view: reach the place and heading it was taken from."
+)
 #: Injected error kinds for the agent's calls: each is unusable (or usable) as JSON tool calls as labelled
 #: (``unknown_primitive`` is left out: a tool plan has no action names for it to replace).
 AGENT_ERROR_KINDS: tuple[str, ...] = ("malformed_json", "truncated", "empty", "prose")
@@ -91,17 +93,33 @@ class SpatialAgent:
         self.config.validate()
 
     def describe(self) -> dict[str, Any]:
-        return {"paradigm": self.config.paradigm, "budgets": {"max_attempts": self.config.max_attempts,
-                "max_turns": self.config.max_turns, "max_tokens": self.config.max_tokens}, "tools": self.toolbox.describe()}  # fmt: skip
+        return {
+            "paradigm": self.config.paradigm,
+            "budgets": {
+                "max_attempts": self.config.max_attempts,
+                "max_turns": self.config.max_turns,
+                "max_tokens": self.config.max_tokens,
+            },
+            "tools": self.toolbox.describe(),
+        }
 
-    def answer(self, question: str, images: Sequence[np.ndarray], privileged: Any = None,
-               meta: dict[str, Any] | None = None) -> AgentResult:  # fmt: skip
+    def answer(
+        self,
+        question: str,
+        images: Sequence[np.ndarray],
+        privileged: Any = None,
+        meta: dict[str, Any] | None = None,
+    ) -> AgentResult:
         """Answer one question about ``images`` (RGB arrays). ``privileged`` reaches simulator-truth tools only;
         ``meta`` is what every tool may know (e.g. the camera calibration). ``response`` is ``None`` only when
         the core failed (a backend error: the item errored, as for a plain model)."""
         run = _Run(images, ToolContext(images, privileged, dict(meta or {})))
         try:
-            text = self._plan_execute(question, run) if self.config.paradigm == "plan-execute" else self._react(question, run)
+            text = (
+                self._plan_execute(question, run)
+                if self.config.paradigm == "plan-execute"
+                else self._react(question, run)
+            )
         except _CoreFailed:
             return AgentResult(None, False, run.trace, self._counters(run, False))
         answered = text is not None
@@ -115,7 +133,9 @@ class SpatialAgent:
         n, toolbox = len(run.images), self.toolbox.render()
         note: str | None = None
         for attempt in range(1, self.config.max_attempts + 1):
-            reply = self._ask(run, "planner", [self._user(run, prompts.planner(question, toolbox, n, note))], attempt)
+            reply = self._ask(
+                run, "planner", [self._user(run, prompts.planner(question, toolbox, n, note))], attempt
+            )
             if reply is None:
                 return None
             parsed = self._parse_calls(run, reply)
@@ -129,10 +149,14 @@ class SpatialAgent:
                 run.counts["plans_with_bad_calls"] += 1
                 note = "; ".join(faults[:2])
                 continue
-            cot = self._ask(run, "executor", [self._user(run, prompts.executor(question, plan, results, n))], attempt)
+            cot = self._ask(
+                run, "executor", [self._user(run, prompts.executor(question, plan, results, n))], attempt
+            )
             if cot is None:
                 return None
-            summary = self._ask(run, "summarizer", [self._user(run, prompts.summarizer(question, results, cot, n))], attempt)
+            summary = self._ask(
+                run, "summarizer", [self._user(run, prompts.summarizer(question, results, cot, n))], attempt
+            )
             if summary is None:
                 return None
             answer = self._read_answer(run, summary)
@@ -149,7 +173,9 @@ class SpatialAgent:
     # ---------------------------------------------------------------------------------- ReAct
 
     def _react(self, question: str, run: _Run) -> str | None:
-        conversation: list[Message] = [self._user(run, prompts.observer(question, self.toolbox.render(), len(run.images)))]
+        conversation: list[Message] = [
+            self._user(run, prompts.observer(question, self.toolbox.render(), len(run.images)))
+        ]
         memory: list[dict[str, Any]] = []
         final: str | None = None
         for turn in range(1, self.config.max_turns + 1):
@@ -159,13 +185,16 @@ class SpatialAgent:
             conversation.append({"role": "assistant", "content": reply})
             parsed = self._parse_calls(run, reply)
             if not parsed.usable:
-                result: dict[str, Any] = {"error": "the output could not be read as an action: " + "; ".join(parsed.errors[-2:])}
+                result: dict[str, Any] = {
+                    "error": "the output could not be read as an action: " + "; ".join(parsed.errors[-2:])
+                }
                 memory.append({"thought": None, "actions": [], "observation": result})
             elif not parsed.calls:
                 result = {}
                 memory.append({"thought": parsed.thought, "actions": [], "observation": result})
             else:
-                call = parsed.calls[0]  # one action at a time (task instruction 2); the rest is ignored, counted
+                # one action at a time (task instruction 2); the rest is ignored, counted
+                call = parsed.calls[0]
                 run.counts["extra_actions_ignored"] += len(parsed.calls) - 1
                 result = self._execute(run, call, turn)
                 memory.append({"thought": parsed.thought, "actions": [call.to_dict()], "observation": result})
@@ -186,12 +215,18 @@ class SpatialAgent:
                 result = self._execute(run, terminate, 0)
                 if "answer" in result:
                     return str(result["answer"])
-        return final if final is not None else (None if run.stopped == "max_tokens" else self._direct(question, run))
+        return (
+            final
+            if final is not None
+            else (None if run.stopped == "max_tokens" else self._direct(question, run))
+        )
 
     # ---------------------------------------------------------------------------------- calls
 
     def _user(self, run: _Run, text: str, images: bool = True) -> Message:
-        content: list[dict[str, Any]] = [{"type": "image", "image": image} for image in run.images] if images else []
+        content: list[dict[str, Any]] = (
+            [{"type": "image", "image": image} for image in run.images] if images else []
+        )
         return {"role": "user", "content": [*content, {"type": "text", "text": text}]}
 
     def _ask(self, run: _Run, role: str, messages: list[Message], step: int) -> str | None:
@@ -202,16 +237,32 @@ class SpatialAgent:
         started = time.perf_counter()
         try:
             generation: Generation = self.backend.generate(messages)
-        except Exception as error:  # a backend failure ends this question: errored, never answered by a fallback
-            run.trace.append({"role": role, "step": step, "error": f"{type(error).__name__}: {str(error)[:300]}"})
+        except (
+            Exception
+        ) as error:  # a backend failure ends this question: errored, never answered by a fallback
+            run.trace.append(
+                {"role": role, "step": step, "error": f"{type(error).__name__}: {str(error)[:300]}"}
+            )
             run.stopped = "backend_error"
             raise _CoreFailed from error
-        used = generation.completion_tokens if generation.completion_tokens is not None else len(generation.text.split())
+        used = (
+            generation.completion_tokens
+            if generation.completion_tokens is not None
+            else len(generation.text.split())
+        )
         run.tokens += used
         run.counts[f"calls.{role}"] += 1
-        entry = {"role": role, "step": step, "prompt": messages[-1]["content"][-1]["text"], "images": len(run.images),
-                 "turns": len(messages), "response": generation.text, "completion_tokens": used,
-                 "prompt_tokens": generation.prompt_tokens, "latency_s": round(time.perf_counter() - started, 4)}  # fmt: skip
+        entry = {
+            "role": role,
+            "step": step,
+            "prompt": messages[-1]["content"][-1]["text"],
+            "images": len(run.images),
+            "turns": len(messages),
+            "response": generation.text,
+            "completion_tokens": used,
+            "prompt_tokens": generation.prompt_tokens,
+            "latency_s": round(time.perf_counter() - started, 4),
+        }
         if generation.injected_error is not None:
             entry["injected_error"] = generation.injected_error
             run.counts[f"injected.{role}.{expected_effect(generation.injected_error)}"] += 1
@@ -241,8 +292,16 @@ class SpatialAgent:
             result = {"error": str(error), "error_kind": error.kind}
             run.counts[f"tool_errors.{error.kind}"] += 1
         run.counts["tool_runs"] += 1
-        run.trace.append({"role": "tool", "step": step, "call": call.to_dict(), "backend": self.toolbox.describe().get(call.name),
-                          "result": result, "latency_s": round(time.perf_counter() - started, 4)})  # fmt: skip
+        run.trace.append(
+            {
+                "role": "tool",
+                "step": step,
+                "call": call.to_dict(),
+                "backend": self.toolbox.describe().get(call.name),
+                "result": result,
+                "latency_s": round(time.perf_counter() - started, 4),
+            }
+        )
         return result
 
     def _counters(self, run: _Run, answered: bool) -> dict[str, Any]:

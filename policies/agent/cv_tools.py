@@ -25,7 +25,10 @@ def _cv2() -> Any:
     try:
         import cv2
     except ImportError as error:
-        raise ToolError("unavailable", f"the OpenCV tools need opencv-python: pip install 'spatial-arena[agent]' ({error})") from None
+        raise ToolError(
+            "unavailable",
+            f"the OpenCV tools need opencv-python: pip install 'spatial-arena[agent]' ({error})",
+        ) from None
     return cv2
 
 
@@ -55,12 +58,19 @@ class OpenCVTools:
             return self.optical_flow(*images)
         first, second = self.matches(*images, args.get("num_keypoints", 1200), args.get("ratio_th", 0.75))
         if tool == "MatchImagesSIFT":
-            pairs = [[[round(float(a[0]), 1), round(float(a[1]), 1)], [round(float(b[0]), 1), round(float(b[1]), 1)]]
-                     for a, b in zip(first[:_SHOWN_MATCHES], second[:_SHOWN_MATCHES])]  # fmt: skip
+            pairs = [
+                [
+                    [round(float(a[0]), 1), round(float(a[1]), 1)],
+                    [round(float(b[0]), 1), round(float(b[1]), 1)],
+                ]
+                for a, b in zip(first[:_SHOWN_MATCHES], second[:_SHOWN_MATCHES])
+            ]
             return {"matches": pairs, "num_matches": len(first)}
         return self.homography(first, second, args.get("ransac_reproj_threshold", 5.0))
 
-    def matches(self, a: np.ndarray, b: np.ndarray, keypoints: int = 1200, ratio: float = 0.75) -> tuple[np.ndarray, np.ndarray]:
+    def matches(
+        self, a: np.ndarray, b: np.ndarray, keypoints: int = 1200, ratio: float = 0.75
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Matched pixel coordinates (N, 2) in each image: SIFT with Lowe's ratio test."""
         cv2 = _cv2()
         sift = cv2.SIFT_create(nfeatures=max(1, min(int(keypoints), 10_000)))
@@ -78,33 +88,75 @@ class OpenCVTools:
         """RANSAC homography from matched points (``status: failure`` with too few)."""
         cv2 = _cv2()
         if len(first) < MIN_MATCHES:
-            return {"homography_matrix": None, "inliers_count": 0, "total_matches": len(first), "status": "failure"}
+            return {
+                "homography_matrix": None,
+                "inliers_count": 0,
+                "total_matches": len(first),
+                "status": "failure",
+            }
         H, inliers = cv2.findHomography(first, second, cv2.RANSAC, float(threshold))
         if H is None:
-            return {"homography_matrix": None, "inliers_count": 0, "total_matches": len(first), "status": "failure"}
-        return {"homography_matrix": np.round(H / H[2, 2], 6).tolist(), "inliers_count": int(inliers.sum()),
-                "total_matches": len(first), "status": "success"}  # fmt: skip
+            return {
+                "homography_matrix": None,
+                "inliers_count": 0,
+                "total_matches": len(first),
+                "status": "failure",
+            }
+        return {
+            "homography_matrix": np.round(H / H[2, 2], 6).tolist(),
+            "inliers_count": int(inliers.sum()),
+            "total_matches": len(first),
+            "status": "success",
+        }
 
     def optical_flow(self, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
         """Mean Farneback flow from the first image to the second (pixels)."""
         cv2 = _cv2()
         flow = cv2.calcOpticalFlowFarneback(_gray(a), _gray(b), None, 0.5, 3, 15, 3, 5, 1.2, 0)
-        return {"mean_flow_x": round(float(flow[..., 0].mean()), 3), "mean_flow_y": round(float(flow[..., 1].mean()), 3)}
+        return {
+            "mean_flow_x": round(float(flow[..., 0].mean()), 3),
+            "mean_flow_y": round(float(flow[..., 1].mean()), 3),
+        }
 
     def camera_parameters(self, images: Sequence[np.ndarray], intrinsics: Any = None) -> dict[str, Any]:
         """Each image's pose relative to the first: essential matrix (RANSAC) and ``recoverPose``."""
         cv2 = _cv2()
         height, width = np.asarray(images[0]).shape[:2]
         guessed = intrinsics is None
-        K = np.array([[width, 0, width / 2], [0, width, height / 2], [0, 0, 1]], float) if guessed else np.asarray(intrinsics, float)
-        output = [{"image_index": 0, "extrinsic": np.hstack([np.eye(3), np.zeros((3, 1))]).tolist(), "intrinsic": K.tolist()}]
+        K = (
+            np.array([[width, 0, width / 2], [0, width, height / 2], [0, 0, 1]], float)
+            if guessed
+            else np.asarray(intrinsics, float)
+        )
+        output = [
+            {
+                "image_index": 0,
+                "extrinsic": np.hstack([np.eye(3), np.zeros((3, 1))]).tolist(),
+                "intrinsic": K.tolist(),
+            }
+        ]
         for index, image in enumerate(images[1:], start=1):
             first, second = self.matches(images[0], image)
             if len(first) < MIN_MATCHES:
-                raise ToolError("backend_error", f"GetCameraParameters: {len(first)} SIFT matches between image 0 and {index}, need {MIN_MATCHES}")
+                raise ToolError(
+                    "backend_error",
+                    f"GetCameraParameters: {len(first)} SIFT matches between image 0 and {index}, need {MIN_MATCHES}",
+                )
             E, mask = cv2.findEssentialMat(first, second, K, method=cv2.RANSAC, prob=0.999, threshold=1.0)
             if E is None or E.shape != (3, 3):
-                raise ToolError("backend_error", f"GetCameraParameters: no essential matrix between image 0 and {index}")
+                raise ToolError(
+                    "backend_error", f"GetCameraParameters: no essential matrix between image 0 and {index}"
+                )
             _, R, t, _ = cv2.recoverPose(E, first, second, K, mask=mask)
-            output.append({"image_index": index, "extrinsic": np.round(np.hstack([R, t]), 6).tolist(), "intrinsic": K.tolist()})
-        return {"output": output, "translation_scale": "unit", "intrinsics": "guessed" if guessed else "given"}
+            output.append(
+                {
+                    "image_index": index,
+                    "extrinsic": np.round(np.hstack([R, t]), 6).tolist(),
+                    "intrinsic": K.tolist(),
+                }
+            )
+        return {
+            "output": output,
+            "translation_scale": "unit",
+            "intrinsics": "guessed" if guessed else "given",
+        }

@@ -128,7 +128,9 @@ class NavigationAgentOracle(AgentCoreOracle):
     def plan(self, question: str) -> list[dict[str, Any]]:
         if GOAL_VIEW_LINE in question:
             return [{"name": "GetCameraParameters", "arguments": {"images": ["image-0", "image-1"]}}]
-        return [{"name": "Detect3DObjects", "arguments": {"image": "image-0", "objects": [self.target_name()]}}]
+        return [
+            {"name": "Detect3DObjects", "arguments": {"image": "image-0", "objects": [self.target_name()]}}
+        ]
 
     def solve(self, question: str, evidence: Sequence[Mapping[str, Any]]) -> str:
         if GOAL_VIEW_LINE in question:
@@ -138,7 +140,11 @@ class NavigationAgentOracle(AgentCoreOracle):
         name = self.target_name()
         boxes = [o["bbox_3d"] for e in evidence for o in e.get("objects", []) if o.get("label") == name]
         box = min(boxes, key=lambda b: math.hypot(b["x"], b["z"])) if boxes else None
-        seen = f"the {name} is {math.hypot(box['x'], box['z']):.1f} m from the camera" if box else f"no {name} in view"
+        seen = (
+            f"the {name} is {math.hypot(box['x'], box['z']):.1f} m from the camera"
+            if box
+            else f"no {name} in view"
+        )
         return self._answer(question, approach(box, history_of(question)), seen)
 
     def guess(self, question: str) -> str:
@@ -148,6 +154,9 @@ class NavigationAgentOracle(AgentCoreOracle):
     def _answer(question: str, ids: list[int], seen: str) -> str:
         names = [eb_prompts.NAV_ACTION_NAMES[i] for i in ids]
         plan = [{"action_id": i, "action_name": n} for i, n in zip(ids, names)]
-        texts = {"visual_state_description": seen.capitalize() + ".", "reasoning_and_reflection": "From the tool results.",
-                 "language_plan": ", ".join(names)}  # fmt: skip
+        texts = {
+            "visual_state_description": seen.capitalize() + ".",
+            "reasoning_and_reflection": "From the tool results.",
+            "language_plan": ", ".join(names),
+        }
         return eb_answer(question, plan, texts)

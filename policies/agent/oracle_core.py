@@ -26,7 +26,9 @@ def message_text(message: Message) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, Mapping) and part.get("type") == "text")
+    return "".join(
+        part.get("text", "") for part in content if isinstance(part, Mapping) and part.get("type") == "text"
+    )
 
 
 def json_after(text: str, head: str) -> Any:
@@ -35,7 +37,13 @@ def json_after(text: str, head: str) -> Any:
     return json.JSONDecoder().raw_decode(text[start:].lstrip())[0]
 
 
-_QUESTION_ENDS = ("\nTool Plan:", "\nTool Results:", "\nNow, output", "\nYour previous plan", "\n*** Do not answer")
+_QUESTION_ENDS = (
+    "\nTool Plan:",
+    "\nTool Results:",
+    "\nNow, output",
+    "\nYour previous plan",
+    "\n*** Do not answer",
+)
 
 
 def question_of(prompt: str) -> str:
@@ -95,8 +103,11 @@ class AgentCoreOracle:
 
     def _chain_of_thought(self, prompt: str) -> str:
         plan, results = json_after(prompt, "Tool Plan:"), json_after(prompt, "Tool Results:")
-        steps = [f"<thinking>{call['name']} measures what the question asks.</thinking> <tool>{json.dumps(call)}</tool> "
-                 f"<observation>{json.dumps(result)}</observation>" for call, result in zip(plan, results)]  # fmt: skip
+        steps = [
+            f"<thinking>{call['name']} measures what the question asks.</thinking> <tool>{json.dumps(call)}</tool> "
+            f"<observation>{json.dumps(result)}</observation>"
+            for call, result in zip(plan, results)
+        ]
         return "\n".join(steps) or "<thinking>No tool was used.</thinking>"
 
     def _react(self, first: str, question: str, messages: Sequence[Message], last: str) -> str:
@@ -104,11 +115,18 @@ class AgentCoreOracle:
             memory = json_after(last, prompts.ALL_OBSERVATION_HEAD)
             evidence = [m["observation"] for m in memory if m.get("actions")]
             return decision("All evidence is in.", "Terminate", {"answer": self.solve(question, evidence)})
-        observations = [json_after(message_text(m), prompts.OBSERVATION_HEAD) for m in messages[1:]
-                        if m.get("role") == "user" and message_text(m).startswith(prompts.OBSERVATION_HEAD)]  # fmt: skip
+        observations = [
+            json_after(message_text(m), prompts.OBSERVATION_HEAD)
+            for m in messages[1:]
+            if m.get("role") == "user" and message_text(m).startswith(prompts.OBSERVATION_HEAD)
+        ]
         done = [o for o in observations if not str(o.get("error", "")).startswith(_UNREADABLE)]
         plan = available(self.plan(question), first)
         if len(done) < len(plan):
             call = plan[len(done)]
-            return decision(f"{call['name']} measures what the question asks.", call["name"], call["arguments"])
-        return decision("The observations answer the question.", "Terminate", {"answer": self.solve(question, done)})
+            return decision(
+                f"{call['name']} measures what the question asks.", call["name"], call["arguments"]
+            )
+        return decision(
+            "The observations answer the question.", "Terminate", {"answer": self.solve(question, done)}
+        )

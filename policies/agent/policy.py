@@ -50,16 +50,29 @@ CLOSED_LOOP_MIN_PIXELS = 20  # a target this many pixels large is seen (the env'
 class AgentPolicyConfig:
     """SpatialAgent in the loop: the core model, the paradigm and budgets, the tools and their models."""
 
-    model: str = field(metadata={"help": "the core model (as --policy mllm's --model; 'answer-key': a core that "
-                                         "reads tool results and acts on them; 'oracle' is its deprecated name)"})
+    model: str = field(
+        metadata={
+            "help": "the core model (as --policy mllm's --model; 'answer-key': a core that "
+            "reads tool results and acts on them; 'oracle' is its deprecated name)"
+        }
+    )
     api_base: str | None = arg(None, "OpenAI-compatible server serving --model (omit: local transformers)")
     agent_paradigm: Literal["plan-execute", "react"] = arg("plan-execute", "plan-execute or react")
-    agent_tools: Literal["truth", "cv", "mixed", "learned", "none"] = arg("truth", "truth (env's privileged state), cv (OpenCV), mixed (OpenCV + truth), learned "
-                                     "(local models + OpenCV) or none (Terminate only)")
-    detector_model: str | None = arg(None, "--agent-tools learned: local OWLv2 / Grounding DINO folder (detection, counting)")
-    segmenter_model: str | None = arg(None, "--agent-tools learned: local SAM / SAM-HQ / SAM2 folder (masks from the detector's boxes)")
+    agent_tools: Literal["truth", "cv", "mixed", "learned", "none"] = arg(
+        "truth",
+        "truth (env's privileged state), cv (OpenCV), mixed (OpenCV + truth), learned "
+        "(local models + OpenCV) or none (Terminate only)",
+    )
+    detector_model: str | None = arg(
+        None, "--agent-tools learned: local OWLv2 / Grounding DINO folder (detection, counting)"
+    )
+    segmenter_model: str | None = arg(
+        None, "--agent-tools learned: local SAM / SAM-HQ / SAM2 folder (masks from the detector's boxes)"
+    )
     depth_model: str | None = arg(None, "--agent-tools learned: local metric depth model folder")
-    matcher_model: str | None = arg(None, "--agent-tools learned: local LightGlue / SuperGlue / EfficientLoFTR folder")
+    matcher_model: str | None = arg(
+        None, "--agent-tools learned: local LightGlue / SuperGlue / EfficientLoFTR folder"
+    )
     agent_max_attempts: int = arg(3, "plan-execute: plans asked before answering without tools", minimum=1)
     agent_max_turns: int = arg(10, "react: observer turns before the summarizer", minimum=1)
     agent_max_tokens: int = arg(16384, "completion tokens over all agent calls of one decision", minimum=1)
@@ -67,19 +80,26 @@ class AgentPolicyConfig:
     n_examples: int | None = arg(None, "EB in-context examples (default 3)", minimum=0)
     goal_key: str = arg("goal_image", "EpisodeContext.extras key of a goal image (shown as image-1)")
     fallback: str = arg("noop", "after an unusable answer: 'noop' (stay, ask again) or 'stop'")
-    min_pixels: int = arg(CLOSED_LOOP_MIN_PIXELS, "truth tools: pixels from which an object counts as visible", minimum=1)
+    min_pixels: int = arg(
+        CLOSED_LOOP_MIN_PIXELS, "truth tools: pixels from which an object counts as visible", minimum=1
+    )
     cache: bool = arg(True, "reuse answers from the SQLite response cache")
     cache_path: str | None = arg(None, "cache file (default: the MLLM policy's)")
     max_new_tokens: int = arg(4096, "most tokens per agent call (the paper's budget)", minimum=1)
     temperature: float = arg(0.0, "0 = greedy decoding", minimum=0)
     seed: int = arg(0, "sampling seed")
-    oracle_error_rate: float = arg(0.0, "--model answer-key: probability of injecting a typical model error", minimum=0, maximum=1)
+    oracle_error_rate: float = arg(
+        0.0, "--model answer-key: probability of injecting a typical model error", minimum=0, maximum=1
+    )
     oracle_error_seed: int = arg(0, "--model answer-key: seed of the injected errors")
     device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto (core model and tool models)")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg("auto", "auto, float32, bfloat16 or float16 (core model)")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg(
+        "auto", "auto, float32, bfloat16 or float16 (core model)"
+    )
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "model", canonical_model(self.model))  # the stand-in's former name, with a note
+        # the stand-in's former name, with a note
+        object.__setattr__(self, "model", canonical_model(self.model))
 
     @property
     def privileged(self) -> bool:
@@ -90,13 +110,21 @@ class AgentPolicyConfig:
         """Raise ``ValueError`` naming the option and the fix for a bad combination."""
         if self.agent_tools not in TOOL_SETS:
             raise ValueError(f"--agent-tools {self.agent_tools!r}: choose one of {', '.join(TOOL_SETS)}")
-        AgentConfig(self.agent_paradigm, self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens).validate()
-        models = {"--detector-model": self.detector_model, "--segmenter-model": self.segmenter_model,
-                  "--depth-model": self.depth_model, "--matcher-model": self.matcher_model}  # fmt: skip
+        AgentConfig(
+            self.agent_paradigm, self.agent_max_attempts, self.agent_max_turns, self.agent_max_tokens
+        ).validate()
+        models = {
+            "--detector-model": self.detector_model,
+            "--segmenter-model": self.segmenter_model,
+            "--depth-model": self.depth_model,
+            "--matcher-model": self.matcher_model,
+        }
         given = [flag for flag, value in models.items() if value]
         if self.agent_tools == "learned" and not given:
-            raise ValueError("--agent-tools learned needs at least one local model folder: --detector-model, "
-                             "--segmenter-model, --depth-model or --matcher-model")
+            raise ValueError(
+                "--agent-tools learned needs at least one local model folder: --detector-model, "
+                "--segmenter-model, --depth-model or --matcher-model"
+            )
         if self.agent_tools != "learned" and given:
             raise ValueError(f"{', '.join(given)} only go with --agent-tools learned")
 
@@ -106,8 +134,12 @@ class AgentPolicyConfig:
         from policies.preflight import check_device, check_model
 
         self.mllm().preflight()
-        models = {"--detector-model": self.detector_model, "--segmenter-model": self.segmenter_model,
-                  "--depth-model": self.depth_model, "--matcher-model": self.matcher_model}  # fmt: skip
+        models = {
+            "--detector-model": self.detector_model,
+            "--segmenter-model": self.segmenter_model,
+            "--depth-model": self.depth_model,
+            "--matcher-model": self.matcher_model,
+        }
         for flag, folder in models.items():
             if folder:
                 check_model(flag, folder, allow_download=None)
@@ -117,10 +149,19 @@ class AgentPolicyConfig:
         """The core model's settings as an :class:`MLLMPolicyConfig` (one place builds backends)."""
         from policies.mllm.config import MLLMPolicyConfig
 
-        return MLLMPolicyConfig(model=self.model, api_base=self.api_base, cache=self.cache, cache_path=self.cache_path,
-                                max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed,
-                                oracle_error_rate=self.oracle_error_rate, oracle_error_seed=self.oracle_error_seed,
-                                device=self.device, dtype=self.dtype)  # fmt: skip
+        return MLLMPolicyConfig(
+            model=self.model,
+            api_base=self.api_base,
+            cache=self.cache,
+            cache_path=self.cache_path,
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            oracle_error_rate=self.oracle_error_rate,
+            oracle_error_seed=self.oracle_error_seed,
+            device=self.device,
+            dtype=self.dtype,
+        )
 
     def generation(self) -> dict[str, Any]:
         return self.mllm().generation()
@@ -135,13 +176,16 @@ def build_agent_policy(config: AgentPolicyConfig, backend: Backend | None = None
         mllm = config.mllm()
         mllm.check_inputs()
         options = mllm.backend_options()
-        if config.model == ANSWER_KEY_MODEL:  # errors that break tool calls (the EB kinds replace action names)
+        # errors that break tool calls (the EB kinds replace action names)
+        if config.model == ANSWER_KEY_MODEL:
             from policies.agent.nav_oracle import NavigationAgentOracle
             from policies.backends.answer_key import EnvTruth
 
             options.update(error_kinds=AGENT_ERROR_KINDS, truth=EnvTruth(NavigationAgentOracle))
         backend = make_backend(config.model, **options)
-    agent = AgentConfig(config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens)
+    agent = AgentConfig(
+        config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens
+    )
     return SpatialAgentPolicy(backend, config, agent)
 
 
@@ -154,8 +198,13 @@ def toolbox_for(config: AgentPolicyConfig, scenes: Any) -> Toolbox:
     if config.agent_tools == "learned":
         from policies.agent.learned_tools import learned_backends
 
-        backends += learned_backends(detector=config.detector_model, segmenter=config.segmenter_model,
-                                     depth=config.depth_model, matcher=config.matcher_model, device=config.device)  # fmt: skip
+        backends += learned_backends(
+            detector=config.detector_model,
+            segmenter=config.segmenter_model,
+            depth=config.depth_model,
+            matcher=config.matcher_model,
+            device=config.device,
+        )
     if config.agent_tools in ("cv", "mixed", "learned"):
         backends.append(OpenCVTools())
     if config.agent_tools in ("truth", "mixed"):
@@ -171,8 +220,14 @@ class SpatialAgentPolicy(EBAgentPolicy):
     def __init__(self, backend: Backend, config: AgentPolicyConfig, agent: AgentConfig) -> None:
         from policies.agent.truth_tools import EnvScenes
 
-        super().__init__(backend, task="navigation", max_steps=config.max_steps, n_examples=config.n_examples,
-                         chat_history=False, fallback=config.fallback)  # fmt: skip
+        super().__init__(
+            backend,
+            task="navigation",
+            max_steps=config.max_steps,
+            n_examples=config.n_examples,
+            chat_history=False,
+            fallback=config.fallback,
+        )
         self.config, self.env = config, None
         self.scenes = EnvScenes(config.min_pixels)
         self.agent = SpatialAgent(backend, toolbox_for(config, self.scenes), agent)
@@ -182,8 +237,10 @@ class SpatialAgentPolicy(EBAgentPolicy):
     def bind(self, env: gym.Env) -> None:
         """Keep the env (the truth tools' scene and cameras); the core's backend hears it."""
         if not hasattr(env.unwrapped, "agent_pose"):
-            raise ValueError(f"--policy agent acts in EB-Navigation (python -m benchmarks.embodied nav); "
-                             f"{type(env.unwrapped).__name__} is not a navigation env")
+            raise ValueError(
+                f"--policy agent acts in EB-Navigation (python -m benchmarks.embodied nav); "
+                f"{type(env.unwrapped).__name__} is not a navigation env"
+            )
         self.env = env
         self.backend.bind(env)
 
@@ -204,14 +261,24 @@ class SpatialAgentPolicy(EBAgentPolicy):
         self._account(result)
         call = ModelCall(step=self.steps_taken + 1, text=result.response or "")
         if result.response is None:  # the core's backend failed: the episode errors, as for a plain model
-            failure = next((e["error"] for e in reversed(result.trace) if e.get("error") and e["role"] != "tool"), "no response")
+            failure = next(
+                (e["error"] for e in reversed(result.trace) if e.get("error") and e["role"] != "tool"),
+                "no response",
+            )
             raise RuntimeError(f"the agent's core failed: {failure}")
         self.queue, call.errors = self._actions(result.response)
         call.parsed = [action.shown for action in self.queue]
         call.usable = bool(self.queue)
         self.counters.parse_errors += int(not call.usable)
         self.calls.append(call)
-        self.turns.append({"step": call.step, "answered": result.answered, "counters": result.counters, "trace": result.trace})
+        self.turns.append(
+            {
+                "step": call.step,
+                "answered": result.answered,
+                "counters": result.counters,
+                "trace": result.trace,
+            }
+        )
 
     def _account(self, result: Any) -> None:
         """The agent's model calls into EB's counters; its own counters summed over the episode."""
@@ -242,8 +309,12 @@ class SpatialAgentPolicy(EBAgentPolicy):
         goal_c2w = self.context.extras.get("goal_c2w")
         if n_images > 1 and goal_c2w is not None:
             cameras.append(np.asarray(goal_c2w, dtype=float))
-        return {"scene": nav.episode["scene"], "scene_key": nav.world.key, "cameras_c2w": cameras,
-                "size": (nav.width, nav.height, nav.fov)}  # fmt: skip
+        return {
+            "scene": nav.episode["scene"],
+            "scene_key": nav.world.key,
+            "cameras_c2w": cameras,
+            "size": (nav.width, nav.height, nav.fov),
+        }
 
     def _meta(self) -> dict[str, Any]:
         """The camera calibration (what the camera's owner knows; OpenCV's pose uses it)."""
@@ -264,4 +335,9 @@ class SpatialAgentPolicy(EBAgentPolicy):
         return [{**call.to_json(), "agent": turn} for call, turn in zip(self.calls, self.turns)]
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "privileged": self.config.privileged, "agent": self.agent.describe(), "tool_set": self.config.agent_tools}
+        return {
+            **super().describe(),
+            "privileged": self.config.privileged,
+            "agent": self.agent.describe(),
+            "tool_set": self.config.agent_tools,
+        }

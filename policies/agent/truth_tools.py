@@ -56,14 +56,23 @@ class TruthScenes:
         """Make the home and cameras of ``context`` current, or raise ``ToolError("unavailable")``."""
         raise NotImplementedError
 
-    def _use(self, key: Any, scene: Mapping[str, Any], cameras: Sequence[Any], size: tuple[int, int, float]) -> None:
+    def _use(
+        self, key: Any, scene: Mapping[str, Any], cameras: Sequence[Any], size: tuple[int, int, float]
+    ) -> None:
         """Make ``scene`` (compiled once per ``key``) with ``cameras`` (camera-to-world, one per image) current."""
         from envs.navigation.views import HomeRenderer
 
         if key == self._key:
             return
-        if self._renderer is None or (self._renderer.intrinsics.width, self._renderer.intrinsics.height,
-                                      self._renderer.intrinsics.fovy_deg) != size:  # fmt: skip
+        if (
+            self._renderer is None
+            or (
+                self._renderer.intrinsics.width,
+                self._renderer.intrinsics.height,
+                self._renderer.intrinsics.fovy_deg,
+            )
+            != size
+        ):
             self.close()
             self._renderer = HomeRenderer(*size)
         self.world = self._renderer.load(dict(scene))
@@ -85,7 +94,9 @@ class TruthScenes:
             c2w = self._cameras[index]
             frame = self._renderer.render(pose_from_c2w(c2w))
             counts = np.bincount(frame.entity.ravel(), minlength=len(self.entities) + 1)
-            self._shots[index] = Shot(c2w, frame.depth, frame.entity, {e.label: int(counts[e.label]) for e in self.entities})
+            self._shots[index] = Shot(
+                c2w, frame.depth, frame.entity, {e.label: int(counts[e.label]) for e in self.entities}
+            )
         return self._shots[index]
 
     def names(self) -> dict[str, str]:
@@ -97,15 +108,21 @@ class TruthScenes:
         nouns that also name structure, e.g. "lamp": every room has a ceiling lamp)."""
         text = query.strip().lower()
         text = text[4:] if text.startswith("the ") else text
-        return [e for e in self.entities if shot.pixels[e.label] >= self.min_pixels
-                and (text == e.name or (e.noun not in UNNAMEABLE_NOUNS and text in (e.noun, plural(e.noun))))]  # fmt: skip
+        return [
+            e
+            for e in self.entities
+            if shot.pixels[e.label] >= self.min_pixels
+            and (text == e.name or (e.noun not in UNNAMEABLE_NOUNS and text in (e.noun, plural(e.noun))))
+        ]
 
     def one(self, shot: Shot, query: str) -> Entity:
         """The single visible entity ``query`` names, or a :class:`ToolError` saying why not."""
         found = self.matching(shot, query)
         if len(found) != 1:
-            raise ToolError("not_found" if not found else "ambiguous",
-                            f"{query[:60]!r}: {'no visible object' if not found else f'{len(found)} visible objects'} of that name")  # fmt: skip
+            raise ToolError(
+                "not_found" if not found else "ambiguous",
+                f"{query[:60]!r}: {'no visible object' if not found else f'{len(found)} visible objects'} of that name",
+            )
         return found[0]
 
     def close(self) -> None:
@@ -122,7 +139,10 @@ class EnvScenes(TruthScenes):
     def prepare(self, context: ToolContext) -> None:
         p = context.privileged
         if not isinstance(p, Mapping) or "scene" not in p or "cameras_c2w" not in p:
-            raise ToolError("unavailable", "simulator truth needs the env's scene (the policy was not bound to a navigation env)")
+            raise ToolError(
+                "unavailable",
+                "simulator truth needs the env's scene (the policy was not bound to a navigation env)",
+            )
         key = (p["scene_key"], tuple(np.asarray(c, dtype=float).tobytes() for c in p["cameras_c2w"]))
         self._use(key, p["scene"], p["cameras_c2w"], tuple(p["size"]))
 
@@ -141,8 +161,18 @@ class TruthTools:
         self.scenes = scenes
 
     def tools(self) -> Sequence[str]:
-        return ("LocalizeObjects", "CountObjects", "GetObjectMask", "Detect3DObjects", "EstimateOpticalFlow",
-                "GetCameraParameters", "EstimateObjectDepth", "EstimateRegionDepth", "Get3DDistance", "EstimateObjectDistance")  # fmt: skip
+        return (
+            "LocalizeObjects",
+            "CountObjects",
+            "GetObjectMask",
+            "Detect3DObjects",
+            "EstimateOpticalFlow",
+            "GetCameraParameters",
+            "EstimateObjectDepth",
+            "EstimateRegionDepth",
+            "Get3DDistance",
+            "EstimateObjectDistance",
+        )
 
     def run(self, tool: str, args: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         self.scenes.prepare(context)
@@ -151,8 +181,11 @@ class TruthTools:
     # -- general perception
     def _LocalizeObjects(self, args: Mapping[str, Any]) -> dict[str, Any]:
         shot = self.scenes.shot(args["image"])
-        regions = [{"label": q, "bbox": _box(shot.entity == e.label), "confidence": 1.0}
-                   for q in args["objects"] for e in self.scenes.matching(shot, q)]  # fmt: skip
+        regions = [
+            {"label": q, "bbox": _box(shot.entity == e.label), "confidence": 1.0}
+            for q in args["objects"]
+            for e in self.scenes.matching(shot, q)
+        ]
         return {"regions": regions}
 
     def _CountObjects(self, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -170,7 +203,14 @@ class TruthTools:
         for q in args["objects"]:
             try:
                 mask = shot.entity == self.scenes.one(shot, q).label
-                results.append({"object": q, "mask_area": round(float(mask.mean()), 5), "bbox": _box(mask), "error": None})
+                results.append(
+                    {
+                        "object": q,
+                        "mask_area": round(float(mask.mean()), 5),
+                        "bbox": _box(mask),
+                        "error": None,
+                    }
+                )
             except ToolError as error:
                 results.append({"object": q, "mask_area": None, "bbox": None, "error": str(error)})
         return {"results": results}
@@ -184,11 +224,24 @@ class TruthTools:
             for e in self.scenes.matching(shot, q):
                 centre = (measure.centre(world, e.label) - shot.c2w[:3, 3]) @ shot.c2w[:3, :3]
                 length, width, height = (float(v) for v in measure.extents(world, e.label))
-                body_x = world.data.xmat[world.model.geom_bodyid[measure.entity_geoms(world, e.label)[0]]].reshape(3, 3)[:, 0]
+                body_x = world.data.xmat[
+                    world.model.geom_bodyid[measure.entity_geoms(world, e.label)[0]]
+                ].reshape(3, 3)[:, 0]
                 in_camera = body_x @ shot.c2w[:3, :3]
-                objects.append({"label": q, "bbox_3d": {"x": float(centre[0]), "y": float(centre[1]), "z": float(centre[2]),
-                                "width": width, "height": height, "length": length,
-                                "yaw": float(math.atan2(in_camera[0], in_camera[2]))}})  # fmt: skip
+                objects.append(
+                    {
+                        "label": q,
+                        "bbox_3d": {
+                            "x": float(centre[0]),
+                            "y": float(centre[1]),
+                            "z": float(centre[2]),
+                            "width": width,
+                            "height": height,
+                            "length": length,
+                            "yaw": float(math.atan2(in_camera[0], in_camera[2])),
+                        },
+                    }
+                )
         return {"objects": objects}
 
     # -- motion and transformation
@@ -203,7 +256,10 @@ class TruthTools:
         rays = pixel_rays(intr) * intr.focal
         u0, v0 = rays[..., 0] + intr.width / 2, rays[..., 1] + intr.height / 2
         valid = z > 1e-6
-        return {"mean_flow_x": round(float((u - u0)[valid].mean()), 3), "mean_flow_y": round(float((v - v0)[valid].mean()), 3)}
+        return {
+            "mean_flow_x": round(float((u - u0)[valid].mean()), 3),
+            "mean_flow_y": round(float((v - v0)[valid].mean()), 3),
+        }
 
     def _GetCameraParameters(self, args: Mapping[str, Any]) -> dict[str, Any]:
         shots = [self.scenes.shot(i) for i in args["images"]]
@@ -211,7 +267,13 @@ class TruthTools:
         output = []
         for index, shot in zip(args["images"], shots):
             extrinsic = np.linalg.inv(shot.c2w) @ shots[0].c2w  # first camera's frame -> this camera's frame
-            output.append({"image_index": index, "extrinsic": np.round(extrinsic[:3], 6).tolist(), "intrinsic": np.round(K, 4).tolist()})
+            output.append(
+                {
+                    "image_index": index,
+                    "extrinsic": np.round(extrinsic[:3], 6).tolist(),
+                    "intrinsic": np.round(K, 4).tolist(),
+                }
+            )
         return {"output": output, "translation_scale": "metric"}
 
     # -- pose and geometry
@@ -237,7 +299,11 @@ class TruthTools:
                 depths.append({"bbox": box, "depth": None, "error": "the box is empty inside the image"})
                 continue
             region = shot.depth[top:bottom, left:right]
-            value = region.mean() if args["mode"] != "center" else region[region.shape[0] // 2, region.shape[1] // 2]
+            value = (
+                region.mean()
+                if args["mode"] != "center"
+                else region[region.shape[0] // 2, region.shape[1] // 2]
+            )
             depths.append({"bbox": box, "depth": round(float(value), 4), "error": None})
         return {"depths": depths, "unit": "meters"}
 
@@ -250,7 +316,10 @@ class TruthTools:
         ends = []
         for x, y in (args["point_1"], args["point_2"]):
             if not (0 <= x < width and 0 <= y < height):
-                raise ToolError("invalid_arguments", f"Get3DDistance: pixel ({x}, {y}) is outside the {width}x{height} image")
+                raise ToolError(
+                    "invalid_arguments",
+                    f"Get3DDistance: pixel ({x}, {y}) is outside the {width}x{height} image",
+                )
             ends.append(points[int(y), int(x)])
         return {"distance_meters": round(float(np.linalg.norm(ends[0] - ends[1])), 4)}
 

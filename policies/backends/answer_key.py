@@ -50,8 +50,10 @@ def canonical_model(name: str | None) -> str | None:
         return name
     if name not in _warned:
         _warned.add(name)
-        print(f"note: --model {name} is deprecated; use --model {DEPRECATED_NAMES[name]} (the same stand-in)",
-              file=sys.stderr)
+        print(
+            f"note: --model {name} is deprecated; use --model {DEPRECATED_NAMES[name]} (the same stand-in)",
+            file=sys.stderr,
+        )
     return DEPRECATED_NAMES[name]
 
 
@@ -139,9 +141,16 @@ class AnswerKeyBackend(Backend):
     #: Never cached: its answers come from the attached truth, not from the conversation alone.
     cacheable = False
 
-    def __init__(self, config: GenerationConfig | None = None, *, truth: Truth | None = None, error_rate: float = 0.0,
-                 error_seed: int = 0, error_kinds: Sequence[str] = DEFAULT_ERROR_KINDS,
-                 model: str = ANSWER_KEY_MODEL) -> None:
+    def __init__(
+        self,
+        config: GenerationConfig | None = None,
+        *,
+        truth: Truth | None = None,
+        error_rate: float = 0.0,
+        error_seed: int = 0,
+        error_kinds: Sequence[str] = DEFAULT_ERROR_KINDS,
+        model: str = ANSWER_KEY_MODEL,
+    ) -> None:
         if not 0.0 <= error_rate <= 1.0:
             raise ValueError(f"answer-key error_rate must be in [0, 1], got {error_rate}")
         unknown = sorted(set(error_kinds) - set(ERROR_KINDS))
@@ -171,13 +180,20 @@ class AnswerKeyBackend(Backend):
         if kind is not None:
             text = ERROR_KINDS[kind][0](text, np.random.default_rng(_seed(self.error_seed, key, "kind")))
         text = _cap_tokens(text, self.config.max_new_tokens)
-        return Generation(text=text, prompt_tokens=None, completion_tokens=len(text.split()), latency_s=0.0,
-                          injected_error=kind)
+        return Generation(
+            text=text,
+            prompt_tokens=None,
+            completion_tokens=len(text.split()),
+            latency_s=0.0,
+            injected_error=kind,
+        )
 
     def _truth(self, messages: Sequence[Message]) -> str:
         if self.source is None:
-            raise RuntimeError("the answer-key model has no ground truth: build it with truth= (offline: an "
-                               "AnswerKey of the gold answers, closed loop: an EnvTruth)")
+            raise RuntimeError(
+                "the answer-key model has no ground truth: build it with truth= (offline: an "
+                "AnswerKey of the gold answers, closed loop: an EnvTruth)"
+            )
         return self.source(messages)
 
     def _draw_error(self, key: str) -> str | None:
@@ -189,8 +205,13 @@ class AnswerKeyBackend(Backend):
         return self.error_kinds[int(rng.integers(len(self.error_kinds)))]
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "privileged": True, "error_rate": self.error_rate,
-                "error_seed": self.error_seed, "error_kinds": list(self.error_kinds)}
+        return {
+            **super().describe(),
+            "privileged": True,
+            "error_rate": self.error_rate,
+            "error_seed": self.error_seed,
+            "error_kinds": list(self.error_kinds),
+        }
 
 
 # ------------------------------------------------------------------------------------------ helpers

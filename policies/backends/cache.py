@@ -64,8 +64,10 @@ def canonical_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     for message in messages:
         content = message["content"]
         if isinstance(content, list):
-            content = [{"type": "image", "sha256": image_digest(p["image"])} if is_image_part(p) else dict(p)
-                       for p in content]  # fmt: skip
+            content = [
+                {"type": "image", "sha256": image_digest(p["image"])} if is_image_part(p) else dict(p)
+                for p in content
+            ]
         out.append({"role": message["role"], "content": content})
     return out
 
@@ -92,7 +94,11 @@ class CachedBackend(Backend):
 
     def key(self, messages: Sequence[Message]) -> str:
         """The cache key of one conversation (hex SHA-256)."""
-        blob = {"identity": self._identity, "config": asdict(self.config), "messages": canonical_messages(messages)}
+        blob = {
+            "identity": self._identity,
+            "config": asdict(self.config),
+            "messages": canonical_messages(messages),
+        }
         return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
     def bind(self, env: gym.Env) -> None:
@@ -120,7 +126,10 @@ class CachedBackend(Backend):
             found[i] = generation
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)
-        return [found[i] if i in missing else _as_hit(found[i], lookup / max(1, len(keys))) for i in range(len(keys))]
+        return [
+            found[i] if i in missing else _as_hit(found[i], lookup / max(1, len(keys)))
+            for i in range(len(keys))
+        ]
 
     # ------------------------------------------------------------------------------------------ storage
 
@@ -135,18 +144,32 @@ class CachedBackend(Backend):
         return conn
 
     def _get(self, key: str) -> Generation | None:
-        row = self._connect().execute(
-            "SELECT text, prompt_tokens, completion_tokens, cost_usd, latency_s FROM responses WHERE key = ?", (key,)
-        ).fetchone()
+        row = (
+            self._connect()
+            .execute(
+                "SELECT text, prompt_tokens, completion_tokens, cost_usd, latency_s FROM responses WHERE key = ?",
+                (key,),
+            )
+            .fetchone()
+        )
         return None if row is None else Generation(row[0], row[1], row[2], row[4] or 0.0, True, row[3])
 
     def _put(self, key: str, g: Generation) -> None:
         with self._connect() as db:  # commits; first writer wins when two processes race on one key
             db.execute(
                 "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, g.text, g.prompt_tokens, g.completion_tokens, g.cost_usd, g.latency_s, self.model_id,
-                 json.dumps(self._identity, sort_keys=True), time.time()),
-            )  # fmt: skip
+                (
+                    key,
+                    g.text,
+                    g.prompt_tokens,
+                    g.completion_tokens,
+                    g.cost_usd,
+                    g.latency_s,
+                    self.model_id,
+                    json.dumps(self._identity, sort_keys=True),
+                    time.time(),
+                ),
+            )
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
@@ -168,4 +191,6 @@ class CachedBackend(Backend):
 
 def _as_hit(stored: Generation, lookup_s: float) -> Generation:
     """A stored answer as served now: cached, with this lookup's time instead of the original latency."""
-    return Generation(stored.text, stored.prompt_tokens, stored.completion_tokens, lookup_s, True, stored.cost_usd)
+    return Generation(
+        stored.text, stored.prompt_tokens, stored.completion_tokens, lookup_s, True, stored.cost_usd
+    )

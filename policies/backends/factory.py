@@ -43,8 +43,10 @@ def registered_backends() -> list[str]:
 def backend_class(name: str) -> type[Backend]:
     """The class registered as ``name`` (imports its module)."""
     if name not in _BACKENDS:
-        raise ValueError(f"unknown model backend {name!r}; registered: {registered_backends()} "
-                         f"(add one with policies.backends.factory.register_backend)")
+        raise ValueError(
+            f"unknown model backend {name!r}; registered: {registered_backends()} "
+            f"(add one with policies.backends.factory.register_backend)"
+        )
     return load_entry_point(_BACKENDS[name], what=f"model backend {name!r}")
 
 
@@ -57,9 +59,13 @@ def default_backend(model: str, api_base: str | None) -> str:
 
 
 def make_backend(
-    model: str, *, backend: str | None = None, api_base: str | None = None,
-    cache: bool | str | os.PathLike[str] = True, **options: Any,
-) -> Backend:  # fmt: skip
+    model: str,
+    *,
+    backend: str | None = None,
+    api_base: str | None = None,
+    cache: bool | str | os.PathLike[str] = True,
+    **options: Any,
+) -> Backend:
     """Build the backend for ``model``: the registered ``backend``, or the :func:`default_backend` for it.
 
     Args:

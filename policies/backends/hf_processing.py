@@ -36,36 +36,78 @@ from transformers.utils import is_torchvision_available
 class ImageOnlyQwen2_5_VLProcessor(Qwen2_5_VLProcessor):
     """Qwen2.5-VL processor with images and text only (no video processor, so no torchvision)."""
 
-    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, chat_template: str | None = None, **kwargs: Any):
-        super().__init__(image_processor, tokenizer, video_processor=None, chat_template=chat_template, **kwargs)
+    def __init__(
+        self,
+        image_processor: BaseImageProcessor | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        chat_template: str | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            image_processor, tokenizer, video_processor=None, chat_template=chat_template, **kwargs
+        )
 
 
 class ImageOnlyQwen3VLProcessor(Qwen3VLProcessor):
     """Qwen3-VL processor with images and text only (no video processor, so no torchvision)."""
 
-    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, chat_template: str | None = None, **kwargs: Any):
-        super().__init__(image_processor, tokenizer, video_processor=None, chat_template=chat_template, **kwargs)
+    def __init__(
+        self,
+        image_processor: BaseImageProcessor | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        chat_template: str | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            image_processor, tokenizer, video_processor=None, chat_template=chat_template, **kwargs
+        )
 
 
 class ImageOnlyInternVLProcessor(InternVLProcessor):
     """InternVL processor with images and text only (no video processor, so no torchvision)."""
 
-    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, image_seq_length: int = 256,
-                 chat_template: str | None = None, **kwargs: Any):  # fmt: skip
-        super().__init__(image_processor, tokenizer, video_processor=None, image_seq_length=image_seq_length,
-                         chat_template=chat_template, **kwargs)  # fmt: skip
+    def __init__(
+        self,
+        image_processor: BaseImageProcessor | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        image_seq_length: int = 256,
+        chat_template: str | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            image_processor,
+            tokenizer,
+            video_processor=None,
+            image_seq_length=image_seq_length,
+            chat_template=chat_template,
+            **kwargs,
+        )
 
 
 class ImageOnlyLlavaOnevisionProcessor(LlavaOnevisionProcessor):
     """LLaVA-OneVision processor with images and text only (no video processor, so no torchvision)."""
 
-    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, num_image_tokens: int | None = None,
-                 vision_feature_select_strategy: str | None = None, chat_template: str | None = None,
-                 vision_aspect_ratio: str = "anyres_max_9", **kwargs: Any):  # fmt: skip
+    def __init__(
+        self,
+        image_processor: BaseImageProcessor | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        num_image_tokens: int | None = None,
+        vision_feature_select_strategy: str | None = None,
+        chat_template: str | None = None,
+        vision_aspect_ratio: str = "anyres_max_9",
+        **kwargs: Any,
+    ):
         # named arguments, not **kwargs: ProcessorMixin saves (and reloads) only what __init__ names
-        super().__init__(image_processor, tokenizer, video_processor=None, num_image_tokens=num_image_tokens,
-                         vision_feature_select_strategy=vision_feature_select_strategy, chat_template=chat_template,
-                         vision_aspect_ratio=vision_aspect_ratio, **kwargs)  # fmt: skip
+        super().__init__(
+            image_processor,
+            tokenizer,
+            video_processor=None,
+            num_image_tokens=num_image_tokens,
+            vision_feature_select_strategy=vision_feature_select_strategy,
+            chat_template=chat_template,
+            vision_aspect_ratio=vision_aspect_ratio,
+            **kwargs,
+        )
 
 
 class ImageOnlySmolVLMProcessor(SmolVLMProcessor):
@@ -74,18 +116,32 @@ class ImageOnlySmolVLMProcessor(SmolVLMProcessor):
     The stock processor refuses to start without the ``num2words`` package, which it uses only to spell out a
     video's frame count; without videos it is never called, so a stand-in that says so takes its place."""
 
-    def __init__(self, image_processor: BaseImageProcessor | None = None, tokenizer: PreTrainedTokenizerBase | None = None, image_seq_len: int = 169,
-                 chat_template: str | None = None, **kwargs: Any):  # fmt: skip
+    def __init__(
+        self,
+        image_processor: BaseImageProcessor | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        image_seq_len: int = 169,
+        chat_template: str | None = None,
+        **kwargs: Any,
+    ):
         from transformers.models.smolvlm import processing_smolvlm
 
         if processing_smolvlm.num2words is None:
             processing_smolvlm.num2words = _no_num2words
-        super().__init__(image_processor, tokenizer, video_processor=None, image_seq_len=image_seq_len,
-                         chat_template=chat_template, **kwargs)  # fmt: skip
+        super().__init__(
+            image_processor,
+            tokenizer,
+            video_processor=None,
+            image_seq_len=image_seq_len,
+            chat_template=chat_template,
+            **kwargs,
+        )
 
 
 def _no_num2words(number: int, *args: Any, **kwargs: Any) -> str:
-    raise ImportError("SmolVLM video prompts need the num2words package: pip install num2words (images do not)")
+    raise ImportError(
+        "SmolVLM video prompts need the num2words package: pip install num2words (images do not)"
+    )
 
 
 #: model_type -> the image-only processor used for it.
@@ -99,10 +155,14 @@ IMAGE_ONLY_PROCESSORS: dict[str, type] = {
 }
 
 # exist_ok: the stock processors already claim these configs; ours take precedence in this process.
-for _config, _processor in ((Qwen2_5_VLConfig, ImageOnlyQwen2_5_VLProcessor), (Qwen3VLConfig, ImageOnlyQwen3VLProcessor),
-                            (Qwen3VLMoeConfig, ImageOnlyQwen3VLProcessor), (InternVLConfig, ImageOnlyInternVLProcessor),
-                            (LlavaOnevisionConfig, ImageOnlyLlavaOnevisionProcessor),
-                            (SmolVLMConfig, ImageOnlySmolVLMProcessor)):  # fmt: skip
+for _config, _processor in (
+    (Qwen2_5_VLConfig, ImageOnlyQwen2_5_VLProcessor),
+    (Qwen3VLConfig, ImageOnlyQwen3VLProcessor),
+    (Qwen3VLMoeConfig, ImageOnlyQwen3VLProcessor),
+    (InternVLConfig, ImageOnlyInternVLProcessor),
+    (LlavaOnevisionConfig, ImageOnlyLlavaOnevisionProcessor),
+    (SmolVLMConfig, ImageOnlySmolVLMProcessor),
+):
     AutoProcessor.register(_config, _processor, exist_ok=True)
 
 

@@ -192,7 +192,9 @@ class HTTPBackend(Backend):
     ) -> None:
         parsed = urlparse(api_base)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"api_base must be an http(s) URL like 'http://localhost:8000/v1', got {api_base!r}")
+            raise ValueError(
+                f"api_base must be an http(s) URL like 'http://localhost:8000/v1', got {api_base!r}"
+            )
         if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0:
             raise ValueError("need max_concurrency >= 1, max_retries >= 0 and timeout_s > 0")
         self.model_id = model
@@ -234,10 +236,13 @@ class HTTPBackend(Backend):
     def _request_body(self, messages: Sequence[Message]) -> dict[str, Any]:
         c = self.config
         body: dict[str, Any] = {
-            "model": self.model_id, "messages": [_wire_message(m) for m in messages],
-            self.max_tokens_field: c.max_new_tokens, "temperature": c.temperature, "top_p": c.top_p,
+            "model": self.model_id,
+            "messages": [_wire_message(m) for m in messages],
+            self.max_tokens_field: c.max_new_tokens,
+            "temperature": c.temperature,
+            "top_p": c.top_p,
             "seed": c.seed,
-        }  # fmt: skip
+        }
         return {**body, **self.extra_body}
 
     # ----------------------------------------------------------------------------------------- transport
@@ -256,7 +261,8 @@ class HTTPBackend(Backend):
                 if unreachable >= UNREACHABLE_ATTEMPTS:
                     raise BackendUnavailableError(
                         f"{self.url}: {last} on {unreachable} attempts in a row (nothing answers there: start "
-                        f"the server, or check api_base)") from None
+                        f"the server, or check api_base)"
+                    ) from None
                 if attempt < self.max_retries:
                     delay = self._delay(attempt, err.retry_after)
                     time.sleep(min(delay, UNREACHABLE_DELAY_S) if err.unreachable else delay)
@@ -276,8 +282,10 @@ class HTTPBackend(Backend):
             if not deadline.expired:
                 raise
             self._count(timeouts=1)
-            raise _Retryable(f"no complete answer within {self.timeout_s:g} s (timeout_s, the deadline of one "
-                             f"attempt; {type(err).__name__})") from err
+            raise _Retryable(
+                f"no complete answer within {self.timeout_s:g} s (timeout_s, the deadline of one "
+                f"attempt; {type(err).__name__})"
+            ) from err
         finally:
             deadline.cancel()
 
@@ -286,9 +294,11 @@ class HTTPBackend(Backend):
         try:
             with _opener().open(request, timeout=self.timeout_s) as response:
                 bounded = response.length is not None and response.length <= MAX_RESPONSE_BYTES
-                data = response.read() if bounded else response.read(MAX_RESPONSE_BYTES + 1)  # read() notices a cut
+                # read() notices a cut
+                data = response.read() if bounded else response.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as err:
-            if deadline.expired:  # the error body was cut off by the deadline: a timeout, not the server's word
+            # the error body was cut off by the deadline: a timeout, not the server's word
+            if deadline.expired:
                 raise TimeoutError("deadline") from err
             self._raise_for_status(err)
         except TimeoutError as err:  # socket.timeout is TimeoutError
@@ -322,7 +332,9 @@ class HTTPBackend(Backend):
         if err.code in (401, 403):
             state = "is set" if os.environ.get(self.api_key_env) else "is not set"
             hint = f" (the API key comes from ${self.api_key_env}, which {state}; choose another with api_key_env)"
-        raise BackendRequestError(f"{self.url} refused the request with HTTP {err.code}: {detail}{hint}") from err
+        raise BackendRequestError(
+            f"{self.url} refused the request with HTTP {err.code}: {detail}{hint}"
+        ) from err
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "User-Agent": "spatial-arena"}
@@ -354,8 +366,13 @@ class HTTPBackend(Backend):
             self._malformed(f"server returned an error object: {json.dumps(payload['error'])[:300]}")
         text = self._content(payload)
         prompt_tokens, completion_tokens, cost = self._usage(payload.get("usage"))
-        self._count(successes=1, prompt_tokens=prompt_tokens or 0, completion_tokens=completion_tokens or 0,
-                    cost_usd=cost or 0.0, empty_content=int(not text))  # fmt: skip
+        self._count(
+            successes=1,
+            prompt_tokens=prompt_tokens or 0,
+            completion_tokens=completion_tokens or 0,
+            cost_usd=cost or 0.0,
+            empty_content=int(not text),
+        )
         return Generation(text, prompt_tokens, completion_tokens, latency, cached=False, cost_usd=cost)
 
     def _content(self, payload: dict[str, Any]) -> str:
@@ -387,7 +404,10 @@ class HTTPBackend(Backend):
     def _usage(self, usage: object) -> tuple[int | None, int | None, float | None]:
         if not isinstance(usage, dict):
             return None, None, None
-        prompt, completion = self._count_field(usage, "prompt_tokens"), self._count_field(usage, "completion_tokens")
+        prompt, completion = (
+            self._count_field(usage, "prompt_tokens"),
+            self._count_field(usage, "completion_tokens"),
+        )
         if usage.get("cost") is not None:  # OpenRouter and some gateways report it
             return prompt, completion, self._cost_field(usage["cost"])
         p_in, p_out = self.prices
@@ -400,7 +420,9 @@ class HTTPBackend(Backend):
         value = usage.get(name)
         if value is None:
             return None
-        whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+        whole = isinstance(value, int) or (
+            isinstance(value, float) and math.isfinite(value) and value.is_integer()
+        )
         if isinstance(value, bool) or not whole or not 0 <= value <= MAX_TOKENS_REPORTED:
             return self._malformed(f"usage.{name} is not a token count: {json.dumps(value)[:60]}")
         return int(value)
@@ -427,14 +449,23 @@ class HTTPBackend(Backend):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "backend": type(self).__name__, "model_id": self.model_id, "api_base": self.api_base,
-            "config": asdict(self.config), "api_key_env": self.api_key_env, "extra_body": self.extra_body,
-        }  # fmt: skip
+            "backend": type(self).__name__,
+            "model_id": self.model_id,
+            "api_base": self.api_base,
+            "config": asdict(self.config),
+            "api_key_env": self.api_key_env,
+            "extra_body": self.extra_body,
+        }
 
     def cache_identity(self) -> dict[str, Any]:
         """A server cannot be fingerprinted: the identity is its URL, the model name and extra fields."""
-        return {"backend": "http", "api_base": self.api_base, "model": self.model_id,
-                "extra_body": self.extra_body, "max_tokens_field": self.max_tokens_field}  # fmt: skip
+        return {
+            "backend": "http",
+            "api_base": self.api_base,
+            "model": self.model_id,
+            "extra_body": self.extra_body,
+            "max_tokens_field": self.max_tokens_field,
+        }
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -455,7 +486,8 @@ def _wire_message(message: Message) -> dict[str, Any]:
 
 def _error_detail(err: urllib.error.HTTPError) -> str:
     try:
-        body = err.read(500).decode("utf-8", "replace")  # the start is enough, and all a hostile server gets read
+        # the start is enough, and all a hostile server gets read
+        body = err.read(500).decode("utf-8", "replace")
     except Exception:  # the body of a failed response may itself be unreadable
         body = ""
     try:
@@ -478,4 +510,3 @@ def _retry_after(err: urllib.error.HTTPError) -> float | None:
         return float(value) if value is not None else None
     except ValueError:  # an HTTP date: fall back to our own backoff
         return None
-

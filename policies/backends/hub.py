@@ -42,8 +42,11 @@ def _enter() -> None:
         _saved.update({name: os.environ.get(name) for name in OFFLINE_VARIABLES})
         imported = sys.modules.get("huggingface_hub.constants")
         # What the constant is, or would have been had the library been imported without us.
-        _saved["constant"] = (getattr(imported, "HF_HUB_OFFLINE", False) if imported is not None else
-                              any(str(v).upper() in _TRUE for v in _saved.values() if v is not None))  # fmt: skip
+        _saved["constant"] = (
+            getattr(imported, "HF_HUB_OFFLINE", False)
+            if imported is not None
+            else any(str(v).upper() in _TRUE for v in _saved.values() if v is not None)
+        )
         os.environ.update({name: "1" for name in OFFLINE_VARIABLES})  # before a first import reads them
         constants = _constants()
         if constants is not None:

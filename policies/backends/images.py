@@ -27,7 +27,9 @@ def as_rgb_array(image: object, *, where: str = "image") -> np.ndarray:
     if hasattr(image, "convert") and hasattr(image, "size"):  # a PIL image, without importing PIL eagerly
         image = np.asarray(image.convert("RGB"))
     if not isinstance(image, np.ndarray):
-        raise TypeError(f"{where}: expected an RGB uint8 array H x W x 3 or a PIL image, got {type(image).__name__}")
+        raise TypeError(
+            f"{where}: expected an RGB uint8 array H x W x 3 or a PIL image, got {type(image).__name__}"
+        )
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
         raise ValueError(
             f"{where}: expected an RGB uint8 array H x W x 3, got dtype {image.dtype} and shape {image.shape}; "
@@ -79,10 +81,14 @@ def validate_messages(messages: Sequence[Message]) -> None:
         raise ValueError("messages must be a non-empty list of {'role': ..., 'content': ...} dicts")
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("system", "user", "assistant"):
-            raise ValueError(f"messages[{i}] needs a role of 'system', 'user' or 'assistant', got {message!r:.80}")
+            raise ValueError(
+                f"messages[{i}] needs a role of 'system', 'user' or 'assistant', got {message!r:.80}"
+            )
         content = message.get("content")
         if not isinstance(content, (str, list)):
-            raise ValueError(f"messages[{i}].content must be a string or a list of parts, got {type(content).__name__}")
+            raise ValueError(
+                f"messages[{i}].content must be a string or a list of parts, got {type(content).__name__}"
+            )
     for where, part in iter_parts(messages):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text" and isinstance(part.get("text"), str):

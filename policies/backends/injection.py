@@ -88,9 +88,16 @@ def _rewrite_json(text: str, rewrite: Callable[[Any], Any], *, fallback: str) ->
 def _replace_actions(value: Any, word: str) -> Any:
     if isinstance(value, dict):
         # EB navigation names an action twice ({"action_id": 4, "action_name": ...}): both are invented
-        return {k: ([word] * len(v) if k == "actions" and isinstance(v, list) else
-                    word if k in ("action", "action_name", "action_id", "gripper") else _replace_actions(v, word))
-                for k, v in value.items()}  # fmt: skip
+        return {
+            k: (
+                [word] * len(v)
+                if k == "actions" and isinstance(v, list)
+                else word
+                if k in ("action", "action_name", "action_id", "gripper")
+                else _replace_actions(v, word)
+            )
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_replace_actions(v, word) for v in value]
     return value

@@ -18,7 +18,9 @@ class ScriptedBackend(Backend):
     conversation received. Running out of answers is an error, never a silent repeat.
     """
 
-    def __init__(self, script: Script, *, model_id: str = "scripted", config: GenerationConfig | None = None) -> None:
+    def __init__(
+        self, script: Script, *, model_id: str = "scripted", config: GenerationConfig | None = None
+    ) -> None:
         self.script = script
         self.model_id = model_id
         self.config = config or GenerationConfig()
@@ -36,7 +38,9 @@ class ScriptedBackend(Backend):
         if callable(self.script):
             return self.script(messages)
         if len(self.calls) > len(self.script):
-            raise RuntimeError(f"ScriptedBackend ran out of answers: call {len(self.calls)}, script has {len(self.script)}")
+            raise RuntimeError(
+                f"ScriptedBackend ran out of answers: call {len(self.calls)}, script has {len(self.script)}"
+            )
         return self.script[len(self.calls) - 1]
 
     def cache_identity(self) -> dict[str, Any]:

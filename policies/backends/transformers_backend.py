@@ -33,9 +33,15 @@ if TYPE_CHECKING:  # torch and transformers are imported when a model loads (the
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _SMALL_FILES = (
-    "config.json", "generation_config.json", "processor_config.json", "preprocessor_config.json",
-    "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "chat_template.json",
-)  # fmt: skip
+    "config.json",
+    "generation_config.json",
+    "processor_config.json",
+    "preprocessor_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "chat_template.json",
+)
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 _PROBE_BYTES = 1 << 20
 
@@ -85,7 +91,11 @@ class TransformersBackend(Backend):
         self.config = config or GenerationConfig()
         self.batch_size = batch_size
         self._image_kwargs = {k: v for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v}
-        load = {"local_files_only": not allow_download, "revision": revision, "trust_remote_code": trust_remote_code}
+        load = {
+            "local_files_only": not allow_download,
+            "revision": revision,
+            "trust_remote_code": trust_remote_code,
+        }
         with hub_access(allow_download):  # local_files_only alone still lets huggingface_hub look the Hub up
             self._load(load, device, dtype, attn_implementation)
             self.fingerprint = checkpoint_fingerprint(self.model_id, revision)
@@ -158,8 +168,9 @@ class TransformersBackend(Backend):
     def generate(self, messages: Sequence[Message]) -> Generation:
         return self.generate_batch([messages])[0]
 
-    def generate_batch(self, conversations: Sequence[Sequence[Message]], *,
-                       deadlines: Sequence[float] | None = None) -> list[Generation]:  # fmt: skip
+    def generate_batch(
+        self, conversations: Sequence[Sequence[Message]], *, deadlines: Sequence[float] | None = None
+    ) -> list[Generation]:
         """Answer conversations in chunks of ``batch_size``, left-padded, in the order given.
 
         ``deadlines`` (``time.monotonic()`` values, one per conversation) stop a conversation's decoding at
@@ -174,8 +185,9 @@ class TransformersBackend(Backend):
             out += self._generate_chunk(conversations[chunk], None if deadlines is None else deadlines[chunk])
         return out
 
-    def _generate_chunk(self, conversations: Sequence[Sequence[Message]],
-                        deadlines: Sequence[float] | None = None) -> list[Generation]:  # fmt: skip
+    def _generate_chunk(
+        self, conversations: Sequence[Sequence[Message]], deadlines: Sequence[float] | None = None
+    ) -> list[Generation]:
         rendered = [self._render(m) for m in conversations]
         inputs = self._encode([t for t, _ in rendered], [imgs for _, imgs in rendered])
         width = inputs["input_ids"].shape[1]
@@ -208,7 +220,9 @@ class TransformersBackend(Backend):
                         parts.append({"type": "text", "text": part["text"]})
                 content = parts
             skeleton.append({"role": message["role"], "content": content})
-        template = getattr(self.processor, "chat_template", None) or getattr(self.tokenizer, "chat_template", None)
+        template = getattr(self.processor, "chat_template", None) or getattr(
+            self.tokenizer, "chat_template", None
+        )
         if template:
             text = self.processor.apply_chat_template(
                 skeleton, chat_template=template, add_generation_prompt=True, tokenize=False
@@ -219,17 +233,27 @@ class TransformersBackend(Backend):
         return text, images
 
     def _encode(self, texts: list[str], images: list[list[Image.Image]]) -> BatchFeature:
-        kwargs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt", **self._image_kwargs}
+        kwargs: dict[str, Any] = {
+            "text": texts,
+            "padding": True,
+            "return_tensors": "pt",
+            **self._image_kwargs,
+        }
         if any(images):
             if not all(images):
-                raise ValueError("a batch must have images in every conversation or in none; batch them apart")
+                raise ValueError(
+                    "a batch must have images in every conversation or in none; batch them apart"
+                )
             kwargs["images"] = images
         # Processors return float32 pixels; cast floating inputs to the weights' dtype (bf16/fp16 on GPUs).
         return self.processor(**kwargs).to(self.device).to(self.model.dtype)
 
     def _generate_kwargs(self) -> dict[str, Any]:
         c = self.config
-        kwargs: dict[str, Any] = {"max_new_tokens": c.max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": c.max_new_tokens,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
         if c.temperature > 0:
             return {**kwargs, "do_sample": True, "temperature": c.temperature, "top_p": c.top_p}
         return {**kwargs, "do_sample": False, "temperature": None, "top_p": None, "top_k": None}
@@ -240,23 +264,37 @@ class TransformersBackend(Backend):
         kept = ids if stop is None else ids[: stop + 1]  # the end-of-turn token counts as generated
         text = self.tokenizer.decode(kept, skip_special_tokens=True)
         finish = "stop" if stop is not None else "length"
-        return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(kept), latency_s=latency,
-                          finish_reason=finish)  # fmt: skip
+        return Generation(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(kept),
+            latency_s=latency,
+            finish_reason=finish,
+        )
 
     # --------------------------------------------------------------------------------------- identity
 
     def describe(self) -> dict[str, Any]:
         return {
-            "backend": type(self).__name__, "model_id": self.model_id, "config": asdict(self.config),
-            "model_type": self.model.config.model_type, "device": str(self.device), "dtype": self.dtype,
+            "backend": type(self).__name__,
+            "model_id": self.model_id,
+            "config": asdict(self.config),
+            "model_type": self.model.config.model_type,
+            "device": str(self.device),
+            "dtype": self.dtype,
             "fingerprint": self.fingerprint,
-        }  # fmt: skip
+        }
 
     def cache_identity(self) -> dict[str, Any]:
         """What determines an answer besides the messages: weights, template, dtype and device kind."""
         device_kind = str(self.device).split(":")[0]
-        return {"backend": "transformers", "fingerprint": self.fingerprint, "dtype": self.dtype,
-                "device": device_kind, "image_kwargs": self._image_kwargs}  # fmt: skip
+        return {
+            "backend": "transformers",
+            "fingerprint": self.fingerprint,
+            "dtype": self.dtype,
+            "device": device_kind,
+            "image_kwargs": self._image_kwargs,
+        }
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -322,9 +360,15 @@ def _eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> set[
 
 def _load_hint(model: str, local_only: bool, err: Exception) -> str:
     where = "is not a checkpoint directory" if not os.path.isdir(model) else "is missing files"
-    hint = (f"model {model!r} {where} and is not in the local Hugging Face cache; pass a checkpoint directory "
+    hint = (
+        (
+            f"model {model!r} {where} and is not in the local Hugging Face cache; pass a checkpoint directory "
             "(e.g. one written by `python -m policies.tiny`) or allow downloads (allow_download=True, "
-            "--allow-download)") if local_only else f"could not load model {model!r}"  # fmt: skip
+            "--allow-download)"
+        )
+        if local_only
+        else f"could not load model {model!r}"
+    )
     return f"{hint}. Underlying error: {err}"
 
 

@@ -82,11 +82,13 @@ def choose_yaw(axis_yaw: float, period: float, current: float, q7: float, turn: 
     that the last joint stays within limits before and after a further ``turn``."""
     base = current + wrap(axis_yaw - current)
     candidates = [base + k * period for k in range(-4, 5)]
+
     def cost(y: float) -> float:
         q_end = q7 + Q7_PER_YAW * (y + turn - current)
         q_mid = q7 + Q7_PER_YAW * (y - current)
         over = max(abs(q_end), abs(q_mid)) - Q7_LIMIT
         return abs(y - current) + (100.0 + over if over > 0 else 0.0)
+
     return min(candidates, key=cost)
 
 
@@ -116,8 +118,9 @@ class Tracker:
     def done(self) -> bool:
         return self.index >= len(self.waypoints)
 
-    def action(self, target_pos: np.ndarray, target_euler: np.ndarray, tcp_pos: np.ndarray,
-               absolute: bool) -> np.ndarray:
+    def action(
+        self, target_pos: np.ndarray, target_euler: np.ndarray, tcp_pos: np.ndarray, absolute: bool
+    ) -> np.ndarray:
         wp = self.waypoints[self.index]
         d_pos = wp.pos - target_pos
         dist = float(np.linalg.norm(d_pos))
@@ -168,8 +171,11 @@ class View:
 
     def held_block(self) -> str | None:
         bodies = {c[0] for c in self.snapshot["robot_contacts"]}
-        held = [c for c in C.BLOCK_COLORS if C.BLOCK_BODIES[c] in bodies
-                and {x[0] for x in self.block(c)["contacts"]} == {C.BODY_ROBOT}]
+        held = [
+            c
+            for c in C.BLOCK_COLORS
+            if C.BLOCK_BODIES[c] in bodies and {x[0] for x in self.block(c)["contacts"]} == {C.BODY_ROBOT}
+        ]
         return held[0] if held else None
 
 
@@ -178,14 +184,26 @@ def read_view(env: gym.Env, start: Mapping[str, Any] | None = None) -> View:
     poses (:class:`envs.calvin.env.PlayTableInterface`, which the built-in and official backends implement)."""
     snap = env.snapshot()
     robot_obs = snap["robot_obs"]
+
     def on(link: str, local: tuple[float, float, float]) -> np.ndarray:
         pos, rot = env.link_pose(link)
         return pos + rot @ np.asarray(local)
+
     _, switch_rot = env.link_pose("switch_link")
     target_rot = Rotation.from_euler("xyz", env.target_pose()[1]).as_matrix()
-    return View(snap, np.asarray(robot_obs[:3]), tcp_yaw(np.asarray(robot_obs[3:6])), float(robot_obs[13]),
-                on("slide_link", SLIDE_HANDLE), on("drawer_link", DRAWER_HANDLE), on("switch_link", SWITCH_LEVER),
-                -switch_rot[:, 2], target_rot, 1 if robot_obs[14] > 0 else -1, start or snap)
+    return View(
+        snap,
+        np.asarray(robot_obs[:3]),
+        tcp_yaw(np.asarray(robot_obs[3:6])),
+        float(robot_obs[13]),
+        on("slide_link", SLIDE_HANDLE),
+        on("drawer_link", DRAWER_HANDLE),
+        on("switch_link", SWITCH_LEVER),
+        -switch_rot[:, 2],
+        target_rot,
+        1 if robot_obs[14] > 0 else -1,
+        start or snap,
+    )
 
 
 # ------------------------------------------------------------------------------------------ planning
@@ -198,8 +216,10 @@ def lift_off(view: View, z: float = SAFE_Z) -> list[Waypoint]:
     rot, gripper = view.target_rot, view.gripper
     path = []
     if in_cabinet(view.tcp):
-        path += [Waypoint(np.array([x, y, tz + 0.02]), rot, gripper, SLOW),
-                 Waypoint(np.array([x, -0.02, tz + 0.04]), rot, gripper, SLOW)]
+        path += [
+            Waypoint(np.array([x, y, tz + 0.02]), rot, gripper, SLOW),
+            Waypoint(np.array([x, -0.02, tz + 0.04]), rot, gripper, SLOW),
+        ]
         x, y = x, -0.02
     path.append(Waypoint(np.array([x, y, max(z, tz)]), rot, gripper, FAST, tol=0.03))
     return path
@@ -210,8 +230,9 @@ def in_cabinet(point: np.ndarray) -> bool:
     return bool(point[1] > 0.03 and point[2] < SAFE_Z)
 
 
-def travel(view: View, goal: np.ndarray, rot: np.ndarray, gripper: int, approach: float = 0.10,
-           speed: float = SLOW) -> list[Waypoint]:
+def travel(
+    view: View, goal: np.ndarray, rot: np.ndarray, gripper: int, approach: float = 0.10, speed: float = SLOW
+) -> list[Waypoint]:
     """From wherever the TCP is: up, across at safe height, down above ``goal``, then slowly onto it.
 
     Goals inside the cabinet are entered from the front (up the slope), never over the sliding door.
@@ -222,19 +243,27 @@ def travel(view: View, goal: np.ndarray, rot: np.ndarray, gripper: int, approach
     else:
         above = np.array([goal[0], goal[1], max(SAFE_Z, goal[2] + approach)])
         hover = np.array([goal[0], goal[1], goal[2] + min(approach, 0.05)])
-    return [*lift_off(view), Waypoint(above, rot, gripper, FAST, tol=0.02),
-            Waypoint(hover, rot, gripper, FAST, tol=0.01), Waypoint(goal, rot, gripper, speed, tol=0.006)]
+    return [
+        *lift_off(view),
+        Waypoint(above, rot, gripper, FAST, tol=0.02),
+        Waypoint(hover, rot, gripper, FAST, tol=0.01),
+        Waypoint(goal, rot, gripper, speed, tol=0.006),
+    ]
 
 
 def grasp(view: View, color: str, rot: np.ndarray, centre: np.ndarray, lift: float) -> list[Waypoint]:
     """Open, come down around the block, close, and lift by ``lift``."""
     goal = centre + np.array([0.0, 0.0, 0.003])
-    return [*travel(view, goal, rot, 1), Waypoint(goal, rot, -1, SLOW, settle=6),
-            Waypoint(goal + np.array([0.0, 0.0, lift]), rot, -1, SLOW, tol=0.02)]
+    return [
+        *travel(view, goal, rot, 1),
+        Waypoint(goal, rot, -1, SLOW, settle=6),
+        Waypoint(goal + np.array([0.0, 0.0, lift]), rot, -1, SLOW, tol=0.02),
+    ]
 
 
-def grasp_rotation(view: View, color: str, turn: float = 0.0, tilt: float = 0.0,
-                   axis_along_x: bool = False) -> np.ndarray:
+def grasp_rotation(
+    view: View, color: str, turn: float = 0.0, tilt: float = 0.0, axis_along_x: bool = False
+) -> np.ndarray:
     """Fingers across the block's short (4 cm) side; a cube may be taken across either pair of faces.
 
     ``axis_along_x`` picks, for the cube, the faces that put the fingers' closing axis closest to world
@@ -244,7 +273,9 @@ def grasp_rotation(view: View, color: str, turn: float = 0.0, tilt: float = 0.0,
     yaw_b = block_yaw(b["orn_xyzw"])
     period = math.pi / 2 if color == "blue" else math.pi
     if axis_along_x and color == "blue":
-        yaw_b = min((yaw_b + k * math.pi / 2 for k in range(4)), key=lambda y: abs(wrap(2 * (y - math.pi / 2))))
+        yaw_b = min(
+            (yaw_b + k * math.pi / 2 for k in range(4)), key=lambda y: abs(wrap(2 * (y - math.pi / 2)))
+        )
         period = math.pi
     yaw = choose_yaw(yaw_b, period, view.yaw, view.q7, turn)
     return down(yaw, tilt)
@@ -309,9 +340,11 @@ def plan_rotate(view: View, color: str, sign: int) -> list[Waypoint]:
     steps = [down(yaw0 + turn * k / 3) for k in (1, 2, 3)]
     path = grasp(view, color, rot, centre, 0.02)
     path += [Waypoint(up, r, -1, SLOW, tol=0.02) for r in steps]
-    path += [Waypoint(centre + np.array([0.0, 0.0, 0.006]), steps[-1], -1, SLOW, tol=0.01),
-             Waypoint(centre + np.array([0.0, 0.0, 0.006]), steps[-1], 1, SLOW, settle=5),
-             Waypoint(centre + np.array([0.0, 0.0, 0.12]), steps[-1], 1, FAST, tol=0.03)]
+    path += [
+        Waypoint(centre + np.array([0.0, 0.0, 0.006]), steps[-1], -1, SLOW, tol=0.01),
+        Waypoint(centre + np.array([0.0, 0.0, 0.006]), steps[-1], 1, SLOW, settle=5),
+        Waypoint(centre + np.array([0.0, 0.0, 0.12]), steps[-1], 1, FAST, tol=0.03),
+    ]
     return path
 
 
@@ -344,12 +377,18 @@ def push_x(view: View, color: str, dx: float, drift: float = 0.0, flick: bool = 
     path = [*travel(view, start, rot, -1)]
     if flick:
         slow_part = start + (end - start) * (max(travel_x - FLICK_RUN, 0.0) / travel_x)
-        path += [Waypoint(slow_part, rot, -1, 0.005, tol=0.01, max_wait=3),
-                 Waypoint(end, rot, -1, FLICK_SPEED, max_wait=0)]
+        path += [
+            Waypoint(slow_part, rot, -1, 0.005, tol=0.01, max_wait=3),
+            Waypoint(end, rot, -1, FLICK_SPEED, max_wait=0),
+        ]
     else:
         path.append(Waypoint(end, rot, -1, 0.005, tol=0.01))
     back = end + np.array([-sign * 0.04, 0.0, 0.0])
-    return [*path, Waypoint(back, rot, -1, FAST, tol=0.02), Waypoint(back + np.array([0, 0, 0.1]), rot, -1, FAST, tol=0.03)]
+    return [
+        *path,
+        Waypoint(back, rot, -1, FAST, tol=0.02),
+        Waypoint(back + np.array([0, 0, 0.1]), rot, -1, FAST, tol=0.03),
+    ]
 
 
 def _half_extent(color: str, yaw: float, axis: int) -> float:
@@ -379,14 +418,20 @@ def plan_push_into_drawer(view: View) -> list[Waypoint]:
     half = _half_extent(color, block_yaw(b["orn_xyzw"]), axis=1)
     start = centre + np.array([0.0, half + 0.025, 0.004])
     end = np.array([start[0], -0.215 + half, start[2]])
-    return [*travel(view, start, rot, -1), Waypoint(end, rot, -1, 0.005, tol=0.01),
-            Waypoint(end + np.array([0.0, 0.01, 0.12]), rot, -1, SLOW, tol=0.03)]
+    return [
+        *travel(view, start, rot, -1),
+        Waypoint(end, rot, -1, 0.005, tol=0.01),
+        Waypoint(end + np.array([0.0, 0.01, 0.12]), rot, -1, SLOW, tol=0.03),
+    ]
 
 
 def _table_block(view: View, prefer_drawer: bool = False) -> str:
     """A block resting on the table top only (for push-into-drawer: the one best above the drawer)."""
-    on_table = [c for c in C.BLOCK_COLORS
-                if {(x[0], x[1]) for x in view.block(c)["contacts"]} == {(C.BODY_TABLE, "base_link")}]
+    on_table = [
+        c
+        for c in C.BLOCK_COLORS
+        if {(x[0], x[1]) for x in view.block(c)["contacts"]} == {(C.BODY_TABLE, "base_link")}
+    ]
     if not on_table:
         on_table = list(C.BLOCK_COLORS)
     if prefer_drawer:
@@ -407,9 +452,13 @@ def slide_door_to(view: View, position: float) -> list[Waypoint]:
     rot = down(choose_yaw(math.pi / 2, math.pi, view.yaw, view.q7))
     grip = view.slide_handle + np.array([0.0, -0.004, 0.0])
     goal = grip + np.array([-(shift + math.copysign(0.01, shift)), 0.0, 0.0])  # + joint value = -x
-    return [*travel(view, grip, rot, 1), Waypoint(grip, rot, -1, SLOW, settle=6),
-            Waypoint(goal, rot, -1, 0.008, tol=0.02), Waypoint(goal, rot, 1, SLOW, settle=4),
-            Waypoint(goal + np.array([0.0, -0.05, 0.08]), rot, 1, FAST, tol=0.03)]
+    return [
+        *travel(view, grip, rot, 1),
+        Waypoint(grip, rot, -1, SLOW, settle=6),
+        Waypoint(goal, rot, -1, 0.008, tol=0.02),
+        Waypoint(goal, rot, 1, SLOW, settle=4),
+        Waypoint(goal + np.array([0.0, -0.05, 0.08]), rot, 1, FAST, tol=0.03),
+    ]
 
 
 def compartment_of(x: float) -> str:
@@ -434,9 +483,13 @@ def plan_drawer(view: View, sign: int) -> list[Waypoint]:
     opening = float(view.scene_obs[1])
     travel_y = -(C.DRAWER_RANGE[1] - opening) - 0.01 if sign > 0 else opening + 0.01
     goal = grip + np.array([0.0, travel_y, 0.0])
-    return [*travel(view, grip, rot, 1), Waypoint(grip, rot, -1, SLOW, settle=6),
-            Waypoint(goal, rot, -1, 0.007, tol=0.02, max_wait=15), Waypoint(goal, rot, 1, SLOW, settle=4),
-            Waypoint(goal + np.array([0.0, -0.03, 0.12]), rot, 1, FAST, tol=0.03)]
+    return [
+        *travel(view, grip, rot, 1),
+        Waypoint(grip, rot, -1, SLOW, settle=6),
+        Waypoint(goal, rot, -1, 0.007, tol=0.02, max_wait=15),
+        Waypoint(goal, rot, 1, SLOW, settle=4),
+        Waypoint(goal + np.array([0.0, -0.03, 0.12]), rot, 1, FAST, tol=0.03),
+    ]
 
 
 def plan_button(view: View) -> list[Waypoint]:
@@ -444,8 +497,11 @@ def plan_button(view: View) -> list[Waypoint]:
     rot = down(choose_yaw(0.0, math.pi / 2, view.yaw, view.q7))
     top = np.array([C.BUTTON_ORIGIN[0], C.BUTTON_ORIGIN[1], C.BUTTON_ORIGIN[2] + 0.024 + FINGERTIP_BELOW_TCP])
     pressed = top - np.array([0.0, 0.0, 0.018])
-    return [*travel(view, top + np.array([0, 0, 0.01]), rot, -1), Waypoint(pressed, rot, -1, 0.004, tol=0.004,
-            max_wait=12, settle=2), Waypoint(top + np.array([0, 0, 0.08]), rot, -1, FAST, tol=0.03)]
+    return [
+        *travel(view, top + np.array([0, 0, 0.01]), rot, -1),
+        Waypoint(pressed, rot, -1, 0.004, tol=0.004, max_wait=12, settle=2),
+        Waypoint(top + np.array([0, 0, 0.08]), rot, -1, FAST, tol=0.03),
+    ]
 
 
 def plan_switch(view: View, on: bool) -> list[Waypoint]:
@@ -459,11 +515,16 @@ def plan_switch(view: View, on: bool) -> list[Waypoint]:
     distance = (C.SWITCH_RANGE[1] - state + 0.01) if on else -(state + 0.01)
     goal = grip + up * distance
     hover = grip + 0.08 * out
-    return [*lift_off(view), Waypoint(np.array([hover[0], hover[1], max(SAFE_Z, hover[2])]), rot, 1, FAST, tol=0.02),
-            Waypoint(hover, rot, 1, FAST, tol=0.01), Waypoint(grip, rot, 1, SLOW, tol=0.006),
-            Waypoint(grip, rot, -1, SLOW, settle=6),
-            Waypoint(goal, rot, -1, 0.004, tol=0.015, max_wait=15), Waypoint(goal, rot, 1, SLOW, settle=4),
-            Waypoint(goal + 0.08 * out, rot, 1, FAST, tol=0.03)]
+    return [
+        *lift_off(view),
+        Waypoint(np.array([hover[0], hover[1], max(SAFE_Z, hover[2])]), rot, 1, FAST, tol=0.02),
+        Waypoint(hover, rot, 1, FAST, tol=0.01),
+        Waypoint(grip, rot, 1, SLOW, tol=0.006),
+        Waypoint(grip, rot, -1, SLOW, settle=6),
+        Waypoint(goal, rot, -1, 0.004, tol=0.015, max_wait=15),
+        Waypoint(goal, rot, 1, SLOW, settle=4),
+        Waypoint(goal + 0.08 * out, rot, 1, FAST, tol=0.03),
+    ]
 
 
 def plan_place(view: View, where: str) -> list[Waypoint]:
@@ -477,8 +538,11 @@ def plan_place(view: View, where: str) -> list[Waypoint]:
         opening = float(view.scene_obs[1])
         drop = np.array([C.DRAWER_ORIGIN[0], -0.08 - opening, C.DRAWER_ORIGIN[2] + 0.045])
     goal = drop - offset
-    return [*travel(view, goal, rot, -1, approach=0.12), Waypoint(goal, rot, 1, SLOW, settle=6),
-            *_retreat(goal, rot, where)]
+    return [
+        *travel(view, goal, rot, -1, approach=0.12),
+        Waypoint(goal, rot, 1, SLOW, settle=6),
+        *_retreat(goal, rot, where),
+    ]
 
 
 def _free_slider_x(view: View, held: str | None) -> float:
@@ -506,9 +570,15 @@ def _free_slider_x(view: View, held: str | None) -> float:
 def _retreat(goal: np.ndarray, rot: np.ndarray, where: str) -> list[Waypoint]:
     up = goal + np.array([0.0, 0.0, 0.04])
     if where == "slider":
-        return [Waypoint(up, rot, 1, SLOW), Waypoint(np.array([up[0], -0.03, up[2] + 0.03]), rot, 1, SLOW),
-                Waypoint(np.array([up[0], -0.03, SAFE_Z]), rot, 1, FAST, tol=0.03)]
-    return [Waypoint(up, rot, 1, SLOW), Waypoint(np.array([goal[0], goal[1], SAFE_Z]), rot, 1, FAST, tol=0.03)]
+        return [
+            Waypoint(up, rot, 1, SLOW),
+            Waypoint(np.array([up[0], -0.03, up[2] + 0.03]), rot, 1, SLOW),
+            Waypoint(np.array([up[0], -0.03, SAFE_Z]), rot, 1, FAST, tol=0.03),
+        ]
+    return [
+        Waypoint(up, rot, 1, SLOW),
+        Waypoint(np.array([goal[0], goal[1], SAFE_Z]), rot, 1, FAST, tol=0.03),
+    ]
 
 
 def _held_offset(view: View, held: str | None, rot: np.ndarray) -> np.ndarray:
@@ -547,8 +617,11 @@ def plan_stack(view: View) -> list[Waypoint]:
         rot = rots[min(range(4), key=lambda k: abs(wrap(yaws[k] - pick)))]
     top = np.asarray(b["pos"]) + np.array([0.0, 0.0, 0.04 + 0.006])
     goal = top - _held_offset(view, held, rot)
-    return [*travel(view, goal, rot, -1, approach=0.1), Waypoint(goal, rot, 1, SLOW, settle=6),
-            Waypoint(goal + np.array([0, 0, 0.1]), rot, 1, SLOW, tol=0.03)]
+    return [
+        *travel(view, goal, rot, -1, approach=0.1),
+        Waypoint(goal, rot, 1, SLOW, settle=6),
+        Waypoint(goal + np.array([0, 0, 0.1]), rot, 1, SLOW, tol=0.03),
+    ]
 
 
 def _on_table_rank(view: View, color: str) -> int:
@@ -567,8 +640,12 @@ def plan_unstack(view: View) -> list[Waypoint]:
     lower block in mid-air just the same.
     """
     names = set(C.BLOCK_BODIES.values())
-    tops = [c for c in C.BLOCK_COLORS if {x[0] for x in view.block(c)["contacts"]} & names
-            and not {x[0] for x in view.block(c)["contacts"]} - names - {C.BODY_ROBOT}]
+    tops = [
+        c
+        for c in C.BLOCK_COLORS
+        if {x[0] for x in view.block(c)["contacts"]} & names
+        and not {x[0] for x in view.block(c)["contacts"]} - names - {C.BODY_ROBOT}
+    ]
     top = tops[0] if tops else max(C.BLOCK_COLORS, key=lambda c: view.block(c)["pos"][2])
     centre = np.asarray(view.block(top)["pos"], dtype=float)
     return grasp(view, top, grasp_rotation(view, top), centre, 0.03)
@@ -580,16 +657,24 @@ def put_down(view: View) -> list[Waypoint]:
     if held is None:
         return []
     here = np.asarray(view.block(held)["pos"], dtype=float)
-    candidates = [here + np.array([dx, dy, 0.0]) for dx in np.linspace(-0.12, 0.12, 7)
-                  for dy in (-0.06, -0.03, 0.0, 0.03)]
+    candidates = [
+        here + np.array([dx, dy, 0.0])
+        for dx in np.linspace(-0.12, 0.12, 7)
+        for dy in (-0.06, -0.03, 0.0, 0.03)
+    ]
     # as much room as possible (up to 8 cm), so later pushes and grasps do not meet it; then nearby
-    land = max(candidates, key=lambda q: (round(min(_landing_room(view, q, (held,)), 0.08), 2),
-                                          -np.linalg.norm(q - here)))
+    land = max(
+        candidates,
+        key=lambda q: (round(min(_landing_room(view, q, (held,)), 0.08), 2), -np.linalg.norm(q - here)),
+    )
     land[2] = C.WORK_SURFACE_Z + 0.022
     rot = view.target_rot
     goal = land - _held_offset(view, held, rot)
-    return [*travel(view, goal, rot, -1, approach=0.06), Waypoint(goal, rot, 1, SLOW, settle=5),
-            Waypoint(goal + np.array([0.0, 0.0, 0.08]), rot, 1, FAST, tol=0.03)]
+    return [
+        *travel(view, goal, rot, -1, approach=0.06),
+        Waypoint(goal, rot, 1, SLOW, settle=5),
+        Waypoint(goal + np.array([0.0, 0.0, 0.08]), rot, 1, FAST, tol=0.03),
+    ]
 
 
 def _landing_room(view: View, land: np.ndarray, skip: tuple[str, ...]) -> float:
@@ -632,13 +717,18 @@ def stages(task: str, attempt: int = 1) -> list[Stage]:
             return [put_down, lambda v: uncover_block(v, color), lambda v: plan_lift(v, color, arg)]
         return [put_down, lambda v: wait_for_block(v, color), lambda v: plan_lift(v, color, arg)]
     table: dict[str, list[Stage]] = {
-        "move_slider_left": [lambda v: plan_slider(v, +1)], "move_slider_right": [lambda v: plan_slider(v, -1)],
-        "open_drawer": [lambda v: plan_drawer(v, +1)], "close_drawer": [lambda v: plan_drawer(v, -1)],
+        "move_slider_left": [lambda v: plan_slider(v, +1)],
+        "move_slider_right": [lambda v: plan_slider(v, -1)],
+        "open_drawer": [lambda v: plan_drawer(v, +1)],
+        "close_drawer": [lambda v: plan_drawer(v, -1)],
         "place_in_slider": [lambda v: plan_place(v, "slider")],
         "place_in_drawer": [lambda v: plan_place(v, "drawer")],
-        "stack_block": [plan_stack], "unstack_block": [plan_unstack],
-        "turn_on_lightbulb": [lambda v: plan_switch(v, True)], "turn_off_lightbulb": [lambda v: plan_switch(v, False)],
-        "turn_on_led": [plan_button], "turn_off_led": [plan_button],
+        "stack_block": [plan_stack],
+        "unstack_block": [plan_unstack],
+        "turn_on_lightbulb": [lambda v: plan_switch(v, True)],
+        "turn_off_lightbulb": [lambda v: plan_switch(v, False)],
+        "turn_on_led": [plan_button],
+        "turn_off_led": [plan_button],
         "push_into_drawer": [centre_over_drawer, plan_push_into_drawer],
     }
     plans = list(table[task])
@@ -680,8 +770,10 @@ def task_from_instruction(instruction: str) -> str:
     for pattern, task in _WORDS:
         if re.search(pattern, text):
             return task
-    raise ValueError(f"cannot tell which CALVIN task {instruction!r} asks for; pass the task name in "
-                     "EpisodeContext.extras['task']")
+    raise ValueError(
+        f"cannot tell which CALVIN task {instruction!r} asks for; pass the task name in "
+        "EpisodeContext.extras['task']"
+    )
 
 
 # ------------------------------------------------------------------------------------------- policy
@@ -752,8 +844,12 @@ class ScriptedExpert(Policy):
     def checkpoint(self) -> tuple[Any, ...]:
         """The planning state (stage, waypoint, attempts), for :meth:`restore`."""
         tracker = self._tracker
-        return (tracker, None if tracker is None else (tracker.index, tracker.waited), list(self._stages),
-                self._attempts)
+        return (
+            tracker,
+            None if tracker is None else (tracker.index, tracker.waited),
+            list(self._stages),
+            self._attempts,
+        )
 
     def restore(self, checkpoint: tuple[Any, ...]) -> None:
         """Go back to a :meth:`checkpoint` of the same subtask (motion the driver planned but never ran)."""

@@ -151,11 +151,15 @@ def _stop(wp: Waypoint) -> PlanStep:
     return PlanStep([Primitive.STOP], [1], gripper=spatial_gripper(wp.gripper))
 
 
-def _toward(current: np.ndarray, wp: Waypoint, sizes: StepSizes, cap: int) -> tuple[PlanStep | None, np.ndarray]:
+def _toward(
+    current: np.ndarray, wp: Waypoint, sizes: StepSizes, cap: int
+) -> tuple[PlanStep | None, np.ndarray]:
     """One step from ``current`` toward ``wp`` (straight, scaled down to the cap and the expert's speed),
     and the pose it really commands after rounding to whole counts (``None``: already there)."""
     motion = body_motion(current, pose(wp.rot, wp.pos))
-    counts = np.concatenate([motion[:3, 3] / sizes.translation, axes_from_rotation(motion[:3, :3]) / sizes.rotation])
+    counts = np.concatenate(
+        [motion[:3, 3] / sizes.translation, axes_from_rotation(motion[:3, :3]) / sizes.rotation]
+    )
     limit = float(cap)
     if wp.speed < FAST:  # slow moves: no faster per control step than the expert (at least one count)
         limit = min(limit, max(1.0, math.floor(wp.speed / sizes.translation + 0.5)))
@@ -176,4 +180,3 @@ def _rounded_step(counts: np.ndarray, sizes: StepSizes, cap: int, gripper: int) 
         return None
     step.gripper = gripper
     return step
-

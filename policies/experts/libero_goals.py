@@ -48,14 +48,20 @@ def parse_goal(goal_state: Sequence[Sequence[str]], solved: frozenset[str] = SOL
             raise ValueError(f"BDDL goal clause {list(clause)!r} is not (predicate arg ...)")
         predicate, args = clause[0].lower(), tuple(clause[1:])
         if predicate not in PREDICATE_ARITY:
-            raise ValueError(f"the LIBERO expert does not know the goal predicate {clause[0]!r} "
-                             f"(it knows {', '.join(sorted(PREDICATE_ARITY))})")
+            raise ValueError(
+                f"the LIBERO expert does not know the goal predicate {clause[0]!r} "
+                f"(it knows {', '.join(sorted(PREDICATE_ARITY))})"
+            )
         if len(args) != PREDICATE_ARITY[predicate]:
-            raise ValueError(f"BDDL goal ({' '.join(clause)}): {clause[0]} takes {PREDICATE_ARITY[predicate]} "
-                             f"argument(s), got {len(args)}")
+            raise ValueError(
+                f"BDDL goal ({' '.join(clause)}): {clause[0]} takes {PREDICATE_ARITY[predicate]} "
+                f"argument(s), got {len(args)}"
+            )
         if predicate not in solved:
-            raise ValueError(f"the LIBERO expert cannot solve the goal predicate {clause[0]!r} yet "
-                             f"(it solves {', '.join(sorted(solved))})")
+            raise ValueError(
+                f"the LIBERO expert cannot solve the goal predicate {clause[0]!r} yet "
+                f"(it solves {', '.join(sorted(solved))})"
+            )
         goals.append(Goal(predicate, args))
     if not goals:
         raise ValueError("the BDDL goal is empty")
@@ -76,7 +82,9 @@ def goal_of_bddl(text: str) -> list[list[str]]:
     expr = body[0]
     clauses = expr[1:] if isinstance(expr[0], str) and expr[0].lower() == "and" else [expr]
     if not all(isinstance(c, list) and all(isinstance(x, str) for x in c) for c in clauses):
-        raise ValueError("the LIBERO expert reads goals that are a conjunction of (predicate arg ...) clauses")
+        raise ValueError(
+            "the LIBERO expert reads goals that are a conjunction of (predicate arg ...) clauses"
+        )
     return clauses
 
 

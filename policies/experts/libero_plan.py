@@ -81,8 +81,15 @@ class LiberoPlanExpert:
         above = np.array([*grasp[:2], max(LIFT_Z, grasp[2] + 0.15)])
         over = np.array([*goal[:2], max(LIFT_Z, goal[2] + 0.15)])
         release = np.array([*goal[:2], goal[2] + (0.12 if predicate == "in" else 0.10)])
-        self.waypoints = [Waypoint(above, 0), Waypoint(grasp, 0), Waypoint(grasp, 1, SETTLE),
-                          Waypoint(above, 1), Waypoint(over, 1), Waypoint(release, 1), Waypoint(release, 0, SETTLE)]
+        self.waypoints = [
+            Waypoint(above, 0),
+            Waypoint(grasp, 0),
+            Waypoint(grasp, 1, SETTLE),
+            Waypoint(above, 1),
+            Waypoint(over, 1),
+            Waypoint(release, 1),
+            Waypoint(release, 0, SETTLE),
+        ]
         self.index = self.held = 0
 
     def next_plan(self, sizes: StepSizes, max_steps: int, max_step_num: int) -> Plan:

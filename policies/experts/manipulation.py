@@ -136,7 +136,11 @@ class EBManipulationExpert(Policy):
 
     def _start_plan(self) -> None:
         position, rotation = self._env.scene.grip_pose()
-        self._at, self._yaw, self._closed = position, self._wrist_yaw(rotation), self._env.scene.gripper_closed
+        self._at, self._yaw, self._closed = (
+            position,
+            self._wrist_yaw(rotation),
+            self._env.scene.gripper_closed,
+        )
 
     def _move(self, position: np.ndarray, yaw: float, *, closed: bool | None = None) -> list[np.ndarray]:
         """EB actions reaching ``position`` at (unwrapped) ``yaw``: two when the wrist turns more than
@@ -158,7 +162,9 @@ class EBManipulationExpert(Policy):
 
     def _encode(self, position: np.ndarray, yaw: float, *, closed: bool) -> np.ndarray:
         rotation = Rotation.from_euler("xyz", [math.pi, 0.0, yaw]).as_matrix()
-        return eb_manipulation_encode(position, rotation, closed, bounds=workspace.WORKSPACE_BOUNDS).astype(np.int64)
+        return eb_manipulation_encode(position, rotation, closed, bounds=workspace.WORKSPACE_BOUNDS).astype(
+            np.int64
+        )
 
     # --------------------------------------------------------------------------------- geometry
 
@@ -182,7 +188,9 @@ class EBManipulationExpert(Policy):
 
         def score(y: float) -> tuple[float, float]:
             release = _in_window(y + turn, period)
-            wrist = max(abs(y - WRIST_CENTER_YAW), min((abs(r - WRIST_CENTER_YAW) for r in release), default=9.0))
+            wrist = max(
+                abs(y - WRIST_CENTER_YAW), min((abs(r - WRIST_CENTER_YAW) for r in release), default=9.0)
+            )
             return min(self._finger_clearance(slot, point, y), 0.02), -wrist
 
         return np.array([point[0], point[1], workspace.TABLE_TOP_Z]), max(yaws, key=score)

@@ -19,8 +19,12 @@ if TYPE_CHECKING:
 
 # EB id -> the same motion as a continuous [truck, pedestal, dolly, tilt, pan, roll] action.
 _AS_CONTINUOUS = {
-    0: (0, 0, 0.25, 0, 0, 0), 1: (0, 0, -0.25, 0, 0, 0), 2: (0.25, 0, 0, 0, 0, 0), 3: (-0.25, 0, 0, 0, 0, 0),
-    4: (0, 0, 0, 0, np.pi / 2, 0), 5: (0, 0, 0, 0, -np.pi / 2, 0),
+    0: (0, 0, 0.25, 0, 0, 0),
+    1: (0, 0, -0.25, 0, 0, 0),
+    2: (0.25, 0, 0, 0, 0, 0),
+    3: (-0.25, 0, 0, 0, 0, 0),
+    4: (0, 0, 0, 0, np.pi / 2, 0),
+    5: (0, 0, 0, 0, -np.pi / 2, 0),
 }
 
 
@@ -93,7 +97,9 @@ class ShortestPathExpert(Policy):
             return 5
         return action
 
-    def _plan(self, nav: EBNavigationEnv, pose: AgentPose, target: dict[str, Any], key: tuple[Any, ...]) -> None:
+    def _plan(
+        self, nav: EBNavigationEnv, pose: AgentPose, target: dict[str, Any], key: tuple[Any, ...]
+    ) -> None:
         world = nav.world
         self._lattice = Lattice.build(world.obstacles, house_bounds(world.scene), pose.xy, pose.heading_deg)
         self._dist = self._lattice.steps_to_goal(target["position"][:2], nav.success_distance)

@@ -23,8 +23,20 @@ import numpy as np
 
 from policies.mllm.common import image_part, text_part
 
-_PALETTE = ((230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
-            (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (170, 110, 40))  # fmt: skip
+_PALETTE = (
+    (230, 25, 75),
+    (60, 180, 75),
+    (255, 225, 25),
+    (0, 130, 200),
+    (245, 130, 48),
+    (145, 30, 180),
+    (70, 240, 240),
+    (240, 50, 230),
+    (210, 245, 60),
+    (250, 190, 212),
+    (0, 128, 128),
+    (170, 110, 40),
+)
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,11 @@ class AtomicPrompting:
         return [name for name in ("depth", "correspondence", "size") if getattr(self, name)]
 
     def parts(
-        self, observation: Mapping[str, Any], extras: Mapping[str, Any], images: list[np.ndarray], first_index: int
+        self,
+        observation: Mapping[str, Any],
+        extras: Mapping[str, Any],
+        images: list[np.ndarray],
+        first_index: int,
     ) -> list[dict[str, Any]]:
         """Content parts for the enabled signals. ``images`` are the prompt's images so far (Image 1, 2, ...);
         new images are numbered from ``first_index``."""
@@ -61,19 +77,26 @@ class AtomicPrompting:
                 depth = _lookup(key, observation, extras, required=of == 1)
                 if depth is not None:
                     picture, near, far = depth_to_image(depth)
-                    out += [text_part(f"Image {index} is the depth map of Image {of}: brighter is nearer, from "
-                                      f"{near:.2f} m (white) to {far:.2f} m (black); red pixels have no depth."),
-                            image_part(picture)]  # fmt: skip
+                    out += [
+                        text_part(
+                            f"Image {index} is the depth map of Image {of}: brighter is nearer, from "
+                            f"{near:.2f} m (white) to {far:.2f} m (black); red pixels have no depth."
+                        ),
+                        image_part(picture),
+                    ]
                     index += 1
         if self.correspondence:
-            out += _correspondence_parts(_lookup(self.correspondence_key, observation, extras), images, index,
-                                         self.max_listed_pairs)  # fmt: skip
+            out += _correspondence_parts(
+                _lookup(self.correspondence_key, observation, extras), images, index, self.max_listed_pairs
+            )
         if self.size:
             out.append(text_part(size_text(_lookup(self.size_key, observation, extras))))
         return out
 
 
-def _lookup(key: str, observation: Mapping[str, Any], extras: Mapping[str, Any], required: bool = True) -> Any:
+def _lookup(
+    key: str, observation: Mapping[str, Any], extras: Mapping[str, Any], required: bool = True
+) -> Any:
     if key in observation:
         return observation[key]
     if key in extras:
@@ -110,9 +133,16 @@ def depth_to_image(depth: np.ndarray) -> tuple[np.ndarray, float, float]:
 
 
 def correspondences_from_depth(
-    depth: np.ndarray, intrinsics: np.ndarray, c2w_a: np.ndarray, c2w_b: np.ndarray, *, grid: int = 4,
-    size_b: tuple[int, int] | None = None, depth_b: np.ndarray | None = None, tolerance_m: float = 0.05,
-) -> np.ndarray:  # fmt: skip
+    depth: np.ndarray,
+    intrinsics: np.ndarray,
+    c2w_a: np.ndarray,
+    c2w_b: np.ndarray,
+    *,
+    grid: int = 4,
+    size_b: tuple[int, int] | None = None,
+    depth_b: np.ndarray | None = None,
+    tolerance_m: float = 0.05,
+) -> np.ndarray:
     """Pixel matches ``(u_a, v_a, u_b, v_b)`` from camera A to camera B, shape ``(N, 4)``.
 
     Samples the centres of a ``grid x grid`` layout over image A, back-projects them with A's metric depth,
@@ -140,8 +170,9 @@ def correspondences_from_depth(
     vb = np.where(front, pix[1] / np.where(front, pix[2], 1), -1)
     inside = front & (ub >= -0.5) & (ub < wb - 0.5) & (vb >= -0.5) & (vb < hb - 0.5)
     if depth_b is not None:
-        seen = np.asarray(depth_b, dtype=np.float64)[np.clip(np.round(vb), 0, hb - 1).astype(int),
-                                                     np.clip(np.round(ub), 0, wb - 1).astype(int)]  # fmt: skip
+        seen = np.asarray(depth_b, dtype=np.float64)[
+            np.clip(np.round(vb), 0, hb - 1).astype(int), np.clip(np.round(ub), 0, wb - 1).astype(int)
+        ]
         inside &= np.abs(seen - points_b[2]) <= tolerance_m
     return np.stack([u, v, ub, vb], axis=1)[inside]
 
@@ -166,21 +197,33 @@ def correspondence_figure(image_a: np.ndarray, image_b: np.ndarray, pairs: np.nd
     return np.asarray(canvas)
 
 
-def _correspondence_parts(value: object, images: list[np.ndarray], index: int, max_listed: int) -> list[dict[str, Any]]:
+def _correspondence_parts(
+    value: object, images: list[np.ndarray], index: int, max_listed: int
+) -> list[dict[str, Any]]:
     array = np.asarray(value)
     if array.dtype == np.uint8 and array.ndim == 3 and array.shape[2] == 3:  # a figure made by the env
-        return [text_part(f"Image {index} shows matching points between Image 1 and Image 2."), image_part(array)]
+        return [
+            text_part(f"Image {index} shows matching points between Image 1 and Image 2."),
+            image_part(array),
+        ]
     if array.ndim != 2 or array.shape[1] != 4:
-        raise ValueError(f"correspondence must be (N, 4) pixel pairs (u1, v1, u2, v2) or an RGB figure, got {array.shape}")
+        raise ValueError(
+            f"correspondence must be (N, 4) pixel pairs (u1, v1, u2, v2) or an RGB figure, got {array.shape}"
+        )
     if len(images) < 2:
         raise ValueError("correspondence prompting needs two images (start and goal)")
-    listed = "; ".join(f"{i + 1}: ({a:.0f}, {b:.0f}) -> ({c:.0f}, {d:.0f})" for i, (a, b, c, d) in enumerate(array[:max_listed]))
+    listed = "; ".join(
+        f"{i + 1}: ({a:.0f}, {b:.0f}) -> ({c:.0f}, {d:.0f})"
+        for i, (a, b, c, d) in enumerate(array[:max_listed])
+    )
     more = f" (first {max_listed} of {len(array)})" if len(array) > max_listed else ""
     return [
-        text_part(f"Image {index} shows Image 1 (left) and Image 2 (right) with the same scene points numbered "
-                  f"and joined. Matches as (column, row) in Image 1 -> Image 2{more}: {listed}."),
+        text_part(
+            f"Image {index} shows Image 1 (left) and Image 2 (right) with the same scene points numbered "
+            f"and joined. Matches as (column, row) in Image 1 -> Image 2{more}: {listed}."
+        ),
         image_part(correspondence_figure(images[0], images[1], array)),
-    ]  # fmt: skip
+    ]
 
 
 # ------------------------------------------------------------------------------------------------- size
@@ -191,7 +234,9 @@ def size_text(value: object) -> str:
     if isinstance(value, str):
         return value
     if not isinstance(value, Mapping) or not value:
-        raise ValueError(f"size hints must be a string or a non-empty {{object: size}} mapping, got {value!r:.80}")
+        raise ValueError(
+            f"size hints must be a string or a non-empty {{object: size}} mapping, got {value!r:.80}"
+        )
     items = []
     for name, size in value.items():
         dims = np.atleast_1d(np.asarray(size, dtype=float))

@@ -44,8 +44,15 @@ class MLLMPolicy(Policy):
 
     name: ClassVar[str] = "mllm"  # each loop names itself (mllm-spatial, mllm-eb)
 
-    def __init__(self, backend: Backend, *, task: str, image_keys: Sequence[str] = (),
-                 atomic: AtomicPrompting | None = None, fallback: str = "noop") -> None:  # fmt: skip
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        task: str,
+        image_keys: Sequence[str] = (),
+        atomic: AtomicPrompting | None = None,
+        fallback: str = "noop",
+    ) -> None:
         self.backend, self.task = backend, task
         self.image_keys = tuple(image_keys)
         self.atomic = atomic or AtomicPrompting()
@@ -112,5 +119,12 @@ class MLLMPolicy(Policy):
         return {}
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "backend": self.backend.describe(), "task": self.task, **self.settings(),
-                "image_keys": list(self.image_keys), "atomic": self.atomic.enabled, "fallback": self.fallback}
+        return {
+            **super().describe(),
+            "backend": self.backend.describe(),
+            "task": self.task,
+            **self.settings(),
+            "image_keys": list(self.image_keys),
+            "atomic": self.atomic.enabled,
+            "fallback": self.fallback,
+        }

@@ -58,8 +58,14 @@ class EpisodeCounters:
         return {k: float(v) for k, v in asdict(self).items()}
 
 
-MODEL_CALL_TOTALS = ("model_calls", "parse_errors", "parse_repairs", "fallbacks", "injected_errors",
-                     "injected_unusable")
+MODEL_CALL_TOTALS = (
+    "model_calls",
+    "parse_errors",
+    "parse_repairs",
+    "fallbacks",
+    "injected_errors",
+    "injected_unusable",
+)
 
 
 def model_call_totals(episode_stats: Iterable[Mapping[str, float]]) -> dict[str, int]:
@@ -76,11 +82,15 @@ def model_calls_markdown(totals: Mapping[str, int]) -> str:
     """One summary line for :func:`model_call_totals` ("" when there were no model calls)."""
     if not totals:
         return ""
-    line = (f"Model calls: {totals['model_calls']}, parse errors: {totals['parse_errors']} "
-            f"(repaired: {totals['parse_repairs']}), fallbacks: {totals['fallbacks']}")
+    line = (
+        f"Model calls: {totals['model_calls']}, parse errors: {totals['parse_errors']} "
+        f"(repaired: {totals['parse_repairs']}), fallbacks: {totals['fallbacks']}"
+    )
     if totals["injected_errors"]:
-        line += (f"; injected errors: {totals['injected_errors']}, of which must be unusable: "
-                 f"{totals['injected_unusable']}")
+        line += (
+            f"; injected errors: {totals['injected_errors']}, of which must be unusable: "
+            f"{totals['injected_unusable']}"
+        )
     return line + "."
 
 
@@ -105,11 +115,22 @@ class ModelCall:
     def of(cls, step: int, messages: Sequence[Message], generation: Generation | None) -> ModelCall:
         """The call's record before parsing; ``generation is None`` is a malformed server response."""
         if generation is None:
-            return cls(step=step, text="", prompt_id=prompt_id(messages),
-                       errors=["malformed_response: the server's answer was not a chat completion"])
-        return cls(step=step, text=generation.text, prompt_id=prompt_id(messages), cached=generation.cached,
-                   latency_s=round(generation.latency_s, 4), prompt_tokens=generation.prompt_tokens,
-                   completion_tokens=generation.completion_tokens, injected_error=generation.injected_error)
+            return cls(
+                step=step,
+                text="",
+                prompt_id=prompt_id(messages),
+                errors=["malformed_response: the server's answer was not a chat completion"],
+            )
+        return cls(
+            step=step,
+            text=generation.text,
+            prompt_id=prompt_id(messages),
+            cached=generation.cached,
+            latency_s=round(generation.latency_s, 4),
+            prompt_tokens=generation.prompt_tokens,
+            completion_tokens=generation.completion_tokens,
+            injected_error=generation.injected_error,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,13 +161,19 @@ def query(backend: Backend, messages: Sequence[Message], counters: EpisodeCounte
 
 def check_fallback(fallback: str) -> str:
     if fallback not in FALLBACKS:
-        raise ValueError(f"fallback must be one of {FALLBACKS} (what to do after unusable model output), got {fallback!r}")
+        raise ValueError(
+            f"fallback must be one of {FALLBACKS} (what to do after unusable model output), got {fallback!r}"
+        )
     return fallback
 
 
 def stay_plan(reason: str) -> Plan:
     """A one-step plan that does not move (SpatialTree's STOP / "stay"), marked as a fallback."""
-    return Plan(steps=[PlanStep(actions=[Primitive.STOP], step_nums=[1])], errors=[f"fallback: {reason}"], format="fallback")
+    return Plan(
+        steps=[PlanStep(actions=[Primitive.STOP], step_nums=[1])],
+        errors=[f"fallback: {reason}"],
+        format="fallback",
+    )
 
 
 def camera_images(observation: Mapping[str, Any], keys: Sequence[str] = ()) -> list[tuple[str, np.ndarray]]:
@@ -162,17 +189,23 @@ def camera_images(observation: Mapping[str, Any], keys: Sequence[str] = ()) -> l
     for key, value in observation.items():
         if _is_rgb(value):
             return [(key, value)]
-    raise ValueError(f"observation has no RGB image (uint8 H x W x 3); keys: {sorted(observation)}; set image_keys")
+    raise ValueError(
+        f"observation has no RGB image (uint8 H x W x 3); keys: {sorted(observation)}; set image_keys"
+    )
 
 
 def _is_rgb(value: object) -> TypeGuard[np.ndarray]:
-    return isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 3 and value.shape[2] == 3
+    return (
+        isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 3 and value.shape[2] == 3
+    )
 
 
 def _checked_image(value: object, key: str) -> np.ndarray:
     if not _is_rgb(value):
         shape = getattr(value, "shape", None)
-        raise ValueError(f"observation[{key!r}] must be an RGB uint8 array H x W x 3, got {type(value).__name__} {shape}")
+        raise ValueError(
+            f"observation[{key!r}] must be an RGB uint8 array H x W x 3, got {type(value).__name__} {shape}"
+        )
     return value
 
 

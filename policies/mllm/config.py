@@ -15,7 +15,8 @@ from policies.config_cli import arg
 
 #: The closed-loop generation budget: room for a real model's reasoning before its plan (EB's JSON answer with
 #: a visual description and a reflection, SpatialTree's plan); a cut answer is a parse error, so the default
-#: stays this size and a local CPU run at it gets a one-line hint instead (:meth:`MLLMPolicyConfig.budget_hint`).
+#: stays this size and a local CPU run at it gets a one-line hint instead
+#: (:meth:`MLLMPolicyConfig.budget_hint`).
 DEFAULT_MAX_NEW_TOKENS = 1024
 
 EB_ONLY = {"benchmarks": ("embodied-nav", "embodied-manip")}  # the EB agent loop: options on embodied only
@@ -25,62 +26,119 @@ EB_ONLY = {"benchmarks": ("embodied-nav", "embodied-manip")}  # the EB agent loo
 class MLLMPolicyConfig:
     """An MLLM in the loop: which model, which agent loop, how to decode, what to do with bad output."""
 
-    model: str = field(metadata={"help": "checkpoint directory or hub id (local), the model name on the server, "
-                                         "or 'answer-key' (a competent stand-in that answers as the privileged expert; "
-                                         "'oracle' is its deprecated name)"})
-    api_base: str | None = arg(None, "OpenAI-compatible server, e.g. http://localhost:8000/v1 (omit: local transformers)")
-    model_backend: str | None = arg(None, "registered model backend: transformers, openai, answer-key or one of your own "
-                                           "(policies.backends.factory.register_backend); default: answer-key for "
-                                           "--model answer-key, openai with --api-base, else transformers")
-    loop: Literal["spatial", "eb"] = arg("spatial", "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop", **EB_ONLY)
-    task: Literal["navigation", "manipulation"] = arg("manipulation", "'navigation' or 'manipulation': action format and prompt")
-    fallback: Literal["noop", "stop"] = arg("noop", "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)")
+    model: str = field(
+        metadata={
+            "help": "checkpoint directory or hub id (local), the model name on the server, "
+            "or 'answer-key' (a competent stand-in that answers as the privileged expert; "
+            "'oracle' is its deprecated name)"
+        }
+    )
+    api_base: str | None = arg(
+        None, "OpenAI-compatible server, e.g. http://localhost:8000/v1 (omit: local transformers)"
+    )
+    model_backend: str | None = arg(
+        None,
+        "registered model backend: transformers, openai, answer-key or one of your own "
+        "(policies.backends.factory.register_backend); default: answer-key for "
+        "--model answer-key, openai with --api-base, else transformers",
+    )
+    loop: Literal["spatial", "eb"] = arg(
+        "spatial",
+        "'spatial': SpatialTree primitive plans (goal image or instruction); 'eb': EmbodiedBench agent loop",
+        **EB_ONLY,
+    )
+    task: Literal["navigation", "manipulation"] = arg(
+        "manipulation", "'navigation' or 'manipulation': action format and prompt"
+    )
+    fallback: Literal["noop", "stop"] = arg(
+        "noop",
+        "after unusable model output: 'noop' (stay, ask again) or 'stop' (stay for the rest of the episode)",
+    )
     cache: bool = arg(True, "reuse answers from the SQLite response cache")
-    cache_path: str | None = arg(None, "cache file (default $SPATIAL_ARENA_CACHE_DIR or ~/.cache/spatial_arena/responses.sqlite)")
-    max_new_tokens: int = arg(DEFAULT_MAX_NEW_TOKENS, "most tokens the model may write per call (a smoke run on CPU: 16)", minimum=1)
+    cache_path: str | None = arg(
+        None, "cache file (default $SPATIAL_ARENA_CACHE_DIR or ~/.cache/spatial_arena/responses.sqlite)"
+    )
+    max_new_tokens: int = arg(
+        DEFAULT_MAX_NEW_TOKENS, "most tokens the model may write per call (a smoke run on CPU: 16)", minimum=1
+    )
     temperature: float = arg(0.0, "0 = greedy decoding (the benchmarks' protocols)", minimum=0)
     top_p: float = arg(1.0, "nucleus sampling mass when temperature > 0", minimum=0, maximum=1)
     seed: int = arg(0, "sampling seed (sent to servers too)")
     # answer-key (the stand-in)
-    oracle_error_rate: float = arg(0.0, "--model answer-key: probability of injecting a typical model error into an answer", minimum=0, maximum=1)
+    oracle_error_rate: float = arg(
+        0.0,
+        "--model answer-key: probability of injecting a typical model error into an answer",
+        minimum=0,
+        maximum=1,
+    )
     oracle_error_seed: int = arg(0, "--model answer-key: seed of the injected errors")
     # transformers
     device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg("auto", "auto (float32 on CPU), float32, bfloat16 or float16")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg(
+        "auto", "auto (float32 on CPU), float32, bfloat16 or float16"
+    )
     allow_download: bool = arg(False, "download hub ids that are not in the local Hugging Face cache")
     batch_size: int = arg(4, "conversations per forward pass in batched generation", minimum=1)
-    max_pixels: int | None = arg(None, "largest image area in pixels for Qwen-VL processors (default: the checkpoint's)", minimum=1)
+    max_pixels: int | None = arg(
+        None, "largest image area in pixels for Qwen-VL processors (default: the checkpoint's)", minimum=1
+    )
     # HTTP
     api_key_env: str = arg("OPENAI_API_KEY", "environment variable holding the server's API key")
     timeout_s: float = arg(120.0, "seconds before one HTTP attempt times out", minimum=0.001)
     max_retries: int = arg(5, "retries on HTTP 5xx/429, timeouts and connection errors", minimum=0)
     max_concurrency: int = arg(8, "most HTTP requests in flight at once", minimum=1)
-    price_prompt_per_mtok: float | None = arg(None, "USD per million prompt tokens, for cost accounting", minimum=0)
-    price_completion_per_mtok: float | None = arg(None, "USD per million completion tokens, for cost accounting", minimum=0)
+    price_prompt_per_mtok: float | None = arg(
+        None, "USD per million prompt tokens, for cost accounting", minimum=0
+    )
+    price_completion_per_mtok: float | None = arg(
+        None, "USD per million completion tokens, for cost accounting", minimum=0
+    )
     # loop 'spatial'
-    translation_step: float | None = arg(None, "metres per translation step count (default: the env's plan_step_sizes, "
-                                                "else SpatialTree Listing 2's 0.019375)", minimum=1e-09)
-    rotation_step: float | None = arg(None, "radians per rotation step count (default: the env's plan_step_sizes, "
-                                             "else SpatialTree Listing 2's 0.4509)", minimum=1e-09)
+    translation_step: float | None = arg(
+        None,
+        "metres per translation step count (default: the env's plan_step_sizes, "
+        "else SpatialTree Listing 2's 0.019375)",
+        minimum=1e-09,
+    )
+    rotation_step: float | None = arg(
+        None,
+        "radians per rotation step count (default: the env's plan_step_sizes, "
+        "else SpatialTree Listing 2's 0.4509)",
+        minimum=1e-09,
+    )
     num_steps: int = arg(6, "plan steps asked for", minimum=1)
     max_step_num: int = arg(10, "cap on one action's step count", minimum=1)
-    replan_every: int | None = arg(None, "plan steps executed before asking again (default: the whole plan)", minimum=1)
-    goal_key: str = arg("goal_image", "EpisodeContext.extras key of the goal image (absent: the instruction is the goal)")
+    replan_every: int | None = arg(
+        None, "plan steps executed before asking again (default: the whole plan)", minimum=1
+    )
+    goal_key: str = arg(
+        "goal_image", "EpisodeContext.extras key of the goal image (absent: the instruction is the goal)"
+    )
     # loop 'eb'
-    max_steps: int | None = arg(None, "EB step budget (default 20 navigation, 15 manipulation)", minimum=1, **EB_ONLY)
-    n_examples: int | None = arg(None, "in-context examples (default 3 navigation, 4 manipulation)", minimum=0, **EB_ONLY)
+    max_steps: int | None = arg(
+        None, "EB step budget (default 20 navigation, 15 manipulation)", minimum=1, **EB_ONLY
+    )
+    n_examples: int | None = arg(
+        None, "in-context examples (default 3 navigation, 4 manipulation)", minimum=0, **EB_ONLY
+    )
     chat_history: bool = arg(True, "send earlier turns with each call", **EB_ONLY)
     history_messages: int = arg(5, "most chat messages per call with chat_history", minimum=1, **EB_ONLY)
-    object_info_key: str = arg("object_info", "observation key of the object-coordinates text (EB-Manipulation)",
-                               benchmarks=("embodied-manip",))
+    object_info_key: str = arg(
+        "object_info",
+        "observation key of the object-coordinates text (EB-Manipulation)",
+        benchmarks=("embodied-manip",),
+    )
     # both loops
-    image_keys: tuple[str, ...] = arg((), "observation keys of the camera images (default: the first RGB image)")
+    image_keys: tuple[str, ...] = arg(
+        (), "observation keys of the camera images (default: the first RGB image)"
+    )
     atomic_depth: bool = arg(False, "atomic prompting: add the depth map ('w/ Depth')")
     atomic_correspondence: bool = arg(False, "atomic prompting: add start-goal correspondences ('w/ Corres')")
     atomic_size: bool = arg(False, "atomic prompting: add object size hints ('w/ Size')")
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "model", canonical_model(self.model))  # the stand-in's former name, with a note
+        # the stand-in's former name, with a note
+        object.__setattr__(self, "model", canonical_model(self.model))
         object.__setattr__(self, "model_backend", canonical_model(self.model_backend))
 
     def check_inputs(self) -> None:
@@ -93,8 +151,10 @@ class MLLMPolicyConfig:
             from policies.backends.factory import registered_backends
 
             if self.model_backend not in registered_backends():
-                raise ValueError(f"--model-backend {self.model_backend}: unknown; choose one of "
-                                 f"{registered_backends()} or register yours (policies.backends.factory.register_backend)")
+                raise ValueError(
+                    f"--model-backend {self.model_backend}: unknown; choose one of "
+                    f"{registered_backends()} or register yours (policies.backends.factory.register_backend)"
+                )
         if not (self.cache and self.cache_path and self.model != ANSWER_KEY_MODEL):
             return
         import sqlite3
@@ -107,8 +167,10 @@ class MLLMPolicyConfig:
             with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
                 db.execute("SELECT name FROM sqlite_master").fetchall()
         except sqlite3.DatabaseError as e:
-            raise ValueError(f"--cache-path {path}: not a SQLite response cache ({e}); delete it, pass another "
-                             f"--cache-path, or --no-cache") from None
+            raise ValueError(
+                f"--cache-path {path}: not a SQLite response cache ({e}); delete it, pass another "
+                f"--cache-path, or --no-cache"
+            ) from None
 
     def budget_hint(self) -> str | None:
         """One line for a local checkpoint folder run on CPU at the default budget: each call may write up to
@@ -123,8 +185,10 @@ class MLLMPolicyConfig:
             return None
         if not Path(self.model).expanduser().is_dir():
             return None
-        return (f"note: --max-new-tokens {DEFAULT_MAX_NEW_TOKENS} (the default) on CPU: a call may take minutes; "
-                "for a smoke run pass --max-new-tokens 16 --limit 1")
+        return (
+            f"note: --max-new-tokens {DEFAULT_MAX_NEW_TOKENS} (the default) on CPU: a call may take minutes; "
+            "for a smoke run pass --max-new-tokens 16 --limit 1"
+        )
 
     def preflight(self) -> None:
         """Before any worker starts (no model is loaded): a local model is a checkpoint folder or in the Hugging
@@ -154,8 +218,12 @@ class MLLMPolicyConfig:
 
     def generation(self) -> dict[str, Any]:
         """The decoding settings the backend is built with (what ``make_backend`` receives), for manifests."""
-        return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
-                "seed": self.seed}
+        return {
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+        }
 
     def closed_loop_truth(self) -> Any:
         """What the stand-in (``--model answer-key``) answers from: the privileged expert of the env the policy binds."""
@@ -178,16 +246,33 @@ class MLLMPolicyConfig:
             common["backend"] = self.model_backend
         kind = self.model_backend or default_backend(self.model, self.api_base)
         if kind == ANSWER_KEY_MODEL:
-            return {**common, "cache": False, "error_rate": self.oracle_error_rate, "error_seed": self.oracle_error_seed,
-                    "truth": self.closed_loop_truth()}
+            return {
+                **common,
+                "cache": False,
+                "error_rate": self.oracle_error_rate,
+                "error_seed": self.oracle_error_seed,
+                "truth": self.closed_loop_truth(),
+            }
         if kind == "openai":
-            return {**common, "api_base": self.api_base, "api_key_env": self.api_key_env, "timeout_s": self.timeout_s,
-                    "max_retries": self.max_retries, "max_concurrency": self.max_concurrency,
-                    "price_prompt_per_mtok": self.price_prompt_per_mtok,
-                    "price_completion_per_mtok": self.price_completion_per_mtok}  # fmt: skip
+            return {
+                **common,
+                "api_base": self.api_base,
+                "api_key_env": self.api_key_env,
+                "timeout_s": self.timeout_s,
+                "max_retries": self.max_retries,
+                "max_concurrency": self.max_concurrency,
+                "price_prompt_per_mtok": self.price_prompt_per_mtok,
+                "price_completion_per_mtok": self.price_completion_per_mtok,
+            }
         if kind == "transformers":
-            return {**common, "device": self.device, "dtype": self.dtype, "allow_download": self.allow_download,
-                    "batch_size": self.batch_size, "max_pixels": self.max_pixels}  # fmt: skip
+            return {
+                **common,
+                "device": self.device,
+                "dtype": self.dtype,
+                "allow_download": self.allow_download,
+                "batch_size": self.batch_size,
+                "max_pixels": self.max_pixels,
+            }
         return {**common, "api_base": self.api_base} if self.api_base else common
 
 
@@ -201,22 +286,38 @@ def build_mllm_policy(config: MLLMPolicyConfig, backend: Any = None) -> Policy:
         from policies.backends import make_backend
 
         backend = make_backend(config.model, **config.backend_options())
-    atomic = AtomicPrompting(depth=config.atomic_depth, correspondence=config.atomic_correspondence, size=config.atomic_size)
+    atomic = AtomicPrompting(
+        depth=config.atomic_depth, correspondence=config.atomic_correspondence, size=config.atomic_size
+    )
     if config.loop == "eb":
         from policies.mllm.embodied import EBAgentPolicy
 
         return EBAgentPolicy(
-            backend, task=config.task, max_steps=config.max_steps, n_examples=config.n_examples,
-            chat_history=config.chat_history, history_messages=config.history_messages, image_keys=config.image_keys,
-            object_info_key=config.object_info_key, atomic=atomic, fallback=config.fallback,
-        )  # fmt: skip
+            backend,
+            task=config.task,
+            max_steps=config.max_steps,
+            n_examples=config.n_examples,
+            chat_history=config.chat_history,
+            history_messages=config.history_messages,
+            image_keys=config.image_keys,
+            object_info_key=config.object_info_key,
+            atomic=atomic,
+            fallback=config.fallback,
+        )
     from policies.mllm.spatial import SpatialPlanPolicy
 
     return SpatialPlanPolicy(
-        backend, task=config.task, step_sizes=_step_sizes(config),
-        num_steps=config.num_steps, max_step_num=config.max_step_num, replan_every=config.replan_every,
-        image_keys=config.image_keys, goal_key=config.goal_key, atomic=atomic, fallback=config.fallback,
-    )  # fmt: skip
+        backend,
+        task=config.task,
+        step_sizes=_step_sizes(config),
+        num_steps=config.num_steps,
+        max_step_num=config.max_step_num,
+        replan_every=config.replan_every,
+        image_keys=config.image_keys,
+        goal_key=config.goal_key,
+        atomic=atomic,
+        fallback=config.fallback,
+    )
 
 
 def _step_sizes(config: MLLMPolicyConfig) -> Any:
@@ -227,6 +328,7 @@ def _step_sizes(config: MLLMPolicyConfig) -> Any:
     if given == (None, None):
         return None
     if None in given:
-        raise ValueError("set both --translation-step and --rotation-step, or neither (then the env's plan units "
-                         "are used)")
+        raise ValueError(
+            "set both --translation-step and --rotation-step, or neither (then the env's plan units are used)"
+        )
     return StepSizes(float(config.translation_step), float(config.rotation_step))  # type: ignore[arg-type]

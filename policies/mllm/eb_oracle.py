@@ -93,7 +93,11 @@ class NavigationTruthSource:
         pose, target = nav.agent_pose, nav.target
         dx, dy = (float(t) - float(p) for t, p in zip(target["position"][:2], pose.xy))
         bearing = (math.degrees(math.atan2(dy, dx)) - pose.heading_deg + 180.0) % 360.0 - 180.0
-        side = "ahead" if abs(bearing) < 5 else f"{abs(bearing):.0f} degrees to the {'left' if bearing > 0 else 'right'}"
+        side = (
+            "ahead"
+            if abs(bearing) < 5
+            else f"{abs(bearing):.0f} degrees to the {'left' if bearing > 0 else 'right'}"
+        )
         what = f"the {target['colour']} {target['category']}".replace("_", " ")
         return {
             "visual_state_description": f"{what.capitalize()} is {math.hypot(dx, dy):.1f} m away, {side}.",
@@ -130,9 +134,10 @@ class ManipulationTruthSource:
         texts = {
             "visual_state_description": "The objects are where the object coordinates say.",
             "reasoning_and_reflection": f"Next skill from the current state: {len(vectors)} pose(s), ending with "
-                                        f"the gripper {grip}.",
-            "language_plan": "; ".join(f"move to {v[:3]} with the gripper {'open' if v[6] else 'closed'}"
-                                       for v in vectors),
+            f"the gripper {grip}.",
+            "language_plan": "; ".join(
+                f"move to {v[:3]} with the gripper {'open' if v[6] else 'closed'}" for v in vectors
+            ),
         }
         return eb_answer(last_user_text(messages), plan, texts)
 

@@ -38,16 +38,18 @@ def _nav_action_list() -> str:
 
 def _nav_strategy(max_steps: int) -> str:
     move, turn, look = EB_NAV_MOVE_STEP, math.degrees(EB_NAV_ROTATE_STEP), math.degrees(EB_NAV_LOOK_STEP)
-    return "\n".join([
-        "## Strategy",
-        f"- MoveAhead, MoveBack, MoveRight and MoveLeft shift you by {move:g} m without turning; "
-        f"RotateRight and RotateLeft turn you by {turn:g} degrees; LookUp and LookDown tilt the camera by {look:g} degrees.",
-        "- If the target is not in view, rotate or look around to find it before walking.",
-        "- Once you see it, turn or side-step until it is near the middle of the image, then walk towards it.",
-        "- Objects that look small are far away: several MoveAhead actions are fine when the way is clear.",
-        "- When the feedback says an action is invalid, something blocks you: side-step or turn to go around it.",
-        f"- You succeed when you are within 1 m of the target. You have at most {max_steps} actions.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "## Strategy",
+            f"- MoveAhead, MoveBack, MoveRight and MoveLeft shift you by {move:g} m without turning; "
+            f"RotateRight and RotateLeft turn you by {turn:g} degrees; LookUp and LookDown tilt the camera by {look:g} degrees.",
+            "- If the target is not in view, rotate or look around to find it before walking.",
+            "- Once you see it, turn or side-step until it is near the middle of the image, then walk towards it.",
+            "- Objects that look small are far away: several MoveAhead actions are fine when the way is clear.",
+            "- When the feedback says an action is invalid, something blocks you: side-step or turn to go around it.",
+            f"- You succeed when you are within 1 m of the target. You have at most {max_steps} actions.",
+        ]
+    )
 
 
 NAV_EXAMPLES: tuple[str, ...] = (
@@ -94,27 +96,31 @@ def _manip_action_format() -> str:
     n, deg = EB_MANIP_VOXELS, EB_MANIP_ROTATION_BIN_DEG
     bins = round(360 / deg)
     cm = (hi[0] - lo[0]) / n * 100
-    return "\n".join([
-        "## Actions",
-        "Each action is a list of 7 integers [X, Y, Z, Roll, Pitch, Yaw, Gripper]: the pose the gripper moves to.",
-        f"- X, Y, Z: position as voxel indices 0 to {n - 1} along the workspace axes ({cm:g} cm per voxel; "
-        "larger Z is higher).",
-        f"- Roll, Pitch, Yaw: orientation as indices 0 to {bins - 1} in steps of {deg:g} degrees "
-        f"(angle = index x {deg:g} - 180). [0, {bins // 2}, {bins * 3 // 4}] points the gripper straight down.",
-        "- Gripper: 1 = open, 0 = closed.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "## Actions",
+            "Each action is a list of 7 integers [X, Y, Z, Roll, Pitch, Yaw, Gripper]: the pose the gripper moves to.",
+            f"- X, Y, Z: position as voxel indices 0 to {n - 1} along the workspace axes ({cm:g} cm per voxel; "
+            "larger Z is higher).",
+            f"- Roll, Pitch, Yaw: orientation as indices 0 to {bins - 1} in steps of {deg:g} degrees "
+            f"(angle = index x {deg:g} - 180). [0, {bins // 2}, {bins * 3 // 4}] points the gripper straight down.",
+            "- Gripper: 1 = open, 0 = closed.",
+        ]
+    )
 
 
 def _manip_strategy(max_steps: int) -> str:
-    return "\n".join([
-        "## Strategy",
-        "- Use the object coordinates given with the instruction; they are voxel indices of the object centres.",
-        "- To pick an object: move above it with the gripper open, go down to it, close the gripper, lift it.",
-        "- To place an object: move above the target, go down until the object almost touches it, open the gripper.",
-        "- Keep the gripper pointing down unless the task needs another orientation.",
-        "- When the feedback says an action is invalid, the pose was unreachable: choose a nearby reachable pose.",
-        f"- You have at most {max_steps} actions.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "## Strategy",
+            "- Use the object coordinates given with the instruction; they are voxel indices of the object centres.",
+            "- To pick an object: move above it with the gripper open, go down to it, close the gripper, lift it.",
+            "- To place an object: move above the target, go down until the object almost touches it, open the gripper.",
+            "- Keep the gripper pointing down unless the task needs another orientation.",
+            "- When the feedback says an action is invalid, the pose was unreachable: choose a nearby reachable pose.",
+            f"- You have at most {max_steps} actions.",
+        ]
+    )
 
 
 MANIP_EXAMPLES: tuple[str, ...] = (
@@ -156,7 +162,11 @@ def system_text(task: str, max_steps: int, n_examples: int) -> str:
         actions = "## Actions\nYou can use these actions:\n" + _nav_action_list()
         parts, examples, fmt = [NAV_INTRO, actions, _nav_strategy(max_steps)], NAV_EXAMPLES, NAV_OUTPUT_FORMAT
     else:
-        parts, examples, fmt = [MANIP_INTRO, _manip_action_format(), _manip_strategy(max_steps)], MANIP_EXAMPLES, MANIP_OUTPUT_FORMAT
+        parts, examples, fmt = (
+            [MANIP_INTRO, _manip_action_format(), _manip_strategy(max_steps)],
+            MANIP_EXAMPLES,
+            MANIP_OUTPUT_FORMAT,
+        )
     if n_examples > len(examples):
         raise ValueError(f"{task} has {len(examples)} in-context examples, {n_examples} requested")
     shown = [f"## Example {i + 1}\n{text}" for i, text in enumerate(examples[:n_examples])]
@@ -164,7 +174,12 @@ def system_text(task: str, max_steps: int, n_examples: int) -> str:
 
 
 def turn_text(
-    system: str, instruction: str, history: Sequence[str], *, object_info: str | None = None, extra: str | None = None
+    system: str,
+    instruction: str,
+    history: Sequence[str],
+    *,
+    object_info: str | None = None,
+    extra: str | None = None,
 ) -> str:
     """One user turn: the fixed text, the instruction, optional object list, the action history so far."""
     lines = [system, "", f"## Now the human instruction is: {instruction.rstrip('.')}."]

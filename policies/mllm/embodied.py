@@ -31,7 +31,10 @@ from policies.mllm.base import MLLMPolicy
 from policies.mllm.common import ModelCall, camera_images, image_part, instruction_for, text_part
 
 #: EmbodiedBench's defaults per task: step budget and number of in-context examples.
-EB_DEFAULTS = {"navigation": {"max_steps": 20, "n_examples": 3}, "manipulation": {"max_steps": 15, "n_examples": 4}}
+EB_DEFAULTS = {
+    "navigation": {"max_steps": 20, "n_examples": 3},
+    "manipulation": {"max_steps": 15, "n_examples": 4},
+}
 _INVALID = re.compile(r"\binvalid\b", re.IGNORECASE)
 _ROTATION_BINS = round(360 / EB_MANIP_ROTATION_BIN_DEG)
 
@@ -149,11 +152,14 @@ class EBAgentPolicy(MLLMPolicy):
         """The user turn for the current observation: camera image(s), atomic extras, prompt text."""
         images = [image for _, image in camera_images(observation, self.image_keys)]
         content = [image_part(image) for image in images]
-        content += self.atomic.parts(observation, self.context.extras, images[:1], first_index=len(images) + 1)
+        content += self.atomic.parts(
+            observation, self.context.extras, images[:1], first_index=len(images) + 1
+        )
         info = observation.get(self.object_info_key)
         instruction = instruction_for(self.context.instruction, observation)
-        text = eb_prompts.turn_text(self.system, instruction, self.history,
-                                    object_info=info if isinstance(info, str) else None)  # fmt: skip
+        text = eb_prompts.turn_text(
+            self.system, instruction, self.history, object_info=info if isinstance(info, str) else None
+        )
         return [*content, text_part(text)]
 
     def _actions(self, text: str) -> tuple[list[EBAction], list[str]]:
@@ -163,7 +169,9 @@ class EBAgentPolicy(MLLMPolicy):
             actions = [_nav_action(s.action_id) for s in plan.steps if s.action_id is not None]
         else:
             plan = parse_plan(text, action_table=None)
-            actions = [a for s in plan.steps if s.vector is not None and (a := _manip_action(s.vector, plan.errors))]
+            actions = [
+                a for s in plan.steps if s.vector is not None and (a := _manip_action(s.vector, plan.errors))
+            ]
         errors = list(plan.errors)
         dropped = len(plan.steps) - len(actions)
         if dropped:
@@ -185,12 +193,20 @@ class EBAgentPolicy(MLLMPolicy):
         """EB's names for the planner counts (``planner_steps``, ``planner_output_error``), the steps and
         the invalid-action feedback received."""
         c = self.counters
-        return {"planner_steps": float(c.model_calls), "planner_output_error": float(c.parse_errors),
-                "steps": float(self.steps_taken), "invalid_feedback": float(self.invalid_feedback)}  # fmt: skip
+        return {
+            "planner_steps": float(c.model_calls),
+            "planner_output_error": float(c.parse_errors),
+            "steps": float(self.steps_taken),
+            "invalid_feedback": float(self.invalid_feedback),
+        }
 
     def settings(self) -> dict[str, Any]:
-        return {"max_steps": self.default_max_steps, "n_examples": self.n_examples,
-                "chat_history": self.chat_history, "history_messages": self.history_messages}  # fmt: skip
+        return {
+            "max_steps": self.default_max_steps,
+            "n_examples": self.n_examples,
+            "chat_history": self.chat_history,
+            "history_messages": self.history_messages,
+        }
 
 
 def _nav_action(action_id: int) -> EBAction:
@@ -203,8 +219,10 @@ def _manip_action(vector: Sequence[float], errors: list[str]) -> EBAction | None
     highs = [EB_MANIP_VOXELS - 1] * 3 + [_ROTATION_BINS - 1] * 3 + [1]
     values = [float(v) for v in vector]
     if any(v != int(v) or not 0 <= v <= hi for v, hi in zip(values, highs)):
-        errors.append(f"bad_vector_range: {values} needs integers 0-{highs[0]} (X, Y, Z), 0-{highs[3]} "
-                      "(Roll, Pitch, Yaw), 0/1 (Gripper)")  # fmt: skip
+        errors.append(
+            f"bad_vector_range: {values} needs integers 0-{highs[0]} (X, Y, Z), 0-{highs[3]} "
+            "(Roll, Pitch, Yaw), 0/1 (Gripper)"
+        )
         return None
     ints = [int(v) for v in values]
     return EBAction(np.asarray(ints, dtype=np.int64), f"action {ints}")

@@ -99,7 +99,6 @@ class SpatialPlanPolicy(MLLMPolicy):
             self.step_sizes = env_sizes
         super().bind(env)
 
-
     def reset(self, context: EpisodeContext) -> None:
         self.goal_image = _goal_image(context.extras, self.goal_key)
         self.start_episode(context)
@@ -145,7 +144,11 @@ class SpatialPlanPolicy(MLLMPolicy):
         """The conversation for one planning call (single turn: each plan starts from the current view)."""
         current = [image for _, image in camera_images(observation, self.image_keys)]
         images = [current[0]] if self.goal_image is None else [current[0], self.goal_image]
-        labels = ["Image 1 (current view):"] if self.goal_image is None else ["Image 1 (start):", "Image 2 (goal):"]
+        labels = (
+            ["Image 1 (current view):"]
+            if self.goal_image is None
+            else ["Image 1 (start):", "Image 2 (goal):"]
+        )
         content: list[dict[str, Any]] = []
         for label, image in zip(labels, images):
             content += [text_part(label), image_part(image)]
@@ -165,21 +168,32 @@ class SpatialPlanPolicy(MLLMPolicy):
     def settings(self) -> dict[str, Any]:
         return {
             "step_sizes": {"translation": self.step_sizes.translation, "rotation": self.step_sizes.rotation},
-            "num_steps": self.num_steps, "max_step_num": self.max_step_num, "replan_every": self.replan_every,
+            "num_steps": self.num_steps,
+            "max_step_num": self.max_step_num,
+            "replan_every": self.replan_every,
             "goal_key": self.goal_key,
-        }  # fmt: skip
+        }
 
 
 def _does_something(step: PlanStep) -> bool:
     """A step with an action, a gripper state, or an EB action id / vector (not one emptied by the parser)."""
-    return bool(step.actions) or step.gripper is not None or step.action_id is not None or step.vector is not None
+    return (
+        bool(step.actions)
+        or step.gripper is not None
+        or step.action_id is not None
+        or step.vector is not None
+    )
 
 
 def _goal_image(extras: Mapping[str, Any], key: str) -> np.ndarray | None:
     if key not in extras or extras[key] is None:
         return None
     image = extras[key]
-    if not (isinstance(image, np.ndarray) and image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3):
-        raise ValueError(f"extras[{key!r}] must be an RGB uint8 array H x W x 3, got {type(image).__name__} "
-                         f"{getattr(image, 'shape', '')}")  # fmt: skip
+    if not (
+        isinstance(image, np.ndarray) and image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+    ):
+        raise ValueError(
+            f"extras[{key!r}] must be an RGB uint8 array H x W x 3, got {type(image).__name__} "
+            f"{getattr(image, 'shape', '')}"
+        )
     return image

@@ -46,11 +46,15 @@ class PromptFormat:
 
 def read_prompt_format(messages: Sequence[Message]) -> PromptFormat:
     """The format the conversation's system prompt asks for (``ValueError`` if it is not a plan prompt)."""
-    system = next((m["content"] for m in messages if m["role"] == "system" and isinstance(m["content"], str)), "")
+    system = next(
+        (m["content"] for m in messages if m["role"] == "system" and isinstance(m["content"], str)), ""
+    )
     sizes, steps, cap = _SIZES.search(system), _MAX_STEPS.search(system), _CAP.search(system)
     if not (sizes and steps and cap):
-        raise ValueError("the spatial oracle got a conversation without a SpatialTree plan prompt "
-                         "(render_manipulation_prompt / render_navigation_prompt)")
+        raise ValueError(
+            "the spatial oracle got a conversation without a SpatialTree plan prompt "
+            "(render_manipulation_prompt / render_navigation_prompt)"
+        )
     return PromptFormat(StepSizes(float(sizes[1]), float(sizes[2])), int(steps[1] or steps[2]), int(cap[1]))
 
 
@@ -75,8 +79,9 @@ class LiberoPlanSource:
 
     def answer(self, messages: Sequence[Message]) -> str:
         fmt = read_prompt_format(messages)
-        return json.dumps(self.expert.next_plan(fmt.sizes, fmt.max_steps, fmt.max_step_num).to_json(),
-                          ensure_ascii=False)
+        return json.dumps(
+            self.expert.next_plan(fmt.sizes, fmt.max_steps, fmt.max_step_num).to_json(), ensure_ascii=False
+        )
 
 
 class CalvinPlanSource:
@@ -107,12 +112,18 @@ def spatial_oracle_source(env: gym.Env, task: str) -> PlanSource:
     family = type(unwrapped).__name__
     if task != "manipulation":
         raise ValueError(f"--model oracle with the spatial loop writes manipulation plans; got --task {task}")
-    if type(unwrapped).__module__ in ("envs.calvin.env", "envs.calvin.official"):  # PyBullet: the calvin extra
+    # PyBullet: the calvin extra
+    if type(unwrapped).__module__ in (
+        "envs.calvin.env",
+        "envs.calvin.official",
+    ):
         from envs.calvin.env import PlayTableInterface
 
         if isinstance(unwrapped, PlayTableInterface):  # the built-in table or calvin_env: one scene interface
             return CalvinPlanSource(env)
     if type(unwrapped).__module__ == "envs.libero.env":
         return LiberoPlanSource(env)
-    raise ValueError(f"--model oracle: no privileged plan expert for {family} in the spatial loop; it runs on "
-                     "CALVIN's play-table (benchmarks.calvin, either backend) and LIBERO")
+    raise ValueError(
+        f"--model oracle: no privileged plan expert for {family} in the spatial loop; it runs on "
+        "CALVIN's play-table (benchmarks.calvin, either backend) and LIBERO"
+    )

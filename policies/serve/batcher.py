@@ -67,11 +67,14 @@ class DynamicBatcher:
         max_queue: most requests waiting; beyond it :meth:`submit` refuses with HTTP 503.
     """
 
-    def __init__(self, backend: Backend, *, max_batch: int = 8, max_wait_ms: float = 20.0,
-                 max_queue: int = 1024) -> None:
+    def __init__(
+        self, backend: Backend, *, max_batch: int = 8, max_wait_ms: float = 20.0, max_queue: int = 1024
+    ) -> None:
         if max_batch < 1 or max_wait_ms < 0 or max_queue < 1:
-            raise ValueError(f"need max_batch >= 1, max_wait_ms >= 0 and max_queue >= 1, got "
-                             f"{max_batch}, {max_wait_ms}, {max_queue}")
+            raise ValueError(
+                f"need max_batch >= 1, max_wait_ms >= 0 and max_queue >= 1, got "
+                f"{max_batch}, {max_wait_ms}, {max_queue}"
+            )
         self.backend, self.max_batch, self.max_wait_s = backend, max_batch, max_wait_ms / 1000
         self.max_queue = max_queue
         if hasattr(backend, "batch_size"):  # one forward pass per gathered group, never re-chunked
@@ -97,7 +100,9 @@ class DynamicBatcher:
         for pending in left:
             _settle(pending.future, error=RequestError(503, "the server is shutting down"))
 
-    def submit(self, request: ChatRequest, *, deadline: float = float("inf"), prompt_tokens: int = 0) -> Future:
+    def submit(
+        self, request: ChatRequest, *, deadline: float = float("inf"), prompt_tokens: int = 0
+    ) -> Future:
         """Queue ``request`` (to be answered by ``deadline``, a ``time.monotonic()`` value); the future
         resolves to its ``Generation`` (or raises its :class:`RequestError`)."""
         pending = _Pending(request, deadline=deadline, prompt_tokens=prompt_tokens)
@@ -135,13 +140,18 @@ class DynamicBatcher:
             passes = sum(s.batch_sizes.values())
             answered = sum(size * n for size, n in s.batch_sizes.items())
             stats = {
-                "requests": s.requests, "failed": s.failed, "expired": s.expired, "forward_passes": passes,
+                "requests": s.requests,
+                "failed": s.failed,
+                "expired": s.expired,
+                "forward_passes": passes,
                 "batch_sizes": {str(k): v for k, v in sorted(s.batch_sizes.items())},
                 "mean_batch_size": answered / passes if passes else 0.0,
                 "max_batch_size": max(s.batch_sizes, default=0),
                 "mean_queue_wait_s": s.queue_wait_s / s.requests if s.requests else 0.0,
-                "model_s": s.model_s, "max_batch": self.max_batch, "max_wait_ms": self.max_wait_s * 1000,
-            }  # fmt: skip
+                "model_s": s.model_s,
+                "max_batch": self.max_batch,
+                "max_wait_ms": self.max_wait_s * 1000,
+            }
         with self._changed:
             stats["queued"] = len(self._waiting)
         return stats
@@ -179,7 +189,9 @@ class DynamicBatcher:
             return batch
 
     def _take_matching(self, key: Hashable, n: int) -> list[_Pending]:
-        matching = sorted((p for p in self._waiting if _batch_key(p) == key), key=lambda p: (p.work, p.arrived))[:n]
+        matching = sorted(
+            (p for p in self._waiting if _batch_key(p) == key), key=lambda p: (p.work, p.arrived)
+        )[:n]
         for pending in matching:
             self._waiting.remove(pending)
         return matching
@@ -230,10 +242,16 @@ class DynamicBatcher:
         with self._lock:
             self._stats.expired += 1
         took = time.monotonic() - pending.arrived
-        _settle(pending.future, error=RequestError(504, f"the request reached its deadline after {took:.1f} s, "
-                                                        f"{answer.completion_tokens or 0} tokens into its answer "
-                                                        f"(--request-deadline-s); ask for fewer max_tokens or a "
-                                                        f"shorter prompt"))
+        _settle(
+            pending.future,
+            error=RequestError(
+                504,
+                f"the request reached its deadline after {took:.1f} s, "
+                f"{answer.completion_tokens or 0} tokens into its answer "
+                f"(--request-deadline-s); ask for fewer max_tokens or a "
+                f"shorter prompt",
+            ),
+        )
 
     def _record(self, size: int, seconds: float) -> None:
         with self._lock:
@@ -265,8 +283,11 @@ class _Deadlines(Sequence[float]):
 
 def queued_too_long(waited_s: float) -> RequestError:
     """HTTP 503 for a request whose deadline came while it waited for the model (the server is busy)."""
-    return RequestError(503, f"the request waited {waited_s:.1f} s in the queue and reached its deadline before "
-                             f"the model was free (--request-deadline-s); retry later")
+    return RequestError(
+        503,
+        f"the request waited {waited_s:.1f} s in the queue and reached its deadline before "
+        f"the model was free (--request-deadline-s); retry later",
+    )
 
 
 def _pick(waiting: list[_Pending], now: float) -> _Pending:

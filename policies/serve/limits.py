@@ -51,8 +51,10 @@ class PromptLimit:
         if max_prompt_tokens is not None and max_prompt_tokens < 1:
             raise InputError(f"--max-prompt-tokens must be at least 1, got {max_prompt_tokens}")
         if max_prompt_tokens is not None and context is not None and max_prompt_tokens > context:
-            raise InputError(f"--max-prompt-tokens {max_prompt_tokens} is more than the model's context of "
-                             f"{context} tokens; pass at most {context}")
+            raise InputError(
+                f"--max-prompt-tokens {max_prompt_tokens} is more than the model's context of "
+                f"{context} tokens; pass at most {context}"
+            )
         default = min(context, DEFAULT_MAX_PROMPT_TOKENS) if context else DEFAULT_MAX_PROMPT_TOKENS
         token_chars = getattr(backend, "longest_token_chars", None) or FALLBACK_TOKEN_CHARS
         return cls(max_prompt_tokens or default, context, int(token_chars))
@@ -67,27 +69,42 @@ class PromptLimit:
         count); raises :class:`RequestError` (400) for a prompt over the limit or beyond the context."""
         turns, chars = len(request.messages), prompt_chars(request.messages)
         if turns > self.max_tokens:  # each turn takes a token of the chat template at least
-            raise RequestError(400, f"the request has {turns} messages, so more than {self.max_tokens} prompt tokens; "
-                                    f"this server accepts prompts of at most {self.max_tokens} tokens "
-                                    f"(--max-prompt-tokens); send fewer messages", "messages")
+            raise RequestError(
+                400,
+                f"the request has {turns} messages, so more than {self.max_tokens} prompt tokens; "
+                f"this server accepts prompts of at most {self.max_tokens} tokens "
+                f"(--max-prompt-tokens); send fewer messages",
+                "messages",
+            )
         if chars > self.max_chars:
-            raise RequestError(400, f"the prompt has {chars} characters, so more than {self.max_tokens} tokens; "
-                                    f"this server accepts prompts of at most {self.max_tokens} tokens "
-                                    f"(--max-prompt-tokens); send a shorter prompt", "messages")
+            raise RequestError(
+                400,
+                f"the prompt has {chars} characters, so more than {self.max_tokens} tokens; "
+                f"this server accepts prompts of at most {self.max_tokens} tokens "
+                f"(--max-prompt-tokens); send a shorter prompt",
+                "messages",
+            )
         counter = getattr(backend, "count_prompt_tokens", None)
         tokens = counter(request.messages) if counter is not None else None
         if tokens is not None and tokens > self.max_tokens:
-            raise RequestError(400, f"the prompt has {tokens} tokens; this server accepts prompts of at most "
-                                    f"{self.max_tokens} tokens (--max-prompt-tokens); send a shorter prompt",
-                               "messages")
+            raise RequestError(
+                400,
+                f"the prompt has {tokens} tokens; this server accepts prompts of at most "
+                f"{self.max_tokens} tokens (--max-prompt-tokens); send a shorter prompt",
+                "messages",
+            )
         self._check_context(tokens or 0, request.config.max_new_tokens)
         return tokens if tokens is not None else math.ceil(chars / CHARS_PER_TOKEN_ESTIMATE)
 
     def _check_context(self, prompt_tokens: int, max_new_tokens: int) -> None:
         if self.context is not None and prompt_tokens + max_new_tokens > self.context:
-            raise RequestError(400, f"the prompt has {prompt_tokens} tokens and max_tokens asks for {max_new_tokens} "
-                                    f"more: {prompt_tokens + max_new_tokens} is more than the model's context of "
-                                    f"{self.context} tokens; ask for fewer max_tokens", "max_tokens")
+            raise RequestError(
+                400,
+                f"the prompt has {prompt_tokens} tokens and max_tokens asks for {max_new_tokens} "
+                f"more: {prompt_tokens + max_new_tokens} is more than the model's context of "
+                f"{self.context} tokens; ask for fewer max_tokens",
+                "max_tokens",
+            )
 
 
 def prompt_chars(messages: list[Message]) -> int:

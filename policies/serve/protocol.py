@@ -30,8 +30,18 @@ ROLES = ("system", "user", "assistant")
 # Image formats decoded (the data URL's bytes decide, not its media type): what OpenAI-compatible APIs accept.
 IMAGE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
 # Fields that would change the answer and that this server does not implement: refused, never ignored.
-UNSUPPORTED = ("stop", "response_format", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
-               "top_logprobs", "tools", "functions", "tool_choice")
+UNSUPPORTED = (
+    "stop",
+    "response_format",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "tools",
+    "functions",
+    "tool_choice",
+)
 
 
 class RequestError(ValueError):
@@ -67,8 +77,10 @@ class RequestLimits:
 
     def __post_init__(self) -> None:
         if self.max_images < 0 or self.max_image_pixels < 1:
-            raise ValueError(f"need max_images >= 0 and max_image_pixels >= 1, got {self.max_images}, "
-                             f"{self.max_image_pixels}")
+            raise ValueError(
+                f"need max_images >= 0 and max_image_pixels >= 1, got {self.max_images}, "
+                f"{self.max_image_pixels}"
+            )
 
 
 @dataclass(frozen=True)
@@ -80,12 +92,15 @@ class ChatRequest:
 
     @property
     def has_images(self) -> bool:
-        return any(isinstance(m["content"], list) and any(p["type"] == "image" for p in m["content"])
-                   for m in self.messages)
+        return any(
+            isinstance(m["content"], list) and any(p["type"] == "image" for p in m["content"])
+            for m in self.messages
+        )
 
 
-def parse_chat_request(raw: bytes, served_model: str, defaults: GenerationConfig,
-                       limits: RequestLimits = RequestLimits()) -> ChatRequest:  # fmt: skip
+def parse_chat_request(
+    raw: bytes, served_model: str, defaults: GenerationConfig, limits: RequestLimits = RequestLimits()
+) -> ChatRequest:
     """Validate a ``/v1/chat/completions`` body; fields the client leaves out take ``defaults``."""
     body = _json_object(raw)
     _check_model(body, served_model)
@@ -104,8 +119,11 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     try:
         body = loads_bounded(raw)
     except NestingError:
-        raise RequestError(400, f"the request body nests JSON arrays/objects too deeply to be a chat request "
-                                f"(more than {MAX_JSON_DEPTH} levels)") from None
+        raise RequestError(
+            400,
+            f"the request body nests JSON arrays/objects too deeply to be a chat request "
+            f"(more than {MAX_JSON_DEPTH} levels)",
+        ) from None
     except ValueError as err:  # UnicodeDecodeError is one
         raise RequestError(400, f"the request body is not valid JSON ({str(err)[:200]})") from None
     if not isinstance(body, dict):
@@ -129,19 +147,26 @@ def _field(body: dict[str, Any], name: str, kind: type, default: Any = None, req
 def _check_model(body: dict[str, Any], served_model: str) -> None:
     model = _field(body, "model", str)
     if model != served_model:
-        raise RequestError(404, f"model {model!r} is not served here; this server serves {served_model!r} "
-                                f"(GET /v1/models lists it; start the server with --served-model-name to rename it)",
-                           "model")
+        raise RequestError(
+            404,
+            f"model {model!r} is not served here; this server serves {served_model!r} "
+            f"(GET /v1/models lists it; start the server with --served-model-name to rename it)",
+            "model",
+        )
 
 
 def _refuse_unsupported(body: dict[str, Any]) -> None:
     if body.get("stream"):
-        raise RequestError(400, "'stream': true is not supported; send the request without streaming", "stream")
+        raise RequestError(
+            400, "'stream': true is not supported; send the request without streaming", "stream"
+        )
     if body.get("n", 1) != 1:
         raise RequestError(400, f"'n' must be 1 (one answer per request), got {body.get('n')!r}", "n")
     for name in UNSUPPORTED:
         if body.get(name) and not (name == "response_format" and body[name] == {"type": "text"}):
-            raise RequestError(400, f"'{name}' is not supported by this server; send the request without it", name)
+            raise RequestError(
+                400, f"'{name}' is not supported by this server; send the request without it", name
+            )
 
 
 def _generation_config(body: dict[str, Any], defaults: GenerationConfig) -> GenerationConfig:
@@ -163,11 +188,20 @@ def _generation_config(body: dict[str, Any], defaults: GenerationConfig) -> Gene
 
 def _check_image_count(messages: list[Any], max_images: int) -> None:
     """Refuse a request with more than ``max_images`` image parts before decoding any of them."""
-    count = sum(1 for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
-                for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url")  # fmt: skip
+    count = sum(
+        1
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for p in m["content"]
+        if isinstance(p, dict) and p.get("type") == "image_url"
+    )
     if count > max_images:
-        raise RequestError(400, f"the request holds {count} images; this server accepts at most {max_images} per "
-                                f"request (--max-images); send fewer images", "messages")
+        raise RequestError(
+            400,
+            f"the request holds {count} images; this server accepts at most {max_images} per "
+            f"request (--max-images); send fewer images",
+            "messages",
+        )
 
 
 def _message(message: object, i: int, max_pixels: int) -> Message:
@@ -194,9 +228,13 @@ def _part(part: Any, where: str, max_pixels: int) -> dict[str, Any]:
         url = part.get("image_url")
         url = url.get("url") if isinstance(url, dict) else url
         return {"type": "image", "image": decode_data_url(url, where, max_pixels)}
-    raise RequestError(400, f"{where}: parts must be {{'type': 'text', 'text': ...}} or "
-                            f"{{'type': 'image_url', 'image_url': {{'url': 'data:image/png;base64,...'}}}}, "
-                            f"got {json.dumps(part)[:80]}", "messages")
+    raise RequestError(
+        400,
+        f"{where}: parts must be {{'type': 'text', 'text': ...}} or "
+        f"{{'type': 'image_url', 'image_url': {{'url': 'data:image/png;base64,...'}}}}, "
+        f"got {json.dumps(part)[:80]}",
+        "messages",
+    )
 
 
 def decode_data_url(url: object, where: str, max_pixels: int = RequestLimits.max_image_pixels) -> np.ndarray:
@@ -206,8 +244,12 @@ def decode_data_url(url: object, where: str, max_pixels: int = RequestLimits.max
     refused before its pixels are decoded, so a small compressed file cannot expand into gigabytes."""
     if not isinstance(url, str) or not url.startswith("data:image/") or ";base64," not in url:
         shown = url[:60] if isinstance(url, str) else type(url).__name__
-        raise RequestError(400, f"{where}: images must be inline base64 data URLs ('data:image/png;base64,...'); "
-                                f"this server fetches nothing over the network, got {shown!r}", "messages")
+        raise RequestError(
+            400,
+            f"{where}: images must be inline base64 data URLs ('data:image/png;base64,...'); "
+            f"this server fetches nothing over the network, got {shown!r}",
+            "messages",
+        )
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -219,19 +261,30 @@ def decode_data_url(url: object, where: str, max_pixels: int = RequestLimits.max
     except RequestError:
         raise
     except Image.DecompressionBombError as err:  # PIL's own limit, met in the header of a huge image
-        raise RequestError(400, f"{where}: the image is larger than this server accepts ({max_pixels} pixels per "
-                                f"image, --max-image-pixels): {str(err)[:120]}", "messages") from None
+        raise RequestError(
+            400,
+            f"{where}: the image is larger than this server accepts ({max_pixels} pixels per "
+            f"image, --max-image-pixels): {str(err)[:120]}",
+            "messages",
+        ) from None
     except (binascii.Error, ValueError, UnidentifiedImageError, OSError) as err:
-        raise RequestError(400, f"{where}: the data URL does not hold a readable {'/'.join(IMAGE_FORMATS)} image "
-                                f"({str(err)[:200]})", "messages") from None
+        raise RequestError(
+            400,
+            f"{where}: the data URL does not hold a readable {'/'.join(IMAGE_FORMATS)} image "
+            f"({str(err)[:200]})",
+            "messages",
+        ) from None
 
 
 def _check_pixels(size: tuple[int, int], where: str, max_pixels: int) -> None:
     width, height = size
     if width * height > max_pixels:
-        raise RequestError(400, f"{where}: the image is {width}x{height} = {width * height} pixels; this server "
-                                f"accepts at most {max_pixels} per image (--max-image-pixels); send a smaller image",
-                           "messages")
+        raise RequestError(
+            400,
+            f"{where}: the image is {width}x{height} = {width * height} pixels; this server "
+            f"accepts at most {max_pixels} per image (--max-image-pixels); send a smaller image",
+            "messages",
+        )
 
 
 def completion_body(generation: Generation, model: str, max_new_tokens: int) -> dict[str, Any]:
@@ -243,13 +296,28 @@ def completion_body(generation: Generation, model: str, max_new_tokens: int) -> 
     if finish not in ("stop", "length"):
         finish = "length" if completion >= max_new_tokens else "stop"
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": generation.text}, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
-    }  # fmt: skip
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": generation.text},
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
 
 
 def models_body(model: str, created: int) -> dict[str, Any]:
     """``GET /v1/models``: the one model this server answers for."""
-    return {"object": "list", "data": [{"id": model, "object": "model", "created": created, "owned_by": "spatial-arena"}]}
+    return {
+        "object": "list",
+        "data": [{"id": model, "object": "model", "created": created, "owned_by": "spatial-arena"}],
+    }

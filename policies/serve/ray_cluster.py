@@ -25,8 +25,14 @@ def connect(address: str | None) -> bool:
     if address is None:  # local instance: make this checkout importable in the actors
         path = os.pathsep.join(p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p)
         runtime_env = {"env_vars": {"PYTHONPATH": path}}
-    ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-             runtime_env=runtime_env, **({"num_cpus": os.cpu_count()} if address is None else {}))
+    ray.init(
+        address=address,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="ERROR",
+        runtime_env=runtime_env,
+        **({"num_cpus": os.cpu_count()} if address is None else {}),
+    )
     return True
 
 

@@ -62,9 +62,18 @@ class RayModelServer:
             ray.kill(self.actor, no_restart=True)
 
 
-def start_ray_server(model: str, *, num_gpus: float = 1.0, num_cpus: float = 1.0, host: str = LOOPBACK, port: int = 0,
-                     address: str | None = None, name: str | None = None, startup_timeout_s: float = 900.0,
-                     **options: Any) -> RayModelServer:
+def start_ray_server(
+    model: str,
+    *,
+    num_gpus: float = 1.0,
+    num_cpus: float = 1.0,
+    host: str = LOOPBACK,
+    port: int = 0,
+    address: str | None = None,
+    name: str | None = None,
+    startup_timeout_s: float = 900.0,
+    **options: Any,
+) -> RayModelServer:
     """Start a :class:`ModelServer` for ``model`` in a Ray actor with ``num_gpus`` GPUs and return it once
     it answers.
 
@@ -84,8 +93,10 @@ def start_ray_server(model: str, *, num_gpus: float = 1.0, num_cpus: float = 1.0
 
     available = ray.cluster_resources().get("GPU", 0)
     if num_gpus > available:
-        raise ValueError(f"start_ray_server(num_gpus={num_gpus:g}): the Ray cluster has {available:g} GPU(s); "
-                         "pass num_gpus=0 to serve on CPU, or join a cluster with GPUs (address='auto')")
+        raise ValueError(
+            f"start_ray_server(num_gpus={num_gpus:g}): the Ray cluster has {available:g} GPU(s); "
+            "pass num_gpus=0 to serve on CPU, or join a cluster with GPUs (address='auto')"
+        )
     actor_cls = ray.remote(num_gpus=num_gpus, num_cpus=num_cpus, max_restarts=0)(_ServerActor)
     actor = actor_cls.options(**({"name": name} if name else {})).remote(model, host, port, options)
     try:

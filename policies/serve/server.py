@@ -71,6 +71,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _check_limits(
+    max_body_mb: float, max_connections: int, read_timeout_s: float, request_deadline_s: float
+) -> None:
+    """A ``ValueError`` naming the server limits that are out of range."""
+    if max_body_mb <= 0 or max_connections < 1 or read_timeout_s <= 0 or request_deadline_s <= 0:
+        raise ValueError(
+            f"need max_body_mb > 0, max_connections >= 1, read_timeout_s > 0 and "
+            f"request_deadline_s > 0, got {max_body_mb}, {max_connections}, {read_timeout_s}, "
+            f"{request_deadline_s}"
+        )
+
+
+def _listen(host: str, port: int) -> _HTTPServer:
+    """The HTTP server bound to ``host:port``; an ``OSError`` saying how to pick another address."""
+    try:
+        return _HTTPServer((host, port), _Handler)
+    except OSError as err:
+        raise OSError(
+            f"cannot listen on {host}:{port} ({err.strerror or err}); pass another --port "
+            f"(0 picks a free one) or --host"
+        ) from err
+
+
 class ModelServer:
     """Serves ``backend`` under ``model_name`` at ``http://host:port/v1``.
 
@@ -101,16 +124,28 @@ class ModelServer:
             401 otherwise). Without one, binding a non-loopback ``host`` warns (:class:`ExposedServerWarning`).
     """
 
-    def __init__(self, backend: Backend, *, model_name: str | None = None, host: str = LOOPBACK, port: int = 8000,
-                 max_batch: int = 8, max_wait_ms: float = 20.0, max_queue: int = 1024,
-                 defaults: GenerationConfig | None = None, request_deadline_s: float = 300.0,
-                 max_prompt_tokens: int | None = None, max_body_mb: float = 16.0, max_images: int = 16,
-                 max_image_pixels: int = 2**20, max_connections: int = 32, read_timeout_s: float = 30.0,
-                 parse_slots: int = 2, api_key: str | None = None) -> None:
-        if max_body_mb <= 0 or max_connections < 1 or read_timeout_s <= 0 or request_deadline_s <= 0:
-            raise ValueError(f"need max_body_mb > 0, max_connections >= 1, read_timeout_s > 0 and "
-                             f"request_deadline_s > 0, got {max_body_mb}, {max_connections}, {read_timeout_s}, "
-                             f"{request_deadline_s}")
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        model_name: str | None = None,
+        host: str = LOOPBACK,
+        port: int = 8000,
+        max_batch: int = 8,
+        max_wait_ms: float = 20.0,
+        max_queue: int = 1024,
+        defaults: GenerationConfig | None = None,
+        request_deadline_s: float = 300.0,
+        max_prompt_tokens: int | None = None,
+        max_body_mb: float = 16.0,
+        max_images: int = 16,
+        max_image_pixels: int = 2**20,
+        max_connections: int = 32,
+        read_timeout_s: float = 30.0,
+        parse_slots: int = 2,
+        api_key: str | None = None,
+    ) -> None:
+        _check_limits(max_body_mb, max_connections, read_timeout_s, request_deadline_s)
         self.backend = backend
         self.model_name = model_name or backend.model_id
         self.defaults = defaults or GenerationConfig()
@@ -119,24 +154,32 @@ class ModelServer:
         self.limits = RequestLimits(max_images=max_images, max_image_pixels=max_image_pixels)
         self.read_timeout_s, self.api_key = read_timeout_s, api_key or None
         self._parsing = threading.BoundedSemaphore(max(1, parse_slots))
-        self.batcher = DynamicBatcher(backend, max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue)
+        self.batcher = DynamicBatcher(
+            backend, max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue
+        )
         self.created = int(time.time())
-        try:
-            self._httpd = _HTTPServer((host, port), _Handler)
-        except OSError as err:
-            raise OSError(f"cannot listen on {host}:{port} ({err.strerror or err}); pass another --port "
-                          f"(0 picks a free one) or --host") from err
+        self._httpd = _listen(host, port)
         self._httpd.app = self
         self._httpd.connections = _Connections(max_connections, read_timeout_s)
         self._thread: threading.Thread | None = None
         if self.api_key is None and not is_loopback(host):
-            warnings.warn(f"serving on {host}:{self.address[1]} without an API key: anyone who can reach this "
-                          f"address can use the model; set one with --api-key-env VAR (api_key=...)",
-                          ExposedServerWarning, stacklevel=2)
+            warnings.warn(
+                f"serving on {host}:{self.address[1]} without an API key: anyone who can reach this "
+                f"address can use the model; set one with --api-key-env VAR (api_key=...)",
+                ExposedServerWarning,
+                stacklevel=2,
+            )
 
     @classmethod
-    def from_model(cls, model: str, *, device: str = "auto", dtype: str = "auto", backend_options: dict[str, Any] | None = None,
-                   **server_options: Any) -> ModelServer:
+    def from_model(
+        cls,
+        model: str,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        backend_options: dict[str, Any] | None = None,
+        **server_options: Any,
+    ) -> ModelServer:
         """Load a transformers checkpoint (directory or hub id) and serve it; ``backend_options`` go to
         :class:`~policies.backends.transformers_backend.TransformersBackend`."""
         from policies.backends.transformers_backend import TransformersBackend
@@ -159,8 +202,9 @@ class ModelServer:
         """Serve on background threads; returns ``self`` (also a context manager that stops on exit)."""
         self.batcher.start()
         self._httpd.connections.start()
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="http", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="http", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -194,9 +238,13 @@ class ModelServer:
         self.stop()
 
     def stats(self) -> dict[str, Any]:
-        return {"model": self.model_name, "max_prompt_tokens": self.prompt_limit.max_tokens,
-                "request_deadline_s": self.request_deadline_s, **self.batcher.stats(),
-                **self._httpd.connections.stats()}  # fmt: skip
+        return {
+            "model": self.model_name,
+            "max_prompt_tokens": self.prompt_limit.max_tokens,
+            "request_deadline_s": self.request_deadline_s,
+            **self.batcher.stats(),
+            **self._httpd.connections.stats(),
+        }
 
     def authorized(self, header: str | None) -> bool:
         """Whether an ``Authorization`` header carries the API key (always, when the server has none)."""
@@ -216,8 +264,13 @@ class ModelServer:
         with self._parsing:  # tokenising too
             return self.prompt_limit.check(request, self.backend)
 
-    def answer(self, request: ChatRequest | bytes, *, received: float | None = None,
-               client_gone: Callable[[], bool] | None = None) -> dict[str, Any]:  # fmt: skip
+    def answer(
+        self,
+        request: ChatRequest | bytes,
+        *,
+        received: float | None = None,
+        client_gone: Callable[[], bool] | None = None,
+    ) -> dict[str, Any]:
         """The chat completion for a request (or its body) received at ``received`` (``time.monotonic()``,
         default now); raises :class:`RequestError` for the client. ``client_gone`` is polled while waiting:
         when it says so, the request is dropped (:class:`ClientGone`)."""
@@ -238,8 +291,11 @@ class ModelServer:
             if now >= deadline and self.batcher.cancel(future):
                 raise queued_too_long(now - (deadline - self.request_deadline_s))
             if now >= deadline + DEADLINE_GRACE_S:
-                raise RequestError(504, f"no answer within {self.request_deadline_s:g} s (--request-deadline-s); "
-                                        f"ask for fewer max_tokens or a shorter prompt, or retry later")
+                raise RequestError(
+                    504,
+                    f"no answer within {self.request_deadline_s:g} s (--request-deadline-s); "
+                    f"ask for fewer max_tokens or a shorter prompt, or retry later",
+                )
             try:
                 wake = deadline if now < deadline else deadline + DEADLINE_GRACE_S
                 return future.result(timeout=min(POLL_S, max(wake - now, 0.001)))
@@ -309,7 +365,8 @@ class _Connections:
                     if remaining <= 0:
                         self.refused += 1
                         return False
-                    self._freed.wait(min(remaining, self.evict_after_s / 4))  # an eviction may become possible
+                    # an eviction may become possible
+                    self._freed.wait(min(remaining, self.evict_after_s / 4))
             finally:
                 self.waiting -= 1
         if victim is not None:
@@ -358,9 +415,13 @@ class _Connections:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"open_connections": len(self._deadlines), "refused_connections": self.refused,
-                    "timed_out_connections": self.timed_out, "evicted_connections": self.evicted,
-                    "waiting_connections": self.waiting}  # fmt: skip
+            return {
+                "open_connections": len(self._deadlines),
+                "refused_connections": self.refused,
+                "timed_out_connections": self.timed_out,
+                "evicted_connections": self.evicted,
+                "waiting_connections": self.waiting,
+            }
 
 
 def _shut(conn: socket.socket) -> None:
@@ -381,7 +442,9 @@ class _HTTPServer(ThreadingHTTPServer):
         if self.connections.try_open(request):
             super().process_request(request, client_address)  # a handler thread
         elif self.connections.waiting < self.connections.cap:
-            threading.Thread(target=self._admit_then_handle, args=(request, client_address), daemon=True).start()
+            threading.Thread(
+                target=self._admit_then_handle, args=(request, client_address), daemon=True
+            ).start()
         else:
             self._refuse(request)
 
@@ -404,8 +467,10 @@ class _HTTPServer(ThreadingHTTPServer):
 
 
 HEALTH_PROBE = b"GET /health HTTP/1."
-HEALTH_ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\nConnection: close\r\n\r\n"
-                 b'{"status": "ok"}')  # fmt: skip
+HEALTH_ANSWER = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\nConnection: close\r\n\r\n"
+    b'{"status": "ok"}'
+)
 
 
 def _answer_health_probe(conn: socket.socket) -> bool:
@@ -426,8 +491,10 @@ def _refuse(conn: socket.socket, cap: int) -> None:
     """Answer HTTP 503 on a connection over the cap (without blocking: the answer fits the send buffer)."""
     message = f"the server has {cap} connections open (max_connections); retry later"
     payload = json.dumps(error_body(message, "server_error", None, 503)).encode()
-    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}"
-            f"\r\nRetry-After: 1\r\nConnection: close\r\n\r\n").encode()
+    head = (
+        f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}"
+        f"\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    ).encode()
     try:
         conn.settimeout(0.5)
         conn.sendall(head + payload)
@@ -440,7 +507,8 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:
-        self.timeout = self.server.app.read_timeout_s  # per socket operation (also bounds slow readers of answers)
+        # per socket operation (also bounds slow readers of answers)
+        self.timeout = self.server.app.read_timeout_s
         super().setup()
 
     def handle_one_request(self) -> None:
@@ -471,7 +539,9 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _unauthorized()
             if self._route() != "/v1/chat/completions":
                 self.close_connection = True  # the body is left unread
-                raise RequestError(404, f"no route POST {self._route()}; the endpoint is /v1/chat/completions")
+                raise RequestError(
+                    404, f"no route POST {self._route()}; the endpoint is /v1/chat/completions"
+                )
             raw, received = self._body(), time.monotonic()
             request = self.server.app.parse(raw)  # the raw body is freed once parsed
             del raw
@@ -496,8 +566,11 @@ class _Handler(BaseHTTPRequestHandler):
             raise RequestError(411, "a Content-Length header is required")
         if int(length) > self.server.app.max_body_bytes:
             self.close_connection = True  # the unread body cannot be skipped on this connection
-            raise RequestError(413, f"the body has {int(length)} bytes; this server accepts at most "
-                                    f"{self.server.app.max_body_bytes} (--max-body-mb)")
+            raise RequestError(
+                413,
+                f"the body has {int(length)} bytes; this server accepts at most "
+                f"{self.server.app.max_body_bytes} (--max-body-mb)",
+            )
         try:
             raw = self.rfile.read(int(length))
         except OSError:  # a per-read timeout, or the watchdog shut the connection
@@ -505,8 +578,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.connections.reading(self.connection, False)
         if len(raw) < int(length):
             self.close_connection = True
-            raise RequestError(408, f"the body did not arrive: {len(raw)} of {int(length)} bytes within "
-                                    f"{self.server.app.read_timeout_s:g} s (read_timeout_s)")
+            raise RequestError(
+                408,
+                f"the body did not arrive: {len(raw)} of {int(length)} bytes within "
+                f"{self.server.app.read_timeout_s:g} s (read_timeout_s)",
+            )
         return raw
 
     def _send_error(self, err: RequestError) -> None:
@@ -532,5 +608,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _unauthorized() -> RequestError:
-    return RequestError(401, "missing or wrong API key: send 'Authorization: Bearer <key>' with the key the server "
-                             "was started with (--api-key-env)")
+    return RequestError(
+        401,
+        "missing or wrong API key: send 'Authorization: Bearer <key>' with the key the server "
+        "was started with (--api-key-env)",
+    )

@@ -20,14 +20,25 @@ DEFAULT_CHUNK = {"calvin": CALVIN_CHUNK, "libero": LIBERO_CHUNK}
 DEFAULT_CAMERAS = {"calvin": ("rgb_static",), "libero": ("agentview_rgb",)}
 
 __all__ = [
-    "ACTION_DIM", "DATA_FORMATS", "DEFAULT_CAMERAS", "DEFAULT_CHUNK", "IMAGE_SIZE", "LIBERO_OBSERVATION_KEYS",
-    "CalvinDataset", "CalvinWriter", "ChunkDataset", "LiberoDataset", "Sample", "detect_format", "open_dataset",
+    "ACTION_DIM",
+    "DATA_FORMATS",
+    "DEFAULT_CAMERAS",
+    "DEFAULT_CHUNK",
+    "IMAGE_SIZE",
+    "LIBERO_OBSERVATION_KEYS",
+    "CalvinDataset",
+    "CalvinWriter",
+    "ChunkDataset",
+    "LiberoDataset",
+    "Sample",
+    "detect_format",
+    "open_dataset",
     "resize_image",
-]  # fmt: skip
+]
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """"calvin" or "libero" from the files at ``path``; a clear error when it is neither."""
+    """ "calvin" or "libero" from the files at ``path``; a clear error when it is neither."""
     root = Path(path)
     if (root / EPISODES_FILE).is_file() or (root / "training" / EPISODES_FILE).is_file():
         return "calvin"
@@ -39,9 +50,14 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 
 def open_dataset(
-    path: str | os.PathLike[str], *, data_format: str = "auto", chunk_size: int | None = None,
-    cameras: Sequence[str] | None = None, image_size: int = IMAGE_SIZE, **reader_options: Any,
-) -> ChunkDataset:  # fmt: skip
+    path: str | os.PathLike[str],
+    *,
+    data_format: str = "auto",
+    chunk_size: int | None = None,
+    cameras: Sequence[str] | None = None,
+    image_size: int = IMAGE_SIZE,
+    **reader_options: Any,
+) -> ChunkDataset:
     """The reader for ``path`` with the published defaults (chunk 10 / 4; static / agent-view camera)."""
     if data_format not in DATA_FORMATS:
         raise ValueError(f"data_format must be one of {DATA_FORMATS}, got {data_format!r}")

@@ -63,9 +63,13 @@ def load_language(root: Path) -> tuple[list[tuple[int, int]], list[str], list[st
         windows = [(int(a), int(b)) for a, b in data["info"]["indx"]]
         anns, tasks = [str(s) for s in data["language"]["ann"]], [str(s) for s in data["language"]["task"]]
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path}: not CALVIN's auto_lang_ann layout (info.indx, language.ann/task): {err}") from err
+        raise ValueError(
+            f"{path}: not CALVIN's auto_lang_ann layout (info.indx, language.ann/task): {err}"
+        ) from err
     if not (len(windows) == len(anns) == len(tasks)):
-        raise ValueError(f"{path}: {len(windows)} windows but {len(anns)} instructions and {len(tasks)} tasks")
+        raise ValueError(
+            f"{path}: {len(windows)} windows but {len(anns)} instructions and {len(tasks)} tasks"
+        )
     return windows, anns, tasks
 
 
@@ -84,16 +88,22 @@ class CalvinDataset:
     gripper_open_value = 1.0
 
     def __init__(
-        self, path: str | os.PathLike[str], chunk_size: int = CALVIN_CHUNK, cameras: Sequence[str] = ("rgb_static",),
-        image_size: int = IMAGE_SIZE, split: str = "training",
-    ) -> None:  # fmt: skip
+        self,
+        path: str | os.PathLike[str],
+        chunk_size: int = CALVIN_CHUNK,
+        cameras: Sequence[str] = ("rgb_static",),
+        image_size: int = IMAGE_SIZE,
+        split: str = "training",
+    ) -> None:
         self.root = find_split(path, split)
         self.chunk_size, self.image_size = int(chunk_size), int(image_size)
         self.cameras = tuple(cameras)
         unknown = [c for c in self.cameras if c not in CALVIN_CAMERAS]
         if unknown or not self.cameras:
             raise ValueError(f"CALVIN cameras must be some of {CALVIN_CAMERAS}, got {list(cameras)}")
-        episodes = np.asarray(np.load(self.root / EPISODES_FILE, allow_pickle=False), dtype=np.int64).reshape(-1, 2)
+        episodes = np.asarray(np.load(self.root / EPISODES_FILE, allow_pickle=False), dtype=np.int64).reshape(
+            -1, 2
+        )
         self.episodes = episodes[np.argsort(episodes[:, 0])]
         self._episode_starts = self.episodes[:, 0].tolist()
         windows, self.instructions, self.tasks = load_language(self.root)
@@ -105,7 +115,9 @@ class CalvinDataset:
     def _episode_end(self, frame: int) -> int:
         row = bisect.bisect_right(self._episode_starts, frame) - 1
         if row < 0 or frame > self.episodes[row, 1]:
-            raise ValueError(f"{self.root}: annotated frame {frame} lies outside every episode in {EPISODES_FILE}")
+            raise ValueError(
+                f"{self.root}: annotated frame {frame} lies outside every episode in {EPISODES_FILE}"
+            )
         return int(self.episodes[row, 1])
 
     def _build_index(self, windows: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -135,7 +147,9 @@ class CalvinDataset:
             self._actions = np.full((int(self.episodes[:, 1].max()) + 1, 7), np.nan, dtype=np.float32)
         row = self._actions[frame]
         if np.isnan(row[0]):
-            row[:] = check_actions(self._frame(frame, ("rel_actions",))["rel_actions"][None], f"{self.root} frame {frame}")[0]
+            row[:] = check_actions(
+                self._frame(frame, ("rel_actions",))["rel_actions"][None], f"{self.root} frame {frame}"
+            )[0]
         return row
 
     def chunk_actions(self, frame: int) -> np.ndarray:
@@ -152,7 +166,9 @@ class CalvinDataset:
         """One file read per frame: ``rel_actions`` of each picked sample's frame, ``(N, 7)``."""
         picks = subsample(len(self), max_samples, seed)
         frames = [self.index[i][0] for i in picks]
-        return check_actions(np.stack([self._frame(t, ("rel_actions",))["rel_actions"] for t in frames]), str(self.root))
+        return check_actions(
+            np.stack([self._frame(t, ("rel_actions",))["rel_actions"] for t in frames]), str(self.root)
+        )
 
 
 class CalvinWriter:
@@ -164,8 +180,9 @@ class CalvinWriter:
     for that one).
     """
 
-    def __init__(self, root: str | os.PathLike[str], first_index: int = 0,
-                 cameras: Sequence[str] = CALVIN_CAMERAS) -> None:  # fmt: skip
+    def __init__(
+        self, root: str | os.PathLike[str], first_index: int = 0, cameras: Sequence[str] = CALVIN_CAMERAS
+    ) -> None:
         unknown = [c for c in cameras if c not in CALVIN_CAMERAS]
         if unknown or not cameras:
             raise ValueError(f"CalvinWriter cameras must be some of {CALVIN_CAMERAS}, got {list(cameras)}")
@@ -203,7 +220,9 @@ class CalvinWriter:
         self.language["task"].append(task)
         return self.episodes[-1]
 
-    def write_episode(self, frames: Iterable[Mapping[str, Any]], task: str, instruction: str) -> tuple[int, int]:
+    def write_episode(
+        self, frames: Iterable[Mapping[str, Any]], task: str, instruction: str
+    ) -> tuple[int, int]:
         self.begin_episode()
         for frame in frames:
             self.add_frame(frame)
@@ -214,26 +233,38 @@ class CalvinWriter:
             raise RuntimeError("close called with an episode still open")
         np.save(self.root / EPISODES_FILE, np.asarray(self.episodes, dtype=np.int64).reshape(-1, 2))
         (self.root / LANG_FILE).parent.mkdir(exist_ok=True)
-        annotations = {"language": {k: list(v) for k, v in self.language.items()},
-                       "info": {"episodes": [], "indx": list(self.episodes)}}  # fmt: skip
+        annotations = {
+            "language": {k: list(v) for k, v in self.language.items()},
+            "info": {"episodes": [], "indx": list(self.episodes)},
+        }
         np.save(self.root / LANG_FILE, np.asarray(annotations, dtype=object), allow_pickle=True)
         return self.root
 
 
-def _frame_arrays(frame: Mapping[str, Any], index: int, cameras: Sequence[str] = CALVIN_CAMERAS) -> dict[str, np.ndarray]:
+def _frame_arrays(
+    frame: Mapping[str, Any], index: int, cameras: Sequence[str] = CALVIN_CAMERAS
+) -> dict[str, np.ndarray]:
     required = [k for k in REQUIRED_FRAME_KEYS if k not in CALVIN_CAMERAS or k in cameras]
     missing = [k for k in required if k not in frame]
     extra = sorted(set(frame) - set(required) - set(OPTIONAL_FRAME_KEYS))
     if missing or extra:
-        raise KeyError(f"CALVIN frame {index}: missing {missing}, unknown {extra}; keys are "
-                       f"{tuple(required)} + optional {OPTIONAL_FRAME_KEYS}")  # fmt: skip
+        raise KeyError(
+            f"CALVIN frame {index}: missing {missing}, unknown {extra}; keys are "
+            f"{tuple(required)} + optional {OPTIONAL_FRAME_KEYS}"
+        )
     arrays = {k: np.asarray(v) for k, v in frame.items()}
     for key in cameras:
         if arrays[key].dtype != np.uint8 or arrays[key].ndim != 3:
-            raise ValueError(f"CALVIN frame {index}: {key} must be uint8 H x W x 3, got {arrays[key].dtype} {arrays[key].shape}")
+            raise ValueError(
+                f"CALVIN frame {index}: {key} must be uint8 H x W x 3, got {arrays[key].dtype} {arrays[key].shape}"
+            )
     rel = arrays["rel_actions"].astype(np.float64)
     if rel.shape != (7,) or abs(rel[6]) != 1.0:
-        raise ValueError(f"CALVIN frame {index}: rel_actions must be 7 values with gripper exactly -1 or 1, got {rel}")
+        raise ValueError(
+            f"CALVIN frame {index}: rel_actions must be 7 values with gripper exactly -1 or 1, got {rel}"
+        )
     if np.any(np.abs(rel[:6]) > 1.0):
-        raise ValueError(f"CALVIN frame {index}: rel_actions arm values must lie in [-1, 1] (CALVIN clips them), got {rel}")
+        raise ValueError(
+            f"CALVIN frame {index}: rel_actions arm values must lie in [-1, 1] (CALVIN clips them), got {rel}"
+        )
     return arrays

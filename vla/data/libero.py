@@ -43,7 +43,9 @@ def libero_files(path: str | os.PathLike[str]) -> list[Path]:
 def read_instruction(handle: h5py.File, path: Path) -> str:
     raw = handle["data"].attrs.get("problem_info")
     if raw is None:
-        raise ValueError(f"{path}: data.attrs['problem_info'] is missing, so the task's language goal is unknown")
+        raise ValueError(
+            f"{path}: data.attrs['problem_info'] is missing, so the task's language goal is unknown"
+        )
     info = json.loads(raw if isinstance(raw, str) else raw.decode())
     instruction = str(info.get("language_instruction", "")).strip()
     if not instruction:
@@ -74,9 +76,13 @@ class LiberoDataset:
     gripper_open_value = -1.0
 
     def __init__(
-        self, path: str | os.PathLike[str], chunk_size: int = LIBERO_CHUNK, cameras: Sequence[str] = ("agentview_rgb",),
-        image_size: int = IMAGE_SIZE, image_orientation: str = "upright",
-    ) -> None:  # fmt: skip
+        self,
+        path: str | os.PathLike[str],
+        chunk_size: int = LIBERO_CHUNK,
+        cameras: Sequence[str] = ("agentview_rgb",),
+        image_size: int = IMAGE_SIZE,
+        image_orientation: str = "upright",
+    ) -> None:
         import h5py
 
         self.files = libero_files(path)
@@ -93,14 +99,19 @@ class LiberoDataset:
             with h5py.File(file, "r") as handle:
                 self._index_file(handle, file_index, file)
         if not self.index:
-            raise ValueError(f"{path}: no demonstration is long enough for a chunk of {self.chunk_size} actions")
+            raise ValueError(
+                f"{path}: no demonstration is long enough for a chunk of {self.chunk_size} actions"
+            )
         self._handles: dict[tuple[int, int], Any] = {}
 
     def _index_file(self, handle: h5py.File, file_index: int, file: Path) -> None:
         self.instructions.append(read_instruction(handle, file))
         if "data" not in handle:
             raise ValueError(f"{file}: no 'data' group (not a LIBERO demonstration file)")
-        names = sorted(handle["data"].keys(), key=lambda n: int(n.rsplit("_", 1)[-1]) if n.rsplit("_", 1)[-1].isdigit() else n)
+        names = sorted(
+            handle["data"].keys(),
+            key=lambda n: int(n.rsplit("_", 1)[-1]) if n.rsplit("_", 1)[-1].isdigit() else n,
+        )
         for name in names:
             actions = check_actions(handle["data"][name]["actions"][()], f"{file}:{name}")
             demo = len(self.demos)
@@ -124,7 +135,9 @@ class LiberoDataset:
         demo, start = self.index[index]
         file_index, name, actions = self.demos[demo]
         obs = self._handle(file_index)["data"][name]["obs"]
-        images = [resize_image(orient(obs[c][start], self.image_orientation), self.image_size) for c in self.cameras]
+        images = [
+            resize_image(orient(obs[c][start], self.image_orientation), self.image_size) for c in self.cameras
+        ]
         chunk = actions[start : start + self.chunk_size]
         return Sample(images=images, instruction=self.instructions[file_index], actions=chunk.copy())
 

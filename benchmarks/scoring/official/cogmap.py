@@ -39,13 +39,50 @@ from typing import Any
 
 import numpy as np
 
-_FACINGS = {"up", "down", "left", "right", "inner", "outer", "top", "bottom", "north", "south", "east", "west",
-            "front", "back", "into", "out", "inside", "outside", "forward", "backward"}  # fmt: skip
-_FACING_ALIASES = {"top": "up", "bottom": "down", "north": "up", "south": "down", "east": "right", "west": "left",
-                   "front": "inner", "back": "outer", "into": "inner", "out": "outer", "inside": "inner",
-                   "outside": "outer", "forward": "inner", "backward": "outer"}  # fmt: skip
-_Z_TURNS = {"up": ["up", "right", "down", "left"], "right": ["right", "down", "left", "up"],
-            "down": ["down", "left", "up", "right"], "left": ["left", "up", "right", "down"]}  # fmt: skip
+_FACINGS = {
+    "up",
+    "down",
+    "left",
+    "right",
+    "inner",
+    "outer",
+    "top",
+    "bottom",
+    "north",
+    "south",
+    "east",
+    "west",
+    "front",
+    "back",
+    "into",
+    "out",
+    "inside",
+    "outside",
+    "forward",
+    "backward",
+}
+_FACING_ALIASES = {
+    "top": "up",
+    "bottom": "down",
+    "north": "up",
+    "south": "down",
+    "east": "right",
+    "west": "left",
+    "front": "inner",
+    "back": "outer",
+    "into": "inner",
+    "out": "outer",
+    "inside": "inner",
+    "outside": "outer",
+    "forward": "inner",
+    "backward": "outer",
+}
+_Z_TURNS = {
+    "up": ["up", "right", "down", "left"],
+    "right": ["right", "down", "left", "up"],
+    "down": ["down", "left", "up", "right"],
+    "left": ["left", "up", "right", "down"],
+}
 _X_TURN = {"up": "inner", "down": "outer", "inner": "down", "outer": "up", "left": "left", "right": "right"}
 _Y_TURN = {"left": "inner", "right": "outer", "inner": "right", "outer": "left", "up": "up", "down": "down"}
 
@@ -59,7 +96,11 @@ class CogmapError(ValueError):
 
 _LETTER_DOT = re.compile(r"([A-E])\.")
 _ANSWER_SECTION = re.compile(r"<Answer>([^<]*)")
-_SECTION_PATTERNS = (re.compile(r"[Mm]y answer is ([A-E])"), re.compile(r"[Tt]he answer is ([A-E])"), re.compile(r"\b([A-E])\b"))
+_SECTION_PATTERNS = (
+    re.compile(r"[Mm]y answer is ([A-E])"),
+    re.compile(r"[Tt]he answer is ([A-E])"),
+    re.compile(r"\b([A-E])\b"),
+)
 _TEXT_PATTERNS = (
     re.compile(r"(?:^|\n)(?:Answer: )?([A-E])(?:\.|$|\s)"),
     re.compile(r"[\*\"]([A-E])[\*\"]"),
@@ -163,7 +204,8 @@ def _object_pairs(text: str) -> list[tuple[str, str]]:
     found left to right without overlap as ``re.findall`` finds them, in linear time: where each body ends is
     precomputed from the sequence of braces."""
     braces = [i for i, c in enumerate(text) if c in "{}"]
-    close_at: list[int | None] = [None] * (len(braces) + 2)  # from brace k at depth 0: index of the closing "}"
+    # from brace k at depth 0: index of the closing "}"
+    close_at: list[int | None] = [None] * (len(braces) + 2)
     for k in range(len(braces) - 1, -1, -1):
         if text[braces[k]] == "}":
             close_at[k] = braces[k]
@@ -269,8 +311,16 @@ def _objects(cogmap: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """name -> {"position", "facing"}; views after objects in the complex format."""
     if "objects" in cogmap:
         entries = [*cogmap.get("objects", []), *cogmap.get("views", [])]
-        return {e["name"]: {"position": _position(e), "facing": _normalize_facing(e.get("facing"))} for e in entries if "name" in e}
-    return {k: {"position": _position(v), "facing": _normalize_facing(v.get("facing"))} for k, v in cogmap.items() if isinstance(v, dict)}
+        return {
+            e["name"]: {"position": _position(e), "facing": _normalize_facing(e.get("facing"))}
+            for e in entries
+            if "name" in e
+        }
+    return {
+        k: {"position": _position(v), "facing": _normalize_facing(v.get("facing"))}
+        for k, v in cogmap.items()
+        if isinstance(v, dict)
+    }
 
 
 def _relation(p1: np.ndarray, p2: np.ndarray, f1: str | None, f2: str | None) -> str | None:
@@ -286,13 +336,23 @@ def _relation(p1: np.ndarray, p2: np.ndarray, f1: str | None, f2: str | None) ->
     return "down" if dy > 0 else "up"
 
 
-def _relations(objects: Mapping[str, Mapping[str, Any]], names: list[str]) -> dict[str, dict[str, str | None]]:
+def _relations(
+    objects: Mapping[str, Mapping[str, Any]], names: list[str]
+) -> dict[str, dict[str, str | None]]:
     table: dict[str, dict[str, str | None]] = {a: {} for a in names}
     for a in names:
         for b in names:
             if a != b:
-                table[a][b] = (_relation(objects[a]["position"], objects[b]["position"], objects[a]["facing"], objects[b]["facing"])
-                               if a in objects and b in objects else None)  # fmt: skip
+                table[a][b] = (
+                    _relation(
+                        objects[a]["position"],
+                        objects[b]["position"],
+                        objects[a]["facing"],
+                        objects[b]["facing"],
+                    )
+                    if a in objects and b in objects
+                    else None
+                )
     return table
 
 
@@ -302,9 +362,15 @@ def _rotations() -> list[tuple[str, np.ndarray, Any]]:
         rad = np.radians(angle)
         cos_a, sin_a = np.cos(rad), np.sin(rad)
         matrix = np.array([[cos_a, -sin_a, 0], [sin_a, cos_a, 0], [0, 0, 1]])
-        out.append((f"z_rot_{angle}", matrix, lambda f, a=angle: _Z_TURNS[f][(a // 90) % 4] if f in _Z_TURNS else f))
-    out.append(("x_rot_90", np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]]), lambda f: _X_TURN.get(f, f) if f else f))
-    out.append(("y_rot_90", np.array([[0, 0, 1], [0, 1, 0], [-1, 0, 0]]), lambda f: _Y_TURN.get(f, f) if f else f))
+        out.append(
+            (f"z_rot_{angle}", matrix, lambda f, a=angle: _Z_TURNS[f][(a // 90) % 4] if f in _Z_TURNS else f)
+        )
+    out.append(
+        ("x_rot_90", np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]]), lambda f: _X_TURN.get(f, f) if f else f)
+    )
+    out.append(
+        ("y_rot_90", np.array([[0, 0, 1], [0, 1, 0], [-1, 0, 0]]), lambda f: _Y_TURN.get(f, f) if f else f)
+    )
     return out
 
 
@@ -322,6 +388,16 @@ class Similarity:
     isomorphic: bool = False
     best_rotation: str | None = None
     common_objects: list[str] = field(default_factory=list)
+
+
+def _rotated(
+    gen: Mapping[str, Any], names: list[Any], matrix: np.ndarray, turn: Any
+) -> dict[Any, dict[str, Any]]:
+    """The generated objects ``names``, their positions rotated by ``matrix`` and facings by ``turn``."""
+    return {
+        k: {"position": (matrix @ np.append(gen[k]["position"], 0.0))[:2], "facing": turn(gen[k]["facing"])}
+        for k in names
+    }
 
 
 def similarity(generated: object, reference: object) -> Similarity:
@@ -357,13 +433,20 @@ def similarity(generated: object, reference: object) -> Similarity:
     pairs = [(a, b) for a in shared for b in shared if a != b and ref_rel[a][b] is not None]
     faced = [o for o in shared if ref[o]["facing"]]
     for name, matrix, turn in _rotations():
-        rotated = {k: {"position": (matrix @ np.append(gen[k]["position"], 0.0))[:2], "facing": turn(gen[k]["facing"])} for k in shared}
+        rotated = _rotated(gen, shared, matrix, turn)
         gen_rel = _relations(rotated, shared)
         directional = sum(1 for a, b in pairs if gen_rel[a][b] == ref_rel[a][b]) / len(pairs) if pairs else 0
-        facing = sum(1 for o in faced if rotated[o]["facing"] == ref[o]["facing"]) / len(faced) if faced else 1.0
+        facing = (
+            sum(1 for o in faced if rotated[o]["facing"] == ref[o]["facing"]) / len(faced) if faced else 1.0
+        )
         overall = 0.7 * directional + 0.3 * facing
         if overall > result.overall:
-            result.overall, result.directional, result.facing, result.best_rotation = overall, directional, facing, name
+            result.overall, result.directional, result.facing, result.best_rotation = (
+                overall,
+                directional,
+                facing,
+                name,
+            )
             result.isomorphic = _contains(gen_rel, ref_rel)
     return result
 
@@ -371,7 +454,11 @@ def similarity(generated: object, reference: object) -> Similarity:
 def _contains(gen_rel: Mapping[str, Mapping[str, Any]], ref_rel: Mapping[str, Mapping[str, Any]]) -> bool:
     """Every reference relation is present, and equal, in the generated relations (those among the objects
     both maps name: a reference object the generated map lacks has no relations there)."""
-    return all(a in gen_rel and b in gen_rel[a] and gen_rel[a][b] == rel for a, row in ref_rel.items() for b, rel in row.items())
+    return all(
+        a in gen_rel and b in gen_rel[a] and gen_rel[a][b] == rel
+        for a, row in ref_rel.items()
+        for b, rel in row.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -391,7 +478,9 @@ def score(response: str, answer: object, hint: Mapping[str, Any]) -> CogmapScore
         CogmapError: where upstream's metric raises (lmms-eval then scores 0).
     """
     if "id_type" not in hint or "cogmap" not in hint:
-        raise CogmapError(f"the hint lacks {'id_type' if 'id_type' not in hint else 'cogmap'}: upstream's metric raises KeyError")
+        raise CogmapError(
+            f"the hint lacks {'id_type' if 'id_type' not in hint else 'cogmap'}: upstream's metric raises KeyError"
+        )
     if hint["id_type"] and not isinstance(hint["id_type"], str):  # upstream lower()s any truthy id
         raise CogmapError(f"id_type {hint['id_type']!r} is not text: upstream's metric raises AttributeError")
     letter = extract_answer(response)

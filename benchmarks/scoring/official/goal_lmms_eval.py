@@ -29,17 +29,38 @@ LMMS_EVAL_DEFAULT_TRANSLATION_STEP = 0.02  # metres, when a segment does not giv
 LMMS_EVAL_DEFAULT_ROTATION_STEP = math.radians(0.5)
 # Its symbols, matched exactly: slot in [dx, dy, dz, yaw, pitch, roll] and sign; STOP moves nothing.
 LMMS_EVAL_SYMBOLS: dict[str, tuple[int, int] | None] = {
-    "W": (2, +1), "S": (2, -1), "D": (0, +1), "A": (0, -1), "space": (1, -1), "shift": (1, +1),
-    "→": (3, +1), "←": (3, -1), "↑": (4, +1), "↓": (4, -1), "↻": (5, +1), "↺": (5, -1), "STOP": None,
-}  # fmt: skip
+    "W": (2, +1),
+    "S": (2, -1),
+    "D": (0, +1),
+    "A": (0, -1),
+    "space": (1, -1),
+    "shift": (1, +1),
+    "→": (3, +1),
+    "←": (3, -1),
+    "↑": (4, +1),
+    "↓": (4, -1),
+    "↻": (5, +1),
+    "↺": (5, -1),
+    "STOP": None,
+}
 _LMMS_SYMBOL_OF: dict[Primitive, str] = {
-    Primitive.DOLLY_IN: "W", Primitive.DOLLY_OUT: "S", Primitive.TRUCK_RIGHT: "D", Primitive.TRUCK_LEFT: "A",
-    Primitive.PEDESTAL_UP: "space", Primitive.PEDESTAL_DOWN: "shift", Primitive.PAN_RIGHT: "→",
-    Primitive.PAN_LEFT: "←", Primitive.TILT_UP: "↑", Primitive.TILT_DOWN: "↓", Primitive.ROLL_CW: "↻",
-    Primitive.ROLL_CCW: "↺", Primitive.STOP: "STOP",
-}  # fmt: skip
-# lmms-eval finds its fenced block with r"```json\s*(.*?)\s*```" (else r"```\s*(.*?)\s*```"), DOTALL, first match;
-# _lmms_fenced finds the same block by scanning (the regex is quadratic on whitespace and on an unclosed fence).
+    Primitive.DOLLY_IN: "W",
+    Primitive.DOLLY_OUT: "S",
+    Primitive.TRUCK_RIGHT: "D",
+    Primitive.TRUCK_LEFT: "A",
+    Primitive.PEDESTAL_UP: "space",
+    Primitive.PEDESTAL_DOWN: "shift",
+    Primitive.PAN_RIGHT: "→",
+    Primitive.PAN_LEFT: "←",
+    Primitive.TILT_UP: "↑",
+    Primitive.TILT_DOWN: "↓",
+    Primitive.ROLL_CW: "↻",
+    Primitive.ROLL_CCW: "↺",
+    Primitive.STOP: "STOP",
+}
+# lmms-eval finds its fenced block with r"```json\s*(.*?)\s*```" (else r"```\s*(.*?)\s*```"), DOTALL, first
+# match; _lmms_fenced finds the same block by scanning (the regex is quadratic on whitespace and on an
+# unclosed fence).
 _LMMS_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _LMMS_NAV_TARGET_INDEX = 6  # agenticnaveval compares with pose min(6, N - 1)
 
@@ -57,7 +78,10 @@ def lmms_eval_decode(text: str) -> tuple[Any, str]:
     (``None``), with the cut named in ``how``.
     """
     if len(text) > plan_parsing.MAX_PLAN_CHARS:  # read at call time, so that a benchmark can lift the cap
-        return None, f"input_truncated: {len(text):,} characters, over the {plan_parsing.MAX_PLAN_CHARS:,} read"
+        return (
+            None,
+            f"input_truncated: {len(text):,} characters, over the {plan_parsing.MAX_PLAN_CHARS:,} read",
+        )
     span, where = _lmms_span(text)
     for how, decode in (
         ("json", json.loads),
@@ -113,7 +137,9 @@ def _lmms_fenced(text: str, opening: str) -> str | None:
     return text[begin:end]
 
 
-def _lmms_step_delta(step: Mapping[str, Any], t_size: float, r_size: float, where: str, notes: list[str]) -> list[float]:
+def _lmms_step_delta(
+    step: Mapping[str, Any], t_size: float, r_size: float, where: str, notes: list[str]
+) -> list[float]:
     """One step's ``[dx, dy, dz, yaw, pitch, roll]`` with lmms-eval's reading, in Python's own semantics.
 
     Unknown symbols are skipped but keep their index in ``step_nums``; a missing count is 1; counts are
@@ -178,15 +204,21 @@ class LmmsEvalTruth:
 def check_lmms_eval_extra_info(extra: object) -> None:
     """Raise ``ValueError`` with a precise message when ``extra`` is not a usable lmms-eval ground truth."""
     if not isinstance(extra, Mapping) or "optimal_rel_pose" not in extra:
-        raise ValueError("lmms_eval_extra_info must be an object with 'optimal_rel_pose' and '0->1'-style segments")
+        raise ValueError(
+            "lmms_eval_extra_info must be an object with 'optimal_rel_pose' and '0->1'-style segments"
+        )
     poses = np.asarray(extra["optimal_rel_pose"], dtype=float)
     if poses.ndim != 2 or poses.shape[1] != 7 or len(poses) < 2 or not np.isfinite(poses).all():
-        raise ValueError(f"optimal_rel_pose must be >= 2 finite rows of [x, y, z, qx, qy, qz, qw], got shape {poses.shape}")
+        raise ValueError(
+            f"optimal_rel_pose must be >= 2 finite rows of [x, y, z, qx, qy, qz, qw], got shape {poses.shape}"
+        )
     if np.any(np.linalg.norm(poses[:, 3:], axis=1) < 1e-9):
         raise ValueError("optimal_rel_pose has a zero quaternion")
     segments = [k for k in extra if isinstance(k, str) and "->" in k]
     if not segments:
-        raise ValueError("lmms_eval_extra_info has no '0->1'-style segment keys (the navigation scorer needs one)")
+        raise ValueError(
+            "lmms_eval_extra_info has no '0->1'-style segment keys (the navigation scorer needs one)"
+        )
     for key in segments:
         if not re.fullmatch(r"\s*-?\d+\s*->.*", key) or not isinstance(extra[key], Mapping):
             raise ValueError(f"segment {key!r} must be named '<int>-><int>' and hold an object")
@@ -199,10 +231,12 @@ def check_lmms_eval_extra_info(extra: object) -> None:
 def _truth_from_extra_info(extra: Mapping[str, Any]) -> tuple[np.ndarray, tuple[tuple[float, float], ...]]:
     keys = sorted((k for k in extra if "->" in k), key=lambda k: int(k.split("->")[0]))
     sizes = tuple(
-        (float(extra[k].get("translation_step_size", LMMS_EVAL_DEFAULT_TRANSLATION_STEP)),
-         float(extra[k].get("rotation_step_size", LMMS_EVAL_DEFAULT_ROTATION_STEP)))
+        (
+            float(extra[k].get("translation_step_size", LMMS_EVAL_DEFAULT_TRANSLATION_STEP)),
+            float(extra[k].get("rotation_step_size", LMMS_EVAL_DEFAULT_ROTATION_STEP)),
+        )
         for k in keys
-    )  # fmt: skip
+    )
     return np.asarray(extra["optimal_rel_pose"], dtype=float), sizes
 
 
@@ -265,10 +299,14 @@ def _total_rotations(pose_arrays: Sequence[np.ndarray]) -> np.ndarray:
     firsts = np.concatenate([p[:-1, 3:] for p in pose_arrays if len(p) > 1])
     seconds = np.concatenate([p[1:, 3:] for p in pose_arrays if len(p) > 1])
     angles = (Rotation.from_quat(firsts).inv() * Rotation.from_quat(seconds)).magnitude()
-    return np.bincount(np.repeat(np.arange(len(pose_arrays)), counts), weights=angles, minlength=len(pose_arrays))
+    return np.bincount(
+        np.repeat(np.arange(len(pose_arrays)), counts), weights=angles, minlength=len(pose_arrays)
+    )
 
 
-def _lmms_rollout(starts: np.ndarray, deltas: Sequence[Sequence[Sequence[float]]]) -> tuple[np.ndarray, np.ndarray]:
+def _lmms_rollout(
+    starts: np.ndarray, deltas: Sequence[Sequence[Sequence[float]]]
+) -> tuple[np.ndarray, np.ndarray]:
     """lmms-eval's kinematics, batched: each step adds ``[dx, dy, dz]`` in the reference frame and
     left-multiplies ``from_euler("zyx", [yaw, pitch, roll])`` (extrinsic) onto the current rotation; the new
     quaternion is divided by ``(norm + 1e-12)``.
@@ -335,7 +373,9 @@ def _lmms_read(text: str, kind: str, truth: LmmsEvalTruth) -> _LmmsReading:
 def _lmms_read_navigation(answer: dict, truth: LmmsEvalTruth, reading: _LmmsReading) -> None:
     t, r = truth.segment_sizes[-1]
     if "actions" not in answer and any(isinstance(k, str) and re.search(r"\d", k) for k in answer):
-        reading.notes.append("steps_ignored: navigation reads only top-level 'actions'/'step_nums'; the numbered steps were ignored")
+        reading.notes.append(
+            "steps_ignored: navigation reads only top-level 'actions'/'step_nums'; the numbered steps were ignored"
+        )
     reading.deltas.append(_lmms_step_delta(answer, t, r, "top level", reading.notes))
     reading.sizes.append((t, r))
     reading.segments_used = 1
@@ -345,7 +385,9 @@ def _lmms_read_manipulation(answer: dict, truth: LmmsEvalTruth, reading: _LmmsRe
     keys = _lmms_sorted_keys(answer)
     n_segments = len(truth.segment_sizes)
     if len(keys) > n_segments:
-        reading.notes.append(f"extra_steps: {len(keys)} steps for {n_segments} segments, the extra steps were dropped")
+        reading.notes.append(
+            f"extra_steps: {len(keys)} steps for {n_segments} segments, the extra steps were dropped"
+        )
     for key, (t, r) in zip(keys, truth.segment_sizes):
         if not isinstance(answer[key], dict):
             reading.notes.append(f"step_not_object: {key}: skipped, its segment is used up")
@@ -368,14 +410,23 @@ def _lmms_metrics(initial: np.ndarray, target: np.ndarray, final: np.ndarray) ->
     both_still, both_move = (norm_gt < 1e-6) & (norm_pred < 1e-6), (norm_gt > 1e-6) & (norm_pred > 1e-6)
     direction = np.where(both_still, 1.0, np.where(both_move, _python_max0(cos), 0.0))
     pos_err = np.linalg.norm(final[:, :3] - target[:, :3], axis=1)
-    rot_err = np.degrees((Rotation.from_quat(final[:, 3:]).inv() * Rotation.from_quat(target[:, 3:])).magnitude())
+    rot_err = np.degrees(
+        (Rotation.from_quat(final[:, 3:]).inv() * Rotation.from_quat(target[:, 3:])).magnitude()
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(norm_gt > 1e-6, np.exp(-15.0 * (norm_pred / norm_gt - 1.0) ** 2), (norm_pred < 1e-6) * 1.0)
+        ratio = np.where(
+            norm_gt > 1e-6, np.exp(-15.0 * (norm_pred / norm_gt - 1.0) ** 2), (norm_pred < 1e-6) * 1.0
+        )
     return {
-        "direction": direction, "position": np.exp(-13.863 * pos_err), "rotation": np.exp(-0.0154 * (rot_err / 5.0) ** 2),
-        "distance_ratio": ratio, "position_error_m": pos_err, "rotation_error_deg": rot_err,
-        "gt_movement_m": norm_gt, "pred_movement_m": norm_pred,
-    }  # fmt: skip
+        "direction": direction,
+        "position": np.exp(-13.863 * pos_err),
+        "rotation": np.exp(-0.0154 * (rot_err / 5.0) ** 2),
+        "distance_ratio": ratio,
+        "position_error_m": pos_err,
+        "rotation_error_deg": rot_err,
+        "gt_movement_m": norm_gt,
+        "pred_movement_m": norm_pred,
+    }
 
 
 def _lmms_penalty(m: dict[str, np.ndarray], gt_rot: np.ndarray, pred_rot: np.ndarray) -> np.ndarray:
@@ -397,7 +448,9 @@ def _score_lmms_eval_batch(texts: Sequence[str], refs: Sequence[GoalReference]) 
     truths = lmms_eval_truths(refs)
     readings = [_lmms_read(t, r.kind, tr) for t, r, tr in zip(texts, refs, truths)]
     out: list[GoalScore] = [
-        failed_score("lmms-eval", r.kind, rd.decoded, rd.notes, rd.failure[0], rd.failure[1]) if rd.failure else None  # type: ignore[misc]
+        failed_score("lmms-eval", r.kind, rd.decoded, rd.notes, rd.failure[0], rd.failure[1])
+        if rd.failure
+        else None  # type: ignore[misc]
         for r, rd in zip(refs, readings)
     ]
     ok = [i for i, rd in enumerate(readings) if rd.failure is None]
@@ -421,26 +474,44 @@ def _score_lmms_eval_batch(texts: Sequence[str], refs: Sequence[GoalReference]) 
         parts = {k: v[j] for k, v in columns.items()}
         rows = slice(int(offsets[j]), int(offsets[j] + counts[j]))
         n_total = len(truths[i].segment_sizes)
-        out[i] = _lmms_sample(refs[i].kind, readings[i], float(values[j]), float(penalty[j]), parts, n_total, table, rows)
+        out[i] = _lmms_sample(
+            refs[i].kind, readings[i], float(values[j]), float(penalty[j]), parts, n_total, table, rows
+        )
     return out
 
 
-def _lmms_step_table(rolled: np.ndarray, counts: np.ndarray, readings: Sequence[_LmmsReading]) -> tuple[dict, np.ndarray]:
+def _lmms_step_table(
+    rolled: np.ndarray, counts: np.ndarray, readings: Sequence[_LmmsReading]
+) -> tuple[dict, np.ndarray]:
     """One table for the whole batch: each read step's motion, its segment's step sizes, the pose after it."""
     deltas = np.array([row for rd in readings for row in rd.deltas], dtype=float).reshape(-1, 6)
     sizes = np.array([row for rd in readings for row in rd.sizes], dtype=float).reshape(-1, 2)
     steps = np.arange(rolled.shape[1] - 1)[None, :] < counts[:, None]
-    table = {"translation": deltas[:, :3], "yaw_pitch_roll": deltas[:, 3:], "step_sizes": sizes,
-             "pose_after": rolled[:, 1:][steps]}  # fmt: skip
+    table = {
+        "translation": deltas[:, :3],
+        "yaw_pitch_roll": deltas[:, 3:],
+        "step_sizes": sizes,
+        "pose_after": rolled[:, 1:][steps],
+    }
     return table, np.concatenate([[0], np.cumsum(counts)[:-1]])
 
 
-def _lmms_sample(kind: str, reading: _LmmsReading, value: float, penalty: float, parts: dict[str, float],
-                 n_total: int, table: dict[str, np.ndarray], rows: slice) -> GoalScore:  # fmt: skip
+def _lmms_sample(
+    kind: str,
+    reading: _LmmsReading,
+    value: float,
+    penalty: float,
+    parts: dict[str, float],
+    n_total: int,
+    table: dict[str, np.ndarray],
+    rows: slice,
+) -> GoalScore:
     meta: dict[str, Any] = {"decoded_from": reading.how, "notes": list(reading.notes), "penalty": penalty}
     if kind == "manip":
         meta["binary_success"] = bool(
-            reading.segments_used == n_total and parts["position_error_m"] < 0.2 and parts["rotation_error_deg"] < 10
+            reading.segments_used == n_total
+            and parts["position_error_m"] < 0.2
+            and parts["rotation_error_deg"] < 10
         )
         meta |= {"predicted_segments": reading.segments_used, "total_segments": n_total}
     scorer_name = "agenticnaveval" if kind == "nav" else "manipulateeval"
@@ -452,8 +523,19 @@ def _lmms_sample(kind: str, reading: _LmmsReading, value: float, penalty: float,
     )
     if reading.notes:
         text += f"; {len(reading.notes)} note(s): {reading.notes[0]}"
-    return GoalScore(value, "lmms-eval", kind, False, text, parts, reading.decoded, list(reading.notes),
-                     table=table, rows=rows, metadata=meta)  # fmt: skip
+    return GoalScore(
+        value,
+        "lmms-eval",
+        kind,
+        False,
+        text,
+        parts,
+        reading.decoded,
+        list(reading.notes),
+        table=table,
+        rows=rows,
+        metadata=meta,
+    )
 
 
 def lmms_eval_answer(plan: Plan, kind: str) -> dict[str, Any]:
@@ -461,7 +543,9 @@ def lmms_eval_answer(plan: Plan, kind: str) -> dict[str, Any]:
     a single top-level step (the plan's last, the only segment its navigation scorer compares)."""
     steps = []
     for step in plan.steps:
-        pairs = [(_LMMS_SYMBOL_OF[a], n) for a, n in zip(step.actions, step.step_nums) if a in _LMMS_SYMBOL_OF]
+        pairs = [
+            (_LMMS_SYMBOL_OF[a], n) for a, n in zip(step.actions, step.step_nums) if a in _LMMS_SYMBOL_OF
+        ]
         entry: dict[str, Any] = {"actions": [s for s, _ in pairs], "step_nums": [n for _, n in pairs]}
         if step.gripper is not None:
             entry["gripper"] = step.gripper

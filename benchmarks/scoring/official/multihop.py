@@ -149,7 +149,9 @@ class HopRecord:
     error: str | None = None
 
 
-def score_repo(response: str, answer: str, gt_xywh: Sequence[float], width: float, height: float) -> HopRecord:
+def score_repo(
+    response: str, answer: str, gt_xywh: Sequence[float], width: float, height: float
+) -> HopRecord:
     """The repository script's record for one response (IoU even for invalid boxes)."""
     answer_letter = choice_letter(answer)
     try:
@@ -159,16 +161,22 @@ def score_repo(response: str, answer: str, gt_xywh: Sequence[float], width: floa
         return HopRecord(None, None, answer_letter, False, None, None, f"the script raises here: {error}")
     letter = choice_letter(prediction)
     iou = pixel_iou(gt_xywh, box, width, height) if box is not None and len(box) == 4 else None
-    return HopRecord(prediction, letter, answer_letter, letter is not None and letter == answer_letter, box, iou)
+    return HopRecord(
+        prediction, letter, answer_letter, letter is not None and letter == answer_letter, box, iou
+    )
 
 
-def score_lmms(response: str, answer: str, gt_xywh: Sequence[float], width: float, height: float) -> HopRecord:
+def score_lmms(
+    response: str, answer: str, gt_xywh: Sequence[float], width: float, height: float
+) -> HopRecord:
     """lmms-eval's record for one response (IoU only for valid boxes)."""
     prediction = parse_answer(response)
     letter, answer_letter = choice_letter(prediction), choice_letter(answer)
     box = parse_box_lmms(response)
     iou = pixel_iou(gt_xywh, box, width, height) if is_valid_unit_box(box) else None
-    return HopRecord(prediction, letter, answer_letter, letter is not None and letter == answer_letter, box, iou)
+    return HopRecord(
+        prediction, letter, answer_letter, letter is not None and letter == answer_letter, box, iou
+    )
 
 
 def summarize_repo(records: Sequence[HopRecord]) -> dict[str, float | int]:

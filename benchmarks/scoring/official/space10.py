@@ -22,8 +22,20 @@ from collections.abc import Mapping
 SINGLE_POST_PROMPT = "\nPlease use the letters provided as the answer. You only need to output one choice, not multiple choices."
 MULTIPLE_POST_PROMPT = "\nPlease use the letters provided as the answer. You need to choose two options."
 OPTIONS_HEADER = "There are several options:"
-_TOKEN_AFFIXES = (("", "."), ("", ","), ("", ":"), ("", ")"), ("", ")."), ("(", ")"), ("(", ")."),
-                  (":", ""), (":", ","), (":", "."), (":", ")"), (":", ")."))  # fmt: skip
+_TOKEN_AFFIXES = (
+    ("", "."),
+    ("", ","),
+    ("", ":"),
+    ("", ")"),
+    ("", ")."),
+    ("(", ")"),
+    ("(", ")."),
+    (":", ""),
+    (":", ","),
+    (":", "."),
+    (":", ")"),
+    (":", ")."),
+)
 JUDGE_FAILED = "Failed to obtain answer via API"
 
 
@@ -123,7 +135,9 @@ _MULTIPLE_JUDGE = (
 )
 
 
-def read_answer(response: str, options: Mapping[str, str], multiple: bool, judge_text: str | None = None) -> tuple[tuple[str, ...], str]:
+def read_answer(
+    response: str, options: Mapping[str, str], multiple: bool, judge_text: str | None = None
+) -> tuple[tuple[str, ...], str]:
     """The letters the pipeline ends with, and how it got them (``rule``, ``judge`` or ``fallback``)."""
     prediction = as_prediction_string(response)
     rule = infer_multiple(prediction) if multiple else infer_single(prediction, options)

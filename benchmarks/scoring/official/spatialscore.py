@@ -36,22 +36,90 @@ _OPTION_PATTERNS = (
     re.compile(r"(?i)(?:^|\s)([A-Fa-f])\.(?:$|\s)"),
 )
 _ANY_LETTER = re.compile(r"[A-Fa-f]")
-_YES_WORDS = tuple(re.compile(p) for p in (r"\byes\b", r"\byeah\b", r"\byep\b", r"\bcorrect\b", r"\btrue\b", r"\bright\b", r"\bagreed?\b"))
-_NO_WORDS = tuple(re.compile(p) for p in (r"\bno\b", r"\bnope\b", r"\bnot\b", r"\bfalse\b", r"\bwrong\b", r"\bincorrect\b", r"\bdisagreed?\b"))
+_YES_WORDS = tuple(
+    re.compile(p)
+    for p in (r"\byes\b", r"\byeah\b", r"\byep\b", r"\bcorrect\b", r"\btrue\b", r"\bright\b", r"\bagreed?\b")
+)
+_NO_WORDS = tuple(
+    re.compile(p)
+    for p in (
+        r"\bno\b",
+        r"\bnope\b",
+        r"\bnot\b",
+        r"\bfalse\b",
+        r"\bwrong\b",
+        r"\bincorrect\b",
+        r"\bdisagreed?\b",
+    )
+)
 # Order matters: the scorer tests words in this order, so "seventeen" starts with "seven" and reads as 7.
 _NUMBER_WORDS = (
-    ("zero", "0"), ("one", "1"), ("two", "2"), ("three", "3"), ("four", "4"), ("five", "5"), ("six", "6"),
-    ("seven", "7"), ("eight", "8"), ("nine", "9"), ("ten", "10"), ("eleven", "11"), ("twelve", "12"),
-    ("thirteen", "13"), ("fourteen", "14"), ("fifteen", "15"), ("sixteen", "16"), ("seventeen", "17"),
-    ("eighteen", "18"), ("nineteen", "19"), ("twenty", "20"), ("first", "1"), ("second", "2"), ("third", "3"),
-    ("fourth", "4"), ("fifth", "5"), ("sixth", "6"), ("seventh", "7"), ("eighth", "8"), ("ninth", "9"), ("tenth", "10"),
-)  # fmt: skip
+    ("zero", "0"),
+    ("one", "1"),
+    ("two", "2"),
+    ("three", "3"),
+    ("four", "4"),
+    ("five", "5"),
+    ("six", "6"),
+    ("seven", "7"),
+    ("eight", "8"),
+    ("nine", "9"),
+    ("ten", "10"),
+    ("eleven", "11"),
+    ("twelve", "12"),
+    ("thirteen", "13"),
+    ("fourteen", "14"),
+    ("fifteen", "15"),
+    ("sixteen", "16"),
+    ("seventeen", "17"),
+    ("eighteen", "18"),
+    ("nineteen", "19"),
+    ("twenty", "20"),
+    ("first", "1"),
+    ("second", "2"),
+    ("third", "3"),
+    ("fourth", "4"),
+    ("fifth", "5"),
+    ("sixth", "6"),
+    ("seventh", "7"),
+    ("eighth", "8"),
+    ("ninth", "9"),
+    ("tenth", "10"),
+)
 #: Substrings of a ground truth that switch the scorer to unit comparison ("m" matches any word with an m).
-UNIT_TRIGGERS = ("meter", "meters", "m", "cm", "centimeter", "centimeters", "km", "kilometer", "kilometers",
-                 "inch", "inches", "ft", "foot", "feet")  # fmt: skip
-_CM_FACTORS = {"m": 100, "meter": 100, "meters": 100, "metre": 100, "metres": 100, "cm": 1, "centimeter": 1,
-               "centimeters": 1, "mm": 0.1, "ft": 30.48, "foot": 30.48, "feet": 30.48, "in": 2.54, "inch": 2.54,
-               "inches": 2.54}  # fmt: skip
+UNIT_TRIGGERS = (
+    "meter",
+    "meters",
+    "m",
+    "cm",
+    "centimeter",
+    "centimeters",
+    "km",
+    "kilometer",
+    "kilometers",
+    "inch",
+    "inches",
+    "ft",
+    "foot",
+    "feet",
+)
+_CM_FACTORS = {
+    "m": 100,
+    "meter": 100,
+    "meters": 100,
+    "metre": 100,
+    "metres": 100,
+    "cm": 1,
+    "centimeter": 1,
+    "centimeters": 1,
+    "mm": 0.1,
+    "ft": 30.48,
+    "foot": 30.48,
+    "feet": 30.48,
+    "in": 2.54,
+    "inch": 2.54,
+    "inches": 2.54,
+}
 _VSI_SOURCE = "VSI-Bench_8"
 _THRESHOLDS = np.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2))  # as the scorer builds them
 
@@ -131,7 +199,12 @@ def extract_number(text: str) -> str:
         return digits.group(0)
     phrases = ("there are {}", "there is {}", "shows {}")
     for word, digit in _NUMBER_WORDS:
-        if lower.startswith(word) or f" {word} " in lower or lower.endswith(f" {word}") or any(p.format(word) in lower for p in phrases):
+        if (
+            lower.startswith(word)
+            or f" {word} " in lower
+            or lower.endswith(f" {word}")
+            or any(p.format(word) in lower for p in phrases)
+        ):
             return digit
     tokens = lower.split()
     for word, digit in _NUMBER_WORDS:
@@ -152,10 +225,10 @@ def _first_group(patterns: tuple[tuple[str, int], ...], text: str) -> re.Match[s
     return None
 
 
-# The scorer's patterns, with its number r"\d+\.?\d*" written r"\d+(?:\.\d*)?" (the same strings, without splitting
-# a digit run two ways) and, where a number is not anchored by a word, started only where a digit run begins
-# "(?<!\d)" (a start inside a run finds nothing the run's own start does not find first). Both keep the
-# backtracking linear on long runs of digits; the matches are the scorer's.
+# The scorer's patterns, with its number r"\d+\.?\d*" written r"\d+(?:\.\d*)?" (the same strings, without
+# splitting a digit run two ways) and, where a number is not anchored by a word, started only where a digit
+# run begins "(?<!\d)" (a start inside a run finds nothing the run's own start does not find first). Both keep
+# the backtracking linear on long runs of digits; the matches are the scorer's.
 _NUM = r"\d+(?:\.\d*)?"
 _VALUE_PATTERNS = (
     (r"\\scalar\{([^}]+)\}", 0),
@@ -188,12 +261,21 @@ def numeric_with_unit_correct(pred: str, gt: str, tolerance: float = 2.0) -> tup
         return value == gt_value == 0, "zero value: correct only if both are zero"
     pred_cm, gt_cm = value * _CM_FACTORS.get(unit, 1), gt_value * _CM_FACTORS.get(gt_unit, 1)
     ratio = max(pred_cm / gt_cm, gt_cm / pred_cm)
-    return ratio < tolerance, f"{value} {unit} vs {gt_value} {gt_unit}: ratio {ratio:.4g} (correct below {tolerance})"
+    return (
+        ratio < tolerance,
+        f"{value} {unit} vs {gt_value} {gt_unit}: ratio {ratio:.4g} (correct below {tolerance})",
+    )
 
 
-def mean_relative_accuracy(pred: float, gt: float, start: float = 0.5, end: float = 0.95, interval: float = 0.05) -> float:
+def mean_relative_accuracy(
+    pred: float, gt: float, start: float = 0.5, end: float = 0.95, interval: float = 0.05
+) -> float:
     """The public MRA: ``numpy.linspace`` thresholds, floating-point comparison, zero truth -> inf error."""
-    thresholds = _THRESHOLDS if (start, end, interval) == (0.5, 0.95, 0.05) else np.linspace(start, end, int((end - start) / interval + 2))
+    thresholds = (
+        _THRESHOLDS
+        if (start, end, interval) == (0.5, 0.95, 0.05)
+        else np.linspace(start, end, int((end - start) / interval + 2))
+    )
     error = abs(pred - gt) / gt if gt != 0 else float("inf")
     return float(np.mean(error <= 1 - thresholds))
 
@@ -217,7 +299,9 @@ def score_item(question_type: str, source: str, response: str, gt: str) -> RepoS
     kind = question_type.lower()
     if kind == "multi-choice":
         pred, key = extract_option(response), extract_option(gt)
-        return RepoScore(float(pred.upper() == key.upper()), pred, "option_letter", f"read {pred!r}, key {key!r}")
+        return RepoScore(
+            float(pred.upper() == key.upper()), pred, "option_letter", f"read {pred!r}, key {key!r}"
+        )
     if kind == "judgment":
         pred, key = extract_yes_no(response), extract_yes_no(gt)
         return RepoScore(float(pred.lower() == key.lower()), pred, "yes_no", f"read {pred!r}, key {key!r}")
@@ -230,7 +314,12 @@ def _score_open(source: str, response: str, gt: str) -> RepoScore:
         return RepoScore(float(correct), response, "unit_ratio", why)
     if source == "RealWorldQA":
         # The script's responses are stripped by the generation code before this comparison.
-        return RepoScore(float(response.strip().lower() == gt.lower()), response.strip(), "exact_text", "exact string match")
+        return RepoScore(
+            float(response.strip().lower() == gt.lower()),
+            response.strip(),
+            "exact_text",
+            "exact string match",
+        )
     try:
         pred = float(extract_number(response))
     except ValueError:
@@ -238,6 +327,13 @@ def _score_open(source: str, response: str, gt: str) -> RepoScore:
     gt_value = float(extract_number(gt))  # raises like the script when the truth has no number
     if source == _VSI_SOURCE:
         if pred == 0:
-            return RepoScore(float(gt_value == 0), str(pred), "vsi_mra", "prediction 0: scores 1 only if the truth is 0")
-        return RepoScore(mean_relative_accuracy(pred, gt_value), str(pred), "vsi_mra", f"MRA of {pred} against {gt_value} (units ignored)")
+            return RepoScore(
+                float(gt_value == 0), str(pred), "vsi_mra", "prediction 0: scores 1 only if the truth is 0"
+            )
+        return RepoScore(
+            mean_relative_accuracy(pred, gt_value),
+            str(pred),
+            "vsi_mra",
+            f"MRA of {pred} against {gt_value} (units ignored)",
+        )
     return RepoScore(float(pred == gt_value), str(pred), "exact_number", f"{pred} == {gt_value}")

@@ -37,18 +37,33 @@ from benchmarks.scoring.aggregate import WeightNode, aggregate_tree
 _ANSWER_PHRASES = tuple(
     re.compile(p)
     for p in (
-        r"The correct option is ([A-Z])", r"The answer is ([A-Z])", r"The correct answer is ([A-Z])",
-        r"Option ([A-Z]) is correct", r"The right choice is ([A-Z])", r"Thus, the answer is ([A-Z])",
-        r"Therefore, the correct option is ([A-Z])", r"The answer should be ([A-Z])",
-        r"Hence, the correct answer is ([A-Z])", r"The correct choice is ([A-Z])",
+        r"The correct option is ([A-Z])",
+        r"The answer is ([A-Z])",
+        r"The correct answer is ([A-Z])",
+        r"Option ([A-Z]) is correct",
+        r"The right choice is ([A-Z])",
+        r"Thus, the answer is ([A-Z])",
+        r"Therefore, the correct option is ([A-Z])",
+        r"The answer should be ([A-Z])",
+        r"Hence, the correct answer is ([A-Z])",
+        r"The correct choice is ([A-Z])",
         r"Accordingly, the answer is ([A-Z])",
         r"Consequently, the correct option is ([A-Z])" r"The correct option is ([A-Z])",
-        r"The answer is ([A-Z])", r"The correct answer is ([A-Z])", r"Option ([A-Z]) is correct",
-        r"Answer: ([A-Z])", r"Answer ([A-Z])", r"Choice ([A-Z])", r"Select ([A-Z])", r"([A-Z]) is correct",
-        r"([A-Z]) is the answer", r"([A-Z]) is the correct option", r"Correct: ([A-Z])", r"Right: ([A-Z])",
+        r"The answer is ([A-Z])",
+        r"The correct answer is ([A-Z])",
+        r"Option ([A-Z]) is correct",
+        r"Answer: ([A-Z])",
+        r"Answer ([A-Z])",
+        r"Choice ([A-Z])",
+        r"Select ([A-Z])",
+        r"([A-Z]) is correct",
+        r"([A-Z]) is the answer",
+        r"([A-Z]) is the correct option",
+        r"Correct: ([A-Z])",
+        r"Right: ([A-Z])",
         r"<\|begin_of_box\|>([A-Z])<\|end_of_box\|>",
     )
-)  # fmt: skip
+)
 
 
 def item_rng(item_id: str) -> random.Random:
@@ -100,8 +115,8 @@ def _by_tokens(response: str, letters: list[str], texts: Mapping[str, str], seed
     return candidates[int(np.argmax(positions))], "last_of_several"
 
 
-# The scorer's number is r"-?\d+\.?\d*"; written r"-?\d+(?:\.\d*)?" (the same strings) so that a digit run is not
-# split two ways by backtracking (quadratic on a long run of digits).
+# The scorer's number is r"-?\d+\.?\d*"; written r"-?\d+(?:\.\d*)?" (the same strings) so that a digit run is
+# not split two ways by backtracking (quadratic on a long run of digits).
 _NUM = r"-?\d+(?:\.\d*)?"
 _COORDINATE_PATTERNS = tuple(
     re.compile(p.replace("N", _NUM))
@@ -110,7 +125,8 @@ _COORDINATE_PATTERNS = tuple(
 _FIRST_NUMBER = re.compile(_NUM)
 
 
-# The scorer's thresholds: numpy.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2)), floats as numpy makes them.
+# The scorer's thresholds: numpy.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2)), floats as numpy makes
+# them.
 _THRESHOLDS = np.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2))
 
 
@@ -136,9 +152,9 @@ def mean_relative_accuracy(response: str, answer: Any) -> tuple[float, str]:
 
 
 def _json_block(response: str) -> str:
-    # The scorer searches r"```json\n(.*?)\n```" then r"```\n(.*?)\n```" (DOTALL); found here by position: only
-    # the first opening can match (if no closing follows it, none follows a later one), and the lazy group
-    # ends at the first closing after it. The regexes rescan the text from every unclosed opening.
+    # The scorer searches r"```json\n(.*?)\n```" then r"```\n(.*?)\n```" (DOTALL); found here by position:
+    # only the first opening can match (if no closing follows it, none follows a later one), and the lazy
+    # group ends at the first closing after it. The regexes rescan the text from every unclosed opening.
     for opening in ("```json\n", "```\n"):
         start = response.find(opening)
         end = response.find("\n```", start + len(opening)) if start >= 0 else -1
@@ -147,7 +163,10 @@ def _json_block(response: str) -> str:
     start, end = response.find("{"), response.rfind("}")
     if start != -1 and end != -1 and start < end:
         return response[start : end + 1]
-    fields = {k: re.search(rf"[\"']?{k}[\"']?\s*[:=]\s*(-?\d+\.?\d*)", response, re.IGNORECASE) for k in ("roll", "pitch", "vfov")}
+    fields = {
+        k: re.search(rf"[\"']?{k}[\"']?\s*[:=]\s*(-?\d+\.?\d*)", response, re.IGNORECASE)
+        for k in ("roll", "pitch", "vfov")
+    }
     if all(fields.values()):
         return json.dumps({k: float(m.group(1)) for k, m in fields.items()})
     return response
@@ -168,7 +187,12 @@ def gravity_score(response: str, answer: str, hint: Mapping[str, Any]) -> tuple[
     try:  # any error here makes lmms-eval's process_results score the item 0
         gt = json.loads(answer)
         scores = [_kernel(pred[k], gt[k], hint[f"{k}_unc"]) for k in ("roll", "pitch", "vfov")]
-    except (TypeError, KeyError, ValueError, OverflowError) as error:  # OverflowError: an int beyond float range
+    except (
+        TypeError,
+        KeyError,
+        ValueError,
+        OverflowError,
+    ) as error:  # OverflowError: an int beyond float range
         return 0.0, f"scorer error: {error!r}"
     return sum(scores) / 3.0, "gaussian kernel over roll, pitch, vfov"
 
@@ -196,7 +220,10 @@ def affordance_score(response: str, mask_b64: str) -> tuple[float, str]:
     if point is None:
         return 0.0, "no point"
     if not all(math.isfinite(v) for v in point):
-        return 0.0, f"no point: coordinate {point[0] if not math.isfinite(point[0]) else point[1]} is beyond the float range"
+        return (
+            0.0,
+            f"no point: coordinate {point[0] if not math.isfinite(point[0]) else point[1]} is beyond the float range",
+        )
     mask = decode_mask(mask_b64)
     if mask is None:
         return 0.0, "undecodable mask"
@@ -214,8 +241,9 @@ _POINT_PATTERNS = (
     (re.compile(r"(?i)y\s*[:=]\s*([-+]?\d+(?:\.\d+)?)\D+?x\s*[:=]\s*([-+]?\d+(?:\.\d+)?)"), True),
     (re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)\s*\)"), False),
     (re.compile(r"\[\s*([-+]?\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)\s*\]"), False),
-    # "(?:[-+]|(?<!\d))" starts a number only at a sign or where a digit run begins: a start inside a run finds
-    # nothing the run's own start does not find first, and trying every one is quadratic in the run's length.
+    # "(?:[-+]|(?<!\d))" starts a number only at a sign or where a digit run begins: a start inside a run
+    # finds nothing the run's own start does not find first, and trying every one is quadratic in the run's
+    # length.
     (re.compile(r"((?:[-+]|(?<!\d))\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)"), False),
 )
 

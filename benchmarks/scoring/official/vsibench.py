@@ -37,7 +37,12 @@ MCA_QUESTION_TYPES = (
     "route_planning",
     "obj_appearance_order",
 )
-NA_QUESTION_TYPES = ("object_abs_distance", "object_counting", "object_size_estimation", "room_size_estimation")
+NA_QUESTION_TYPES = (
+    "object_abs_distance",
+    "object_counting",
+    "object_size_estimation",
+    "room_size_estimation",
+)
 DIRECTION_LEVELS = MCA_QUESTION_TYPES[:3]
 #: The eight reported sub-scores, in lmms-eval's metric-list order, with their metric suffix.
 SUB_SCORES = (
@@ -52,12 +57,44 @@ SUB_SCORES = (
 )
 
 _NUMBER_WORDS = {
-    **{w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                                   "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
-                                   "eighteen", "nineteen"])},
-    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-    "hundred": 100, "thousand": 1000,
-}  # fmt: skip
+    **{
+        w: i
+        for i, w in enumerate(
+            [
+                "zero",
+                "one",
+                "two",
+                "three",
+                "four",
+                "five",
+                "six",
+                "seven",
+                "eight",
+                "nine",
+                "ten",
+                "eleven",
+                "twelve",
+                "thirteen",
+                "fourteen",
+                "fifteen",
+                "sixteen",
+                "seventeen",
+                "eighteen",
+                "nineteen",
+            ]
+        )
+    },
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "hundred": 100,
+    "thousand": 1000,
+}
 _DIGITS = re.compile(r"-?\d+(?:\.\d+)?")
 _LARGEST_FLOAT = int(sys.float_info.max)
 _WORD = re.compile(r"[a-z]+")
@@ -155,7 +192,12 @@ def na_score(prediction: str, ground_truth: object) -> NumericScore:
         problem = None if target is not None else f"ground truth {ground_truth!r} is not a number"
         return NumericScore(0.0, pred, problem, read)
     if target == 0:
-        return NumericScore(0.0, pred, "ground truth 0: upstream divides by zero (ZeroDivisionError stops its run); scored 0 here", read)
+        return NumericScore(
+            0.0,
+            pred,
+            "ground truth 0: upstream divides by zero (ZeroDivisionError stops its run); scored 0 here",
+            read,
+        )
     error = abs(pred - target) / target
     return NumericScore(float(np.mean(error <= 1 - THRESHOLDS)), pred, None, read)
 
@@ -174,8 +216,16 @@ def aggregate(scores: Iterable[tuple[str, float]]) -> dict[str, object]:
     sub = {name: round(means[name], 6) for name in present}
     overall = sum(means[name] for name in present) / len(present) if present else math.nan
     missing = [name for name, _ in SUB_SCORES if name not in means]
-    missing += [f"{level} (averaged into object_rel_direction)" for level in DIRECTION_LEVELS if directions and level not in by_type]
-    return {"sub_scores": sub, "overall": None if math.isnan(overall) else round(overall, 6), "missing": missing}
+    missing += [
+        f"{level} (averaged into object_rel_direction)"
+        for level in DIRECTION_LEVELS
+        if directions and level not in by_type
+    ]
+    return {
+        "sub_scores": sub,
+        "overall": None if math.isnan(overall) else round(overall, 6),
+        "missing": missing,
+    }
 
 
 def metric_names() -> Mapping[str, str]:

@@ -72,9 +72,14 @@ class Task(ABC):
     def sample_episode(self, rng: np.random.Generator, subset: str) -> dict[str, Any]:
         """A new episode's ``instruction``, ``objects`` and ``goal``, drawn from ``rng`` only."""
 
-    def draw_until_valid(self, rng: np.random.Generator, subset: str,
-                         draw: Callable[[np.random.Generator, str], dict[str, Any] | None], what: str,
-                         tries: int = 200) -> dict[str, Any]:
+    def draw_until_valid(
+        self,
+        rng: np.random.Generator,
+        subset: str,
+        draw: Callable[[np.random.Generator, str], dict[str, Any] | None],
+        what: str,
+        tries: int = 200,
+    ) -> dict[str, Any]:
         """Episodes drawn by rejection: ``draw`` returns ``None`` for a layout it rejects."""
         for _ in range(tries):
             episode = draw(rng, subset)
@@ -105,8 +110,10 @@ class Task(ABC):
             self._collision[slot] = scene.geom_ids(slot, "c")
             self._visual[slot] = scene.geom_ids(slot, "v")
         gripper = scene.robots[0].gripper["right"]
-        self._fingers = (self._named_geoms(gripper.important_geoms["left_finger"]),
-                         self._named_geoms(gripper.important_geoms["right_finger"]))
+        self._fingers = (
+            self._named_geoms(gripper.important_geoms["left_finger"]),
+            self._named_geoms(gripper.important_geoms["right_finger"]),
+        )
 
     def apply(self, episode: dict[str, Any]) -> None:
         """Lay out ``episode``: park every free body, then place and paint the episode's objects."""
@@ -192,8 +199,12 @@ class Task(ABC):
             mujoco.mju_mat2Quat(quat, rotation.ravel())
             objects[obj["slot"]] = {"position": _rounded(position), "quat": _rounded(quat)}
         grip_pos, _ = self._scene.grip_pose()
-        return {"objects": objects, "grip_position": _rounded(grip_pos),
-                "gripper_closed": self._scene.gripper_closed, "evaluation": self.evaluate()}
+        return {
+            "objects": objects,
+            "grip_position": _rounded(grip_pos),
+            "gripper_closed": self._scene.gripper_closed,
+            "evaluation": self.evaluate(),
+        }
 
     # ----------------------------------------------------------------------------- episode helpers
 
@@ -205,8 +216,10 @@ class Task(ABC):
         for _ in range(tries):
             placed: list[tuple[float, float]] = []
             for fp in footprints:
-                xy = (rng.uniform(x_lo + fp.half_x / 2, x_hi - fp.half_x / 2),
-                      rng.uniform(y_lo + fp.half_y / 2, y_hi - fp.half_y / 2))
+                xy = (
+                    rng.uniform(x_lo + fp.half_x / 2, x_hi - fp.half_x / 2),
+                    rng.uniform(y_lo + fp.half_y / 2, y_hi - fp.half_y / 2),
+                )
                 if not _overlaps(xy, fp, placed, footprints):
                     placed.append(xy)
                 else:
@@ -216,12 +229,19 @@ class Task(ABC):
         raise RuntimeError(f"could not lay out {len(footprints)} objects without overlap in {tries} tries")
 
     @staticmethod
-    def object_entry(slot: str, kind: str, color: str, xy: Iterable[float], yaw: float,
-                     pattern: str = "plain") -> dict[str, Any]:
+    def object_entry(
+        slot: str, kind: str, color: str, xy: Iterable[float], yaw: float, pattern: str = "plain"
+    ) -> dict[str, Any]:
         """One JSON-safe ``objects`` entry."""
         x, y = (float(v) for v in xy)
-        return {"slot": slot, "kind": kind, "color": color, "pattern": pattern,
-                "xy": [round(x, 5), round(y, 5)], "yaw": round(float(yaw), 5)}
+        return {
+            "slot": slot,
+            "kind": kind,
+            "color": color,
+            "pattern": pattern,
+            "xy": [round(x, 5), round(y, 5)],
+            "yaw": round(float(yaw), 5),
+        }
 
     # -------------------------------------------------------------------------------------- private
 
@@ -245,25 +265,34 @@ class Task(ABC):
 
     def _check_episode(self, episode: dict[str, Any]) -> None:
         if episode.get("family") not in (None, self.family):
-            raise EpisodeError(f"episode of family {episode.get('family')!r} given to the {self.family!r} env")
+            raise EpisodeError(
+                f"episode of family {episode.get('family')!r} given to the {self.family!r} env"
+            )
         known = set(self.free_slots) | set(self.fixture_slots)
         for obj in episode.get("objects", []):
             if obj.get("slot") not in known:
-                raise EpisodeError(f"episode object slot {obj.get('slot')!r} is not in the {self.family!r} scene")
+                raise EpisodeError(
+                    f"episode object slot {obj.get('slot')!r} is not in the {self.family!r} scene"
+                )
             if obj.get("color") not in language.COLORS:
                 raise EpisodeError(f"unknown colour {obj.get('color')!r}; known: {sorted(language.COLORS)}")
         if "goal" not in episode or "instruction" not in episode:
-            raise EpisodeError("an episode needs 'instruction', 'objects' and 'goal' (see envs.manipulation.tasks.base)")
+            raise EpisodeError(
+                "an episode needs 'instruction', 'objects' and 'goal' (see envs.manipulation.tasks.base)"
+            )
 
 
 _UNIT_CORNERS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
 
 
-def _overlaps(xy: tuple[float, float], fp: Footprint, placed: list[tuple[float, float]],
-              footprints: Sequence[Footprint]) -> bool:
+def _overlaps(
+    xy: tuple[float, float], fp: Footprint, placed: list[tuple[float, float]], footprints: Sequence[Footprint]
+) -> bool:
     for other_xy, other in zip(placed, footprints):
-        if (abs(xy[0] - other_xy[0]) < fp.half_x + other.half_x + LAYOUT_MARGIN
-                and abs(xy[1] - other_xy[1]) < fp.half_y + other.half_y + LAYOUT_MARGIN):
+        if (
+            abs(xy[0] - other_xy[0]) < fp.half_x + other.half_x + LAYOUT_MARGIN
+            and abs(xy[1] - other_xy[1]) < fp.half_y + other.half_y + LAYOUT_MARGIN
+        ):
             return True
     return False
 

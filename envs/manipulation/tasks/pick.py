@@ -60,10 +60,14 @@ class PickCubeShape(Task):
         if subset == "visual":
             box_colors = [box_colors[0]] * 2
             patterns = _visual_patterns(rng, len(kinds))
-        objs = [self.object_entry(name, "container", box_colors[i], xys[i], 0.0, patterns[i])
-                for i, name in enumerate(_CONTAINERS)]
-        objs += [self.object_entry(f"{k}_0", str(k), str(c), xy, rng.uniform(0, 2 * math.pi), p)
-                 for k, c, xy, p in zip(kinds, shape_colors, xys[2:], patterns[2:])]
+        objs = [
+            self.object_entry(name, "container", box_colors[i], xys[i], 0.0, patterns[i])
+            for i, name in enumerate(_CONTAINERS)
+        ]
+        objs += [
+            self.object_entry(f"{k}_0", str(k), str(c), xy, rng.uniform(0, 2 * math.pi), p)
+            for k, c, xy, p in zip(kinds, shape_colors, xys[2:], patterns[2:])
+        ]
         target, box = _pick_target(rng, patterns[2:]), int(rng.integers(2))
         goal = {"target": f"{kinds[target]}_0", "container": _CONTAINERS[box]}
         instruction = self._instruction(rng, subset, objs, goal)
@@ -78,8 +82,10 @@ class PickCubeShape(Task):
         if subset == "base":
             return f"Pick up the {noun} and place it into the {color} container."
         if subset == "common_sense":
-            return (f"Pick up the object shaped like {language.SHAPE_CLUES[target['kind']]} and place it into "
-                    f"the container that has {language.COLOR_CLUES[color]}.")
+            return (
+                f"Pick up the object shaped like {language.SHAPE_CLUES[target['kind']]} and place it into "
+                f"the container that has {language.COLOR_CLUES[color]}."
+            )
         if subset == "complex":
             return str(rng.choice(_COMPLEX)).format(noun=noun, color=color)
         if subset == "visual":
@@ -94,8 +100,12 @@ class PickCubeShape(Task):
         local = self.in_fixture_frame(self.center(target), box)
         inside = bool(np.all(np.abs(local[:2]) < CONTAINER_INNER / 2) and local[2] < CONTAINER_HEIGHT + 0.01)
         lifted = bool(self.center(target)[2] > TABLE_TOP_Z + SHAPE_HEIGHT / 2 + 0.03)
-        return {"success": inside, "inside_container": inside, "grasped": self.is_grasped(target),
-                "lifted": lifted}
+        return {
+            "success": inside,
+            "inside_container": inside,
+            "grasped": self.is_grasped(target),
+            "lifted": lifted,
+        }
 
 
 def _visual_patterns(rng: np.random.Generator, n_shapes: int) -> list[str]:
@@ -126,5 +136,7 @@ def _spatial_instruction(rng: np.random.Generator, objs: list[dict], target: dic
         return None
     ref_slot, relation = options[int(rng.integers(len(options)))]
     ref_noun = SHAPES[ref_slot.rsplit("_", 1)[0]].noun
-    return (f"Pick up the object {language.RELATIONS[relation]} the {ref_noun} and place it into the "
-            f"{color} container.")
+    return (
+        f"Pick up the object {language.RELATIONS[relation]} the {ref_noun} and place it into the "
+        f"{color} container."
+    )

@@ -31,8 +31,10 @@ class PlaceIntoShapeSorterColor(Task):
     """Drop the named star through the sorter's hole."""
 
     family = "place"
-    eb_tasks: ClassVar[dict[str, str]] = {"default": "place_into_shape_sorter_color",
-                                          "spatial": "place_into_shape_sorter_relative"}
+    eb_tasks: ClassVar[dict[str, str]] = {
+        "default": "place_into_shape_sorter_color",
+        "spatial": "place_into_shape_sorter_relative",
+    }
     free_slots = _STAR_SLOTS
     fixture_slots = ("sorter",)
 
@@ -60,16 +62,24 @@ class PlaceIntoShapeSorterColor(Task):
             colors = [colors[0]] * STARS + colors[-1:]
             patterns = [str(p) for p in rng.permutation(["checkered", "speckled", "plain"])]
         objs = [self.object_entry("sorter", "sorter", colors[-1], xys[0], 0.0)]
-        objs += [self.object_entry(slot, "star", c, xy, rng.uniform(0, 2 * math.pi), p)
-                 for slot, c, xy, p in zip(_STAR_SLOTS, colors, xys[1:], patterns)]
+        objs += [
+            self.object_entry(slot, "star", c, xy, rng.uniform(0, 2 * math.pi), p)
+            for slot, c, xy, p in zip(_STAR_SLOTS, colors, xys[1:], patterns)
+        ]
         choices = [i for i, p in enumerate(patterns) if p != "plain"] or list(range(STARS))
         target = objs[1 + choices[int(rng.integers(len(choices)))]]
         instruction = self._instruction(rng, subset, objs, target)
         if instruction is None:
             return None
-        return {"instruction": instruction, "objects": objs, "goal": {"target": target["slot"], "sorter": "sorter"}}
+        return {
+            "instruction": instruction,
+            "objects": objs,
+            "goal": {"target": target["slot"], "sorter": "sorter"},
+        }
 
-    def _instruction(self, rng: np.random.Generator, subset: str, objs: list[dict], target: dict) -> str | None:
+    def _instruction(
+        self, rng: np.random.Generator, subset: str, objs: list[dict], target: dict
+    ) -> str | None:
         color = target["color"]
         if subset == "base":
             return f"Put the {color} star into the shape sorter."
@@ -83,9 +93,12 @@ class PlaceIntoShapeSorterColor(Task):
         options = []
         for ref_slot, ref_xy in stars.items():
             others = {s: xy for s, xy in stars.items() if s != ref_slot}
-            options += [(ref_slot, rel) for rel in language.RELATIONS
-                        if ref_slot != target["slot"]
-                        and language.unique_in_relation(others, ref_xy, rel) == target["slot"]]
+            options += [
+                (ref_slot, rel)
+                for rel in language.RELATIONS
+                if ref_slot != target["slot"]
+                and language.unique_in_relation(others, ref_xy, rel) == target["slot"]
+            ]
         if not options:
             return None
         ref_slot, relation = options[int(rng.integers(len(options)))]

@@ -54,8 +54,10 @@ class StackCubesColor(Task):
         if subset == "visual":  # one colour for all: only the surface pattern tells them apart
             colors = [colors[0]] * STACK_COPIES
             patterns = [str(p) for p in rng.permutation(["checkered", "speckled", "plain", "plain"])]
-        objs = [self.object_entry(f"{kind}_{i}", kind, c, xy, rng.uniform(0, 2 * math.pi), p)
-                for i, (c, xy, p) in enumerate(zip(colors, xys, patterns))]
+        objs = [
+            self.object_entry(f"{kind}_{i}", kind, c, xy, rng.uniform(0, 2 * math.pi), p)
+            for i, (c, xy, p) in enumerate(zip(colors, xys, patterns))
+        ]
         if subset == "visual":
             bottom, top = patterns.index("checkered"), patterns.index("speckled")
             if rng.random() < 0.5:
@@ -68,22 +70,28 @@ class StackCubesColor(Task):
             return None
         return {"instruction": instruction, "objects": objs, "goal": goal}
 
-    def _instruction(self, rng: np.random.Generator, subset: str, objs: list[dict], bottom: dict,
-                     top: dict) -> str | None:
+    def _instruction(
+        self, rng: np.random.Generator, subset: str, objs: list[dict], bottom: dict, top: dict
+    ) -> str | None:
         noun = SHAPES[bottom["kind"]].noun
         a, b = bottom["color"], top["color"]
         if subset == "base":
             return f"Stack the {a} {noun} and the {b} {noun} in sequence."
         if subset == "common_sense":
-            return (f"First find the {noun} that has {language.COLOR_CLUES[a]}, then stack the {noun} that has "
-                    f"{language.COLOR_CLUES[b]} on top of it.")
+            return (
+                f"First find the {noun} that has {language.COLOR_CLUES[a]}, then stack the {noun} that has "
+                f"{language.COLOR_CLUES[b]} on top of it."
+            )
         if subset == "complex":
             return str(rng.choice(_COMPLEX)).format(noun=noun, a=a, b=b)
         if subset == "visual":
             return f"Stack the {bottom['pattern']} {noun} and the {top['pattern']} {noun} in sequence."
         others = {o["slot"]: np.array(o["xy"]) for o in objs if o["slot"] != bottom["slot"]}
-        relations = [rel for rel in language.RELATIONS
-                     if language.unique_in_relation(others, np.array(bottom["xy"]), rel) == top["slot"]]
+        relations = [
+            rel
+            for rel in language.RELATIONS
+            if language.unique_in_relation(others, np.array(bottom["xy"]), rel) == top["slot"]
+        ]
         if not relations:
             return None
         relation = language.RELATIONS[relations[int(rng.integers(len(relations)))]]
@@ -98,5 +106,11 @@ class StackCubesColor(Task):
         centred = bool(np.linalg.norm(offset[:2]) < CENTRED_WITHIN)
         touching = self.in_contact(top, bottom)
         released = not self.touched_by_gripper(top)
-        return {"success": above and centred and touching and released, "above": above, "centred": centred,
-                "touching": touching, "released": released, "grasped": self.is_grasped(top)}
+        return {
+            "success": above and centred and touching and released,
+            "above": above,
+            "centred": centred,
+            "touching": touching,
+            "released": released,
+            "grasped": self.is_grasped(top),
+        }

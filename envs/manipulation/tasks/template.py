@@ -39,10 +39,16 @@ class LiftCubeColor(Task):
         r = SHAPES["cube"].radius
         xys = self.sample_positions(rng, [Footprint(r, r)] * len(self.free_slots))
         colors = [str(c) for c in rng.choice(list(language.COLORS), size=len(xys), replace=False)]
-        objs = [self.object_entry(slot, "cube", c, xy, rng.uniform(0, math.pi / 2))
-                for slot, c, xy in zip(self.free_slots, colors, xys)]
+        objs = [
+            self.object_entry(slot, "cube", c, xy, rng.uniform(0, math.pi / 2))
+            for slot, c, xy in zip(self.free_slots, colors, xys)
+        ]
         target = objs[int(rng.integers(len(objs)))]
-        return {"instruction": f"Lift the {target['color']} cube.", "objects": objs, "goal": {"target": target["slot"]}}
+        return {
+            "instruction": f"Lift the {target['color']} cube.",
+            "objects": objs,
+            "goal": {"target": target["slot"]},
+        }
 
     def evaluate(self) -> dict[str, Any]:
         """3. Success from simulator state, in this one place (JSON-safe values)."""

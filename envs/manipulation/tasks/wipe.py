@@ -62,7 +62,9 @@ class WipeTableDirection(Task):
 
     def elements(self) -> tuple[list, list]:
         bodies = [objects.sponge_body("sponge", SPONGE_HALF, (0, 0, -1))]
-        bodies += [objects.area_body(name, self._cells_local, CELL / 2 - 0.001, AREA_THICKNESS) for name in _AREAS]
+        bodies += [
+            objects.area_body(name, self._cells_local, CELL / 2 - 0.001, AREA_THICKNESS) for name in _AREAS
+        ]
         return [], bodies
 
     def object_height(self, obj: dict[str, Any]) -> float:
@@ -71,19 +73,25 @@ class WipeTableDirection(Task):
     # ---------------------------------------------------------------------------------- episodes
 
     def sample_episode(self, rng: np.random.Generator, subset: str) -> dict[str, Any]:
-        return self.draw_until_valid(rng, subset, self._try_episode, "layout within reach (and, for spatial, with a unique relation)")
+        return self.draw_until_valid(
+            rng, subset, self._try_episode, "layout within reach (and, for spatial, with a unique relation)"
+        )
 
     def _try_episode(self, rng: np.random.Generator, subset: str) -> dict[str, Any] | None:
         directions = [str(d) for d in rng.permutation(["horizontal", "vertical"])]
         fps = [_area_footprint(d) for d in directions]
         xys = self.sample_positions(rng, [*fps, Footprint(0.047, 0.047)])
-        colors = [str(c) for c in rng.choice([c for c in language.COLORS if c != "yellow"], size=2, replace=False)]
+        colors = [
+            str(c) for c in rng.choice([c for c in language.COLORS if c != "yellow"], size=2, replace=False)
+        ]
         patterns = ["plain", "plain"]
         if subset == "visual":
             colors = [colors[0]] * 2
             patterns = [str(p) for p in rng.permutation(["checkered", "speckled"])]
-        objs = [self.object_entry(a, "area", c, xy, _YAW[d], p)
-                for a, c, xy, d, p in zip(_AREAS, colors, xys, directions, patterns)]
+        objs = [
+            self.object_entry(a, "area", c, xy, _YAW[d], p)
+            for a, c, xy, d, p in zip(_AREAS, colors, xys, directions, patterns)
+        ]
         objs.append(self.object_entry("sponge", "sponge", "yellow", xys[2], rng.uniform(0, math.pi)))
         if not all(_within_drag_reach(o) for o in objs[:2]):
             return None
@@ -94,8 +102,9 @@ class WipeTableDirection(Task):
         goal = {"target": _AREAS[target], "direction": directions[target], "sponge": "sponge"}
         return {"instruction": instruction, "objects": objs, "goal": goal}
 
-    def _instruction(self, rng: np.random.Generator, subset: str, objs: list[dict], target: int,
-                     direction: str) -> str | None:
+    def _instruction(
+        self, rng: np.random.Generator, subset: str, objs: list[dict], target: int, direction: str
+    ) -> str | None:
         if subset == "base":
             return f"Wipe the {direction} area."
         if subset == "common_sense":
@@ -106,8 +115,9 @@ class WipeTableDirection(Task):
             return f"Wipe the {objs[target]['pattern']} area."
         areas = {o["slot"]: np.array(o["xy"]) for o in objs if o["kind"] == "area"}
         sponge = np.array(objs[2]["xy"])
-        relations = [r for r in language.RELATIONS
-                     if language.unique_in_relation(areas, sponge, r) == _AREAS[target]]
+        relations = [
+            r for r in language.RELATIONS if language.unique_in_relation(areas, sponge, r) == _AREAS[target]
+        ]
         if not relations:
             return None
         return f"Wipe the area {language.RELATIONS[relations[int(rng.integers(len(relations)))]]} the sponge."
@@ -141,8 +151,12 @@ class WipeTableDirection(Task):
         target = self.episode["goal"]["target"]
         fractions = {a: round(float(w.mean()), 4) for a, w in self.wiped.items()}
         success = fractions[target] >= WIPED_FRACTION
-        return {"success": bool(success), "wiped_fraction": fractions[target], "wiped": fractions,
-                "grasped": self.is_grasped("sponge")}
+        return {
+            "success": bool(success),
+            "wiped_fraction": fractions[target],
+            "wiped": fractions,
+            "grasped": self.is_grasped("sponge"),
+        }
 
 
 def _within_drag_reach(area: dict[str, Any]) -> bool:
