@@ -21,35 +21,11 @@ from envs.calvin.camera import egl_problem
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.obs_layout import flat_observation
 from policies.config_cli import EXIT_BAD_INPUT, run_cli
+from tests.calvin_fixtures import CHAIN0_SCENE_OBS
 
 pytest.importorskip("pybullet")
 
-SCENE_CHAIN0 = [
-    0.28,
-    0.22,
-    0.0,
-    0.088,
-    1.0,
-    1.0,
-    -0.240851662,
-    0.0924044687,
-    0.460990009,
-    0.0,
-    0.0,
-    1.8859410064104645,
-    0.229995412,
-    -0.11999514,
-    0.45999001,
-    0.0,
-    0.0,
-    1.488143437705632,
-    0.070341633,
-    0.0924044687,
-    0.460990009,
-    0.0,
-    0.0,
-    1.4683986863194542,
-]
+SCENE_CHAIN0 = CHAIN0_SCENE_OBS
 
 
 @pytest.fixture(scope="module")

@@ -10,40 +10,14 @@ from envs.calvin import constants as C
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.tasks import completed_tasks
 from policies.experts.calvin import ScriptedExpert
+from tests.calvin_fixtures import CHAIN0_SCENE_OBS
 
 pytest.importorskip("pybullet")
 
 IDLE = np.array([0, 0, 0, 0, 0, 0, 1], np.float32)
 # CALVIN's first evaluation chain: lights on, door left, drawer open, red in the left cabinet half,
 # blue on the table, pink in the right half.
-SCENE_CHAIN0 = np.array(
-    [
-        0.28,
-        0.22,
-        0.0,
-        0.088,
-        1.0,
-        1.0,
-        -0.240851662,
-        0.0924044687,
-        0.460990009,
-        0.0,
-        0.0,
-        1.8859410064104645,
-        0.229995412,
-        -0.11999514,
-        0.45999001,
-        0.0,
-        0.0,
-        1.488143437705632,
-        0.070341633,
-        0.0924044687,
-        0.460990009,
-        0.0,
-        0.0,
-        1.4683986863194542,
-    ]
-)
+SCENE_CHAIN0 = np.array(CHAIN0_SCENE_OBS)
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from envs.calvin import sequences as seq
 from envs.calvin.instructions import CALVIN_TASKS, EVAL_INSTRUCTIONS, instruction_for
+from tests.calvin_fixtures import CHAIN0_SCENE_OBS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,32 +95,6 @@ CHAIN0_ROBOT_OBS = [
     1.64119093,
     0.55344928,
     1.0,
-]
-CHAIN0_SCENE_OBS = [
-    0.28,
-    0.22,
-    0.0,
-    0.088,
-    1.0,
-    1.0,
-    -0.240851662,
-    0.0924044687,
-    0.460990009,
-    0.0,
-    0.0,
-    1.8859410064104645,
-    0.229995412,
-    -0.11999514,
-    0.45999001,
-    0.0,
-    0.0,
-    1.488143437705632,
-    0.070341633,
-    0.0924044687,
-    0.460990009,
-    0.0,
-    0.0,
-    1.4683986863194542,
 ]
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.calvin.constants import NEUTRAL_ROBOT_OBS
 from envs.calvin.instructions import CALVIN_TASKS
 from envs.files import atomic_write_text
 
@@ -528,23 +529,7 @@ def _write_cache(
 # ----------------------------------------------------------------------------------------------------
 
 # Neutral robot state of the evaluation: TCP xyz, TCP Euler xyz, gripper width, 7 joints, gripper action.
-EVAL_ROBOT_OBS: tuple[float, ...] = (
-    0.02586889,
-    -0.2313129,
-    0.5712808,
-    3.09045411,
-    -0.02908596,
-    1.50013585,
-    0.07999963,
-    -1.21779124,
-    1.03987629,
-    2.11978254,
-    -2.34205014,
-    -0.87015899,
-    1.64119093,
-    0.55344928,
-    1.0,
-)
+EVAL_ROBOT_OBS: tuple[float, ...] = NEUTRAL_ROBOT_OBS
 
 SLIDE_OPEN_LEFT = 0.28
 DRAWER_OPEN = 0.22
