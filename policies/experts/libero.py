@@ -204,18 +204,24 @@ class Scene:
 
     def joint_body_boxes(self, joint: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """World bounding boxes ``(low, high)`` of the collision geoms the joint moves (its body only)."""
+        return [(c.min(0), c.max(0)) for c in self.joint_body_corners(joint)]
+
+    def joint_body_corners(self, joint: str) -> list[np.ndarray]:
+        """The 8 world corners (8 x 3) of each collision geom's own box, for the body the joint moves."""
         m, d = self.model, self.data
         body = m.jnt_bodyid[m.joint(joint).id]
         signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
-        boxes = []
-        for g in range(m.ngeom):
-            if m.geom_bodyid[g] == body and (m.geom_contype[g] or m.geom_conaffinity[g]):
-                c = (
-                    d.geom_xpos[g]
-                    + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
-                )
-                boxes.append((c.min(0), c.max(0)))
-        return boxes
+        return [
+            d.geom_xpos[g]
+            + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+            for g in range(m.ngeom)
+            if m.geom_bodyid[g] == body and (m.geom_contype[g] or m.geom_conaffinity[g])
+        ]
+
+    def shoulder(self) -> np.ndarray:
+        """The arm's shoulder (its second link's origin), where its reach is measured from."""
+        prefix = self.env.robots[0].robot_model.naming_prefix
+        return np.array(self.data.xpos[self.model.body(f"{prefix}link2").id])
 
     def free_spot(self, region: str, radius: float, skip: str, grid: int = 9) -> np.ndarray:
         """The point of a region (LIBERO's box: site position +- its size, turned by the site) where an
@@ -427,7 +433,7 @@ class Articulate:
         self.grasp_kind = ""
 
     def stages(self) -> list[Stage]:
-        return [self.plan, self.check]
+        return [self.plan, self.push_door, self.check]
 
     def done(self, scene: Scene) -> bool:
         state = scene.env.object_states_dict[self.target]
@@ -445,6 +451,9 @@ class Articulate:
         if kind == HINGE and abs(axis[2]) > 0.9 and self.goal.predicate in ("turnon", "turnoff"):
             self.grasp_kind = "twist"
             return self._knob(scene, joint, qpos, axis, anchor)
+        if kind == HINGE and abs(axis[2]) > 0.9:  # a door on an upright hinge
+            self.grasp_kind = "door"
+            return self._door(scene, joint, qpos, axis, anchor, limits)
         raise ValueError(
             f"the LIBERO expert cannot yet ({self.goal.predicate} {self.target}): joint {joint} "
             f"is {'a hinge' if kind == HINGE else 'not a slide or hinge'}"
@@ -510,6 +519,57 @@ class Articulate:
             Waypoint(start + out * (travel + 0.06), vertical, OPEN, tol=0.03, approach=point),
         ]
 
+    def _door(
+        self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray, limits: np.ndarray
+    ) -> list[Waypoint]:
+        """Grasp the door's handle from above and carry it round the hinge, as far toward past LIBERO's
+        threshold as the arm reaches (the rest is pushed: :meth:`push_door`)."""
+        state = scene.env.get_object(scene.owner(self.target)).object_properties["articulation"]
+        swing = door_goal(self.goal.predicate, state, limits) - qpos
+        grasp, across = door_grasp(scene.joint_body_boxes(joint), axis, anchor, swing)
+        hand = scene.hand()
+        above = grasp + np.array([0.0, 0.0, APPROACH])
+        obstacles = scene.highest_between(hand, grasp, skip="", margin=0.05)
+        travel_z = min(max(hand[2], above[2], obstacles + CLEARANCE + FINGERS), MAX_HAND_Z)
+        shoulder = scene.shoulder()
+        arc = door_arc(grasp, across, axis, anchor, swing)
+        reachable = [wp for wp in arc if float(np.linalg.norm(wp[0] - shoulder)) <= REACH] or arc[:1]
+        end, end_axis = reachable[-1]
+        return [
+            Waypoint(np.array([*hand[:2], travel_z]), across, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
+            Waypoint(np.array([*above[:2], travel_z]), across, OPEN, tol=0.02),
+            Waypoint(above, across, OPEN, tol=0.015),
+            Waypoint(grasp, across, OPEN, speed=SLOW, tol=0.008),
+            Waypoint(grasp, across, CLOSED, speed=SLOW, tol=0.02, settle=10),
+            *(
+                Waypoint(p, a, CLOSED, speed=SLOW, tol=0.02, turn_tol=0.15, max_steps=40)
+                for p, a in reachable
+            ),
+            Waypoint(end, end_axis, OPEN, tol=0.05, settle=6),
+        ]
+
+    def push_door(self, scene: Scene) -> list[Waypoint]:
+        """The rest of a door's swing, pushed: closed fingertips against the panel's trailing face near
+        its free edge, carried round the hinge (a hand holding the handle cannot reach so far)."""
+        if self.grasp_kind != "door" or self.done(scene):
+            return []
+        joint = scene.joints_of(self.target)[0]
+        qpos, axis, anchor, _, limits = scene.joint(joint)
+        state = scene.env.get_object(scene.owner(self.target)).object_properties["articulation"]
+        swing = door_goal(self.goal.predicate, state, limits) - qpos
+        start, along = door_push_start(scene.joint_body_corners(joint), axis, anchor, swing)
+        hand = scene.hand()
+        top = max(float(c[:, 2].max()) for c in scene.joint_body_corners(joint))
+        travel_z = min(max(hand[2], top + CLEARANCE + FINGERS), MAX_HAND_Z)
+        arc = door_arc(start, along, axis, anchor, swing)
+        return [
+            Waypoint(np.array([*hand[:2], travel_z]), along, CLOSED, tol=0.03, turn_tol=TRAVEL_TURN),
+            Waypoint(np.array([*start[:2], travel_z]), along, CLOSED, tol=0.015),
+            Waypoint(start, along, CLOSED, speed=SLOW, tol=0.012),
+            *(Waypoint(p, a, CLOSED, speed=SLOW, tol=0.02, turn_tol=0.15, max_steps=40) for p, a in arc),
+            Waypoint(arc[-1][0] + np.array([0.0, 0.0, 0.1]), arc[-1][1], CLOSED, tol=0.03),
+        ]
+
     def _knob(
         self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray
     ) -> list[Waypoint]:
@@ -536,6 +596,78 @@ class Articulate:
             Waypoint(grip, turn @ axis0, OPEN, tol=0.05, settle=6),
             Waypoint(above, turn @ axis0, OPEN, tol=0.03),
         ]
+
+
+DOOR_OPEN_MARGIN = 0.25  # rad: swing a door this far past LIBERO's "open" threshold (within its range)
+DOOR_CLOSE_PAST = 0.1  # rad: aim this far past the closed end (the joint's limit stops it there)
+DOOR_STEP = 0.15  # rad: one waypoint of a door's arc
+HANDLE_GRIP = 0.025  # m: a door's handle is grasped this far below its top
+REACH = 0.80  # m: the farthest the hand site is sent from the shoulder while it holds a door's handle
+DOOR_EDGE_INSET = 0.02  # m: a door is pushed this far in from its free edge
+DOOR_PUSH_GAP = 0.015  # m: ... the hand site this far behind the face it pushes (the finger's half width)
+
+
+def door_goal(predicate: str, state: Mapping[str, Any], limits: np.ndarray) -> float:
+    """The joint position a door is swung to: past LIBERO's "open" threshold by DOOR_OPEN_MARGIN (within
+    the range), or past the closed end of the range (LIBERO's "closed" is a strict inequality there)."""
+    open_sign = -1.0 if max(state["default_open_ranges"]) < min(state["default_close_ranges"]) else 1.0
+    if predicate == "open":
+        edge = max(state["default_open_ranges"]) if open_sign < 0 else min(state["default_open_ranges"])
+        return float(np.clip(edge + open_sign * DOOR_OPEN_MARGIN, limits[0], limits[1]))
+    return float(limits[1] if open_sign < 0 else limits[0]) - open_sign * DOOR_CLOSE_PAST
+
+
+def door_grasp(
+    boxes: list[tuple[np.ndarray, np.ndarray]], axis: np.ndarray, anchor: np.ndarray, swing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(grasp point, finger axis)`` on a hinged door whose geoms are ``boxes`` (world), turned ``swing``
+    rad about ``axis`` to come: the handle is the geom reaching farthest the way the door's panel (its
+    biggest geom) moves; the fingers close across it, horizontally, a little below its top."""
+    panel = max(boxes, key=lambda b: float(np.prod(b[1] - b[0] + 1e-3)))
+    lever = (panel[0] + panel[1]) / 2 - anchor
+    out = _horizontal(np.sign(swing) * np.cross(axis, lever))
+    handle = max(boxes, key=lambda b: float(np.max(_box_corners(b) @ out)))
+    centre = (handle[0] + handle[1]) / 2
+    grasp = np.array([centre[0], centre[1], max(float(handle[1][2]) - HANDLE_GRIP, float(centre[2]))])
+    return grasp, _horizontal(np.cross(axis, out))
+
+
+def door_push_start(
+    corners: list[np.ndarray], axis: np.ndarray, anchor: np.ndarray, swing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(hand position, finger axis)`` to push a hinged door on by ``swing`` rad about ``axis``: the
+    fingertips DOOR_PUSH_GAP off the trailing face of its panel (the biggest geom, ``corners`` 8 x 3 each,
+    world), DOOR_EDGE_INSET in from its free edge, at mid height; the fingers lie along the panel."""
+    panel = max(corners, key=lambda c: float(np.prod(np.ptp(c, axis=0) + 1e-3)))
+    unit = axis / np.linalg.norm(axis)
+    radial = [(c - anchor) - ((c - anchor) @ unit) * unit for c in panel]
+    edge = max(radial, key=lambda r: float(np.linalg.norm(r)))
+    u = edge / np.linalg.norm(edge)
+    t = np.sign(swing) * np.cross(unit, u)  # the way the edge moves
+    trail = min(float(r @ t) for r in radial)
+    mid = float(panel[:, 2].mean())
+    point = anchor + u * (float(np.linalg.norm(edge)) - DOOR_EDGE_INSET) + t * (trail - DOOR_PUSH_GAP)
+    return np.array([point[0], point[1], mid]), _horizontal(u)
+
+
+def door_arc(
+    grasp: np.ndarray, across: np.ndarray, axis: np.ndarray, anchor: np.ndarray, swing: float
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The hand's ``(position, finger axis)`` along the circle the grasp point makes about the hinge,
+    every DOOR_STEP rad up to ``swing`` (signed, about ``axis``)."""
+    steps = max(int(np.ceil(abs(swing) / DOOR_STEP)), 1)
+    out = []
+    for k in range(1, steps + 1):
+        turn = Rotation.from_rotvec(axis / np.linalg.norm(axis) * swing * k / steps).as_matrix()
+        out.append((anchor + turn @ (grasp - anchor), _horizontal(turn @ across)))
+    return out
+
+
+def _box_corners(box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    lo, hi = box
+    return np.array(
+        [[(lo, hi)[i][0], (lo, hi)[j][1], (lo, hi)[k][2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)]
+    )
 
 
 FLAT = 0.03  # m: an object this low and wider than the gripper is pushed, not lifted, to a place at its level
