@@ -349,6 +349,12 @@ class PickPlace:
         near = grasp + np.array([0, 0, NEAR])
         return [
             Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
+            # across at the travel height, then down: a diagonal descent clips what lies under the way
+            *(
+                [Waypoint(np.array([*above[:2], travel_z]), axis, OPEN, tol=0.02)]
+                if travel_z > above[2] + 0.01
+                else []
+            ),
             Waypoint(above, axis, OPEN, tol=0.015),
             *([Waypoint(near, axis, OPEN, tol=0.015)] if above[2] > near[2] + 0.01 else []),
             Waypoint(grasp, axis, OPEN, speed=SLOW, tol=0.008),
