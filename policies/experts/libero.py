@@ -24,7 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from policies.base import EpisodeContext, Policy
-from policies.experts.libero_goals import Goal, choose_grasp, parse_goal
+from policies.experts.libero_goals import Goal, choose_grasp, find_handle, parse_goal
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -42,6 +42,7 @@ NEAR = 0.04  # m: the last stretch of a descent, taken slowly
 FINGERS = 0.05  # m: how far the fingertips reach below the hand site, roughly (for clearances)
 TRAVEL_TURN = 3.2  # rad: a travel waypoint is passed whatever the hand's orientation (it turns on the way)
 LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
+SPREAD_MARGIN = 0.015  # m: objects sharing a region are put this far inside its corners
 RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
 
 
@@ -152,6 +153,12 @@ class Scene:
         lo, hi = local.min(0), local.max(0)
         return self.position(name) + rot @ ((lo + hi) / 2), (hi - lo) / 2, rot
 
+    def local_boxes(self, name: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each collision geom's bounding box ``(low, high)`` in the object's own frame, from its origin."""
+        rot = np.array(self.data.xmat[self.body(name)]).reshape(3, 3)
+        local = ((self.corners(name) - self.position(name)) @ rot).reshape(-1, 8, 3)
+        return [(c.min(0), c.max(0)) for c in local]
+
     def extent(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """World axis-aligned bounds ``(low, high)`` of an object."""
         c = self.corners(name)
@@ -245,6 +252,16 @@ class Scene:
                     best, best_key = point, key
         return best
 
+    def spread_spot(self, region: str, k: int, n: int) -> np.ndarray:
+        """The k-th of n spots along a region's diagonal, SPREAD_MARGIN inside its corners: where n objects
+        put on one region (two moka pots on a stove's cook region) leave each other room."""
+        site = self.env.object_sites_dict.get(region)
+        centre, size = self.position(region), getattr(site, "size", None)
+        if size is None or n < 2:
+            return centre[:2]
+        half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
+        return centre[:2] + (-1.0 + 2.0 * k / (n - 1)) * np.maximum(half - SPREAD_MARGIN, 0.0)
+
     def _geom_boxes(self, skip: str) -> tuple[np.ndarray, np.ndarray]:
         """World bounding boxes of the scene's collision geoms, but ``skip``'s and the robot's."""
         m, d = self.model, self.data
@@ -307,10 +324,11 @@ def _nearest_sign(axis: np.ndarray, current: np.ndarray) -> np.ndarray:
 class PickPlace:
     """Pick ``obj`` and put it in / on ``target`` (a region site or an object), as planning stages."""
 
-    def __init__(self, goal: Goal, retries: int = 1) -> None:
+    def __init__(self, goal: Goal, retries: int = 1, slot: tuple[int, int] = (0, 1)) -> None:
         self.goal = goal
         self.obj, self.target = goal.args
         self.retries = retries
+        self.slot = slot  # (k, n): the k-th of n objects put on the same region
         self.grasp_kind = ""
         self.base_z = 0.0
 
@@ -323,23 +341,11 @@ class PickPlace:
         self.base_z = float(lo[2])
         horiz = [i for i in range(3) if abs(rot[2, i]) < 0.7]  # the object's two horizontal axes
         up = next(i for i in range(3) if i not in horiz)
-        if len(horiz) != 2:  # lying at an odd angle: fall back to world axes
+        upright = len(horiz) == 2
+        if not upright:  # lying at an odd angle: fall back to world axes
             horiz, rot, half, up = [0, 1], np.eye(3), (hi - lo) / 2, 2
             centre = (lo + hi) / 2
-        width, depth, height = 2 * half[horiz[0]], 2 * half[horiz[1]], 2 * half[up]
-        choice = choose_grasp(width, depth, height)
-        self.grasp_kind = choice.kind
-        narrow = horiz[0] if width <= depth else horiz[1]
-        current = scene.finger_axis()
-        grasp = np.array([centre[0], centre[1], lo[2] + choice.height])
-        if choice.kind == "rim":
-            # the rim point nearest the robot base (behind the object, -x), fingers across the wall
-            radius = min(width, depth) / 2
-            toward = _horizontal(np.array([-1.0, 0.0, 0.0]))
-            grasp[:2] = centre[:2] + toward[:2] * (radius - 0.012)
-            axis = _nearest_sign(toward, current)
-        else:
-            axis = _nearest_sign(_horizontal(rot[:, narrow]), current)
+        grasp, axis = self._grasp_pose(scene, centre, half, rot, (horiz[0], horiz[1]), up, upright)
         above = grasp + np.array([0, 0, APPROACH])
         above[2] = min(max(above[2], hi[2] + 0.05), MAX_HAND_Z)
         hand = scene.hand()
@@ -362,6 +368,36 @@ class PickPlace:
             Waypoint(grasp + np.array([0, 0, 0.15]), axis, CLOSED, speed=SLOW, tol=0.02),
         ]
 
+    def _grasp_pose(
+        self,
+        scene: Scene,
+        centre: np.ndarray,
+        half: np.ndarray,
+        rot: np.ndarray,
+        horiz: tuple[int, int],
+        up: int,
+        upright: bool,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Where the hand site grasps the object and the direction the fingers close along (world); a
+        handle is looked for on an upright object only (its boxes are in its own frame)."""
+        width, depth, height = 2 * half[horiz[0]], 2 * half[horiz[1]], 2 * half[up]
+        handle = find_handle(scene.local_boxes(self.obj), horiz) if upright else None
+        choice = choose_grasp(width, depth, height, handle is not None)
+        self.grasp_kind = choice.kind
+        narrow = horiz[0] if width <= depth else horiz[1]
+        current = scene.finger_axis()
+        grasp = np.array([centre[0], centre[1], self.base_z + choice.height])
+        if choice.kind == "handle" and handle is not None:
+            grasp = scene.position(self.obj) + rot @ np.array(handle.point)
+            return grasp, _nearest_sign(_horizontal(rot[:, handle.across]), current)
+        if choice.kind == "rim":
+            # the rim point nearest the robot base (behind the object, -x), fingers across the wall
+            radius = min(width, depth) / 2
+            toward = _horizontal(np.array([-1.0, 0.0, 0.0]))
+            grasp[:2] = centre[:2] + toward[:2] * (radius - 0.012)
+            return grasp, _nearest_sign(toward, current)
+        return grasp, _nearest_sign(_horizontal(rot[:, narrow]), current)
+
     def check_grasp(self, scene: Scene) -> list[Waypoint]:
         """After the lift: nothing to do when the object came up; else let go and grasp again (once)."""
         lo, _ = scene.extent(self.obj)
@@ -376,9 +412,12 @@ class PickPlace:
         hand, axis = scene.hand(), _horizontal(scene.finger_axis())
         lo, hi = scene.extent(self.obj)
         centre = (lo + hi) / 2
-        offset = centre - hand  # measured carry offset: where the object hangs from the hand
+        # measured carry offset: where the object's origin (what LIBERO checks) hangs from the hand
+        offset = scene.position(self.obj) - hand
         goal = scene.position(self.target)  # On an object: over its origin (LIBERO checks 3 cm)
-        if self.target not in scene.env.obj_body_id:  # a region: the spot in it with the most room
+        if self.target not in scene.env.obj_body_id and self.slot[1] > 1:  # shared: spread along it
+            goal[:2] = scene.spread_spot(self.target, *self.slot)
+        elif self.target not in scene.env.obj_body_id:  # a region: the spot in it with the most room
             goal[:2] = scene.free_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
         hand_goal_xy = goal[:2] - offset[:2]
         surface = scene.surface_z(goal[:2], skip=self.obj)
@@ -859,6 +898,8 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
     """One sub-task per goal, in the goals' order; putting something in a closed drawer opens it first."""
     tasks: list[PickPlace | Push | Articulate] = []
     opened = {g.args[0] for g in goals if g.predicate == "open"}
+    shared = [g.args[1] for g in goals if g.predicate == "on"]
+    placed: dict[str, int] = {}
     for goal in goals:
         if goal.predicate in ("in", "on"):
             region = goal.args[1]
@@ -873,7 +914,9 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
                 opened.add(region)
             flat = region not in scene.env.obj_body_id and is_flat_and_wide(scene, goal.args[0])
             level = abs(float(scene.position(region)[2]) - float(scene.extent(goal.args[0])[0][2])) < FLAT
-            tasks.append(Push(goal, retries) if flat and level else PickPlace(goal, retries))
+            slot = (placed.get(region, 0), shared.count(region) if goal.predicate == "on" else 1)
+            placed[region] = slot[0] + 1
+            tasks.append(Push(goal, retries) if flat and level else PickPlace(goal, retries, slot))
         else:
             tasks.append(Articulate(goal, retries))
     return tasks
