@@ -41,6 +41,7 @@ APPROACH = 0.10  # m: the hand descends the last stretch to a grasp vertically
 NEAR = 0.04  # m: the last stretch of a descent, taken slowly
 FINGERS = 0.05  # m: how far the fingertips reach below the hand site, roughly (for clearances)
 TRAVEL_TURN = 3.2  # rad: a travel waypoint is passed whatever the hand's orientation (it turns on the way)
+WRIST_ROOM = 0.05  # rad: a turn that would leave the wrist joint nearer its limit is made the other way round
 LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
 SPREAD_MARGIN = 0.015  # m: objects sharing a region are put this far inside its corners
 RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
@@ -59,6 +60,24 @@ class Waypoint:
     max_steps: int = 80  # give up waiting for the hand and move on
     approach: tuple[float, float, float] = (0.0, 0.0, -1.0)  # where the fingers point (world)
     turn_tol: float = 0.08  # rad: orientation error accepted (travel waypoints turn on the way)
+    wrist_room: float = (
+        WRIST_ROOM  # rad: the last arm joint keeps this much room to its limits after the turn
+    )
+
+
+@dataclass(frozen=True)
+class Wrist:
+    """The last arm joint: its world axis, position and range (rad)."""
+
+    axis: np.ndarray
+    q: float
+    low: float
+    high: float
+
+    def allows(self, turn: np.ndarray, room: float) -> bool:
+        """The hand turned by ``turn`` (axis-angle, world) leaves the joint ``room`` inside its range."""
+        q = self.q + float(turn @ self.axis)
+        return self.low + room <= q <= self.high - room
 
 
 # ---------------------------------------------------------------------------------------- the scene
@@ -85,6 +104,14 @@ class Scene:
         self._subtrees: dict[str, set[int]] = {}
 
     # the hand
+    def wrist(self) -> Wrist:
+        """The arm's last joint (it turns the hand about where the fingers point)."""
+        m, d = self.model, self.data
+        j = m.joint(self.env.robots[0].robot_joints[-1]).id
+        return Wrist(
+            np.array(d.xaxis[j]), float(d.qpos[m.jnt_qposadr[j]]), *(float(v) for v in m.jnt_range[j])
+        )
+
     def hand(self) -> np.ndarray:
         return np.array(self.data.site_xpos[self.site])
 
@@ -297,6 +324,26 @@ class Scene:
             if _segment_box_distance(a[:2], b[:2], lo[:2], hi[:2]) < margin:
                 top = max(top, float(hi[2]))
         return top
+
+
+def travel_over(
+    scene: Scene, above: np.ndarray, axis: np.ndarray, gripper: float, room: float = WRIST_ROOM
+) -> list[Waypoint]:
+    """Up from the hand, then across to over ``above``, high enough that the fingers clear what lies
+    between (a placed pot stands between the stove's knob and the hand): none when the way is clear."""
+    hand = scene.hand()
+    obstacles = scene.highest_between(hand, above, skip="", margin=0.05)
+    travel_z = min(max(hand[2], above[2], obstacles + CLEARANCE + FINGERS), MAX_HAND_Z)
+    if travel_z <= above[2] + 0.01:
+        return []
+    return [
+        Waypoint(
+            np.array([*hand[:2], travel_z]), axis, gripper, tol=0.03, turn_tol=TRAVEL_TURN, wrist_room=room
+        ),
+        Waypoint(
+            np.array([*above[:2], travel_z]), axis, gripper, tol=0.02, turn_tol=TRAVEL_TURN, wrist_room=room
+        ),
+    ]
 
 
 def _segment_box_distance(a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
@@ -634,9 +681,11 @@ class Articulate:
         grip = np.array([anchor[0], anchor[1], (top + base) / 2 + 0.01])
         above = np.array([*grip[:2], grip[2] + 0.10])
         return [
-            Waypoint(above, axis0, OPEN, tol=0.015),
-            Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008),
-            Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10),
+            # the wrist grips the knob with room left for the twist
+            *travel_over(scene, above, axis0, OPEN, room=TWIST + WRIST_ROOM),
+            Waypoint(above, axis0, OPEN, tol=0.015, wrist_room=TWIST + WRIST_ROOM),
+            Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008, wrist_room=TWIST + WRIST_ROOM),
+            Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10, wrist_room=TWIST + WRIST_ROOM),
             Waypoint(grip, turn @ axis0, CLOSED, speed=SLOW, tol=0.02, settle=4, max_steps=60),
             Waypoint(grip, turn @ axis0, OPEN, tol=0.05, settle=6),
             Waypoint(above, turn @ axis0, OPEN, tol=0.03),
@@ -776,13 +825,20 @@ DOWN = np.array([0.0, 0.0, -1.0])
 
 
 def rotation_toward(
-    current: np.ndarray, finger_axis_now: np.ndarray, axis: np.ndarray, approach: np.ndarray = DOWN
+    current: np.ndarray,
+    finger_axis_now: np.ndarray,
+    axis: np.ndarray,
+    approach: np.ndarray = DOWN,
+    wrist: Wrist | None = None,
+    room: float = WRIST_ROOM,
 ) -> np.ndarray:
     """Axis-angle (world) turning the hand so that its fingers point along ``approach`` and close along
     ``axis`` (perpendicular to it), either way round, whichever is the smaller turn.
 
     ``current`` is the hand site's rotation, whose z axis is where the fingers point (robosuite's grip
-    site); the closing direction in the site frame is read from ``finger_axis_now``."""
+    site); the closing direction in the site frame is read from ``finger_axis_now``. Given the ``wrist``,
+    the smaller turn is taken only when it leaves the wrist joint ``room`` inside its range (else the
+    hand turns the other way round: at its limit the joint would hold the hand and the arm drift)."""
     approach_local = np.array([0.0, 0.0, 1.0])
     finger_local = current.T @ finger_axis_now
     finger_local = finger_local - (finger_local @ approach_local) * approach_local
@@ -793,7 +849,10 @@ def rotation_toward(
         want = np.stack([approach, closing, np.cross(approach, closing)], axis=1)
         desired = want @ local.T  # the site rotation that maps the local frame onto the wanted one
         turns.append(Rotation.from_matrix(desired @ current.T).as_rotvec())
-    return min(turns, key=lambda t: float(np.linalg.norm(t)))
+    turns.sort(key=lambda t: float(np.linalg.norm(t)))
+    if wrist is not None and not wrist.allows(turns[0], room) and wrist.allows(turns[1], room):
+        return turns[1]
+    return turns[0]
 
 
 class Tracker:
@@ -811,7 +870,14 @@ class Tracker:
         wp = self.waypoints[self.index]
         hand = scene.hand()
         error = wp.pos - hand
-        turn = rotation_toward(scene.hand_rotation(), scene.finger_axis(), wp.axis, np.array(wp.approach))
+        turn = rotation_toward(
+            scene.hand_rotation(),
+            scene.finger_axis(),
+            wp.axis,
+            np.array(wp.approach),
+            scene.wrist(),
+            wp.wrist_room,
+        )
         reached = float(np.linalg.norm(error)) < wp.tol and float(np.linalg.norm(turn)) < wp.turn_tol
         self.steps += 1
         if reached:
