@@ -84,7 +84,7 @@ def test_without_tools_the_same_core_does_not_find_the_target(env):
 
 def test_injected_unusable_tool_calls_are_the_counted_parse_failures(env):
     policy = build_policy(
-        "agent", model="answer-key", oracle_error_rate=0.4, oracle_error_seed=3, max_steps=8
+        "agent", model="answer-key", answer_key_error_rate=0.4, answer_key_error_seed=3, max_steps=8
     )
     record, _ = _run(env, policy, _EPISODES[0])
     stats = record["policy_stats"]

@@ -140,9 +140,9 @@ def test_injected_unusable_tool_calls_are_the_counted_parse_failures(qa_set, tmp
         tmp_path,
         "--agent-paradigm",
         paradigm,
-        "--oracle-error-rate",
+        "--answer-key-error-rate",
         "0.4",
-        "--oracle-error-seed",
+        "--answer-key-error-seed",
         "1",
     )
     agent = result["summary"]["counts"]["agent"]

@@ -142,9 +142,9 @@ def test_injected_errors_are_counted_exactly(tmp_path):
             "answer-key",
             "--cameras",
             "static",
-            "--oracle-error-rate",
+            "--answer-key-error-rate",
             "0.5",
-            "--oracle-error-seed",
+            "--answer-key-error-seed",
             str(seed),
         )
         (record,) = RunDir(out / "calvin" / "mllm-answer-key").merged_records()

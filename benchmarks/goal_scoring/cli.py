@@ -78,10 +78,10 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     dataset = load_dataset(config.dataset)
     if config.limit is not None:
         dataset = GoalDataset(dataset.root, dataset.samples[: config.limit], dataset.header)
-    if config.policy in BUILTIN_PREDICTIONS and (config.oracle_error_rate or config.model):
+    if config.policy in BUILTIN_PREDICTIONS and (config.answer_key_error_rate or config.model):
         raise DatasetError(
             f"--policy {config.policy} writes its answers without a model; drop --model and "
-            "--oracle-error-rate, or use --policy mllm --model answer-key for the stand-in backend"
+            "--answer-key-error-rate, or use --policy mllm --model answer-key for the stand-in backend"
         )
     extra: dict[str, Any] = {}
     if config.policy in BUILTIN_PREDICTIONS:
@@ -116,10 +116,10 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
 def _backend(config: PredictConfig, dataset: GoalDataset) -> Backend:
     if not config.model:
         raise DatasetError("--policy mllm needs --model (a checkpoint path, hub id, or server model name)")
-    if config.oracle_error_rate and config.model != ANSWER_KEY_MODEL:
-        raise DatasetError("--oracle-error-rate applies to --model answer-key only")
-    if not 0.0 <= config.oracle_error_rate <= 1.0:
-        raise DatasetError(f"--oracle-error-rate must be in [0, 1], got {config.oracle_error_rate}")
+    if config.answer_key_error_rate and config.model != ANSWER_KEY_MODEL:
+        raise DatasetError("--answer-key-error-rate applies to --model answer-key only")
+    if not 0.0 <= config.answer_key_error_rate <= 1.0:
+        raise DatasetError(f"--answer-key-error-rate must be in [0, 1], got {config.answer_key_error_rate}")
     budget = SPATIALTREE_MAX_NEW_TOKENS if config.max_new_tokens is None else config.max_new_tokens
     if budget < 1:
         raise DatasetError(f"--max-new-tokens must be at least 1, got {budget}")
@@ -129,7 +129,7 @@ def _backend(config: PredictConfig, dataset: GoalDataset) -> Backend:
         api_base=config.api_base,
         generation=generation,
         cache=config.cache,
-        oracle_errors=(config.oracle_error_rate, config.oracle_error_seed),
+        answer_key_errors=(config.answer_key_error_rate, config.answer_key_error_seed),
         truth=AnswerKey(gold_conversations(dataset, config.num_steps)),
     )
 

@@ -38,9 +38,9 @@ class PredictConfig:
     """Steps the prompt asks for; default: each sample's ground-truth step count (the paper's prompts say 6)."""
     limit: int | None = None
     """Predict only the first N samples (smoke tests)."""
-    oracle_error_rate: float = 0.0
+    answer_key_error_rate: float = field(default=0.0, metadata={"former": ("--oracle-error-rate",)})
     """--model answer-key: probability of injecting a typical model error (unknown action, malformed JSON, truncation, prose)."""
-    oracle_error_seed: int = 0
+    answer_key_error_seed: int = field(default=0, metadata={"former": ("--oracle-error-seed",)})
     """--model answer-key: seed of the injected errors."""
     allow_errors: bool = False
     """Exit 0 even when samples errored (they are still written with their error and counted)."""

@@ -125,14 +125,14 @@ def make_model_backend(
     api_base: str | None,
     generation: GenerationConfig,
     cache: bool = True,
-    oracle_errors: tuple[float, int] = (0.0, 0),
+    answer_key_errors: tuple[float, int] = (0.0, 0),
     truth: Any = None,
 ) -> Backend:
     """Build a backend with ``policies.backends.factory.make_backend`` (imported only when needed).
 
     Optional arguments are passed under the names the factory accepts (``api_base``/``base_url``,
     ``config``/``generation``/``generation_config``, ``cache``), so this stays valid as the factory grows.
-    ``oracle_errors`` is the stand-in's (error rate, error seed) and ``truth`` its answer key for ``model="answer-key"``.
+    ``answer_key_errors`` is the stand-in's (error rate, error seed) and ``truth`` its answer key for ``model="answer-key"``.
     """
     try:
         from policies.backends.factory import make_backend
@@ -143,7 +143,11 @@ def make_model_backend(
         ) from e
     if model == ANSWER_KEY_MODEL:  # the stand-in is never cached and takes no endpoint
         return make_backend(
-            model, config=generation, truth=truth, error_rate=oracle_errors[0], error_seed=oracle_errors[1]
+            model,
+            config=generation,
+            truth=truth,
+            error_rate=answer_key_errors[0],
+            error_seed=answer_key_errors[1],
         )
     accepted = inspect.signature(make_backend).parameters
     kwargs: dict[str, Any] = {}
