@@ -14,10 +14,10 @@ whose configs are flags (the policies' own options), so that every layer reaches
     config = parse_config(EvalConfig)          # --num-sequences 100 --policy random
 
 A field's help is its ``arg(..., help)`` metadata or the docstring written under it. No special cases:
-the flag is the field name with dashes (plus ``metadata["aliases"]``, and ``metadata["former"]``: former names,
-still accepted with a one-line deprecation note on stderr, not shown in ``--help``); booleans are ``--flag/--no-flag``;
-``Literal`` fields become choices; ``X | None`` fields accept the string ``none``; a field without a
-default is a required flag.
+the flag is the field name with dashes (plus ``metadata["aliases"]``, and ``metadata["former"]``: former
+names, still accepted with a one-line deprecation note on stderr, not shown in ``--help``); booleans are
+``--flag/--no-flag``; ``Literal`` fields become choices; ``X | None`` fields accept the string ``none``; a
+field without a default is a required flag.
 """
 
 from __future__ import annotations

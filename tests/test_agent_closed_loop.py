@@ -10,8 +10,7 @@ import pytest
 from benchmarks.core.policy_cli import build_policy_from_spec, parse_benchmark_args
 from benchmarks.embodied import EmbodiedConfig
 from benchmarks.embodied.navigation import run_episode
-from policies.agent.learned_tools import box_from_points, learned_backends
-from policies.agent.nav_oracle import (
+from policies.agent.answer_key_nav import (
     FORWARD,
     LEFT,
     LOOK_DOWN,
@@ -21,6 +20,7 @@ from policies.agent.nav_oracle import (
     approach,
     to_goal,
 )
+from policies.agent.learned_tools import box_from_points, learned_backends
 from policies.config_cli import InputError
 from policies.registry import build_policy
 from tests.nav_scenes import empty_room, episode

@@ -14,8 +14,8 @@ import pytest
 
 from benchmarks.datagen.nav_questions import KINDS
 from benchmarks.static.__main__ import main
-from benchmarks.static.agent_oracle import motion_primitive
 from benchmarks.static.agent_truth import SimScenes, SimTruthTools, read_truth
+from benchmarks.static.answer_key_agent import motion_primitive
 from policies.agent import Toolbox, ToolCall, ToolContext
 
 SEED = 3

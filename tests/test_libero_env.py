@@ -341,8 +341,8 @@ def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
     the env's units. The plan oracle refuses goals its pick-and-place cannot do, in one line."""
     from policies.backends import make_backend
     from policies.backends.scripted import ScriptedBackend
+    from policies.mllm.answer_key_spatial import spatial_truth
     from policies.mllm.spatial import SpatialPlanPolicy
-    from policies.mllm.spatial_oracle import spatial_truth
 
     env = env_of("libero_goal")
     answer = '{"step_1": {"actions": ["space"], "step_nums": [4], "gripper": 0}}'

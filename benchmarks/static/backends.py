@@ -109,7 +109,7 @@ def build_judge(
 def _truth(config: RunConfig, items: Sequence[StaticItem]) -> Any:
     """The stand-in's truth: the agent's per-item source (``--policy agent``), else the gold answers."""
     if config.policy == "agent":
-        from benchmarks.static.agent_oracle import StaticAgentTruth
+        from benchmarks.static.answer_key_agent import StaticAgentTruth
 
         return StaticAgentTruth()
     return AnswerKey(_gold_pairs(config, items))

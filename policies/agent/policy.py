@@ -184,10 +184,10 @@ def build_agent_policy(config: AgentPolicyConfig, backend: Backend | None = None
         options = mllm.backend_options()
         # errors that break tool calls (the EB kinds replace action names)
         if config.model == ANSWER_KEY_MODEL:
-            from policies.agent.nav_oracle import NavigationAgentOracle
+            from policies.agent.answer_key_nav import NavigationAnswerKeyCore
             from policies.backends.answer_key import EnvTruth
 
-            options.update(error_kinds=AGENT_ERROR_KINDS, truth=EnvTruth(NavigationAgentOracle))
+            options.update(error_kinds=AGENT_ERROR_KINDS, truth=EnvTruth(NavigationAnswerKeyCore))
         backend = make_backend(config.model, **options)
     agent = AgentConfig(
         config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens

@@ -231,10 +231,10 @@ class MLLMPolicyConfig:
     def closed_loop_truth(self) -> Any:
         """What the stand-in (``--model answer-key``) answers from: the privileged expert of the env the policy binds."""
         if self.loop == "eb":
-            from policies.mllm.eb_oracle import eb_truth
+            from policies.mllm.answer_key_eb import eb_truth
 
             return eb_truth(self.task)
-        from policies.mllm.spatial_oracle import spatial_truth
+        from policies.mllm.answer_key_spatial import spatial_truth
 
         return spatial_truth(self.task)
 
