@@ -124,13 +124,18 @@ def _backend(config: PredictConfig, dataset: GoalDataset) -> Backend:
     if budget < 1:
         raise DatasetError(f"--max-new-tokens must be at least 1, got {budget}")
     generation = GenerationConfig(max_new_tokens=budget, temperature=config.temperature, seed=config.seed)
+    if config.model == ANSWER_KEY_MODEL:  # the stand-in, built with its answer key: never cached, no endpoint
+        from policies.backends.factory import make_backend
+
+        return make_backend(
+            config.model,
+            config=generation,
+            truth=AnswerKey(gold_conversations(dataset, config.num_steps)),
+            error_rate=config.answer_key_error_rate,
+            error_seed=config.answer_key_error_seed,
+        )
     return make_model_backend(
-        config.model,
-        api_base=config.api_base,
-        generation=generation,
-        cache=config.cache,
-        answer_key_errors=(config.answer_key_error_rate, config.answer_key_error_seed),
-        truth=AnswerKey(gold_conversations(dataset, config.num_steps)),
+        config.model, api_base=config.api_base, generation=generation, cache=config.cache
     )
 
 
