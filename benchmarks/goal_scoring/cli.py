@@ -25,10 +25,12 @@ from benchmarks.goal_scoring.dataset import (
     write_jsonl,
 )
 from benchmarks.goal_scoring.predict import (
-    builtin_records,
+    blind_outputs,
     gold_conversations,
+    gold_outputs,
     make_model_backend,
     predict_with_backend,
+    reference_records,
 )
 from benchmarks.goal_scoring.report import (
     markdown_table,
@@ -52,7 +54,17 @@ from policies.config_cli import (
     run_cli,
 )
 
-BUILTIN_PREDICTIONS = ("oracle", "blind")
+#: The built-in reference answers by name: the answer key (each sample's ground truth, the answers of
+#: ``--policy mllm --model answer-key`` without a backend) and the blind baseline (the most common plan).
+BUILTIN_PREDICTIONS: dict[str, Callable[[GoalDataset, str], dict[str, str]]] = {
+    ANSWER_KEY_MODEL: gold_outputs,
+    "blind": blind_outputs,
+}
+
+
+def builtin_records(dataset: GoalDataset, name: str, scorer: str = "paper") -> list[dict[str, Any]]:
+    """Prediction records of the built-in reference ``name``, written as ``scorer`` reads answers."""
+    return reference_records(BUILTIN_PREDICTIONS[name](dataset, scorer), name)
 
 
 class IncompleteRun(RuntimeError):

@@ -1,4 +1,4 @@
-"""Predictions for a goal-image dataset: an MLLM through the ``Backend`` interface, the oracle, the blind baseline.
+"""Predictions for a goal-image dataset: an MLLM through the ``Backend`` interface, the ground truth, the blind baseline.
 
 Every prediction is the raw text a model would write; scorers parse it. The MLLM sees the SpatialTree
 system prompt (``action_mapping.render_navigation_prompt`` / ``render_manipulation_prompt`` with the
@@ -166,10 +166,10 @@ def _parameter_name(accepted: Mapping[str, inspect.Parameter], names: tuple[str,
 
 
 # --------------------------------------------------------------------------------------------------------
-# Reference points: the oracle (the ground truth itself) and the blind baseline
+# Reference points: the ground truth itself and the blind baseline
 
 
-def oracle_outputs(dataset: GoalDataset, scorer: str = "paper") -> dict[str, str]:
+def gold_outputs(dataset: GoalDataset, scorer: str = "paper") -> dict[str, str]:
     """The ground-truth plan of every sample, written as the named scorer reads answers."""
     return {s.id: render_answer(s.plan, s.kind, scorer) for s in dataset}
 
@@ -210,7 +210,6 @@ def blind_outputs(dataset: GoalDataset, scorer: str = "paper") -> dict[str, str]
     return {s.id: render_answer(plans[s.kind], s.kind, scorer) for s in dataset}
 
 
-def builtin_records(dataset: GoalDataset, policy: str, scorer: str = "paper") -> list[dict[str, Any]]:
-    """Prediction records of a built-in policy (``oracle`` or ``blind``)."""
-    outputs = oracle_outputs(dataset, scorer) if policy == "oracle" else blind_outputs(dataset, scorer)
-    return [{"id": sid, "output": text, "model": policy} for sid, text in outputs.items()]
+def reference_records(outputs: Mapping[str, str], name: str) -> list[dict[str, Any]]:
+    """Prediction records of built-in reference answers (sample id -> text), recorded under ``name``."""
+    return [{"id": sid, "output": text, "model": name} for sid, text in outputs.items()]
