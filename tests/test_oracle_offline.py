@@ -154,7 +154,13 @@ def test_parse_failures_equal_injected_unusable_answers(data, tmp_path, bench, m
     injected_total = 0
     for seed in range(3):
         result = oracle_run(
-            data, tmp_path / str(seed), bench, mode, style, answer_key_error_rate=0.6, answer_key_error_seed=seed
+            data,
+            tmp_path / str(seed),
+            bench,
+            mode,
+            style,
+            answer_key_error_rate=0.6,
+            answer_key_error_seed=seed,
         )
         everything = result.records
         assert result.summary["counts"].get("injected_unusable", 0) == sum(
