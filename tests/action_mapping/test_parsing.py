@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 from action_mapping import ERROR_CODES, Plan, PlanStep, Primitive, parse_plan
 
-CORPUS = [json.loads(line) for line in (Path(__file__).parent / "data" / "parse_plan_corpus.jsonl").open()]
+CORPUS = [
+    json.loads(line) for line in (Path(__file__).parents[1] / "data" / "parse_plan_corpus.jsonl").open()
+]
 MOTIONS = [p for p in Primitive if p.is_motion] + [Primitive.STOP]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pybullet")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.vla_compare import main
 from tests.vla_helpers import write_calvin_split

@@ -19,7 +19,7 @@ from benchmarks.command import SUBCOMMANDS, env_families, main, policy_names, vl
 from benchmarks.static.registry import benchmark_names, get_benchmark
 from policies.registry import policies_for, policy_benchmarks, registered_policies
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "pybullet", "mujoco", "robosuite", "libero")
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from envs.rendering import RENDER_SAFE_START
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent(f"""
     import gymnasium as gym

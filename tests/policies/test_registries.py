@@ -61,7 +61,7 @@ def test_vla_registers_through_the_entry_point_group_and_the_registry_names_no_h
 
     from vla.policy import POLICY, VLAPolicyConfig
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     declared = re.search(
         r'\[project\.entry-points\."spatial_arena\.policies"\]\n(.*?)(?:\n\[|\Z)',
         (root / "pyproject.toml").read_text(),

@@ -20,7 +20,7 @@ from vla.model import VLAModel
 from vla.policy import VLAPolicy
 
 ARCHS = sorted(TINY_MODEL_TYPES)
-VLA_GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "vla.md"
+VLA_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "vla.md"
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_closed_loop_chain_on_the_play_table(play_table, tiny_vlm, arch):
     """A few CALVIN steps with each backbone's VLA policy: observation -> model -> chunk queue -> env."""
     from benchmarks.calvin.chain import run_chain
     from envs.calvin import constants as C
-    from tests.test_calvin_expert import SCENE
+    from tests.policies.experts.test_calvin import SCENE
 
     model = VLAModel.build(str(tiny_vlm(arch)), chunk_size=10, seed=0).eval()
     policy = VLAPolicy(model, execute_steps=3)

@@ -110,7 +110,7 @@ def test_tiny_vla_calvin_chain_with_fixed_latency(tiny_vlm):
     from benchmarks.calvin.chain import run_chain
     from envs.calvin import constants as C
     from envs.calvin.env import PlayTableEnv
-    from tests.test_calvin_expert import SCENE
+    from tests.policies.experts.test_calvin import SCENE
     from vla.model import VLAModel
     from vla.policy import VLAPolicy
 

@@ -275,7 +275,7 @@ def test_resume_quarantines_damaged_record_lines_and_reruns_their_units(tmp_path
     assert json.loads(out.manifest.read_text())["damaged_lines"] == {"records.jsonl": [2, 3, 5, 6, 8]}
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 _PARENT = """
 from benchmarks.core import ProcessExecutor, run_benchmark
 from tests.runner_fixtures import CartPoleBenchmark, CartPoleConfig

@@ -140,7 +140,7 @@ def test_decisions_jsonl_holds_every_model_call_across_resume(tmp_path):
     assert prose["errors"] and "decisions" not in out.records.read_text()
 
     # Extend to 2 episodes: the first unit's lines stay as they were, no unit appears twice (2 worker
-    # processes: tests/test_runner_core.py).
+    # processes: tests/benchmarks/core/test_runner.py).
     run(tmp_path, "--episodes", "1", "--policy", SCRIPTED, "--limit", "2", "--resume")
     lines = out.load_decisions()
     records = out.merged_records()

@@ -19,7 +19,7 @@ from benchmarks.scoring.goal import render_answer, score_goal
 from policies.backends.base import Backend, Generation, GenerationConfig
 from tests.goal_data import WallPairSource, render_wall
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 GARBAGE = "I think the camera should move a little to the left, then stop."
 
 

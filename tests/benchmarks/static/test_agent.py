@@ -302,7 +302,7 @@ def test_a_run_resumes_only_with_the_same_paradigm_and_tools(qa_set, tmp_path, c
 
 
 def test_learned_detector_and_matcher_serve_their_tools_through_the_static_runner(qa_set, tmp_path):
-    from tests.test_agent_closed_loop import _tiny_models
+    from tests.policies.agent.test_closed_loop import _tiny_models
 
     models = _tiny_models(tmp_path / "models")
     result = _run(

@@ -22,7 +22,7 @@ from envs.calvin.official import (
 from envs.calvin.tasks import completed_tasks
 from policies.config_cli import EXIT_BAD_INPUT, run_cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 ROBOT, TABLE, PLANE, RED, BLUE, PINK = 1, 2, 3, 4, 5, 6
 

@@ -1,5 +1,6 @@
 """The scene interface privileged policies read (snapshot, target pose, table link poses), on the built-in
-table: what lets the scripted expert run on the official calvin_env as well (tests/test_calvin_official.py)."""
+table: what lets the scripted expert run on the official calvin_env as well
+(tests/envs/calvin/test_official.py)."""
 
 from __future__ import annotations
 

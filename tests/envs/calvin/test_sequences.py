@@ -22,7 +22,7 @@ from envs.calvin import sequences as seq
 from envs.calvin.instructions import CALVIN_TASKS, EVAL_INSTRUCTIONS, instruction_for
 from tests.calvin_fixtures import CHAIN0_SCENE_OBS
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 # The first three chains of the public evaluation, from calvin.md (key order matters for the yaw seed).
 FIRST_THREE = [

@@ -12,7 +12,7 @@ pytest.importorskip("libero", reason="the libero extra is not installed")
 
 from envs.libero import bootstrap
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 CONFIG_KEYS = {"benchmark_root", "bddl_files", "init_states", "datasets", "assets"}
 _CLEARED = ("XDG_CACHE_HOME", bootstrap.CACHE_DIR_VARIABLE, "LIBERO_CONFIG_PATH", "MESA_SHADER_CACHE_DIR")
 

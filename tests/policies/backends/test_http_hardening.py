@@ -13,7 +13,7 @@ from policies.backends import BackendUnavailableError, MalformedResponseError
 from policies.backends.cache import CachedBackend
 from policies.backends.http_backend import HTTPBackend
 from policies.backends.scripted import ScriptedBackend
-from tests.test_mllm_http import FakeServer, completion
+from tests.policies.backends.test_http import FakeServer, completion
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 

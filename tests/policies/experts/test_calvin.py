@@ -184,7 +184,7 @@ def test_expert_solves_every_task_from_varied_scenes():
     import importlib.util
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "bench" / "calvin_expert.py"
+    path = pathlib.Path(__file__).resolve().parents[3] / "bench" / "calvin_expert.py"
     spec = importlib.util.spec_from_file_location("calvin_expert_bench", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

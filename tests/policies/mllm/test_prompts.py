@@ -1,6 +1,6 @@
 """Prompt snapshots: the exact text the MLLM policies send, frozen so it cannot drift silently.
 
-To accept an intended change, run ``UPDATE_SNAPSHOTS=1 pytest tests/test_mllm_prompts.py``
+To accept an intended change, run ``UPDATE_SNAPSHOTS=1 pytest tests/policies/mllm/test_prompts.py``
 and review the diff of ``tests/snapshots/mllm/`` in the commit.
 """
 

@@ -303,7 +303,7 @@ def test_cli_config_maps_to_server_options():
 
 def test_navigation_benchmark_workers_use_the_server_and_match_the_local_model(tmp_path, server, model_path):
     """The benchmark's worker points ``--api-base`` at the server; the records equal a local-model run.
-    (Requests from several worker processes at once: ``tests/test_serve_ray.py``.)"""
+    (Requests from several worker processes at once: ``tests/policies/serve/test_ray.py``.)"""
     from benchmarks.embodied import main
 
     common = [
