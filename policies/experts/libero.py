@@ -279,6 +279,28 @@ class Scene:
                     best, best_key = point, key
         return best
 
+    def roomiest_spot(self, region: str, radius: float, skip: str, grid: int = 17) -> np.ndarray:
+        """The point of a region (a drawer's inside) where an object of ``radius`` comes least near
+        anything standing above the region's floor (its walls, the handles of drawers above): the
+        smallest overlap of the footprint with such geoms, nearest the centre among equals."""
+        site = self.env.object_sites_dict.get(region)
+        centre, size = self.position(region), getattr(site, "size", None)
+        if size is None:
+            return centre[:2]
+        half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
+        lows, highs = self._geom_boxes(skip)
+        standing = highs[:, 2] > self.surface_z(centre[:2], skip) + 0.01
+        lows, highs = lows[standing, :2], highs[standing, :2]
+        best, best_key = centre[:2], (np.inf, np.inf)
+        for fx in np.linspace(-1.0, 1.0, grid):
+            for fy in np.linspace(-1.0, 1.0, grid):
+                point = centre[:2] + np.array([fx, fy]) * half
+                gap = np.linalg.norm(np.maximum(np.maximum(lows - point, point - highs), 0.0), axis=1)
+                key = (round(float(np.max(radius + 0.005 - gap, initial=0.0)), 3), float(np.hypot(fx, fy)))
+                if key < best_key:
+                    best, best_key = point, key
+        return best
+
     def spread_spot(self, region: str, k: int, n: int) -> np.ndarray:
         """The k-th of n spots along a region's diagonal, SPREAD_MARGIN inside its corners: where n objects
         put on one region (two moka pots on a stove's cook region) leave each other room."""
@@ -464,6 +486,8 @@ class PickPlace:
         goal = scene.position(self.target)  # On an object: over its origin (LIBERO checks 3 cm)
         if self.target not in scene.env.obj_body_id and self.slot[1] > 1:  # shared: spread along it
             goal[:2] = scene.spread_spot(self.target, *self.slot)
+        elif getattr(scene.env.object_sites_dict.get(self.target), "joints", None):  # in a drawer
+            goal[:2] = scene.roomiest_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
         elif self.target not in scene.env.obj_body_id:  # a region: the spot in it with the most room
             goal[:2] = scene.free_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
         hand_goal_xy = goal[:2] - offset[:2]
