@@ -24,7 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from policies.base import EpisodeContext, Policy
-from policies.experts.libero_goals import Goal, choose_grasp, find_handle, parse_goal
+from policies.experts.libero_goals import Goal, Handle, choose_grasp, find_handle, parse_goal
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -42,6 +42,7 @@ NEAR = 0.04  # m: the last stretch of a descent, taken slowly
 FINGERS = 0.05  # m: how far the fingertips reach below the hand site, roughly (for clearances)
 TRAVEL_TURN = 3.2  # rad: a travel waypoint is passed whatever the hand's orientation (it turns on the way)
 WRIST_ROOM = 0.05  # rad: a turn that would leave the wrist joint nearer its limit is made the other way round
+FINGER_OPEN, FINGER_HALF = 0.045, 0.012  # m: an open finger's offset from the grasp point, its half width
 LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
 SPREAD_MARGIN = 0.015  # m: objects sharing a region are put this far inside its corners
 RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
@@ -451,14 +452,14 @@ class PickPlace:
         handle is looked for on an upright object only (its boxes are in its own frame)."""
         width, depth, height = 2 * half[horiz[0]], 2 * half[horiz[1]], 2 * half[up]
         handle = find_handle(scene.local_boxes(self.obj), horiz) if upright else None
-        choice = choose_grasp(width, depth, height, handle is not None)
+        choice = choose_grasp(width, depth, height, handle)
         self.grasp_kind = choice.kind
         narrow = horiz[0] if width <= depth else horiz[1]
         current = scene.finger_axis()
         grasp = np.array([centre[0], centre[1], self.base_z + choice.height])
         if choice.kind == "handle" and handle is not None:
-            grasp = scene.position(self.obj) + rot @ np.array(handle.point)
-            return grasp, _nearest_sign(_horizontal(rot[:, handle.across]), current)
+            axis = _horizontal(rot[:, handle.across])
+            return self._handle_point(scene, handle, rot), _nearest_sign(axis, current)
         if choice.kind == "rim":
             # the rim point nearest the robot base (behind the object, -x), fingers across the wall
             radius = min(width, depth) / 2
@@ -466,6 +467,27 @@ class PickPlace:
             grasp[:2] = centre[:2] + toward[:2] * (radius - 0.012)
             return grasp, _nearest_sign(toward, current)
         return grasp, _nearest_sign(_horizontal(rot[:, narrow]), current)
+
+    def _handle_point(self, scene: Scene, handle: Handle, rot: np.ndarray) -> np.ndarray:
+        """The grasp on a handle: halfway along its protruding part, or the nearest point along it where
+        the open fingers come down clear of other things (a moka pot standing by a pan's handle)."""
+        origin, across = scene.position(self.obj), _horizontal(rot[:, handle.across])
+        lows, highs = scene._geom_boxes(self.obj)
+        fallback = origin + rot @ np.array(handle.point)
+        for t in (0.5, 0.35, 0.65, 0.2, 0.8):
+            local = np.array(handle.point)
+            local[handle.along] = handle.span[0] + t * (handle.span[1] - handle.span[0])
+            point = origin + rot @ local
+            tall = highs[:, 2] > point[2] - FINGERS / 2
+            fingers = [point[:2] + sign * across[:2] * FINGER_OPEN for sign in (-1.0, 1.0)]
+            if not any(
+                np.any(
+                    tall & np.all((lows[:, :2] < f + FINGER_HALF) & (highs[:, :2] > f - FINGER_HALF), axis=1)
+                )
+                for f in fingers
+            ):
+                return point
+        return fallback
 
     def check_grasp(self, scene: Scene) -> list[Waypoint]:
         """After the lift: nothing to do when the object came up; else let go and grasp again (once)."""

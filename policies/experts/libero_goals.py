@@ -31,6 +31,7 @@ HANDLE_REACH = (
 )
 HANDLE_WIDTH = 0.04  # m: ... when it is at most this wide across (the fingers close across it)
 HANDLE_GRIP = 0.02  # m: a handle is gripped this far below its top
+LONG_HANDLE = 0.08  # m: a handle reaching this far out is taken even on a low object (a pan's)
 
 
 @dataclass(frozen=True)
@@ -134,15 +135,21 @@ class Handle:
 
     point: tuple[float, float, float]
     across: int
+    reach: float  # m: how far it reaches past the opposite side
+    along: int = 0  # the object axis it reaches out along
+    span: tuple[float, float] = (
+        0.0,
+        0.0,
+    )  # its protruding part along that axis: from the far side's reach to its end
 
 
 def find_handle(boxes: Sequence[tuple[np.ndarray, np.ndarray]], horizontal: tuple[int, int]) -> Handle | None:
     """The handle of an object whose collision geoms have the boxes ``(low, high)`` (object frame), or None.
 
-    A handle is the group of geoms reaching past the farthest the object reaches on the opposite side,
-    along one of its ``horizontal`` axes, by HANDLE_REACH or more, and no wider than HANDLE_WIDTH across:
-    a moka pot's or a pan's handle, not a mug's short ear nor a box. The grasp is across it, halfway
-    along its protruding part, HANDLE_GRIP below its top."""
+    A handle is the group of geoms reaching more than HANDLE_REACH past the farthest the object reaches on
+    the opposite side, along one of its ``horizontal`` axes, no wider than HANDLE_WIDTH across: a moka
+    pot's or a pan's handle, not a mug's short ear nor a box. The grasp is across it, halfway between
+    the opposite side's reach and its end, HANDLE_GRIP below its top."""
     lows, highs = np.array([b[0] for b in boxes]), np.array([b[1] for b in boxes])
     up = 3 - sum(horizontal)
     best: tuple[float, Handle] | None = None
@@ -151,7 +158,7 @@ def find_handle(boxes: Sequence[tuple[np.ndarray, np.ndarray]], horizontal: tupl
         for sign in (1.0, -1.0):
             far = np.where(sign > 0, highs[:, axis], -lows[:, axis])  # how far each geom reaches this way
             near = np.where(sign > 0, -lows[:, axis], highs[:, axis]).max()  # the other side's reach
-            part = far > near
+            part = far > near + HANDLE_REACH  # not the body's own walls a little off centre
             reach = float(far.max() - near)
             across = float(highs[part, other].max() - lows[part, other].min()) if part.any() else np.inf
             if reach < HANDLE_REACH or across > HANDLE_WIDTH or (best and best[0] >= reach):
@@ -161,11 +168,15 @@ def find_handle(boxes: Sequence[tuple[np.ndarray, np.ndarray]], horizontal: tupl
             point[other] = float(highs[part, other].max() + lows[part, other].min()) / 2
             top, bottom = float(highs[part, up].max()), float(lows[part, up].min())
             point[up] = max(top - HANDLE_GRIP, (top + bottom) / 2)
-            best = (reach, Handle((float(point[0]), float(point[1]), float(point[2])), other))
+            span = (sign * float(near), sign * float(far.max()))
+            best = (
+                reach,
+                Handle((float(point[0]), float(point[1]), float(point[2])), other, reach, axis, span),
+            )
     return best[1] if best else None
 
 
-def choose_grasp(width: float, depth: float, height: float, handle: bool = False) -> GraspChoice:
+def choose_grasp(width: float, depth: float, height: float, handle: Handle | None = None) -> GraspChoice:
     """The grasp for an object ``width`` x ``depth`` (horizontal extents, m) and ``height`` tall, with a
     ``handle`` (:func:`find_handle`) or not.
 
@@ -173,11 +184,12 @@ def choose_grasp(width: float, depth: float, height: float, handle: bool = False
     - ``upper``: from above around the top part of a tall narrow object (bottles, cartons), so that it
       hangs below the fingers;
     - ``rim``: fingers across the wall at the edge, for bowls and plates wider than the gripper;
-    - ``handle``: from above across the handle of a tall object too wide for the gripper (a moka pot),
-      whose closed top has no rim to take (the height is the handle's: see :func:`find_handle`).
+    - ``handle``: from above across the handle of an object too wide for the gripper that is tall (a
+      moka pot, whose closed top has no rim to take) or whose handle is long (a pan); the grasp point
+      is the handle's (see :func:`find_handle`).
     """
     narrow = min(width, depth)
-    if narrow > GRIPPER_SPAN and handle and height > TALL:
+    if narrow > GRIPPER_SPAN and handle is not None and (height > TALL or handle.reach >= LONG_HANDLE):
         return GraspChoice("handle", height - HANDLE_GRIP)
     if narrow > GRIPPER_SPAN:
         return GraspChoice("rim", max(height - 0.015, 0.008))

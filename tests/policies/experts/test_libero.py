@@ -106,13 +106,20 @@ def test_a_handle_is_a_narrow_part_reaching_past_the_other_side_and_is_gripped_a
     # halfway along the part past the spout's reach (5.6 cm) to the handle's end (9.1 cm), 2 cm below its top
     np.testing.assert_allclose(handle.point, (0.0, 0.0735, 0.048), atol=1e-9)
     # the moka pot (8.2 cm across, 15 cm tall) is taken by it; without a handle it would be a rim grasp
-    assert choose_grasp(0.082, 0.147, 0.152, handle=True).kind == "handle"
+    assert choose_grasp(0.082, 0.147, 0.152, handle=handle).kind == "handle"
     assert choose_grasp(0.082, 0.147, 0.152).kind == "rim"
     # a box, and a mug whose ear reaches 1.5 cm past its body, have none; a short handled object keeps the rim
     assert find_handle(_boxes([((-0.04, -0.02, 0.0), (0.04, 0.02, 0.02))]), (0, 1)) is None
     mug = [((-0.04, -0.04, 0.0), (0.04, 0.04, 0.09)), ((-0.005, 0.04, 0.02), (0.005, 0.055, 0.07))]
     assert find_handle(_boxes(mug), (0, 1)) is None
-    assert choose_grasp(0.08, 0.10, 0.09, handle=True).kind == "rim"
+    short = find_handle(_boxes([*mug[:1], ((-0.005, 0.04, 0.02), (0.005, 0.07, 0.07))]), (0, 1))
+    assert short is not None and short.reach == pytest.approx(0.03)  # a 3 cm handle on a low cup: rim
+    assert choose_grasp(0.08, 0.11, 0.09, handle=short).kind == "rim"
+    # a pan: low, but its handle reaches 16 cm past the far rim; the pan's own walls are not part of it
+    pan = [((-0.097, -0.1, 0.0), (0.111, 0.1, 0.042)), ((0.126, -0.013, 0.029), (0.259, 0.013, 0.059))]
+    long = find_handle(_boxes(pan), (0, 1))
+    assert long is not None and long.across == 1 and long.point[0] == pytest.approx((0.097 + 0.259) / 2)
+    assert choose_grasp(0.356, 0.2, 0.059, handle=long).kind == "handle"
 
 
 # LIBERO's microwave door, closed (libero_90 task 35, world boxes): handle bar, two standoffs, the panel
