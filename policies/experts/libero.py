@@ -41,6 +41,7 @@ APPROACH = 0.10  # m: the hand descends the last stretch to a grasp vertically
 NEAR = 0.04  # m: the last stretch of a descent, taken slowly
 FINGERS = 0.05  # m: how far the fingertips reach below the hand site, roughly (for clearances)
 TRAVEL_TURN = 3.2  # rad: a travel waypoint is passed whatever the hand's orientation (it turns on the way)
+WRIST_FLIP_MIN = 0.3  # rad: a turn smaller than this is made as it is, whatever the wrist's limit
 WRIST_ROOM = 0.05  # rad: a turn that would leave the wrist joint nearer its limit is made the other way round
 FINGER_OPEN, FINGER_HALF = 0.045, 0.012  # m: an open finger's offset from the grasp point, its half width
 LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
@@ -76,9 +77,13 @@ class Wrist:
     high: float
 
     def allows(self, turn: np.ndarray, room: float) -> bool:
-        """The hand turned by ``turn`` (axis-angle, world) leaves the joint ``room`` inside its range."""
+        """The hand turned by ``turn`` (axis-angle, world) leaves the joint ``room`` inside its range, or
+        at least no nearer its limit than it is now (a hand already near it may hold still)."""
         q = self.q + float(turn @ self.axis)
-        return self.low + room <= q <= self.high - room
+        return self.low + room <= q <= self.high - room or self._margin(self.q) <= self._margin(q)
+
+    def _margin(self, q: float) -> float:
+        return min(q - self.low, self.high - q)
 
 
 # ---------------------------------------------------------------------------------------- the scene
@@ -883,8 +888,9 @@ def rotation_toward(
 
     ``current`` is the hand site's rotation, whose z axis is where the fingers point (robosuite's grip
     site); the closing direction in the site frame is read from ``finger_axis_now``. Given the ``wrist``,
-    the smaller turn is taken only when it leaves the wrist joint ``room`` inside its range (else the
-    hand turns the other way round: at its limit the joint would hold the hand and the arm drift)."""
+    a smaller turn of WRIST_FLIP_MIN or more is taken only when it leaves the wrist joint ``room`` inside
+    its range (else the hand turns the other way round: at its limit the joint would hold the hand and
+    the arm drift)."""
     approach_local = np.array([0.0, 0.0, 1.0])
     finger_local = current.T @ finger_axis_now
     finger_local = finger_local - (finger_local @ approach_local) * approach_local
@@ -896,7 +902,8 @@ def rotation_toward(
         desired = want @ local.T  # the site rotation that maps the local frame onto the wanted one
         turns.append(Rotation.from_matrix(desired @ current.T).as_rotvec())
     turns.sort(key=lambda t: float(np.linalg.norm(t)))
-    if wrist is not None and not wrist.allows(turns[0], room) and wrist.allows(turns[1], room):
+    small = float(np.linalg.norm(turns[0])) < WRIST_FLIP_MIN  # a correction, never worth a half turn
+    if wrist is not None and not small and not wrist.allows(turns[0], room) and wrist.allows(turns[1], room):
         return turns[1]
     return turns[0]
 

@@ -198,6 +198,10 @@ def test_the_wrist_turns_the_other_way_round_when_the_nearer_turn_runs_it_into_i
     turn = rotation_toward(hand, fingers, want, wrist=wrist)
     assert np.allclose(turn, [0.0, 0.0, 0.5 - np.pi])
     assert wrist.allows(turn, 0.05) and not wrist.allows(np.array([0.0, 0.0, 0.5]), 0.05)
+    # a hand already near the limit may hold still or turn away from it, not on toward it
+    near = Wrist(wrist.axis, 2.88, -2.9, 2.9)
+    assert near.allows(np.zeros(3), 0.05) and near.allows(np.array([0.0, 0.0, 0.3]), 0.05)
+    assert not near.allows(np.array([0.0, 0.0, -0.01]), 0.05)
     # with room to spare the nearer turn stands
     assert np.allclose(
         rotation_toward(hand, fingers, want, wrist=Wrist(wrist.axis, 0.0, -2.9, 2.9)), [0, 0, 0.5]
