@@ -86,7 +86,13 @@ def test_spatialscore_run_writes_every_output(tmp_path: Path) -> None:
     assert manifest["status"] == "complete" and manifest["backend"]["model_id"] == "scripted-fake"
     assert manifest["git"]["commit"] and manifest["packages"]["numpy"] and manifest["data"]["sha256"]
     assert manifest["config"]["bench"] == "spatialscore" and manifest["prompt_style"] == "paper"
-    assert "| Others | 1 | 1 | 100.00 | 0 |" in (out / "summary.md").read_text()
+    # each row with its 95 % interval (issue 34): 1 of 1 right is Wilson [20.65, 100] %
+    text = (out / "summary.md").read_text()
+    assert "| Others | 1 | 1 | 100.00 | [20.65, 100.00] | 0 |" in text
+    assert "- **overall**: 100.00 [51.01, 100.00]" in text  # 4 of 4, four different images: Wilson
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["headline_ci"]["overall"] == pytest.approx([51.01, 100.0], abs=0.01)
+    assert summary["intervals"]["clusters"] == 4 and summary["intervals"]["confidence"] == 0.95
 
 
 def test_each_benchmark_runs_end_to_end(tmp_path: Path) -> None:
