@@ -24,6 +24,7 @@ import numpy as np
 from benchmarks.evidence.compare import check_comparable, shared_units
 from benchmarks.evidence.runs import load_run
 from benchmarks.stats import power as P
+from benchmarks.stats.intervals import check_level
 from policies.config_cli import InputError, OneLineParser, run_cli
 
 
@@ -97,7 +98,7 @@ def from_pilot(paths: Sequence[str], args: Any) -> dict[str, Any]:
             "pilot_units": len(keys),
             "units": n,
         }
-    d = np.array([y.score - x.score for x, y in zip(ua, ub)], dtype=float)  # type: ignore[operator]
+    d = np.array([float(y.score or 0.0) - float(x.score or 0.0) for x, y in zip(ua, ub)])
     sd = float(np.std(d, ddof=1)) if len(d) > 1 else 0.0
     n = P.paired_mean(_positive(sd, a.path), args.difference, alpha=args.alpha, power=args.power)
     return {
@@ -116,12 +117,27 @@ def _positive(sd: float, where: object) -> float:
     )
 
 
+def check_flags(args: Any) -> None:
+    """``--alpha`` and ``--power`` in (0, 1), ``--difference`` and ``--sd`` > 0, ``--rate`` in [0, 1]."""
+    try:
+        check_level("--alpha", args.alpha)
+        check_level("--power", args.power)
+    except ValueError as error:
+        raise InputError(f"{error} (e.g. --alpha 0.05 --power 0.8)") from None
+    for flag, value in (("--difference", args.difference), ("--sd", args.sd)):
+        if value is not None and not value > 0:
+            raise InputError(f"{flag} must be > 0, got {value}")
+    if args.rate is not None and not 0 <= args.rate <= 1:
+        raise InputError(f"--rate must be a success rate in [0, 1], got {args.rate}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     return run_cli(_main, argv)
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    check_flags(args)
     if len(args.runs) > 2:
         raise InputError("power takes one pilot run, or two runs of the same units")
     try:
@@ -129,7 +145,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         if isinstance(error, InputError):
             raise
-        raise InputError(f"{error} (--alpha, --power, --rate, --sd, --difference)") from None
+        raise InputError(f"{error} (--difference, --alpha, --power)") from None
     result = {**result, "difference": args.difference, "alpha": args.alpha, "power": args.power}
     needed = result.get("units", result.get("units_per_run"))
     per = " per run" if "units_per_run" in result else ""

@@ -130,7 +130,9 @@ def test_summary_names_tasks_draws_zero_bars_and_keeps_an_errored_task(tmp_path,
     summary = bench.summarize(records, RunDir(tmp_path / "run"), UnitTally.of(records, len(units)))
 
     # each rate with its 95 % Wilson interval (issue 34): 1 of 2 is [9.5, 90.5] %, 0 of 2 [0, 65.8] %
-    assert "| 3 | open the top drawer and put the bowl inside | 2 | 50.0 [9.5, 90.5] | 0 |" in summary.markdown
+    assert (
+        "| 3 | open the top drawer and put the bowl inside | 2 | 50.0 [9.5, 90.5] | 0 |" in summary.markdown
+    )
     assert "| 4 | (every trial errored) | 0 | n/a | 2 |" in summary.markdown
     assert "| 5 | turn on the stove | 2 | 0.0 [0.0, 65.8] | 0 |" in summary.markdown
     assert "| **suite** | | 4 | **25.0 [4.6, 69.9]** | 2 / 6 |" in summary.markdown
