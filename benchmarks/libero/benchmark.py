@@ -23,8 +23,8 @@ from benchmarks.core.runner import run_command
 from benchmarks.core.work import RECORD_ERROR
 from benchmarks.core.worker import EpisodeWorker
 from benchmarks.libero.config import POLICY_DEFAULTS, REFERENCE, LiberoConfig
-from benchmarks.libero.report import blind_rows, task_plot, task_table
-from benchmarks.stats.intervals import WILSON, cell, described, wilson
+from benchmarks.libero.report import blind_rows, task_plot, task_rows, task_table
+from benchmarks.stats.intervals import WILSON, described, wilson
 from envs.libero import protocol
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
@@ -160,14 +160,7 @@ class LiberoBenchmark(Benchmark):
             "| task | instruction | trials | success % [95 % interval] | episodes errored |",
             "|---|---|---|---|---|",
         ]
-        lines += [
-            f"| {t} | {row['instruction'] or '(every trial errored)'} | {row['trials']} | "
-            f"{cell(row['success_rate'], row['success_ci'])} | {row['errored']} |"
-            for t, row in table.items()
-        ]
-        lines.append(
-            f"| **suite** | | {len(results)} | **{cell(overall, overall_ci)}** | {tally.errored_cell()} |"
-        )
+        lines += task_rows(table, overall, overall_ci, tally)
         lines += blind_rows(c.suite)
         if c.suite in REFERENCE:
             ref = REFERENCE[c.suite]

@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core import UnitTally
 from benchmarks.core.episode_record import EpisodeRecord
 from benchmarks.core.plots import bar_plot
-from benchmarks.stats.intervals import wilson
+from benchmarks.stats.intervals import cell, wilson
 
 
 def task_table(
@@ -37,6 +38,24 @@ def task_table(
             "success_ci": wilson(sum(r["success"] for r in rows), len(rows)).scaled(100).bounds(),
         }
     return table
+
+
+def task_rows(
+    table: Mapping[int, Mapping[str, Any]],
+    overall: float | None,
+    overall_ci: list[float] | None,
+    tally: UnitTally,
+) -> list[str]:
+    """The summary table's rows: one per task, then the suite's, each rate with its interval."""
+    lines = [
+        f"| {t} | {row['instruction'] or '(every trial errored)'} | {row['trials']} | "
+        f"{cell(row['success_rate'], row['success_ci'])} | {row['errored']} |"
+        for t, row in table.items()
+    ]
+    lines.append(
+        f"| **suite** | | {tally.completed} | **{cell(overall, overall_ci)}** | {tally.errored_cell()} |"
+    )
+    return lines
 
 
 def task_label(task: int, row: Mapping[str, Any]) -> str:

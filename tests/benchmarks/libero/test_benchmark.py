@@ -49,7 +49,10 @@ def test_task_table_by_hand():
         {"extras": {"task_index": 1, "instruction": "open it"}, "success": s}
         for s in (True, False, True, True)
     ]
-    assert task_table(rows) == {
+    table = task_table(rows)
+    # Wilson, 3 of 4 (issue 34): centre (0.75 + 0.4802) / 1.9604, half-width 0.6408 / 1.9604
+    assert table[1].pop("success_ci") == pytest.approx([30.064, 95.441], abs=1e-3)
+    assert table == {
         1: {"instruction": "open it", "trials": 4, "successes": 3, "success_rate": 75.0, "errored": 0}
     }
 
