@@ -295,7 +295,8 @@ def summarize_project(
 
 def _project_intervals(records: Sequence[Mapping[str, Any]]) -> dict[str, list[float] | None]:
     """95 % intervals (percent) of the project's numbers over every item: the right/wrong rates (MCQ,
-    Acc@50IoU) as Wilson or clustered SE, the IoU means by the bootstrap (clustered by image)."""
+    Acc@50IoU) as Wilson or clustered SE, the IoU, GIoU and reward means by the bootstrap (clustered by
+    image). ``n`` and ``box_unreadable`` are counts."""
     correct = [r for r in records if r.get("correct")]
 
     def interval(values: list[float], rows: Sequence[Mapping[str, Any]]) -> list[float] | None:
@@ -305,6 +306,8 @@ def _project_intervals(records: Sequence[Mapping[str, Any]]) -> dict[str, list[f
         "mcq_accuracy": interval([float(bool(r.get("correct"))) for r in records], records),
         "acc_at_50_iou": interval([float(r["metrics"]["hit_50"]) for r in records], records),
         "avg_iou": interval([float(r["metrics"]["iou"]) for r in correct], correct),
+        "avg_giou": interval([float(r["metrics"]["giou"]) for r in correct], correct),
+        "mean_bbox_reward": interval([bbox_reward(r["metrics"]["giou"]) for r in records], records),
     }
 
 

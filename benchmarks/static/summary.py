@@ -47,12 +47,17 @@ def grouped(records: Sequence[Record], key: Callable[[Record], Hashable], label:
     )
 
 
-def score_ci(records: Sequence[Record]) -> list[float] | None:
-    """The 95 % interval (percent) of :func:`mean_score`: :func:`benchmarks.stats.intervals.score_interval`
+def score_estimate(records: Sequence[Record]) -> intervals.Interval:
+    """:func:`mean_score` (percent) with its 95 % interval: :func:`benchmarks.stats.intervals.score_interval`
     over the scored records, clustered by their ``cluster`` key (the runner sets it from the item's media)."""
     scored = [r for r in records if r.get("score") is not None]
     clusters = [r.get("cluster", i) for i, r in enumerate(scored)]
-    return intervals.score_interval([float(r["score"]) for r in scored], clusters).scaled(100).bounds()
+    return intervals.score_interval([float(r["score"]) for r in scored], clusters).scaled(100)
+
+
+def score_ci(records: Sequence[Record]) -> list[float] | None:
+    """The 95 % interval (percent) of :func:`mean_score`, as :func:`score_estimate` makes it."""
+    return score_estimate(records).bounds()
 
 
 def macro_ci(rows: Sequence[Mapping[str, Any]]) -> list[float] | None:

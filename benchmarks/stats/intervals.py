@@ -209,23 +209,37 @@ def score_interval(
 def macro_mean(
     parts: Sequence[Interval], confidence: float = CONFIDENCE, bounds: tuple[float, float] | None = None
 ) -> Interval:
-    """The unweighted mean of several independent estimates (subsets, categories), with the normal
-    interval of SE² = Σ SE_k² / K², each SE_k read back from its part's interval as half its width / z.
-    Parts without an estimate are left out; ``None`` bounds when a part has no interval; the interval is cut
-    to ``bounds`` (e.g. (0, 1) for rates)."""
-    kept = [p for p in parts if p.estimate is not None]
-    n = sum(p.n for p in kept)
-    if not kept:
-        return Interval(None, None, None, 0, "macro-mean")
-    mean = float(np.mean([p.estimate for p in kept]))
-    if any(p.low is None or p.high is None for p in kept):
-        return Interval(mean, None, None, n, "macro-mean")
+    """The unweighted mean of several independent estimates (subsets, categories): :func:`weighted_mean`
+    with equal weights."""
+    return weighted_mean(parts, [1.0] * len(parts), confidence, bounds, method="macro-mean")
+
+
+def weighted_mean(
+    parts: Sequence[Interval],
+    weights: Sequence[float],
+    confidence: float = CONFIDENCE,
+    bounds: tuple[float, float] | None = None,
+    method: str = "weighted-mean",
+) -> Interval:
+    """Σ w_k x_k / Σ w_k of independent estimates x_k, with the normal interval of
+    SE² = Σ w_k² SE_k² / (Σ w_k)², each SE_k read back from its part's interval as half its width / z.
+
+    Parts without an estimate are left out and the other weights renormalised; ``None`` bounds when a part
+    has no interval; the interval is cut to ``bounds`` (e.g. (0, 1) for rates)."""
+    kept = [(p, w) for p, w in zip(parts, weights) if p.estimate is not None]
+    total = sum(w for _, w in kept)
+    n = sum(p.n for p, _ in kept)
+    if not kept or total <= 0:
+        return Interval(None, None, None, n, method)
+    mean = sum(w * p.estimate for p, w in kept) / total  # type: ignore[operator]
+    if any(p.low is None or p.high is None for p, _ in kept):
+        return Interval(mean, None, None, n, method)
     z = z_value(confidence)
-    se = math.sqrt(sum(((p.high - p.low) / (2 * z)) ** 2 for p in kept)) / len(kept)  # type: ignore[operator]
+    se = math.sqrt(sum((w * (p.high - p.low) / (2 * z)) ** 2 for p, w in kept)) / total  # type: ignore[operator]
     low, high = mean - z * se, mean + z * se
     if bounds is not None:
         low, high = max(bounds[0], low), min(bounds[1], high)
-    return Interval(mean, low, high, n, "macro-mean")
+    return Interval(mean, low, high, n, method)
 
 
 def cell(value: float | None, bounds: Sequence[float] | None, fmt: str = ".1f", scale: float = 1.0) -> str:

@@ -145,6 +145,10 @@ def test_spatialtree_project_and_lmms_aggregation(tmp_path: Path) -> None:
     assert project.summary["headline"]["overall"] == pytest.approx(100.0)  # every leaf with data is perfect
     assert project.summary["counts"]["unscored_by_scorer"] == {"judge_required": 1}
     assert project.summary["counts"]["needs_judge_unavailable"] == 1
+    # the tree's intervals (issue 34): every headline number has one, built up the weighted tree
+    bounds = project.summary["headline_ci"]
+    assert set(bounds) == set(project.summary["headline"])
+    assert bounds["overall"][1] == 100.0 and 0.0 < bounds["overall"][0] < 100.0
     lmms = run(
         config(
             tmp_path,
@@ -158,6 +162,7 @@ def test_spatialtree_project_and_lmms_aggregation(tmp_path: Path) -> None:
     assert lmms.summary["headline"]["level_L1"] == pytest.approx(44.0)
     assert lmms.summary["headline"]["level_L2"] == pytest.approx(30.0)
     assert lmms.summary["headline"]["overall"] == pytest.approx(20.9375)
+    assert lmms.summary["headline_ci"] == {}  # lmms-eval's own aggregate: no interval of ours
 
 
 def test_resume_asks_only_for_unfinished_items(tmp_path: Path) -> None:

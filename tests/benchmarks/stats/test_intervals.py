@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from benchmarks.stats.intervals import (
+    Interval,
     bootstrap_mean,
     cell,
     clustered_mean,
     clustered_se,
     macro_mean,
     score_interval,
+    weighted_mean,
     wilson,
     z_value,
 )
@@ -87,6 +89,20 @@ def test_macro_mean_combines_independent_parts():
     assert combined.estimate == pytest.approx(0.625)
     assert (combined.low, combined.high) == pytest.approx((0.625 - half, 0.625 + half))
     assert macro_mean(parts, bounds=(0.0, 0.7)).high == 0.7
+
+
+def test_weighted_mean_by_hand():
+    # parts 0.2 ± 0.1 and 0.6 ± 0.2 (half-widths), weights 3 and 1: mean (0.6 + 0.6) / 4 = 0.3;
+    # SE = sqrt((3 · 0.1/z)² + (1 · 0.2/z)²) / 4, so the half-width is sqrt(0.09 + 0.04) / 4
+    parts = [
+        Interval(0.2, 0.1, 0.3, 10, "x"),
+        Interval(0.6, 0.4, 0.8, 5, "x"),
+        Interval(None, None, None, 0, "x"),
+    ]
+    combined = weighted_mean(parts, [3, 1, 7])
+    assert combined.estimate == pytest.approx(0.3) and combined.n == 15
+    assert combined.high - 0.3 == pytest.approx(math.sqrt(0.13) / 4)
+    assert weighted_mean(parts[2:], [1]).estimate is None
 
 
 def test_cells():
