@@ -203,7 +203,7 @@ def _table_notes(summary: Mapping[str, Any]) -> list[str]:
         lines += ["", f"**Run {summary['status']}**"]
     if summary.get("injected_errors"):
         kinds = ", ".join(f"{k} ×{v}" for k, v in summary["injected_errors"].items())
-        lines += ["", f"Oracle errors injected: {kinds} ({summary['injected_unusable']} unusable)"]
+        lines += ["", f"Errors injected on purpose: {kinds} ({summary['injected_unusable']} unusable)"]
     if "binary_success_rate" in summary:
         rate = cell(summary["binary_success_rate"], summary.get("binary_success_ci"), ".4f")
         lines += ["", f"lmms-eval binary success rate (manipulation) [95 % Wilson interval]: {rate}"]

@@ -341,8 +341,8 @@ def test_a_parseable_spatial_plan_runs_in_the_envs_units(env_of):
     the env's units. The plan oracle refuses goals its pick-and-place cannot do, in one line."""
     from policies.backends import make_backend
     from policies.backends.scripted import ScriptedBackend
+    from policies.mllm.answer_key_spatial import spatial_truth
     from policies.mllm.spatial import SpatialPlanPolicy
-    from policies.mllm.spatial_oracle import spatial_truth
 
     env = env_of("libero_goal")
     answer = '{"step_1": {"actions": ["space"], "step_nums": [4], "gripper": 0}}'
@@ -365,7 +365,7 @@ def test_oracle_pick_and_place_with_injected_errors(env_of):
     from policies.registry import build_policy
 
     env = env_of("libero_object")  # task 0: pick up the alphabet soup and place it in the basket
-    policy = build_policy("mllm", model="answer-key", oracle_error_rate=0.2, oracle_error_seed=0)
+    policy = build_policy("mllm", model="answer-key", answer_key_error_rate=0.2, answer_key_error_seed=0)
     policy.bind(env)
     result = run_episode(
         env,
