@@ -80,16 +80,12 @@ def compare_runs(a: Run, b: Run, *, confidence: float = 0.95, seed: int = SEED) 
     check_comparable(a, b)
     keys, left_out = shared_units(a, b)
     ua, ub = [a.units[k] for k in keys], [b.units[k] for k in keys]
-    rows = {}
+    rows: dict[str, PairedResult] = {}
     if a.headline == "score" or b.headline == "score":
-        rows["mean score" if a.family == "static" else "avg. len"] = paired_test(
-            [u.score for u in ua],
-            [u.score for u in ub],
-            confidence,
-            seed,  # type: ignore[misc]
-        )
+        name = "mean score" if a.family == "static" else "avg. len"
+        rows[name] = paired_test(_scores(ua), _scores(ub), confidence, seed)
     if all(u.success is not None for u in (*ua, *ub)):
-        rows["success"] = paired_test([u.success for u in ua], [u.success for u in ub], confidence, seed)  # type: ignore[misc]
+        rows["success"] = paired_test(_successes(ua), _successes(ub), confidence, seed)
     groups = {g: _group_test(g, ua, ub, confidence, seed) for g in _groups(ua, ub)}
     return {
         "a": {"path": str(a.path), "label": a.label},
@@ -109,6 +105,16 @@ def compare_runs(a: Run, b: Run, *, confidence: float = 0.95, seed: int = SEED) 
         "by": a.breakdown_name,
         "groups": {name: r.to_json() for name, r in groups.items()},
     }
+
+
+def _scores(units: Sequence[Unit]) -> list[bool | float]:
+    """The units' graded values (a paired unit of a graded headline always has one; a length mismatch
+    left by one without would be refused by the test, never paired wrongly)."""
+    return [u.score for u in units if u.score is not None]
+
+
+def _successes(units: Sequence[Unit]) -> list[bool | float]:
+    return [u.success for u in units if u.success is not None]
 
 
 def _group_test(
