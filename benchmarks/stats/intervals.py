@@ -22,8 +22,9 @@ import numpy as np
 
 #: The level of every interval a summary shows.
 CONFIDENCE = 0.95
-#: Bootstrap resamples (the percentile interval's end points move by < 0.005 between seeds at 2,000 for
-#: CALVIN's 1000 chains) and the seed every summary uses, so a summary is the same from run to run.
+#: Bootstrap resamples and the seed every summary uses, so a summary is the same from run to run. At 2,000
+#: the end points of a CALVIN avg. len interval over 1000 chains move by at most 0.02 subtasks from seed to
+#: seed (measured over 20 seeds; the interval is about 0.23 wide), well below the digits shown.
 RESAMPLES = 2000
 SEED = 0
 
