@@ -56,6 +56,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "benchmarks.evidence.compare", "paired comparison of runs on their shared units (McNemar, bootstrap)"
     ),
     "power": Subcommand("benchmarks.evidence.power", "units needed to detect a difference, from a pilot run"),
+    "report": Subcommand(
+        "benchmarks.evidence.report", "one self-contained HTML report of runs (and their paired comparison)"
+    ),
     "serve": Subcommand("policies.serve", "serve a transformers model over an OpenAI-compatible API"),
     "train": Subcommand("vla.train", "train a VLA (backbone + action head) on CALVIN/LIBERO-format data"),
     "demos": Subcommand("vla.demos", "scripted-expert demonstrations on the play-table, CALVIN layout"),
