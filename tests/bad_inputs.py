@@ -272,6 +272,11 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("arena", ["power", "--difference", "0.1", "--rate", "1.5"], "--rate"),
     ("arena", ["power", "--rate", "0.5"], "--difference"),
     ("arena", ["power", "--difference", "0.1", "/no/such/pilot"], "/no/such/pilot"),
+    # --- spatial-arena report (issue 34)
+    ("arena", ["report", "/no/such/run"], "/no/such/run"),
+    ("arena", ["report", "{empty_dir}"], "manifest.json"),
+    ("arena", ["report", "{empty_dir}", "-o", "/no/such/folder/report.html"], "/no/such/folder"),
+    ("arena", ["report", "{empty_dir}", "-o", "{empty_dir}"], "-o"),
 ]
 
 

@@ -45,8 +45,8 @@ def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found:
         return found
-    if os.environ.get("CI"):
-        pytest.fail("chromium is missing in CI: `make test` installs it through `make system-deps`")
+    if os.environ.get("CI") or os.environ.get("REQUIRE_CHROMIUM"):
+        pytest.fail("chromium is missing: `make test` installs it through `make system-deps`")
     pytest.skip("chromium is not installed (sudo apt-get install chromium, or run `make system-deps`)")
 
 
