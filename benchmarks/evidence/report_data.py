@@ -38,12 +38,14 @@ class Call:
 
 @dataclass(frozen=True)
 class UnitView:
-    """One unit for the drill-down: ``outcome`` is ``None`` when the unit errored (never a result)."""
+    """One unit for the drill-down: ``outcome`` is ``None`` when the unit errored (never a result);
+    ``succeeded``: the unit succeeded (a static item: full score)."""
 
     key: str
     instructions: Sequence[str]
     outcome: str | None
     error: str | None
+    succeeded: bool = False
     video: Path | None = None
     calls: Sequence[Call] = field(default_factory=list)
     facts: Mapping[str, object] = field(default_factory=dict)
@@ -133,7 +135,8 @@ def _closed_loop_view(folder: Path, record: Mapping[str, Any], calls: list[Call]
     video = record["result"].get("video")
     timing = record.get("timing") or {}
     facts = {"steps": episode["steps"], "wall s": timing.get("wall_s"), "seed": record.get("seed")}
-    return UnitView(key, instructions, outcome, None, folder / video if video else None, calls, facts)
+    path = folder / video if video else None
+    return UnitView(key, instructions, outcome, None, bool(episode["success"]), path, calls, facts)
 
 
 def _static_units(folder: Path) -> tuple[list[UnitView], Throughput]:
@@ -170,7 +173,8 @@ def _static_view(sample: Mapping[str, Any]) -> UnitView:
         return UnitView(key, what, None, str(sample["error"]), calls=calls)
     if sample.get("score") is None:
         return UnitView(key, what, None, "unscored (the rules could not score it)", calls=calls)
-    return UnitView(key, what, f"score {float(sample['score']):g}", None, calls=calls)
+    score = float(sample["score"])
+    return UnitView(key, what, f"score {score:g}", None, score == 1.0, calls=calls)
 
 
 def _str(value: object) -> str | None:

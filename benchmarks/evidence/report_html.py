@@ -277,7 +277,7 @@ def unit_html(unit: UnitView, videos: VideoBudget) -> str:
     if unit.error is not None:
         status, shown = "error", f'<span class="error">error: {esc(unit.error)}</span>'
     else:
-        status = "success" if str(unit.outcome).startswith(("success", "score 1")) else "failure"
+        status = "success" if unit.succeeded else "failure"
         shown = f'<span class="{status}">{esc(unit.outcome)}</span>'
     facts = " · ".join(f"{esc(k)} {esc(v)}" for k, v in unit.facts.items() if v is not None)
     body = [

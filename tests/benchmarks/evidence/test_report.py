@@ -88,6 +88,7 @@ def test_report_of_real_runs_opens_in_headless_chromium(tmp_path):
     comparison = dom[dom.index('id="comparison"') :]
     assert "B - A [95 % interval]" in comparison and "sign-flip-permutation" in comparison
     assert "steps/s" in dom and "decisions/s" in dom and "git revision" in dom
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", dom)  # nothing to fetch
 
     artifacts = Path(os.environ.get("ARTIFACTS_DIR") or tmp_path / "artifacts")
     artifacts.mkdir(parents=True, exist_ok=True)
