@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from typing import Any, ClassVar, SupportsFloat
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -116,7 +116,8 @@ class EBManipulationEnv(gym.Env):
     image). The all-family suite also takes ``families``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 2}
+    # as gymnasium.Env declares it (an instance variable with a class-level default)
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 2}  # noqa: RUF012
 
     def __init__(
         self,
@@ -267,6 +268,7 @@ class EBManipulationEnv(gym.Env):
             seg = self.cameras.segmentation(data, CAMERAS["front_rgb"])
             geoms = {i + 1: self.task.visual_geoms(slot) for i, slot in enumerate(self._labels)}
             obs["front_rgb"] = draw_boxes(obs["front_rgb"], object_boxes(seg, geoms))
+        assert self._episode is not None  # observed from reset on
         obs["instruction"] = self._episode["instruction"]
         obs["feedback"] = feedback
         obs["object_list"] = str(self.object_list())

@@ -152,6 +152,7 @@ def long_horizon_instruction(
         return None
     room = scene["rooms"][target["room"]]["type"]
     elsewhere = start_xy is not None and room_of(scene, start_xy) != target["room"]
+    templates: tuple[str, ...]
     if elsewhere:
         templates = (
             "Navigate to the {t} in the {r}.",

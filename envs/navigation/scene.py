@@ -97,7 +97,8 @@ def _inside(rect: Sequence[float], bounds: Sequence[float], margin: float = 0.0)
 def _layout(rng: np.random.Generator, n_rooms: int) -> tuple[list[list[float]], list[dict[str, Any]]]:
     """Room rectangles and doors; randomly transposed so either axis can be the long one."""
     if n_rooms == 1:
-        rooms, doors = [[0.0, 0.0, _uniform(rng, (4.5, 7.0)), _uniform(rng, (4.0, 6.0))]], []
+        rooms = [[0.0, 0.0, _uniform(rng, (4.5, 7.0)), _uniform(rng, (4.0, 6.0))]]
+        doors: list[dict[str, Any]] = []
     elif n_rooms == 2:
         rooms, doors = _two_rooms(rng)
     elif rng.random() < 0.5:
