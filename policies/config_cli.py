@@ -211,6 +211,15 @@ def _declared_by(cls: type, name: str) -> type:
     return next(k for k in cls.__mro__ if name in vars(k).get("__annotations__", {}))
 
 
+def _field_default(f: dataclasses.Field[Any]) -> tuple[bool, Any]:
+    """(whether the field is required, its default: ``None`` when required)."""
+    if f.default is not dataclasses.MISSING:
+        return False, f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return False, f.default_factory()
+    return True, None
+
+
 def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[str] = frozenset()) -> None:
     """Add one flag per field of the dataclass ``cls`` (except ``skip``) to a parser or argument group.
 
@@ -231,10 +240,7 @@ def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[s
             target = parser
         flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
         tp, optional = _unwrap_optional(hints[f.name])
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
-        default = (
-            None if required else (f.default if f.default is not dataclasses.MISSING else f.default_factory())
-        )  # type: ignore[misc]
+        required, default = _field_default(f)
         help_text = f.metadata.get("help") or docs.get(f.name, "")
         shown = (
             "" if required or default in (None, "") or "default" in help_text else f" (default: {default})"
@@ -282,8 +288,9 @@ def parse_config(cls: type[C], argv: Sequence[str] | None = None, *, prog: str |
     namespace = parser.parse_args(argv)
     try:
         config = config_from_namespace(cls, namespace)
-        if callable(getattr(config, "check", None)):  # the config's own checks of what the types cannot say
-            config.check()
+        check = getattr(config, "check", None)
+        if callable(check):  # the config's own checks of what the types cannot say
+            check()
     except ValueError as exc:  # one line, argparse's exit status, before anything heavy is imported
         parser.error(str(exc))
     return config

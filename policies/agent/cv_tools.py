@@ -11,6 +11,7 @@ width, principal point at the centre), reported as such in the result.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ MIN_MATCHES = 8  # fewer matched points cannot fix a homography or an essential 
 _SHOWN_MATCHES = 50  # matched pairs returned to the core (the count is always the total)
 
 
-def _cv2() -> Any:
+def _cv2() -> ModuleType:
     try:
         import cv2
     except ImportError as error:
@@ -54,9 +55,12 @@ class OpenCVTools:
             return self.camera_parameters(images, context.meta.get("intrinsics"))
         if len(images) != 2:
             raise ToolError("invalid_arguments", f"{tool}: expected exactly two images, got {len(images)}")
+        source, target = images
         if tool == "EstimateOpticalFlow":
-            return self.optical_flow(*images)
-        first, second = self.matches(*images, args.get("num_keypoints", 1200), args.get("ratio_th", 0.75))
+            return self.optical_flow(source, target)
+        first, second = self.matches(
+            source, target, args.get("num_keypoints", 1200), args.get("ratio_th", 0.75)
+        )
         if tool == "MatchImagesSIFT":
             pairs = [
                 [

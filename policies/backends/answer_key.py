@@ -38,6 +38,8 @@ from policies.backends.injection import DEFAULT_ERROR_KINDS, ERROR_KINDS
 if TYPE_CHECKING:
     import gymnasium as gym
 
+    from policies.base import EpisodeContext
+
 ANSWER_KEY_MODEL = "answer-key"
 #: Former names, still accepted with a deprecation note (:func:`canonical_model`).
 DEPRECATED_NAMES = {"oracle": ANSWER_KEY_MODEL}
@@ -99,7 +101,7 @@ class EnvTruth:
     (plan sources) hears each new episode (:meth:`Backend.start_episode`).
     """
 
-    def __init__(self, make_source: Callable[[Any], TruthSource]) -> None:
+    def __init__(self, make_source: Callable[[gym.Env], TruthSource]) -> None:
         self.make_source = make_source
         self.source: TruthSource | None = None
 
@@ -107,7 +109,7 @@ class EnvTruth:
         self.source = None
         self.source = self.make_source(env)
 
-    def start_episode(self, context: Any) -> None:
+    def start_episode(self, context: EpisodeContext) -> None:
         reset = getattr(self.source, "reset", None)
         if reset is not None:
             reset(context)
@@ -167,7 +169,7 @@ class AnswerKeyBackend(Backend):
         if bind is not None:
             bind(env)
 
-    def start_episode(self, context: Any) -> None:
+    def start_episode(self, context: EpisodeContext) -> None:
         start = getattr(self.source, "start_episode", None)
         if start is not None:
             start(context)

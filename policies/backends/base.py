@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import gymnasium as gym
 
+    from policies.base import EpisodeContext
+
 Message = dict[str, Any]
 #: ``Generation.finish_reason`` of an answer stopped at its deadline (``Backend.supports_deadlines``).
 FINISH_DEADLINE = "deadline"
@@ -76,7 +78,7 @@ class Backend(ABC):
         alone and ignores it; a stand-in built with a closed-loop truth reads that truth from the env."""
         return None
 
-    def start_episode(self, context: Any) -> None:
+    def start_episode(self, context: EpisodeContext) -> None:
         """Hear that the calling policy starts an episode (its ``reset``, with the ``EpisodeContext``); ignored
         by models, as :meth:`bind`."""
         return None

@@ -75,7 +75,8 @@ class _Deadline:
     server that sends a byte now and then); :attr:`expired` tells the attempt why its read ended."""
 
     def __init__(self, seconds: float) -> None:
-        self.expired, self._sock = False, None
+        self.expired = False
+        self._sock: socket.socket | None = None
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
