@@ -29,7 +29,8 @@ def chain_metrics(num_completed: Sequence[int], chain_length: int = CHAIN_LENGTH
 
 def task_info(chains: Sequence[EpisodeRecord]) -> dict[str, dict[str, int]]:
     """Per task: successes, and attempts (the successful subtasks plus the one that failed), as CALVIN counts."""
-    success, total = Counter(), Counter()
+    success: Counter[str] = Counter()
+    total: Counter[str] = Counter()
     for subtask in subtask_records(chains):
         total[subtask["extras"]["task"]] += 1
         success[subtask["extras"]["task"]] += int(subtask["success"])

@@ -20,7 +20,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from benchmarks.core.jsonsafe import json_safe
 from policies.base import Policy
@@ -31,6 +31,9 @@ from policies.config_cli import (
     config_from_namespace,
     parse_json_option,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 C = TypeVar("C")
 #: Per benchmark, policy name -> option values that replace the policy's defaults there (e.g. the
@@ -59,7 +62,7 @@ class PolicySpec:
             out["generation"] = config.generation()
         return out
 
-    def config(self, defaults: PolicyDefaults | None = None) -> Any:
+    def config(self, defaults: PolicyDefaults | None = None) -> DataclassInstance | None:
         """The registered policy's config dataclass instance (``None`` for a user class): ``defaults[name]``
         (the benchmark's) under the spec's options."""
         from policies.registry import policy_config_class
@@ -184,7 +187,7 @@ def _other_benchmarks_options(config_cls: type, benchmark: str | None) -> set[st
 
 
 def _checked_spec(
-    name: str, namespace: argparse.Namespace, policy_cls: type | None, config: Any
+    name: str, namespace: argparse.Namespace, policy_cls: type | None, config: object
 ) -> PolicySpec:
     """The policy's spec from the parsed flags, after the policy's own input checks (one-line errors)."""
     options: dict[str, Any] = {}
@@ -251,7 +254,7 @@ def _check_user_class(name: str) -> None:
 
 def preflight(
     spec: PolicySpec,
-    config: Any,
+    config: object,
     *,
     defaults: PolicyDefaults | None = None,
     action_space: Callable[[], Any] | None = None,
@@ -275,7 +278,7 @@ def preflight(
         raise InputError(str(error)) from None
 
 
-def _check_ray(config: Any) -> None:
+def _check_ray(config: object) -> None:
     """``--ray-num-gpus`` goes with ``--ray``; with ``--ray local`` this machine must have the GPUs."""
     from policies.preflight import check_gpus
 

@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,11 +19,14 @@ from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.runner import run_command
-from benchmarks.core.worker import EpisodeWorker
+from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
 from benchmarks.embodied.report import subset_markdown, subset_table
 from policies.config_cli import InputError
 from policies.entry_point import load_entry_point
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 
 def _env_kwargs(config: EmbodiedConfig, family: Family) -> dict[str, Any]:
@@ -33,7 +36,7 @@ def _env_kwargs(config: EmbodiedConfig, family: Family) -> dict[str, Any]:
     return kwargs
 
 
-def action_space(family: str, env_kwargs: dict[str, Any]) -> Any:
+def action_space(family: str, env_kwargs: dict[str, Any]) -> gym.spaces.Space:
     """The family's action space as its env builds it from ``env_kwargs``, without building the env: EB
     navigation's discrete actions (or its continuous ones), EB manipulation's voxel bins."""
     from gymnasium import spaces
@@ -136,7 +139,7 @@ class EmbodiedBenchmark(Benchmark):
             for i, (key, e) in enumerate(zip(ids, episodes))
         ]
 
-    def worker_factory(self) -> Any:
+    def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     def manifest_extra(self) -> dict[str, Any]:

@@ -139,9 +139,9 @@ def _outputs(
 ) -> tuple[dict[str, str], str, dict[str, Any], set[str]]:
     """Outputs by sample id, the label, the provenance, and the ids whose prediction call errored."""
     if config.predictions in BUILTIN_PREDICTIONS:
-        records = builtin_records(dataset, config.predictions, config.scorer)
+        builtin = builtin_records(dataset, config.predictions, config.scorer)
         return (
-            {r["id"]: r["output"] for r in records},
+            {r["id"]: r["output"] for r in builtin},
             config.predictions,
             {"builtin": config.predictions},
             set(),

@@ -181,14 +181,14 @@ class PlayTableManipSource:
         obs = self._last
         for _ in range(self.settle):
             before = obs["robot_obs"]
-            obs, *_ = self.env.step(self.env.unwrapped.noop_action())
+            obs, *_ = self.env.step(self.env.noop_action())
             if np.abs(obs["robot_obs"][:7] - before[:7]).max() < 1e-4:
                 break
         self._last = obs
         return obs
 
     def _execute(self, step: PlanStep) -> dict[str, Any]:
-        for action in self.env.unwrapped.native_actions(step_motion(step, self.step_sizes)):
+        for action in self.env.native_actions(step_motion(step, self.step_sizes)):
             self._last, *_ = self.env.step(action)
         return self._rest()
 

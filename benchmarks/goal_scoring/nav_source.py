@@ -83,8 +83,10 @@ class NavigationPairSource:
             self.renderer.load(scene)
             for _ in range(views):
                 view = sample_view(self.renderer, rng, self.view_rules)
-                for _ in range(motions if view is not None else 0):
-                    pair = self._try_motion(rng, n_steps, *view, scene, home_seed)  # type: ignore[misc]
+                if view is None:
+                    continue
+                for _ in range(motions):
+                    pair = self._try_motion(rng, n_steps, *view, scene, home_seed)
                     if pair is not None:
                         return pair
         raise RuntimeError(

@@ -15,7 +15,7 @@ from benchmarks.static.config import RunConfig
 from benchmarks.static.items import StaticItem
 from benchmarks.static.media import load_media
 from benchmarks.static.registry import Prompt, ScoringMode, get_benchmark
-from policies.backends.answer_key import ANSWER_KEY_MODEL, AnswerKey
+from policies.backends.answer_key import ANSWER_KEY_MODEL, AnswerKey, Truth
 from policies.backends.base import Backend, GenerationConfig, Message
 from policies.backends.injection import ANSWER_ERROR_KINDS
 from policies.config_cli import InputError
@@ -59,7 +59,7 @@ def build_backend(
     items: Sequence[StaticItem] = (),
     model: str | None = None,
     api_base: str | None = None,
-    truth: Any = None,
+    truth: Truth | None = None,
 ) -> Backend:
     """The model under test (``model=None``) or another one (the judge) from ``make_backend``; the stand-in gets
     ``truth``, by default the gold answers of ``items`` written as the run's prompt style asks."""
@@ -106,7 +106,7 @@ def build_judge(
     )
 
 
-def _truth(config: RunConfig, items: Sequence[StaticItem]) -> Any:
+def _truth(config: RunConfig, items: Sequence[StaticItem]) -> Truth:
     """The stand-in's truth: the agent's per-item source (``--policy agent``), else the gold answers."""
     if config.policy == "agent":
         from benchmarks.static.agent_oracle import StaticAgentTruth

@@ -380,7 +380,7 @@ def _ask(backend: Backend, conversations: list[list[Message]]) -> list[Predictio
 
 
 def _as_prediction(generation: Generation) -> Prediction:
-    info = {
+    info: dict[str, object] = {
         "latency_s": generation.latency_s,
         "prompt_tokens": generation.prompt_tokens,
         "completion_tokens": generation.completion_tokens,
@@ -507,10 +507,11 @@ def _judge_records(
                 )
             reply = cache[key]
             verdict = _judge_verdict(mode, item, record["response"] or "", reply["reply"])
-            record["judge"] = (
+            judged: dict[str, Any] = (
                 verdict.to_dict() if verdict else {"score": None, "ok": False, "explanation": reply["error"]}
             )
-            record["judge"]["reply"] = reply["reply"]
+            judged["reply"] = reply["reply"]
+            record["judge"] = judged
 
 
 def _judge_verdict(
@@ -567,7 +568,7 @@ def summarize(
     counts["missing_predictions"] = sum(1 for item in items if item.item_id not in predictions)
     counts["scoring_errors"] = sum(1 for r in completed if r.get("scoring_error"))
     counts["needs_judge_unavailable"] = sum(1 for r in completed if r.get("needs_judge"))
-    agent = [r["generation"]["agent"] for r in completed if (r.get("generation") or {}).get("agent")]
+    agent = [g["agent"] for r in completed if (g := r.get("generation")) and g.get("agent")]
     if agent:
         from benchmarks.static.agent_run import sum_counters
 
