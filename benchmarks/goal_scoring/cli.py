@@ -87,7 +87,7 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     if config.policy in BUILTIN_PREDICTIONS:
         records, identity = builtin_records(dataset, config.policy), {"policy": config.policy}
     else:
-        backend = backend or _backend(config, dataset)
+        backend = backend if backend is not None else _backend(config, dataset)  # a cache may be falsy
         records = predict_with_backend(
             dataset, backend, num_steps=config.num_steps, batch_size=config.batch_size
         )

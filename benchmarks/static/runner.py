@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from benchmarks.core.manifest import build_manifest, utc_now
 from benchmarks.core.rundir import load_manifest, quarantine_lines
@@ -35,6 +35,9 @@ from benchmarks.static.sample_record import SampleRecord, StaticSummary, static_
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.injection import expected_effect
 from policies.config_cli import InputError
+
+if TYPE_CHECKING:
+    from benchmarks.static.agent_run import AgentAnswerer
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")
@@ -83,7 +86,8 @@ def run(config: RunConfig, backend: Backend | None = None, judge: Backend | None
         predictions = read_predictions(config.score_only, all_items)
     else:
         predictions = predict(items, spec, style, config, backend, out_dir, manifest)
-    judge = judge or (build_judge(config, items, predictions) if config.judge_model else None)
+    if judge is None and config.judge_model:  # `is None`: a cached backend is falsy while its cache is empty
+        judge = build_judge(config, items, predictions)
     records = score_items(items, predictions, mode, judge, out_dir)
     summary = summarize(spec, mode, items, records, config, predictions)
     write_results(out_dir, spec, mode, style, config, records, summary)
@@ -159,7 +163,7 @@ def start_manifest(
     return manifest
 
 
-def _is_prediction_line(row: Any) -> bool:
+def _is_prediction_line(row: object) -> bool:
     """A ``predictions.jsonl`` line as :func:`predict` writes it."""
     return (
         isinstance(row, dict)
@@ -254,7 +258,7 @@ def _answer_chunk(
     spec: BenchmarkSpec,
     style: str,
     config: RunConfig,
-    agent: Any,
+    agent: AgentAnswerer | None,
     backend: Backend | None,
 ) -> list[Prediction]:
     """The answers to one batch of items, from the agent when there is one, else from the backend."""
@@ -264,6 +268,7 @@ def _answer_chunk(
             for answer in agent.ask(chunk, [spec.build_prompt(item, style) for item in chunk])
         ]
     conversations = [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk]
+    assert backend is not None  # predict builds one for the items to answer
     return _ask(backend, conversations)
 
 
@@ -295,14 +300,15 @@ def predict(
         )
     done = read_predictions(path, items) if path.is_file() else {}
     todo = [item for item in items if item.item_id not in done or done[item.item_id].error is not None]
-    if todo:
-        backend = backend or build_backend(config, generation_budget(config, spec), items=todo)
+    if todo and backend is None:  # not `backend or ...`: a cached backend is falsy while its cache is empty
+        backend = build_backend(config, generation_budget(config, spec), items=todo)
     manifest["backend"] = backend.describe() if backend is not None else None
     # what the backend was built with, not what was asked: the two differ when a backend is handed in
     manifest["max_new_tokens"] = backend.config.max_new_tokens if backend is not None else None
     manifest["resumed_with_done"] = len(items) - len(todo)
-    agent = _agent(config, backend, out_dir) if todo and config.policy == "agent" else None
-    if agent is not None:
+    agent = None
+    if backend is not None and todo and config.policy == "agent":
+        agent = _agent(config, backend, out_dir)
         manifest["agent"] = agent.describe()
     streak = ErrorStreak(
         config.max_consecutive_errors,
@@ -327,7 +333,7 @@ def predict(
     return done
 
 
-def _agent(config: RunConfig, backend: Backend, out_dir: Path) -> Any:
+def _agent(config: RunConfig, backend: Backend, out_dir: Path) -> AgentAnswerer:
     """The SpatialAgent answerer of ``--policy agent`` (imported only then)."""
     from benchmarks.static.agent_run import AgentAnswerer
     from policies.agent import AgentConfig
