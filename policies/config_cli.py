@@ -34,9 +34,12 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
-C = TypeVar("C")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C", bound="DataclassInstance")  # a config dataclass
 EXIT_BAD_INPUT = 2
 #: A run that finished with some units (chains, episodes, items) in an error, unless ``--allow-errors``.
 EXIT_UNITS_ERRORED = 3
@@ -120,7 +123,7 @@ def parse_json_option(flag: str, text: str | None, kind: type = dict) -> Any:
     return value
 
 
-def run_cli(main: Callable[[Sequence[str] | None], Any], argv: Sequence[str] | None = None) -> int:
+def run_cli(main: Callable[[list[str] | None], object], argv: Sequence[str] | None = None) -> int:
     """Run a command's ``main`` with the one error handler every CLI shares; returns the exit status.
 
     Bad input (:class:`InputError` and its subclasses, a missing or unwritable file) prints one line,
@@ -128,7 +131,7 @@ def run_cli(main: Callable[[Sequence[str] | None], Any], argv: Sequence[str] | N
     traceback and exits 1. ``main`` may return an exit status (an ``int``); anything else means 0.
     """
     try:
-        result = main(argv)
+        result = main(None if argv is None else list(argv))
     except InputError as e:
         return _fail(str(e))
     except RunAborted as e:
@@ -265,7 +268,7 @@ def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[s
 
 def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:
     """Build ``cls`` from parsed arguments (fields absent from the namespace keep their defaults)."""
-    names = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
     return cls(**{k: v for k, v in vars(namespace).items() if k in names})
 
 

@@ -344,7 +344,7 @@ def _account(report: TaskReport, writer: CalvinWriter, attempt: int, start: Star
         "steps": len(episode.frames),
         "success_step": episode.success_step,
     }
-    if episode.success:
+    if episode.success and episode.success_step is not None:  # success implies the step
         first, last = writer.write_episode(episode.frames, report.task, report.instruction)
         entry["frames"] = [first, last]
         report.kept += 1

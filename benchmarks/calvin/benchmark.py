@@ -102,6 +102,7 @@ class CalvinWorker(EpisodeWorker):
         tasks = list(unit.spec["tasks"])
         if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
             on_step = _flat_frames(on_step)
+        assert self.env is not None  # built with the worker
         result = run_chain(
             self.env,
             self.policy,

@@ -8,7 +8,7 @@ in a row, CALVIN's score) and ``subtasks`` (one episode record per subtask run, 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -138,7 +138,7 @@ def chain_record(
     return record
 
 
-def read_chain(raw: dict[str, Any]) -> EpisodeRecord:
+def read_chain(raw: Mapping[str, Any]) -> EpisodeRecord:
     """A chain record of any version as the schema names it. One written before the schema
     (``{"tasks", "num_completed", "subtasks", ...}``, subtasks with ``time_s``) gets its totals from its
     subtasks and its other fields (``initial_state``) in ``extras``; old wall times are dropped."""

@@ -35,7 +35,7 @@ from policies.config_cli import (
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-C = TypeVar("C")
+C = TypeVar("C", bound="DataclassInstance")  # a config dataclass
 #: Per benchmark, policy name -> option values that replace the policy's defaults there (e.g. the
 #: benchmark's scripted expert, the EB agent loop for navigation); explicit flags still win.
 PolicyDefaults = Mapping[str, Mapping[str, Any]]
@@ -124,8 +124,9 @@ def parse_benchmark_args(
     import sys
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    bench_fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    default_policy = next(f.default for f in dataclasses.fields(cls) if f.name == "policy")  # type: ignore[arg-type]
+    bench_fields = {f.name for f in dataclasses.fields(cls)}
+    default_policy = next(f.default for f in dataclasses.fields(cls) if f.name == "policy")
+    assert isinstance(default_policy, str), f"{cls.__name__}.policy needs a default policy name"
     name = _policy_name(argv, default_policy)
     parser, policy_cls = _parser_for(cls, name, bench_fields, prog, policy_defaults, benchmark)
     if not _has_flags(policy_cls, bench_fields, benchmark) and {"-h", "--help"} & set(argv):
@@ -183,7 +184,7 @@ def _other_benchmarks_options(config_cls: type, benchmark: str | None) -> set[st
     """The fields of a policy config that are options on other benchmarks only (no flag here)."""
     from policies.registry import option_applies
 
-    return {f.name for f in dataclasses.fields(config_cls) if not option_applies(f, benchmark)}  # type: ignore[arg-type]
+    return {f.name for f in dataclasses.fields(config_cls) if not option_applies(f, benchmark)}
 
 
 def _checked_spec(
@@ -236,7 +237,7 @@ def _has_flags(config_cls: type | None, skip: set[str], benchmark: str | None = 
     """Whether the config dataclass adds flags of its own (fields with a flag that the benchmark lacks)."""
     return config_cls is not None and any(
         f.init and f.metadata.get("cli") is not False and f.name not in skip
-        for f in dataclasses.fields(config_cls)  # type: ignore[arg-type]
+        for f in dataclasses.fields(config_cls)
         if f.name not in _other_benchmarks_options(config_cls, benchmark)
     )
 

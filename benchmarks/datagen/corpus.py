@@ -478,9 +478,11 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
                 row = _table_row(config, index, family, kind, manip, libero, tasks)
             elif family == "calvin":
                 calvin_rng = np.random.default_rng([CALVIN_STREAM, config.seed, index])
+                assert scenes is not None  # opened whenever the family is drawn
                 drawn = draw_calvin_question(kind, calvin_rng, scenes)
                 row = calvin_row(index, *drawn) if drawn is not None else None
             else:
+                assert renderer is not None
                 row = _home_row(config, index, kind, renderer)
             if row is not None:
                 yield row

@@ -362,6 +362,7 @@ def camera_motion(view: View, context: Context, rng: np.random.Generator) -> Que
     if move_problem(context.renderer.world, start, goal) is not None:
         return None
     second = context.renderer.render(pose_from_c2w(goal), entity=False)
+    assert second.depth is not None and view.frame.depth is not None  # rendered with depth
     overlap = view_overlap(second.depth, goal, view.frame.depth, start, context.renderer.intrinsics)
     if overlap < context.min_overlap:
         return None

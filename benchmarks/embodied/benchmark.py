@@ -62,6 +62,7 @@ def check_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> None:
 
     entry = gym.spec(env_id).entry_point
     cls = load_entry_point(entry) if isinstance(entry, str) else entry
+    assert cls is not None, f"{env_id} is registered without an entry point"
     parameters = inspect.signature(cls).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return

@@ -242,9 +242,11 @@ class PlayTableManipSource:
             step.gripper = gripper
         plan.format, plan.step_sizes = "manipulation", self.step_sizes
         metadata = self._metadata(start_obs, obs, commanded, trajectory)
+        goal_image = self.env.render()
+        assert start_image is not None and goal_image is not None  # render_mode="rgb_array"
         return GeneratedPair(
             start_image,
-            self.env.render(),
+            goal_image,
             trajectory=trajectory,
             plan=plan,
             instruction=INSTRUCTION,

@@ -108,6 +108,7 @@ class NavigationPairSource:
         if motion is None:
             return None
         goal_frame = self.renderer.render(pose_from_c2w(motion.poses[-1]), entity=False)
+        assert goal_frame.depth is not None and start_frame.depth is not None  # rendered with depth
         overlap = view_overlap(
             goal_frame.depth, motion.poses[-1], start_frame.depth, start_c2w, self.renderer.intrinsics
         )

@@ -105,8 +105,12 @@ class AgentAnswerer:
             from policies.agent.learned_tools import learned_backends
 
             try:
+                paths = {k: None if v is None else str(v) for k, v in models.items()}
                 backends += learned_backends(
-                    **{k: None if v is None else str(v) for k, v in models.items()},
+                    detector=paths["detector"],
+                    segmenter=paths["segmenter"],
+                    depth=paths["depth"],
+                    matcher=paths["matcher"],
                     regions=SimTruthTools(self.scenes),
                 )
             except (ValueError, OSError) as error:

@@ -26,8 +26,11 @@ JUDGE_MAX_NEW_TOKENS = 1024
 class Answered(Protocol):
     """A prediction as the judge's key reads it (``runner.Prediction``)."""
 
-    response: str | None
-    error: str | None
+    @property
+    def response(self) -> str | None: ...
+
+    @property
+    def error(self) -> str | None: ...
 
 
 def to_messages(prompt: Prompt, video_frames: int) -> list[Message]:
@@ -70,6 +73,7 @@ def build_backend(
             f"policies.backends.factory is not available ({error}); install the 'mllm' extra"
         ) from None
     name = model or config.model
+    assert name is not None, "RunConfig.check requires --model for a run that queries one"
     kwargs: dict[str, Any] = {"config": GenerationConfig(max_new_tokens=max_new_tokens)}
     if name == ANSWER_KEY_MODEL:  # never cached; short answers get the short-answer error kinds
         kwargs.update(cache=False, error_kinds=ANSWER_ERROR_KINDS)

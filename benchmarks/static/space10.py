@@ -370,8 +370,8 @@ def summarize(
 
 def _judge_assisted(records: Sequence[Mapping[str, Any]]) -> float | None:
     """The published pipeline's score: the judge's outcome where it was asked, the rule outcome elsewhere."""
-    values = [(r["judge"]["score"] if r.get("judge") else r.get("score")) for r in records]
-    values = [float(v) for v in values if v is not None]
+    outcomes = [(r["judge"]["score"] if r.get("judge") else r.get("score")) for r in records]
+    values = [float(v) for v in outcomes if v is not None]
     return percent(sum(values) / len(values)) if values else None
 
 

@@ -491,18 +491,13 @@ def _score_lmms(item: StaticItem, response: str) -> SampleScore:
         return SampleScore(float(correct), correct, parse, name, f"read {letter}, key {item.meta['key']}")
     if scorer == "gravityeval":
         score, why = official.gravity_score(response, str(item.answer), item.meta["hint"])
-        readable = why.startswith("gaussian kernel")
+        ok = why.startswith("gaussian kernel")
         problems = item.meta["key"]["problems"]
         if problems:  # upstream scores the item all the same (0 for the affected fields, or 0 on its error)
             why += f"; annotation: {'; '.join(problems)}"
         metrics = {"problem": "; ".join(problems)} if problems else {}
         return SampleScore(
-            score,
-            None,
-            ParseResult(None, readable, "json" if readable else "unreadable", why),
-            name,
-            why,
-            metrics,
+            score, None, ParseResult(None, ok, "json" if ok else "unreadable", why), name, why, metrics
         )
     if scorer == "judge":
         read = official.last_yes_no(response)

@@ -130,7 +130,10 @@ CAMERA_NAMES = ("static", "gripper")
 
 def checkout_root() -> Path:
     """The calvin_env checkout the imported package comes from (the folder holding ``conf/`` and ``data/``)."""
-    return Path(import_module("calvin_env").__file__).resolve().parents[1]
+    file = import_module("calvin_env").__file__
+    if file is None:  # a namespace package: a folder named calvin_env without the package in it
+        raise ImportError("calvin_env is not an installed package: pip install -e <calvin_env checkout>")
+    return Path(file).resolve().parents[1]
 
 
 def compose_config(root: Path, cameras: Sequence[str] | None = None, renderer: str = "tiny") -> Any:
@@ -283,8 +286,8 @@ def _pairs(
 
 
 def snapshot_from_official(
-    robot_obs: Sequence[float],
-    scene_obs: Sequence[float],
+    robot_obs: Sequence[float] | np.ndarray,
+    scene_obs: Sequence[float] | np.ndarray,
     info: Mapping[str, Any],
     link_name: LinkNamer | None = None,
 ) -> dict:

@@ -61,7 +61,7 @@ class EBManipulationSuiteEnv(gym.Env):
             options = {"subset": self.subset}
         return self._current.reset(seed=int(self.np_random.integers(2**31)), options=options)
 
-    def step(self, action: Any) -> tuple[dict, SupportsFloat, bool, bool, dict]:
+    def step(self, action: object) -> tuple[dict, SupportsFloat, bool, bool, dict]:
         return self._env.step(action)
 
     def render(self) -> np.ndarray | None:

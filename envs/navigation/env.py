@@ -211,7 +211,7 @@ class EBNavigationEnv(gym.Env):
 
     # --------------------------------------------------------------------------------------- step
 
-    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+    def step(self, action: object) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         if self._episode is None or self._world is None:
             raise RuntimeError("call reset() before step()")
         if self._done:

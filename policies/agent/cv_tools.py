@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from policies.agent.tools import ToolContext, ToolError
 
@@ -122,7 +123,9 @@ class OpenCVTools:
             "mean_flow_y": round(float(flow[..., 1].mean()), 3),
         }
 
-    def camera_parameters(self, images: Sequence[np.ndarray], intrinsics: Any = None) -> dict[str, Any]:
+    def camera_parameters(
+        self, images: Sequence[np.ndarray], intrinsics: ArrayLike | None = None
+    ) -> dict[str, Any]:
         """Each image's pose relative to the first: essential matrix (RANSAC) and ``recoverPose``."""
         cv2 = _cv2()
         height, width = np.asarray(images[0]).shape[:2]

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
     import gymnasium as gym
 
     from envs.navigation.env import EBNavigationEnv
+    from policies.agent.truth_tools import TruthScenes
     from policies.base import EpisodeContext
+    from policies.mllm.config import MLLMPolicyConfig
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
 CLOSED_LOOP_MIN_PIXELS = 20  # a target this many pixels large is seen (the env's visibility counts any pixel)
@@ -148,7 +150,7 @@ class AgentPolicyConfig:
                 check_model(flag, folder, allow_download=None)
         check_device("--device", self.device)
 
-    def mllm(self) -> Any:
+    def mllm(self) -> MLLMPolicyConfig:
         """The core model's settings as an :class:`MLLMPolicyConfig` (one place builds backends)."""
         from policies.mllm.config import MLLMPolicyConfig
 
@@ -192,7 +194,7 @@ def build_agent_policy(config: AgentPolicyConfig, backend: Backend | None = None
     return SpatialAgentPolicy(backend, config, agent)
 
 
-def toolbox_for(config: AgentPolicyConfig, scenes: Any) -> Toolbox:
+def toolbox_for(config: AgentPolicyConfig, scenes: TruthScenes) -> Toolbox:
     """The tool backends of ``config.agent_tools`` in priority order (truth from ``scenes``)."""
     from policies.agent.cv_tools import OpenCVTools
     from policies.agent.truth_tools import TruthTools

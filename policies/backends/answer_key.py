@@ -38,8 +38,6 @@ from policies.backends.injection import DEFAULT_ERROR_KINDS, ERROR_KINDS
 if TYPE_CHECKING:
     import gymnasium as gym
 
-    from policies.base import EpisodeContext
-
 ANSWER_KEY_MODEL = "answer-key"
 #: Former names, still accepted with a deprecation note (:func:`canonical_model`).
 DEPRECATED_NAMES = {"oracle": ANSWER_KEY_MODEL}
@@ -109,7 +107,7 @@ class EnvTruth:
         self.source = None
         self.source = self.make_source(env)
 
-    def start_episode(self, context: EpisodeContext) -> None:
+    def start_episode(self, context: object) -> None:
         reset = getattr(self.source, "reset", None)
         if reset is not None:
             reset(context)
@@ -169,7 +167,7 @@ class AnswerKeyBackend(Backend):
         if bind is not None:
             bind(env)
 
-    def start_episode(self, context: EpisodeContext) -> None:
+    def start_episode(self, context: object) -> None:
         start = getattr(self.source, "start_episode", None)
         if start is not None:
             start(context)

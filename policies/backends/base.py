@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import gymnasium as gym
 
-    from policies.base import EpisodeContext
-
 Message = dict[str, Any]
 #: ``Generation.finish_reason`` of an answer stopped at its deadline (``Backend.supports_deadlines``).
 FINISH_DEADLINE = "deadline"
@@ -78,9 +76,9 @@ class Backend(ABC):
         alone and ignores it; a stand-in built with a closed-loop truth reads that truth from the env."""
         return None
 
-    def start_episode(self, context: EpisodeContext) -> None:
-        """Hear that the calling policy starts an episode (its ``reset``, with the ``EpisodeContext``); ignored
-        by models, as :meth:`bind`."""
+    def start_episode(self, context: object) -> None:
+        """Hear that the caller starts an episode (a policy's ``reset``, with its ``EpisodeContext``; the static
+        agent, with the item it starts); ignored by models, as :meth:`bind`."""
         return None
 
     def describe(self) -> dict[str, Any]:

@@ -26,8 +26,6 @@ from policies.backends.images import image_digest, is_image_part, validate_messa
 if TYPE_CHECKING:
     import gymnasium as gym
 
-    from policies.base import EpisodeContext
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -106,7 +104,7 @@ class CachedBackend(Backend):
     def bind(self, env: gym.Env) -> None:
         self.inner.bind(env)
 
-    def start_episode(self, context: EpisodeContext) -> None:
+    def start_episode(self, context: object) -> None:
         self.inner.start_episode(context)
 
     def generate(self, messages: Sequence[Message]) -> Generation:

@@ -117,7 +117,7 @@ def _watched(connection_class: type, request: urllib.request.Request) -> Any:
                 connect()
                 deadline.attach(conn.sock)
 
-            conn.connect = connect_and_watch  # type: ignore[method-assign]
+            conn.connect = connect_and_watch
         return conn
 
     return make

@@ -869,6 +869,7 @@ class ScriptedExpert(Policy):
 
     def _advance(self, env: PlayTableInterface) -> bool:
         """Plan the next stage (starting a new attempt when needed); False when there is nothing left."""
+        assert self._task is not None and self._start is not None  # set by reset()
         if not self._stages:
             solved = self._task in completed_tasks(self._start, env.snapshot(), tasks=(self._task,))
             if solved or self._attempts >= self.max_attempts:

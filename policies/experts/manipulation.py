@@ -96,7 +96,7 @@ class EBManipulationExpert(Policy):
         task = self._sim.task
         goal = task.goal()
         family = task.family
-        carried = {"wipe": goal.get("sponge"), "stack": goal.get("top")}.get(family, goal.get("target"))
+        carried: str = goal[{"wipe": "sponge", "stack": "top"}.get(family, "target")]  # the slot to hold
         if not task.is_grasped(carried):
             return self._grasp(carried)
         if family == "wipe":

@@ -7,7 +7,7 @@ Importing this module is cheap; the backend (torch/transformers or HTTP) is impo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from policies.backends.answer_key import ANSWER_KEY_MODEL, canonical_model
 from policies.base import Policy
@@ -24,7 +24,13 @@ if TYPE_CHECKING:
 #: (:meth:`MLLMPolicyConfig.budget_hint`).
 DEFAULT_MAX_NEW_TOKENS = 1024
 
-EB_ONLY = {"benchmarks": ("embodied-nav", "embodied-manip")}  # the EB agent loop: options on embodied only
+
+class _Benchmarks(TypedDict):
+    benchmarks: tuple[str, ...]
+
+
+# the EB agent loop: options on embodied only
+EB_ONLY: _Benchmarks = {"benchmarks": ("embodied-nav", "embodied-manip")}
 
 
 @dataclass(frozen=True)
