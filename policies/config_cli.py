@@ -167,7 +167,7 @@ class _FormerFlag(argparse.Action):
         self,
         parser: argparse.ArgumentParser,
         namespace: argparse.Namespace,
-        values: Any,
+        values: str | Sequence[Any] | None,
         option_string: str | None = None,
     ) -> None:
         print(f"note: {option_string} is deprecated; use {self.current} (the same option)", file=sys.stderr)
