@@ -67,6 +67,8 @@ def test_every_subcommand_runs_an_existing_python_m_module():
         "embodied",
         "static",
         "goal",
+        "compare",
+        "power",
         "serve",
         "train",
         "demos",
