@@ -160,12 +160,13 @@ class EmbodiedBenchmark(Benchmark):
         table = subset_table(results)
         average = float(np.mean([row["success_rate"] for row in table.values()])) if table else None
         families = subset_table(results, "family") if results and "family" in results[0]["extras"] else None
+        average_ci = average_interval(results)
         data = {
             "benchmark": self.name,
             "policy": self.spec.label,
             "subsets": table,
             "average_success_rate": average,
-            "average_success_ci": average_interval(results),
+            "average_success_ci": average_ci,
             "intervals": described(
                 success_rate=WILSON, average_success_rate="macro-mean of the subsets' intervals"
             ),
@@ -195,7 +196,7 @@ class EmbodiedBenchmark(Benchmark):
                 tally,
                 families,
                 self.family.name,
-                average_ci=data["average_success_ci"],
+                average_ci=average_ci,
             ),
             files,
         )

@@ -572,7 +572,7 @@ def summarize(
     clusters = {item.item_id: media_cluster(item) for item in items}
     # the cluster key travels to the mode's summary only (intervals), never into samples.jsonl
     clustered = [{**r, "cluster": clusters.get(r["item_id"], r["item_id"])} for r in completed]
-    mode_summary = mode.summarize(items, clustered, {"weights": config.weights})  # type: ignore[arg-type]
+    mode_summary = mode.summarize(items, clustered, {"weights": config.weights})
     mode_summary.setdefault("headline_ci", {})
     mode_summary["intervals"] = {
         "confidence": CONFIDENCE,
