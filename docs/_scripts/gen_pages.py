@@ -1,4 +1,4 @@
-"""Generated documentation pages, as a mkdocs hook: env pages, CLI reference, results.
+"""Generated documentation pages, as a mkdocs hook: env pages, CLI reference, results, parity ledger.
 
 Every page here is built from the code or from committed data, never typed by hand:
 
@@ -12,6 +12,9 @@ Every page here is built from the code or from committed data, never typed by ha
 - ``results/``: one page per committed ``bench/results/*.json`` file (numbers with date, machine, command),
   followed by the Markdown of ``bench/results/NAME.md`` where one sits beside ``NAME.json``: the measurement's
   tables and dated findings, which the guides link instead of carrying them.
+- ``guide/parity.md``: the parity ledger, one row per official-compatible route the code registers
+  (:func:`official_routes`), its agreement with the official implementation read from the results file that
+  :data:`PARITY_LEDGER` names for it, or "not measured" with what would measure it.
 
 mkdocs runs :func:`on_config` (generate, extend the nav) and :func:`on_files` (add the pages).
 """
