@@ -23,6 +23,7 @@ from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
 from benchmarks.embodied.report import average_interval, subset_markdown, subset_table
 from benchmarks.stats.intervals import WILSON, described
+from benchmarks.stats.stopping import stopper_for
 from policies.config_cli import InputError
 from policies.entry_point import load_entry_point
 
@@ -234,4 +235,4 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
         action_space=lambda: action_space(family.name, _env_kwargs(config, family)),
     )
     bench = EmbodiedBenchmark(config, spec)
-    return run_command(bench, bench.run_path)
+    return run_command(bench, bench.run_path, stopper_for(bench))
