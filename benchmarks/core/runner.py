@@ -279,7 +279,7 @@ def run_benchmark(
     units in a row ended in an error (0: never), the units in flight are stopped, the summary of what
     finished is written, and :class:`ErrorStreakStop` is raised (one line naming the policy's endpoint).
     With a ``stopper`` the run ends once it decides on the units finished in protocol order; the summary then
-    covers the units its verdict rests on (:func:`_sequential`)."""
+    covers the units its verdict rests on."""
     out = RunDir(run_dir)
     units = list(benchmark.selected_units() if units is None else units)
     manifest = build_manifest(benchmark.name, benchmark.config, benchmark.manifest_extra())
@@ -299,20 +299,21 @@ def run_benchmark(
     finished_units = executor.run(benchmark.worker_factory(), todo)
     decided = sequential.add if sequential is not None else None
     stopped = _record_units(benchmark, out, finished_units, records, bar, streak, decided)
-    if sequential is None:
-        summary = write_summary(benchmark, out, units)
-    else:
-        summary = write_summary(
-            benchmark, out, _decided_units(units, sequential.status), sequential.status, len(units)
-        )
+    summary = _summarize(benchmark, out, units, sequential)
     if stopped is not None:
         raise stopped
     return summary
 
 
-def _decided_units(units: Sequence[WorkUnit], status: StopStatus) -> Sequence[WorkUnit]:
-    """The units a sequential run reports: those its verdict rests on, or all of them while undecided."""
-    return units[: status.used] if status.decided else units
+def _summarize(
+    benchmark: Benchmark, out: RunDir, units: Sequence[WorkUnit], sequential: _Sequential | None
+) -> Summary:
+    """The run's summary; a decided sequential run's covers only the units its verdict rests on."""
+    if sequential is None:
+        return write_summary(benchmark, out, units)
+    status = sequential.status
+    used = units[: status.used] if status.decided else units
+    return write_summary(benchmark, out, used, status, len(units))
 
 
 class _Sequential:
