@@ -172,7 +172,7 @@ def test_lerobot_writer_and_reader_errors(tmp_path):
         LeRobotWriter(tmp_path, fps=FPS, cameras={}, vectors={})
     (tmp_path / "meta").mkdir()
     (tmp_path / "meta/info.json").write_text(json.dumps({"codebase_version": "v2.1"}))
-    with pytest.raises(ValueError, match="v2.1"):
+    with pytest.raises(ValueError, match=r"v2\.1"):
         LeRobotDataset(tmp_path)
 
 
