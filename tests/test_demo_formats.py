@@ -246,3 +246,27 @@ def test_libero_writer_discard_leaves_nothing(tmp_path):
         writer.add_demo({"actions": np.zeros((2, 7)), "obs": {}}, "")
     writer.discard()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt", ["lerobot", pytest.param("libero", marks=pytest.mark.slow)])
+def test_vla_train_trains_on_both_written_formats(fmt, lerobot_root, tmp_path, tiny_vlm):
+    """A few optimizer steps of ``vla.train`` on what the writers wrote; the checkpoint keeps LIBERO's
+    conventions and both cameras."""
+    from vla.model import VLAModel
+    from vla.train import main
+
+    data = lerobot_root
+    if fmt == "libero":
+        data = tmp_path / "hdf5"
+        writer = LiberoWriter(data / "T_demo.hdf5", LiberoTaskInfo("open the drawer", "p", "d", "b", "c", {}))
+        writer.add_demo(libero_demo(9, 0), "")
+        writer.close()
+    out = tmp_path / "run"
+    flags = ["--backbone", str(tiny_vlm("qwen2_5_vl")), "--data", str(data), "--output", str(out)]
+    flags += ["--cameras", "agentview_rgb", "eye_in_hand_rgb", "--image-size", "28", "--batch-size", "2"]
+    flags += ["--max-steps", "2", "--num-workers", "0", "--log-every", "1", "--warmup-steps", "1"]
+    main(flags)
+    model = VLAModel.from_pretrained(out / "checkpoints" / "last")
+    assert model.config.data_format == "libero" and model.config.chunk_size == 4
+    assert list(model.config.cameras) == ["agentview_rgb", "eye_in_hand_rgb"]
+    assert len((out / "train_log.jsonl").read_text().splitlines()) == 2
