@@ -420,6 +420,7 @@ def libero_evaluate(policy, args: argparse.Namespace, label: str, cameras: bool)
             results.append(
                 {"state": state, "seed": seed, "success": bool(record["success"]), "steps": record["steps"]}
             )
+            print(f"[eval] {label}: {results[-1]}", flush=True)
     finally:
         env.close()
     return _rate(results, label, time.perf_counter() - began)
@@ -457,13 +458,14 @@ def run_libero(args: argparse.Namespace) -> None:
     (report_dir / "loss_curve.jsonl").write_text("".join(json.dumps(r) + "\n" for r in training["log"]))
     title = f"{args.suite} task {args.task_index}: {tag}, {training['steps']} steps"
     plot_curve(training["log"], report_dir / "loss_curve.png", title)
-    trained = VLAModel.from_pretrained(final)
-    results = {"trained": libero_evaluate(vla_policy(trained, args), args, "trained", cameras=True)}
-    if not args.skip_baselines:
+    results = {}
+    if not args.skip_baselines:  # the blind ones first: they are cheap (no cameras)
         results["random"] = libero_evaluate(RandomPolicy(), args, "random", cameras=False)
         hold = [0, 0, 0, 0, 0, 0, -1]  # the settle action: hold still, gripper open
         results["constant"] = libero_evaluate(ConstantPolicy(hold), args, "constant", cameras=False)
         results["expert"] = libero_evaluate(LiberoExpert(), args, "expert", cameras=False)
+    trained = VLAModel.from_pretrained(final)
+    results["trained"] = libero_evaluate(vla_policy(trained, args), args, "trained", cameras=True)
     summary = {
         "args": vars(args),
         "demos": {k: demo_summary[k] for k in ("attempts", "kept", "discarded", "frames", "seconds")},
