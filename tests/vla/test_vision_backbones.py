@@ -106,5 +106,5 @@ def test_a_saved_native_backbone_folder_passes_the_training_preflight(model, tmp
     model.backbone.save(tmp_path / "saved")
     check_backbone("--backbone", str(tmp_path / "saved"))  # no error
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="config.json"):
+    with pytest.raises(ValueError, match=r"config\.json"):
         check_backbone("--backbone", str(tmp_path / "empty"))
