@@ -8,7 +8,7 @@ file decodes at most that many extra frames.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ class Mp4Writer:
         self.path, self.fps = Path(path), fps
         self.crf, self.keyframe_interval = crf, keyframe_interval
         self.frames = 0
-        self._stream: Iterator[Any] | Any = None
+        self._stream: Any = None  # imageio-ffmpeg's frame-writing generator
         self._size: tuple[int, int] | None = None
 
     def append(self, frame: np.ndarray) -> None:

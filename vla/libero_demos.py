@@ -185,7 +185,7 @@ def record_attempt(attempt: Attempt) -> Recorded:
         action = np.asarray(expert.act(obs), np.float32)
         rows.append(_step_row(env, obs, action))
         obs, reward, terminated, truncated, info = env.step(action)
-        rows[-1]["rewards"] = np.uint8(reward > 0)
+        rows[-1]["rewards"] = np.asarray(reward > 0, np.uint8)
         done = terminated or truncated
     success = bool(info["is_success"])
     frames = {k: np.stack([r[k] for r in rows]) for k in rows[0]} if success else {}

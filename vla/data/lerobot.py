@@ -136,18 +136,17 @@ def _write_tasks(path: Path, tasks: Mapping[str, int]) -> None:
 
     texts = sorted(tasks, key=tasks.__getitem__)
     table = pa.table({"task_index": pa.array([tasks[t] for t in texts], pa.int64()), "task": texts})
+    columns = [
+        {"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64"},
+        {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object"},
+    ]
     pandas_meta = {
         "index_columns": ["task"],
         "column_indexes": [],
-        "columns": [
-            {"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64"},
-            {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object"},
-        ],
+        "columns": [{**column, "metadata": None} for column in columns],
         "creator": {"library": "pyarrow", "version": pa.__version__},
         "pandas_version": "2.0.0",
     }
-    for column in pandas_meta["columns"]:
-        column["metadata"] = None
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table.replace_schema_metadata({"pandas": json.dumps(pandas_meta)}), path)
 
