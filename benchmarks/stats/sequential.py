@@ -115,8 +115,8 @@ def sequential_test(values: Sequence[float], null: float, alpha: float = ALPHA) 
     return SequentialResult(
         verdict,
         n,
-        round(float(above[0, at]) / np.log(10), 4) if n else 0.0,
-        round(float(below[0, at]) / np.log(10), 4) if n else 0.0,
+        round(float(above[0, at]) / np.log(10), 4) + 0.0 if n else 0.0,  # + 0.0: no -0.0
+        round(float(below[0, at]) / np.log(10), 4) + 0.0 if n else 0.0,
         round(float(np.log10(2.0 / alpha)), 4),
     )
 
