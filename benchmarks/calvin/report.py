@@ -55,12 +55,12 @@ def percent_sr(metrics: dict[str, Any], chain_length: int = CHAIN_LENGTH) -> lis
 
 
 def chain_markdown(
-    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, backend: str
+    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, where: str
 ) -> str:
     ref = REFERENCE
     lines = [
         f"## CALVIN long-horizon evaluation: {label} ({tally.completed} of {tally.total} chains completed, "
-        f"{backend} env)",
+        f"{where})",
         "",
         "| policy | 1 | 2 | 3 | 4 | 5 | avg. len | chains errored |",
         "|---|---|---|---|---|---|---|---|",
@@ -96,12 +96,12 @@ def _blind_rows() -> list[str]:
 
 
 def task_markdown(
-    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, backend: str
+    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, where: str
 ) -> str:
     rate = metrics["chain_sr"]["1"]
     lines = [
         f"## CALVIN single-task episodes: {label} ({tally.completed} of {tally.total} episodes completed, "
-        f"{backend} env)",
+        f"{where})",
         "",
         f"Success rate: {score_cell(None if rate is None else 100 * rate)}% (one subtask per episode, from the "
         f"evaluation chains that start with it); episodes errored: {tally.errored_cell()}",
