@@ -734,6 +734,25 @@ def wait_for_block(view: View, color: str) -> list[Waypoint]:
     return [Waypoint(view.tcp, view.target_rot, view.gripper, SLOW, tol=1.0, settle=SETTLE_STEPS)]
 
 
+SHOULDER_MIN = 0.2  # below this the shoulder (joint 2) leans back: a folded posture IK gets lost from
+POSTURE_SETTLE = 40  # steps at the neutral pose for the null space to unfold the arm
+
+
+def recover_posture(view: View) -> list[Waypoint]:
+    """If the arm has folded back (its shoulder leaning back, as after pushing a block into the drawer from
+    behind), take the TCP to the neutral pose first and hold it there while the IK's null space (toward
+    the neutral joints) unfolds the arm; travelling on from the folded posture, IK can drive the arm
+    against its joint limits and lose the target (seen in scene C)."""
+    if float(view.snapshot["robot_obs"][8]) >= SHOULDER_MIN:
+        return []
+    home = np.asarray(C.NEUTRAL_ROBOT_OBS[:3])
+    rot = Rotation.from_euler("xyz", C.NEUTRAL_ROBOT_OBS[3:6]).as_matrix()
+    return [
+        *lift_off(view),
+        Waypoint(home, rot, view.gripper, FAST, tol=0.02, settle=POSTURE_SETTLE, max_wait=POSTURE_SETTLE),
+    ]
+
+
 def stages(task: str, attempt: int = 1) -> list[Stage]:
     """The planning stages of one attempt at ``task``; each is planned from a fresh view when reached.
 
@@ -742,12 +761,26 @@ def stages(task: str, attempt: int = 1) -> list[Stage]:
     if m:
         verb, color, arg = m.groups()
         if verb == "rotate":
-            return [put_down, lambda v: plan_rotate(v, color, +1 if arg == "left" else -1)]
+            return [put_down, recover_posture, lambda v: plan_rotate(v, color, +1 if arg == "left" else -1)]
         if verb == "push":
-            return [put_down, lambda v: plan_push(v, color, +1 if arg == "right" else -1, attempt == 1)]
+            return [
+                put_down,
+                recover_posture,
+                lambda v: plan_push(v, color, +1 if arg == "right" else -1, attempt == 1),
+            ]
         if arg == "slider":
-            return [put_down, lambda v: uncover_block(v, color), lambda v: plan_lift(v, color, arg)]
-        return [put_down, lambda v: wait_for_block(v, color), lambda v: plan_lift(v, color, arg)]
+            return [
+                put_down,
+                recover_posture,
+                lambda v: uncover_block(v, color),
+                lambda v: plan_lift(v, color, arg),
+            ]
+        return [
+            put_down,
+            recover_posture,
+            lambda v: wait_for_block(v, color),
+            lambda v: plan_lift(v, color, arg),
+        ]
     table: dict[str, list[Stage]] = {
         "move_slider_left": [lambda v: plan_slider(v, +1)],
         "move_slider_right": [lambda v: plan_slider(v, -1)],
@@ -764,7 +797,9 @@ def stages(task: str, attempt: int = 1) -> list[Stage]:
         "push_into_drawer": [centre_over_drawer, plan_push_into_drawer],
     }
     plans = list(table[task])
-    return plans if task in ("place_in_slider", "place_in_drawer", "stack_block") else [put_down, *plans]
+    if task in ("place_in_slider", "place_in_drawer", "stack_block"):
+        return [recover_posture, *plans]
+    return [put_down, recover_posture, *plans]
 
 
 # ------------------------------------------------------------------------------------- instructions
