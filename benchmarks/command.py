@@ -52,6 +52,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "goal-image scoring: predict, score, convert, generate",
         ((), ("predict",), ("score",), ("convert",), ("generate",)),
     ),
+    "compare": Subcommand(
+        "benchmarks.evidence.compare", "paired comparison of runs on their shared units (McNemar, bootstrap)"
+    ),
+    "power": Subcommand("benchmarks.evidence.power", "units needed to detect a difference, from a pilot run"),
     "serve": Subcommand("policies.serve", "serve a transformers model over an OpenAI-compatible API"),
     "train": Subcommand("vla.train", "train a VLA (backbone + action head) on CALVIN/LIBERO-format data"),
     "demos": Subcommand("vla.demos", "scripted-expert demonstrations on the play-table, CALVIN layout"),

@@ -87,6 +87,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--policy", "mllm", "--model", "{model_dir}", "--device", "gpu"], "--device"),
     ("calvin", ["--policy", "mllm", "--model", "m", "--model-backend", "nope"], "--model-backend"),
     ("calvin", [*MLLM, "--max-new-tokens", "0"], "--max-new-tokens"),
+    ("calvin", [*MLLM, "--answer-key-error-rate", "2"], "--answer-key-error-rate"),
     ("calvin", [*MLLM, "--oracle-error-rate", "2"], "--oracle-error-rate"),
     ("calvin", [*MLLM, "--num-steps", "0"], "--num-steps"),
     ("calvin", [*MLLM, "--loop", "react"], "--loop"),
@@ -225,7 +226,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
         ],
         "/no/such/depth",
     ),
-    ("static", [*STATIC, "--model", "m", "--oracle-error-rate", "0.5"], "--oracle-error-rate"),
+    ("static", [*STATIC, "--model", "m", "--answer-key-error-rate", "0.5"], "--answer-key-error-rate"),
     ("static", [*STATIC, "--model", "answer-key", "--max-new-tokens", "0"], "--max-new-tokens"),
     # --- goal-image scoring, the server, VLA training and demonstrations, the umbrella command
     ("goal", ["predict"], "--dataset"),
@@ -259,6 +260,19 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("demos", ["--ep-len", "0"], "--ep-len"),
     ("demos", ["--out", "{empty_dir}", "--task", "fly_away"], "fly_away"),
     ("arena", ["calvn"], "calvn"),
+    # --- spatial-arena compare / power (issue 34)
+    ("arena", ["compare", "/no/such/run_a", "/no/such/run_b"], "/no/such/run_a"),
+    ("arena", ["compare", "{empty_dir}", "{empty_dir}"], "manifest.json"),
+    ("arena", ["compare", "{empty_dir}", "{empty_dir}", "--alpha", "2"], "--alpha"),
+    ("arena", ["compare", "{empty_dir}"], "two run folders"),
+    ("arena", ["compare", "{empty_dir}", "{empty_dir}", "--seed", "x"], "--seed"),
+    ("arena", ["power", "--difference", "0.1"], "--rate"),
+    ("arena", ["power", "--difference", "0.1", "--rate", "0.5", "--alpha", "0"], "--alpha"),
+    ("arena", ["power", "--difference", "0.1", "--rate", "0.5", "--power", "1"], "--power"),
+    ("arena", ["power", "--difference", "-1", "--sd", "1"], "--difference"),
+    ("arena", ["power", "--difference", "0.1", "--rate", "1.5"], "--rate"),
+    ("arena", ["power", "--rate", "0.5"], "--difference"),
+    ("arena", ["power", "--difference", "0.1", "/no/such/pilot"], "/no/such/pilot"),
 ]
 
 

@@ -11,12 +11,14 @@ from typing import Any
 from benchmarks.calvin.config import CHAIN_LENGTH, POLICY_DEFAULTS, REFERENCE, CalvinConfig
 from benchmarks.calvin.protocol import evaluation_chains, parse_tasks, task_episodes
 from benchmarks.calvin.report import (
+    chain_intervals,
     chain_markdown,
     chain_metrics,
     ok_chains,
     percent_sr,
     subtask_records,
     task_info,
+    task_intervals,
     task_markdown,
 )
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
@@ -228,7 +230,9 @@ class CalvinBenchmark(Benchmark):
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         chains = ok_chains(records)
         n = self.chain_length
-        metrics = chain_metrics([c["extras"]["num_completed"] for c in chains], n)
+        completed = [c["extras"]["num_completed"] for c in chains]
+        metrics = chain_metrics(completed, n)
+        intervals = chain_intervals(completed, n)
         tasks = task_info(chains)
         # CALVIN's own keys, plus a marker its tools ignore: scored over the completed chains only.
         incomplete = {
@@ -248,16 +252,20 @@ class CalvinBenchmark(Benchmark):
             "chains": len(chains),
             "scene": self.config.scene,
             **metrics,
+            "avg_seq_len_ci": intervals["avg_seq_len_ci"],
+            "chain_sr_ci": intervals["chain_sr_ci"],
             "task_info": tasks,
+            "task_ci": task_intervals(tasks),
+            "intervals": intervals["intervals"],
             "reference": REFERENCE,
             **({"model_calls": calls} if calls else {}),
             **summarize_latency([s["latency"] for s in subtask_records(chains) if "latency" in s]),
             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {}),
         }
         text = (
-            chain_markdown(self.spec.label, metrics, tasks, tally, self._where())
+            chain_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self._where())
             if n == CHAIN_LENGTH
-            else task_markdown(self.spec.label, metrics, tasks, tally, self._where())
+            else task_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self._where())
         )
         if "latency" in data:
             text += f"\n\n{latency_markdown(data)}"

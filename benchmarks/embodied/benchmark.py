@@ -21,7 +21,8 @@ from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse
 from benchmarks.core.runner import run_command
 from benchmarks.core.worker import EpisodeWorker
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
-from benchmarks.embodied.report import subset_markdown, subset_table
+from benchmarks.embodied.report import average_interval, subset_markdown, subset_table
+from benchmarks.stats.intervals import WILSON, described
 from policies.config_cli import InputError
 from policies.entry_point import load_entry_point
 
@@ -160,6 +161,10 @@ class EmbodiedBenchmark(Benchmark):
             "policy": self.spec.label,
             "subsets": table,
             "average_success_rate": average,
+            "average_success_ci": average_interval(results),
+            "intervals": described(
+                success_rate=WILSON, average_success_rate="macro-mean of the subsets' intervals"
+            ),
             "episodes": len(results),
             "families": families,
         }
@@ -179,7 +184,14 @@ class EmbodiedBenchmark(Benchmark):
         return Summary(
             data,
             subset_markdown(
-                self.family.title, self.spec.label, table, average, tally, families, self.family.name
+                self.family.title,
+                self.spec.label,
+                table,
+                average,
+                tally,
+                families,
+                self.family.name,
+                average_ci=data["average_success_ci"],
             ),
             files,
         )

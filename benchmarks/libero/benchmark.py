@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.latency import (
@@ -23,7 +23,8 @@ from benchmarks.core.runner import run_command
 from benchmarks.core.work import RECORD_ERROR
 from benchmarks.core.worker import EpisodeWorker
 from benchmarks.libero.config import POLICY_DEFAULTS, REFERENCE, LiberoConfig
-from benchmarks.libero.report import blind_rows, task_plot, task_table
+from benchmarks.libero.report import blind_rows, task_plot, task_rows, task_table
+from benchmarks.stats.intervals import WILSON, described, wilson
 from envs.libero import protocol
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
@@ -146,23 +147,20 @@ class LiberoBenchmark(Benchmark):
         results = ok_results(records)
         table = task_table(results, self.errored_by_task(records))
         overall = 100.0 * float(np.mean([r["success"] for r in results])) if results else None
+        overall_ci = wilson(sum(r["success"] for r in results), len(results)).scaled(100).bounds()
         c = self.config
         lines = [
             f"## LIBERO {c.suite}: {self.spec.label}",
             "",
             f"{tally.completed} of {tally.total} episodes completed; budget {c.budget()} steps after "
             f"{c.num_steps_wait} settle steps; fast rendering {'on' if c.fast_render else 'off'}. Success is "
-            "over completed episodes; errored ones are counted, never scored.",
+            "over completed episodes; errored ones are counted, never scored. [95 % Wilson interval] over "
+            "the trials of the row.",
             "",
-            "| task | instruction | trials | success % | episodes errored |",
+            "| task | instruction | trials | success % [95 % interval] | episodes errored |",
             "|---|---|---|---|---|",
         ]
-        lines += [
-            f"| {t} | {row['instruction'] or '(every trial errored)'} | {row['trials']} | "
-            f"{score_cell(row['success_rate'])} | {row['errored']} |"
-            for t, row in table.items()
-        ]
-        lines.append(f"| **suite** | | {len(results)} | **{score_cell(overall)}** | {tally.errored_cell()} |")
+        lines += task_rows(table, overall, overall_ci, tally)
         lines += blind_rows(c.suite)
         if c.suite in REFERENCE:
             ref = REFERENCE[c.suite]
@@ -179,6 +177,8 @@ class LiberoBenchmark(Benchmark):
             "policy": self.spec.label,
             "episodes": len(results),
             "success_rate": overall,
+            "success_ci": overall_ci,
+            "intervals": described(success_rate=WILSON),
             "tasks": {str(t): row for t, row in table.items()},
             **({"model_calls": calls} if calls else {}),
             **latency,

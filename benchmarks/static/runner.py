@@ -29,9 +29,10 @@ from benchmarks.scoring.result import JudgeScore, ScoreFields, no_response
 from benchmarks.static import report
 from benchmarks.static.backends import build_backend, build_judge, judge_messages, judge_request, to_messages
 from benchmarks.static.config import RunConfig
-from benchmarks.static.items import DataError, StaticItem, data_files
+from benchmarks.static.items import DataError, StaticItem, data_files, media_cluster
 from benchmarks.static.registry import BenchmarkSpec, LoadOptions, ScoringMode, get_benchmark
 from benchmarks.static.sample_record import SampleRecord, StaticSummary, static_summary
+from benchmarks.stats.intervals import CONFIDENCE
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.injection import expected_effect
 from policies.config_cli import InputError
@@ -386,7 +387,7 @@ def _as_prediction(generation: Generation) -> Prediction:
         "completion_tokens": generation.completion_tokens,
         "cached": generation.cached,
     }
-    if generation.injected_error is not None:  # a stand-in's seeded error, checked against the parse counts
+    if generation.injected_error is not None:  # an error seeded on purpose, checked against the parse counts
         info["injected_error"] = generation.injected_error
     return Prediction(generation.text, None, info)
 
@@ -559,9 +560,20 @@ def summarize(
 ) -> StaticSummary:
     """The mode's summary over the completed items, plus coverage: errored items (no answer: the backend
     failed), items without predictions, answers the scorer could not handle, samples that needed a judge,
-    a stand-in's injected errors. A run with errored or missing items is marked incomplete."""
+    the errors the backend injected on purpose. A run with errored or missing items is marked incomplete."""
     completed = [r for r in records if r["error"] is None]
-    mode_summary = mode.summarize(items, completed, {"weights": config.weights})
+    clusters = {item.item_id: media_cluster(item) for item in items}
+    # the cluster key travels to the mode's summary only (intervals), never into samples.jsonl
+    clustered = [{**r, "cluster": clusters.get(r["item_id"], r["item_id"])} for r in completed]
+    mode_summary = mode.summarize(items, clustered, {"weights": config.weights})  # type: ignore[arg-type]
+    mode_summary.setdefault("headline_ci", {})
+    mode_summary["intervals"] = {
+        "confidence": CONFIDENCE,
+        "cluster_key": "the item's media: image paths, the video, or image bytes' SHA-256",
+        "clusters": len({clusters[r["item_id"]] for r in completed if r["item_id"] in clusters}),
+        "method": "right/wrong: Wilson, or the clustered SE when items share media; graded: the "
+        "(cluster) percentile bootstrap; macro means: the groups' intervals combined",
+    }
     counts = mode_summary["counts"]
     counts.update(items=len(items), completed=len(completed), errors=len(records) - len(completed))
     counts["missing_predictions"] = sum(1 for item in items if item.item_id not in predictions)

@@ -315,6 +315,7 @@ def summarize_stats(
     result = stats.statistics((r.get("response") or "", answer_string(by_id[r["item_id"]])) for r in answered)
     base = summarize(items, records, options)
     base["headline"] = {f"{g}_accuracy": percent(result[g]["accuracy"]) for g in stats.GROUPS}
+    base["headline_ci"] = {}  # the script's own accuracies: no interval of ours
     base["tables"]["statistics_script"] = S.table(
         [{"group": g, **result[g], "accuracy": percent(result[g]["accuracy"])} for g in stats.GROUPS],
         ["group", "total", "correct", "accuracy"],
@@ -351,6 +352,12 @@ def summarize(
         judge["judge_assisted_multiple_answer_overall"] = _judge_assisted(multiple)
     return {
         "headline": headline,
+        "headline_ci": {
+            "single_answer_overall": S.score_ci(single),
+            "single_answer_unweighted": S.macro_ci(by_type["rows"]),
+            "multiple_answer_overall": S.score_ci(multiple),
+            "all_overall": S.score_ci(records),
+        },
         "counts": S.counts(records),
         "judge": judge,
         "tables": {

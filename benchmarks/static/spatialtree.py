@@ -54,6 +54,7 @@ from benchmarks.static.items import (
     require_fields,
 )
 from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
+from benchmarks.stats.intervals import Interval, weighted_mean
 
 NAME = "spatialtree"
 #: lmms-eval's ``spatialtreebench`` generation budget (also goal-image ``predict``'s default: the same L4
@@ -634,8 +635,29 @@ def summarize_project(
         "parents are weighted means of the children that have data (missing leaves excluded, weights renormalised)"
     ]
     summary = _summary(result, records, missing, unmatched, notes)
+    summary["headline_ci"] = _tree_intervals(tree, records)
     _add_judge_assisted(summary, records, lambda judged: _aggregate_project(tree, judged)[0])
     return summary
+
+
+def _tree_intervals(tree: WeightNode, records: Sequence[Mapping[str, Any]]) -> dict[str, list[float] | None]:
+    """95 % intervals (percent) of the project's headline, built as the tree is: each leaf's interval over
+    its items (clustered by image or video), each parent's the weighted mean of its children with data
+    (:func:`benchmarks.stats.intervals.weighted_mean`, weights renormalised as the score's)."""
+    pools: dict[tuple[str, ...], list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        path = tree_path(tree, record["tags"]["path"])
+        if path is not None and record.get("score") is not None:
+            pools[path].append(record)
+
+    def node_interval(node: WeightNode, path: tuple[str, ...]) -> Interval:
+        if not node.children:
+            return S.score_estimate(pools.get(path, []))
+        parts = [node_interval(c, (*path, c.name)) for c in node.children]
+        return weighted_mean(parts, [c.weight for c in node.children], bounds=(0.0, 100.0))
+
+    levels = {c.name: node_interval(c, (c.name,)).bounds() for c in tree.children}
+    return {"overall": node_interval(tree, ()).bounds(), **{f"level_{k}": v for k, v in levels.items()}}
 
 
 def _aggregate_project(

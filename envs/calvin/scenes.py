@@ -15,7 +15,7 @@ Two things differ between scenes beyond the furniture (docs/guide/calvin.md, "Sc
   each spot keeps its offset from the centre of the surface it belongs to (``table``, ``slider_left``,
   ``slider_right``; for the cabinet the centre of its compartment, between the cabinet's side wall and the
   door track's origin), taken in that scene: scene D's spots are CALVIN's exactly, and every spot of
-  every scene lies inside its surface, clear of the furniture (``tests/test_calvin_scenes.py``). (Moved
+  every scene lies inside its surface, clear of the furniture (``tests/envs/calvin/test_scenes.py``). (Moved
   with the surfaces instead, a cabinet spot in C lands 9 cm from the closed door's edge, where the hand
   lifting the block touches the door and a following ``place_in_slider`` cannot count.)
 """

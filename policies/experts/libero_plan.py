@@ -1,4 +1,4 @@
-"""A privileged scripted pick-and-place for LIBERO, as SpatialTree plan steps (the answer-key model's truth in the spatial loop).
+"""A privileged scripted pick-and-place for LIBERO, as SpatialTree plan steps (what a perfect planner writes).
 
 LIBERO has no scripted expert, and its human demonstrations are not installable here (see
 docs/guide/libero.md). This one reads the simulator's object poses and handles the goals of the form "put object X in
