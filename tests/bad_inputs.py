@@ -259,6 +259,22 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("demos", ["--episodes", "0"], "--episodes"),
     ("demos", ["--ep-len", "0"], "--ep-len"),
     ("demos", ["--out", "{empty_dir}", "--task", "fly_away"], "fly_away"),
+    ("demos", ["--env", "mujoco", "--out", "{empty_dir}"], "--env"),
+    ("demos", ["--env"], "--env"),
+    ("demos", ["--env", "libero"], "--out"),
+    ("demos", ["--env", "libero", "--suite", "libero_100", "--out", "{empty_dir}"], "--suite"),
+    (
+        "demos",
+        ["--env", "libero", "--suite", "libero_goal", "--tasks", "10", "--out", "{empty_dir}"],
+        "--tasks",
+    ),
+    ("demos", ["--env", "libero", "--tasks", "two", "--out", "{empty_dir}"], "--tasks"),
+    ("demos", ["--env", "libero", "--format", "rlds", "--out", "{empty_dir}"], "--format"),
+    ("demos", ["--env", "libero", "--states", "0-50", "--out", "{empty_dir}"], "--states"),
+    ("demos", ["--env", "libero", "--out", "{model_dir}"], "--resume"),
+    ("demos", ["--env", "libero", "--out", "{model_dir}", "--resume"], "--resume"),
+    ("demos", ["--env", "libero", "--out", "{file}"], "--out"),
+    ("demos", ["--env", "libero", "--out", "{empty_dir}", "--resume", "--overwrite"], "--overwrite"),
     ("arena", ["calvn"], "calvn"),
     # --- spatial-arena compare / power (issue 34)
     ("arena", ["compare", "/no/such/run_a", "/no/such/run_b"], "/no/such/run_a"),
@@ -273,6 +289,11 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("arena", ["power", "--difference", "0.1", "--rate", "1.5"], "--rate"),
     ("arena", ["power", "--rate", "0.5"], "--difference"),
     ("arena", ["power", "--difference", "0.1", "/no/such/pilot"], "/no/such/pilot"),
+    # --- spatial-arena report (issue 34)
+    ("arena", ["report", "/no/such/run"], "/no/such/run"),
+    ("arena", ["report", "{empty_dir}"], "manifest.json"),
+    ("arena", ["report", "{empty_dir}", "-o", "/no/such/folder/report.html"], "/no/such/folder"),
+    ("arena", ["report", "{empty_dir}", "-o", "{empty_dir}"], "-o"),
 ]
 
 

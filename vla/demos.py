@@ -1,4 +1,8 @@
-"""``python -m vla.demos``: expert demonstrations on the play-table, written in CALVIN's dataset layout.
+"""``python -m vla.demos`` (``spatial-arena demos``): expert demonstrations, by ``--env``.
+
+``--env calvin`` (the default) records the play-table in CALVIN's dataset layout, as described below;
+``--env libero`` records LIBERO tasks in LIBERO's HDF5 layout and as a LeRobotDataset v3
+(:mod:`vla.libero_demos`, ``spatial-arena demos --env libero --help``).
 
 For each requested task the privileged scripted expert (:class:`policies.experts.calvin.ScriptedExpert`) is run
 from varied initial states and every step of the task is recorded: the observation before the step
@@ -35,11 +39,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from policies.config_cli import arg, parse_config, run_cli
+from policies.config_cli import InputError, arg, parse_config, run_cli
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
     from policies.experts.calvin import ScriptedExpert
     from vla.data import CalvinWriter
 
+ENVS = ("calvin", "libero")
 DEFAULT_JOINT_NOISE = 0.1  # radians (std per joint): moves the start TCP by several centimetres
 CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}
 MAX_PREFIX = 2  # setup tasks before the recorded one (lift + stack before unstack_block)
@@ -54,7 +59,8 @@ MAX_PREFIX = 2  # setup tasks before the recorded one (lift + stack before unsta
 
 @dataclass
 class DemoConfig:
-    """Record scripted-expert demonstrations on the play-table as a CALVIN-format dataset."""
+    """Record scripted-expert demonstrations on the play-table as a CALVIN-format dataset (--env calvin, the
+    default; for LIBERO: spatial-arena demos --env libero --help)."""
 
     task: str = arg(
         "open_drawer", "CALVIN task(s) to demonstrate, comma-separated (e.g. open_drawer,move_slider_left)"
@@ -195,8 +201,9 @@ def sent_action(action: np.ndarray) -> np.ndarray:
 
 def _frame(obs: dict[str, np.ndarray], action: np.ndarray, env: gym.Env) -> dict[str, np.ndarray]:
     from envs.calvin import constants as C
+    from envs.calvin.env import PlayTableInterface
 
-    pos, orn = env.unwrapped.target_pose()  # the accumulated target this relative action moves
+    pos, orn = cast(PlayTableInterface, env.unwrapped).target_pose()  # the target this relative action moves
     absolute = np.array(
         [*(pos + action[:3] * C.MAX_REL_POSITION), *(orn + action[3:6] * C.MAX_REL_ORIENTATION), action[6]]
     )
@@ -234,9 +241,10 @@ def record_task(
     tail_steps: int,
 ) -> Episode:
     """Run the expert on ``task`` from the current state (subtask begun here) and record every step."""
+    from envs.calvin.env import PlayTableInterface
     from policies.base import EpisodeContext
 
-    env.unwrapped.begin_subtask(task)
+    cast(PlayTableInterface, env.unwrapped).begin_subtask(task)
     expert.reset(EpisodeContext(instruction=instruction, seed=0, extras={"task": task}))
     frames, success_step = [], None
     for step in range(ep_len + tail_steps):
@@ -342,7 +350,7 @@ def _account(report: TaskReport, writer: CalvinWriter, attempt: int, start: Star
         "steps": len(episode.frames),
         "success_step": episode.success_step,
     }
-    if episode.success:
+    if episode.success and episode.success_step is not None:  # success implies the step
         first, last = writer.write_episode(episode.frames, report.task, report.instruction)
         entry["frames"] = [first, last]
         report.kept += 1
@@ -380,8 +388,31 @@ def _summary(config: DemoConfig, reports: Sequence[TaskReport], seconds: float) 
     }
 
 
+def split_env(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """``--env NAME`` (default calvin) and the remaining arguments, which belong to that env's command."""
+    env, rest, args = "calvin", [], list(argv)
+    while args:
+        item = args.pop(0)
+        if item == "--env":
+            if not args:
+                raise InputError(f"--env needs a value: {' or '.join(ENVS)}")
+            env = args.pop(0)
+        elif item.startswith("--env="):
+            env = item.partition("=")[2]
+        else:
+            rest.append(item)
+    if env not in ENVS:
+        raise InputError(f"--env {env!r}: no demonstrations for it; choose {' or '.join(ENVS)}")
+    return env, rest
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    summary = generate(parse_config(DemoConfig, argv, prog="python -m vla.demos"))
+    env, args = split_env(sys.argv[1:] if argv is None else argv)
+    if env == "libero":
+        from vla import libero_demos
+
+        return libero_demos.main(args)
+    summary = generate(parse_config(DemoConfig, args, prog="python -m vla.demos"))
     for task, row in summary["tasks"].items():
         print(
             f"[vla.demos] {task}: kept {row['kept']}/{row['attempts']} ({100 * row['kept_fraction']:.0f}%), "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.calvin.config import CHAIN_LENGTH, POLICY_DEFAULTS, REFERENCE, CalvinConfig
 from benchmarks.calvin.protocol import evaluation_chains, parse_tasks, task_episodes
@@ -29,9 +29,12 @@ from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import run_command
-from benchmarks.core.worker import EpisodeWorker
+from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 
 def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
@@ -102,6 +105,7 @@ class CalvinWorker(EpisodeWorker):
         tasks = list(unit.spec["tasks"])
         if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
             on_step = _flat_frames(on_step)
+        assert self.env is not None  # built with the worker
         result = run_chain(
             self.env,
             self.policy,
@@ -172,7 +176,7 @@ class CalvinBenchmark(Benchmark):
             for i, (state, tasks) in enumerate(evaluation_chains(self.config.num_sequences))
         ]
 
-    def worker_factory(self) -> Any:
+    def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     prefix_keys = frozenset({"limit", "num_sequences"})
@@ -204,7 +208,9 @@ class CalvinBenchmark(Benchmark):
         """The chain-success and per-task plots, by file name (each a callable taking the path)."""
         n = self.chain_length
         sr = percent_sr(metrics, n)
-        reference = {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
+        reference: dict[str, Sequence[float | None]] = (
+            {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
+        )
         return {
             "plots/chain_success.png": lambda p: line_plot(
                 p,
@@ -299,7 +305,7 @@ def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:
         )
 
 
-def action_space() -> Any:
+def action_space() -> gym.spaces.Space:
     """The env's action space (CALVIN's relative 7-D actions on either backend), built without a simulator."""
     from envs.calvin.env import _action_space
 

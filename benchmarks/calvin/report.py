@@ -53,7 +53,8 @@ def _rate_cell(success: int, total: int) -> str:
 
 def task_info(chains: Sequence[EpisodeRecord]) -> dict[str, dict[str, int]]:
     """Per task: successes, and attempts (the successful subtasks plus the one that failed), as CALVIN counts."""
-    success, total = Counter(), Counter()
+    success: Counter[str] = Counter()
+    total: Counter[str] = Counter()
     for subtask in subtask_records(chains):
         total[subtask["extras"]["task"]] += 1
         success[subtask["extras"]["task"]] += int(subtask["success"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -26,13 +26,25 @@ def planner_calls(record: EpisodeRecord) -> float:
     return float(record["policy_stats"].get("model_calls", record["policy_calls"]))
 
 
-def subset_table(results: Sequence[EpisodeRecord], key: str = "subset") -> dict[str, dict[str, float]]:
+class SubsetRow(TypedDict):
+    """One subset's row of :func:`subset_table`."""
+
+    episodes: int
+    success_rate: float
+    avg_steps: float
+    avg_planner_calls: float
+    avg_invalid_actions: float
+    planner_output_errors: float
+    success_ci: list[float] | None
+
+
+def subset_table(results: Sequence[EpisodeRecord], key: str = "subset") -> dict[str, SubsetRow]:
     """EB's numbers per subset (or per another ``extras`` field, ``key``): success rate (%) and its 95 %
     Wilson interval (``success_ci``, in %), mean steps, planner calls, invalid actions, output errors."""
     by_subset: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for r in results:
         by_subset[r["extras"][key]].append(r)
-    table = {}
+    table: dict[str, SubsetRow] = {}
     for subset, rows in by_subset.items():
         stats = [r["policy_stats"] for r in rows]
         table[subset] = {
@@ -60,7 +72,7 @@ def average_interval(results: Sequence[EpisodeRecord], key: str = "subset") -> l
     return macro_mean([_rate(rows) for rows in by_subset.values()], bounds=(0.0, 1.0)).scaled(100).bounds()
 
 
-def _rows(table: dict[str, dict[str, float]], heading: str) -> list[str]:
+def _rows(table: dict[str, SubsetRow], heading: str) -> list[str]:
     lines = [
         f"| {heading} | episodes | success % [95 % interval] | avg. steps | avg. planner calls | avg. invalid actions | "
         "planner output errors |",
@@ -78,10 +90,10 @@ def _rows(table: dict[str, dict[str, float]], heading: str) -> list[str]:
 def subset_markdown(
     title: str,
     label: str,
-    table: dict[str, dict[str, float]],
+    table: dict[str, SubsetRow],
     average: float | None,
     tally: UnitTally,
-    families: dict[str, dict[str, float]] | None = None,
+    families: dict[str, SubsetRow] | None = None,
     family: str | None = None,
     average_ci: list[float] | None = None,
 ) -> str:

@@ -14,10 +14,11 @@ points), CALVIN's avg. len in subtasks.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -47,7 +48,7 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def from_numbers(args: Any) -> dict[str, Any]:
+def from_numbers(args: argparse.Namespace) -> dict[str, Any]:
     """The sample size from ``--rate`` or ``--sd``."""
     if (args.rate is None) == (args.sd is None):
         raise InputError("power needs a pilot RUN, or exactly one of --rate P and --sd S")
@@ -61,7 +62,7 @@ def from_numbers(args: Any) -> dict[str, Any]:
     return {"design": "two independent runs, mean", "sd": args.sd, "units_per_run": n}
 
 
-def from_pilot(paths: Sequence[str], args: Any) -> dict[str, Any]:
+def from_pilot(paths: Sequence[str], args: argparse.Namespace) -> dict[str, Any]:
     """The sample size from one pilot run (independent runs) or two (paired on their shared units)."""
     runs = [load_run(p) for p in paths]
     a = runs[0]
@@ -70,7 +71,7 @@ def from_pilot(paths: Sequence[str], args: Any) -> dict[str, Any]:
         if not results:
             raise InputError(f"{a.path} has no completed unit to estimate from; finish the pilot run first")
         if a.headline == "success":
-            rate = float(np.mean([u.success for u in results]))
+            rate = float(np.mean(cast("list[bool]", [u.success for u in results])))  # every result has one
             n = P.two_rates(rate, args.difference, alpha=args.alpha, power=args.power)
             return {
                 "design": "two independent runs, success rate",
@@ -78,7 +79,8 @@ def from_pilot(paths: Sequence[str], args: Any) -> dict[str, Any]:
                 "pilot_units": len(results),
                 "units_per_run": n,
             }
-        sd = float(np.std([u.score for u in results], ddof=1)) if len(results) > 1 else 0.0
+        scores = cast("list[float]", [u.score for u in results])  # a graded run: every result has a score
+        sd = float(np.std(scores, ddof=1)) if len(results) > 1 else 0.0
         n = P.two_means(_positive(sd, a.path), args.difference, alpha=args.alpha, power=args.power)
         return {
             "design": "two independent runs, mean",
@@ -117,7 +119,7 @@ def _positive(sd: float, where: object) -> float:
     )
 
 
-def check_flags(args: Any) -> None:
+def check_flags(args: argparse.Namespace) -> None:
     """``--alpha`` and ``--power`` in (0, 1), ``--difference`` and ``--sd`` > 0, ``--rate`` in [0, 1]."""
     try:
         check_level("--alpha", args.alpha)

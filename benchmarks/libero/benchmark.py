@@ -7,7 +7,7 @@ import functools
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,13 +21,16 @@ from benchmarks.core.latency import (
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.runner import run_command
 from benchmarks.core.work import RECORD_ERROR
-from benchmarks.core.worker import EpisodeWorker
+from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.libero.config import POLICY_DEFAULTS, REFERENCE, LiberoConfig
 from benchmarks.libero.report import blind_rows, task_plot, task_rows, task_table
 from benchmarks.stats.intervals import WILSON, described, wilson
 from envs.libero import protocol
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 
 class LiberoWorker(EpisodeWorker):
@@ -42,7 +45,7 @@ class LiberoWorker(EpisodeWorker):
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.task_index: int | None = None
 
-    def _env_for(self, task_index: int) -> Any:
+    def _env_for(self, task_index: int) -> gym.Env:
         from envs.libero.protocol import env_id
 
         if task_index != self.task_index:
@@ -61,6 +64,7 @@ class LiberoWorker(EpisodeWorker):
             self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
             self.task_index = task_index
+        assert self.env is not None  # built for this task, here or for an earlier unit
         return self.env
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
@@ -114,7 +118,7 @@ class LiberoBenchmark(Benchmark):
             for i, (t, k) in enumerate(pairs)
         ]
 
-    def worker_factory(self) -> Any:
+    def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     def manifest_extra(self) -> dict[str, Any]:
@@ -208,7 +212,7 @@ def check_expert_goals(suite: str, tasks: Sequence[int]) -> None:
             raise InputError(f"--policy expert, {suite} task {t} ({task.name}): {error}") from None
 
 
-def action_space() -> Any:
+def action_space() -> gym.spaces.Space:
     """The env's action space (delta end-effector pose and gripper, in [-1, 1]), built without a simulator."""
     from envs.libero.env import action_space
 

@@ -59,7 +59,8 @@ def load(path: Path, options: LoadOptions) -> list[StaticItem]:
     rows = [(f, row) for f in files for row in read_rows(f)]
     sample = next((p for _, row in rows for p in iter_strings(_image_field(row))), None)
     media_root = choose_media_root(path, options.image_root, sample, options.check_media)
-    items, seen = [], {}
+    items: list[StaticItem] = []
+    seen: dict[str, int] = {}
     for index, (file, row) in enumerate(rows):
         item = _item(row, file, base, len(files) > 1, index, media_root)
         if item.item_id in seen:
@@ -376,8 +377,8 @@ def summarize(
 
 def _judge_assisted(records: Sequence[Mapping[str, Any]]) -> float | None:
     """The published pipeline's score: the judge's outcome where it was asked, the rule outcome elsewhere."""
-    values = [(r["judge"]["score"] if r.get("judge") else r.get("score")) for r in records]
-    values = [float(v) for v in values if v is not None]
+    outcomes = [(r["judge"]["score"] if r.get("judge") else r.get("score")) for r in records]
+    values = [float(v) for v in outcomes if v is not None]
     return percent(sum(values) / len(values)) if values else None
 
 

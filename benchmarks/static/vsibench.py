@@ -95,7 +95,8 @@ def _item(
     if question_type in official.MCA_QUESTION_TYPES:
         options = _options(row.get("options"), where)
         key = str(row["ground_truth"]).strip().upper()
-        task, meta = "mcq", {"key": key, "option_lines": [str(o) for o in row["options"]]}
+        task = "mcq"
+        meta: dict[str, Any] = {"key": key, "option_lines": [str(o) for o in row["options"]]}
         if key not in options:  # lmms-eval scores it (never a match): kept, with the problem
             meta["key_problem"] = (
                 f"ground truth {row['ground_truth']!r} is not one of the option letters {sorted(options)}"

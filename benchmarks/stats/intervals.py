@@ -20,6 +20,9 @@ from statistics import NormalDist
 
 import numpy as np
 
+#: Values of one sample, as a sequence or a NumPy array.
+Values = Sequence[float] | np.ndarray
+
 #: The level of every interval a summary shows.
 CONFIDENCE = 0.95
 #: Bootstrap resamples and the seed every summary uses, so a summary is the same from run to run. At 2,000
@@ -92,11 +95,11 @@ def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> Interval:
     return Interval(p, low, high, n, "wilson")
 
 
-def _as_array(values: Sequence[float]) -> np.ndarray:
+def _as_array(values: Values) -> np.ndarray:
     return np.asarray(values, dtype=float).reshape(-1)
 
 
-def cluster_sums(values: Sequence[float], clusters: Sequence[Hashable]) -> np.ndarray:
+def cluster_sums(values: Values, clusters: Sequence[Hashable]) -> np.ndarray:
     """The sum of ``values`` per cluster (clusters in first-seen order)."""
     if len(values) != len(clusters):
         raise ValueError(f"{len(values)} values but {len(clusters)} cluster keys")
@@ -105,7 +108,7 @@ def cluster_sums(values: Sequence[float], clusters: Sequence[Hashable]) -> np.nd
     return np.bincount(index, weights=_as_array(values), minlength=len(codes))
 
 
-def clustered_se(values: Sequence[float], clusters: Sequence[Hashable] | None = None) -> float | None:
+def clustered_se(values: Values, clusters: Sequence[Hashable] | None = None) -> float | None:
     """The standard error of the mean of ``values`` with items correlated within a cluster (CR1):
 
         SE² = G/(G-1) · Σ_g (Σ_{i∈g} (y_i - ȳ))² / N²
@@ -122,7 +125,7 @@ def clustered_se(values: Sequence[float], clusters: Sequence[Hashable] | None = 
 
 
 def clustered_mean(
-    values: Sequence[float],
+    values: Values,
     clusters: Sequence[Hashable] | None = None,
     confidence: float = CONFIDENCE,
     bounds: tuple[float, float] | None = None,
@@ -142,7 +145,7 @@ def clustered_mean(
 
 
 def bootstrap_means(
-    values: Sequence[float],
+    values: Values,
     clusters: Sequence[Hashable] | None = None,
     *,
     seed: int = SEED,
@@ -168,7 +171,7 @@ def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) 
 
 
 def bootstrap_mean(
-    values: Sequence[float],
+    values: Values,
     clusters: Sequence[Hashable] | None = None,
     *,
     confidence: float = CONFIDENCE,
@@ -191,7 +194,7 @@ def shares_clusters(clusters: Sequence[Hashable] | None) -> bool:
 
 
 def score_interval(
-    scores: Sequence[float], clusters: Sequence[Hashable] | None = None, confidence: float = CONFIDENCE
+    scores: Values, clusters: Sequence[Hashable] | None = None, confidence: float = CONFIDENCE
 ) -> Interval:
     """The interval of a mean score in [0, 1], as a static benchmark's tables show it.
 
@@ -232,11 +235,12 @@ def weighted_mean(
     n = sum(p.n for p, _ in kept)
     if not kept or total <= 0:
         return Interval(None, None, None, n, method)
-    mean = sum(w * p.estimate for p, w in kept) / total  # type: ignore[operator]
-    if any(p.low is None or p.high is None for p, _ in kept):
+    mean = sum(w * estimate for p, w in kept if (estimate := p.estimate) is not None) / total
+    spans = [(w, p.high - p.low) for p, w in kept if p.high is not None and p.low is not None]
+    if len(spans) < len(kept):
         return Interval(mean, None, None, n, method)
     z = z_value(confidence)
-    se = math.sqrt(sum((w * (p.high - p.low) / (2 * z)) ** 2 for p, w in kept)) / total  # type: ignore[operator]
+    se = math.sqrt(sum((w * span / (2 * z)) ** 2 for w, span in spans)) / total
     low, high = mean - z * se, mean + z * se
     if bounds is not None:
         low, high = max(bounds[0], low), min(bounds[1], high)

@@ -198,7 +198,8 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     or "D", the default).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}
+    # as gymnasium.Env declares it (an instance variable with a class-level default)
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}  # noqa: RUF012
 
     def __init__(
         self,

@@ -69,6 +69,7 @@ def test_every_subcommand_runs_an_existing_python_m_module():
         "goal",
         "compare",
         "power",
+        "report",
         "serve",
         "train",
         "demos",

@@ -13,6 +13,7 @@ from benchmarks.static.config import RunConfig, build_parser, field_docs
 from benchmarks.static.items import DataError
 from benchmarks.static.registry import LoadOptions
 from benchmarks.static.runner import run
+from policies.backends.cache import CachedBackend
 from tests.snapshots import assert_matches_snapshot
 from tests.static_helpers import (
     ScriptedBackend,
@@ -265,6 +266,19 @@ def test_judge_is_reported_separately(tmp_path: Path) -> None:
     # (0 + 0.5) / 2 for the open item
     assert section["paper_combined_overall"] == pytest.approx(100 * (3 + 0.25) / 4)
     assert result.summary["headline"]["overall"] == 75.0  # the rule-based score is unchanged
+
+
+def test_handed_in_model_and_judge_are_used_while_their_caches_are_empty(tmp_path: Path) -> None:
+    """A CachedBackend has a length (its cache's rows), so it is falsy while empty: the runner must still ask
+    the model and the judge it is handed, not build others (or drop the judge)."""
+    data = write_spatialscore(tmp_path / "data")
+    answers = {**SPATIALSCORE_ANSWERS, "fireplace and the sofa": "4 m"}
+    model = CachedBackend(ScriptedBackend(answer_by_question(answers)), tmp_path / "model.sqlite")
+    judge = CachedBackend(ScriptedBackend(lambda prompt: "work...\noutput: 0.5"), tmp_path / "judge.sqlite")
+    assert len(model) == len(judge) == 0
+    result = run(config(tmp_path, "spatialscore", data), backend=model, judge=judge)
+    assert result.records[3]["judge"]["score"] == 0.5 and result.summary["judge"]["asked"] == 1
+    assert (len(model), len(judge)) == (4, 1)
 
 
 def test_space10_official_mode_with_and_without_judge(tmp_path: Path) -> None:
