@@ -8,9 +8,10 @@ env family's privileged expert for its next motion in those terms and writes the
 (``step_1`` ... with ``actions``, ``step_nums`` and ``gripper``). Parsing, execution and success are the
 real path.
 
-Experts per family: CALVIN's built-in play-table has :class:`policies.experts.calvin_plan.PlanExpert` (the
-scripted IK expert's waypoints as primitives). Other families have no privileged plan expert yet; the
-oracle refuses them in one line rather than answering something a perfect model would not.
+Experts per family: CALVIN's play-table has :class:`policies.experts.calvin_plan.PlanExpert` (the
+scripted IK expert's waypoints as primitives), LIBERO :class:`policies.experts.libero_plan.LiberoPlanExpert`
+(the scripted LIBERO expert's next action as primitives). Other families have no privileged plan expert
+yet; the oracle refuses them in one line rather than answering something a perfect model would not.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class PlanSource(Protocol):
 
 
 class LiberoPlanSource:
-    """A scripted pick-and-place from LIBERO's object poses (privileged; LIBERO has no expert of its own)."""
+    """The LIBERO scripted expert's next action as a manipulation plan (every goal it solves)."""
 
     def __init__(self, env: gym.Env) -> None:
         from policies.experts.libero_plan import LiberoPlanExpert
