@@ -18,7 +18,7 @@ a number (distance, depth, size)      holds a number                        MRA 
 ====================================  ====================================  ============================  ==================
 
 So a multi-hop row scores exactly as :data:`~benchmarks.posttrain.multihop_rewards.PAPER_REWARD_FUNCS` score it,
-and the gold assistant turn of every row earns the most its row allows (``tests/test_spatial_rewards.py``).
+and the gold assistant turn of every row earns the most its row allows (``tests/benchmarks/posttrain/test_spatial_rewards.py``).
 The functions have TRL's reward signature ``(completions, **kwargs) -> list[float]``; the references arrive
 as the dataset columns ``response`` and ``bbox_normalized``.
 """

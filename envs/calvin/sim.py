@@ -7,7 +7,7 @@ re-creates it (:meth:`PlayTableSim._forget_contacts`), which deletes every overl
 every persistent contact manifold. It takes about 0.5 ms without cameras (``bench/calvin_reset.py``),
 against tens of ms for rebuilding the world from the URDFs (:meth:`PlayTableSim.rebuild`, what a reset
 did before). An episode depends on its reset arguments only, never on the episodes run before it: its
-trajectory is bit for bit the one a freshly built world gives (``tests/test_calvin_reset.py``).
+trajectory is bit for bit the one a freshly built world gives (``tests/envs/calvin/test_reset.py``).
 
 Restoring a saved state (``saveState``/``restoreState``) is not enough: Bullet keeps the manifolds of
 pairs that existed before and the order of their contact points, the solver visits contacts in that
