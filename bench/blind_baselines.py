@@ -148,8 +148,8 @@ FAMILIES: dict[str, FamilySpec] = {
 }
 REFERENCE_ARGS = {
     "expert": ["--policy", "expert"],
-    "oracle": ["--policy", "mllm", "--model", "oracle"],
-    "oracle-errors-0.2": ["--policy", "mllm", "--model", "oracle", "--oracle-error-rate", "0.2"],
+    "oracle": ["--policy", "mllm", "--model", "answer-key"],
+    "oracle-errors-0.2": ["--policy", "mllm", "--model", "answer-key", "--answer-key-error-rate", "0.2"],
 }
 
 

@@ -14,9 +14,10 @@ whose configs are flags (the policies' own options), so that every layer reaches
     config = parse_config(EvalConfig)          # --num-sequences 100 --policy random
 
 A field's help is its ``arg(..., help)`` metadata or the docstring written under it. No special cases:
-the flag is the field name with dashes (plus ``metadata["aliases"]``); booleans are ``--flag/--no-flag``;
-``Literal`` fields become choices; ``X | None`` fields accept the string ``none``; a field without a
-default is a required flag.
+the flag is the field name with dashes (plus ``metadata["aliases"]``, and ``metadata["former"]``: former
+names, still accepted with a one-line deprecation note on stderr, not shown in ``--help``); booleans are
+``--flag/--no-flag``; ``Literal`` fields become choices; ``X | None`` fields accept the string ``none``; a
+field without a default is a required flag.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def arg(
     ``minimum``/``maximum`` reject values outside them at parse time (counts and sizes: minimum 1);
     ``json_kind`` (``dict``/``list``) makes a string field hold JSON of that kind, checked at parse time;
     ``must_exist`` makes a path field name an existing file or folder. Other keywords go into the field's
-    metadata: ``aliases`` (more flags), ``cli=False`` (no flag), ``parse`` (a function from the flag's text
+    metadata: ``aliases`` (more flags), ``former`` (former flag names: accepted with a deprecation note,
+    hidden from ``--help``), ``cli=False`` (no flag), ``parse`` (a function from the flag's text
     to the value, raising ``argparse.ArgumentTypeError``; e.g. a JSON number or list), ``metavar``.
     """
     if must_exist:
@@ -149,6 +151,24 @@ def run_cli(main: Callable[[Sequence[str] | None], Any], argv: Sequence[str] | N
 def _fail(message: str, status: int = EXIT_BAD_INPUT) -> int:
     print("error: " + " ".join(message.split()), file=sys.stderr)
     return status
+
+
+class _FormerFlag(argparse.Action):
+    """A flag's former name: stores into the same field, with a one-line deprecation note on stderr."""
+
+    def __init__(self, *args: Any, current: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.current = current
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"note: {option_string} is deprecated; use {self.current} (the same option)", file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
@@ -229,32 +249,43 @@ def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[s
             target = sections.setdefault(owner, parser.add_argument_group(title))
         else:
             target = parser
-        flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
-        tp, optional = _unwrap_optional(hints[f.name])
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
-        default = (
-            None if required else (f.default if f.default is not dataclasses.MISSING else f.default_factory())
-        )  # type: ignore[misc]
-        help_text = f.metadata.get("help") or docs.get(f.name, "")
-        shown = (
-            "" if required or default in (None, "") or "default" in help_text else f" (default: {default})"
+        _add_field_flags(target, f, hints[f.name], docs.get(f.name, ""))
+
+
+def _add_field_flags(target: Any, f: dataclasses.Field[Any], hint: Any, doc: str) -> None:
+    """The flag(s) of one config field: its name with dashes, its aliases and (hidden) its former names."""
+    flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
+    tp, optional = _unwrap_optional(hint)
+    required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
+    default = (
+        None if required else (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+    )  # type: ignore[misc]
+    help_text = f.metadata.get("help") or doc
+    shown = "" if required or default in (None, "") or "default" in help_text else f" (default: {default})"
+    kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": help_text + shown}
+    if "metavar" in f.metadata:
+        kwargs["metavar"] = f.metadata["metavar"]
+    if tp is bool:
+        target.add_argument(*flags, action=argparse.BooleanOptionalAction, **kwargs)
+    elif get_origin(tp) is Literal:
+        target.add_argument(*flags, choices=list(get_args(tp)), required=required, **kwargs)
+    elif get_origin(tp) in (list, tuple, Sequence):
+        (item,) = get_args(tp)[:1] or (str,)
+        target.add_argument(
+            *flags, nargs="*", type=_converter(item, False, f.metadata), required=required, **kwargs
         )
-        kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": help_text + shown}
-        if "metavar" in f.metadata:
-            kwargs["metavar"] = f.metadata["metavar"]
-        if tp is bool:
-            target.add_argument(*flags, action=argparse.BooleanOptionalAction, **kwargs)
-        elif get_origin(tp) is Literal:
-            target.add_argument(*flags, choices=list(get_args(tp)), required=required, **kwargs)
-        elif get_origin(tp) in (list, tuple, Sequence):
-            (item,) = get_args(tp)[:1] or (str,)
-            target.add_argument(
-                *flags, nargs="*", type=_converter(item, False, f.metadata), required=required, **kwargs
-            )
-        else:
-            target.add_argument(
-                *flags, type=_converter(tp, optional, f.metadata), required=required, **kwargs
-            )
+    else:
+        target.add_argument(*flags, type=_converter(tp, optional, f.metadata), required=required, **kwargs)
+    if f.metadata.get("former"):  # hidden; the default comes from the current flag
+        target.add_argument(
+            *f.metadata["former"],
+            dest=f.name,
+            default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
+            type=_converter(tp, optional, f.metadata),
+            action=_FormerFlag,
+            current=flags[0],
+        )
 
 
 def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:

@@ -86,6 +86,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--policy", "mllm", "--model", "{model_dir}", "--device", "gpu"], "--device"),
     ("calvin", ["--policy", "mllm", "--model", "m", "--model-backend", "nope"], "--model-backend"),
     ("calvin", [*MLLM, "--max-new-tokens", "0"], "--max-new-tokens"),
+    ("calvin", [*MLLM, "--answer-key-error-rate", "2"], "--answer-key-error-rate"),
     ("calvin", [*MLLM, "--oracle-error-rate", "2"], "--oracle-error-rate"),
     ("calvin", [*MLLM, "--num-steps", "0"], "--num-steps"),
     ("calvin", [*MLLM, "--loop", "react"], "--loop"),
@@ -224,7 +225,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
         ],
         "/no/such/depth",
     ),
-    ("static", [*STATIC, "--model", "m", "--oracle-error-rate", "0.5"], "--oracle-error-rate"),
+    ("static", [*STATIC, "--model", "m", "--answer-key-error-rate", "0.5"], "--answer-key-error-rate"),
     ("static", [*STATIC, "--model", "answer-key", "--max-new-tokens", "0"], "--max-new-tokens"),
     # --- goal-image scoring, the server, VLA training and demonstrations, the umbrella command
     ("goal", ["predict"], "--dataset"),

@@ -15,6 +15,7 @@ PROJECT_WIDE = {
     "test_parser_bounds.py",
     "test_readme.py",
     "test_safe_files.py",
+    "test_stand_in_edge.py",
     "test_style.py",
     "test_tests_layout.py",
     "test_typecheck.py",

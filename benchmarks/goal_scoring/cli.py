@@ -25,10 +25,12 @@ from benchmarks.goal_scoring.dataset import (
     write_jsonl,
 )
 from benchmarks.goal_scoring.predict import (
-    builtin_records,
+    blind_outputs,
     gold_conversations,
+    gold_outputs,
     make_model_backend,
     predict_with_backend,
+    reference_records,
 )
 from benchmarks.goal_scoring.report import (
     markdown_table,
@@ -52,7 +54,17 @@ from policies.config_cli import (
     run_cli,
 )
 
-BUILTIN_PREDICTIONS = ("oracle", "blind")
+#: The built-in reference answers by name: the answer key (each sample's ground truth, the answers of
+#: ``--policy mllm --model answer-key`` without a backend) and the blind baseline (the most common plan).
+BUILTIN_PREDICTIONS: dict[str, Callable[[GoalDataset, str], dict[str, str]]] = {
+    ANSWER_KEY_MODEL: gold_outputs,
+    "blind": blind_outputs,
+}
+
+
+def builtin_records(dataset: GoalDataset, name: str, scorer: str = "paper") -> list[dict[str, Any]]:
+    """Prediction records of the built-in reference ``name``, written as ``scorer`` reads answers."""
+    return reference_records(BUILTIN_PREDICTIONS[name](dataset, scorer), name)
 
 
 class IncompleteRun(RuntimeError):
@@ -78,10 +90,10 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     dataset = load_dataset(config.dataset)
     if config.limit is not None:
         dataset = GoalDataset(dataset.root, dataset.samples[: config.limit], dataset.header)
-    if config.policy in BUILTIN_PREDICTIONS and (config.oracle_error_rate or config.model):
+    if config.policy in BUILTIN_PREDICTIONS and (config.answer_key_error_rate or config.model):
         raise DatasetError(
             f"--policy {config.policy} writes its answers without a model; drop --model and "
-            "--oracle-error-rate, or use --policy mllm --model answer-key for the stand-in backend"
+            "--answer-key-error-rate, or use --policy mllm --model answer-key for the stand-in backend"
         )
     extra: dict[str, Any] = {}
     if config.policy in BUILTIN_PREDICTIONS:
@@ -116,21 +128,26 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
 def _backend(config: PredictConfig, dataset: GoalDataset) -> Backend:
     if not config.model:
         raise DatasetError("--policy mllm needs --model (a checkpoint path, hub id, or server model name)")
-    if config.oracle_error_rate and config.model != ANSWER_KEY_MODEL:
-        raise DatasetError("--oracle-error-rate applies to --model answer-key only")
-    if not 0.0 <= config.oracle_error_rate <= 1.0:
-        raise DatasetError(f"--oracle-error-rate must be in [0, 1], got {config.oracle_error_rate}")
+    if config.answer_key_error_rate and config.model != ANSWER_KEY_MODEL:
+        raise DatasetError("--answer-key-error-rate applies to --model answer-key only")
+    if not 0.0 <= config.answer_key_error_rate <= 1.0:
+        raise DatasetError(f"--answer-key-error-rate must be in [0, 1], got {config.answer_key_error_rate}")
     budget = SPATIALTREE_MAX_NEW_TOKENS if config.max_new_tokens is None else config.max_new_tokens
     if budget < 1:
         raise DatasetError(f"--max-new-tokens must be at least 1, got {budget}")
     generation = GenerationConfig(max_new_tokens=budget, temperature=config.temperature, seed=config.seed)
+    if config.model == ANSWER_KEY_MODEL:  # the stand-in, built with its answer key: never cached, no endpoint
+        from policies.backends.factory import make_backend
+
+        return make_backend(
+            config.model,
+            config=generation,
+            truth=AnswerKey(gold_conversations(dataset, config.num_steps)),
+            error_rate=config.answer_key_error_rate,
+            error_seed=config.answer_key_error_seed,
+        )
     return make_model_backend(
-        config.model,
-        api_base=config.api_base,
-        generation=generation,
-        cache=config.cache,
-        oracle_errors=(config.oracle_error_rate, config.oracle_error_seed),
-        truth=AnswerKey(gold_conversations(dataset, config.num_steps)),
+        config.model, api_base=config.api_base, generation=generation, cache=config.cache
     )
 
 

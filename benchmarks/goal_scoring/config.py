@@ -18,8 +18,8 @@ class PredictConfig:
     """Dataset directory (samples.jsonl, dataset.json, images/)."""
     output: Path
     """Run directory; predictions.jsonl and manifest.json are written there."""
-    policy: Literal["mllm", "oracle", "blind"] = "mllm"
-    """mllm: a model through the backend factory; oracle: the ground truth; blind: the dataset's most common plan."""
+    policy: Literal["mllm", "answer-key", "blind", "oracle"] = "mllm"
+    """mllm: a model through the backend factory; answer-key: the ground truth ('oracle' is its deprecated name); blind: the dataset's most common plan."""
     model: str | None = None
     """For --policy mllm: a local checkpoint directory, a hub id, the model name on the --api-base server, or 'answer-key' (the ground-truth plan through the backend interface; 'oracle' is its deprecated name)."""
     api_base: str | None = None
@@ -38,15 +38,16 @@ class PredictConfig:
     """Steps the prompt asks for; default: each sample's ground-truth step count (the paper's prompts say 6)."""
     limit: int | None = None
     """Predict only the first N samples (smoke tests)."""
-    oracle_error_rate: float = 0.0
+    answer_key_error_rate: float = field(default=0.0, metadata={"former": ("--oracle-error-rate",)})
     """--model answer-key: probability of injecting a typical model error (unknown action, malformed JSON, truncation, prose)."""
-    oracle_error_seed: int = 0
+    answer_key_error_seed: int = field(default=0, metadata={"former": ("--oracle-error-seed",)})
     """--model answer-key: seed of the injected errors."""
     allow_errors: bool = False
     """Exit 0 even when samples errored (they are still written with their error and counted)."""
 
     def __post_init__(self) -> None:
         self.model = canonical_model(self.model)  # the stand-in's former name "oracle", with a note
+        self.policy = canonical_model(self.policy, "--policy")  # type: ignore[assignment]
 
 
 @dataclass
@@ -56,7 +57,7 @@ class ScoreConfig:
     dataset: Path
     """Dataset directory the predictions were made for."""
     predictions: str
-    """predictions.jsonl written by `predict`, or `oracle` / `blind` for the built-in reference answers."""
+    """predictions.jsonl written by `predict`, or `answer-key` / `blind` for the built-in reference answers ('oracle' is answer-key's deprecated name)."""
     output: Path
     """Run directory for the results."""
     scorer: Literal["paper", "lmms-eval"] = "paper"
@@ -70,9 +71,12 @@ class ScoreConfig:
     allow_missing: bool = False
     """Score samples without a prediction as 0 (reported as missing) instead of stopping with an error."""
     baselines: bool = True
-    """Also score the oracle and the blind answers and report them next to the predictions."""
+    """Also score the answer key (the ground truth) and the blind answers and report them next to the predictions."""
     allow_errors: bool = False
     """Exit 0 even when predictions errored (they are counted, left out of the means, and the run is marked incomplete)."""
+
+    def __post_init__(self) -> None:
+        self.predictions = canonical_model(self.predictions, "--predictions") or ""  # "oracle", with a note
 
 
 @dataclass

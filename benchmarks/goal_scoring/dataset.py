@@ -461,7 +461,8 @@ def load_predictions(path: str | Path) -> dict[str, dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise DatasetError(
-            f"predictions file {path} not found. Fix: run `predict` first, or pass oracle / blind"
+            f"predictions file {path} not found. Fix: run `predict` first, or pass a built-in reference "
+            "(see score --help)"
         )
     out: dict[str, dict[str, Any]] = {}
     for line_no, obj in _jsonl_objects(path):

@@ -1,4 +1,4 @@
-"""Predictions for a goal-image dataset: an MLLM through the ``Backend`` interface, the oracle, the blind baseline.
+"""Predictions for a goal-image dataset: an MLLM through the ``Backend`` interface, the ground truth, the blind baseline.
 
 Every prediction is the raw text a model would write; scorers parse it. The MLLM sees the SpatialTree
 system prompt (``action_mapping.render_navigation_prompt`` / ``render_manipulation_prompt`` with the
@@ -16,7 +16,6 @@ from typing import Any
 from action_mapping import Plan, PlanStep, render_manipulation_prompt, render_navigation_prompt
 from benchmarks.goal_scoring.dataset import GoalDataset, GoalSample
 from benchmarks.scoring.goal import KINDS, render_answer
-from policies.backends.answer_key import ANSWER_KEY_MODEL
 from policies.backends.base import Backend, Generation, GenerationConfig, Message
 from policies.config_cli import InputError
 
@@ -50,7 +49,7 @@ def build_messages(dataset: GoalDataset, sample: GoalSample, num_steps: int | No
 
 def gold_answer(sample: GoalSample) -> str:
     """The ground-truth plan written as the prompt asks (``step_1``... JSON with symbols, counts in the
-    sample's step sizes, gripper for manipulation): what ``--model answer-key`` answers."""
+    sample's step sizes, gripper for manipulation): a perfect model's answer."""
     return render_answer(sample.plan, sample.kind, "paper")
 
 
@@ -114,7 +113,7 @@ def _record(sample: GoalSample, backend: Backend, answer: Generation | str, wall
         "cached": answer.cached,
         "cost_usd": answer.cost_usd,
     }
-    if answer.injected_error is not None:  # a stand-in's seeded error, to check parse-failure counts against
+    if answer.injected_error is not None:  # an error seeded on purpose, to check parse-failure counts against
         record["injected_error"] = answer.injected_error
     return record
 
@@ -125,14 +124,11 @@ def make_model_backend(
     api_base: str | None,
     generation: GenerationConfig,
     cache: bool = True,
-    oracle_errors: tuple[float, int] = (0.0, 0),
-    truth: Any = None,
 ) -> Backend:
     """Build a backend with ``policies.backends.factory.make_backend`` (imported only when needed).
 
     Optional arguments are passed under the names the factory accepts (``api_base``/``base_url``,
     ``config``/``generation``/``generation_config``, ``cache``), so this stays valid as the factory grows.
-    ``oracle_errors`` is the stand-in's (error rate, error seed) and ``truth`` its answer key for ``model="answer-key"``.
     """
     try:
         from policies.backends.factory import make_backend
@@ -141,10 +137,6 @@ def make_model_backend(
             f"--policy mllm needs policies.backends.factory.make_backend, which cannot be imported ({e}). "
             "Fix: install the MLLM backends (pip install -e '.[mllm]') in a checkout that has them"
         ) from e
-    if model == ANSWER_KEY_MODEL:  # the stand-in is never cached and takes no endpoint
-        return make_backend(
-            model, config=generation, truth=truth, error_rate=oracle_errors[0], error_seed=oracle_errors[1]
-        )
     accepted = inspect.signature(make_backend).parameters
     kwargs: dict[str, Any] = {}
     if api_base is not None:
@@ -174,10 +166,10 @@ def _parameter_name(accepted: Mapping[str, inspect.Parameter], names: tuple[str,
 
 
 # --------------------------------------------------------------------------------------------------------
-# Reference points: the oracle (the ground truth itself) and the blind baseline
+# Reference points: the ground truth itself and the blind baseline
 
 
-def oracle_outputs(dataset: GoalDataset, scorer: str = "paper") -> dict[str, str]:
+def gold_outputs(dataset: GoalDataset, scorer: str = "paper") -> dict[str, str]:
     """The ground-truth plan of every sample, written as the named scorer reads answers."""
     return {s.id: render_answer(s.plan, s.kind, scorer) for s in dataset}
 
@@ -218,7 +210,6 @@ def blind_outputs(dataset: GoalDataset, scorer: str = "paper") -> dict[str, str]
     return {s.id: render_answer(plans[s.kind], s.kind, scorer) for s in dataset}
 
 
-def builtin_records(dataset: GoalDataset, policy: str, scorer: str = "paper") -> list[dict[str, Any]]:
-    """Prediction records of a built-in policy (``oracle`` or ``blind``)."""
-    outputs = oracle_outputs(dataset, scorer) if policy == "oracle" else blind_outputs(dataset, scorer)
-    return [{"id": sid, "output": text, "model": policy} for sid, text in outputs.items()]
+def reference_records(outputs: Mapping[str, str], name: str) -> list[dict[str, Any]]:
+    """Prediction records of built-in reference answers (sample id -> text), recorded under ``name``."""
+    return [{"id": sid, "output": text, "model": name} for sid, text in outputs.items()]

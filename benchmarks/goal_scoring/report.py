@@ -196,7 +196,7 @@ def _table_notes(summary: Mapping[str, Any]) -> list[str]:
         lines += ["", f"**Run {summary['status']}**"]
     if summary.get("injected_errors"):
         kinds = ", ".join(f"{k} ×{v}" for k, v in summary["injected_errors"].items())
-        lines += ["", f"Oracle errors injected: {kinds} ({summary['injected_unusable']} unusable)"]
+        lines += ["", f"Errors injected on purpose: {kinds} ({summary['injected_unusable']} unusable)"]
     if "binary_success_rate" in summary:
         lines += ["", f"lmms-eval binary success rate (manipulation): {_fmt(summary['binary_success_rate'])}"]
     if summary["failure_reasons"]:

@@ -444,7 +444,7 @@ def check_lengths(texts: Sequence[str], refs: Sequence[GoalReference]) -> None:
 
 
 # ========================================================================================================
-# Answers written from a plan (oracle and baselines), and the registry of scorers
+# Answers written from a plan (the ground truth and baselines), and the registry of scorers
 
 
 def render_answer(plan: Plan, kind: str, scorer: str = "paper") -> str:

@@ -13,7 +13,7 @@ import json
 import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ class AblationConfig:
     """Local depth-model folder for the learned tool set."""
     limit: int | None = None
     """Only the first N items."""
-    oracle_error_rate: float = 0.0
+    answer_key_error_rate: float = field(default=0.0, metadata={"former": ("--oracle-error-rate",)})
     """--model answer-key: rate of injected output errors (as for a normal run)."""
 
 
@@ -73,7 +73,7 @@ def run_ablation(config: AblationConfig) -> dict[str, Any]:
                 agent_depth_model=config.depth_model if tools == "learned" else None,
                 limit=config.limit,
                 plot=False,
-                oracle_error_rate=config.oracle_error_rate,
+                answer_key_error_rate=config.answer_key_error_rate,
             )
         )
         rows[tools] = by_kind(result.records)

@@ -79,7 +79,7 @@ def build_backend(
 
             kwargs["error_kinds"] = AGENT_ERROR_KINDS
         if model is None:  # the model under test, not a perfect judge
-            kwargs.update(error_rate=config.oracle_error_rate, error_seed=config.oracle_error_seed)
+            kwargs.update(error_rate=config.answer_key_error_rate, error_seed=config.answer_key_error_seed)
             truth = truth if truth is not None else _truth(config, items)
         return make_backend(name, truth=truth, **kwargs)
     kwargs["api_base"] = api_base if model else config.api_base
@@ -109,7 +109,7 @@ def build_judge(
 def _truth(config: RunConfig, items: Sequence[StaticItem]) -> Any:
     """The stand-in's truth: the agent's per-item source (``--policy agent``), else the gold answers."""
     if config.policy == "agent":
-        from benchmarks.static.agent_oracle import StaticAgentTruth
+        from benchmarks.static.answer_key_agent import StaticAgentTruth
 
         return StaticAgentTruth()
     return AnswerKey(_gold_pairs(config, items))

@@ -7,7 +7,7 @@ cases: one flag per field, booleans as ``--flag/--no-flag``.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.core.streak import DEFAULT_MAX_CONSECUTIVE_ERRORS
@@ -53,9 +53,9 @@ class RunConfig:
     """Conversations handed to the backend at once."""
     max_new_tokens: int | None = None
     """Generation budget in tokens (default: the benchmark's published one: SpaCE-10 256, SpatialTree-Bench 16000, 512 otherwise)."""
-    oracle_error_rate: float = 0.0
+    answer_key_error_rate: float = field(default=0.0, metadata={"former": ("--oracle-error-rate",)})
     """--model answer-key: probability of injecting a typical model error into an answer (empty, truncated or a refusal: unusable; the answer inside a sentence: usable)."""
-    oracle_error_seed: int = 0
+    answer_key_error_seed: int = field(default=0, metadata={"former": ("--oracle-error-seed",)})
     """--model answer-key: seed of the injected errors."""
     allow_errors: bool = False
     """Exit 0 even when items errored (they are still counted, shown, and the run is marked incomplete)."""
@@ -128,10 +128,10 @@ class RunConfig:
             )
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise InputError(f"--max-new-tokens must be at least 1 (got {self.max_new_tokens})")
-        if not 0.0 <= self.oracle_error_rate <= 1.0:
-            raise InputError(f"--oracle-error-rate must be in [0, 1] (got {self.oracle_error_rate})")
-        if self.oracle_error_rate and self.model != ANSWER_KEY_MODEL:
-            raise InputError("--oracle-error-rate applies to --model answer-key only")
+        if not 0.0 <= self.answer_key_error_rate <= 1.0:
+            raise InputError(f"--answer-key-error-rate must be in [0, 1] (got {self.answer_key_error_rate})")
+        if self.answer_key_error_rate and self.model != ANSWER_KEY_MODEL:
+            raise InputError("--answer-key-error-rate applies to --model answer-key only")
 
     def _validate_agent(self) -> None:
         """The SpatialAgent flags (``--policy agent``)."""

@@ -47,7 +47,7 @@ class ScoringMode:
         judge_score: the judge's verdict from its reply.
         differences: how this mode differs from the project's (documentation).
         judge_gold: (item, response) -> the reply a perfect judge writes for this sample, in the judge
-            prompt's format; what ``--judge-model answer-key`` says.
+            prompt's format.
         headline_note: one line saying why this mode's headline differs from the project's or the
             judge-assisted one (e.g. a public scorer that cannot credit a perfect answer); shown with the
             headline in summary.md, summary.json and on the terminal.
@@ -81,7 +81,7 @@ class BenchmarkSpec:
         max_new_tokens: the published generation budget.
         reference: published reference numbers (docs/guide/static-benchmarks.md and summary context).
         gold_answer: (item, prompt style) -> the ground truth written exactly as that prompt asks for the
-            answer; what ``--model answer-key`` says (a competent model's answer, through the real scoring path).
+            answer (a competent model's answer, to check the real scoring path with).
     """
 
     name: str

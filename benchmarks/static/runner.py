@@ -386,7 +386,7 @@ def _as_prediction(generation: Generation) -> Prediction:
         "completion_tokens": generation.completion_tokens,
         "cached": generation.cached,
     }
-    if generation.injected_error is not None:  # a stand-in's seeded error, checked against the parse counts
+    if generation.injected_error is not None:  # an error seeded on purpose, checked against the parse counts
         info["injected_error"] = generation.injected_error
     return Prediction(generation.text, None, info)
 
@@ -559,7 +559,7 @@ def summarize(
 ) -> StaticSummary:
     """The mode's summary over the completed items, plus coverage: errored items (no answer: the backend
     failed), items without predictions, answers the scorer could not handle, samples that needed a judge,
-    a stand-in's injected errors. A run with errored or missing items is marked incomplete."""
+    the errors the backend injected on purpose. A run with errored or missing items is marked incomplete."""
     completed = [r for r in records if r["error"] is None]
     mode_summary = mode.summarize(items, completed, {"weights": config.weights})
     counts = mode_summary["counts"]

@@ -37,7 +37,7 @@ class SampleRecord(ScoreFields, _OptionalSampleFields):
     - the :class:`benchmarks.scoring.result.ScoreFields`: ``score``, ``correct``, ``parse``, ``scorer``,
       ``explanation``, ``metrics``; ``scoring_error`` (str, optional) when the scorer raised on this answer,
       which then scored 0.
-    - ``injected_error`` (str, optional): the error kind the test stand-in seeded into this answer.
+    - ``injected_error`` (str, optional): the error kind the backend seeded into this answer on purpose.
     - ``needs_judge`` (bool, optional): the mode sends this sample to a judge, and none was given.
     """
 

@@ -193,7 +193,7 @@ def _repo_instruction(item: StaticItem) -> str:
 
 
 def gold_answer(item: StaticItem, style: str = "paper") -> str:
-    """The ground truth written as the prompt of ``style`` asks (what ``--model answer-key`` answers): "(B)",
+    """The ground truth written as the prompt of ``style`` asks (a perfect model's answer): "(B)",
     "yes"/"no", ``\\scalar{2.0} \\distance_unit{m}`` where a distance format is asked, else the published
     answer as is."""
     key = item.meta["key"]

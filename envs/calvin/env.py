@@ -80,7 +80,7 @@ class PlayTableInterface:
         """World position and 3x3 rotation of a table link's frame (``slide_link``, ``drawer_link``,
         ``switch_link``, ``button_link``, ``led_link``, ``light_link``, ``plank_link``, ``base_link``),
         in the built-in table's frame convention (see :data:`TABLE_LINKS`). Privileged policies (the
-        scripted expert, plan oracles) read the scene through this and :meth:`snapshot` only, so they
+        scripted expert, its plan expert) read the scene through this and :meth:`snapshot` only, so they
         run on every backend."""
         raise NotImplementedError
 

@@ -88,10 +88,16 @@ class AgentPolicyConfig:
     max_new_tokens: int = arg(4096, "most tokens per agent call (the paper's budget)", minimum=1)
     temperature: float = arg(0.0, "0 = greedy decoding", minimum=0)
     seed: int = arg(0, "sampling seed")
-    oracle_error_rate: float = arg(
-        0.0, "--model answer-key: probability of injecting a typical model error", minimum=0, maximum=1
+    answer_key_error_rate: float = arg(
+        0.0,
+        "--model answer-key: probability of injecting a typical model error",
+        minimum=0,
+        maximum=1,
+        former=("--oracle-error-rate",),
     )
-    oracle_error_seed: int = arg(0, "--model answer-key: seed of the injected errors")
+    answer_key_error_seed: int = arg(
+        0, "--model answer-key: seed of the injected errors", former=("--oracle-error-seed",)
+    )
     device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto (core model and tool models)")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg(
         "auto", "auto, float32, bfloat16 or float16 (core model)"
@@ -157,8 +163,8 @@ class AgentPolicyConfig:
             max_new_tokens=self.max_new_tokens,
             temperature=self.temperature,
             seed=self.seed,
-            oracle_error_rate=self.oracle_error_rate,
-            oracle_error_seed=self.oracle_error_seed,
+            answer_key_error_rate=self.answer_key_error_rate,
+            answer_key_error_seed=self.answer_key_error_seed,
             device=self.device,
             dtype=self.dtype,
         )
@@ -178,10 +184,10 @@ def build_agent_policy(config: AgentPolicyConfig, backend: Backend | None = None
         options = mllm.backend_options()
         # errors that break tool calls (the EB kinds replace action names)
         if config.model == ANSWER_KEY_MODEL:
-            from policies.agent.nav_oracle import NavigationAgentOracle
+            from policies.agent.answer_key_nav import NavigationAnswerKeyCore
             from policies.backends.answer_key import EnvTruth
 
-            options.update(error_kinds=AGENT_ERROR_KINDS, truth=EnvTruth(NavigationAgentOracle))
+            options.update(error_kinds=AGENT_ERROR_KINDS, truth=EnvTruth(NavigationAnswerKeyCore))
         backend = make_backend(config.model, **options)
     agent = AgentConfig(
         config.agent_paradigm, config.agent_max_attempts, config.agent_max_turns, config.agent_max_tokens

@@ -1,8 +1,8 @@
 """Model backends behind one interface: ``generate(messages) -> Generation``.
 
 ``make_backend(model, api_base=None, cache=True, **options)`` builds a registered backend (transformers,
-OpenAI-compatible HTTP, the answer-key stand-in, or one a user added with ``register_backend``) with the SQLite response
-cache in front. Heavy modules (torch, transformers) load only when a transformers backend is built.
+OpenAI-compatible HTTP, the others registered in :mod:`policies.backends.factory`, or one a user added with
+``register_backend``) with the SQLite response cache in front. Heavy modules (torch, transformers) load only when a transformers backend is built.
 """
 
 from policies.backends.base import Backend, Generation, GenerationConfig, Message

@@ -41,17 +41,18 @@ if TYPE_CHECKING:
 ANSWER_KEY_MODEL = "answer-key"
 #: Former names, still accepted with a deprecation note (:func:`canonical_model`).
 DEPRECATED_NAMES = {"oracle": ANSWER_KEY_MODEL}
-_warned: set[str] = set()
+_warned: set[tuple[str, str]] = set()
 
 
-def canonical_model(name: str | None) -> str | None:
-    """``name``, or the stand-in's name for a former one (a one-line note on stderr, once per process)."""
+def canonical_model(name: str | None, flag: str = "--model") -> str | None:
+    """``name``, or the stand-in's name for a former one (a one-line note on stderr naming ``flag``, once per
+    process and flag)."""
     if name not in DEPRECATED_NAMES:
         return name
-    if name not in _warned:
-        _warned.add(name)
+    if (flag, name) not in _warned:
+        _warned.add((flag, name))
         print(
-            f"note: --model {name} is deprecated; use --model {DEPRECATED_NAMES[name]} (the same stand-in)",
+            f"note: {flag} {name} is deprecated; use {flag} {DEPRECATED_NAMES[name]} (the same stand-in)",
             file=sys.stderr,
         )
     return DEPRECATED_NAMES[name]

@@ -44,7 +44,7 @@ class Generation:
     latency_s: float = 0.0
     cached: bool = False
     cost_usd: float | None = None
-    #: The kind of model error a stand-in injected into this answer (``None`` for every real backend):
+    #: The kind of model error the backend injected into this answer on purpose (``None`` for real models):
     #: the only way an injected error reaches policies and records (:mod:`policies.backends.injection`).
     injected_error: str | None = None
     #: Why decoding ended, where the backend tells: ``"stop"`` (end of turn), ``"length"`` (the token
@@ -73,7 +73,7 @@ class Backend(ABC):
 
     def bind(self, env: gym.Env) -> None:
         """Hear the env the calling policy acts in (its ``bind``). A model answers from the conversation
-        alone and ignores it; a stand-in built with a closed-loop truth reads that truth from the env."""
+        alone and ignores it; a backend that answers from the simulator's truth reads it from the env."""
         return None
 
     def start_episode(self, context: Any) -> None:

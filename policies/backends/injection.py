@@ -1,4 +1,4 @@
-"""Typical model errors, injected at a seeded rate into a stand-in backend's answers.
+"""Typical model errors, injected at a seeded rate into a test backend's answers.
 
 A backend that injects one says which kind in :attr:`Generation.injected_error
 <policies.backends.base.Generation.injected_error>`; that metadata is the only way an injected error reaches

@@ -1,4 +1,4 @@
-"""The scripted expert's next motion as SpatialTree plan steps (privileged; the answer-key model's truth in the spatial loop).
+"""The scripted expert's next motion as SpatialTree plan steps (privileged: what a perfect planner writes).
 
 :class:`ScriptedExpert` drives the robot one control step at a time toward TCP waypoints. A plan of
 primitives cannot say "0.6 cm this step": each plan step is a whole number of counts of the prompt's step
@@ -16,8 +16,8 @@ plan a perfect model would give in those terms:
   caught up (anything but a transit point) and at the end of a planning stage. The next model call
   checks the real robot, exactly as the expert does.
 
-The counts' units and caps are arguments (the answer-key model reads them from the prompt), so the same expert
-answers any step sizes the user prompts with.
+The counts' units and caps are arguments (a caller reads them from the prompt), so the same expert answers any
+step sizes the user prompts with.
 """
 
 from __future__ import annotations

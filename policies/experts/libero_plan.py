@@ -1,4 +1,4 @@
-"""The LIBERO expert's motion as SpatialTree plan steps (privileged; the answer-key model's truth in the spatial loop).
+"""The LIBERO expert's motion as SpatialTree plan steps (privileged: what a perfect planner writes on LIBERO).
 
 :class:`~policies.experts.libero.LiberoExpert` acts one control step at a time: an OSC_POSE delta toward its
 current waypoint, computed from the measured hand pose. OSC_POSE re-targets from the pose the hand has
@@ -22,8 +22,8 @@ asks again when its plan runs out, so the model is asked before every control st
   action is.
 
 The expert is used through its policy interface (``bind``, ``reset``, ``act``) only: it reads the simulator,
-never the observation. The counts' units and caps are arguments (the answer-key model reads them from the
-prompt), so the same expert answers any step sizes the user prompts with.
+never the observation. The counts' units and caps are arguments (a caller reads them from the prompt), so the
+same expert answers any step sizes the user prompts with.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ class EpisodeCounters:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     model_latency_s: float = 0.0
-    #: Answers a stand-in corrupted on purpose (``Generation.injected_error``); 0 for every real model.
+    #: Answers the backend corrupted on purpose (``Generation.injected_error``); 0 for every real model.
     injected_errors: int = 0
     #: Of those, the ones whose kind must leave nothing usable: each must show up as one parse error.
     injected_unusable: int = 0

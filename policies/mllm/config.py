@@ -65,13 +65,16 @@ class MLLMPolicyConfig:
     top_p: float = arg(1.0, "nucleus sampling mass when temperature > 0", minimum=0, maximum=1)
     seed: int = arg(0, "sampling seed (sent to servers too)")
     # answer-key (the stand-in)
-    oracle_error_rate: float = arg(
+    answer_key_error_rate: float = arg(
         0.0,
         "--model answer-key: probability of injecting a typical model error into an answer",
         minimum=0,
         maximum=1,
+        former=("--oracle-error-rate",),
     )
-    oracle_error_seed: int = arg(0, "--model answer-key: seed of the injected errors")
+    answer_key_error_seed: int = arg(
+        0, "--model answer-key: seed of the injected errors", former=("--oracle-error-seed",)
+    )
     # transformers
     device: str = arg("cpu", "cpu, cuda, cuda:N, mps or auto")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = arg(
@@ -228,10 +231,10 @@ class MLLMPolicyConfig:
     def closed_loop_truth(self) -> Any:
         """What the stand-in (``--model answer-key``) answers from: the privileged expert of the env the policy binds."""
         if self.loop == "eb":
-            from policies.mllm.eb_oracle import eb_truth
+            from policies.mllm.answer_key_eb import eb_truth
 
             return eb_truth(self.task)
-        from policies.mllm.spatial_oracle import spatial_truth
+        from policies.mllm.answer_key_spatial import spatial_truth
 
         return spatial_truth(self.task)
 
@@ -249,8 +252,8 @@ class MLLMPolicyConfig:
             return {
                 **common,
                 "cache": False,
-                "error_rate": self.oracle_error_rate,
-                "error_seed": self.oracle_error_seed,
+                "error_rate": self.answer_key_error_rate,
+                "error_seed": self.answer_key_error_seed,
                 "truth": self.closed_loop_truth(),
             }
         if kind == "openai":

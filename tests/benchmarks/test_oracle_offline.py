@@ -154,7 +154,13 @@ def test_parse_failures_equal_injected_unusable_answers(data, tmp_path, bench, m
     injected_total = 0
     for seed in range(3):
         result = oracle_run(
-            data, tmp_path / str(seed), bench, mode, style, oracle_error_rate=0.6, oracle_error_seed=seed
+            data,
+            tmp_path / str(seed),
+            bench,
+            mode,
+            style,
+            answer_key_error_rate=0.6,
+            answer_key_error_seed=seed,
         )
         everything = result.records
         assert result.summary["counts"].get("injected_unusable", 0) == sum(
@@ -221,8 +227,8 @@ def test_static_cli_with_oracle_model_and_judge(data, tmp_path, capsys):
         f"Why this headline differs from the project's: {note}"
         in (run_dir / "summary.md").read_text().splitlines()
     )
-    assert static_main([*args[:6], "--oracle-error-rate", "2", "--output", str(tmp_path)]) == 2
-    assert "--oracle-error-rate must be in [0, 1]" in capsys.readouterr().err
+    assert static_main([*args[:6], "--answer-key-error-rate", "2", "--output", str(tmp_path)]) == 2
+    assert "--answer-key-error-rate must be in [0, 1]" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -412,9 +418,9 @@ def test_goal_parse_failures_equal_injected_unusable(goal_dir, tmp_path, seed):
                 str(goal_dir),
                 "--model",
                 "answer-key",
-                "--oracle-error-rate",
+                "--answer-key-error-rate",
                 "0.5",
-                "--oracle-error-seed",
+                "--answer-key-error-seed",
                 str(seed),
                 "--output",
                 str(tmp_path / "p"),

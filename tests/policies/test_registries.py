@@ -210,6 +210,35 @@ def test_oracle_is_a_deprecated_name_of_the_answer_key_stand_in(monkeypatch, cap
     assert MLLMPolicyConfig(model="m").model == "m" and capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("command", ["mllm", "agent", "static", "goal"])
+def test_the_stand_ins_former_error_flags_still_work_with_a_note(command, capsys):
+    """``--oracle-error-rate``/``--oracle-error-seed`` set the answer-key's error options, with one note each;
+    ``--help`` shows only the new names."""
+    from benchmarks.goal_scoring.config import PredictConfig
+    from benchmarks.static.config import RunConfig
+    from policies.agent.policy import AgentPolicyConfig
+    from policies.config_cli import config_from_namespace, config_parser
+
+    cls = {
+        "mllm": MLLMPolicyConfig,
+        "agent": AgentPolicyConfig,
+        "static": RunConfig,
+        "goal": PredictConfig,
+    }[command]
+    parser = config_parser(cls, "x")
+    base = ["--model", "answer-key", *(["--dataset", "d", "--output", "o"] if command == "goal" else [])]
+    args = [*base, "--oracle-error-rate", "0.25", "--oracle-error-seed", "7"]
+    config = config_from_namespace(cls, parser.parse_args(args))
+    assert (config.answer_key_error_rate, config.answer_key_error_seed) == (0.25, 7)
+    assert capsys.readouterr().err.splitlines() == [
+        "note: --oracle-error-rate is deprecated; use --answer-key-error-rate (the same option)",
+        "note: --oracle-error-seed is deprecated; use --answer-key-error-seed (the same option)",
+    ]
+    default = config_from_namespace(cls, parser.parse_args(base))
+    assert (default.answer_key_error_rate, default.answer_key_error_seed) == (0.0, 0)
+    assert "--answer-key-error-rate" in parser.format_help() and "--oracle-error" not in parser.format_help()
+
+
 def test_a_registered_backend_is_built_checked_and_cached(echo, tmp_path):
     backend = make_backend(
         "my-model", backend=echo, cache=tmp_path / "c.sqlite", max_new_tokens=7, shout=True

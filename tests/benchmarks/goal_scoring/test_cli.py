@@ -165,14 +165,14 @@ def test_predict_then_score_end_to_end(dataset_dir, fake_factory, tmp_path, caps
     assert summary["mean_score_parsed"] == pytest.approx(
         np.mean([v for k, v in expected.items() if k != ds.samples[1].id])
     )
-    assert summary["baselines"]["oracle"] == 1.0 and 0.0 <= summary["baselines"]["blind"] < 1.0
+    assert summary["baselines"]["answer-key"] == 1.0 and 0.0 <= summary["baselines"]["blind"] < 1.0
     assert set(summary["by_kind"]) == {"nav", "manip"} and summary["by_kind"]["manip"]["n"] == 3
     assert sum(summary["histogram"]["counts"]) == 9 and summary["failure_reasons"] == {"no_json": 1}
     records = read_jsonl(out / "records.jsonl")
     assert records[1]["parse_failed"] and records[1]["value"] == 0.0 and records[0]["value"] == 1.0
     assert records[2]["value"] == pytest.approx(expected[ds.samples[2].id]) and records[2]["steps"]
     table = (out / "summary.md").read_text()
-    assert "| scripted-vlm | 9 |" in table and "| oracle (reference) | 9 | 1.0000" in table
+    assert "| scripted-vlm | 9 |" in table and "| answer-key (reference) | 9 | 1.0000" in table
     assert "Parse failures (scored 0) by reason: no_json ×1" in table
     with Image.open(out / "plots" / "score_histogram.png") as im:
         assert im.size[0] > 100
@@ -209,13 +209,16 @@ def test_prompt_carries_the_sample_step_sizes_and_both_images(dataset_dir, fake_
     assert len(read_jsonl(tmp_path / "r" / "predictions.jsonl")) == 2
 
 
-def test_builtin_oracle_and_blind(dataset_dir, tmp_path):
+def test_builtin_answer_key_and_blind(dataset_dir, tmp_path, capsys):
+    """The built-in references; ``oracle``, the answer key's former name, still works with a note."""
     assert (
         main(
             ["predict", "--dataset", str(dataset_dir), "--policy", "oracle", "--output", str(tmp_path / "o")]
         )
         == 0
     )
+    assert "note: --policy oracle is deprecated; use --policy answer-key" in capsys.readouterr().err
+    assert {r["model"] for r in read_jsonl(tmp_path / "o" / "predictions.jsonl")} == {"answer-key"}
     assert (
         main(
             [
@@ -265,7 +268,7 @@ def test_lmms_eval_scorer_by_name(dataset_dir, tmp_path):
                 "--dataset",
                 str(dataset_dir),
                 "--predictions",
-                "oracle",
+                "answer-key",
                 "--scorer",
                 "lmms-eval",
                 "--output",
@@ -286,7 +289,7 @@ def test_lmms_eval_scorer_by_name(dataset_dir, tmp_path):
             "--dataset",
             str(dataset_dir),
             "--predictions",
-            "oracle",
+            "answer-key",
             "--scorer",
             "lmms-eval",
             "--weight-gripper",
@@ -443,7 +446,7 @@ def test_module_entry_point_runs(dataset_dir, tmp_path):
             "--dataset",
             str(dataset_dir),
             "--predictions",
-            "oracle",
+            "answer-key",
             "--output",
             str(tmp_path / "m"),
         ],
@@ -453,4 +456,4 @@ def test_module_entry_point_runs(dataset_dir, tmp_path):
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert "| oracle | 9 | 1.0000" in result.stdout
+    assert "| answer-key | 9 | 1.0000" in result.stdout

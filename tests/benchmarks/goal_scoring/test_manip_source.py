@@ -112,7 +112,7 @@ def test_oracle_scores_one_and_blind_less(manip_sets, tmp_path):
                 "--dataset",
                 str(manip_sets[0]),
                 "--predictions",
-                "oracle",
+                "answer-key",
                 "--output",
                 str(tmp_path / "o"),
             ]

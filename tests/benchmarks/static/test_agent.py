@@ -14,8 +14,8 @@ import pytest
 
 from benchmarks.datagen.nav_questions import KINDS
 from benchmarks.static.__main__ import main
-from benchmarks.static.agent_oracle import motion_primitive
 from benchmarks.static.agent_truth import SimScenes, SimTruthTools, read_truth
+from benchmarks.static.answer_key_agent import motion_primitive
 from policies.agent import Toolbox, ToolCall, ToolContext
 
 SEED = 3
@@ -140,9 +140,9 @@ def test_injected_unusable_tool_calls_are_the_counted_parse_failures(qa_set, tmp
         tmp_path,
         "--agent-paradigm",
         paradigm,
-        "--oracle-error-rate",
+        "--answer-key-error-rate",
         "0.4",
-        "--oracle-error-seed",
+        "--answer-key-error-seed",
         "1",
     )
     agent = result["summary"]["counts"]["agent"]

@@ -360,7 +360,7 @@ def test_oracle_pick_and_place_with_injected_errors(env_of):
     from policies.registry import build_policy
 
     env = env_of("libero_object")  # task 0: pick up the alphabet soup and place it in the basket
-    policy = build_policy("mllm", model="answer-key", oracle_error_rate=0.2, oracle_error_seed=0)
+    policy = build_policy("mllm", model="answer-key", answer_key_error_rate=0.2, answer_key_error_seed=0)
     policy.bind(env)
     result = run_episode(
         env,

@@ -10,8 +10,7 @@ import pytest
 from benchmarks.core.policy_cli import build_policy_from_spec, parse_benchmark_args
 from benchmarks.embodied import EmbodiedConfig
 from benchmarks.embodied.navigation import run_episode
-from policies.agent.learned_tools import box_from_points, learned_backends
-from policies.agent.nav_oracle import (
+from policies.agent.answer_key_nav import (
     FORWARD,
     LEFT,
     LOOK_DOWN,
@@ -21,6 +20,7 @@ from policies.agent.nav_oracle import (
     approach,
     to_goal,
 )
+from policies.agent.learned_tools import box_from_points, learned_backends
 from policies.config_cli import InputError
 from policies.registry import build_policy
 from tests.nav_scenes import empty_room, episode
@@ -84,7 +84,7 @@ def test_without_tools_the_same_core_does_not_find_the_target(env):
 
 def test_injected_unusable_tool_calls_are_the_counted_parse_failures(env):
     policy = build_policy(
-        "agent", model="answer-key", oracle_error_rate=0.4, oracle_error_seed=3, max_steps=8
+        "agent", model="answer-key", answer_key_error_rate=0.4, answer_key_error_seed=3, max_steps=8
     )
     record, _ = _run(env, policy, _EPISODES[0])
     stats = record["policy_stats"]

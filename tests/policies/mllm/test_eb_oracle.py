@@ -22,7 +22,7 @@ from policies.backends.answer_key import AnswerKeyBackend
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.injection import expected_effect
 from policies.baselines import ConstantPolicy, RandomPolicy
-from policies.mllm.eb_oracle import actions_left, asked_fields, eb_truth
+from policies.mllm.answer_key_eb import actions_left, asked_fields, eb_truth
 from policies.mllm.eb_prompts import system_text, turn_text
 from policies.mllm.embodied import EBAgentPolicy
 

@@ -3,9 +3,11 @@ primitives), injected model errors counted exactly, a scripted model's plan, and
 server on 127.0.0.1. Each closed-loop test runs one short single-subtask episode (``--tasks``)."""
 
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -16,8 +18,8 @@ from envs.calvin.env import PLAN_STEP_SIZES
 from policies.backends.injection import ERROR_KINDS
 from policies.backends.scripted import ScriptedBackend
 from policies.base import EpisodeContext
+from policies.mllm.answer_key_spatial import CalvinPlanSource, read_prompt_format
 from policies.mllm.spatial import SpatialPlanPolicy
-from policies.mllm.spatial_oracle import CalvinPlanSource, read_prompt_format
 
 pytest.importorskip("pybullet")
 
@@ -113,6 +115,41 @@ def test_the_oracle_reads_the_prompts_format(env):
         assert all(1 <= n <= 7 for n in step["step_nums"]) and step["gripper"] in (0, 1)
 
 
+class ToyEnv(gym.Env):
+    """An env of a family with no plan source until a test registers one."""
+
+
+class ToySource:
+    def __init__(self, env):
+        self.env = env
+
+    def reset(self, context):
+        pass
+
+    def answer(self, messages):
+        return "{}"
+
+
+def test_plan_sources_are_registered_per_env_class(env, monkeypatch):
+    """The stand-in asks the registry for the bound env's plan source: CALVIN's play-table gets CALVIN's, a
+    family registers its own under its env class (subclasses match), an env with none is refused in one line,
+    and a registered class whose module is not imported is never imported to look."""
+    from policies.mllm import answer_key_spatial as plans
+
+    monkeypatch.setattr(plans, "PLAN_SOURCES", dict(plans.PLAN_SOURCES))
+    assert isinstance(plans.plan_source_for(env), CalvinPlanSource)
+    with pytest.raises(
+        ValueError, match=r"no plan source for ToyEnv .*registered: PlayTableInterface, LiberoEnv"
+    ):
+        plans.plan_source_for(ToyEnv())
+    plans.register_plan_source("no_such_family.env:NoSuchEnv")(ToySource)
+    plans.register_plan_source(f"{ToyEnv.__module__}:ToyEnv")(ToySource)
+    source = plans.plan_source_for(type("SubEnv", (ToyEnv,), {})())
+    assert isinstance(source, ToySource) and "no_such_family.env" not in sys.modules
+    with pytest.raises(ValueError, match="already registered"):
+        plans.register_plan_source(f"{ToyEnv.__module__}:ToyEnv")(ToySource)
+
+
 # ------------------------------------------------------------------------- oracle matrix (items 1, 2)
 
 
@@ -142,9 +179,9 @@ def test_injected_errors_are_counted_exactly(tmp_path):
             "answer-key",
             "--cameras",
             "static",
-            "--oracle-error-rate",
+            "--answer-key-error-rate",
             "0.5",
-            "--oracle-error-seed",
+            "--answer-key-error-seed",
             str(seed),
         )
         (record,) = RunDir(out / "calvin" / "mllm-answer-key").merged_records()

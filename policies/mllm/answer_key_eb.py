@@ -1,6 +1,6 @@
-"""Privileged oracle sources for the EmbodiedBench agent loop: what a perfect model writes in EB's format.
+"""The answer-key's truth sources for the EmbodiedBench agent loop: what a perfect model writes in EB's format.
 
-With ``--model oracle`` the backend is built with :func:`eb_truth` (where the CLI builds it), which makes one
+With ``--model answer-key`` the backend is built with :func:`eb_truth` (where the CLI builds it), which makes one
 of these from the env the :class:`~policies.mllm.embodied.EBAgentPolicy` is bound to. Each answer is one JSON object in the format the prompt's
 "## Output format" section asks for: its ``executable_plan`` holds the privileged expert's actions from
 the current state (navigation: the whole remaining shortest path of :class:`ShortestPathExpert`, as
@@ -144,10 +144,10 @@ class ManipulationTruthSource:
 
 def eb_truth(task: str) -> EnvTruth:
     """The closed-loop truth of the EB agent loop for ``task``: the bound env's privileged source."""
-    return EnvTruth(lambda env: eb_oracle_source(task, env))
+    return EnvTruth(lambda env: eb_truth_source(task, env))
 
 
-def eb_oracle_source(task: str, env: gym.Env) -> NavigationTruthSource | ManipulationTruthSource:
+def eb_truth_source(task: str, env: gym.Env) -> NavigationTruthSource | ManipulationTruthSource:
     """The privileged source for ``task`` (``"navigation"`` or ``"manipulation"``) acting in ``env``."""
     if task == "navigation":
         return NavigationTruthSource(env)

@@ -1,4 +1,4 @@
-"""The oracle core of the closed-loop SpatialAgent in EB-Navigation: it navigates by reading tool results.
+"""The answer-key core of the closed-loop SpatialAgent in EB-Navigation: it navigates by reading tool results.
 
 At each decision the planner calls ``Detect3DObjects`` for the target on the current image (``image-0``);
 for a goal-image task (``image-1`` is the goal view) it calls ``GetCameraParameters`` on both images. The
@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from policies.agent.answer_key_core import AnswerKeyCore
 from policies.agent.core import GOAL_VIEW_LINE
-from policies.agent.oracle_core import AgentCoreOracle
 from policies.mllm import eb_prompts
-from policies.mllm.eb_oracle import eb_answer
+from policies.mllm.answer_key_eb import eb_answer
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -112,7 +112,7 @@ def to_goal(extrinsic: Sequence[Sequence[float]]) -> list[int]:
     return plan
 
 
-class NavigationAgentOracle(AgentCoreOracle):
+class NavigationAnswerKeyCore(AnswerKeyCore):
     """Answers the agent's roles for the current EB-Navigation decision of ``env`` (see the module docstring)."""
 
     def __init__(self, env: gym.Env) -> None:

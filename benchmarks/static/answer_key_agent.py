@@ -1,4 +1,4 @@
-"""The oracle core for SpatialAgent on generated sets: a perfect reasoner with no perception of its own.
+"""The answer-key core for SpatialAgent on generated sets: a perfect reasoner with no perception of its own.
 
 Made for each item by :class:`StaticAgentTruth` (the answer-key backend's truth), :class:`AgentTruthSource` answers
 each role's prompt as a competent core would: the planner calls the right tools for the question (only tools
@@ -28,7 +28,7 @@ from action_mapping.se3 import axes_from_rotation
 from benchmarks.datagen.nav_questions import CAMERA_MOTION_TEXT
 from benchmarks.scoring.parsers import normalize_text
 from benchmarks.static.items import StaticItem
-from policies.agent.oracle_core import AgentCoreOracle
+from policies.agent.answer_key_core import AnswerKeyCore
 from policies.backends.base import Message
 
 _ROTATION_DEG = (
@@ -77,7 +77,7 @@ def plan_for(task: Task) -> list[dict[str, Any]]:
         return [{"name": "CountObjects", "arguments": {"image": image, "object": task.noun}}]
     if task.kind == "camera_motion":
         return [{"name": "GetCameraParameters", "arguments": {"images": ["image-0", "image-1"]}}]
-    raise ValueError(f"the agent oracle has no plan for question kind {task.kind!r}")
+    raise ValueError(f"the answer-key core has no plan for question kind {task.kind!r}")
 
 
 # ------------------------------------------------------------------------------------------ reasoning
@@ -166,8 +166,8 @@ def _letter(task: Task, text: str) -> str | None:
 # ------------------------------------------------------------------------------------------ the source
 
 
-class AgentTruthSource(AgentCoreOracle):
-    """Writes each role's reply for one item (see the module docstring and :class:`AgentCoreOracle`)."""
+class AgentTruthSource(AnswerKeyCore):
+    """Writes each role's reply for one item (see the module docstring and :class:`AnswerKeyCore`)."""
 
     def __init__(self, task: Task) -> None:
         self.task = task

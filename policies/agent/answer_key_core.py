@@ -1,12 +1,12 @@
-"""The role dispatch of an oracle core for SpatialAgent: a competent reasoner with no perception of its own.
+"""The role dispatch of the answer-key core for SpatialAgent: a competent reasoner with no perception of its own.
 
-Attached to the oracle backend, an :class:`AgentCoreOracle` answers each role's prompt as a competent core
+Attached to the answer-key backend, an :class:`AnswerKeyCore` answers each role's prompt as a competent core
 would: the planner calls the right tools (only those the prompt lists), the executor writes the chain of
 thought over the results it is shown, the observer calls the next tool or ``Terminate``, and the
 summarizers derive the answer **from the tool outputs in the prompt**. Subclasses say which tools a
 question needs (:meth:`plan`), how the answer follows from their results (:meth:`solve`) and what a reasoner
 that sees nothing answers (:meth:`guess`): the static benchmarks' question kinds
-(``benchmarks.static.agent_oracle``) and closed-loop navigation (:mod:`policies.agent.nav_oracle`).
+(``benchmarks.static.answer_key_agent``) and closed-loop navigation (:mod:`policies.agent.answer_key_nav`).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def decision(thought: str, name: str, arguments: Mapping[str, Any]) -> str:
     return json.dumps({"thought": thought, "actions": [{"name": name, "arguments": dict(arguments)}]})
 
 
-class AgentCoreOracle:
+class AnswerKeyCore:
     """Writes each role's reply (see the module docstring); subclasses implement plan, solve and guess."""
 
     def plan(self, question: str) -> list[dict[str, Any]]:
@@ -99,7 +99,7 @@ class AgentCoreOracle:
             return f"<thinking>Without tools I cannot measure this.</thinking> <answer>{self.guess(question)}</answer>"
         if first.startswith("USER REQUEST:"):
             return self._react(first, question, messages, last)
-        raise ValueError("the agent oracle does not know this prompt")
+        raise ValueError("the answer-key core does not know this prompt")
 
     def _chain_of_thought(self, prompt: str) -> str:
         plan, results = json_after(prompt, "Tool Plan:"), json_after(prompt, "Tool Results:")
