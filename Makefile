@@ -18,8 +18,9 @@ DEMO_ARGS ?= --policy expert --num-sequences 10 --output outputs
 demo: $(VENV)/.stamp-calvin
 	$(PY) -m benchmarks.calvin $(DEMO_ARGS)
 
+# REQUIRE_CHROMIUM: system-deps installed it, so the report's browser test fails rather than skips without it.
 test: $(VENV)/.stamp-all system-deps
-	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	REQUIRE_CHROMIUM=1 $(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
 
 test-slow: $(VENV)/.stamp-all system-deps
@@ -55,11 +56,17 @@ $(VENV)/.stamp-all: pyproject.toml constraints.txt | $(VENV)/bin/python
 	touch $@ $(VENV)/.stamp-calvin
 
 # OSMesa is the fallback OpenGL for MuJoCo when EGL is unavailable; EGL's Mesa libraries ship with the base image.
+# Chromium (Debian's package) is the headless browser the report test opens pages in.
 system-deps:
 	@if ! ldconfig -p | grep -q libOSMesa.so; then \
 		echo "installing libosmesa6 (software OpenGL fallback for MuJoCo)"; \
 		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libosmesa6 libegl1 libgl1 >/dev/null; \
+	fi
+	@if ! command -v chromium >/dev/null; then \
+		echo "installing chromium (headless browser for the report test)"; \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	fi
 
 clean:

@@ -148,7 +148,9 @@ def _fenced_blocks(text: str, *, json_only: bool) -> list[str]:
                 continue
             start = header.end()  # the greedy \s* has taken any newline, so \n? matches nothing
         else:
-            start = _FENCE_INFO.match(text, pos + 3).end()
+            info = _FENCE_INFO.match(text, pos + 3)
+            assert info is not None  # the pattern matches the empty string too
+            start = info.end()
             if text.startswith("\n", start):
                 start += 1
         end = text.find("```", start)

@@ -73,6 +73,13 @@ class Primitive(str, enum.Enum):
         return self.spec.axis
 
     @property
+    def motion_axis(self) -> int:
+        """:attr:`axis` of a camera motion (translation or rotation), which always has one."""
+        if not self.is_motion or self.spec.axis is None:
+            raise ValueError(f"{self.value} is not a camera motion")
+        return self.spec.axis
+
+    @property
     def sign(self) -> int:
         return self.spec.sign
 

@@ -25,8 +25,7 @@ NAVIGATION_STEP_SIZES = StepSizes(translation=0.019375, rotation=0.4509)
 LMMS_EVAL_STEP_SIZES = StepSizes(translation=0.02, rotation=math.radians(0.5))
 
 _BY_AXIS: dict[tuple[Category, int, int], Primitive] = {
-    (p.category, p.axis, p.sign): p
-    for p in Primitive.camera_motions()  # type: ignore[misc]
+    (p.category, p.motion_axis, p.sign): p for p in Primitive.camera_motions()
 }
 
 
@@ -56,7 +55,7 @@ class StepMotion:
 
 # Slot of each motion primitive in a step's signed-count row [tx, ty, tz, rx, ry, rz], with its sign.
 _COUNT_SLOT: dict[Primitive, tuple[int, int]] = {
-    p: ((0 if p.category is Category.TRANSLATION else 3) + p.axis, p.sign)  # type: ignore[operator]
+    p: ((0 if p.category is Category.TRANSLATION else 3) + p.motion_axis, p.sign)
     for p in Primitive.camera_motions()
 }
 _GRIPPER_ACTIONS = {Primitive.GRIPPER_OPEN: 0, Primitive.GRIPPER_CLOSE: 1}

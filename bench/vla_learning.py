@@ -235,12 +235,13 @@ def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str,
     }
 
 
-def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a success rate (95 % for z = 1.96)."""
-    p, n = successes / trials, trials
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return round(max(0.0, float(centre - half)), 4), round(min(1.0, float(centre + half)), 4)
+def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a success rate (:func:`benchmarks.stats.intervals.wilson`), to
+    4 places as the results files hold it."""
+    from benchmarks.stats.intervals import wilson
+
+    low, high = wilson(successes, trials).bounds(4) or (0.0, 1.0)
+    return low, high
 
 
 def vla_policy(model, args: argparse.Namespace):

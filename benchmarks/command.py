@@ -52,6 +52,13 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "goal-image scoring: predict, score, convert, generate",
         ((), ("predict",), ("score",), ("convert",), ("generate",)),
     ),
+    "compare": Subcommand(
+        "benchmarks.evidence.compare", "paired comparison of runs on their shared units (McNemar, bootstrap)"
+    ),
+    "power": Subcommand("benchmarks.evidence.power", "units needed to detect a difference, from a pilot run"),
+    "report": Subcommand(
+        "benchmarks.evidence.report", "one self-contained HTML report of runs (and their paired comparison)"
+    ),
     "serve": Subcommand("policies.serve", "serve a transformers model over an OpenAI-compatible API"),
     "train": Subcommand("vla.train", "train a VLA (backbone + action head) on CALVIN/LIBERO-format data"),
     "demos": Subcommand("vla.demos", "scripted-expert demonstrations on the play-table, CALVIN layout"),
@@ -103,7 +110,9 @@ def env_families() -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for env_id in envs.registered_ids():
         entry = gym.spec(env_id).entry_point
-        groups.setdefault(entry if isinstance(entry, str) else entry.__qualname__, []).append(env_id)
+        # a registered id always has an entry point: a "module:Class" string or the class itself
+        name = entry if isinstance(entry, str) else getattr(entry, "__qualname__", str(entry))
+        groups.setdefault(name, []).append(env_id)
     return groups
 
 
@@ -145,11 +154,9 @@ def vla_backbones() -> dict[str, list[str]]:
 def _dict_keys(tree: ast.Module, name: str) -> list[str]:
     """The string keys of the module-level dict literal assigned to ``name``."""
     for node in tree.body:
-        target = (
-            node.target
-            if isinstance(node, ast.AnnAssign)
-            else (node.targets[0] if isinstance(node, ast.Assign) else None)
-        )
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
         if isinstance(target, ast.Name) and target.id == name and isinstance(node.value, ast.Dict):
             return [
                 k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
@@ -168,7 +175,9 @@ def _registered_model_types(tree: ast.Module) -> Iterator[str]:
                     isinstance(t, ast.Name) and t.id == "model_types" for t in item.targets
                 ):
                     yield from (
-                        e.value for e in getattr(item.value, "elts", ()) if isinstance(e, ast.Constant)
+                        e.value
+                        for e in getattr(item.value, "elts", ())
+                        if isinstance(e, ast.Constant) and isinstance(e.value, str)
                     )
 
 
@@ -206,9 +215,9 @@ def listing() -> str:
     lines += [f"  {name}: {', '.join(where)}" for name, where in policy_benchmarks().items()]
     lines.append("VLA backbones (--backbone NAME_OR_PATH):")
     lines += [f"  {kind}: {', '.join(names)}" for kind, names in vla_backbones().items()]
-    families = env_families()
-    lines.append(f"environments ({sum(map(len, families.values()))} ids; gym.make(ID) after `import envs`):")
-    for entry, ids in families.items():
+    groups = env_families()
+    lines.append(f"environments ({sum(map(len, groups.values()))} ids; gym.make(ID) after `import envs`):")
+    for entry, ids in groups.items():
         lines.append(f"  {entry} ({len(ids)}):")
         lines += [f"    {env_id}" for env_id in ids]
     return "\n".join(lines)

@@ -39,8 +39,10 @@ def _allowed_globals() -> dict[tuple[str, str], Any]:
         from numpy.core import multiarray  # type: ignore[no-redef]
     allowed: dict[tuple[str, str], Any] = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype}
     for module in _MULTIARRAY:
-        allowed[(module, "_reconstruct")] = multiarray._reconstruct  # ndarray.__reduce__: an empty array ...
-        allowed[(module, "scalar")] = multiarray.scalar  # ... and NumPy scalars (np.int64 in a list)
+        # private NumPy functions, absent from its stubs: ndarray.__reduce__ makes an empty array, then
+        # NumPy scalars (np.int64 in a list)
+        allowed[(module, "_reconstruct")] = multiarray._reconstruct  # type: ignore[attr-defined]
+        allowed[(module, "scalar")] = multiarray.scalar  # type: ignore[attr-defined]
     allowed.update({("numpy.dtypes", n): cls for n, cls in _numpy_dtype_classes().items()})
     allowed.update({("builtins", n): obj for n, obj in _BUILTINS.items()})
     # protocol 2 files from Python 2

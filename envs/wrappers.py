@@ -91,7 +91,8 @@ class SpatialActionWrapper(gym.Wrapper):
         self, action: Plan | ExecutablePlan | PlanStep | str
     ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         plan = self._as_plan(action)
-        obs, total, terminated, truncated, info = None, 0.0, False, False, {}
+        obs, total, terminated, truncated = None, 0.0, False, False
+        info: dict[str, Any] = {}
         native_steps = 0
         for index in range(len(plan.steps)):
             for native in expand_plan_step(self.env, plan, index):

@@ -35,9 +35,12 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
-C = TypeVar("C")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C", bound="DataclassInstance")  # a config dataclass
 EXIT_BAD_INPUT = 2
 #: A run that finished with some units (chains, episodes, items) in an error, unless ``--allow-errors``.
 EXIT_UNITS_ERRORED = 3
@@ -122,7 +125,7 @@ def parse_json_option(flag: str, text: str | None, kind: type = dict) -> Any:
     return value
 
 
-def run_cli(main: Callable[[Sequence[str] | None], Any], argv: Sequence[str] | None = None) -> int:
+def run_cli(main: Callable[[list[str] | None], object], argv: Sequence[str] | None = None) -> int:
     """Run a command's ``main`` with the one error handler every CLI shares; returns the exit status.
 
     Bad input (:class:`InputError` and its subclasses, a missing or unwritable file) prints one line,
@@ -130,7 +133,7 @@ def run_cli(main: Callable[[Sequence[str] | None], Any], argv: Sequence[str] | N
     traceback and exits 1. ``main`` may return an exit status (an ``int``); anything else means 0.
     """
     try:
-        result = main(argv)
+        result = main(None if argv is None else list(argv))
     except InputError as e:
         return _fail(str(e))
     except RunAborted as e:
@@ -164,7 +167,7 @@ class _FormerFlag(argparse.Action):
         self,
         parser: argparse.ArgumentParser,
         namespace: argparse.Namespace,
-        values: Any,
+        values: str | Sequence[Any] | None,
         option_string: str | None = None,
     ) -> None:
         print(f"note: {option_string} is deprecated; use {self.current} (the same option)", file=sys.stderr)
@@ -231,6 +234,15 @@ def _declared_by(cls: type, name: str) -> type:
     return next(k for k in cls.__mro__ if name in vars(k).get("__annotations__", {}))
 
 
+def _field_default(f: dataclasses.Field[Any]) -> tuple[bool, Any]:
+    """(whether the field is required, its default: ``None`` when required)."""
+    if f.default is not dataclasses.MISSING:
+        return False, f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return False, f.default_factory()
+    return True, None
+
+
 def add_config_arguments(parser: Any, cls: type, *, skip: set[str] | frozenset[str] = frozenset()) -> None:
     """Add one flag per field of the dataclass ``cls`` (except ``skip``) to a parser or argument group.
 
@@ -256,10 +268,7 @@ def _add_field_flags(target: Any, f: dataclasses.Field[Any], hint: Any, doc: str
     """The flag(s) of one config field: its name with dashes, its aliases and (hidden) its former names."""
     flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
     tp, optional = _unwrap_optional(hint)
-    required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
-    default = (
-        None if required else (f.default if f.default is not dataclasses.MISSING else f.default_factory())
-    )  # type: ignore[misc]
+    required, default = _field_default(f)
     help_text = f.metadata.get("help") or doc
     shown = "" if required or default in (None, "") or "default" in help_text else f" (default: {default})"
     kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": help_text + shown}
@@ -290,7 +299,7 @@ def _add_field_flags(target: Any, f: dataclasses.Field[Any], hint: Any, doc: str
 
 def config_from_namespace(cls: type[C], namespace: argparse.Namespace) -> C:
     """Build ``cls`` from parsed arguments (fields absent from the namespace keep their defaults)."""
-    names = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
     return cls(**{k: v for k, v in vars(namespace).items() if k in names})
 
 
@@ -313,8 +322,9 @@ def parse_config(cls: type[C], argv: Sequence[str] | None = None, *, prog: str |
     namespace = parser.parse_args(argv)
     try:
         config = config_from_namespace(cls, namespace)
-        if callable(getattr(config, "check", None)):  # the config's own checks of what the types cannot say
-            config.check()
+        check = getattr(config, "check", None)
+        if callable(check):  # the config's own checks of what the types cannot say
+            check()
     except ValueError as exc:  # one line, argparse's exit status, before anything heavy is imported
         parser.error(str(exc))
     return config

@@ -25,10 +25,13 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policies.base import Policy
 from policies.entry_point import load_entry_point
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: The closed-loop benchmarks, by the name their commands and run folders use.
 CLOSED_LOOP_BENCHMARKS = ("calvin", "libero", "embodied-nav", "embodied-manip")
@@ -92,7 +95,7 @@ def policies_for(benchmark: str | None) -> list[str]:
     ]
 
 
-def option_applies(field: Any, benchmark: str | None) -> bool:
+def option_applies(field: dataclasses.Field[Any], benchmark: str | None) -> bool:
     """Whether a policy config field is an option on ``benchmark`` (its ``metadata["benchmarks"]``)."""
     only = field.metadata.get("benchmarks")
     return benchmark is None or only is None or benchmark in only
@@ -108,12 +111,12 @@ def _entry(name: str) -> PolicyEntry:
     return _REGISTRY[name]
 
 
-def policy_config_class(name: str) -> type:
+def policy_config_class(name: str) -> type[DataclassInstance]:
     """The config dataclass of policy ``name`` (cheap: its module imports no model code)."""
     return load_entry_point(_entry(name).config, what=f"policy {name!r} config")
 
 
-def policy_config(name: str, **values: Any) -> Any:
+def policy_config(name: str, **values: Any) -> DataclassInstance:
     """An instance of ``name``'s config; unknown field names are an error that lists the valid ones."""
     cls = policy_config_class(name)
     valid = [f.name for f in dataclasses.fields(cls)]
@@ -123,7 +126,7 @@ def policy_config(name: str, **values: Any) -> Any:
     return cls(**values)
 
 
-def build_policy(name: str, config: Any = None, **values: Any) -> Policy:
+def build_policy(name: str, config: DataclassInstance | None = None, **values: Any) -> Policy:
     """Build policy ``name`` from a config instance, or from field values."""
     if config is None:
         config = policy_config(name, **values)

@@ -139,7 +139,7 @@ def _train_bpe(lines: list[str], *, byte_level: bool) -> tuple[dict[str, int], l
     tok.train_from_iterator(lines, trainer)
     model = json.loads(tok.to_str())["model"]
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
-    return dict(model["vocab"]), merges  # type: ignore[return-value]
+    return dict(model["vocab"]), merges
 
 
 def build_tokenizer(family: str, seed: int, extra: dict[str, str] | None = None) -> PreTrainedTokenizerBase:

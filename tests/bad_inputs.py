@@ -259,6 +259,24 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("demos", ["--ep-len", "0"], "--ep-len"),
     ("demos", ["--out", "{empty_dir}", "--task", "fly_away"], "fly_away"),
     ("arena", ["calvn"], "calvn"),
+    # --- spatial-arena compare / power (issue 34)
+    ("arena", ["compare", "/no/such/run_a", "/no/such/run_b"], "/no/such/run_a"),
+    ("arena", ["compare", "{empty_dir}", "{empty_dir}"], "manifest.json"),
+    ("arena", ["compare", "{empty_dir}", "{empty_dir}", "--alpha", "2"], "--alpha"),
+    ("arena", ["compare", "{empty_dir}"], "two run folders"),
+    ("arena", ["compare", "{empty_dir}", "{empty_dir}", "--seed", "x"], "--seed"),
+    ("arena", ["power", "--difference", "0.1"], "--rate"),
+    ("arena", ["power", "--difference", "0.1", "--rate", "0.5", "--alpha", "0"], "--alpha"),
+    ("arena", ["power", "--difference", "0.1", "--rate", "0.5", "--power", "1"], "--power"),
+    ("arena", ["power", "--difference", "-1", "--sd", "1"], "--difference"),
+    ("arena", ["power", "--difference", "0.1", "--rate", "1.5"], "--rate"),
+    ("arena", ["power", "--rate", "0.5"], "--difference"),
+    ("arena", ["power", "--difference", "0.1", "/no/such/pilot"], "/no/such/pilot"),
+    # --- spatial-arena report (issue 34)
+    ("arena", ["report", "/no/such/run"], "/no/such/run"),
+    ("arena", ["report", "{empty_dir}"], "manifest.json"),
+    ("arena", ["report", "{empty_dir}", "-o", "/no/such/folder/report.html"], "/no/such/folder"),
+    ("arena", ["report", "{empty_dir}", "-o", "{empty_dir}"], "-o"),
 ]
 
 

@@ -39,6 +39,9 @@ def test_mkdocs_build_strict(tmp_path):
     assert "--backbone" in (site / "cli" / "policies" / "index.html").read_text()
     results = (site / "results" / "calvin_expert_100" / "index.html").read_text()
     assert "4.97" in results and "2026-11-21" in results
+    multihop = json.loads((gen_pages.RESULTS_DIR / "multihop_repo_agreement.json").read_text())["metrics"]
+    parity = (site / "guide" / "parity" / "index.html").read_text()
+    assert f"{multihop['items_agreeing']} / {multihop['items']} items" in parity
     for page in (
         "howto/add-env",
         "howto/add-benchmark",
@@ -203,3 +206,59 @@ def test_every_results_page_is_linked_from_a_guide_and_every_guide_link_to_resul
             linked.setdefault(target, []).append(guide.name)
     assert not set(linked) - pages - {"index.md"}, {t: linked[t] for t in set(linked) - pages - {"index.md"}}
     assert not pages - set(linked), f"results pages no guide links: {sorted(pages - set(linked))}"
+
+
+# ------------------------------------------------------------------------------------------- parity ledger
+
+
+def test_every_official_route_in_the_code_has_a_ledger_row():
+    """A new scoring mode, goal scorer, CALVIN backend or EB family without a ledger row fails the build."""
+    routes = gen_pages.official_routes()
+    assert {row.route for row in gen_pages.PARITY_LEDGER} == set(routes)
+    assert (
+        "static --bench vsibench --mode vsibench-lmms-eval" in routes
+        and "calvin --backend official" in routes
+    )
+    with pytest.raises(ValueError, match=r"routes without a row \['static --bench vsibench --mode new'\]"):
+        gen_pages.parity_page(routes=[*routes, "static --bench vsibench --mode new"])
+    with pytest.raises(ValueError, match=r"rows without a route \['libero'\]"):
+        gen_pages.parity_page(routes=[r for r in routes if r != "libero"])
+
+
+def test_every_results_file_the_ledger_names_has_its_fields(tmp_path):
+    measured = [row for row in gen_pages.PARITY_LEDGER if row.result]
+    assert len(measured) >= 3
+    for row in measured:
+        assert (gen_pages.RESULTS_DIR / f"{row.result}.json").is_file(), row.result
+        cells = gen_pages.parity_cells(row)  # raises on a missing field
+        assert "/" in cells[2] and cells[4].startswith("[")
+    row = next(r for r in measured if r.result == "calvin_official_absolute")
+    data = json.loads((gen_pages.RESULTS_DIR / f"{row.result}.json").read_text())
+    del data["metrics"]["chains_agreeing"]
+    (tmp_path / f"{row.result}.json").write_text(json.dumps(data))
+    with pytest.raises(
+        ValueError, match=r"calvin_official_absolute\.json has no field 'metrics\.chains_agreeing'"
+    ):
+        gen_pages.parity_cells(row, tmp_path)
+
+
+def test_the_ledger_shows_the_results_numbers_and_what_is_not_measured(tmp_path):
+    page = gen_pages.parity_page()
+    parity = json.loads(
+        (gen_pages.RESULTS_DIR / "calvin_parity_2026-11-26_vm-2core-shared_100chains.json").read_text()
+    )
+    agreeing = parity["chains"] - len(parity["chains_differ_builtin_official"])
+    row = next(line for line in page.splitlines() if line.startswith("| `calvin --backend builtin`"))
+    assert f"{agreeing} / {parity['chains']} chains" in row and str(parity["static_mad_builtin"]) in row
+    assert parity["calvin_env_commit"][:12] in row and f"{parity['avg_len_builtin']} here" in row
+    for line in page.splitlines():
+        if line.startswith(("| `libero`", "| `embodied nav`", "| `goal score --scorer lmms-eval`")):
+            assert "not measured: " in line
+    # the numbers are read, not typed: another file gives another row
+    data = json.loads((gen_pages.RESULTS_DIR / "calvin_official_absolute.json").read_text())
+    data["metrics"].update(chains_agreeing=17, avg_len_official=4.55)
+    (tmp_path / "calvin_official_absolute.json").write_text(json.dumps(data))
+    row = next(r for r in gen_pages.PARITY_LEDGER if r.result == "calvin_official_absolute")
+    assert (
+        "17 / 20 chains; expert avg. len 4.55 here vs 4.9 (-0.35)" in gen_pages.parity_cells(row, tmp_path)[2]
+    )

@@ -631,7 +631,7 @@ def load_native_backbone(name_or_path: str | os.PathLike[str]) -> VLMBackbone | 
 
     name, root = str(name_or_path), Path(name_or_path)
     if name in NATIVE_BACKBONES:
-        return _native_class(NATIVE_BACKBONES[name]).from_name(name)  # type: ignore[attr-defined]
+        return _native_class(NATIVE_BACKBONES[name]).from_name(name)
     if not (root / NATIVE_CONFIG_FILE).is_file():
         return None
     model_type = json.loads((root / NATIVE_CONFIG_FILE).read_text()).get("model_type", "")
@@ -640,7 +640,7 @@ def load_native_backbone(name_or_path: str | os.PathLike[str]) -> VLMBackbone | 
             f"{root / NATIVE_CONFIG_FILE}: unknown backbone model_type {model_type!r}; "
             f"known: {sorted(NATIVE_MODULES)}"
         )
-    return _native_class(model_type).from_directory(root)  # type: ignore[attr-defined]
+    return _native_class(model_type).from_directory(root)
 
 
 def _native_class(model_type: str) -> type[VLMBackbone]:

@@ -35,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -195,8 +195,9 @@ def sent_action(action: np.ndarray) -> np.ndarray:
 
 def _frame(obs: dict[str, np.ndarray], action: np.ndarray, env: gym.Env) -> dict[str, np.ndarray]:
     from envs.calvin import constants as C
+    from envs.calvin.env import PlayTableInterface
 
-    pos, orn = env.unwrapped.target_pose()  # the accumulated target this relative action moves
+    pos, orn = cast(PlayTableInterface, env.unwrapped).target_pose()  # the target this relative action moves
     absolute = np.array(
         [*(pos + action[:3] * C.MAX_REL_POSITION), *(orn + action[3:6] * C.MAX_REL_ORIENTATION), action[6]]
     )
@@ -234,9 +235,10 @@ def record_task(
     tail_steps: int,
 ) -> Episode:
     """Run the expert on ``task`` from the current state (subtask begun here) and record every step."""
+    from envs.calvin.env import PlayTableInterface
     from policies.base import EpisodeContext
 
-    env.unwrapped.begin_subtask(task)
+    cast(PlayTableInterface, env.unwrapped).begin_subtask(task)
     expert.reset(EpisodeContext(instruction=instruction, seed=0, extras={"task": task}))
     frames, success_step = [], None
     for step in range(ep_len + tail_steps):
@@ -342,7 +344,7 @@ def _account(report: TaskReport, writer: CalvinWriter, attempt: int, start: Star
         "steps": len(episode.frames),
         "success_step": episode.success_step,
     }
-    if episode.success:
+    if episode.success and episode.success_step is not None:  # success implies the step
         first, last = writer.write_episode(episode.frames, report.task, report.instruction)
         entry["frames"] = [first, last]
         report.kept += 1

@@ -90,7 +90,7 @@ class ActionNormalizer:
             raise ValueError("cannot fit an action normaliser on an empty dataset")
         stats = ActionStatistics.of(arm)
         if mode == "published":
-            low, high = [-PUBLISHED_BOUND] * ARM_DIMS, [PUBLISHED_BOUND] * ARM_DIMS
+            low, high = np.full(ARM_DIMS, -PUBLISHED_BOUND), np.full(ARM_DIMS, PUBLISHED_BOUND)
         else:
             low, high = _widen_degenerate(np.asarray(stats.q01), np.asarray(stats.q99))
         clipped = ((arm < np.asarray(low)) | (arm > np.asarray(high))).mean(0)

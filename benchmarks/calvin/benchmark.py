@@ -6,17 +6,19 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.calvin.config import CHAIN_LENGTH, POLICY_DEFAULTS, REFERENCE, CalvinConfig
 from benchmarks.calvin.protocol import evaluation_chains, parse_tasks, task_episodes
 from benchmarks.calvin.report import (
+    chain_intervals,
     chain_markdown,
     chain_metrics,
     ok_chains,
     percent_sr,
     subtask_records,
     task_info,
+    task_intervals,
     task_markdown,
 )
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
@@ -27,9 +29,12 @@ from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import run_command
-from benchmarks.core.worker import EpisodeWorker
+from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 
 def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
@@ -99,6 +104,7 @@ class CalvinWorker(EpisodeWorker):
         tasks = list(unit.spec["tasks"])
         if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
             on_step = _flat_frames(on_step)
+        assert self.env is not None  # built with the worker
         result = run_chain(
             self.env,
             self.policy,
@@ -169,7 +175,7 @@ class CalvinBenchmark(Benchmark):
             for i, (state, tasks) in enumerate(evaluation_chains(self.config.num_sequences))
         ]
 
-    def worker_factory(self) -> Any:
+    def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     prefix_keys = frozenset({"limit", "num_sequences"})
@@ -200,7 +206,9 @@ class CalvinBenchmark(Benchmark):
         """The chain-success and per-task plots, by file name (each a callable taking the path)."""
         n = self.chain_length
         sr = percent_sr(metrics, n)
-        reference = {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
+        reference: dict[str, Sequence[float | None]] = (
+            {REFERENCE["label"]: REFERENCE["chain_sr"]} if n == CHAIN_LENGTH else {}
+        )
         return {
             "plots/chain_success.png": lambda p: line_plot(
                 p,
@@ -222,7 +230,9 @@ class CalvinBenchmark(Benchmark):
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         chains = ok_chains(records)
         n = self.chain_length
-        metrics = chain_metrics([c["extras"]["num_completed"] for c in chains], n)
+        completed = [c["extras"]["num_completed"] for c in chains]
+        metrics = chain_metrics(completed, n)
+        intervals = chain_intervals(completed, n)
         tasks = task_info(chains)
         # CALVIN's own keys, plus a marker its tools ignore: scored over the completed chains only.
         incomplete = {
@@ -241,16 +251,20 @@ class CalvinBenchmark(Benchmark):
             "policy": self.spec.label,
             "chains": len(chains),
             **metrics,
+            "avg_seq_len_ci": intervals["avg_seq_len_ci"],
+            "chain_sr_ci": intervals["chain_sr_ci"],
             "task_info": tasks,
+            "task_ci": task_intervals(tasks),
+            "intervals": intervals["intervals"],
             "reference": REFERENCE,
             **({"model_calls": calls} if calls else {}),
             **summarize_latency([s["latency"] for s in subtask_records(chains) if "latency" in s]),
             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {}),
         }
         text = (
-            chain_markdown(self.spec.label, metrics, tasks, tally, self.config.backend)
+            chain_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self.config.backend)
             if n == CHAIN_LENGTH
-            else task_markdown(self.spec.label, metrics, tasks, tally, self.config.backend)
+            else task_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self.config.backend)
         )
         if "latency" in data:
             text += f"\n\n{latency_markdown(data)}"
@@ -284,7 +298,7 @@ def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:
         )
 
 
-def action_space() -> Any:
+def action_space() -> gym.spaces.Space:
     """The env's action space (CALVIN's relative 7-D actions on either backend), built without a simulator."""
     from envs.calvin.env import _action_space
 

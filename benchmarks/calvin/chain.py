@@ -8,8 +8,8 @@ in a row, CALVIN's score) and ``subtasks`` (one episode record per subtask run, 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -27,6 +27,8 @@ from policies.base import EpisodeContext, Policy
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+    from envs.calvin.env import PlayTableInterface
 
 EP_LEN = 360  # CALVIN's step budget per subtask
 
@@ -94,7 +96,7 @@ def run_chain(
     if len(tasks) != len(instructions):
         raise ValueError(f"run_chain: {len(tasks)} tasks but {len(instructions)} instructions")
     started = time.perf_counter()
-    base = env.unwrapped
+    base = cast("PlayTableInterface", env.unwrapped)  # the built-in table or the official-env bridge
     obs, info = _reset_chain(env, initial_robot_obs, initial_scene_obs, seed, on_step, instructions)
     subtasks: list[EpisodeRecord] = []
     for index, (task, instruction) in enumerate(zip(tasks, instructions)):
@@ -136,7 +138,7 @@ def chain_record(
     return record
 
 
-def read_chain(raw: dict[str, Any]) -> EpisodeRecord:
+def read_chain(raw: Mapping[str, Any]) -> EpisodeRecord:
     """A chain record of any version as the schema names it. One written before the schema
     (``{"tasks", "num_completed", "subtasks", ...}``, subtasks with ``time_s``) gets its totals from its
     subtasks and its other fields (``initial_state``) in ``extras``; old wall times are dropped."""

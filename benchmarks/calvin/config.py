@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict
 
 from benchmarks.core.latency import (
     Latency,
@@ -19,8 +19,16 @@ from policies.config_cli import arg
 CHAIN_LENGTH = 5
 #: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``).
 POLICY_DEFAULTS = {"expert": {"expert": "policies.experts.calvin:ScriptedExpert"}}
+
+
+class Reference(TypedDict):
+    label: str
+    chain_sr: list[float]
+    avg_seq_len: float
+
+
 # Published reference (VLM4VLA, Qwen3-VL-4B, ABC->D on the official env), from MultihopSpatial Table 3.
-REFERENCE = {
+REFERENCE: Reference = {
     "label": "VLM4VLA Qwen3-VL-4B, ABC→D (published)",
     "chain_sr": [92.4, 81.8, 74.1, 66.8, 59.9],
     "avg_seq_len": 3.75,

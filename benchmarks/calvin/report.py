@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.calvin.config import CHAIN_LENGTH, REFERENCE
-from benchmarks.core import UnitTally, score_cell
+from benchmarks.core import UnitTally
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
+from benchmarks.stats.intervals import BOOTSTRAP, WILSON, bootstrap_mean, cell, described, wilson
 
 
 def chain_metrics(num_completed: Sequence[int], chain_length: int = CHAIN_LENGTH) -> dict[str, Any]:
@@ -27,9 +28,33 @@ def chain_metrics(num_completed: Sequence[int], chain_length: int = CHAIN_LENGTH
     }
 
 
+def chain_intervals(num_completed: Sequence[int], chain_length: int = CHAIN_LENGTH) -> dict[str, Any]:
+    """95 % intervals of :func:`chain_metrics`' numbers: ``avg_seq_len_ci`` (a percentile bootstrap over
+    the chains) and ``chain_sr_ci`` (Wilson, per position), each ``[low, high]`` or ``None`` without chains."""
+    completed = [int(x) for x in num_completed]
+    return {
+        "avg_seq_len_ci": bootstrap_mean(completed).bounds(),
+        "chain_sr_ci": {
+            str(i): wilson(sum(c >= i for c in completed), len(completed)).bounds()
+            for i in range(1, chain_length + 1)
+        },
+        "intervals": described(avg_seq_len=BOOTSTRAP, chain_sr=WILSON, task=WILSON),
+    }
+
+
+def task_intervals(tasks: dict[str, dict[str, int]]) -> dict[str, list[float] | None]:
+    """The Wilson interval of each task's success rate (successes of attempts)."""
+    return {task: wilson(v["success"], v["total"]).bounds() for task, v in tasks.items()}
+
+
+def _rate_cell(success: int, total: int) -> str:
+    return cell(success / total, wilson(success, total).bounds(), ".0f", 100)
+
+
 def task_info(chains: Sequence[EpisodeRecord]) -> dict[str, dict[str, int]]:
     """Per task: successes, and attempts (the successful subtasks plus the one that failed), as CALVIN counts."""
-    success, total = Counter(), Counter()
+    success: Counter[str] = Counter()
+    total: Counter[str] = Counter()
     for subtask in subtask_records(chains):
         total[subtask["extras"]["task"]] += 1
         success[subtask["extras"]["task"]] += int(subtask["success"])
@@ -54,9 +79,19 @@ def percent_sr(metrics: dict[str, Any], chain_length: int = CHAIN_LENGTH) -> lis
     ]
 
 
+def _headline_cells(metrics: dict[str, Any], chain_length: int = CHAIN_LENGTH) -> list[str]:
+    """Each position's rate (%) and avg. len, with their intervals when ``metrics`` has them."""
+    bounds = metrics.get("chain_sr_ci") or {}
+    rates = [
+        cell(metrics["chain_sr"][str(i)], bounds.get(str(i)), scale=100) for i in range(1, chain_length + 1)
+    ]
+    return [*rates, cell(metrics["avg_seq_len"], metrics.get("avg_seq_len_ci"), ".2f")]
+
+
 def chain_markdown(
     label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, backend: str
 ) -> str:
+    """The run's tables; ``metrics`` with :func:`chain_intervals`' fields shows each cell's interval."""
     ref = REFERENCE
     lines = [
         f"## CALVIN long-horizon evaluation: {label} ({tally.completed} of {tally.total} chains completed, "
@@ -64,22 +99,22 @@ def chain_markdown(
         "",
         "| policy | 1 | 2 | 3 | 4 | 5 | avg. len | chains errored |",
         "|---|---|---|---|---|---|---|---|",
-        f"| {label} | "
-        + " | ".join(score_cell(v) for v in percent_sr(metrics))
-        + f" | {score_cell(metrics['avg_seq_len'], '.2f')} | {tally.errored_cell()} |",
+        f"| {label} | " + " | ".join(_headline_cells(metrics)) + f" | {tally.errored_cell()} |",
         f"| {ref['label']} | "
         + " | ".join(f"{v:.1f}" for v in ref["chain_sr"])
         + f" | {ref['avg_seq_len']:.2f} | |",
         *_blind_rows(),
         "",
         "Success rate (%) of completing at least i subtasks in a row; avg. len = mean completed subtasks (0-5), "
-        "over the chains that ran to their end (an errored chain is not scored; n/a: none did).",
+        "over the chains that ran to their end (an errored chain is not scored; n/a: none did). "
+        f"[95 % interval] over n = {tally.completed} chains: Wilson for the rates, a percentile bootstrap "
+        "over chains for avg. len.",
         "",
-        "| task | success | attempts | rate |",
+        "| task | success | attempts | rate % [95 % Wilson interval] |",
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
+        f"| {t} | {v['success']} | {v['total']} | {_rate_cell(v['success'], v['total'])} |"
         for t, v in tasks.items()
     ]
     return "\n".join(lines)
@@ -103,14 +138,15 @@ def task_markdown(
         f"## CALVIN single-task episodes: {label} ({tally.completed} of {tally.total} episodes completed, "
         f"{backend} env)",
         "",
-        f"Success rate: {score_cell(None if rate is None else 100 * rate)}% (one subtask per episode, from the "
+        f"Success rate (%): {cell(rate, (metrics.get('chain_sr_ci') or {}).get('1'), scale=100)} over "
+        f"n = {tally.completed} episodes [95 % Wilson interval] (one subtask per episode, from the "
         f"evaluation chains that start with it); episodes errored: {tally.errored_cell()}",
         "",
-        "| task | success | episodes | rate |",
+        "| task | success | episodes | rate % [95 % Wilson interval] |",
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {t} | {v['success']} | {v['total']} | {100 * v['success'] / v['total']:.0f}% |"
+        f"| {t} | {v['success']} | {v['total']} | {_rate_cell(v['success'], v['total'])} |"
         for t, v in tasks.items()
     ]
     return "\n".join(lines)

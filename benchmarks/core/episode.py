@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from action_mapping import ExecutablePlan, Plan
 from benchmarks.core.latency import Latency, latency_stats
@@ -23,6 +23,9 @@ from policies.base import EpisodeContext, Policy
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+    from envs.manipulation.env import EBManipulationEnv
+    from envs.navigation.env import EBNavigationEnv
 
 
 class ActionStream:
@@ -187,7 +190,7 @@ def run_agent_loop(
     Invalid actions are counted from ``info["last_action_success"]``; ``on_step(obs, captions)`` sees every
     step, idle ones included (for videos); the policy's model calls are appended to ``decisions``."""
     stream = ActionStream(env, policy)
-    max_steps = env.unwrapped.max_steps
+    max_steps = cast("EBNavigationEnv | EBManipulationEnv", env.unwrapped).max_steps  # EB's step budget
     steps = invalid = 0
     total_reward, done = 0.0, False
     if on_step:

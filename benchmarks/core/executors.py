@@ -150,7 +150,7 @@ class ProcessExecutor(Executor):
         parent, child = self._ctx.Pipe()
         worker_id = f"p{self._spawned}"
         self._spawned += 1
-        process = self._ctx.Process(
+        process = self._ctx.Process(  # type: ignore[attr-defined]  # typeshed: on the concrete contexts only
             target=_worker_main, args=(child, factory, worker_id, self.unit_progress is not None), daemon=True
         )
         process.start()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -55,10 +55,11 @@ def parse_latency(text: str | None, mode: str = "continue", control_hz: float = 
         return None
     if mode not in LATENCY_MODES:
         raise ValueError(f"--latency-mode {mode!r}: use one of {', '.join(LATENCY_MODES)}")
+    checked = cast("LatencyMode", mode)  # one of LATENCY_MODES
     if control_hz <= 0:
         raise ValueError(f"latency: control rate must be positive, got {control_hz}")
     if text == "real":
-        return Latency(None, mode, float(control_hz))  # type: ignore[arg-type]
+        return Latency(None, checked, float(control_hz))
     kind, _, value = text.partition(":")
     try:
         ms = float(value)
@@ -68,7 +69,7 @@ def parse_latency(text: str | None, mode: str = "continue", control_hz: float = 
         raise ValueError(
             f"--latency {text!r}: use off, real, or fixed:MS with MS a non-negative number (e.g. fixed:100)"
         )
-    return Latency(ms, mode, float(control_hz))  # type: ignore[arg-type]
+    return Latency(ms, checked, float(control_hz))
 
 
 def latency_stats(latencies_ms: Sequence[float]) -> dict[str, float | int | None]:

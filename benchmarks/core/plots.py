@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 def line_plot(
     path: Path,
     x: Sequence[float],
-    series: Mapping[str, Sequence[float]],
+    series: Mapping[str, Sequence[float | None]],
     *,
     xlabel: str,
     ylabel: str,

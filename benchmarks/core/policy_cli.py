@@ -20,7 +20,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from benchmarks.core.jsonsafe import json_safe
 from policies.base import Policy
@@ -32,7 +32,10 @@ from policies.config_cli import (
     parse_json_option,
 )
 
-C = TypeVar("C")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C", bound="DataclassInstance")  # a config dataclass
 #: Per benchmark, policy name -> option values that replace the policy's defaults there (e.g. the
 #: benchmark's scripted expert, the EB agent loop for navigation); explicit flags still win.
 PolicyDefaults = Mapping[str, Mapping[str, Any]]
@@ -59,7 +62,7 @@ class PolicySpec:
             out["generation"] = config.generation()
         return out
 
-    def config(self, defaults: PolicyDefaults | None = None) -> Any:
+    def config(self, defaults: PolicyDefaults | None = None) -> DataclassInstance | None:
         """The registered policy's config dataclass instance (``None`` for a user class): ``defaults[name]``
         (the benchmark's) under the spec's options."""
         from policies.registry import policy_config_class
@@ -121,8 +124,9 @@ def parse_benchmark_args(
     import sys
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    bench_fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    default_policy = next(f.default for f in dataclasses.fields(cls) if f.name == "policy")  # type: ignore[arg-type]
+    bench_fields = {f.name for f in dataclasses.fields(cls)}
+    default_policy = next(f.default for f in dataclasses.fields(cls) if f.name == "policy")
+    assert isinstance(default_policy, str), f"{cls.__name__}.policy needs a default policy name"
     name = _policy_name(argv, default_policy)
     parser, policy_cls = _parser_for(cls, name, bench_fields, prog, policy_defaults, benchmark)
     if not _has_flags(policy_cls, bench_fields, benchmark) and {"-h", "--help"} & set(argv):
@@ -180,11 +184,11 @@ def _other_benchmarks_options(config_cls: type, benchmark: str | None) -> set[st
     """The fields of a policy config that are options on other benchmarks only (no flag here)."""
     from policies.registry import option_applies
 
-    return {f.name for f in dataclasses.fields(config_cls) if not option_applies(f, benchmark)}  # type: ignore[arg-type]
+    return {f.name for f in dataclasses.fields(config_cls) if not option_applies(f, benchmark)}
 
 
 def _checked_spec(
-    name: str, namespace: argparse.Namespace, policy_cls: type | None, config: Any
+    name: str, namespace: argparse.Namespace, policy_cls: type | None, config: object
 ) -> PolicySpec:
     """The policy's spec from the parsed flags, after the policy's own input checks (one-line errors)."""
     options: dict[str, Any] = {}
@@ -233,7 +237,7 @@ def _has_flags(config_cls: type | None, skip: set[str], benchmark: str | None = 
     """Whether the config dataclass adds flags of its own (fields with a flag that the benchmark lacks)."""
     return config_cls is not None and any(
         f.init and f.metadata.get("cli") is not False and f.name not in skip
-        for f in dataclasses.fields(config_cls)  # type: ignore[arg-type]
+        for f in dataclasses.fields(config_cls)
         if f.name not in _other_benchmarks_options(config_cls, benchmark)
     )
 
@@ -251,7 +255,7 @@ def _check_user_class(name: str) -> None:
 
 def preflight(
     spec: PolicySpec,
-    config: Any,
+    config: object,
     *,
     defaults: PolicyDefaults | None = None,
     action_space: Callable[[], Any] | None = None,
@@ -275,7 +279,7 @@ def preflight(
         raise InputError(str(error)) from None
 
 
-def _check_ray(config: Any) -> None:
+def _check_ray(config: object) -> None:
     """``--ray-num-gpus`` goes with ``--ray``; with ``--ray local`` this machine must have the GPUs."""
     from policies.preflight import check_gpus
 

@@ -15,10 +15,11 @@ import os
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 from typing import Any
 
 from benchmarks.core.work import WorkUnit, error_record, format_exception
-from benchmarks.core.worker import Executor, WorkerFactory, WorkerInitError, execute_unit
+from benchmarks.core.worker import Executor, Worker, WorkerFactory, WorkerInitError, execute_unit
 from policies.serve.ray_cluster import connect, import_ray
 
 
@@ -26,11 +27,13 @@ class _ActorWorker:
     """Body of a Ray actor. Construction errors are reported by ``run`` so they stop the whole run."""
 
     def __init__(self, factory: WorkerFactory, worker_id: str) -> None:
-        self.factory, self.worker_id, self.init_error = factory, worker_id, None
+        self.factory, self.worker_id = factory, worker_id
+        self.worker: Worker | None = None
+        self.init_error: str | None = None
         try:
             self.worker = factory()
         except Exception as exc:
-            self.worker, self.init_error = None, format_exception(exc)
+            self.init_error = format_exception(exc)
 
     def run(self, unit: WorkUnit, attempt: int) -> tuple[str, Any]:
         if self.worker is None:
@@ -84,7 +87,9 @@ class RayExecutor(Executor):
             if started_here:
                 ray.shutdown()
 
-    def _run(self, ray: Any, factory: WorkerFactory, units: Sequence[WorkUnit]) -> Iterator[dict[str, Any]]:
+    def _run(
+        self, ray: ModuleType, factory: WorkerFactory, units: Sequence[WorkUnit]
+    ) -> Iterator[dict[str, Any]]:
         actor_cls = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus, max_restarts=0)(_ActorWorker)
         n = self.workers or self._actors_that_fit(ray.cluster_resources())
         spawned = 0
@@ -96,7 +101,8 @@ class RayExecutor(Executor):
 
         idle = deque(spawn() for _ in range(min(n, len(units))))
         self.actor_pids = ray.get([a.pid.remote() for a in idle])
-        pending, attempts = deque(units), {}
+        pending = deque(units)
+        attempts: dict[str, int] = {}
         in_flight: dict[Any, tuple[Any, WorkUnit, float]] = {}
         try:
             while pending or in_flight:

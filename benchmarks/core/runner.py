@@ -159,7 +159,7 @@ class Summary:
 class Benchmark(ABC):
     """A runnable protocol. Subclasses are small: units, a worker factory, a summary."""
 
-    name: ClassVar[str]
+    name: str  # set on the class, or per instance where the config names the run (embodied-nav)
 
     def __init__(self, config: Any) -> None:
         self.config = config

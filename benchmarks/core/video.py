@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+if TYPE_CHECKING:
+    from benchmarks.core.episode import StepHook
+    from benchmarks.core.episode_record import EpisodeRecord
 
 CAPTION_LINES = 2  # the caption bar is at least this many lines high
 MAX_CAPTION_LINES = 16  # a bound for absurd text only: instructions and status lines take 2-6
@@ -160,8 +164,8 @@ class VideoRecorder:
 
 
 def run_recorded(
-    run: Callable[[Any], dict[str, Any]], video: VideoRecorder | None, root: Path
-) -> dict[str, Any]:
+    run: Callable[[StepHook | None], EpisodeRecord], video: VideoRecorder | None, root: Path
+) -> EpisodeRecord:
     """``run(on_step)`` with ``video.add`` as its frame hook (``None`` without a video); the video is written
     even when the unit raises, and a written video's path (relative to ``root``) goes into the result."""
     try:

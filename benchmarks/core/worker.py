@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from benchmarks.core.rundir import RunDir
@@ -29,7 +29,7 @@ class Worker(Protocol):
     A worker may also define ``unit_decisions() -> list[dict]``: the model decisions of the unit it ran
     last (also when that unit raised), which the runner writes to ``decisions.jsonl``."""
 
-    def run(self, unit: WorkUnit) -> dict[str, Any]: ...
+    def run(self, unit: WorkUnit) -> Mapping[str, Any]: ...
 
     def close(self) -> None: ...
 
@@ -168,7 +168,7 @@ def execute_unit(
     if raised:
         record = error_record(unit, result["exception"], attempts=attempt, timing=timing)
     else:
-        record = ok_record(unit, result, attempts=attempt, timing=timing)
+        record = ok_record(unit, dict(result), attempts=attempt, timing=timing)
     decisions = getattr(worker, "unit_decisions", None)
     record[DECISIONS] = list(decisions()) if decisions is not None else []
     return record, raised

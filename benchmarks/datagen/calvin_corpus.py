@@ -39,12 +39,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from benchmarks.datagen.corpus_format import BOX_FORMAT, lettered_choice
 from benchmarks.datagen.nav_questions import LETTERS, Question, _multi_choice, _options
+
+if TYPE_CHECKING:
+    from envs.calvin.env import PlayTableEnv
 
 #: Seeds of corpus play-table scenes; the goal-scoring manip source resets with seeds below 2**31 - 1.
 CALVIN_CORPUS_SEEDS = (2**31, 2**32)
@@ -361,7 +364,11 @@ class CalvinScenes:
         robot_obs, scene_obs = scene_start(seed)
         obs, info = self.env.reset(seed=seed, options={"robot_obs": robot_obs, "scene_obs": scene_obs})
         return Scene(
-            seed, obs["rgb_static"], obs["depth_static"], info["snapshot"], self.env.unwrapped.sim.cameras
+            seed,
+            obs["rgb_static"],
+            obs["depth_static"],
+            info["snapshot"],
+            cast("PlayTableEnv", self.env.unwrapped).sim.cameras,
         )
 
     def close(self) -> None:

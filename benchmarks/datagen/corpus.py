@@ -43,15 +43,16 @@ generator uses (theirs are ``[seed, i]``): the same seed writes the same corpus.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -60,6 +61,7 @@ from benchmarks.datagen.calvin_corpus import (
     CALVIN_KINDS,
     CALVIN_STREAM,
     CalvinScenes,
+    Scene,
     check_calvin_disjoint,
     draw_calvin_question,
     scene_key,
@@ -87,6 +89,10 @@ from benchmarks.datagen.nav_questions import (
 from benchmarks.datagen.table_corpus import TableScene, draw_table_question
 from envs.navigation.views import HomeRenderer
 from policies.config_cli import config_parser
+
+if TYPE_CHECKING:
+    from datasets import Dataset, Features
+    from tqdm import tqdm
 
 FORMAT = "spatialarena-corpus/1"
 #: Corpus homes: seeds in [2**31, 2**32); test sets draw theirs below 2**31 - 1.
@@ -143,8 +149,8 @@ def _entities_to_the_side(
         e
         for e in named
         if e is not reference
-        and bearings[e.label] is not None
-        and sign * (bearings[e.label] - ref_bearing) >= 10.0
+        and (bearing := bearings[e.label]) is not None
+        and sign * (bearing - ref_bearing) >= 10.0
     ]
     if len(on_side) < 2:
         return None
@@ -371,7 +377,7 @@ def _row(
     }
 
 
-def calvin_row(index: int, question: Question, scene: Any) -> dict[str, Any]:
+def calvin_row(index: int, question: Question, scene: Scene) -> dict[str, Any]:
     """One CALVIN-family row, in the nav rows' schema; ``home_seed``/``scene_key`` name the play-table scene
     and ``truth`` holds the exact values, the scene's ``scene_obs``/``robot_obs`` and the block poses."""
     scene_obs = scene.snapshot["scene_obs"]
@@ -415,7 +421,7 @@ def table_row(index: int, question: Question, scene: TableScene) -> dict[str, An
     return _row(index, question, scene.family, scene.seed, scene.key, truth)
 
 
-def features() -> Any:
+def features() -> Features:
     """The dataset's schema (explicit, so empty-box rows and image-part ``None`` texts type the same)."""
     from datasets import Features, Image, List, Value
 
@@ -472,9 +478,11 @@ def corpus_rows(config: CorpusConfig, indices: Iterable[int]) -> Iterator[dict[s
                 row = _table_row(config, index, family, kind, manip, libero, tasks)
             elif family == "calvin":
                 calvin_rng = np.random.default_rng([CALVIN_STREAM, config.seed, index])
+                assert scenes is not None  # opened whenever the family is drawn
                 drawn = draw_calvin_question(kind, calvin_rng, scenes)
                 row = calvin_row(index, *drawn) if drawn is not None else None
             else:
+                assert renderer is not None
                 row = _home_row(config, index, kind, renderer)
             if row is not None:
                 yield row
@@ -487,16 +495,20 @@ def _table_row(
     kind: str,
     manip: ManipScenes | None,
     libero: LiberoScenes | None,
-    tasks: list[Any],
+    tasks: list[tuple[str, int]],
 ) -> dict[str, Any] | None:
     """Item ``index`` of a table-top family (``manip`` or ``libero``); None when it finds no question."""
     stream = MANIP_STREAM if family == "manip" else LIBERO_STREAM
     table_rng = np.random.default_rng([stream, config.seed, index])
+    scene_of: Callable[[int], TableScene]
     if family == "manip":
-        scene_of = manip.scene  # type: ignore[union-attr]
+        assert manip is not None  # built whenever the family is drawn
+        scene_of = manip.scene
     else:
-        task = tasks[(index // config.libero_items_per_task) % len(tasks)]
-        scene_of = lambda seed, task=task: libero.scene(seed, task)  # type: ignore[union-attr]  # noqa: E731
+        assert libero is not None
+        scene_of = functools.partial(
+            libero.scene, task=tasks[(index // config.libero_items_per_task) % len(tasks)]
+        )
     try:
         found = draw_table_question(kind, table_rng, scene_of, TABLE_SCENES_PER_ITEM)
     except NoFreeObject:  # such a task grounds no corpus scene: the item is given up (counted)
@@ -504,7 +516,7 @@ def _table_row(
     return table_row(index, *found) if found is not None else None
 
 
-def _home_row(config: CorpusConfig, index: int, kind: str, renderer: Any) -> dict[str, Any] | None:
+def _home_row(config: CorpusConfig, index: int, kind: str, renderer: HomeRenderer) -> dict[str, Any] | None:
     """Item ``index`` of the navigation family, drawn in the rendered homes; None when it finds no question."""
     from policies.config_cli import InputError
 
@@ -518,7 +530,7 @@ def _home_row(config: CorpusConfig, index: int, kind: str, renderer: Any) -> dic
     return corpus_row(index, question, home, config)
 
 
-def corpus_progress(config: CorpusConfig, total: int) -> Any:
+def corpus_progress(config: CorpusConfig, total: int) -> tqdm:
     """The progress bar of a corpus run (tqdm on stderr): items done, items/s and the time left. The rate
     settles after each simulator is built (EB-Manipulation: seconds per task family; LIBERO: per task)."""
     from tqdm import tqdm
@@ -535,7 +547,7 @@ def corpus_progress(config: CorpusConfig, total: int) -> Any:
     )
 
 
-def _split(config: CorpusConfig, indices: list[int], cache: str) -> Any:
+def _split(config: CorpusConfig, indices: list[int], cache: str) -> Dataset:
     """The items as a dataset; when every item failed, an empty dataset (the caller counts and refuses it)."""
     from datasets import Dataset
     from datasets.exceptions import DatasetGenerationError
@@ -639,14 +651,14 @@ def check_disjoint(corpus_homes: Iterable[tuple[int, str]], test_homes: Iterable
     return n
 
 
-def _dataset_parts(path: str | Path) -> list[Any]:
+def _dataset_parts(path: str | Path) -> list[Dataset]:
     from datasets import load_from_disk
 
     loaded = load_from_disk(str(path))
     return list(loaded.values()) if isinstance(loaded, Mapping) else [loaded]
 
 
-def _families(part: Any) -> list[str]:
+def _families(part: Dataset) -> list[str]:
     """Each row's family (corpora written before the CALVIN family have no column: all nav)."""
     return list(part["family"]) if "family" in part.column_names else ["nav"] * len(part)
 

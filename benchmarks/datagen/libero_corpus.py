@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from benchmarks.datagen.table_corpus import (
     unique_names,
     world_bounds,
 )
+
+if TYPE_CHECKING:
+    import mujoco
 
 LIBERO_CORPUS_SEEDS = (2**31, 2**32)
 LIBERO_STREAM = 20_261_127
@@ -66,7 +69,7 @@ class NoFreeObject(ValueError):
 
 
 def _displace_free_objects(
-    objects: dict[str, Any], model: Any, data: Any, rng: np.random.Generator
+    objects: dict[str, Any], model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator
 ) -> tuple[dict[str, int], dict[str, list[float]]]:
     """Shift each free-moving object by a random ``OBJECT_OFFSET`` in x and y (in ``data.qpos``); the qpos
     address and new position of each, by name."""
@@ -85,7 +88,7 @@ def _displace_free_objects(
     return addresses, positions
 
 
-def _table_objects(objects: dict[str, Any], model: Any, data: Any) -> list[TableObject]:
+def _table_objects(objects: dict[str, Any], model: mujoco.MjModel, data: mujoco.MjData) -> list[TableObject]:
     """Every object of the scene with its visual geoms and world bounds."""
     import mujoco
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from benchmarks.datagen.table_corpus import (
     unique_names,
     world_bounds,
 )
+
+if TYPE_CHECKING:
+    from envs.manipulation.env import EBManipulationEnv
 
 MANIP_CORPUS_SEEDS = (2**31, 2**32)
 MANIP_STREAM = 20_261_126
@@ -71,17 +74,20 @@ class ManipScenes:
                 f"--manip-families: unknown {unknown or 'empty list'}; choose from {', '.join(FAMILIES)}"
             )
         self.size, self.families = size, tuple(families)
-        self.envs: dict[str, Any] = {}
+        self.envs: dict[str, EBManipulationEnv] = {}
         self.views: dict[str, MujocoView] = {}
 
-    def _env(self, family: str) -> tuple[Any, MujocoView]:
+    def _env(self, family: str) -> tuple[EBManipulationEnv, MujocoView]:
         if family not in self.envs:
             import gymnasium as gym
 
             import envs.manipulation  # noqa: F401  (registers the envs)
             from envs.manipulation.registration import FAMILY_IDS
 
-            env = gym.make(FAMILY_IDS[family], image_size=64, annotate_boxes=False).unwrapped
+            env = cast(
+                "EBManipulationEnv",
+                gym.make(FAMILY_IDS[family], image_size=64, annotate_boxes=False).unwrapped,
+            )
             self.envs[family] = env
             self.views[family] = MujocoView(env.scene.mj_model, env.scene.mj_data, CAMERA, self.size)
         return self.envs[family], self.views[family]

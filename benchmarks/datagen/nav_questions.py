@@ -345,7 +345,7 @@ def counting(view: View, context: Context, rng: np.random.Generator) -> Question
 def _single_motion(primitive: Primitive, amount: float) -> np.ndarray:
     """The 4x4 camera-frame motion of one primitive (metres, or degrees for rotations)."""
     vector = np.zeros(3)
-    vector[primitive.axis] = primitive.sign * (
+    vector[primitive.motion_axis] = primitive.sign * (
         amount if primitive.category is Category.TRANSLATION else math.radians(amount)
     )
     if primitive.category is Category.TRANSLATION:
@@ -356,12 +356,13 @@ def _single_motion(primitive: Primitive, amount: float) -> np.ndarray:
 def camera_motion(view: View, context: Context, rng: np.random.Generator) -> Question | None:
     """Which single primitive the camera made between two renders (the opposite move is always an option)."""
     primitive = list(CAMERA_MOTION_TEXT)[int(rng.integers(len(CAMERA_MOTION_TEXT)))]
-    amount = float(rng.uniform(*MOTION_RANGE[(primitive.category, primitive.axis)]))
+    amount = float(rng.uniform(*MOTION_RANGE[(primitive.category, primitive.motion_axis)]))
     start = view.c2w
     goal = c2w_from_pose(pose_from_c2w(start @ _single_motion(primitive, amount)))
     if move_problem(context.renderer.world, start, goal) is not None:
         return None
     second = context.renderer.render(pose_from_c2w(goal), entity=False)
+    assert second.depth is not None and view.frame.depth is not None  # rendered with depth
     overlap = view_overlap(second.depth, goal, view.frame.depth, start, context.renderer.intrinsics)
     if overlap < context.min_overlap:
         return None
@@ -417,11 +418,12 @@ def relative_direction(view: View, context: Context, rng: np.random.Generator) -
     if picked is None:
         return None
     a, b = picked
-    angles = [bearing_deg(view, context, e) for e in picked]
-    if None in angles or abs(angles[0] - angles[1]) < 10.0:  # type: ignore[operator]
+    first, second = (bearing_deg(view, context, e) for e in picked)
+    if first is None or second is None or abs(first - second) < 10.0:
         return None
+    angles = [first, second]
     columns = [view.mean_column(e) for e in picked]  # what the image shows must agree with the centres
-    if (columns[0] < columns[1]) != (angles[0] < angles[1]):  # type: ignore[operator]
+    if (columns[0] < columns[1]) != (first < second):
         return None
     side = "left" if angles[0] < angles[1] else "right"
     truth = {"entities": [a.id, b.id], "bearings_deg": angles, "side_of_first": side}

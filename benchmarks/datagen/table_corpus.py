@@ -29,7 +29,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from benchmarks.datagen.nav_questions import (
     _single_motion,
     plural,
 )
+
+if TYPE_CHECKING:
+    import mujoco
 
 MIN_PIXELS = 40  # pixels of an object that must show for it to be asked about (224 x 224 images)
 MIN_COLUMN_GAP = 10.0  # px between projected centres for left/right
@@ -422,7 +425,7 @@ class MujocoView:
     """Renders one named MuJoCo camera (visual geoms only, no shadows): RGB, metric depth, geom ids, and the
     same camera moved to another pose (the model's camera pose is restored afterwards)."""
 
-    def __init__(self, model: Any, data: Any, camera: str, size: int) -> None:
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, camera: str, size: int) -> None:
         import mujoco
 
         from envs.manipulation.render import CameraRig
@@ -477,7 +480,7 @@ class MujocoView:
         self.rig.close()
 
 
-def world_bounds(model: Any, data: Any, geoms: Sequence[int]) -> np.ndarray:
+def world_bounds(model: mujoco.MjModel, data: mujoco.MjData, geoms: Sequence[int]) -> np.ndarray:
     """World axis-aligned bounding box of geoms (their local boxes, rotated and translated)."""
     corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=np.float64)
     points = []

@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,11 +19,15 @@ from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.runner import run_command
-from benchmarks.core.worker import EpisodeWorker
+from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
-from benchmarks.embodied.report import subset_markdown, subset_table
+from benchmarks.embodied.report import average_interval, subset_markdown, subset_table
+from benchmarks.stats.intervals import WILSON, described
 from policies.config_cli import InputError
 from policies.entry_point import load_entry_point
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 
 def _env_kwargs(config: EmbodiedConfig, family: Family) -> dict[str, Any]:
@@ -33,7 +37,7 @@ def _env_kwargs(config: EmbodiedConfig, family: Family) -> dict[str, Any]:
     return kwargs
 
 
-def action_space(family: str, env_kwargs: dict[str, Any]) -> Any:
+def action_space(family: str, env_kwargs: dict[str, Any]) -> gym.spaces.Space:
     """The family's action space as its env builds it from ``env_kwargs``, without building the env: EB
     navigation's discrete actions (or its continuous ones), EB manipulation's voxel bins."""
     from gymnasium import spaces
@@ -59,6 +63,7 @@ def check_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> None:
 
     entry = gym.spec(env_id).entry_point
     cls = load_entry_point(entry) if isinstance(entry, str) else entry
+    assert cls is not None, f"{env_id} is registered without an entry point"
     parameters = inspect.signature(cls).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return
@@ -136,7 +141,7 @@ class EmbodiedBenchmark(Benchmark):
             for i, (key, e) in enumerate(zip(ids, episodes))
         ]
 
-    def worker_factory(self) -> Any:
+    def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     def manifest_extra(self) -> dict[str, Any]:
@@ -155,11 +160,16 @@ class EmbodiedBenchmark(Benchmark):
         table = subset_table(results)
         average = float(np.mean([row["success_rate"] for row in table.values()])) if table else None
         families = subset_table(results, "family") if results and "family" in results[0]["extras"] else None
+        average_ci = average_interval(results)
         data = {
             "benchmark": self.name,
             "policy": self.spec.label,
             "subsets": table,
             "average_success_rate": average,
+            "average_success_ci": average_ci,
+            "intervals": described(
+                success_rate=WILSON, average_success_rate="macro-mean of the subsets' intervals"
+            ),
             "episodes": len(results),
             "families": families,
         }
@@ -179,7 +189,14 @@ class EmbodiedBenchmark(Benchmark):
         return Summary(
             data,
             subset_markdown(
-                self.family.title, self.spec.label, table, average, tally, families, self.family.name
+                self.family.title,
+                self.spec.label,
+                table,
+                average,
+                tally,
+                families,
+                self.family.name,
+                average_ci=average_ci,
             ),
             files,
         )

@@ -99,7 +99,7 @@ def run_predict(config: PredictConfig, backend: Backend | None = None) -> Path:
     if config.policy in BUILTIN_PREDICTIONS:
         records, identity = builtin_records(dataset, config.policy), {"policy": config.policy}
     else:
-        backend = backend or _backend(config, dataset)
+        backend = backend if backend is not None else _backend(config, dataset)  # a cache may be falsy
         records = predict_with_backend(
             dataset, backend, num_steps=config.num_steps, batch_size=config.batch_size
         )
@@ -156,9 +156,9 @@ def _outputs(
 ) -> tuple[dict[str, str], str, dict[str, Any], set[str]]:
     """Outputs by sample id, the label, the provenance, and the ids whose prediction call errored."""
     if config.predictions in BUILTIN_PREDICTIONS:
-        records = builtin_records(dataset, config.predictions, config.scorer)
+        builtin = builtin_records(dataset, config.predictions, config.scorer)
         return (
-            {r["id"]: r["output"] for r in records},
+            {r["id"]: r["output"] for r in builtin},
             config.predictions,
             {"builtin": config.predictions},
             set(),

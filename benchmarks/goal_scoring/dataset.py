@@ -327,9 +327,9 @@ def trajectory_problem(poses: np.ndarray) -> str | None:
 def _ground_truth_plan(
     value: object, trajectory: np.ndarray | None, sizes: StepSizes, max_step_num: int, where: str
 ) -> Plan:
-    if value is None and trajectory is None:
-        raise DatasetError(f"{where}: needs a ground truth: 'plan' and/or 'trajectory'")
     if value is None:
+        if trajectory is None:
+            raise DatasetError(f"{where}: needs a ground truth: 'plan' and/or 'trajectory'")
         plan = trajectory_to_plan(trajectory, sizes.translation, sizes.rotation, max_count=max_step_num)
         if plan.errors:
             raise DatasetError(

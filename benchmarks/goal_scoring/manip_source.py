@@ -181,14 +181,14 @@ class PlayTableManipSource:
         obs = self._last
         for _ in range(self.settle):
             before = obs["robot_obs"]
-            obs, *_ = self.env.step(self.env.unwrapped.noop_action())
+            obs, *_ = self.env.step(self.env.noop_action())
             if np.abs(obs["robot_obs"][:7] - before[:7]).max() < 1e-4:
                 break
         self._last = obs
         return obs
 
     def _execute(self, step: PlanStep) -> dict[str, Any]:
-        for action in self.env.unwrapped.native_actions(step_motion(step, self.step_sizes)):
+        for action in self.env.native_actions(step_motion(step, self.step_sizes)):
             self._last, *_ = self.env.step(action)
         return self._rest()
 
@@ -242,9 +242,11 @@ class PlayTableManipSource:
             step.gripper = gripper
         plan.format, plan.step_sizes = "manipulation", self.step_sizes
         metadata = self._metadata(start_obs, obs, commanded, trajectory)
+        goal_image = self.env.render()
+        assert start_image is not None and goal_image is not None  # render_mode="rgb_array"
         return GeneratedPair(
             start_image,
-            self.env.render(),
+            goal_image,
             trajectory=trajectory,
             plan=plan,
             instruction=INSTRUCTION,

@@ -83,8 +83,10 @@ class NavigationPairSource:
             self.renderer.load(scene)
             for _ in range(views):
                 view = sample_view(self.renderer, rng, self.view_rules)
-                for _ in range(motions if view is not None else 0):
-                    pair = self._try_motion(rng, n_steps, *view, scene, home_seed)  # type: ignore[misc]
+                if view is None:
+                    continue
+                for _ in range(motions):
+                    pair = self._try_motion(rng, n_steps, *view, scene, home_seed)
                     if pair is not None:
                         return pair
         raise RuntimeError(
@@ -106,6 +108,7 @@ class NavigationPairSource:
         if motion is None:
             return None
         goal_frame = self.renderer.render(pose_from_c2w(motion.poses[-1]), entity=False)
+        assert goal_frame.depth is not None and start_frame.depth is not None  # rendered with depth
         overlap = view_overlap(
             goal_frame.depth, motion.poses[-1], start_frame.depth, start_c2w, self.renderer.intrinsics
         )

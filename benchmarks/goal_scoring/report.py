@@ -18,6 +18,7 @@ from benchmarks.core.jsonsafe import json_safe
 from benchmarks.core.manifest import build_manifest
 from benchmarks.goal_scoring.dataset import DatasetError, GoalDataset, write_jsonl
 from benchmarks.scoring.goal import BatchScorer, GoalReference, GoalScore, ManipulationWeights, get_scorer
+from benchmarks.stats.intervals import BOOTSTRAP, WILSON, bootstrap_mean, cell, described, wilson
 
 HISTOGRAM_BINS = 20
 
@@ -85,6 +86,8 @@ def _group_summary(scores: Sequence[GoalScore | None], kinds: Sequence[str], sco
     out: dict[str, Any] = {
         "n": len(scores),
         "mean_score": float(values.mean()) if len(values) else None,
+        # a graded score: the percentile bootstrap over samples (missing answers count 0, as in the mean)
+        "mean_score_ci": bootstrap_mean(values).bounds(),
         "mean_score_parsed": float(np.mean([s.value for s in parsed])) if parsed else None,
         "parse_failures": sum(1 for s in scores if s is not None and s.parse_failed),
         "failure_reasons": dict(
@@ -100,9 +103,9 @@ def _group_summary(scores: Sequence[GoalScore | None], kinds: Sequence[str], sco
     out["components"] = {k: _nanmean([s.components.get(k, np.nan) for s in parsed]) for k in names}
     manip = [s for s, k in zip(scores, kinds) if k == "manip"]
     if scorer == "lmms-eval" and manip:  # failed and missing answers count as failures, as in lmms-eval
-        out["binary_success_rate"] = sum(bool(s and s.metadata.get("binary_success")) for s in manip) / len(
-            manip
-        )
+        wins = sum(bool(s and s.metadata.get("binary_success")) for s in manip)
+        out["binary_success_rate"] = wins / len(manip)
+        out["binary_success_ci"] = wilson(wins, len(manip)).bounds()
     return out
 
 
@@ -141,6 +144,7 @@ def summarize(
         "baselines": {
             name: _group_summary(b, kinds, scorer)["mean_score"] for name, b in (baselines or {}).items()
         },
+        "intervals": described(mean_score=BOOTSTRAP, binary_success_rate=WILSON),
     }
     return json_safe(summary)
 
@@ -151,7 +155,7 @@ def markdown_table(summary: Mapping[str, Any], label: str) -> str:
     head = [
         "predictions",
         "n",
-        "score",
+        "score [95 % interval]",
         "score (parsed only)",
         "parse failures",
         "missing",
@@ -167,12 +171,15 @@ def markdown_table(summary: Mapping[str, Any], label: str) -> str:
     row = [
         label,
         summary["n"],
-        _fmt(summary["mean_score"]),
+        cell(summary["mean_score"], summary.get("mean_score_ci"), ".4f"),
         _fmt(summary["mean_score_parsed"]),
         summary["parse_failures"],
         summary["missing"],
         summary.get("errored", 0),
-        *[_fmt(summary["by_kind"][k]["mean_score"]) for k in kinds],
+        *[
+            cell(summary["by_kind"][k]["mean_score"], summary["by_kind"][k].get("mean_score_ci"), ".4f")
+            for k in kinds
+        ],
     ]
     lines.append("| " + " | ".join(map(str, row)) + " |")
     for name, value in summary["baselines"].items():
@@ -198,7 +205,8 @@ def _table_notes(summary: Mapping[str, Any]) -> list[str]:
         kinds = ", ".join(f"{k} ×{v}" for k, v in summary["injected_errors"].items())
         lines += ["", f"Errors injected on purpose: {kinds} ({summary['injected_unusable']} unusable)"]
     if "binary_success_rate" in summary:
-        lines += ["", f"lmms-eval binary success rate (manipulation): {_fmt(summary['binary_success_rate'])}"]
+        rate = cell(summary["binary_success_rate"], summary.get("binary_success_ci"), ".4f")
+        lines += ["", f"lmms-eval binary success rate (manipulation) [95 % Wilson interval]: {rate}"]
     if summary["failure_reasons"]:
         reasons = ", ".join(f"{k} ×{v}" for k, v in summary["failure_reasons"].items())
         lines += ["", f"Parse failures (scored 0) by reason: {reasons}"]

@@ -7,11 +7,11 @@ import functools
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
+from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.latency import (
@@ -21,12 +21,16 @@ from benchmarks.core.latency import (
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.runner import run_command
 from benchmarks.core.work import RECORD_ERROR
-from benchmarks.core.worker import EpisodeWorker
+from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.libero.config import POLICY_DEFAULTS, REFERENCE, LiberoConfig
-from benchmarks.libero.report import blind_rows, task_plot, task_table
+from benchmarks.libero.report import blind_rows, task_plot, task_rows, task_table
+from benchmarks.stats.intervals import WILSON, described, wilson
 from envs.libero import protocol
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 
 class LiberoWorker(EpisodeWorker):
@@ -41,7 +45,7 @@ class LiberoWorker(EpisodeWorker):
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.task_index: int | None = None
 
-    def _env_for(self, task_index: int) -> Any:
+    def _env_for(self, task_index: int) -> gym.Env:
         from envs.libero.protocol import env_id
 
         if task_index != self.task_index:
@@ -60,6 +64,7 @@ class LiberoWorker(EpisodeWorker):
             self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
             self.task_index = task_index
+        assert self.env is not None  # built for this task, here or for an earlier unit
         return self.env
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
@@ -113,7 +118,7 @@ class LiberoBenchmark(Benchmark):
             for i, (t, k) in enumerate(pairs)
         ]
 
-    def worker_factory(self) -> Any:
+    def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
 
     def manifest_extra(self) -> dict[str, Any]:
@@ -146,23 +151,20 @@ class LiberoBenchmark(Benchmark):
         results = ok_results(records)
         table = task_table(results, self.errored_by_task(records))
         overall = 100.0 * float(np.mean([r["success"] for r in results])) if results else None
+        overall_ci = wilson(sum(r["success"] for r in results), len(results)).scaled(100).bounds()
         c = self.config
         lines = [
             f"## LIBERO {c.suite}: {self.spec.label}",
             "",
             f"{tally.completed} of {tally.total} episodes completed; budget {c.budget()} steps after "
             f"{c.num_steps_wait} settle steps; fast rendering {'on' if c.fast_render else 'off'}. Success is "
-            "over completed episodes; errored ones are counted, never scored.",
+            "over completed episodes; errored ones are counted, never scored. [95 % Wilson interval] over "
+            "the trials of the row.",
             "",
-            "| task | instruction | trials | success % | episodes errored |",
+            "| task | instruction | trials | success % [95 % interval] | episodes errored |",
             "|---|---|---|---|---|",
         ]
-        lines += [
-            f"| {t} | {row['instruction'] or '(every trial errored)'} | {row['trials']} | "
-            f"{score_cell(row['success_rate'])} | {row['errored']} |"
-            for t, row in table.items()
-        ]
-        lines.append(f"| **suite** | | {len(results)} | **{score_cell(overall)}** | {tally.errored_cell()} |")
+        lines += task_rows(table, overall, overall_ci, tally)
         lines += blind_rows(c.suite)
         if c.suite in REFERENCE:
             ref = REFERENCE[c.suite]
@@ -179,6 +181,8 @@ class LiberoBenchmark(Benchmark):
             "policy": self.spec.label,
             "episodes": len(results),
             "success_rate": overall,
+            "success_ci": overall_ci,
+            "intervals": described(success_rate=WILSON),
             "tasks": {str(t): row for t, row in table.items()},
             **({"model_calls": calls} if calls else {}),
             **latency,
@@ -208,7 +212,7 @@ def check_expert_goals(suite: str, tasks: Sequence[int]) -> None:
             raise InputError(f"--policy expert, {suite} task {t} ({task.name}): {error}") from None
 
 
-def action_space() -> Any:
+def action_space() -> gym.spaces.Space:
     """The env's action space (delta end-effector pose and gripper, in [-1, 1]), built without a simulator."""
     from envs.libero.env import action_space
 

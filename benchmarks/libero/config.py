@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from benchmarks.core.latency import (
     Latency,
@@ -19,7 +19,7 @@ from policies.config_cli import InputError, arg
 # Published reference (VLM4VLA with Qwen3-VL-4B on LIBERO-10), from MultihopSpatial Table 3.
 #: Per-policy defaults on this benchmark (``parse_benchmark_args``' ``policy_defaults``): the scripted
 #: expert is :class:`policies.experts.libero.LiberoExpert`.
-POLICY_DEFAULTS = {
+POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
     "expert": {"expert": "policies.experts.libero:LiberoExpert"},
     "mllm": {"loop": "spatial", "task": "manipulation", "image_keys": ("agentview_image",)},
     "vla": {"data_format": "libero", "chunk_size": 4},

@@ -8,7 +8,7 @@ episode is a success as soon as LIBERO's goal check passes.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 
@@ -16,6 +16,9 @@ from benchmarks.core.episode import ActionStream, StepHook, logging_decisions
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.latency import Latency
 from policies.base import EpisodeContext, Policy
+
+if TYPE_CHECKING:
+    from envs.libero.env import LiberoEnv
 
 
 def run_episode(
@@ -45,7 +48,7 @@ def run_episode(
     """
 
     start = time.perf_counter()
-    libero = env.unwrapped
+    libero = cast("LiberoEnv", env.unwrapped)
     options = {"init_state_index": init_state_index, "max_steps": max_steps, "num_steps_wait": num_steps_wait}
     observation, info = env.reset(seed=seed, options=options)
     policy.reset(
@@ -85,5 +88,5 @@ def run_episode(
     )
 
 
-def _extras(libero: Any) -> dict[str, Any]:
+def _extras(libero: LiberoEnv) -> dict[str, Any]:
     return {"suite": libero.suite, "task_index": libero.task_index, "task_name": libero.task.name}

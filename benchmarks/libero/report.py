@@ -10,16 +10,18 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core import UnitTally
 from benchmarks.core.episode_record import EpisodeRecord
 from benchmarks.core.plots import bar_plot
+from benchmarks.stats.intervals import cell, wilson
 
 
 def task_table(
     results: Sequence[EpisodeRecord], errored: Mapping[int, int] | None = None
 ) -> dict[int, dict[str, Any]]:
-    """Per task: instruction, completed trials, successes, success rate (%) and errored trials (``errored``:
-    task index -> count). A task whose every trial errored keeps its row, with no instruction (it comes
-    from the episodes) and success rate ``None``."""
+    """Per task: instruction, completed trials, successes, success rate (%), its 95 % Wilson interval
+    (``success_ci``, in %) and errored trials (``errored``: task index -> count). A task whose every trial
+    errored keeps its row, with no instruction (it comes from the episodes), success rate ``None``."""
     by_task: dict[int, list[EpisodeRecord]] = defaultdict(list)
     for r in results:
         by_task[r["extras"]["task_index"]].append(r)
@@ -33,8 +35,27 @@ def task_table(
             "successes": sum(r["success"] for r in rows),
             "success_rate": 100.0 * float(np.mean([r["success"] for r in rows])) if rows else None,
             "errored": errored.get(t, 0),
+            "success_ci": wilson(sum(r["success"] for r in rows), len(rows)).scaled(100).bounds(),
         }
     return table
+
+
+def task_rows(
+    table: Mapping[int, Mapping[str, Any]],
+    overall: float | None,
+    overall_ci: list[float] | None,
+    tally: UnitTally,
+) -> list[str]:
+    """The summary table's rows: one per task, then the suite's, each rate with its interval."""
+    lines = [
+        f"| {t} | {row['instruction'] or '(every trial errored)'} | {row['trials']} | "
+        f"{cell(row['success_rate'], row['success_ci'])} | {row['errored']} |"
+        for t, row in table.items()
+    ]
+    lines.append(
+        f"| **suite** | | {tally.completed} | **{cell(overall, overall_ci)}** | {tally.errored_cell()} |"
+    )
+    return lines
 
 
 def task_label(task: int, row: Mapping[str, Any]) -> str:

@@ -37,9 +37,20 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from policies.config_cli import InputError, arg, parse_config
+
+if TYPE_CHECKING:  # the training stack is imported where it runs
+    from datasets import Dataset
+    from transformers import (
+        ProcessorMixin,
+        Trainer,
+        TrainerCallback,
+        TrainerControl,
+        TrainerState,
+        TrainingArguments,
+    )
 
 CONFIG_FILE, METRICS_FILE, FINAL_DIR = "posttrain_config.json", "metrics.jsonl", "final"
 SFT_COLUMNS = ("images", "prompt", "completion")
@@ -136,7 +147,7 @@ class PostTrainConfig:
 # -------------------------------------------------------------------------------------------- data
 
 
-def load_split(config: PostTrainConfig, split: str) -> Any:
+def load_split(config: PostTrainConfig, split: str) -> Dataset:
     """One split of the corpus, filtered to ``--kinds`` (GRPO with the paper's rewards: rows with a letter
     and a box) and ``--max-items``."""
     from datasets import DatasetDict, load_from_disk
@@ -176,7 +187,7 @@ def load_split(config: PostTrainConfig, split: str) -> Any:
     return loaded
 
 
-def as_prompt_completion(dataset: Any) -> Any:
+def as_prompt_completion(dataset: Dataset) -> Dataset:
     """``messages`` -> ``prompt`` (all turns but the last) + ``completion`` (the assistant's answer), so
     SFT's loss covers the answer only; keeps ``images``."""
     missing = {"images", "messages"} - set(dataset.column_names)
@@ -192,7 +203,7 @@ def as_prompt_completion(dataset: Any) -> Any:
     return split.select_columns(list(SFT_COLUMNS))
 
 
-def grpo_columns(dataset: Any) -> Any:
+def grpo_columns(dataset: Dataset) -> Dataset:
     """The columns GRPO reads: the prompt with its images, and the reward functions' references."""
     missing = set(GRPO_COLUMNS) - set(dataset.column_names)
     if missing:
@@ -213,14 +224,19 @@ def last_checkpoint(output: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
-def metrics_callback(path: Path) -> Any:
+def metrics_callback(path: Path) -> TrainerCallback:
     """A ``TrainerCallback`` appending each of TRL's logs (with its step) to ``path`` as a JSON line, on the
     main process only."""
     from transformers import TrainerCallback
 
     class JsonlMetrics(TrainerCallback):
         def on_log(
-            self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any
+            self,
+            args: TrainingArguments,
+            state: TrainerState,
+            control: TrainerControl,
+            logs: dict[str, Any] | None = None,
+            **kwargs: Any,
         ) -> None:
             if logs and state.is_world_process_zero:
                 with path.open("a", encoding="utf-8") as handle:
@@ -229,7 +245,7 @@ def metrics_callback(path: Path) -> Any:
     return JsonlMetrics()
 
 
-def time_budget_callback(seconds: float) -> Any:
+def time_budget_callback(seconds: float) -> TrainerCallback:
     """A ``TrainerCallback`` that ends training (the trainer then saves as usual) once ``seconds`` of
     training have passed, checked after every optimizer step."""
     import time
@@ -237,10 +253,14 @@ def time_budget_callback(seconds: float) -> Any:
     from transformers import TrainerCallback
 
     class TimeBudget(TrainerCallback):
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        def on_train_begin(
+            self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+        ) -> None:
             self.start = time.monotonic()
 
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        def on_step_end(
+            self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+        ) -> None:
             if time.monotonic() - self.start >= seconds:
                 control.should_training_stop = True
                 control.should_save = True
@@ -284,8 +304,11 @@ def _common_args(config: PostTrainConfig) -> dict[str, Any]:
 
 
 def _sft_trainer(
-    config: PostTrainConfig, common: dict[str, Any], processor: Any, callbacks: list[Any]
-) -> Any:
+    config: PostTrainConfig,
+    common: dict[str, Any],
+    processor: ProcessorMixin,
+    callbacks: list[TrainerCallback],
+) -> Trainer:
     """TRL's SFT trainer on the prompt-completion split, evaluated every ``--eval-steps`` when asked."""
     from trl import SFTConfig, SFTTrainer
 
@@ -311,8 +334,11 @@ def _sft_trainer(
 
 
 def _grpo_trainer(
-    config: PostTrainConfig, common: dict[str, Any], processor: Any, callbacks: list[Any]
-) -> Any:
+    config: PostTrainConfig,
+    common: dict[str, Any],
+    processor: ProcessorMixin,
+    callbacks: list[TrainerCallback],
+) -> Trainer:
     """TRL's GRPO trainer with the ``--rewards`` reward functions."""
     from trl import GRPOConfig, GRPOTrainer
 
@@ -338,7 +364,7 @@ def _grpo_trainer(
     )
 
 
-def build_trainer(config: PostTrainConfig) -> Any:
+def build_trainer(config: PostTrainConfig) -> Trainer:
     """The TRL trainer for ``config`` (model loaded from ``--model``, processor the checkpoint's)."""
     from policies.backends.hf_processing import load_processor
 

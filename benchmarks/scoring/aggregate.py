@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.scoring.metrics import mean
+from benchmarks.stats.intervals import score_interval
 
 
 @dataclass
@@ -23,6 +24,8 @@ class Group:
     n: int = 0
     scores: list[float] = field(default_factory=list)
     parse_failures: int = 0
+    #: the cluster key of each scored sample (the image, scene or video it shares with others), in order
+    clusters: list[Hashable] = field(default_factory=list)
 
     @property
     def mean(self) -> float | None:
@@ -40,6 +43,7 @@ def group_records(
         group.n += 1
         if record.get("score") is not None:
             group.scores.append(float(record["score"]))
+            group.clusters.append(record.get("cluster", (key(record), len(group.scores))))
         if not (record.get("parse") or {}).get("ok", True):
             group.parse_failures += 1
     return groups
@@ -53,7 +57,9 @@ def percent(value: float | None) -> float | None:
 def group_table(
     records: Sequence[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Hashable], label: str
 ) -> list[dict[str, Any]]:
-    """Rows ``{label, n, scored, score, parse_failures}`` (score in percent), sorted by group name."""
+    """Rows ``{label, n, scored, score, score_ci, parse_failures}`` (score and its 95 % interval in percent,
+    :func:`benchmarks.stats.intervals.score_interval` over the scored samples, clustered by each record's
+    ``cluster`` when it has one), sorted by group name."""
     groups = group_records(records, key)
     rows = [
         {
@@ -61,6 +67,7 @@ def group_table(
             "n": g.n,
             "scored": len(g.scores),
             "score": percent(g.mean),
+            "score_ci": score_interval(g.scores, g.clusters).scaled(100).bounds(),
             "parse_failures": g.parse_failures,
         }
         for name, g in groups.items()

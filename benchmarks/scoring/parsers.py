@@ -890,9 +890,12 @@ def _normalised_box(
                 "box_scale_unknown",
                 f"coordinates {coords} exceed 1000: pixel coordinates? pass the pixel scale",
             )
-    if chosen == "pixel" and image_size is None:
+    if chosen != "pixel":
+        divisors = {"0-1": (1.0, 1.0), "0-1000": (1000.0, 1000.0)}[chosen]
+    elif image_size is None:
         raise ValueError("parse_box(scale='pixel') needs image_size=(width, height)")
-    divisors = {"0-1": (1.0, 1.0), "0-1000": (1000.0, 1000.0), "pixel": image_size}[chosen]
+    else:
+        divisors = image_size
     box = (coords[0] / divisors[0], coords[1] / divisors[1], coords[2] / divisors[0], coords[3] / divisors[1])
     how = f"{where} box {coords} read on the {chosen} scale"
     problem = _box_problem(box)

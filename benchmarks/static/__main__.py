@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from benchmarks.static.config import parse_config
+from benchmarks.static.report import headline_cells
 from benchmarks.static.runner import run
 from policies.config_cli import EXIT_UNITS_ERRORED, run_cli
 
@@ -28,8 +29,8 @@ def _main(argv: list[str] | None = None) -> int:
         return ablation_main(args[1:])
     config = parse_config(args)
     result = run(config)
-    for name, value in result.summary["headline"].items():
-        print(f"{name}: {'N/A' if value is None else f'{value:.2f}' if isinstance(value, float) else value}")
+    for name, shown in headline_cells(result.summary).items():
+        print(f"{name}: {shown}")
     if result.summary.get("headline_note"):
         print(f"note: {result.summary['headline_note']}")
     counts = result.summary["counts"]

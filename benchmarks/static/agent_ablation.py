@@ -57,7 +57,7 @@ def run_ablation(config: AblationConfig) -> dict[str, Any]:
         raise InputError(f"--tool-sets {config.tool_sets!r}: choose from {', '.join(ORDER)}, truth included")
     root = config.output / f"agent-ablation-{config.agent_paradigm}"
     rows: dict[str, dict[str, float]] = {}
-    overall: dict[str, float] = {}
+    overall: dict[str, float | None] = {}
     for tools in sets:
         result = run(
             RunConfig(
@@ -96,7 +96,7 @@ def by_kind(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def compare(
-    rows: Mapping[str, Mapping[str, float]], overall: Mapping[str, float], config: AblationConfig
+    rows: Mapping[str, Mapping[str, float]], overall: Mapping[str, float | None], config: AblationConfig
 ) -> dict[str, Any]:
     """Per kind: each tool set's score, reasoning error (100 - truth) and perception error (truth - set)."""
     kinds = sorted({k for row in rows.values() for k in row})

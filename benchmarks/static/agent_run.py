@@ -24,7 +24,7 @@ Tool sets (``--agent-tools``):
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,8 +105,12 @@ class AgentAnswerer:
             from policies.agent.learned_tools import learned_backends
 
             try:
+                paths = {k: None if v is None else str(v) for k, v in models.items()}
                 backends += learned_backends(
-                    **{k: None if v is None else str(v) for k, v in models.items()},
+                    detector=paths["detector"],
+                    segmenter=paths["segmenter"],
+                    depth=paths["depth"],
+                    matcher=paths["matcher"],
                     regions=SimTruthTools(self.scenes),
                 )
             except (ValueError, OSError) as error:
@@ -126,7 +130,7 @@ class AgentAnswerer:
         self, items: Sequence[StaticItem], item_prompts: Sequence[Prompt]
     ) -> list[tuple[str | None, str | None, dict[str, Any]]]:
         """``(response, error, generation info)`` per item; a failure on one item is recorded on it."""
-        out = []
+        out: list[tuple[str | None, str | None, dict[str, Any]]] = []
         with self.trace_path.open("a", encoding="utf-8") as sink:
             for item, prompt in zip(items, item_prompts):
                 try:
@@ -213,7 +217,7 @@ def _plain(value: object) -> Any:
 
 def sum_counters(counters: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The agent's per-item counters summed over a run (numbers summed, flags and stop reasons counted)."""
-    total: Counter[str] = Counter()
+    total: defaultdict[str, float] = defaultdict(int)  # sums ints and floats (a typed Counter holds ints)
     stopped: Counter[str] = Counter()
     for c in counters:
         for key, value in c.items():

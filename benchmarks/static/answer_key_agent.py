@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from benchmarks.scoring.parsers import normalize_text
 from benchmarks.static.items import StaticItem
 from policies.agent.answer_key_core import AnswerKeyCore
 from policies.backends.base import Message
+
+if TYPE_CHECKING:
+    from benchmarks.static.agent_run import ItemEpisode
 
 _ROTATION_DEG = (
     5.0  # a relative pose rotating more than this about some axis is a rotation, else a translation
@@ -189,7 +192,7 @@ class StaticAgentTruth:
     def __init__(self) -> None:
         self.source: AgentTruthSource | None = None
 
-    def start_episode(self, episode: Any) -> None:
+    def start_episode(self, episode: ItemEpisode) -> None:
         self.source = AgentTruthSource(task_of(episode.item, episode.truth, episode.scenes.names()))
 
     def __call__(self, messages: Sequence[Message]) -> str:

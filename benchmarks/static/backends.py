@@ -15,7 +15,7 @@ from benchmarks.static.config import RunConfig
 from benchmarks.static.items import StaticItem
 from benchmarks.static.media import load_media
 from benchmarks.static.registry import Prompt, ScoringMode, get_benchmark
-from policies.backends.answer_key import ANSWER_KEY_MODEL, AnswerKey
+from policies.backends.answer_key import ANSWER_KEY_MODEL, AnswerKey, Truth
 from policies.backends.base import Backend, GenerationConfig, Message
 from policies.backends.injection import ANSWER_ERROR_KINDS
 from policies.config_cli import InputError
@@ -26,8 +26,11 @@ JUDGE_MAX_NEW_TOKENS = 1024
 class Answered(Protocol):
     """A prediction as the judge's key reads it (``runner.Prediction``)."""
 
-    response: str | None
-    error: str | None
+    @property
+    def response(self) -> str | None: ...
+
+    @property
+    def error(self) -> str | None: ...
 
 
 def to_messages(prompt: Prompt, video_frames: int) -> list[Message]:
@@ -59,7 +62,7 @@ def build_backend(
     items: Sequence[StaticItem] = (),
     model: str | None = None,
     api_base: str | None = None,
-    truth: Any = None,
+    truth: Truth | None = None,
 ) -> Backend:
     """The model under test (``model=None``) or another one (the judge) from ``make_backend``; the stand-in gets
     ``truth``, by default the gold answers of ``items`` written as the run's prompt style asks."""
@@ -70,6 +73,7 @@ def build_backend(
             f"policies.backends.factory is not available ({error}); install the 'mllm' extra"
         ) from None
     name = model or config.model
+    assert name is not None, "RunConfig.check requires --model for a run that queries one"
     kwargs: dict[str, Any] = {"config": GenerationConfig(max_new_tokens=max_new_tokens)}
     if name == ANSWER_KEY_MODEL:  # never cached; short answers get the short-answer error kinds
         kwargs.update(cache=False, error_kinds=ANSWER_ERROR_KINDS)
@@ -106,7 +110,7 @@ def build_judge(
     )
 
 
-def _truth(config: RunConfig, items: Sequence[StaticItem]) -> Any:
+def _truth(config: RunConfig, items: Sequence[StaticItem]) -> Truth:
     """The stand-in's truth: the agent's per-item source (``--policy agent``), else the gold answers."""
     if config.policy == "agent":
         from benchmarks.static.answer_key_agent import StaticAgentTruth

@@ -6,6 +6,7 @@ Every loader turns its benchmark's official rows into :class:`StaticItem` s. Pro
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,17 @@ class StaticItem:
     category: str = ""
     tags: Mapping[str, Any] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+def media_cluster(item: StaticItem) -> str:
+    """The cluster key of an item for clustered standard errors: its media (image paths, a video's path,
+    or the SHA-256 of image bytes), so questions about the same image, scene video or frame set share a
+    cluster. An item without media is its own cluster."""
+    if not item.media:
+        return f"item:{item.item_id}"
+    return "|".join(
+        m if isinstance(m, str) else "sha256:" + hashlib.sha256(m).hexdigest()[:16] for m in item.media
+    )
 
 
 # --------------------------------------------------------------------------------------------------------

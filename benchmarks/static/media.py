@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from benchmarks.static.items import Media
 from policies.config_cli import InputError
@@ -31,7 +31,7 @@ def load_image(media: Media) -> Any:
         return image.convert("RGB")
 
 
-def is_video(media: Media) -> bool:
+def is_video(media: Media) -> TypeGuard[str]:
     """A video file path (by suffix)."""
     return isinstance(media, str) and Path(media).suffix.lower() in VIDEO_SUFFIXES
 

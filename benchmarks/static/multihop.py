@@ -39,6 +39,7 @@ from benchmarks.static.items import (
     require_fields,
 )
 from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
+from benchmarks.stats.intervals import score_interval
 
 NAME = "multihopspatial"
 _TAGS = re.compile(r"</?(?:ATT|POS|REL)>")
@@ -284,11 +285,30 @@ def summarize_project(
     """MCQ accuracy, Acc@50IoU and average IoU over MCQ-correct samples, all over every item."""
     headline = _project_numbers(records)
     rows = [{"hop_view": k, **_project_numbers(v)} for k, v in _by_hop_view(records).items()]
+    intervals = _project_intervals(records)
     notes = [
         "every item counts in every denominator; avg_iou and avg_giou are over MCQ-correct items",
         "a missing or invalid box counts as IoU 0 (GIoU -1, reward 0)",
     ]
-    return _summary(headline, records, rows, notes)
+    return {**_summary(headline, records, rows, notes), "headline_ci": intervals}
+
+
+def _project_intervals(records: Sequence[Mapping[str, Any]]) -> dict[str, list[float] | None]:
+    """95 % intervals (percent) of the project's numbers over every item: the right/wrong rates (MCQ,
+    Acc@50IoU) as Wilson or clustered SE, the IoU, GIoU and reward means by the bootstrap (clustered by
+    image). ``n`` and ``box_unreadable`` are counts."""
+    correct = [r for r in records if r.get("correct")]
+
+    def interval(values: list[float], rows: Sequence[Mapping[str, Any]]) -> list[float] | None:
+        return score_interval(values, [r.get("cluster", i) for i, r in enumerate(rows)]).scaled(100).bounds()
+
+    return {
+        "mcq_accuracy": interval([float(bool(r.get("correct"))) for r in records], records),
+        "acc_at_50_iou": interval([float(r["metrics"]["hit_50"]) for r in records], records),
+        "avg_iou": interval([float(r["metrics"]["iou"]) for r in correct], correct),
+        "avg_giou": interval([float(r["metrics"]["giou"]) for r in correct], correct),
+        "mean_bbox_reward": interval([bbox_reward(r["metrics"]["giou"]) for r in records], records),
+    }
 
 
 def _official_summary(

@@ -43,6 +43,8 @@ def _cell(value: object) -> str:
         return "N/A"
     if isinstance(value, float):
         return f"{value:.2f}"
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, float) for v in value):
+        return f"[{value[0]:.2f}, {value[1]:.2f}]"  # an interval
     return str(value)
 
 
@@ -79,9 +81,9 @@ def summary_markdown(title: str, summary: Mapping[str, Any], context: Mapping[st
         "",
         _key_values(context),
         "",
-        "## Headline (%)",
+        "## Headline (%) [95 % interval]",
         "",
-        _key_values({**summary["headline"], **coverage}),
+        _key_values({**headline_cells(summary), **coverage}),
     ]
     if summary.get("headline_note"):
         parts += ["", f"Why this headline differs from the project's: {summary['headline_note']}"]
@@ -95,6 +97,15 @@ def summary_markdown(title: str, summary: Mapping[str, Any], context: Mapping[st
     if summary.get("notes"):
         parts += ["", "## Notes", "", *[f"- {n}" for n in summary["notes"]]]
     return "\n".join(parts) + "\n"
+
+
+def headline_cells(summary: Mapping[str, Any]) -> dict[str, str]:
+    """Each headline number as shown: ``72.00 [65.10, 78.90]``, the value alone where it has no interval."""
+    bounds = summary.get("headline_ci") or {}
+    return {
+        name: _cell(value) if bounds.get(name) is None else f"{_cell(value)} {_cell(bounds[name])}"
+        for name, value in summary["headline"].items()
+    }
 
 
 def _key_values(values: Mapping[str, Any]) -> str:

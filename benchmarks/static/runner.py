@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from benchmarks.core.manifest import build_manifest, utc_now
 from benchmarks.core.rundir import load_manifest, quarantine_lines
@@ -29,12 +29,16 @@ from benchmarks.scoring.result import JudgeScore, ScoreFields, no_response
 from benchmarks.static import report
 from benchmarks.static.backends import build_backend, build_judge, judge_messages, judge_request, to_messages
 from benchmarks.static.config import RunConfig
-from benchmarks.static.items import DataError, StaticItem, data_files
+from benchmarks.static.items import DataError, StaticItem, data_files, media_cluster
 from benchmarks.static.registry import BenchmarkSpec, LoadOptions, ScoringMode, get_benchmark
 from benchmarks.static.sample_record import SampleRecord, StaticSummary, static_summary
+from benchmarks.stats.intervals import CONFIDENCE
 from policies.backends.base import Backend, Generation, Message
 from policies.backends.injection import expected_effect
 from policies.config_cli import InputError
+
+if TYPE_CHECKING:
+    from benchmarks.static.agent_run import AgentAnswerer
 
 _ID_KEYS = ("item_id", "id", "index")
 _RESPONSE_KEYS = ("response", "raw_response", "pred_answer", "prediction")
@@ -83,7 +87,8 @@ def run(config: RunConfig, backend: Backend | None = None, judge: Backend | None
         predictions = read_predictions(config.score_only, all_items)
     else:
         predictions = predict(items, spec, style, config, backend, out_dir, manifest)
-    judge = judge or (build_judge(config, items, predictions) if config.judge_model else None)
+    if judge is None and config.judge_model:  # `is None`: a cached backend is falsy while its cache is empty
+        judge = build_judge(config, items, predictions)
     records = score_items(items, predictions, mode, judge, out_dir)
     summary = summarize(spec, mode, items, records, config, predictions)
     write_results(out_dir, spec, mode, style, config, records, summary)
@@ -159,7 +164,7 @@ def start_manifest(
     return manifest
 
 
-def _is_prediction_line(row: Any) -> bool:
+def _is_prediction_line(row: object) -> bool:
     """A ``predictions.jsonl`` line as :func:`predict` writes it."""
     return (
         isinstance(row, dict)
@@ -254,7 +259,7 @@ def _answer_chunk(
     spec: BenchmarkSpec,
     style: str,
     config: RunConfig,
-    agent: Any,
+    agent: AgentAnswerer | None,
     backend: Backend | None,
 ) -> list[Prediction]:
     """The answers to one batch of items, from the agent when there is one, else from the backend."""
@@ -264,6 +269,7 @@ def _answer_chunk(
             for answer in agent.ask(chunk, [spec.build_prompt(item, style) for item in chunk])
         ]
     conversations = [to_messages(spec.build_prompt(item, style), config.video_frames) for item in chunk]
+    assert backend is not None  # predict builds one for the items to answer
     return _ask(backend, conversations)
 
 
@@ -295,14 +301,15 @@ def predict(
         )
     done = read_predictions(path, items) if path.is_file() else {}
     todo = [item for item in items if item.item_id not in done or done[item.item_id].error is not None]
-    if todo:
-        backend = backend or build_backend(config, generation_budget(config, spec), items=todo)
+    if todo and backend is None:  # not `backend or ...`: a cached backend is falsy while its cache is empty
+        backend = build_backend(config, generation_budget(config, spec), items=todo)
     manifest["backend"] = backend.describe() if backend is not None else None
     # what the backend was built with, not what was asked: the two differ when a backend is handed in
     manifest["max_new_tokens"] = backend.config.max_new_tokens if backend is not None else None
     manifest["resumed_with_done"] = len(items) - len(todo)
-    agent = _agent(config, backend, out_dir) if todo and config.policy == "agent" else None
-    if agent is not None:
+    agent = None
+    if backend is not None and todo and config.policy == "agent":
+        agent = _agent(config, backend, out_dir)
         manifest["agent"] = agent.describe()
     streak = ErrorStreak(
         config.max_consecutive_errors,
@@ -327,7 +334,7 @@ def predict(
     return done
 
 
-def _agent(config: RunConfig, backend: Backend, out_dir: Path) -> Any:
+def _agent(config: RunConfig, backend: Backend, out_dir: Path) -> AgentAnswerer:
     """The SpatialAgent answerer of ``--policy agent`` (imported only then)."""
     from benchmarks.static.agent_run import AgentAnswerer
     from policies.agent import AgentConfig
@@ -380,7 +387,7 @@ def _ask(backend: Backend, conversations: list[list[Message]]) -> list[Predictio
 
 
 def _as_prediction(generation: Generation) -> Prediction:
-    info = {
+    info: dict[str, object] = {
         "latency_s": generation.latency_s,
         "prompt_tokens": generation.prompt_tokens,
         "completion_tokens": generation.completion_tokens,
@@ -507,10 +514,11 @@ def _judge_records(
                 )
             reply = cache[key]
             verdict = _judge_verdict(mode, item, record["response"] or "", reply["reply"])
-            record["judge"] = (
+            judged: dict[str, Any] = (
                 verdict.to_dict() if verdict else {"score": None, "ok": False, "explanation": reply["error"]}
             )
-            record["judge"]["reply"] = reply["reply"]
+            judged["reply"] = reply["reply"]
+            record["judge"] = judged
 
 
 def _judge_verdict(
@@ -561,13 +569,24 @@ def summarize(
     failed), items without predictions, answers the scorer could not handle, samples that needed a judge,
     the errors the backend injected on purpose. A run with errored or missing items is marked incomplete."""
     completed = [r for r in records if r["error"] is None]
-    mode_summary = mode.summarize(items, completed, {"weights": config.weights})
+    clusters = {item.item_id: media_cluster(item) for item in items}
+    # the cluster key travels to the mode's summary only (intervals), never into samples.jsonl
+    clustered = [{**r, "cluster": clusters.get(r["item_id"], r["item_id"])} for r in completed]
+    mode_summary = mode.summarize(items, clustered, {"weights": config.weights})
+    mode_summary.setdefault("headline_ci", {})
+    mode_summary["intervals"] = {
+        "confidence": CONFIDENCE,
+        "cluster_key": "the item's media: image paths, the video, or image bytes' SHA-256",
+        "clusters": len({clusters[r["item_id"]] for r in completed if r["item_id"] in clusters}),
+        "method": "right/wrong: Wilson, or the clustered SE when items share media; graded: the "
+        "(cluster) percentile bootstrap; macro means: the groups' intervals combined",
+    }
     counts = mode_summary["counts"]
     counts.update(items=len(items), completed=len(completed), errors=len(records) - len(completed))
     counts["missing_predictions"] = sum(1 for item in items if item.item_id not in predictions)
     counts["scoring_errors"] = sum(1 for r in completed if r.get("scoring_error"))
     counts["needs_judge_unavailable"] = sum(1 for r in completed if r.get("needs_judge"))
-    agent = [r["generation"]["agent"] for r in completed if (r.get("generation") or {}).get("agent")]
+    agent = [g["agent"] for r in completed if (g := r.get("generation")) and g.get("agent")]
     if agent:
         from benchmarks.static.agent_run import sum_counters
 

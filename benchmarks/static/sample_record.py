@@ -82,6 +82,8 @@ class _OptionalSummaryFields(TypedDict, total=False):
     missing_leaves: list[str]
     mode_differences: list[str]
     headline_note: str
+    headline_ci: dict[str, list[float] | None]
+    intervals: dict[str, Any]
 
 
 class StaticSummary(_OptionalSummaryFields):
@@ -99,6 +101,9 @@ class StaticSummary(_OptionalSummaryFields):
     - ``benchmark``, ``mode`` (str); ``reference`` (dict): the published numbers the mode compares with.
     - ``missing_leaves`` (optional): SpatialTree's tree leaves without data; ``mode_differences``,
       ``headline_note`` (optional): how the mode differs from the project's scoring.
+    - ``headline_ci`` (dict): headline name -> its 95 % interval ``[low, high]`` in percent, for the
+      headline numbers that have one (a weighted tree or an official script's aggregate has none yet);
+      ``intervals`` (dict): the level, the cluster key and the methods (``docs/guide/statistics.md``).
     """
 
     headline: dict[str, float | None]

@@ -59,7 +59,8 @@ def load(path: Path, options: LoadOptions) -> list[StaticItem]:
     rows = [(f, row) for f in files for row in read_rows(f)]
     sample = next((p for _, row in rows for p in iter_strings(_image_field(row))), None)
     media_root = choose_media_root(path, options.image_root, sample, options.check_media)
-    items, seen = [], {}
+    items: list[StaticItem] = []
+    seen: dict[str, int] = {}
     for index, (file, row) in enumerate(rows):
         item = _item(row, file, base, len(files) > 1, index, media_root)
         if item.item_id in seen:
@@ -315,6 +316,7 @@ def summarize_stats(
     result = stats.statistics((r.get("response") or "", answer_string(by_id[r["item_id"]])) for r in answered)
     base = summarize(items, records, options)
     base["headline"] = {f"{g}_accuracy": percent(result[g]["accuracy"]) for g in stats.GROUPS}
+    base["headline_ci"] = {}  # the script's own accuracies: no interval of ours
     base["tables"]["statistics_script"] = S.table(
         [{"group": g, **result[g], "accuracy": percent(result[g]["accuracy"])} for g in stats.GROUPS],
         ["group", "total", "correct", "accuracy"],
@@ -351,6 +353,12 @@ def summarize(
         judge["judge_assisted_multiple_answer_overall"] = _judge_assisted(multiple)
     return {
         "headline": headline,
+        "headline_ci": {
+            "single_answer_overall": S.score_ci(single),
+            "single_answer_unweighted": S.macro_ci(by_type["rows"]),
+            "multiple_answer_overall": S.score_ci(multiple),
+            "all_overall": S.score_ci(records),
+        },
         "counts": S.counts(records),
         "judge": judge,
         "tables": {
@@ -369,8 +377,8 @@ def summarize(
 
 def _judge_assisted(records: Sequence[Mapping[str, Any]]) -> float | None:
     """The published pipeline's score: the judge's outcome where it was asked, the rule outcome elsewhere."""
-    values = [(r["judge"]["score"] if r.get("judge") else r.get("score")) for r in records]
-    values = [float(v) for v in values if v is not None]
+    outcomes = [(r["judge"]["score"] if r.get("judge") else r.get("score")) for r in records]
+    values = [float(v) for v in outcomes if v is not None]
     return percent(sum(values) / len(values)) if values else None
 
 

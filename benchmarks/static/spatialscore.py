@@ -338,6 +338,10 @@ def summarize(
         section.update(_paper_combination(records, open_records))
     return {
         "headline": headline,
+        "headline_ci": {
+            "overall": S.score_ci(records),
+            "category_macro_mean": S.macro_ci(categories["rows"]),
+        },
         "counts": S.counts(records),
         "judge": section,
         "tables": {

@@ -54,6 +54,7 @@ from benchmarks.static.items import (
     require_fields,
 )
 from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
+from benchmarks.stats.intervals import Interval, weighted_mean
 
 NAME = "spatialtree"
 #: lmms-eval's ``spatialtreebench`` generation budget (also goal-image ``predict``'s default: the same L4
@@ -117,7 +118,7 @@ def _item(row: Mapping[str, Any], item_id: str, index: int, media_root: MediaRoo
     task = SCORERS[scorer]
     if scorer == "multichoiceeval" and str(row.get("question_type", "")) == "open":
         task = "numeric"  # lmms-eval scores open-typed multiple-choice items with MRA
-    meta = {
+    meta: dict[str, Any] = {
         "scorer": scorer,
         "hint": hint,
         "option_list": option_list,
@@ -264,7 +265,7 @@ def gold_answer(item: StaticItem, style: str = "paper") -> str:
     """The ground truth in the format the item's template asks: "answer: B", a single number, the
     orientation parameters as JSON, yes/no, a normalised ``[x, y]`` on the affordance mask, the reference
     text for open answers, and the published answer as is for what rules do not score (maps, L4 plans)."""
-    key = item.meta.get("key")
+    key: Any = item.meta.get("key")  # the task's own key: a letter, a number, the orientation values...
     if item.task == "mcq":
         return f"answer: {key}"
     if item.task == "numeric":
@@ -491,13 +492,13 @@ def _score_lmms(item: StaticItem, response: str) -> SampleScore:
         return SampleScore(float(correct), correct, parse, name, f"read {letter}, key {item.meta['key']}")
     if scorer == "gravityeval":
         score, why = official.gravity_score(response, str(item.answer), item.meta["hint"])
-        read = why.startswith("gaussian kernel")
+        ok = why.startswith("gaussian kernel")
         problems = item.meta["key"]["problems"]
         if problems:  # upstream scores the item all the same (0 for the affected fields, or 0 on its error)
             why += f"; annotation: {'; '.join(problems)}"
         metrics = {"problem": "; ".join(problems)} if problems else {}
         return SampleScore(
-            score, None, ParseResult(None, read, "json" if read else "unreadable", why), name, why, metrics
+            score, None, ParseResult(None, ok, "json" if ok else "unreadable", why), name, why, metrics
         )
     if scorer == "judge":
         read = official.last_yes_no(response)
@@ -613,7 +614,8 @@ def _child(node: WeightNode, name: str) -> WeightNode | None:
 
 def tree_path(tree: WeightNode, tags: Sequence[str]) -> tuple[str, ...] | None:
     """The tree path of an item's (level, ability, sub-ability) tags, or ``None`` when they match no leaf."""
-    node, path = tree, []
+    node = tree
+    path: list[str] = []
     for tag in tags:
         child = _child(node, tag)
         if child is None:
@@ -634,8 +636,29 @@ def summarize_project(
         "parents are weighted means of the children that have data (missing leaves excluded, weights renormalised)"
     ]
     summary = _summary(result, records, missing, unmatched, notes)
+    summary["headline_ci"] = _tree_intervals(tree, records)
     _add_judge_assisted(summary, records, lambda judged: _aggregate_project(tree, judged)[0])
     return summary
+
+
+def _tree_intervals(tree: WeightNode, records: Sequence[Mapping[str, Any]]) -> dict[str, list[float] | None]:
+    """95 % intervals (percent) of the project's headline, built as the tree is: each leaf's interval over
+    its items (clustered by image or video), each parent's the weighted mean of its children with data
+    (:func:`benchmarks.stats.intervals.weighted_mean`, weights renormalised as the score's)."""
+    pools: dict[tuple[str, ...], list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        path = tree_path(tree, record["tags"]["path"])
+        if path is not None and record.get("score") is not None:
+            pools[path].append(record)
+
+    def node_interval(node: WeightNode, path: tuple[str, ...]) -> Interval:
+        if not node.children:
+            return S.score_estimate(pools.get(path, []))
+        parts = [node_interval(c, (*path, c.name)) for c in node.children]
+        return weighted_mean(parts, [c.weight for c in node.children], bounds=(0.0, 100.0))
+
+    levels = {c.name: node_interval(c, (c.name,)).bounds() for c in tree.children}
+    return {"overall": node_interval(tree, ()).bounds(), **{f"level_{k}": v for k, v in levels.items()}}
 
 
 def _aggregate_project(
@@ -706,7 +729,7 @@ def _summary(
     notes: list[str],
 ) -> dict[str, Any]:
     levels = {c["name"]: percent(c["score"]) for c in result["children"]}
-    unscored = defaultdict(int)
+    unscored: defaultdict[str, int] = defaultdict(int)
     for record in records:
         if record.get("score") is None:
             unscored[record["scorer"]] += 1

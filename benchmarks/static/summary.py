@@ -12,6 +12,7 @@ from typing import Any
 
 from benchmarks.scoring.aggregate import group_table, percent
 from benchmarks.scoring.metrics import mean
+from benchmarks.stats import intervals
 
 Record = Mapping[str, Any]
 
@@ -39,8 +40,37 @@ def table(rows: list[dict[str, Any]], columns: Sequence[str] | None = None) -> d
 
 
 def grouped(records: Sequence[Record], key: Callable[[Record], Hashable], label: str) -> dict[str, Any]:
-    """Per-group table ``label, n, scored, score, parse_failures``."""
-    return table(group_table(records, key, label), [label, "n", "scored", "score", "parse_failures"])
+    """Per-group table ``label, n, scored, score, score_ci, parse_failures`` (``score_ci``: the 95 % interval
+    of the group's score, in percent)."""
+    return table(
+        group_table(records, key, label), [label, "n", "scored", "score", "score_ci", "parse_failures"]
+    )
+
+
+def score_estimate(records: Sequence[Record]) -> intervals.Interval:
+    """:func:`mean_score` (percent) with its 95 % interval: :func:`benchmarks.stats.intervals.score_interval`
+    over the scored records, clustered by their ``cluster`` key (the runner sets it from the item's media)."""
+    scored = [r for r in records if r.get("score") is not None]
+    clusters = [r.get("cluster", i) for i, r in enumerate(scored)]
+    return intervals.score_interval([float(r["score"]) for r in scored], clusters).scaled(100)
+
+
+def score_ci(records: Sequence[Record]) -> list[float] | None:
+    """The 95 % interval (percent) of :func:`mean_score`, as :func:`score_estimate` makes it."""
+    return score_estimate(records).bounds()
+
+
+def macro_ci(rows: Sequence[Mapping[str, Any]]) -> list[float] | None:
+    """The 95 % interval (percent) of :func:`macro_mean`: the rows' intervals combined as independent
+    estimates (:func:`benchmarks.stats.intervals.macro_mean`)."""
+    parts = [
+        intervals.Interval(r["score"], r["score_ci"][0], r["score_ci"][1], r.get("scored", 0), "")
+        if r.get("score_ci")
+        else intervals.Interval(r["score"], None, None, r.get("scored", 0), "")
+        for r in rows
+        if r.get("score") is not None
+    ]
+    return intervals.macro_mean(parts, bounds=(0.0, 100.0)).bounds()
 
 
 def tag(name: str, default: str = "unknown") -> Callable[[Record], Hashable]:

@@ -15,6 +15,7 @@ the project's mode reads answers with the project's parsers and converts units.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -37,6 +38,7 @@ from benchmarks.static.items import (
     require_fields,
 )
 from benchmarks.static.registry import PROJECT_MODE, BenchmarkSpec, LoadOptions, Prompt, ScoringMode
+from benchmarks.stats.intervals import macro_mean
 
 NAME = "vsibench"
 FRAME_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
@@ -93,7 +95,8 @@ def _item(
     if question_type in official.MCA_QUESTION_TYPES:
         options = _options(row.get("options"), where)
         key = str(row["ground_truth"]).strip().upper()
-        task, meta = "mcq", {"key": key, "option_lines": [str(o) for o in row["options"]]}
+        task = "mcq"
+        meta: dict[str, Any] = {"key": key, "option_lines": [str(o) for o in row["options"]]}
         if key not in options:  # lmms-eval scores it (never a match): kept, with the problem
             meta["key_problem"] = (
                 f"ground truth {row['ground_truth']!r} is not one of the option letters {sorted(options)}"
@@ -305,6 +308,7 @@ def summarize(
         )
     return {
         "headline": headline,
+        "headline_ci": _headline_ci(records),
         "counts": S.counts(records),
         "judge": None,
         "tables": {
@@ -315,6 +319,23 @@ def summarize(
         "chart": {"table": "sub_scores", "label": "sub_score", "value": "score"},
         "notes": notes,
     }
+
+
+def _headline_ci(records: Sequence[Mapping[str, Any]]) -> dict[str, list[float] | None]:
+    """95 % intervals (percent) of the headline, built as lmms-eval builds the numbers: each question type's
+    interval over its items (clustered by scene video), the rel-direction levels and then the eight
+    sub-scores combined as independent means (:func:`benchmarks.stats.intervals.macro_mean`)."""
+    by_type: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        if record.get("score") is not None:
+            by_type[record["tags"]["question_type"]].append(record)
+    parts = {t: S.score_estimate(rows) for t, rows in by_type.items()}
+    levels = [parts.pop(level) for level in official.DIRECTION_LEVELS if level in parts]
+    if levels:
+        parts["object_rel_direction"] = macro_mean(levels, bounds=(0.0, 100.0))
+    present = [name for name, _ in official.SUB_SCORES if name in parts]
+    overall = macro_mean([parts[name] for name in present], bounds=(0.0, 100.0))
+    return {"overall": overall.bounds(), **{name: parts[name].bounds() for name in present}}
 
 
 REFERENCE = {

@@ -1,4 +1,4 @@
-"""Generated documentation pages, as a mkdocs hook: env pages, CLI reference, results.
+"""Generated documentation pages, as a mkdocs hook: env pages, CLI reference, results, parity ledger.
 
 Every page here is built from the code or from committed data, never typed by hand:
 
@@ -12,6 +12,9 @@ Every page here is built from the code or from committed data, never typed by ha
 - ``results/``: one page per committed ``bench/results/*.json`` file (numbers with date, machine, command),
   followed by the Markdown of ``bench/results/NAME.md`` where one sits beside ``NAME.json``: the measurement's
   tables and dated findings, which the guides link instead of carrying them.
+- ``guide/parity.md``: the parity ledger, one row per official-compatible route the code registers
+  (:func:`official_routes`), its agreement with the official implementation read from the results file that
+  :data:`PARITY_LEDGER` names for it, or "not measured" with what would measure it.
 
 mkdocs runs :func:`on_config` (generate, extend the nav) and :func:`on_files` (add the pages).
 """
@@ -29,7 +32,7 @@ import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 SPACES_FILE = Path(__file__).with_name("env_spaces.json")
@@ -452,12 +455,233 @@ def results_pages(folder: Path = RESULTS_DIR) -> dict[str, str]:
     return {"results/index.md": "\n".join(index) + "\n", **pages}
 
 
+# ------------------------------------------------------------------------------------------- parity ledger
+
+
+class ParityRow(NamedTuple):  # a NamedTuple: the tests load this file without registering it as a module
+    """One official-compatible route and the committed result that measures its agreement with the official
+    implementation (fields are dotted paths into ``bench/results/RESULT.json``).
+
+    Attributes:
+        route: the command and options that select the route, as :func:`official_routes` spells it.
+        official: the implementation compared with.
+        result: the results file's stem; empty when nothing measures the route yet.
+        version: the field holding the official implementation's version or commit.
+        total: the field holding the number of cases compared; ``unit`` names them.
+        agreeing: the field holding the cases that agree, or ``differing``: the field listing those that differ.
+        compare: a metric measured on both, as (label, field here, field of the official implementation).
+        deltas: known deltas and why; ``{field}`` placeholders are filled from the results file.
+        to_measure: when not measured, what would measure it.
+    """
+
+    route: str
+    official: str
+    result: str = ""
+    version: str = ""
+    total: str = ""
+    unit: str = ""
+    agreeing: str = ""
+    differing: str = ""
+    compare: tuple[str, str, str] | None = None
+    deltas: str = ""
+    to_measure: str = ""
+
+
+_STATIC_MODES = "static-benchmarks.md#official-compatible-modes-mode-and-where-they-differ"
+
+
+def _static_row(bench: str, mode: str, official: str) -> ParityRow:
+    """A static mode that no committed result compares with its public scorer yet."""
+    return ParityRow(
+        route=f"static --bench {bench} --mode {mode}",
+        official=official,
+        deltas=f"reproduced from the public code's observed behaviour; differences by design: "
+        f"[static benchmarks]({_STATIC_MODES})",
+        to_measure=f"an upstream results file (item id, raw response, upstream's score) rescored with "
+        f"`--mode {mode}`, counting the items scored the same",
+    )
+
+
+#: Every official-compatible route and where its agreement is measured; a route in the code without a row
+#: here (or a row for a route that is gone) fails the build.
+PARITY_LEDGER: tuple[ParityRow, ...] = (
+    ParityRow(
+        route="static --bench multihopspatial --mode multihop-repo",
+        official="MultihopSpatial's repository script",
+        result="multihop_repo_agreement",
+        version="official",
+        total="metrics.items",
+        unit="items",
+        agreeing="metrics.items_agreeing",
+        compare=("MCQ accuracy", "metrics.mcq_accuracy_here", "metrics.mcq_accuracy_upstream"),
+        deltas="none on these records (prediction, box, IoU and score per item); they are an excerpt of "
+        "upstream's published results, not the whole set",
+    ),
+    _static_row("multihopspatial", "multihop-lmms-eval", "lmms-eval's multihopspatial task"),
+    _static_row("space10", "space10-lmms-eval", "the SpaCE-10 lmms-eval fork (space-10-single/-double)"),
+    _static_row("space10", "space10-single", "the SpaCE-10 lmms-eval fork's space-10-single task"),
+    _static_row("space10", "space10-double", "the SpaCE-10 lmms-eval fork's space-10-double task"),
+    _static_row("space10", "space10-stats", "the SpaCE-10 fork's statistics script (space_10/evaluator.py)"),
+    _static_row("spatialscore", "spatialscore-repo", "SpatialScore's test_qwen.py and utils/util.py"),
+    _static_row("spatialtree", "spatialtree-lmms-eval", "lmms-eval's spatialtreebench task"),
+    _static_row("vsibench", "vsibench-lmms-eval", "lmms-eval's vsibench task"),
+    ParityRow(
+        route="goal score --scorer lmms-eval",
+        official="lmms-eval's spatialtreebench L4 scorers (manipulateeval, agenticnaveval)",
+        deltas="inputs on which the public code raises score 0 here, with the reason "
+        "([goal-image scoring](goal-scoring.md#the-lmms-eval-scorer-scorer-lmms-eval))",
+        to_measure="lmms-eval's process_results on the same predictions and references, compared per sample",
+    ),
+    ParityRow(
+        route="calvin --backend builtin",
+        official="calvin_env, scene D",
+        result="calvin_parity_2026-11-26_vm-2core-shared_100chains",
+        version="calvin_env_commit",
+        total="chains",
+        unit="chains",
+        differing="chains_differ_builtin_official",
+        compare=("expert avg. len", "avg_len_builtin", "avg_len_official"),
+        deltas="the same scripted expert on both; camera images differ (mean abs. difference {static_mad_builtin} static, {gripper_mad_builtin} "
+        "gripper, of 255; {static_mad_assets} with CALVIN's files loaded): the built-in table's own looks; "
+        "calvin_env carries contact state across resets, so over all 1000 chains a few end differently",
+    ),
+    ParityRow(
+        route="calvin --backend official",
+        official="calvin_env, run by the bridge",
+        result="calvin_official_absolute",
+        version="calvin_env_commit",
+        total="metrics.chains",
+        unit="chains",
+        agreeing="metrics.chains_agreeing",
+        compare=("expert avg. len", "metrics.avg_len_official", "metrics.avg_len_builtin"),
+        deltas="the env is calvin_env's own; measured: the bridge's absolute actions, chain for chain against the "
+        "built-in table (the same scripted expert); the chain protocol around the env (chains, step budget, "
+        "task checks) is the project's, not measured against CALVIN's evaluate_policy.py",
+    ),
+    ParityRow(
+        route="libero",
+        official="LIBERO (rpent-libero port) under OpenVLA's evaluation protocol",
+        deltas="by design: MuJoCo 3.3, fixture jitter drawn from the reset's seed, fast rendering, upright "
+        "images ([LIBERO](libero.md#protocol-and-deviations))",
+        to_measure="one released LIBERO checkpoint through OpenVLA's run_libero_eval.py and through "
+        "`libero --policy vla` on the same initial states, success compared per episode",
+    ),
+    ParityRow(
+        route="embodied nav",
+        official="EmbodiedBench EB-Navigation (AI2-THOR)",
+        deltas="another simulator (MuJoCo homes): its numbers are not EmbodiedBench's",
+        to_measure="one model through EmbodiedBench's harness and here on matched episodes, success compared",
+    ),
+    ParityRow(
+        route="embodied manip",
+        official="EmbodiedBench EB-Manipulation (CoppeliaSim / RLBench)",
+        deltas="another simulator (robosuite / MuJoCo): its numbers are not EmbodiedBench's",
+        to_measure="one model through EmbodiedBench's harness and here on matched episodes, success compared",
+    ),
+)
+
+
+def official_routes() -> list[str]:
+    """Every official-compatible route the code registers: static scoring modes but the project's, goal
+    scorers but the default, CALVIN backends, LIBERO and the EB families."""
+    from typing import get_args, get_type_hints
+
+    from benchmarks.calvin.config import CalvinConfig
+    from benchmarks.command import embodied_families
+    from benchmarks.goal_scoring.config import ScoreConfig
+    from benchmarks.scoring.goal import SCORERS
+    from benchmarks.static.registry import PROJECT_MODE, benchmark_names, get_benchmark
+
+    static = [
+        f"static --bench {bench} --mode {mode}"
+        for bench in benchmark_names()
+        for mode in get_benchmark(bench).modes
+        if mode != PROJECT_MODE
+    ]
+    goal = [f"goal score --scorer {name}" for name in SCORERS if name != ScoreConfig.scorer]
+    backends = get_args(get_type_hints(CalvinConfig)["backend"])
+    calvin = [f"calvin --backend {backend}" for backend in backends]
+    return [*static, *goal, *calvin, "libero", *(f"embodied {family}" for family in embodied_families())]
+
+
+def result_field(data: Mapping[str, Any], path: str, stem: str) -> Any:
+    """A dotted field of a results file, or an error naming the file and the field."""
+    value: Any = data
+    for key in path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            raise ValueError(
+                f"bench/results/{stem}.json has no field {path!r}, which the parity ledger reads"
+            )
+        value = value[key]
+    return value
+
+
+def parity_cells(row: ParityRow, folder: Path = RESULTS_DIR) -> list[str]:
+    """A ledger row's cells: route, official implementation, agreement, known deltas, results link."""
+    if not row.result:
+        agreement = f"not measured: {row.to_measure}"
+        return [f"`{row.route}`", row.official, agreement, row.deltas or "–", "–"]
+    data = load_result(folder / f"{row.result}.json")
+    official = row.official
+    if row.version:
+        version = str(result_field(data, row.version, row.result))
+        official += (
+            f" (commit `{version[:12]}`)" if re.fullmatch("[0-9a-f]{40}", version) else f" ({version})"
+        )
+    parts = []
+    if row.total:
+        total = result_field(data, row.total, row.result)
+        agreeing = (
+            result_field(data, row.agreeing, row.result)
+            if row.agreeing
+            else total - len(result_field(data, row.differing, row.result))
+        )
+        parts.append(f"{agreeing} / {total} {row.unit}".strip())
+    if row.compare:
+        label, here, there = row.compare
+        ours, theirs = (result_field(data, f, row.result) for f in (here, there))
+        parts.append(f"{label} {ours} here vs {theirs} ({ours - theirs:+.3g})")
+    deltas = row.deltas.format_map({**data.get("metrics", {}), **data})
+    link = f"[{_cell(data['title'])}](../results/{row.result}.md) ({data['date']})"
+    return [f"`{row.route}`", official, "; ".join(parts), deltas, link]
+
+
+def parity_page(
+    rows: Sequence[ParityRow] = PARITY_LEDGER, routes: Sequence[str] | None = None, folder: Path = RESULTS_DIR
+) -> str:
+    """The parity ledger: each official-compatible route's measured agreement, from the committed results;
+    every route the code registers must have a row, and every row a registered route."""
+    routes = official_routes() if routes is None else routes
+    named = [row.route for row in rows]
+    missing, extra = sorted(set(routes) - set(named)), sorted(set(named) - set(routes))
+    if missing or extra:
+        raise ValueError(
+            f"parity ledger: routes without a row {missing}, rows without a route {extra}; "
+            "add or remove ParityRow entries in PARITY_LEDGER (docs/_scripts/gen_pages.py)"
+        )
+    measured = sum(1 for row in rows if row.result)
+    lines = [
+        "# Parity ledger",
+        "",
+        "Where a number is the official implementation's number and where it is not: every official-compatible "
+        "scoring mode and closed-loop route, with the agreement measured against the official implementation "
+        f"in a committed result ({measured} of {len(rows)} routes measured). Generated from `PARITY_LEDGER` in "
+        "`docs/_scripts/gen_pages.py` and the files in `bench/results/`; a route not measured says what would "
+        "measure it.",
+        "",
+        "| route | official implementation | cases agreeing / total, metric | known deltas and why | result |",
+        "|---|---|---|---|---|",
+    ]
+    lines += ["| " + " | ".join(_cell(c) for c in parity_cells(row, folder)) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 # ------------------------------------------------------------------------------------------- mkdocs hook
 
 
 def generate() -> dict[str, str]:
     """Every generated page, by its path under docs/."""
-    return {**env_pages(), **cli_pages(), **results_pages()}
+    return {**env_pages(), **cli_pages(), **results_pages(), "guide/parity.md": parity_page()}
 
 
 def on_config(config: Any) -> Any:

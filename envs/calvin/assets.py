@@ -184,7 +184,7 @@ def _link_element(robot: ET.Element, link: Link, scale: float) -> None:
     inertial = ET.SubElement(el, "inertial")
     _origin(inertial, (0, 0, 0), (0, 0, 0), scale)
     ET.SubElement(inertial, "mass", value=_num(link.mass))
-    ET.SubElement(inertial, "inertia", **_box_inertia(max(link.mass, 1e-3), link.inertia_box, scale))
+    ET.SubElement(inertial, "inertia", _box_inertia(max(link.mass, 1e-3), link.inertia_box, scale))
     for i, g in enumerate(link.geoms):
         visual = ET.SubElement(el, "visual")
         _origin(visual, g.xyz, g.rpy, scale)

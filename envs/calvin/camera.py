@@ -7,7 +7,7 @@ metric (metres along the optical axis), converted from the z-buffer with each ca
 
 from __future__ import annotations
 
-import pkgutil
+import importlib.util
 import subprocess
 import sys
 
@@ -21,8 +21,8 @@ RENDERERS = ("tiny", "egl")
 
 def load_egl(client: BulletClient) -> int:
     """Load PyBullet's EGL renderer plugin into ``client``; a clear error when it cannot run here."""
-    loader = pkgutil.get_loader("eglRenderer")
-    plugin = client.loadPlugin(loader.get_filename(), "_eglRendererPlugin") if loader else -1
+    spec = importlib.util.find_spec("eglRenderer")
+    plugin = client.loadPlugin(spec.origin, "_eglRendererPlugin") if spec and spec.origin else -1
     if plugin < 0:
         raise RuntimeError(
             "renderer='egl': PyBullet's eglRenderer plugin did not load (no EGL device); "

@@ -190,7 +190,8 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     ``obs_layout`` ("flat", the default, or "calvin": calvin_env's nested dicts).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}
+    # as gymnasium.Env declares it (an instance variable with a class-level default)
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}  # noqa: RUF012
 
     def __init__(
         self,

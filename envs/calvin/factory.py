@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 #: The registered id of each backend (``envs.calvin.registration``).
 BACKEND_IDS = {
@@ -40,7 +43,7 @@ def calvin_env_spec(
     raise ValueError(f"unknown CALVIN backend {backend!r}: use 'builtin' or 'official'")
 
 
-def make_env(backend: str = "builtin", **options: Any) -> Any:
+def make_env(backend: str = "builtin", **options: Any) -> gym.Env:
     """``gym.make`` of the backend's registered id with :func:`calvin_env_spec`'s keyword arguments."""
     import gymnasium as gym
 

@@ -119,9 +119,10 @@ class ObjMesh:
     def quad(self, corners: np.ndarray, uvs: np.ndarray, normal: np.ndarray) -> None:
         """One planar quad (corners counter-clockwise seen from ``normal``) as two triangles."""
         v0, t0, n = len(self.vertices) + 1, len(self.uvs) + 1, len(self.normals) + 1
-        self.vertices += [tuple(float(x) for x in c) for c in corners]
-        self.uvs += [tuple(float(x) for x in t) for t in uvs]
-        self.normals.append(tuple(float(x) for x in normal))
+        self.vertices += [(float(x), float(y), float(z)) for x, y, z in corners]
+        self.uvs += [(float(u), float(v)) for u, v in uvs]
+        x, y, z = normal
+        self.normals.append((float(x), float(y), float(z)))
         a, b, c, d = ((v0 + i, t0 + i, n) for i in range(4))
         self.faces += [(a, b, c), (a, c, d)]
 

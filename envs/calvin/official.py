@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from importlib import import_module
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -130,7 +130,10 @@ CAMERA_NAMES = ("static", "gripper")
 
 def checkout_root() -> Path:
     """The calvin_env checkout the imported package comes from (the folder holding ``conf/`` and ``data/``)."""
-    return Path(import_module("calvin_env").__file__).resolve().parents[1]
+    file = import_module("calvin_env").__file__
+    if file is None:  # a namespace package: a folder named calvin_env without the package in it
+        raise ImportError("calvin_env is not an installed package: pip install -e <calvin_env checkout>")
+    return Path(file).resolve().parents[1]
 
 
 def compose_config(root: Path, cameras: Sequence[str] | None = None, renderer: str = "tiny") -> Any:
@@ -283,8 +286,8 @@ def _pairs(
 
 
 def snapshot_from_official(
-    robot_obs: Sequence[float],
-    scene_obs: Sequence[float],
+    robot_obs: Sequence[float] | np.ndarray,
+    scene_obs: Sequence[float] | np.ndarray,
     info: Mapping[str, Any],
     link_name: LinkNamer | None = None,
 ) -> dict:
@@ -370,7 +373,8 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
     calvin_env's own nested observation (:mod:`envs.calvin.obs_layout`).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}
+    # as gymnasium.Env declares it (an instance variable with a class-level default)
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": C.CONTROL_HZ}  # noqa: RUF012
 
     def __init__(
         self,

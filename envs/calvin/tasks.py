@@ -15,7 +15,7 @@ are CALVIN's (see calvin.md and docs/guide/calvin.md); contacts are compared per
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -40,11 +40,11 @@ _BLOCK_KEYS = ("pos", "orn_xyzw", "lin_vel", "ang_vel", "contacts")
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _bodies(contacts: Iterable[Iterable[str]]) -> set[str]:
+def _bodies(contacts: Iterable[Sequence[str]]) -> set[str]:
     return {c[0] for c in contacts}
 
 
-def _pairs(contacts: Iterable[Iterable[str]]) -> set[tuple[str, str]]:
+def _pairs(contacts: Iterable[Sequence[str]]) -> set[tuple[str, str]]:
     return {(c[0], c[1]) for c in contacts}
 
 

@@ -128,7 +128,8 @@ def _point_object_classes_at_assets(assets: Path) -> None:
 
     bddl_base_domain.DIR_PATH = str(assets.parent / "envs")
     for name in _OBJECT_MODULES:
-        importlib.import_module(f"libero.libero.envs.objects.{name}").absolute_path = assets.parent
+        module = importlib.import_module(f"libero.libero.envs.objects.{name}")
+        module.absolute_path = assets.parent  # type: ignore[attr-defined]  # patched: ModuleType has no setter
 
 
 def _fix_mounted_robot_base() -> None:

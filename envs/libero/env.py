@@ -122,7 +122,8 @@ class LiberoEnv(gym.Env):
             look at no image (scripted experts, blind baselines).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": protocol.CONTROL_FREQ}
+    # as gymnasium.Env declares it (an instance variable with a class-level default)
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": protocol.CONTROL_FREQ}  # noqa: RUF012
     #: One count of a SpatialTree primitive in plans run here (the plan-execution contract, with
     #: :meth:`native_actions` and :meth:`noop_action`): 1 cm and 0.05 rad, a fifth and a tenth of one
     #: OSC_POSE unit, the precision a grasp needs; see docs/guide/action-mapping.md, "Executable plans and

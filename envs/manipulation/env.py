@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from typing import Any, ClassVar, SupportsFloat
+from typing import Any, SupportsFloat, TypedDict
 
 import gymnasium as gym
 import numpy as np
@@ -23,7 +23,17 @@ CAMERAS = {"front_rgb": "eb_front", "wrist_rgb": workspace.WRIST_CAMERA, "overhe
 ACTION_NAMES = ("X", "Y", "Z", "Roll", "Pitch", "Yaw", "Gripper")
 ACTION_NVEC = workspace.ACTION_NVEC
 TEXT_CHARSET = string.printable
-_GRID = {
+
+
+class _Grid(TypedDict):
+    """EB's voxel grid, as the action encoder and decoder take it."""
+
+    bounds: tuple[np.ndarray, np.ndarray]
+    voxels: int
+    rotation_bin_deg: float
+
+
+_GRID: _Grid = {
     "bounds": workspace.WORKSPACE_BOUNDS,
     "voxels": workspace.VOXELS,
     "rotation_bin_deg": workspace.ROTATION_BIN_DEG,
@@ -116,7 +126,8 @@ class EBManipulationEnv(gym.Env):
     image). The all-family suite also takes ``families``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 2}
+    # as gymnasium.Env declares it (an instance variable with a class-level default)
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 2}  # noqa: RUF012
 
     def __init__(
         self,
@@ -168,7 +179,7 @@ class EBManipulationEnv(gym.Env):
         obs = self._observe(feedback="")
         return obs, self._info(action_valid=True, feedback="", result=None)
 
-    def step(self, action: Any) -> tuple[dict, SupportsFloat, bool, bool, dict]:
+    def step(self, action: object) -> tuple[dict, SupportsFloat, bool, bool, dict]:
         if self._done:
             raise RuntimeError("the episode has ended (or never started): call reset() first")
         indices = validate_action(action)
@@ -267,6 +278,7 @@ class EBManipulationEnv(gym.Env):
             seg = self.cameras.segmentation(data, CAMERAS["front_rgb"])
             geoms = {i + 1: self.task.visual_geoms(slot) for i, slot in enumerate(self._labels)}
             obs["front_rgb"] = draw_boxes(obs["front_rgb"], object_boxes(seg, geoms))
+        assert self._episode is not None  # observed from reset on
         obs["instruction"] = self._episode["instruction"]
         obs["feedback"] = feedback
         obs["object_list"] = str(self.object_list())

@@ -105,6 +105,7 @@ def draw_boxes(image: np.ndarray, boxes: Mapping[int, tuple[int, int, int, int]]
     canvas = Image.fromarray(image)
     draw = ImageDraw.Draw(canvas)
     font = ImageFont.load_default(size=max(10, image.shape[0] // 32))
+    assert isinstance(font, ImageFont.FreeTypeFont)  # given a size, Pillow loads its built-in TrueType font
     pad = max(1, image.shape[0] // 160)
     for label, (x0, y0, x1, y1) in sorted(boxes.items()):
         draw.rectangle((x0 - pad, y0 - pad, x1 + pad, y1 + pad), outline=BOX_COLOR, width=1)

@@ -106,7 +106,7 @@ def _shift(p: tuple[float, float], dx: float) -> tuple[float, float]:
 
 
 def _mesh_pieces(polygons: list[list[tuple[float, float]]]) -> tuple[Piece, ...]:
-    return tuple(Piece("mesh", polygon=tuple(tuple(v) for v in poly)) for poly in polygons)
+    return tuple(Piece("mesh", polygon=tuple((v[0], v[1]) for v in poly)) for poly in polygons)
 
 
 def _build_shapes() -> dict[str, ShapeSpec]:

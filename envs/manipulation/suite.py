@@ -8,7 +8,7 @@ same for every family. Privileged policies read the current family's ``task`` an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, SupportsFloat
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -27,7 +27,7 @@ class EBManipulationSuiteEnv(gym.Env):
     family and an episode are drawn from the seeded ``np_random``. Everything else is the family env's.
     """
 
-    metadata: ClassVar[dict[str, Any]] = EBManipulationEnv.metadata
+    metadata = EBManipulationEnv.metadata
 
     def __init__(
         self,
@@ -61,7 +61,7 @@ class EBManipulationSuiteEnv(gym.Env):
             options = {"subset": self.subset}
         return self._current.reset(seed=int(self.np_random.integers(2**31)), options=options)
 
-    def step(self, action: Any) -> tuple[dict, SupportsFloat, bool, bool, dict]:
+    def step(self, action: object) -> tuple[dict, SupportsFloat, bool, bool, dict]:
         return self._env.step(action)
 
     def render(self) -> np.ndarray | None:

@@ -39,6 +39,11 @@ class Part:
     emission: float = 0.0
 
 
+def _xyz(v: Sequence[float]) -> tuple[float, float, float]:
+    x, y, z = v
+    return (x, y, z)
+
+
 def box(
     half: Sequence[float],
     pos: Sequence[float],
@@ -46,7 +51,7 @@ def box(
     material: str | None = None,
     euler: Sequence[float] | None = None,
 ) -> Part:
-    return Part("box", tuple(half), tuple(pos), rgb, material, None if euler is None else tuple(euler))
+    return Part("box", tuple(half), _xyz(pos), rgb, material, None if euler is None else _xyz(euler))
 
 
 def cyl(
@@ -61,16 +66,16 @@ def cyl(
     return Part(
         "cylinder",
         (radius, half_height),
-        tuple(pos),
+        _xyz(pos),
         rgb,
         material,
-        None if euler is None else tuple(euler),
+        None if euler is None else _xyz(euler),
         emission=emission,
     )
 
 
 def sphere(radius: float, pos: Sequence[float], rgb: RGB) -> Part:
-    return Part("sphere", (radius,), tuple(pos), rgb)
+    return Part("sphere", (radius,), _xyz(pos), rgb)
 
 
 def ellipsoid(
@@ -83,10 +88,10 @@ def ellipsoid(
     return Part(
         "ellipsoid",
         tuple(half),
-        tuple(pos),
+        _xyz(pos),
         rgb,
         None,
-        None if euler is None else tuple(euler),
+        None if euler is None else _xyz(euler),
         emission=emission,
     )
 

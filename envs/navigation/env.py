@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -99,7 +99,8 @@ class EBNavigationEnv(gym.Env):
         default_set_size, default_set_seed: the default episode set. render_mode: ``"rgb_array"`` or None.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 4}
+    # as gymnasium.Env declares it (an instance variable with a class-level default)
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 4}  # noqa: RUF012
 
     def __init__(
         self,
@@ -167,8 +168,8 @@ class EBNavigationEnv(gym.Env):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         episode = self._episode_from(options or {})
-        self._load_scene(episode["scene"])
-        self._renderer.set_target(self._world.object_geoms(episode["target"]["id"]))
+        world, renderer = self._load_scene(episode["scene"])
+        renderer.set_target(world.object_geoms(episode["target"]["id"]))
         self._episode = episode
         self._pose = AgentPose.from_json(episode["agent"])
         self._steps, self._done, self._success, self._feedback = 0, False, False, ""
@@ -177,7 +178,7 @@ class EBNavigationEnv(gym.Env):
         info.update(
             episode_id=episode.get("episode_id"),
             subset=episode["subset"],
-            mask_labels=list(self._world.labels),
+            mask_labels=list(world.labels),
         )
         return obs, info
 
@@ -198,18 +199,19 @@ class EBNavigationEnv(gym.Env):
             raise ValueError(f"episode_index must be in [0, {self.default_set_size}), got {index}")
         return make_episode(self.subset, int(index), self.default_set_seed)
 
-    def _load_scene(self, scene: dict[str, Any]) -> None:
-        """Compile the scene unless it is the one already loaded (same content hash)."""
-        if self._world is not None and self._world.key == scene_key(scene):
-            return
-        self._world = World(scene)
-        if self._renderer is None:
-            self._renderer = FrameRenderer(self.width, self.height)
-        self._renderer.load(self._world.model, self._world.geom_entity)
+    def _load_scene(self, scene: dict[str, Any]) -> tuple[World, FrameRenderer]:
+        """Compile the scene unless it is the one already loaded (same content hash); its world and renderer."""
+        if self._world is None or self._world.key != scene_key(scene):
+            self._world = World(scene)
+            if self._renderer is None:
+                self._renderer = FrameRenderer(self.width, self.height)
+            self._renderer.load(self._world.model, self._world.geom_entity)
+        assert self._renderer is not None  # made with the first world
+        return self._world, self._renderer
 
     # --------------------------------------------------------------------------------------- step
 
-    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+    def step(self, action: object) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         if self._episode is None or self._world is None:
             raise RuntimeError("call reset() before step()")
         if self._done:
@@ -415,8 +417,10 @@ class EBNavigationEnv(gym.Env):
         return copy_episode(self._episode["target"])
 
     @property
-    def world(self) -> World | None:
+    def world(self) -> World:
         """The compiled scene of the current episode (for privileged policies)."""
+        if self._world is None:
+            raise RuntimeError("no scene loaded; call reset() first")
         return self._world
 
     @property

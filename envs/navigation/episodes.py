@@ -157,7 +157,8 @@ class _SceneEpisodes:
         if start is None:
             return None
         node, k = start
-        pose = AgentPose(*self.lattice.points[node], heading_deg=90.0 * k)
+        x, y = self.lattice.points[node]
+        pose = AgentPose(x, y, heading_deg=90.0 * k)
         instruction = self._instruction(subset, target, pose)
         if instruction is None:
             return None
@@ -192,8 +193,9 @@ class _SceneEpisodes:
         ]
         for i in self.rng.permutation(len(facing))[:40]:
             node, k = facing[int(i)]
+            x, y = pts[node]
             seen, parts = self.world.sighted_parts(
-                AgentPose(*pts[node], heading_deg=90.0 * k), GENERATION_FOV, target["id"]
+                AgentPose(x, y, heading_deg=90.0 * k), GENERATION_FOV, target["id"]
             )
             if seen >= max(1, math.ceil(parts / 2)):
                 return node, k

@@ -8,6 +8,7 @@ another target instead of writing an instruction with two right answers.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -145,13 +146,17 @@ def visual_instruction(scene: dict[str, Any], target: dict[str, Any], rng: np.ra
 
 
 def long_horizon_instruction(
-    scene: dict[str, Any], target: dict[str, Any], rng: np.random.Generator, start_xy: Any = None
+    scene: dict[str, Any],
+    target: dict[str, Any],
+    rng: np.random.Generator,
+    start_xy: Sequence[float] | np.ndarray | None = None,
 ) -> str | None:
     """Name the object, and the room it is in when that is not the room the agent starts in."""
     if _count(scene, lambda o: o["category"] == target["category"]) != 1:
         return None
     room = scene["rooms"][target["room"]]["type"]
     elsewhere = start_xy is not None and room_of(scene, start_xy) != target["room"]
+    templates: tuple[str, ...]
     if elsewhere:
         templates = (
             "Navigate to the {t} in the {r}.",
@@ -163,7 +168,7 @@ def long_horizon_instruction(
     return str(rng.choice(templates)).format(t=_noun(target), r=room)
 
 
-def _count(scene: dict[str, Any], predicate: Any) -> int:
+def _count(scene: dict[str, Any], predicate: Callable[[dict[str, Any]], bool]) -> int:
     return sum(1 for o in scene["objects"] if predicate(o))
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from envs.navigation.geometry import AGENT_RADIUS, Obstacles, house_bounds
 
@@ -48,7 +49,7 @@ class Lattice:
         cls,
         obstacles: Obstacles,
         bounds: Sequence[float],
-        anchor_xy: Sequence[float],
+        anchor_xy: ArrayLike,
         heading_deg: float,
         step: float = MOVE_STEP,
         radius: float = AGENT_RADIUS,
@@ -61,7 +62,7 @@ class Lattice:
         proj = corners @ axes.T / step
         lo, hi = np.floor(proj.min(axis=0)).astype(int), np.ceil(proj.max(axis=0)).astype(int)
         ii, jj = np.meshgrid(np.arange(lo[0], hi[0] + 1), np.arange(lo[1], hi[1] + 1), indexing="ij")
-        shape = ii.shape
+        shape = (ii.shape[0], ii.shape[1])
         points = np.asarray(anchor_xy, dtype=float) + step * (
             ii.ravel()[:, None] * axes[0] + jj.ravel()[:, None] * axes[1]
         )
@@ -87,7 +88,7 @@ class Lattice:
                     queue.append(int(m))
         return sorted(seen)
 
-    def nearest(self, xy: Sequence[float], tol: float = 1e-4) -> int | None:
+    def nearest(self, xy: ArrayLike, tol: float = 1e-4) -> int | None:
         """Index of the node at ``xy`` (within ``tol``), ``None`` when ``xy`` is off the lattice."""
         d = np.hypot(*(self.points - np.asarray(xy, dtype=float)).T)
         n = int(np.argmin(d))

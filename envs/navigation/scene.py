@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.navigation.assets import furniture_surfaces
+from envs.navigation.assets import Surface, furniture_surfaces
 from envs.navigation.catalog import (
     CATEGORIES,
     COLOURS,
@@ -97,7 +97,8 @@ def _inside(rect: Sequence[float], bounds: Sequence[float], margin: float = 0.0)
 def _layout(rng: np.random.Generator, n_rooms: int) -> tuple[list[list[float]], list[dict[str, Any]]]:
     """Room rectangles and doors; randomly transposed so either axis can be the long one."""
     if n_rooms == 1:
-        rooms, doors = [[0.0, 0.0, _uniform(rng, (4.5, 7.0)), _uniform(rng, (4.0, 6.0))]], []
+        rooms = [[0.0, 0.0, _uniform(rng, (4.5, 7.0)), _uniform(rng, (4.0, 6.0))]]
+        doors: list[dict[str, Any]] = []
     elif n_rooms == 2:
         rooms, doors = _two_rooms(rng)
     elif rng.random() < 0.5:
@@ -209,7 +210,7 @@ def _slab(side: str, at: float, lo: float, hi: float, t: float) -> list[float]:
     return [at - t, lo, at, hi]
 
 
-def room_of(scene: dict[str, Any], xy: Sequence[float]) -> int | None:
+def room_of(scene: dict[str, Any], xy: Sequence[float] | np.ndarray) -> int | None:
     """Index of the room containing the point ``xy`` (``None`` outside every room)."""
     for i, room in enumerate(scene["rooms"]):
         x0, y0, x1, y1 = room["bounds"]
@@ -398,7 +399,9 @@ def _furnish(
 # ---------------------------------------------------------------------------------------- objects
 
 
-def _surface_slots(furniture: list[dict[str, Any]], room_index: int, height: float) -> list[tuple[int, Any]]:
+def _surface_slots(
+    furniture: list[dict[str, Any]], room_index: int, height: float
+) -> list[tuple[int, Surface]]:
     return [
         (k, s)
         for k, f in enumerate(furniture)
@@ -409,7 +412,7 @@ def _surface_slots(furniture: list[dict[str, Any]], room_index: int, height: flo
 
 
 def _place_on_surface(
-    rng: np.random.Generator, item: dict[str, Any], surface: Any, half: float
+    rng: np.random.Generator, item: dict[str, Any], surface: Surface, half: float
 ) -> list[float] | None:
     x0, y0, x1, y1 = surface.rect
     if x1 - x0 < 2 * half or y1 - y0 < 2 * half:
@@ -655,7 +658,7 @@ def _attempt(rng: np.random.Generator, n: int) -> dict[str, Any] | None:
     return scene
 
 
-_REQUIRED = {
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
     "rooms": list,
     "doors": list,
     "furniture": list,

@@ -23,7 +23,7 @@ _UNREADABLE = "the output could not be read"
 
 def message_text(message: Message) -> str:
     """The text parts of one message, joined."""
-    content = message.get("content")
+    content = message["content"]  # a string, or a list of parts
     if isinstance(content, str):
         return content
     return "".join(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -35,6 +35,8 @@ from policies.mllm.answer_key_eb import eb_answer
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+    from envs.navigation.env import EBNavigationEnv
 
 _HISTORY = re.compile(r"^Step \d+, action id (\d+), [^\n]*?env feedback: ([^\n]*)$", re.MULTILINE)
 _MOVE, _REACH = 0.25, 0.7  # metres per move; how far ahead the target is when the walk ends
@@ -122,8 +124,10 @@ class NavigationAnswerKeyCore(AnswerKeyCore):
         """How the instruction's target is named (colour and category), the core's only privileged fact."""
         from envs.navigation.entities import object_name
 
-        nav = self.env.unwrapped
-        return object_name(nav.episode["scene"], nav.target["id"])
+        nav = cast("EBNavigationEnv", self.env.unwrapped)
+        episode = nav.episode
+        assert episode is not None  # asked during an episode
+        return object_name(episode["scene"], nav.target["id"])
 
     def plan(self, question: str) -> list[dict[str, Any]]:
         if GOAL_VIEW_LINE in question:

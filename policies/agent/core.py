@@ -305,6 +305,6 @@ class SpatialAgent:
         return result
 
     def _counters(self, run: _Run, answered: bool) -> dict[str, Any]:
-        counts = dict(sorted(run.counts.items()))
+        counts: dict[str, int | bool | str | None] = dict(sorted(run.counts.items()))
         counts.update(completion_tokens=run.tokens, answered=answered, stopped=run.stopped)
         return counts

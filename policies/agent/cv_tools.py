@@ -11,9 +11,11 @@ width, principal point at the centre), reported as such in the result.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from policies.agent.tools import ToolContext, ToolError
 
@@ -21,7 +23,7 @@ MIN_MATCHES = 8  # fewer matched points cannot fix a homography or an essential 
 _SHOWN_MATCHES = 50  # matched pairs returned to the core (the count is always the total)
 
 
-def _cv2() -> Any:
+def _cv2() -> ModuleType:
     try:
         import cv2
     except ImportError as error:
@@ -54,9 +56,12 @@ class OpenCVTools:
             return self.camera_parameters(images, context.meta.get("intrinsics"))
         if len(images) != 2:
             raise ToolError("invalid_arguments", f"{tool}: expected exactly two images, got {len(images)}")
+        source, target = images
         if tool == "EstimateOpticalFlow":
-            return self.optical_flow(*images)
-        first, second = self.matches(*images, args.get("num_keypoints", 1200), args.get("ratio_th", 0.75))
+            return self.optical_flow(source, target)
+        first, second = self.matches(
+            source, target, args.get("num_keypoints", 1200), args.get("ratio_th", 0.75)
+        )
         if tool == "MatchImagesSIFT":
             pairs = [
                 [
@@ -118,7 +123,9 @@ class OpenCVTools:
             "mean_flow_y": round(float(flow[..., 1].mean()), 3),
         }
 
-    def camera_parameters(self, images: Sequence[np.ndarray], intrinsics: Any = None) -> dict[str, Any]:
+    def camera_parameters(
+        self, images: Sequence[np.ndarray], intrinsics: ArrayLike | None = None
+    ) -> dict[str, Any]:
         """Each image's pose relative to the first: essential matrix (RANSAC) and ``recoverPose``."""
         cv2 = _cv2()
         height, width = np.asarray(images[0]).shape[:2]

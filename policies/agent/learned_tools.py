@@ -422,6 +422,9 @@ class _BoxRegions:
     def __init__(self, detector: LearnedDetectionTools) -> None:
         self.detector, self.name = detector, detector.name
 
+    def tools(self) -> Sequence[str]:
+        return ("GetObjectMask",)
+
     def run(self, tool: str, args: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         image = context.images[args["image"]]
         results = []

@@ -22,10 +22,10 @@ are counted as EB's planner output errors and followed by the configured fallbac
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 import numpy as np
 
@@ -41,6 +41,11 @@ from policies.mllm.embodied import EBAgentPolicy
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+    from envs.navigation.env import EBNavigationEnv
+    from policies.agent.truth_tools import TruthScenes
+    from policies.base import EpisodeContext
+    from policies.mllm.config import MLLMPolicyConfig
 
 TOOL_SETS = ("truth", "cv", "mixed", "learned", "none")
 CLOSED_LOOP_MIN_PIXELS = 20  # a target this many pixels large is seen (the env's visibility counts any pixel)
@@ -151,7 +156,7 @@ class AgentPolicyConfig:
                 check_model(flag, folder, allow_download=None)
         check_device("--device", self.device)
 
-    def mllm(self) -> Any:
+    def mllm(self) -> MLLMPolicyConfig:
         """The core model's settings as an :class:`MLLMPolicyConfig` (one place builds backends)."""
         from policies.mllm.config import MLLMPolicyConfig
 
@@ -195,7 +200,7 @@ def build_agent_policy(config: AgentPolicyConfig, backend: Backend | None = None
     return SpatialAgentPolicy(backend, config, agent)
 
 
-def toolbox_for(config: AgentPolicyConfig, scenes: Any) -> Toolbox:
+def toolbox_for(config: AgentPolicyConfig, scenes: TruthScenes) -> Toolbox:
     """The tool backends of ``config.agent_tools`` in priority order (truth from ``scenes``)."""
     from policies.agent.cv_tools import OpenCVTools
     from policies.agent.truth_tools import TruthTools
@@ -234,10 +239,11 @@ class SpatialAgentPolicy(EBAgentPolicy):
             chat_history=False,
             fallback=config.fallback,
         )
-        self.config, self.env = config, None
+        self.config = config
+        self.env: gym.Env | None = None
         self.scenes = EnvScenes(config.min_pixels)
         self.agent = SpatialAgent(backend, toolbox_for(config, self.scenes), agent)
-        self.agent_totals: Counter[str] = Counter()
+        self.agent_totals: defaultdict[str, float] = defaultdict(int)  # counts and sums of floats
         self.turns: list[dict[str, Any]] = []
 
     def bind(self, env: gym.Env) -> None:
@@ -250,9 +256,9 @@ class SpatialAgentPolicy(EBAgentPolicy):
         self.env = env
         self.backend.bind(env)
 
-    def reset(self, context: Any) -> None:
+    def reset(self, context: EpisodeContext) -> None:
         super().reset(context)
-        self.agent_totals = Counter()
+        self.agent_totals = defaultdict(int)
         self.turns = []
 
     def _plan(self, observation: Mapping[str, Any]) -> None:
@@ -310,13 +316,15 @@ class SpatialAgentPolicy(EBAgentPolicy):
             return None  # not bound (or no truth tools): the truth tools answer "unavailable"
         from envs.navigation.camera import c2w_from_pose
 
-        nav = self.env.unwrapped
+        nav = cast("EBNavigationEnv", self.env.unwrapped)  # bind() checked it
         cameras = [c2w_from_pose(nav.agent_pose)]
         goal_c2w = self.context.extras.get("goal_c2w")
         if n_images > 1 and goal_c2w is not None:
             cameras.append(np.asarray(goal_c2w, dtype=float))
+        episode = nav.episode
+        assert episode is not None  # the policy acts after the env's reset
         return {
-            "scene": nav.episode["scene"],
+            "scene": episode["scene"],
             "scene_key": nav.world.key,
             "cameras_c2w": cameras,
             "size": (nav.width, nav.height, nav.fov),
@@ -328,7 +336,7 @@ class SpatialAgentPolicy(EBAgentPolicy):
             return {}
         from envs.navigation.camera import Intrinsics
 
-        nav = self.env.unwrapped
+        nav = cast("EBNavigationEnv", self.env.unwrapped)  # bind() checked it
         return {"intrinsics": Intrinsics(nav.width, nav.height, nav.fov).matrix().tolist()}
 
     def episode_stats(self) -> dict[str, float]:

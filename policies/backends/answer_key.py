@@ -100,7 +100,7 @@ class EnvTruth:
     (plan sources) hears each new episode (:meth:`Backend.start_episode`).
     """
 
-    def __init__(self, make_source: Callable[[Any], TruthSource]) -> None:
+    def __init__(self, make_source: Callable[[gym.Env], TruthSource]) -> None:
         self.make_source = make_source
         self.source: TruthSource | None = None
 
@@ -108,7 +108,7 @@ class EnvTruth:
         self.source = None
         self.source = self.make_source(env)
 
-    def start_episode(self, context: Any) -> None:
+    def start_episode(self, context: object) -> None:
         reset = getattr(self.source, "reset", None)
         if reset is not None:
             reset(context)
@@ -168,7 +168,7 @@ class AnswerKeyBackend(Backend):
         if bind is not None:
             bind(env)
 
-    def start_episode(self, context: Any) -> None:
+    def start_episode(self, context: object) -> None:
         start = getattr(self.source, "start_episode", None)
         if start is not None:
             start(context)

@@ -76,9 +76,9 @@ class Backend(ABC):
         alone and ignores it; a backend that answers from the simulator's truth reads it from the env."""
         return None
 
-    def start_episode(self, context: Any) -> None:
-        """Hear that the calling policy starts an episode (its ``reset``, with the ``EpisodeContext``); ignored
-        by models, as :meth:`bind`."""
+    def start_episode(self, context: object) -> None:
+        """Hear that the caller starts an episode (a policy's ``reset``, with its ``EpisodeContext``; the static
+        agent, with the item it starts); ignored by models, as :meth:`bind`."""
         return None
 
     def describe(self) -> dict[str, Any]:

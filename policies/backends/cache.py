@@ -104,7 +104,7 @@ class CachedBackend(Backend):
     def bind(self, env: gym.Env) -> None:
         self.inner.bind(env)
 
-    def start_episode(self, context: Any) -> None:
+    def start_episode(self, context: object) -> None:
         self.inner.start_episode(context)
 
     def generate(self, messages: Sequence[Message]) -> Generation:

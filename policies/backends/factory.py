@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import os
 from dataclasses import fields
-from typing import Any
+from typing import Any, Protocol
 
 from policies.backends.answer_key import ANSWER_KEY_MODEL, canonical_model
 from policies.backends.base import Backend, GenerationConfig
@@ -26,6 +26,15 @@ from policies.entry_point import load_entry_point
 
 _GENERATION_FIELDS = {f.name for f in fields(GenerationConfig)}
 _BACKENDS: dict[str, str] = {}
+
+
+class BackendClass(Protocol):
+    """A registered backend class, as :func:`make_backend` builds it."""
+
+    __name__: str
+    cacheable: bool
+
+    def __call__(self, *, model: str, config: GenerationConfig, **options: Any) -> Backend: ...
 
 
 def register_backend(name: str, target: str) -> None:
@@ -40,7 +49,7 @@ def registered_backends() -> list[str]:
     return sorted(_BACKENDS)
 
 
-def backend_class(name: str) -> type[Backend]:
+def backend_class(name: str) -> BackendClass:
     """The class registered as ``name`` (imports its module)."""
     if name not in _BACKENDS:
         raise ValueError(
@@ -103,8 +112,8 @@ def _as_dict(config: GenerationConfig) -> dict[str, Any]:
     return {f: getattr(config, f) for f in _GENERATION_FIELDS}
 
 
-def _check_options(cls: type, options: dict[str, Any]) -> None:
-    accepted = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model", "config")]
+def _check_options(cls: BackendClass, options: dict[str, Any]) -> None:
+    accepted = [p for p in inspect.signature(cls).parameters if p not in ("self", "model", "config")]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise TypeError(

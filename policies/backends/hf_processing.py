@@ -145,7 +145,7 @@ def _no_num2words(number: int, *args: Any, **kwargs: Any) -> str:
 
 
 #: model_type -> the image-only processor used for it.
-IMAGE_ONLY_PROCESSORS: dict[str, type] = {
+IMAGE_ONLY_PROCESSORS: dict[str, type[ProcessorMixin]] = {
     "qwen2_5_vl": ImageOnlyQwen2_5_VLProcessor,
     "qwen3_vl": ImageOnlyQwen3VLProcessor,
     "qwen3_vl_moe": ImageOnlyQwen3VLProcessor,

@@ -75,7 +75,8 @@ class _Deadline:
     server that sends a byte now and then); :attr:`expired` tells the attempt why its read ended."""
 
     def __init__(self, seconds: float) -> None:
-        self.expired, self._sock = False, None
+        self.expired = False
+        self._sock: socket.socket | None = None
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
@@ -116,7 +117,7 @@ def _watched(connection_class: type, request: urllib.request.Request) -> Any:
                 connect()
                 deadline.attach(conn.sock)
 
-            conn.connect = connect_and_watch  # type: ignore[method-assign]
+            conn.connect = connect_and_watch
         return conn
 
     return make

@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -26,6 +26,8 @@ from policies.base import EpisodeContext, Policy
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+    from envs.calvin.env import PlayTableInterface
 
 SAFE_Z = 0.60  # transit height of the TCP above the table
 FAST, SLOW = 0.015, 0.006  # metres per control step
@@ -179,7 +181,7 @@ class View:
         return held[0] if held else None
 
 
-def read_view(env: gym.Env, start: Mapping[str, Any] | None = None) -> View:
+def read_view(env: PlayTableInterface, start: Mapping[str, Any] | None = None) -> View:
     """Everything the planner needs from the (unwrapped) env: its snapshot, target pose and table link
     poses (:class:`envs.calvin.env.PlayTableInterface`, which the built-in and official backends implement)."""
     snap = env.snapshot()
@@ -558,13 +560,14 @@ def _free_slider_x(view: View, held: str | None) -> float:
         if c != held and b["pos"][1] > 0.02 and b["pos"][2] > 0.43 and -0.38 < b["pos"][0] < 0.18:
             e = _half_extent(c, block_yaw(b["orn_xyzw"]), 0)
             blocked.append((b["pos"][0] - e, b["pos"][0] + e))
-    gaps, edge = [], CABINET_X[0]
-    for a, b in sorted(blocked):
-        gaps.append((edge, a))
-        edge = max(edge, b)
+    gaps: list[tuple[float, float]] = []
+    edge = CABINET_X[0]
+    for low, high in sorted(blocked):
+        gaps.append((edge, low))
+        edge = max(edge, high)
     gaps.append((edge, CABINET_X[1]))
-    a, b = max(gaps, key=lambda g: g[1] - g[0])
-    return (a + b) / 2
+    low, high = max(gaps, key=lambda g: g[1] - g[0])
+    return (low + high) / 2
 
 
 def _retreat(goal: np.ndarray, rot: np.ndarray, where: str) -> list[Waypoint]:
@@ -805,10 +808,10 @@ class ScriptedExpert(Policy):
         if self._task not in TASKS:
             raise ValueError(f"unknown CALVIN task {self._task!r}")
         self._tracker, self._attempts, self._stages = None, 0, []
-        self._start = self.env.unwrapped.snapshot()
+        self._start = self.play_table().snapshot()
 
     def act(self, observation: Mapping[str, Any]) -> np.ndarray:
-        env = self.env.unwrapped
+        env = self.play_table()
         while self._tracker is None or self._tracker.done:
             if not self._advance(env):
                 break
@@ -820,13 +823,19 @@ class ScriptedExpert(Policy):
         tcp = np.asarray(env.snapshot()["robot_obs"][:3])
         return self._tracker.action(target_pos, target_euler, tcp, absolute).astype(np.float32)
 
+    def play_table(self) -> PlayTableInterface:
+        """The bound env's play-table (the built-in env or the official-env bridge)."""
+        if self.env is None:
+            raise RuntimeError("ScriptedExpert needs the env: call policy.bind(env) first")
+        return cast("PlayTableInterface", self.env.unwrapped)
+
     # The waypoint interface, for drivers that execute the expert's motion their own way (the plan source
     # of the spatial loop turns it into SpatialTree primitives instead of one action per control step).
 
     def current_waypoint(self) -> Waypoint | None:
         """The waypoint being tracked; plans the next stage (or attempt) from the current scene when the
         current one is used up. ``None`` when the task is solved or out of attempts."""
-        env = self.env.unwrapped
+        env = self.play_table()
         while self._tracker is None or self._tracker.done:
             if not self._advance(env):
                 return None
@@ -858,8 +867,9 @@ class ScriptedExpert(Policy):
         if self._tracker is not None and progress is not None:
             self._tracker.index, self._tracker.waited = progress
 
-    def _advance(self, env: gym.Env) -> bool:
+    def _advance(self, env: PlayTableInterface) -> bool:
         """Plan the next stage (starting a new attempt when needed); False when there is nothing left."""
+        assert self._task is not None and self._start is not None  # set by reset()
         if not self._stages:
             solved = self._task in completed_tasks(self._start, env.snapshot(), tasks=(self._task,))
             if solved or self._attempts >= self.max_attempts:

@@ -80,7 +80,7 @@ class PlanExpert:
 
     def next_plan(self, sizes: StepSizes, max_steps: int, max_step_num: int) -> Plan:
         """Up to ``max_steps`` plan steps of the expert's motion from the robot's current state."""
-        env = self.env.unwrapped
+        env = self.expert.play_table()
         robot_obs = np.asarray(env.snapshot()["robot_obs"], dtype=np.float64)
         target_pos, target_euler = env.target_pose()
         self._undo_unexecuted(np.asarray(target_pos, float), np.asarray(target_euler, float))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -25,6 +25,8 @@ from policies.base import EpisodeContext, Policy
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+    from envs.manipulation.env import EBManipulationEnv
 
 # The gripper's yaw is about 135 deg + q1 - q7 (home: 90 deg at q7 = 45 deg), and q7 turns +-166 deg, so
 # (unwrapped) yaws from about -30 to 300 deg are reachable. A target yaw only fixes the gripper modulo 360
@@ -49,7 +51,7 @@ class EBManipulationExpert(Policy):
 
     def __init__(self, max_replans: int = 6) -> None:
         self.max_replans = max_replans
-        self._env: gym.Env | None = None
+        self._env: EBManipulationEnv | None = None
         self._queue: list[np.ndarray] = []
         self._plans = 0
         # the pose the queued actions will leave the gripper in (unwrapped yaw), while planning
@@ -58,7 +60,7 @@ class EBManipulationExpert(Policy):
         self._closed = False
 
     def bind(self, env: gym.Env) -> None:
-        self._env = env.unwrapped
+        self._env = cast("EBManipulationEnv", env.unwrapped)  # privileged: reads EB-Manipulation's state
 
     def reset(self, context: EpisodeContext) -> None:
         if self._env is None:
@@ -82,12 +84,19 @@ class EBManipulationExpert(Policy):
     def episode_stats(self) -> dict[str, float]:
         return {"expert_plans": float(self._plans)}
 
+    @property
+    def _sim(self) -> EBManipulationEnv:
+        if self._env is None:
+            raise RuntimeError("the expert reads simulator state: call bind(env) first")
+        return self._env
+
     # ------------------------------------------------------------------------------------ planning
 
     def _plan(self) -> list[np.ndarray]:
-        task, goal = self._env.task, self._env.task.episode["goal"]
+        task = self._sim.task
+        goal = task.goal()
         family = task.family
-        carried = {"wipe": goal.get("sponge"), "stack": goal.get("top")}.get(family, goal.get("target"))
+        carried: str = goal[{"wipe": "sponge", "stack": "top"}.get(family, "target")]  # the slot to hold
         if not task.is_grasped(carried):
             return self._grasp(carried)
         if family == "wipe":
@@ -118,7 +127,7 @@ class EBManipulationExpert(Policy):
 
     def _wipe(self, goal: dict[str, str]) -> list[np.ndarray]:
         """Turn the held sponge across the area above its nearer end, lower it and sweep to the far end."""
-        task = self._env.task
+        task = self._sim.task
         area_pos, area_rot = task.body_pose(goal["target"])
         along = area_rot[:, 0]  # the area's long side; the fingers point along it, the sponge lies across
         sweep_yaw = self._yaw + _wrap(math.atan2(along[1], along[0]) - self._yaw, math.pi)
@@ -135,11 +144,11 @@ class EBManipulationExpert(Policy):
     # ------------------------------------------------------------------------- actions, the wrist
 
     def _start_plan(self) -> None:
-        position, rotation = self._env.scene.grip_pose()
+        position, rotation = self._sim.scene.grip_pose()
         self._at, self._yaw, self._closed = (
             position,
             self._wrist_yaw(rotation),
-            self._env.scene.gripper_closed,
+            self._sim.scene.gripper_closed,
         )
 
     def _move(self, position: np.ndarray, yaw: float, *, closed: bool | None = None) -> list[np.ndarray]:
@@ -155,7 +164,7 @@ class EBManipulationExpert(Policy):
 
     def _wrist_yaw(self, rotation: np.ndarray) -> float:
         """The gripper's unwrapped yaw: its heading, shifted by whole turns to match the joint angles."""
-        q = self._env.scene.mj_data.qpos[self._env.scene.arm_qpos_indices()]
+        q = self._sim.scene.mj_data.qpos[self._sim.scene.arm_qpos_indices()]
         estimate = WRIST_CENTER_YAW + q[0] - q[6]
         heading = _yaw_of(rotation)
         return heading + 2 * math.pi * round((estimate - heading) / (2 * math.pi))
@@ -175,9 +184,11 @@ class EBManipulationExpert(Policy):
         fingers clear the other objects (2 cm is enough), then the one that keeps the wrist nearest the
         middle of its range, now and, for the object to be stacked, after the turn that aligns it.
         """
-        task = self._env.task
+        task = self._sim.task
         position, rotation = task.body_pose(slot)
         kind = task.entry(slot)["kind"]
+        local: tuple[float, float]
+        angles: tuple[float, ...]
         if kind == "sponge":
             local, angles = (0.0, 0.0), (math.pi / 2,)  # fingers across the sponge's short side
         else:
@@ -198,8 +209,8 @@ class EBManipulationExpert(Policy):
     def _stacking_turn(self, slot: str) -> tuple[float, float]:
         """How far the object must turn before it is put down (and its symmetry period): non-zero only for
         the stack task's top object, which is aligned with the one below."""
-        task = self._env.task
-        goal = task.episode["goal"]
+        task = self._sim.task
+        goal = task.goal()
         if task.family != "stack" or slot != goal.get("top"):
             return 0.0, 2 * math.pi
         period = 2 * math.pi / _SYMMETRY[task.entry(slot)["kind"]]
@@ -209,7 +220,7 @@ class EBManipulationExpert(Policy):
     def _finger_clearance(self, slot: str, point: np.ndarray, yaw: float) -> float:
         """Room between the gripper and the nearest other object when grasping at ``point``: the open
         fingertips (4.5 cm either side) for low objects, the hand's ends (11 cm) for tall ones."""
-        task = self._env.task
+        task = self._sim.task
         axis = np.array([math.cos(yaw), math.sin(yaw)])
         gaps = [np.inf]
         for obj in task.objects_in_episode():
@@ -224,28 +235,28 @@ class EBManipulationExpert(Policy):
     def _grasp_height(self, slot: str) -> float:
         """Grip-site height above the table: a little above the object's middle, in the voxel that keeps
         the fingertips (1.4 cm below the grip site) off the table."""
-        kind = self._env.task.entry(slot)["kind"]
+        kind = self._sim.task.entry(slot)["kind"]
         return (SPONGE_HALF[2] if kind == "sponge" else SHAPE_HEIGHT / 2) + 0.002
 
     def _held_offset(self, slot: str, new_yaw: float) -> tuple[np.ndarray, float]:
         """Horizontal offset grip site -> object origin once the wrist has turned to ``new_yaw``, and the
         object's height above the grip site."""
-        site, _ = self._env.scene.grip_pose()
-        origin, _ = self._env.task.body_pose(slot)
+        site, _ = self._sim.scene.grip_pose()
+        origin, _ = self._sim.task.body_pose(slot)
         turn = Rotation.from_euler("z", new_yaw - self._yaw).as_matrix()
         offset = turn @ (origin - site)
         return np.array([offset[0], offset[1], 0.0]), float(origin[2] - site[2])
 
     def _over_fixture(self, slot: str, fixture: str, height: float) -> tuple[np.ndarray, float]:
         """Release pose putting the object's origin above the fixture's centre, bottom just above its top."""
-        fixture_pos, _ = self._env.task.body_pose(fixture)
+        fixture_pos, _ = self._sim.task.body_pose(fixture)
         offset, dz = self._held_offset(slot, self._yaw)
         z = workspace.TABLE_TOP_Z + height + DROP_CLEARANCE + SHAPE_HEIGHT / 2 - dz
         return np.array([fixture_pos[0] - offset[0], fixture_pos[1] - offset[1], z]), self._yaw
 
     def _over_object(self, slot: str, base: str) -> tuple[np.ndarray, float]:
         """Release pose putting the carried object on ``base``, turned to match its orientation."""
-        task = self._env.task
+        task = self._sim.task
         base_pos, base_rot = task.body_pose(base)
         _, carried_rot = task.body_pose(slot)
         period = 2 * math.pi / _SYMMETRY[task.entry(slot)["kind"]]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -51,6 +51,11 @@ class ShortestPathExpert(Policy):
     def bind(self, env: gym.Env) -> None:
         self._env = env
 
+    def _nav(self) -> EBNavigationEnv:
+        if self._env is None:
+            raise RuntimeError("ShortestPathExpert needs bind(env) before it plans")
+        return cast("EBNavigationEnv", self._env.unwrapped)  # privileged: reads the navigation env's world
+
     def reset(self, context: EpisodeContext) -> None:
         self._lattice, self._dist, self._key = None, None, None
         self._replans, self._stuck = 0, 0
@@ -58,7 +63,7 @@ class ShortestPathExpert(Policy):
     def act(self, observation: Mapping[str, Any]) -> np.ndarray:
         if self._env is None:
             raise RuntimeError("ShortestPathExpert needs bind(env) before act()")
-        nav = self._env.unwrapped
+        nav = self._nav()
         action = self._next_action(nav)
         if nav.action_mode == "continuous":
             return np.asarray(_AS_CONTINUOUS[action], dtype=np.float32)
@@ -69,7 +74,7 @@ class ShortestPathExpert(Policy):
         what :meth:`act` sends step by step while nothing goes wrong. ``[5]`` (turn) where no path exists."""
         if self._env is None:
             raise RuntimeError("ShortestPathExpert needs bind(env) before remaining_plan()")
-        state = self._state(self._env.unwrapped)
+        state = self._state(self._nav())
         assert self._lattice is not None and self._dist is not None
         actions = self._lattice.plan(self._dist, *state)
         if not actions:

@@ -16,7 +16,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from policies.backends.answer_key import EnvTruth
 from policies.backends.base import Message
@@ -24,6 +24,9 @@ from policies.mllm import eb_prompts
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+    from envs.manipulation.env import EBManipulationEnv
+    from envs.navigation.env import EBNavigationEnv
 
 _FORMAT_SECTION = re.compile(r"## Output format\n(.*?)(?:\n## |\Z)", re.DOTALL)
 _FIELD = re.compile(r'"([a-z_]+)": ')
@@ -89,7 +92,7 @@ class NavigationTruthSource:
         return eb_answer(last_user_text(messages), plan, self._texts(names))
 
     def _texts(self, names: list[str]) -> dict[str, str]:
-        nav = self.env.unwrapped
+        nav = cast("EBNavigationEnv", self.env.unwrapped)
         pose, target = nav.agent_pose, nav.target
         dx, dy = (float(t) - float(p) for t, p in zip(target["position"][:2], pose.xy))
         bearing = (math.degrees(math.atan2(dy, dx)) - pose.heading_deg + 180.0) % 360.0 - 180.0
@@ -124,7 +127,7 @@ class ManipulationTruthSource:
     def answer(self, messages: Sequence[Message]) -> str:
         from policies.base import EpisodeContext
 
-        episode = self.env.unwrapped.task.episode
+        episode = cast("EBManipulationEnv", self.env.unwrapped).task.episode
         if episode is not self._episode:
             self._episode = episode
             self.expert.reset(EpisodeContext(instruction="", seed=0))

@@ -7,11 +7,16 @@ Importing this module is cheap; the backend (torch/transformers or HTTP) is impo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from policies.backends.answer_key import ANSWER_KEY_MODEL, canonical_model
 from policies.base import Policy
 from policies.config_cli import arg
+
+if TYPE_CHECKING:
+    from action_mapping import StepSizes
+    from policies.backends.answer_key import EnvTruth
+    from policies.backends.base import Backend
 
 #: The closed-loop generation budget: room for a real model's reasoning before its plan (EB's JSON answer with
 #: a visual description and a reflection, SpatialTree's plan); a cut answer is a parse error, so the default
@@ -19,7 +24,13 @@ from policies.config_cli import arg
 #: (:meth:`MLLMPolicyConfig.budget_hint`).
 DEFAULT_MAX_NEW_TOKENS = 1024
 
-EB_ONLY = {"benchmarks": ("embodied-nav", "embodied-manip")}  # the EB agent loop: options on embodied only
+
+class _Benchmarks(TypedDict):
+    benchmarks: tuple[str, ...]
+
+
+# the EB agent loop: options on embodied only
+EB_ONLY: _Benchmarks = {"benchmarks": ("embodied-nav", "embodied-manip")}
 
 
 @dataclass(frozen=True)
@@ -228,7 +239,7 @@ class MLLMPolicyConfig:
             "seed": self.seed,
         }
 
-    def closed_loop_truth(self) -> Any:
+    def closed_loop_truth(self) -> EnvTruth:
         """What the stand-in (``--model answer-key``) answers from: the privileged expert of the env the policy binds."""
         if self.loop == "eb":
             from policies.mllm.answer_key_eb import eb_truth
@@ -279,7 +290,7 @@ class MLLMPolicyConfig:
         return {**common, "api_base": self.api_base} if self.api_base else common
 
 
-def build_mllm_policy(config: MLLMPolicyConfig, backend: Any = None) -> Policy:
+def build_mllm_policy(config: MLLMPolicyConfig, backend: Backend | None = None) -> Policy:
     """The policy ``config`` describes; ``backend`` replaces the one it would build (tests, shared models)."""
     from policies.mllm.atomic import AtomicPrompting
 
@@ -323,15 +334,15 @@ def build_mllm_policy(config: MLLMPolicyConfig, backend: Any = None) -> Policy:
     )
 
 
-def _step_sizes(config: MLLMPolicyConfig) -> Any:
+def _step_sizes(config: MLLMPolicyConfig) -> StepSizes | None:
     """The user's step sizes, or ``None`` (the policy then takes the env's ``plan_step_sizes`` in ``bind``)."""
     from action_mapping import StepSizes
 
-    given = (config.translation_step, config.rotation_step)
-    if given == (None, None):
+    translation, rotation = config.translation_step, config.rotation_step
+    if translation is None and rotation is None:
         return None
-    if None in given:
+    if translation is None or rotation is None:
         raise ValueError(
             "set both --translation-step and --rotation-step, or neither (then the env's plan units are used)"
         )
-    return StepSizes(float(config.translation_step), float(config.rotation_step))  # type: ignore[arg-type]
+    return StepSizes(float(translation), float(rotation))

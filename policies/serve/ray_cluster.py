@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -36,7 +36,7 @@ def connect(address: str | None) -> bool:
     return True
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     """The ``ray`` module, or an ``ImportError`` saying how to install it."""
     try:
         import ray

@@ -507,9 +507,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:
-        # per socket operation (also bounds slow readers of answers)
-        self.timeout = self.server.app.read_timeout_s
         super().setup()
+        # per socket operation (also bounds slow readers of answers); as StreamRequestHandler.timeout does
+        self.connection.settimeout(self.server.app.read_timeout_s)
 
     def handle_one_request(self) -> None:
         self.server.connections.reading(self.connection, True)  # the clock runs until the body is in

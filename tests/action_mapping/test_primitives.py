@@ -24,6 +24,13 @@ def test_frame_semantics(prim, category, axis, sign):
     assert (prim.category, prim.axis, prim.sign) == (category, axis, sign)
 
 
+def test_motion_axis_is_the_axis_of_every_camera_motion_and_refused_elsewhere():
+    assert all(p.motion_axis == p.axis for p in Primitive.camera_motions())
+    for p in (P.GRIPPER_CLOSE, P.PUSH, P.STOP):
+        with pytest.raises(ValueError, match=f"{p.value} is not a camera motion"):
+            _ = p.motion_axis
+
+
 @pytest.mark.parametrize(
     ("spelling", "prim"),
     [

@@ -211,7 +211,8 @@ def _object_pairs(text: str) -> list[tuple[str, str]]:
             close_at[k] = braces[k]
         elif k + 1 < len(braces) and text[braces[k + 1]] == "}":
             close_at[k] = close_at[k + 2] if k + 2 < len(braces) else None
-    pairs, position = [], 0
+    pairs: list[tuple[str, str]] = []
+    position = 0
     while True:
         match = _PAIR_KEY.search(text, position)
         if match is None:

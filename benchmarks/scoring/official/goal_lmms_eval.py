@@ -265,8 +265,12 @@ def lmms_eval_truths(refs: Sequence[GoalReference]) -> list[LmmsEvalTruth]:
     """
     todo = [r for r in refs if "lmms_truth" not in r._cache]
     poses: dict[int, np.ndarray] = {}
-    from_traj = [r for r in todo if r.lmms_eval_extra_info is None and r.trajectory is not None]
-    poses.update(zip(map(id, from_traj), _truths_from_trajectories([r.trajectory for r in from_traj])))
+    from_traj = {
+        id(r): trajectory
+        for r in todo
+        if r.lmms_eval_extra_info is None and (trajectory := r.trajectory) is not None
+    }
+    poses.update(zip(from_traj, _truths_from_trajectories(list(from_traj.values()))))
     from_plan = [r for r in todo if r.lmms_eval_extra_info is None and r.trajectory is None]
     deltas = [_lmms_plan_deltas(r) for r in from_plan]
     rolled, counts = _lmms_rollout(np.tile([0, 0, 0, 0, 0, 0, 1.0], (len(from_plan), 1)), deltas)

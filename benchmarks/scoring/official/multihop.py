@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 _ANSWER_PAREN = re.compile(r"Answer:\s*(\([a-d]\)\s*[^\n]*)", re.IGNORECASE)
 _ANSWER_HALF_PAREN = re.compile(r"Answer:\s*([a-d])\)\s*([^\n]*)", re.IGNORECASE)
@@ -116,7 +117,7 @@ def parse_box_lmms(text: str) -> list[float] | None:
     return None if groups is None else _to_unit_scale([float(v) for v in groups])
 
 
-def is_valid_unit_box(box: Sequence[float] | None) -> bool:
+def is_valid_unit_box(box: Sequence[float] | None) -> TypeGuard[Sequence[float]]:
     """lmms-eval's validity test: four coordinates in [0, 1] with x2 > x1 and y2 > y1."""
     if box is None or len(box) != 4:
         return False

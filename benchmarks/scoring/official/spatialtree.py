@@ -164,11 +164,12 @@ def _json_block(response: str) -> str:
     if start != -1 and end != -1 and start < end:
         return response[start : end + 1]
     fields = {
-        k: re.search(rf"[\"']?{k}[\"']?\s*[:=]\s*(-?\d+\.?\d*)", response, re.IGNORECASE)
+        k: m.group(1)
         for k in ("roll", "pitch", "vfov")
+        if (m := re.search(rf"[\"']?{k}[\"']?\s*[:=]\s*(-?\d+\.?\d*)", response, re.IGNORECASE))
     }
-    if all(fields.values()):
-        return json.dumps({k: float(m.group(1)) for k, m in fields.items()})
+    if len(fields) == 3:
+        return json.dumps({k: float(v) for k, v in fields.items()})
     return response
 
 

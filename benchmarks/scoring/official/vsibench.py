@@ -26,6 +26,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -202,7 +203,15 @@ def na_score(prediction: str, ground_truth: object) -> NumericScore:
     return NumericScore(float(np.mean(error <= 1 - THRESHOLDS)), pred, None, read)
 
 
-def aggregate(scores: Iterable[tuple[str, float]]) -> dict[str, object]:
+class Aggregate(TypedDict):
+    """:func:`aggregate`'s result."""
+
+    sub_scores: dict[str, float]
+    overall: float | None
+    missing: list[str]
+
+
+def aggregate(scores: Iterable[tuple[str, float]]) -> Aggregate:
     """Sub-scores and overall (fractions 0-1, rounded to 6 places as lmms-eval reports them) from
     (question type, item score) pairs; ``missing`` lists reported sub-scores with no item."""
     by_type: dict[str, list[float]] = defaultdict(list)

@@ -134,11 +134,19 @@ class Task(ABC):
 
     # ------------------------------------------------------------------------------- state queries
 
-    def objects_in_episode(self) -> list[dict[str, Any]]:
-        """The current episode's object entries."""
+    def laid_out(self) -> dict[str, Any]:
+        """The current episode."""
         if self.episode is None:
             raise RuntimeError("no episode laid out yet: reset the env first")
-        return self.episode["objects"]
+        return self.episode
+
+    def objects_in_episode(self) -> list[dict[str, Any]]:
+        """The current episode's object entries."""
+        return self.laid_out()["objects"]
+
+    def goal(self) -> dict[str, Any]:
+        """The current episode's goal."""
+        return self.laid_out()["goal"]
 
     def entry(self, slot: str) -> dict[str, Any]:
         """The episode entry of ``slot``."""

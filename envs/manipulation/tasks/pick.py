@@ -95,7 +95,7 @@ class PickCubeShape(Task):
     # -------------------------------------------------------------------------------- evaluation
 
     def evaluate(self) -> dict[str, Any]:
-        goal = self.episode["goal"]
+        goal = self.goal()
         target, box = goal["target"], goal["container"]
         local = self.in_fixture_frame(self.center(target), box)
         inside = bool(np.all(np.abs(local[:2]) < CONTAINER_INNER / 2) and local[2] < CONTAINER_HEIGHT + 0.01)

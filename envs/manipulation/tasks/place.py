@@ -108,7 +108,7 @@ class PlaceIntoShapeSorterColor(Task):
     # -------------------------------------------------------------------------------- evaluation
 
     def evaluate(self) -> dict[str, Any]:
-        target = self.episode["goal"]["target"]
+        target = self.goal()["target"]
         local = self.in_fixture_frame(self.center(target), "sorter")
         inside = bool(np.all(np.abs(local[:2]) < SORTER_INNER / 2) and local[2] < SORTER_HEIGHT - SORTER_LID)
         return {"success": inside, "inside_sorter": inside, "grasped": self.is_grasped(target)}

@@ -100,7 +100,8 @@ class StackCubesColor(Task):
     # -------------------------------------------------------------------------------- evaluation
 
     def evaluate(self) -> dict[str, Any]:
-        bottom, top = self.episode["goal"]["bottom"], self.episode["goal"]["top"]
+        goal = self.goal()
+        bottom, top = goal["bottom"], goal["top"]
         offset = self.center(top) - self.center(bottom)
         above = bool(0.6 * SHAPE_HEIGHT < offset[2] < 1.4 * SHAPE_HEIGHT)
         centred = bool(np.linalg.norm(offset[:2]) < CENTRED_WITHIN)

@@ -52,7 +52,7 @@ class LiftCubeColor(Task):
 
     def evaluate(self) -> dict[str, Any]:
         """3. Success from simulator state, in this one place (JSON-safe values)."""
-        target = self.episode["goal"]["target"]
+        target = self.goal()["target"]
         lifted = bool(self.center(target)[2] > TABLE_TOP_Z + SHAPE_HEIGHT / 2 + LIFT_HEIGHT)
         grasped = self.is_grasped(target)
         return {"success": lifted and grasped, "lifted": lifted, "grasped": grasped}

@@ -148,7 +148,7 @@ class WipeTableDirection(Task):
             self._scene.mj_model.geom_rgba[geoms[i], 3] = 0.15
 
     def evaluate(self) -> dict[str, Any]:
-        target = self.episode["goal"]["target"]
+        target = self.goal()["target"]
         fractions = {a: round(float(w.mean()), 4) for a, w in self.wiped.items()}
         success = fractions[target] >= WIPED_FRACTION
         return {

@@ -5,7 +5,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from benchmarks.calvin import CalvinBenchmark, CalvinConfig, chain_metrics, evaluation_chains, main, task_info
+from benchmarks.calvin import (
+    CalvinBenchmark,
+    CalvinConfig,
+    chain_markdown,
+    chain_metrics,
+    evaluation_chains,
+    main,
+    task_info,
+)
 from benchmarks.core import EXIT_UNITS_ERRORED, InProcessExecutor, RunDir, comparable, run_benchmark
 from benchmarks.core.policy_cli import PolicySpec
 
@@ -22,6 +30,26 @@ def test_chain_metrics_by_hand():
     # 4 chains completing 5, 2, 0 and 3 subtasks: avg 10/4; position i reached by #chains with >= i.
     metrics = chain_metrics([5, 2, 0, 3])
     assert metrics == {"avg_seq_len": 2.5, "chain_sr": {"1": 0.75, "2": 0.75, "3": 0.5, "4": 0.25, "5": 0.25}}
+
+
+def test_chain_intervals_by_hand():
+    """Issue 34: Wilson per position (3 of 4 chains reach position 1: [30.06, 95.44] %), a seeded bootstrap
+    over chains around avg. len, and both in the headline row."""
+    from benchmarks.calvin.report import chain_intervals
+    from benchmarks.core import UnitTally
+
+    intervals = chain_intervals([5, 2, 0, 3])
+    assert intervals["chain_sr_ci"]["1"] == pytest.approx([0.300642, 0.954413], abs=1e-6)
+    assert intervals["chain_sr_ci"]["5"] == pytest.approx([0.045587, 0.699358], abs=1e-6)
+    low, high = intervals["avg_seq_len_ci"]
+    assert low < 2.5 < high and intervals == chain_intervals([5, 2, 0, 3])
+    metrics = {**chain_metrics([5, 2, 0, 3]), **intervals}
+    text = chain_markdown(
+        "m", metrics, {"open_drawer": {"success": 3, "total": 4}}, UnitTally(4, 4, 0), "builtin"
+    )
+    assert "| m | 75.0 [30.1, 95.4] | 75.0 [30.1, 95.4] | 50.0 [15.0, 85.0] |" in text
+    assert f"| 2.50 [{low:.2f}, {high:.2f}] | 0 / 4 |" in text
+    assert "| open_drawer | 3 | 4 | 75 [30, 95] |" in text
 
 
 def test_task_info_counts_successes_and_the_failed_subtask():

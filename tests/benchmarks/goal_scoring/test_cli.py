@@ -209,6 +209,21 @@ def test_prompt_carries_the_sample_step_sizes_and_both_images(dataset_dir, fake_
     assert len(read_jsonl(tmp_path / "r" / "predictions.jsonl")) == 2
 
 
+def test_a_handed_in_backend_is_used_while_its_cache_is_empty(dataset_dir, fake_factory, tmp_path):
+    """A CachedBackend has a length (its cache's rows), so it is falsy while empty: it must still answer."""
+    from benchmarks.goal_scoring.cli import run_predict
+    from benchmarks.goal_scoring.config import PredictConfig
+    from policies.backends.cache import CachedBackend
+
+    module, calls = fake_factory
+    module.answers, _ = scripted_answers(load_dataset(dataset_dir))
+    inner = ScriptedBackend(module.answers)
+    backend = CachedBackend(inner, tmp_path / "cache.sqlite")
+    assert len(backend) == 0
+    run_predict(PredictConfig(dataset_dir, tmp_path / "r", num_steps=None, limit=2), backend=backend)
+    assert calls == [] and len(inner.conversations) == 2 and len(backend) == 2
+
+
 def test_builtin_answer_key_and_blind(dataset_dir, tmp_path, capsys):
     """The built-in references; ``oracle``, the answer key's former name, still works with a note."""
     assert (

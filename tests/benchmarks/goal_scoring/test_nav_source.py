@@ -198,6 +198,6 @@ def test_oracle_scores_one_and_blind_less(nav_sets, tmp_path, capsys):
         )
         == 0
     )
-    assert f"| answer-key | {N_PAIRS} | 1.0000 |" in capsys.readouterr().out
+    assert f"| answer-key | {N_PAIRS} | 1.0000 [1.0000, 1.0000] |" in capsys.readouterr().out
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["mean_score"] == 1.0 and 0.0 <= summary["baselines"]["blind"] < 1.0

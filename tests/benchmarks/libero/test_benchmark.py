@@ -49,7 +49,10 @@ def test_task_table_by_hand():
         {"extras": {"task_index": 1, "instruction": "open it"}, "success": s}
         for s in (True, False, True, True)
     ]
-    assert task_table(rows) == {
+    table = task_table(rows)
+    # Wilson, 3 of 4 (issue 34): centre (0.75 + 0.4802) / 1.9604, half-width 0.6408 / 1.9604
+    assert table[1].pop("success_ci") == pytest.approx([30.064, 95.441], abs=1e-3)
+    assert table == {
         1: {"instruction": "open it", "trials": 4, "successes": 3, "success_rate": 75.0, "errored": 0}
     }
 
@@ -129,16 +132,24 @@ def test_summary_names_tasks_draws_zero_bars_and_keeps_an_errored_task(tmp_path,
     ]
     summary = bench.summarize(records, RunDir(tmp_path / "run"), UnitTally.of(records, len(units)))
 
-    assert "| 3 | open the top drawer and put the bowl inside | 2 | 50.0 | 0 |" in summary.markdown
+    # each rate with its 95 % Wilson interval (issue 34): 1 of 2 is [9.5, 90.5] %, 0 of 2 [0, 65.8] %
+    assert (
+        "| 3 | open the top drawer and put the bowl inside | 2 | 50.0 [9.5, 90.5] | 0 |" in summary.markdown
+    )
     assert "| 4 | (every trial errored) | 0 | n/a | 2 |" in summary.markdown
-    assert "| 5 | turn on the stove | 2 | 0.0 | 0 |" in summary.markdown
+    assert "| 5 | turn on the stove | 2 | 0.0 [0.0, 65.8] | 0 |" in summary.markdown
+    assert "| **suite** | | 4 | **25.0 [4.6, 69.9]** | 2 / 6 |" in summary.markdown
     assert summary.data["tasks"]["4"] == {
         "instruction": None,
         "trials": 0,
         "successes": 0,
         "success_rate": None,
         "errored": 2,
+        "success_ci": None,
     }
+    # Wilson by hand for 1 of 4: centre (0.25 + 0.4802) / 1.9604, half-width 0.6408 / 1.9604
+    assert summary.data["success_rate"] == 25.0
+    assert summary.data["success_ci"] == pytest.approx([4.559, 69.936], abs=1e-3)
 
     figures = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)

@@ -13,6 +13,7 @@ from benchmarks.static.config import RunConfig, build_parser, field_docs
 from benchmarks.static.items import DataError
 from benchmarks.static.registry import LoadOptions
 from benchmarks.static.runner import run
+from policies.backends.cache import CachedBackend
 from tests.snapshots import assert_matches_snapshot
 from tests.static_helpers import (
     ScriptedBackend,
@@ -86,7 +87,13 @@ def test_spatialscore_run_writes_every_output(tmp_path: Path) -> None:
     assert manifest["status"] == "complete" and manifest["backend"]["model_id"] == "scripted-fake"
     assert manifest["git"]["commit"] and manifest["packages"]["numpy"] and manifest["data"]["sha256"]
     assert manifest["config"]["bench"] == "spatialscore" and manifest["prompt_style"] == "paper"
-    assert "| Others | 1 | 1 | 100.00 | 0 |" in (out / "summary.md").read_text()
+    # each row with its 95 % interval (issue 34): 1 of 1 right is Wilson [20.65, 100] %
+    text = (out / "summary.md").read_text()
+    assert "| Others | 1 | 1 | 100.00 | [20.65, 100.00] | 0 |" in text
+    assert "- **overall**: 100.00 [51.01, 100.00]" in text  # 4 of 4, four different images: Wilson
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["headline_ci"]["overall"] == pytest.approx([51.01, 100.0], abs=0.01)
+    assert summary["intervals"]["clusters"] == 4 and summary["intervals"]["confidence"] == 0.95
 
 
 def test_each_benchmark_runs_end_to_end(tmp_path: Path) -> None:
@@ -139,6 +146,10 @@ def test_spatialtree_project_and_lmms_aggregation(tmp_path: Path) -> None:
     assert project.summary["headline"]["overall"] == pytest.approx(100.0)  # every leaf with data is perfect
     assert project.summary["counts"]["unscored_by_scorer"] == {"judge_required": 1}
     assert project.summary["counts"]["needs_judge_unavailable"] == 1
+    # the tree's intervals (issue 34): every headline number has one, built up the weighted tree
+    bounds = project.summary["headline_ci"]
+    assert set(bounds) == set(project.summary["headline"])
+    assert bounds["overall"][1] == 100.0 and 0.0 < bounds["overall"][0] < 100.0
     lmms = run(
         config(
             tmp_path,
@@ -152,6 +163,7 @@ def test_spatialtree_project_and_lmms_aggregation(tmp_path: Path) -> None:
     assert lmms.summary["headline"]["level_L1"] == pytest.approx(44.0)
     assert lmms.summary["headline"]["level_L2"] == pytest.approx(30.0)
     assert lmms.summary["headline"]["overall"] == pytest.approx(20.9375)
+    assert lmms.summary["headline_ci"] == {}  # lmms-eval's own aggregate: no interval of ours
 
 
 def test_resume_asks_only_for_unfinished_items(tmp_path: Path) -> None:
@@ -254,6 +266,19 @@ def test_judge_is_reported_separately(tmp_path: Path) -> None:
     # (0 + 0.5) / 2 for the open item
     assert section["paper_combined_overall"] == pytest.approx(100 * (3 + 0.25) / 4)
     assert result.summary["headline"]["overall"] == 75.0  # the rule-based score is unchanged
+
+
+def test_handed_in_model_and_judge_are_used_while_their_caches_are_empty(tmp_path: Path) -> None:
+    """A CachedBackend has a length (its cache's rows), so it is falsy while empty: the runner must still ask
+    the model and the judge it is handed, not build others (or drop the judge)."""
+    data = write_spatialscore(tmp_path / "data")
+    answers = {**SPATIALSCORE_ANSWERS, "fireplace and the sofa": "4 m"}
+    model = CachedBackend(ScriptedBackend(answer_by_question(answers)), tmp_path / "model.sqlite")
+    judge = CachedBackend(ScriptedBackend(lambda prompt: "work...\noutput: 0.5"), tmp_path / "judge.sqlite")
+    assert len(model) == len(judge) == 0
+    result = run(config(tmp_path, "spatialscore", data), backend=model, judge=judge)
+    assert result.records[3]["judge"]["score"] == 0.5 and result.summary["judge"]["asked"] == 1
+    assert (len(model), len(judge)) == (4, 1)
 
 
 def test_space10_official_mode_with_and_without_judge(tmp_path: Path) -> None:

@@ -170,6 +170,12 @@ def test_summary_headline_is_lmms_eval_overall(items):
     assert head["object_counting"] == pytest.approx(60.0)
     assert head["overall"] == pytest.approx(100 * (6 + 0.6 + 2 / 3) / 8, abs=1e-3)
     assert [r["sub_score"] for r in summary["tables"]["sub_scores"]["rows"]][-1] == "object_rel_direction"
+    # every headline number with its interval (issue 34), each around its value
+    bounds = summary["headline_ci"]
+    assert set(bounds) == set(head)
+    assert all(lo <= head[name] + 1e-9 and head[name] - 1e-9 <= hi for name, (lo, hi) in bounds.items())
+    assert bounds["object_counting"] == pytest.approx([60.0, 60.0])  # one item: the bootstrap has no spread
+    assert bounds["overall"][0] < head["overall"] < bounds["overall"][1]
 
 
 def test_loader_layouts_and_errors(tmp_path: Path):

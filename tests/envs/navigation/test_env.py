@@ -189,6 +189,13 @@ def test_same_seed_same_rollout_and_default_set_sampling():
         assert a[1:] == b[1:]
 
 
+def test_world_needs_a_reset():
+    fresh = EBNavigationEnv(width=32, height=32)
+    with pytest.raises(RuntimeError, match="no scene loaded; call reset"):
+        _ = fresh.world  # nothing is compiled before the first reset
+    fresh.close()
+
+
 def test_scene_reuse_and_no_state_leak(env):
     first, second = make_episode("base", 0), make_episode("base", 1)  # same scene group
     assert first["scene"] == second["scene"]
