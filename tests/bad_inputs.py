@@ -46,6 +46,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--tasks", "fly_away"], "--tasks"),
     ("calvin", ["--latency", "soon"], "--latency"),
     ("calvin", ["--renderer", "vulkan"], "--renderer"),
+    ("calvin", ["--scene", "E"], "--scene"),
     ("calvin", ["--calvin-assets", "/no/such/calvin/data"], "/no/such/calvin/data"),
     ("calvin", ["--calvin-env", "{empty_dir}"], "--calvin-env"),
     ("calvin", ["--cameras", "front"], "--cameras"),
