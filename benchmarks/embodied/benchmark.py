@@ -144,6 +144,13 @@ class EmbodiedWorker(EpisodeWorker):
         return certify(self.certificates, key, spec, episode.get("episode_id"), run_expert)
 
 
+def perturbation_family(family: Family) -> str:
+    """The ``module:FAMILY`` naming the env's robustness axes, or an input error for a family without any."""
+    if family.perturbations is None:
+        raise InputError(f"--perturb: {family.title} declares no perturbation axes yet; use nav")
+    return family.perturbations
+
+
 def certificates_path(config: EmbodiedConfig, run_path: str) -> Path:
     """``--certificates``, or ``certificates.json`` next to the benchmark's run folders."""
     return Path(config.certificates) if config.certificates else Path(run_path).parent / "certificates.json"
@@ -191,10 +198,8 @@ class EmbodiedBenchmark(Benchmark):
         ]
         if not self.config.perturb:
             return clean
-        if self.family.perturbations is None:
-            raise InputError(f"--perturb: {self.family.title} declares no perturbation axes yet; use nav")
         CertificateCache(certificates_path(self.config, self.run_path))  # a bad file: an input error, now
-        return variant_units(clean, self.config.perturb, load_entry_point(self.family.perturbations))
+        return variant_units(clean, self.config.perturb, load_entry_point(perturbation_family(self.family)))
 
     def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
@@ -305,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
         benchmark=f"embodied-{family.name}",
     )
     config.family = family.name
+    if config.perturb:
+        perturbation_family(family)  # (before the env's simulator is imported)
     if config.env_kwargs.strip() not in ("", "{}"):  # (importing the env class may import its simulator)
         check_env_kwargs(family.env_id, json.loads(config.env_kwargs))
     preflight(

@@ -164,3 +164,11 @@ def test_bad_specs_are_one_line_errors(env, spec, word):
     with pytest.raises(PerturbationError, match=word) as error:
         env.reset(options={"episode": make_episode("base", 0), "perturbation": spec})
     assert "\n" not in str(error.value)
+
+
+def test_the_robustness_guide_lists_every_axis_with_its_levels():
+    from pathlib import Path
+
+    page = (Path(__file__).parents[3] / "docs" / "guide" / "robustness.md").read_text()
+    for axis in AXES.values():
+        assert f"| `{axis.name}` | {axis.changes} | " + " | ".join(axis.levels) + " |" in page, axis.name
