@@ -59,11 +59,11 @@ def calvin_sources(config: CalvinConfig) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     if config.backend == "official":
-        out["calvin_env"] = calvin_env_sources(config.calvin_env)
+        out["calvin_env"] = calvin_env_sources(config.calvin_env, config.scene)
     if config.calvin_assets:
         from envs.calvin.assets import official_asset_hashes
 
-        out["calvin_assets"] = official_asset_hashes(config.calvin_assets)
+        out["calvin_assets"] = official_asset_hashes(config.calvin_assets, config.scene)
     return out
 
 
@@ -89,6 +89,7 @@ class CalvinWorker(EpisodeWorker):
             calvin_env=config.calvin_env,
             obs_layout=config.obs_layout,
             depth=config.obs_layout == "calvin",
+            scene=config.scene,
         )
         self.env = self.make_env(env_id, **kwargs)
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
@@ -100,7 +101,7 @@ class CalvinWorker(EpisodeWorker):
         from envs.calvin import initial_env_state
         from envs.calvin.instructions import instruction_for
 
-        robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"])
+        robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"], self.config.scene)
         tasks = list(unit.spec["tasks"])
         if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
             on_step = _flat_frames(on_step)
@@ -188,6 +189,7 @@ class CalvinBenchmark(Benchmark):
                 "chain_length": self.chain_length,
                 "ep_len": self.config.ep_len,
                 "backend": self.config.backend,
+                "scene": self.config.scene,
                 **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
                 **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {}),
             },
@@ -227,6 +229,10 @@ class CalvinBenchmark(Benchmark):
             ),
         }
 
+    def _where(self) -> str:
+        """The summary's "<backend> env, scene X" (the protocol's evaluation scene is D)."""
+        return f"{self.config.backend} env, scene {self.config.scene}"
+
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         chains = ok_chains(records)
         n = self.chain_length
@@ -250,6 +256,7 @@ class CalvinBenchmark(Benchmark):
             "benchmark": "calvin",
             "policy": self.spec.label,
             "chains": len(chains),
+            "scene": self.config.scene,
             **metrics,
             "avg_seq_len_ci": intervals["avg_seq_len_ci"],
             "chain_sr_ci": intervals["chain_sr_ci"],
@@ -262,9 +269,9 @@ class CalvinBenchmark(Benchmark):
             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {}),
         }
         text = (
-            chain_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self.config.backend)
+            chain_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self._where())
             if n == CHAIN_LENGTH
-            else task_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self.config.backend)
+            else task_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self._where())
         )
         if "latency" in data:
             text += f"\n\n{latency_markdown(data)}"

@@ -105,6 +105,7 @@ def test_expert_chain_and_results_layout(tmp_path):
         "chain_length": 5,
         "ep_len": 360,
         "backend": "builtin",
+        "scene": "D",
     }
     assert manifest["policy"]["privileged"] is True
     assert (tmp_path / "calvin" / "expert" / "plots" / "chain_success.png").exists()
