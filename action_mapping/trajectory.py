@@ -131,6 +131,17 @@ def _counts_to_step(
     return actions, nums
 
 
+def step_from_counts(counts: np.ndarray, gripper: int | None = None) -> PlanStep | None:
+    """The plan step of signed counts ``[tx, ty, tz, rx, ry, rz]`` (the inverse of :func:`step_count_rows`),
+    each rounded to a whole count, with ``gripper``; ``None`` when every count rounds to zero."""
+    values = np.asarray(counts, dtype=float)
+    t_act, t_num = _counts_to_step(values[:3], Category.TRANSLATION, 1.0, None, "", [])
+    r_act, r_num = _counts_to_step(values[3:], Category.ROTATION, 1.0, None, "", [])
+    if not t_act and not r_act:
+        return None
+    return PlanStep(t_act + r_act, t_num + r_num, gripper=gripper)
+
+
 def trajectory_to_plan(
     c2w_poses: np.ndarray, translation_step: float, rotation_step: float, max_count: int | None = 10
 ) -> Plan:

@@ -1,8 +1,8 @@
 """Parity of the built-in CALVIN play-table with the official calvin_env (a benchmark, not a unit test).
 
 Three envs run the same things: the built-in table (``builtin``), the built-in table loading CALVIN's own
-URDFs and meshes (``assets``, ``--calvin-assets``) and calvin_env itself (``official``, composed for scene D
-from the checkout's own configuration). It reports
+URDFs and meshes (``assets``, ``--calvin-assets``) and calvin_env itself (``official``, composed for
+``--scene`` (default D) from the checkout's own configuration), all in the same scene. It reports
 
 - the scripted expert on the first ``--chains`` of the 1000 public evaluation chains (the chains
   ``python -m benchmarks.calvin --num-sequences N`` runs): avg. len, per-task success, and
@@ -19,6 +19,7 @@ and ends with one JSON line (``--json`` also writes it to a file). ``--only`` ru
 
     python bench/calvin_parity.py --calvin-env /path/to/calvin_env --chains 20
     python bench/calvin_parity.py --calvin-env /path/to/calvin_env --only images,speed
+    python bench/calvin_parity.py --calvin-env /path/to/calvin_env --scene B --chains 20
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from benchmarks.calvin.chain import run_chain
 from benchmarks.core.manifest import machine_line
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.official import OfficialPlayTableEnv, calvin_env_sources
+from envs.calvin.scenes import SCENE_NAMES
 from envs.calvin.sequences import initial_env_state
 from policies.experts.calvin import ScriptedExpert
 
@@ -59,12 +61,14 @@ HEADLINE = (
 Factory = Callable[[Sequence[str]], Any]
 
 
-def factories(calvin_env: str) -> dict[str, Factory]:
-    """How to build each compared env with a given camera set."""
+def factories(calvin_env: str, scene: str = "D") -> dict[str, Factory]:
+    """How to build each compared env, in ``scene``, with a given camera set."""
     return {
-        "builtin": lambda cams: PlayTableEnv(cameras=tuple(cams)),
-        "assets": lambda cams: PlayTableEnv(cameras=tuple(cams), calvin_assets=calvin_env),
-        "official": lambda cams: OfficialPlayTableEnv(calvin_env_path=calvin_env, cameras=tuple(cams)),
+        "builtin": lambda cams: PlayTableEnv(cameras=tuple(cams), scene=scene),
+        "assets": lambda cams: PlayTableEnv(cameras=tuple(cams), calvin_assets=calvin_env, scene=scene),
+        "official": lambda cams: OfficialPlayTableEnv(
+            calvin_env_path=calvin_env, cameras=tuple(cams), scene=scene
+        ),
     }
 
 
@@ -76,15 +80,16 @@ def fixed_actions(n: int, seed: int = 0) -> np.ndarray:
     return a
 
 
-def expert_chains(make: Factory, chains: list[tuple[dict, list[str]]]) -> dict[str, Any]:
-    """The expert on each chain (no cameras): completed lengths, per-task (success, total), seconds."""
+def expert_chains(make: Factory, chains: list[tuple[dict, list[str]]], scene: str) -> dict[str, Any]:
+    """The expert on each chain (no cameras) in ``scene``: completed lengths, per-task (success, total),
+    seconds."""
     env = make(())
     policy = ScriptedExpert()
     policy.bind(env)
     lengths, per_task = [], {}
     start = time.perf_counter()
     for initial_state, tasks in chains:
-        robot_obs, scene_obs = initial_env_state(initial_state)
+        robot_obs, scene_obs = initial_env_state(initial_state, scene)
         record = run_chain(env, policy, robot_obs, scene_obs, list(tasks), list(tasks))
         lengths.append(int(record["extras"]["num_completed"]))
         for sub in record["extras"]["subtasks"]:
@@ -190,6 +195,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calvin-env", required=True, help="a mees/calvin_env git checkout")
     parser.add_argument(
+        "--scene", default="D", choices=SCENE_NAMES, help="CALVIN scene, the same on all three envs"
+    )
+    parser.add_argument(
         "--chains", type=int, default=20, help="first N public evaluation chains for the expert"
     )
     parser.add_argument("--image-chains", type=int, default=10, help="initial states compared as images")
@@ -202,18 +210,19 @@ def main() -> None:
     )
     args = parser.parse_args()
     parts = parse_parts(args.only)
-    make = factories(args.calvin_env)
-    sources = calvin_env_sources(args.calvin_env)
-    print(f"calvin_env {sources['path']} commit {sources['commit']}")
+    make = factories(args.calvin_env, args.scene)
+    sources = calvin_env_sources(args.calvin_env, args.scene)
+    print(f"calvin_env {sources['path']} commit {sources['commit']}, scene {args.scene}")
     # the first N of the 1000 published chains, as `python -m benchmarks.calvin --num-sequences N` runs them
     sequences = [(s, list(t)) for s, t in evaluation_chains(args.chains)]
-    starts = [initial_env_state(s) for s, _ in evaluation_chains(max(args.image_chains, 1))]
+    starts = [initial_env_state(s, args.scene) for s, _ in evaluation_chains(max(args.image_chains, 1))]
     scope = f"{args.chains} chains" if "expert" in parts else ", ".join(parts)
     out: dict[str, Any] = {
-        "title": f"CALVIN parity: built-in table vs calvin_env ({scope})",
+        "title": f"CALVIN parity: built-in table vs calvin_env, scene {args.scene} ({scope})",
         "source": "bench/calvin_parity.py",
         "command": " ".join(["python", *sys.argv]),
         "chains": args.chains,
+        "scene": args.scene,
         "calvin_env_commit": sources["commit"],
         "date": datetime.date.today().isoformat(),
         "machine": args.machine,
@@ -221,7 +230,7 @@ def main() -> None:
     }
 
     if "expert" in parts:
-        out.update(expert_part(make, sequences, args.chains))
+        out.update(expert_part(make, sequences, args.chains, args.scene))
     actions = fixed_actions(args.steps)
     if "trajectory" in parts:
         out.update(trajectory_part(make, starts[0], actions))
@@ -247,11 +256,11 @@ def parse_parts(text: str) -> list[str]:
 
 
 def expert_part(
-    make: dict[str, Factory], sequences: list[tuple[dict, list[str]]], chains: int
+    make: dict[str, Factory], sequences: list[tuple[dict, list[str]]], chains: int, scene: str
 ) -> dict[str, Any]:
     """The expert on the first ``chains`` chains in every env."""
     out: dict[str, Any] = {}
-    results = {name: expert_chains(make[name], sequences) for name in ENVS}
+    results = {name: expert_chains(make[name], sequences, scene) for name in ENVS}
     differ = print_expert(results, chains)
     for name, r in results.items():
         out[f"avg_len_{name}"] = round(avg_len(r["lengths"]), 4)

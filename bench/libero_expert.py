@@ -49,21 +49,10 @@ class BadInput(ValueError):
 
 def parse_indices(text: str, count: int, what: str) -> list[int]:
     """``"0-4,7"`` -> ``[0, 1, 2, 3, 4, 7]`` (sorted, unique), each in ``0..count-1``; ``"all"`` -> all."""
-    if text.strip() == "all":
-        return list(range(count))
-    chosen: set[int] = set()
-    for part in text.split(","):
-        low, dash, high = part.strip().partition("-")
-        try:
-            first, last = int(low), int(high if dash else low)
-        except ValueError:
-            raise BadInput(
-                f"{what} {text!r}: give indices and ranges separated by commas (e.g. 0-4,7), or all"
-            ) from None
-        if not 0 <= first <= last < count:
-            raise BadInput(f"{what} {part.strip()!r}: indices run 0..{count - 1}, low before high")
-        chosen.update(range(first, last + 1))
-    return sorted(chosen)
+    try:
+        return protocol.parse_indices(text, count, what)
+    except ValueError as error:
+        raise BadInput(str(error)) from None
 
 
 def parse_suites(text: str) -> list[str]:

@@ -15,6 +15,17 @@ Outputs under ``--out``: ``data/`` (reused when its settings match), ``run-<back
 
     python bench/vla_learning.py --backbone efficientnet-lite0-frozen --budget-min 20
     python bench/vla_learning.py --backbone tiny-qwen2.5-vl --image-size 224 --lr 5e-4 --batch-size 16
+
+``--env libero`` does the same on one LIBERO task: demonstrations from ``spatial-arena demos --env libero``
+(the scripted LIBERO expert, both cameras, LeRobotDataset v3, from the fixed initial states
+``--train-states``), training on that LeRobot dataset, and evaluation with the benchmark's own episode
+(``benchmarks.libero.episode.run_episode``: 10 settle steps, the suite's step budget) from the held-out
+initial states ``--eval-states`` (each ``--eval-repeats`` times, with different reset seeds) for the
+trained model, a random policy, a constant policy (the settle action: hold still, gripper open) and the
+expert (the ceiling). Baselines that do not look run without cameras.
+
+    python bench/vla_learning.py --env libero --suite libero_goal --task-index 7 --train-episodes 30 \
+        --budget-min 20 --out outputs/vla_learning_libero
 """
 
 from __future__ import annotations
@@ -29,7 +40,18 @@ import numpy as np
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", default="open_drawer")
+    p.add_argument("--env", choices=("calvin", "libero"), default="calvin")
+    p.add_argument("--task", default="open_drawer", help="CALVIN task (--env calvin)")
+    p.add_argument("--suite", default="libero_goal", help="LIBERO suite (--env libero)")
+    p.add_argument(
+        "--task-index", type=int, default=7, help="LIBERO task (default: libero_goal 7, turn on the stove)"
+    )
+    p.add_argument(
+        "--train-states", default="0-39", help="LIBERO: fixed initial states of the demonstrations"
+    )
+    p.add_argument("--eval-states", default="40-49", help="LIBERO: held-out fixed initial states")
+    p.add_argument("--eval-repeats", type=int, default=2, help="LIBERO: episodes per held-out state (seeds)")
+    p.add_argument("--demo-workers", type=int, default=1, help="LIBERO: processes recording demonstrations")
     p.add_argument("--train-episodes", type=int, default=80)
     p.add_argument("--eval-episodes", type=int, default=30)
     p.add_argument(
@@ -37,7 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--joint-noise", type=float, default=0.1)
     p.add_argument("--backbone", default="efficientnet-lite0-frozen")
-    p.add_argument("--cameras", default="rgb_static,rgb_gripper")
+    p.add_argument(
+        "--cameras", default=None, help="default: rgb_static,rgb_gripper / agentview_rgb,eye_in_hand_rgb"
+    )
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--budget-min", type=float, default=20.0, help="training wall-clock budget (minutes)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -51,7 +75,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="efficientnet-lite0-frozen: cache up to N training images' features (0: off)",
     )
     p.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
-    p.add_argument("--execute-steps", type=int, default=5)
+    p.add_argument("--execute-steps", type=int, default=None, help="default: 5 (CALVIN), 4 (LIBERO: a chunk)")
     p.add_argument("--ep-len", type=int, default=360, help="steps per evaluation episode (CALVIN: 360)")
     p.add_argument("--skip-baselines", action="store_true", help="evaluate only the trained model")
     p.add_argument(
@@ -60,7 +84,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="skip training: evaluate the newest checkpoint of an earlier run in OUT/run-<backbone>",
     )
     p.add_argument("--out", default="outputs/vla_learning")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    libero = args.env == "libero"
+    if args.cameras is None:
+        args.cameras = "agentview_rgb,eye_in_hand_rgb" if libero else "rgb_static,rgb_gripper"
+    if args.execute_steps is None:
+        args.execute_steps = 4 if libero else 5
+    return args
 
 
 # ------------------------------------------------------------------------------------------- data
@@ -271,10 +301,17 @@ def env_cameras(model_cameras: list[str]) -> tuple[str, ...]:
 def main(argv: list[str] | None = None) -> None:
     import torch
 
-    from vla.model import VLAModel
-
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.env == "libero":
+        run_libero(args)
+    else:
+        run_calvin(args)
+
+
+def run_calvin(args: argparse.Namespace) -> None:
+    from vla.model import VLAModel
+
     out = Path(args.out)
     data = out / "data"
     demo_summary = demonstrations(args, data)
@@ -324,6 +361,123 @@ def main(argv: list[str] | None = None) -> None:
     (report_dir / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: (v["success"], v["episodes"]) for k, v in results.items()}), flush=True)
     print(json.dumps(summary["training"]), flush=True)
+
+
+# --------------------------------------------------------------------------------------------- LIBERO
+
+
+def libero_demonstrations(args: argparse.Namespace, root: Path) -> dict:
+    """The training demos (LeRobot v3), recorded or continued with ``spatial-arena demos --env libero``."""
+    from vla.libero_demos import SUMMARY, LiberoDemoConfig, generate
+
+    config = LiberoDemoConfig(
+        suite=args.suite,
+        tasks=str(args.task_index),
+        episodes=args.train_episodes,
+        out=str(root),
+        format="lerobot",
+        states=args.train_states,
+        seed=args.seed,
+        image_size=args.image_size,
+        workers=args.demo_workers,
+        resume=(root / SUMMARY).is_file(),
+    )
+    summary = generate(config)
+    print(
+        f"[data] {summary['kept']} kept, {summary['discarded']} discarded, {summary['frames']} frames, "
+        f"{summary['seconds']} s ({summary['episodes_per_minute']} episodes/min)",
+        flush=True,
+    )
+    return summary
+
+
+def libero_units(args: argparse.Namespace) -> list[tuple[int, int]]:
+    """(held-out initial state, reset seed) of each evaluation episode."""
+    from envs.libero.protocol import NUM_INIT_STATES, parse_indices
+
+    states = parse_indices(args.eval_states, NUM_INIT_STATES, "--eval-states")
+    return [(s, 1000 + args.seed + r * NUM_INIT_STATES + s) for r in range(args.eval_repeats) for s in states]
+
+
+def libero_evaluate(policy, args: argparse.Namespace, label: str, cameras: bool) -> dict:
+    """Closed-loop success of ``policy`` on the held-out units (the benchmark's episode and budget)."""
+    from benchmarks.libero.episode import run_episode
+    from envs.libero.env import LiberoEnv
+    from envs.libero.protocol import MAX_STEPS, NUM_STEPS_WAIT
+
+    env = LiberoEnv(args.suite, args.task_index, image_size=args.image_size, cameras=cameras)
+    policy.bind(env)
+    results, began = [], time.perf_counter()
+    try:
+        for state, seed in libero_units(args):
+            record = run_episode(
+                env,
+                policy,
+                init_state_index=state,
+                max_steps=MAX_STEPS[args.suite],
+                num_steps_wait=NUM_STEPS_WAIT,
+                seed=seed,
+            )
+            results.append(
+                {"state": state, "seed": seed, "success": bool(record["success"]), "steps": record["steps"]}
+            )
+            print(f"[eval] {label}: {results[-1]}", flush=True)
+    finally:
+        env.close()
+    return _rate(results, label, time.perf_counter() - began)
+
+
+def _rate(results: list[dict], label: str, seconds: float) -> dict:
+    wins = sum(r["success"] for r in results)
+    low, high = wilson_interval(wins, len(results))
+    print(
+        f"[eval] {label}: {wins}/{len(results)} (95% CI {100 * low:.0f}-{100 * high:.0f} %, {seconds:.0f} s)",
+        flush=True,
+    )
+    return {
+        "success": wins,
+        "episodes": len(results),
+        "rate": wins / len(results),
+        "ci95": [low, high],
+        "seconds": round(seconds, 1),
+        "per_episode": results,
+    }
+
+
+def run_libero(args: argparse.Namespace) -> None:
+    from policies.baselines import ConstantPolicy, RandomPolicy
+    from policies.experts.libero import LiberoExpert
+    from vla.model import VLAModel
+
+    out = Path(args.out)
+    demo_summary = libero_demonstrations(args, out / "data")
+    tag = args.backbone.rstrip("/").split("/")[-1]
+    report_dir = out / tag
+    report_dir.mkdir(parents=True, exist_ok=True)
+    backbone = prepared_backbone(args, out)
+    final, training = train_for_budget(args, backbone, out / "data" / "lerobot", out / f"run-{tag}")
+    (report_dir / "loss_curve.jsonl").write_text("".join(json.dumps(r) + "\n" for r in training["log"]))
+    title = f"{args.suite} task {args.task_index}: {tag}, {training['steps']} steps"
+    plot_curve(training["log"], report_dir / "loss_curve.png", title)
+    results = {}
+    if not args.skip_baselines:  # the blind ones first: they are cheap (no cameras)
+        results["random"] = libero_evaluate(RandomPolicy(), args, "random", cameras=False)
+        hold = [0, 0, 0, 0, 0, 0, -1]  # the settle action: hold still, gripper open
+        results["constant"] = libero_evaluate(ConstantPolicy(hold), args, "constant", cameras=False)
+        results["expert"] = libero_evaluate(LiberoExpert(), args, "expert", cameras=False)
+    trained = VLAModel.from_pretrained(final)
+    results["trained"] = libero_evaluate(vla_policy(trained, args), args, "trained", cameras=True)
+    summary = {
+        "args": vars(args),
+        "demos": {k: demo_summary[k] for k in ("attempts", "kept", "discarded", "frames", "seconds")},
+        "training": {k: v for k, v in training.items() if k != "log"},
+        "final_loss": training["log"][-1]["loss"],
+        "first_loss": training["log"][0]["loss"],
+        "checkpoint": str(final),
+        "results": results,
+    }
+    (report_dir / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps({k: (v["success"], v["episodes"]) for k, v in results.items()}), flush=True)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     ),
     "serve": Subcommand("policies.serve", "serve a transformers model over an OpenAI-compatible API"),
     "train": Subcommand("vla.train", "train a VLA (backbone + action head) on CALVIN/LIBERO-format data"),
-    "demos": Subcommand("vla.demos", "scripted-expert demonstrations on the play-table, CALVIN layout"),
+    "demos": Subcommand(
+        "vla.demos",
+        "scripted-expert demonstrations: --env calvin (CALVIN layout) or libero (LIBERO HDF5, LeRobot v3)",
+        ((), ("--env", "libero")),
+    ),
     "tiny": Subcommand("policies.tiny", "build a tiny randomly initialised VLM for smoke tests"),
     "posttrain": Subcommand(
         "benchmarks.posttrain",

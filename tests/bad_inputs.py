@@ -46,6 +46,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--tasks", "fly_away"], "--tasks"),
     ("calvin", ["--latency", "soon"], "--latency"),
     ("calvin", ["--renderer", "vulkan"], "--renderer"),
+    ("calvin", ["--scene", "E"], "--scene"),
     ("calvin", ["--calvin-assets", "/no/such/calvin/data"], "/no/such/calvin/data"),
     ("calvin", ["--calvin-env", "{empty_dir}"], "--calvin-env"),
     ("calvin", ["--cameras", "front"], "--cameras"),
@@ -112,6 +113,12 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--ray-num-gpus", "1"], "--ray-num-gpus"),
     ("calvin", ["--ray", "local", "--ray-num-gpus", "64"], "--ray-num-gpus"),
     ("calvin", ["--ray-num-cpus", "-1"], "--ray-num-cpus"),
+    # --- sequential stopping (shared by every closed-loop CLI)
+    ("calvin", ["--stop-when-decided"], "--against"),
+    ("calvin", ["--stop-when-decided", "--against", "1.5"], "--against"),
+    ("calvin", ["--stop-when-decided", "--against", "/no/such/run"], "/no/such/run"),
+    ("calvin", ["--against", "0.5"], "--stop-when-decided"),
+    ("calvin", ["--stop-when-decided", "--against", "{empty_dir}"], "manifest.json"),
     # --- LIBERO
     ("libero", ["--trials-per-task", "0"], "--trials-per-task"),
     ("libero", ["--image-size", "0"], "--image-size"),
@@ -134,6 +141,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", ["--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     ("libero", [*MLLM, "--n-examples", "3"], "--n-examples"),  # EB loop only
     ("libero", [*MLLM, "--loop", "eb"], "--loop"),  # LIBERO runs the spatial loop only
+    ("libero", ["--stop-when-decided", "--against", "-0.1"], "--against"),
     # --- EB navigation and manipulation
     ("embodied", [], "nav"),
     ("embodied", ["boat"], "nav"),
@@ -144,6 +152,10 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["nav", "--episodes-file", "/no/such/episodes.jsonl"], "/no/such/episodes.jsonl"),
     ("embodied", ["nav", "--episodes-file", "{file}"], "{file}"),
     ("embodied", ["nav", "--subset", "attic"], "--subset"),
+    ("embodied", ["nav", "--perturb", "weather"], "weather"),
+    ("embodied", ["nav", "--perturb", "camera:9"], "--perturb"),
+    ("embodied", ["nav", "--perturb", "camera", "--certificates", "{file}"], "--certificates"),
+    ("embodied", ["manip", "--perturb", "camera"], "--perturb"),
     ("embodied", ["nav", "--policy", "vla", "--backbone", "tiny-qwen2.5-vl"], "--policy vla"),
     ("embodied", ["nav", "--checkpoint", "/no/such/checkpoint"], "--policy vla"),
     ("embodied", ["nav", "--policy", "constant", "--action", "99"], "--action"),
@@ -170,6 +182,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["manip", "--workers", "-1"], "--workers"),
     ("embodied", ["manip", *AGENT], "--policy agent"),
     ("embodied", ["manip", "--policy", "vla", "--checkpoint", "/no/such/checkpoint"], "--policy vla"),
+    ("embodied", ["nav", "--stop-when-decided"], "--against"),
     ("embodied", ["manip", "--policy", "constant", "--action", "3"], "--action"),
     ("embodied", ["manip", "--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     (
@@ -258,6 +271,22 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("demos", ["--episodes", "0"], "--episodes"),
     ("demos", ["--ep-len", "0"], "--ep-len"),
     ("demos", ["--out", "{empty_dir}", "--task", "fly_away"], "fly_away"),
+    ("demos", ["--env", "mujoco", "--out", "{empty_dir}"], "--env"),
+    ("demos", ["--env"], "--env"),
+    ("demos", ["--env", "libero"], "--out"),
+    ("demos", ["--env", "libero", "--suite", "libero_100", "--out", "{empty_dir}"], "--suite"),
+    (
+        "demos",
+        ["--env", "libero", "--suite", "libero_goal", "--tasks", "10", "--out", "{empty_dir}"],
+        "--tasks",
+    ),
+    ("demos", ["--env", "libero", "--tasks", "two", "--out", "{empty_dir}"], "--tasks"),
+    ("demos", ["--env", "libero", "--format", "rlds", "--out", "{empty_dir}"], "--format"),
+    ("demos", ["--env", "libero", "--states", "0-50", "--out", "{empty_dir}"], "--states"),
+    ("demos", ["--env", "libero", "--out", "{model_dir}"], "--resume"),
+    ("demos", ["--env", "libero", "--out", "{model_dir}", "--resume"], "--resume"),
+    ("demos", ["--env", "libero", "--out", "{file}"], "--out"),
+    ("demos", ["--env", "libero", "--out", "{empty_dir}", "--resume", "--overwrite"], "--overwrite"),
     ("arena", ["calvn"], "calvn"),
     # --- spatial-arena compare / power (issue 34)
     ("arena", ["compare", "/no/such/run_a", "/no/such/run_b"], "/no/such/run_a"),

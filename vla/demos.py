@@ -1,4 +1,8 @@
-"""``python -m vla.demos``: expert demonstrations on the play-table, written in CALVIN's dataset layout.
+"""``python -m vla.demos`` (``spatial-arena demos``): expert demonstrations, by ``--env``.
+
+``--env calvin`` (the default) records the play-table in CALVIN's dataset layout, as described below;
+``--env libero`` records LIBERO tasks in LIBERO's HDF5 layout and as a LeRobotDataset v3
+(:mod:`vla.libero_demos`, ``spatial-arena demos --env libero --help``).
 
 For each requested task the privileged scripted expert (:class:`policies.experts.calvin.ScriptedExpert`) is run
 from varied initial states and every step of the task is recorded: the observation before the step
@@ -39,7 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from policies.config_cli import arg, parse_config, run_cli
+from policies.config_cli import InputError, arg, parse_config, run_cli
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
     from policies.experts.calvin import ScriptedExpert
     from vla.data import CalvinWriter
 
+ENVS = ("calvin", "libero")
 DEFAULT_JOINT_NOISE = 0.1  # radians (std per joint): moves the start TCP by several centimetres
 CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}
 MAX_PREFIX = 2  # setup tasks before the recorded one (lift + stack before unstack_block)
@@ -54,7 +59,8 @@ MAX_PREFIX = 2  # setup tasks before the recorded one (lift + stack before unsta
 
 @dataclass
 class DemoConfig:
-    """Record scripted-expert demonstrations on the play-table as a CALVIN-format dataset."""
+    """Record scripted-expert demonstrations on the play-table as a CALVIN-format dataset (--env calvin, the
+    default; for LIBERO: spatial-arena demos --env libero --help)."""
 
     task: str = arg(
         "open_drawer", "CALVIN task(s) to demonstrate, comma-separated (e.g. open_drawer,move_slider_left)"
@@ -382,8 +388,31 @@ def _summary(config: DemoConfig, reports: Sequence[TaskReport], seconds: float) 
     }
 
 
+def split_env(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """``--env NAME`` (default calvin) and the remaining arguments, which belong to that env's command."""
+    env, rest, args = "calvin", [], list(argv)
+    while args:
+        item = args.pop(0)
+        if item == "--env":
+            if not args:
+                raise InputError(f"--env needs a value: {' or '.join(ENVS)}")
+            env = args.pop(0)
+        elif item.startswith("--env="):
+            env = item.partition("=")[2]
+        else:
+            rest.append(item)
+    if env not in ENVS:
+        raise InputError(f"--env {env!r}: no demonstrations for it; choose {' or '.join(ENVS)}")
+    return env, rest
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    summary = generate(parse_config(DemoConfig, argv, prog="python -m vla.demos"))
+    env, args = split_env(sys.argv[1:] if argv is None else argv)
+    if env == "libero":
+        from vla import libero_demos
+
+        return libero_demos.main(args)
+    summary = generate(parse_config(DemoConfig, args, prog="python -m vla.demos"))
     for task, row in summary["tasks"].items():
         print(
             f"[vla.demos] {task}: kept {row['kept']}/{row['attempts']} ({100 * row['kept_fraction']:.0f}%), "

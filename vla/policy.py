@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -77,8 +78,6 @@ class VLAPolicyConfig:
     def preflight(self) -> None:
         """Before any worker starts (nothing loaded): the checkpoint folder holds a VLA config, the backbone is a
         built-in name, a model folder or a cached hub id, the device exists."""
-        from pathlib import Path
-
         from policies.preflight import check_device
 
         if self.checkpoint:
@@ -197,11 +196,15 @@ def check_backbone(flag: str, name: str, *, allow_download: bool = False) -> Non
 
 
 def _builtin_backbone(name: str) -> bool:
-    """A ``--backbone`` name built locally (``tiny-*``) or loaded by its own module (e.g. EfficientNet);
-    ``ValueError`` for a ``tiny-*`` name that is none of them."""
+    """A ``--backbone`` name built locally (``tiny-*``) or loaded by its own module (e.g. EfficientNet), or a
+    folder such a backbone was saved to (it holds ``vla_backbone.json``, no ``config.json``); ``ValueError``
+    for a ``tiny-*`` name that is none of them."""
+    from vla.backbones import NATIVE_BACKBONES, NATIVE_CONFIG_FILE, TINY_BACKBONES
+
+    if (Path(name) / NATIVE_CONFIG_FILE).is_file():
+        return True
     if "/" in name:
         return False
-    from vla.backbones import NATIVE_BACKBONES, TINY_BACKBONES
 
     if name.startswith("tiny-") and name not in TINY_BACKBONES:
         raise ValueError(

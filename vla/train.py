@@ -45,21 +45,24 @@ LOG_FILE, STATE_FILE, TRAIN_CONFIG_FILE = "train_log.jsonl", "trainer_state.json
 
 @dataclass
 class TrainConfig:
-    """Fine-tune a VLM backbone + action head (VLM4VLA) on CALVIN- or LIBERO-format demonstrations."""
+    """Fine-tune a VLM backbone + action head (VLM4VLA) on CALVIN, LIBERO or LeRobot v3 demonstrations."""
 
     backbone: str = arg(
         "",
         "VLM to start from: a directory, a hub id (needs --allow-download), or a tiny-* test model (tiny-qwen2.5-vl, tiny-kosmos2, ...; python -m vla.backbones --list)",
     )
     data: str = arg(
-        "", "demonstrations: a CALVIN split directory (or its parent with training/), or LIBERO .hdf5 file(s)"
+        "",
+        "demonstrations: a CALVIN split directory (or its parent with training/), LIBERO .hdf5 file(s), or a LeRobotDataset v3 folder",
     )
     output: str = arg("outputs/vla", "run directory for checkpoints and logs")
-    data_format: Literal["auto", "calvin", "libero"] = arg(
+    data_format: Literal["auto", "calvin", "libero", "lerobot"] = arg(
         "auto", "demonstration format (auto: detected from the files)"
     )
     chunk_size: int | None = arg(
-        None, "actions predicted per query (default: 10 CALVIN, 4 LIBERO)", minimum=1
+        None,
+        "actions predicted per query (default: 10 CALVIN, 4 LIBERO; LeRobot: by the data's convention)",
+        minimum=1,
     )
     cameras: tuple[str, ...] = arg(
         (), "dataset image keys fed to the model, in order (default: rgb_static / agentview_rgb)"
@@ -124,7 +127,7 @@ class TrainConfig:
         self._check_paths()
 
     def _check_paths(self) -> None:
-        """The data reads as CALVIN or LIBERO demonstrations and the backbone is there (nothing loaded)."""
+        """The data reads as CALVIN, LIBERO or LeRobot demonstrations and the backbone is there (nothing loaded)."""
         from policies.preflight import check_path
         from vla.data import detect_format
         from vla.policy import check_backbone

@@ -23,13 +23,14 @@ from benchmarks.calvin.report import (
 )
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
 from benchmarks.core.episode import StepHook
-from benchmarks.core.episode_record import EpisodeRecord
+from benchmarks.core.episode_record import EpisodeRecord, read_episode
 from benchmarks.core.latency import latency_markdown, summarize_latency
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import run_command
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
+from benchmarks.stats.stopping import stopper_for
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
@@ -59,11 +60,11 @@ def calvin_sources(config: CalvinConfig) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     if config.backend == "official":
-        out["calvin_env"] = calvin_env_sources(config.calvin_env)
+        out["calvin_env"] = calvin_env_sources(config.calvin_env, config.scene)
     if config.calvin_assets:
         from envs.calvin.assets import official_asset_hashes
 
-        out["calvin_assets"] = official_asset_hashes(config.calvin_assets)
+        out["calvin_assets"] = official_asset_hashes(config.calvin_assets, config.scene)
     return out
 
 
@@ -89,6 +90,7 @@ class CalvinWorker(EpisodeWorker):
             calvin_env=config.calvin_env,
             obs_layout=config.obs_layout,
             depth=config.obs_layout == "calvin",
+            scene=config.scene,
         )
         self.env = self.make_env(env_id, **kwargs)
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
@@ -100,7 +102,7 @@ class CalvinWorker(EpisodeWorker):
         from envs.calvin import initial_env_state
         from envs.calvin.instructions import instruction_for
 
-        robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"])
+        robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"], self.config.scene)
         tasks = list(unit.spec["tasks"])
         if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
             on_step = _flat_frames(on_step)
@@ -188,11 +190,17 @@ class CalvinBenchmark(Benchmark):
                 "chain_length": self.chain_length,
                 "ep_len": self.config.ep_len,
                 "backend": self.config.backend,
+                "scene": self.config.scene,
                 **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
                 **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {}),
             },
             **calvin_sources(self.config),
         }
+
+    def unit_value(self, record: dict[str, Any]) -> float:
+        """A chain's completed subtasks over its length (avg. len / 5 on the 5-subtask protocol), in [0, 1]."""
+        extras = read_episode(record["result"])["extras"]
+        return int(extras["num_completed"]) / (len(extras.get("tasks") or []) or 5)
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         done = [r["extras"]["num_completed"] for r in ok_chains(records)]
@@ -227,6 +235,10 @@ class CalvinBenchmark(Benchmark):
             ),
         }
 
+    def _where(self) -> str:
+        """The summary's "<backend> env, scene X" (the protocol's evaluation scene is D)."""
+        return f"{self.config.backend} env, scene {self.config.scene}"
+
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         chains = ok_chains(records)
         n = self.chain_length
@@ -250,6 +262,7 @@ class CalvinBenchmark(Benchmark):
             "benchmark": "calvin",
             "policy": self.spec.label,
             "chains": len(chains),
+            "scene": self.config.scene,
             **metrics,
             "avg_seq_len_ci": intervals["avg_seq_len_ci"],
             "chain_sr_ci": intervals["chain_sr_ci"],
@@ -262,9 +275,9 @@ class CalvinBenchmark(Benchmark):
             **({"tasks": list(parse_tasks(self.config.tasks))} if self.config.tasks else {}),
         }
         text = (
-            chain_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self.config.backend)
+            chain_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self._where())
             if n == CHAIN_LENGTH
-            else task_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self.config.backend)
+            else task_markdown(self.spec.label, {**metrics, **intervals}, tasks, tally, self._where())
         )
         if "latency" in data:
             text += f"\n\n{latency_markdown(data)}"
@@ -322,4 +335,4 @@ def main(argv: Sequence[str] | None = None) -> Summary:
             raise InputError(str(error)) from None
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = CalvinBenchmark(config, spec)
-    return run_command(bench, bench.run_path)
+    return run_command(bench, bench.run_path, stopper_for(bench))

@@ -82,6 +82,11 @@ class CalvinConfig(ExecutionConfig):
         "--backend official: configure calvin_env from a CALVIN split folder's .hydra/ instead",
         must_exist=True,
     )
+    scene: Literal["A", "B", "C", "D"] = arg(
+        "D",
+        "CALVIN's scene (furniture, woods, blocks) on either backend; the protocol evaluates on D, chains "
+        "in A, B and C start from the same symbolic states at that scene's spots",
+    )
     renderer: Literal["tiny", "egl"] = arg(
         "tiny",
         "PyBullet renderer on either backend (tiny: CPU TinyRenderer; egl: "

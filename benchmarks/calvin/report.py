@@ -89,13 +89,13 @@ def _headline_cells(metrics: dict[str, Any], chain_length: int = CHAIN_LENGTH) -
 
 
 def chain_markdown(
-    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, backend: str
+    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, where: str
 ) -> str:
     """The run's tables; ``metrics`` with :func:`chain_intervals`' fields shows each cell's interval."""
     ref = REFERENCE
     lines = [
         f"## CALVIN long-horizon evaluation: {label} ({tally.completed} of {tally.total} chains completed, "
-        f"{backend} env)",
+        f"{where})",
         "",
         "| policy | 1 | 2 | 3 | 4 | 5 | avg. len | chains errored |",
         "|---|---|---|---|---|---|---|---|",
@@ -131,12 +131,12 @@ def _blind_rows() -> list[str]:
 
 
 def task_markdown(
-    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, backend: str
+    label: str, metrics: dict[str, Any], tasks: dict[str, dict[str, int]], tally: UnitTally, where: str
 ) -> str:
     rate = metrics["chain_sr"]["1"]
     lines = [
         f"## CALVIN single-task episodes: {label} ({tally.completed} of {tally.total} episodes completed, "
-        f"{backend} env)",
+        f"{where})",
         "",
         f"Success rate (%): {cell(rate, (metrics.get('chain_sr_ci') or {}).get('1'), scale=100)} over "
         f"n = {tally.completed} episodes [95 % Wilson interval] (one subtask per episode, from the "

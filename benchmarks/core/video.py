@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from envs.video_files import write_mp4
+
 if TYPE_CHECKING:
     from benchmarks.core.episode import StepHook
     from benchmarks.core.episode_record import EpisodeRecord
@@ -125,7 +127,7 @@ def _font() -> Any:
 
 
 class VideoRecorder:
-    """Collects composed frames and writes them as an H.264 MP4 (through imageio-ffmpeg)."""
+    """Collects composed frames and writes them as an H.264 MP4 (:func:`envs.video_files.write_mp4`)."""
 
     def __init__(self, path: Path, keys: Sequence[str], fps: int = 15, height: int = 200) -> None:
         self.path, self.keys, self.fps, self.height = Path(path), list(keys), fps, height
@@ -147,20 +149,9 @@ class VideoRecorder:
         return self.write() if self.frames else None
 
     def write(self) -> Path:
-        import imageio.v2 as imageio
-
         if not self.frames:
             raise ValueError(f"no frames were recorded for {self.path}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        imageio.mimwrite(
-            self.path,
-            self.composed(),
-            fps=self.fps,
-            codec="libx264",
-            macro_block_size=1,
-            ffmpeg_log_level="error",
-        )
-        return self.path
+        return write_mp4(self.path, self.composed(), fps=self.fps)
 
 
 def run_recorded(

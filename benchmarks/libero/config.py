@@ -86,16 +86,7 @@ class LiberoConfig(ExecutionConfig):
         return protocol.MAX_STEPS[self.suite] if self.max_steps is None else self.max_steps
 
     def task_indices(self) -> list[int]:
-        count = protocol.TASK_COUNTS[self.suite]
-        if self.tasks == "all":
-            return list(range(count))
         try:
-            chosen = [int(t) for t in self.tasks.split(",") if t.strip()]
-        except ValueError:
-            raise InputError(
-                f"--tasks {self.tasks}: give task indices separated by commas (e.g. 0,3), or all"
-            ) from None
-        bad = [t for t in chosen if not 0 <= t < count]
-        if bad:
-            raise InputError(f"--tasks {bad}: {self.suite} has tasks 0..{count - 1}")
-        return chosen
+            return protocol.parse_task_indices(self.tasks, self.suite)
+        except ValueError as error:
+            raise InputError(str(error)) from None

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from envs.calvin import constants as C
-from envs.calvin.looks import WOOD_MEAN, Look, dress_urdf
+from envs.calvin.looks import Look, dress_urdf
+from envs.calvin.scenes import DEFAULT_SCENE, WOODS, SceneSpec, scene_spec
 from envs.files import atomic_write_text
 
 Vec3 = tuple[float, float, float]
@@ -41,13 +42,15 @@ HANDLE_GREY: RGBA = (0.396, 0.396, 0.396, 1.0)
 SWITCH_GREY: RGBA = (0.4, 0.4, 0.4, 1.0)
 BLACK: RGBA = (0.0, 0.0, 0.0, 1.0)
 WHITE_ARM: RGBA = (1.0, 1.0, 1.0, 1.0)  # the Panda's "panda_white"
-# the wood's mean, for round parts
-WOOD_PLAIN: RGBA = (
-    WOOD_MEAN[0] / 255,
-    WOOD_MEAN[1] / 255,
-    WOOD_MEAN[2] / 255,
-    1.0,
-)
+
+
+def plain_wood(wood: str) -> RGBA:
+    """A wood's mean colour, for round parts (they carry no texture)."""
+    r, g, b = WOODS[wood]
+    return (r / 255, g / 255, b / 255, 1.0)
+
+
+WOOD_PLAIN: RGBA = plain_wood("wood")
 
 # Grip points in their link frames (the scripted expert aims at them).
 SLIDE_HANDLE: Vec3 = (0.14, 0.0, 0.035)  # door frame (x along the track, z out): under the handle's bar
@@ -243,26 +246,41 @@ def _slope_box(
     return Geom("box", (x[1] - x[0], s[1] - s[0], t[1] - t[0]), centre, (a, 0.0, 0.0), rgba)
 
 
-def _table_base() -> Link:
+def _table_base(spec: SceneSpec) -> Link:
     """Everything fixed: table top, legs, the slider cabinet and the switch housing (all ``base_link``)."""
     top = C.WORK_SURFACE_Z
     geoms = (
         _box((-0.441, -0.181, 0.405), (0.441, 0.02, top), WOOD),  # table top in front of the cabinet
-        *_legs_and_apron(),
+        *_legs_and_apron(spec.drawer[0]),
         _box((-0.441, 0.161, 0.40), (0.441, 0.181, 0.648)),  # cabinet back wall
         _box((-0.441, 0.13, 0.628), (0.441, 0.181, 0.648)),  # cabinet roof (LED and lightbulb sit on it)
-        _slope_box((-0.441, -0.38), (0.0, 0.217), (-0.16, 0.0)),  # cabinet left wall, behind the front slope
-        _slope_box((0.18, 0.20), (0.0, 0.217), (-0.16, 0.0)),  # cabinet right wall
-        _slope_box((0.20, 0.441), (0.0, 0.217), (-0.05, 0.0)),  # switch panel, flush with the door track
-        Geom("cylinder", (0.036, 0.015), (C.BUTTON_ORIGIN[0], C.BUTTON_ORIGIN[1], top + 0.0075), rgba=GREY),
+        *_cabinet_sides(spec),
+        Geom("cylinder", (0.036, 0.015), (spec.button[0], spec.button[1], top + 0.0075), rgba=GREY),
     )
     return Link("base_link", geoms, mass=0.0)
 
 
-def _legs_and_apron() -> tuple[Geom, ...]:
-    """CALVIN's open table: four 4 x 3.2 cm legs at the corners and a 10 cm apron under the top, solid left
-    of the drawer (the drawer runs in the gap on the right; the apron closes in on its front panel, 0.01 to
-    0.35 m in x, so that no floor shows beside it)."""
+def _cabinet_sides(spec: SceneSpec) -> tuple[Geom, ...]:
+    """The cabinet's side walls behind the front slope, 2 cm thick where the switch panel (flush with the
+    door track) continues them to the table's end, else solid to the end; left wall first."""
+    (inner_left, inner_right), wall, depth = spec.cabinet_inside, 0.02, (-0.16, 0.0)
+    if spec.switch[0] < spec.slider_split:  # the switch is left of the cabinet
+        left = (
+            _slope_box((-0.441, inner_left - wall), (0.0, 0.217), (-0.05, 0.0)),
+            _slope_box((inner_left - wall, inner_left), (0.0, 0.217), depth),
+        )
+        return (*left, _slope_box((inner_right, 0.441), (0.0, 0.217), depth))
+    return (
+        _slope_box((-0.441, inner_left), (0.0, 0.217), depth),
+        _slope_box((inner_right, inner_right + wall), (0.0, 0.217), depth),
+        _slope_box((inner_right + wall, 0.441), (0.0, 0.217), (-0.05, 0.0)),  # switch panel
+    )
+
+
+def _legs_and_apron(drawer_x: float) -> tuple[Geom, ...]:
+    """CALVIN's open table: four 4 x 3.2 cm legs at the corners and a 10 cm apron under the top, solid
+    beside the drawer (the drawer runs in the gap, centred on ``drawer_x``; the apron closes in on its front
+    panel, 0.175 m left and 0.18 m right of its centre, so that no floor shows beside it)."""
     legs = tuple(
         _box(
             (min(sx * 0.40, sx * 0.441), min(sy * 0.148, sy * 0.181), 0.0),
@@ -271,10 +289,11 @@ def _legs_and_apron() -> tuple[Geom, ...]:
         for sx in (-1, 1)
         for sy in (-1, 1)
     )
+    gap = (drawer_x - 0.175, drawer_x + 0.18)
     apron = (
-        _box((-0.42, -0.16, 0.30), (0.005, 0.16, 0.405)),  # solid left of the drawer
-        _box((0.36, -0.181, 0.30), (0.42, 0.16, 0.405)),  # right of the drawer, flush with the legs
-        _box((0.005, 0.14, 0.30), (0.36, 0.16, 0.405)),  # behind the drawer
+        _box((-0.42, -0.16, 0.30), (gap[0], 0.16, 0.405)),  # solid left of the drawer
+        _box((gap[1], -0.181, 0.30), (0.42, 0.16, 0.405)),  # right of the drawer, flush with the legs
+        _box((gap[0], 0.14, 0.30), (gap[1], 0.16, 0.405)),  # behind the drawer
     )
     return legs + apron
 
@@ -318,7 +337,7 @@ def _lamp_links() -> list[Link]:
     ]
 
 
-def _table_joints() -> list[Joint]:
+def _table_joints(spec: SceneSpec) -> list[Joint]:
     slope = C.CABINET_SLOPE
     return [
         Joint(
@@ -326,17 +345,17 @@ def _table_joints() -> list[Joint]:
             "prismatic",
             "base_link",
             "slide_link",
-            C.SLIDE_ORIGIN,
+            spec.slide,
             (slope, 0, 0),
             (-1, 0, 0),
-            C.SLIDE_RANGE,
+            (0.0, spec.slide_travel),
         ),
         Joint(
             "base__drawer",
             "prismatic",
             "base_link",
             "drawer_link",
-            C.DRAWER_ORIGIN,
+            spec.drawer,
             axis=(0, -1, 0),
             limits=C.DRAWER_RANGE,
         ),
@@ -345,7 +364,7 @@ def _table_joints() -> list[Joint]:
             "prismatic",
             "base_link",
             "button_link",
-            C.BUTTON_ORIGIN,
+            spec.button,
             axis=(0, 0, -1),
             limits=C.BUTTON_RANGE,
         ),
@@ -355,26 +374,28 @@ def _table_joints() -> list[Joint]:
             "prismatic",
             "base_link",
             "switch_link",
-            C.SWITCH_ORIGIN,
+            spec.switch,
             (slope + math.pi / 2, 0, 0),
             (0, 0, -1),
             C.SWITCH_RANGE,
         ),
-        Joint("base__led", "fixed", "base_link", "led_link", C.LED_ORIGIN),
-        Joint("base__light", "fixed", "base_link", "light_link", C.LIGHTBULB_ORIGIN),
-        Joint("base__plank", "fixed", "base_link", "plank_link", C.PLANK_ORIGIN),
+        Joint("base__led", "fixed", "base_link", "led_link", spec.led),
+        Joint("base__light", "fixed", "base_link", "light_link", spec.lightbulb),
+        Joint("base__plank", "fixed", "base_link", "plank_link", spec.plank),
     ]
 
 
-def table_urdf(scale: float = 1.0) -> str:
-    """The scene-D play-table: ``base_link`` plus the seven CALVIN links, at ``scale`` times world size."""
-    links = [_table_base(), _slide_link(), _drawer_link(), _button_link(), _switch_link(), *_lamp_links()]
-    return urdf_text("calvin_table_D_primitives", links, _table_joints(), scale)
+def table_urdf(scale: float = 1.0, scene: str = DEFAULT_SCENE) -> str:
+    """The play-table of ``scene``: ``base_link`` plus the seven CALVIN links, at ``scale`` times world size."""
+    spec = scene_spec(scene)
+    links = [_table_base(spec), _slide_link(), _drawer_link(), _button_link(), _switch_link(), *_lamp_links()]
+    return urdf_text(f"calvin_table_{spec.name}_primitives", links, _table_joints(spec), scale)
 
 
-def block_urdf(color: str, scale: float = 1.0) -> str:
-    """One of scene D's blocks: a box with CALVIN's mass and frictions."""
-    spec = C.BLOCKS[color]
+def block_urdf(color: str, scale: float = 1.0, size: str | None = None) -> str:
+    """A block: a box with CALVIN's mass and frictions, scene D's size for ``color`` unless ``size`` says
+    ("small", "middle", "big")."""
+    spec = C.BLOCKS[color] if size is None else C.block_spec(color, size)
     contact = {"lateral_friction": spec.lateral_friction, "spinning_friction": spec.spinning_friction}
     link = Link("base_link", (Geom("box", spec.size, rgba=spec.rgba),), spec.mass, spec.size, contact)
     return urdf_text(f"block_{color}", [link], [], scale)
@@ -562,16 +583,26 @@ def write_cached(directory: Path, stem: str, text: str, suffix: str = ".urdf") -
     return path.as_posix()
 
 
-# the button's housing is part of the table
-#: The table as CALVIN shows it: wood everywhere but grey handles and switch and a black button.
-TABLE_LOOK = Look(
-    textured={WHITE: "wood", WOOD: "wood"},
-    recolour={
-        "*": {DARK: HANDLE_GREY, GREY: SWITCH_GREY},
-        "button_link": {DARK: BLACK},
-        "base_link": {GREY: WOOD_PLAIN},
-    },
-)
+def table_look(spec: SceneSpec) -> Look:
+    """The table as CALVIN shows scene ``spec``: its table wood on the table, cabinet and plank, its door
+    wood on the sliding door and drawer, grey handles and switch, a black button; the button's housing is
+    part of the table."""
+    doors = {WHITE: spec.door_wood, WOOD: spec.door_wood}
+    return Look(
+        textured={WHITE: spec.table_wood, WOOD: spec.table_wood},
+        recolour={
+            "*": {DARK: HANDLE_GREY, GREY: SWITCH_GREY},
+            "button_link": {DARK: BLACK},
+            "base_link": {GREY: plain_wood(spec.table_wood)},
+        },
+        link_textured={}
+        if spec.door_wood == spec.table_wood
+        else {"slide_link": doors, "drawer_link": doors},
+    )
+
+
+#: Scene D's table as CALVIN shows it: wood everywhere but grey handles and switch and a black button.
+TABLE_LOOK = table_look(scene_spec(DEFAULT_SCENE))
 FLOOR_LOOK = Look(textured={FLOOR: "checker"})
 #: CALVIN's longer fingers are white, like the rest of the arm.
 ROBOT_LOOK = Look(
@@ -580,13 +611,17 @@ ROBOT_LOOK = Look(
 
 
 def generated_assets(
-    pybullet_data_dir: str, robot_detail: str = "collision", cache_dir: Path | None = None
+    pybullet_data_dir: str,
+    robot_detail: str = "collision",
+    cache_dir: Path | None = None,
+    scene: str = DEFAULT_SCENE,
 ) -> AssetPaths:
-    """Write (or reuse) every generated URDF and return their paths."""
-    d = cache_dir or default_cache_dir()
-    blocks = {c: write_cached(d, f"block_{c}", block_urdf(c)) for c in C.BLOCK_COLORS}
+    """Write (or reuse) every generated URDF of ``scene`` and return their paths."""
+    d, spec = cache_dir or default_cache_dir(), scene_spec(scene)
+    blocks = {c: write_cached(d, f"block_{c}", block_urdf(c, size=size)) for c, size in spec.blocks}
+    table = dress_urdf(table_urdf(scene=spec.name), table_look(spec), d, "table")
     return AssetPaths(
-        table=write_cached(d, "calvin_table_D", dress_urdf(table_urdf(), TABLE_LOOK, d, "table")),
+        table=write_cached(d, f"calvin_table_{spec.name}", table),
         robot=write_cached(
             d,
             f"panda_longer_finger_{robot_detail}",
@@ -598,14 +633,19 @@ def generated_assets(
 
 
 # The original CALVIN data layout (a user's ``calvin_env/data`` folder), loaded with global scaling 0.8.
-OFFICIAL_LAYOUT = {
-    "table": "calvin_table_D/urdf/calvin_table_D.urdf",
-    "robot": "franka_panda/panda_longer_finger.urdf",
-    "plane": "plane/plane.urdf",
-    "red": "blocks/block_red_middle.urdf",
-    "blue": "blocks/block_blue_small.urdf",
-    "pink": "blocks/block_pink_big.urdf",
-}
+def official_layout(scene: str = DEFAULT_SCENE) -> dict[str, str]:
+    """CALVIN's files of ``scene`` under calvin_env's ``data/``: table, robot, plane, then the blocks in the
+    scene's own order and sizes (``blocks/block_<colour>_<size>.urdf``)."""
+    spec = scene_spec(scene)
+    return {
+        "table": f"calvin_table_{spec.name}/urdf/calvin_table_{spec.name}.urdf",
+        "robot": "franka_panda/panda_longer_finger.urdf",
+        "plane": "plane/plane.urdf",
+        **{c: f"blocks/block_{c}_{size}.urdf" for c, size in spec.blocks},
+    }
+
+
+OFFICIAL_LAYOUT = official_layout()
 OFFICIAL_SCALING = 0.8
 #: In CALVIN's table URDF the frames of these links are turned +90 degrees about their x axis relative to
 #: the built-in table's (their origins agree); ``link_pose`` reports them in the built-in convention.
@@ -624,24 +664,26 @@ def official_data_dir(path: str | os.PathLike[str]) -> Path:
     return root / "data" if (root / "data" / "calvin_table_D").is_dir() else root
 
 
-def official_assets(data_dir: str | os.PathLike[str]) -> AssetPaths:
-    """Paths of CALVIN's original assets under ``data_dir`` (a calvin_env checkout or its ``data/``);
-    a clear error names any missing file."""
-    root = official_data_dir(data_dir)
-    missing = [rel for rel in OFFICIAL_LAYOUT.values() if not (root / rel).is_file()]
+def official_assets(data_dir: str | os.PathLike[str], scene: str = DEFAULT_SCENE) -> AssetPaths:
+    """Paths of CALVIN's original assets of ``scene`` under ``data_dir`` (a calvin_env checkout or its
+    ``data/``); a clear error names any missing file."""
+    root, layout = official_data_dir(data_dir), official_layout(scene)
+    missing = [rel for rel in layout.values() if not (root / rel).is_file()]
     if missing:
         raise FileNotFoundError(
             f"--calvin-assets {data_dir}: missing {', '.join(missing)}; point it at a calvin_env checkout or its "
             "`data/` folder (the one holding calvin_table_D/, franka_panda/, blocks/ and plane/)"
         )
-    p = {k: (root / rel).as_posix() for k, rel in OFFICIAL_LAYOUT.items()}
-    return AssetPaths(p["table"], p["robot"], p["plane"], {c: p[c] for c in C.BLOCK_COLORS})
+    p = {k: (root / rel).as_posix() for k, rel in layout.items()}
+    blocks = {c: p[c] for c in scene_spec(scene).block_colors}
+    return AssetPaths(p["table"], p["robot"], p["plane"], blocks)
 
 
-def official_asset_hashes(data_dir: str | os.PathLike[str]) -> dict[str, str]:
+def official_asset_hashes(data_dir: str | os.PathLike[str], scene: str = DEFAULT_SCENE) -> dict[str, str]:
     """sha256 prefixes of the CALVIN asset files :func:`official_assets` loads, keyed by relative path."""
-    official_assets(data_dir)  # the same error for a wrong folder
+    official_assets(data_dir, scene)  # the same error for a wrong folder
     root = official_data_dir(data_dir)
     return {
-        rel: hashlib.sha256((root / rel).read_bytes()).hexdigest()[:16] for rel in OFFICIAL_LAYOUT.values()
+        rel: hashlib.sha256((root / rel).read_bytes()).hexdigest()[:16]
+        for rel in official_layout(scene).values()
     }

@@ -1,4 +1,4 @@
-"""CALVIN scene-D numbers (see the PlayTableEnv docstring and docs/guide/calvin.md); no simulator import here.
+"""CALVIN numbers, scene D's where scenes differ (every scene: :mod:`envs.calvin.scenes`) (see the PlayTableEnv docstring and docs/guide/calvin.md); no simulator import here.
 
 Positions are world coordinates in metres after CALVIN's global scaling of 0.8 (our generated assets
 are written at that scale directly). Angles are radians. Euler angles are PyBullet's (extrinsic x-y-z,
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from envs.calvin.scenes import BLOCK_SIZES, SCENES
 
 # ------------------------------------------------------------------------------------------ simulation
 PHYSICS_HZ = 240
@@ -62,27 +64,24 @@ BUTTON_TRIGGER = sum(BUTTON_RANGE) / 2  # LED toggles on each press edge past th
 SWITCH_TRIGGER = sum(SWITCH_RANGE) / 2  # lightbulb on while the switch is past this
 ARTICULATION_FORCE = 4.0  # doors/switch: velocity control; button: position control at 0
 
-SLIDE_ORIGIN = (-0.1, 0.075, 0.535)
-DRAWER_ORIGIN = (0.18, 0.0, 0.32)
-BUTTON_ORIGIN = (-0.12, -0.12, 0.46)
-SWITCH_ORIGIN = (0.3, 0.061, 0.495)
-LED_ORIGIN = (-0.12, 0.16, 0.648)
-LIGHTBULB_ORIGIN = (0.3, 0.132, 0.648)
-PLANK_ORIGIN = (-0.1, 0.09, 0.42)
+# Scene D's links (every scene's: envs.calvin.scenes).
+SLIDE_ORIGIN = SCENES["D"].slide
+DRAWER_ORIGIN = SCENES["D"].drawer
+BUTTON_ORIGIN = SCENES["D"].button
+SWITCH_ORIGIN = SCENES["D"].switch
+LED_ORIGIN = SCENES["D"].led
+LIGHTBULB_ORIGIN = SCENES["D"].lightbulb
+PLANK_ORIGIN = SCENES["D"].plank
 CABINET_SLOPE = math.radians(60)  # the cabinet front (sliding door, switch) rises at 60 degrees
 
 LIGHT_ON_RGBA = {"lightbulb": (1.0, 1.0, 0.0, 1.0), "led": (0.0, 1.0, 0.0, 1.0)}
 LIGHT_OFF_RGBA = (1.0, 1.0, 1.0, 1.0)
 
-# Block sampling surfaces (x-y rectangles at z 0.46) and the evaluation's fixed spots.
-SURFACES = {
-    "table": ((0.0, -0.15), (0.35, -0.03)),
-    "slider_left": ((-0.32, 0.05), (-0.16, 0.12)),
-    "slider_right": ((-0.05, 0.05), (0.13, 0.12)),
-}
-BLOCK_SPOT_SLIDER_LEFT = (-0.240851662, 0.0924044687, 0.460990009)
-BLOCK_SPOT_SLIDER_RIGHT = (0.070341633, 0.0924044687, 0.460990009)
-BLOCK_SPOTS_TABLE = ((0.0500000896, -0.120000177, 0.459990009), (0.229995412, -0.11999514, 0.459990009))
+# Scene D's block sampling surfaces (x-y rectangles at z 0.46) and the evaluation's fixed spots.
+SURFACES = SCENES["D"].surfaces
+BLOCK_SPOT_SLIDER_LEFT = SCENES["D"].spots("slider_left")[0]
+BLOCK_SPOT_SLIDER_RIGHT = SCENES["D"].spots("slider_right")[0]
+BLOCK_SPOTS_TABLE = SCENES["D"].spots("table")
 BLOCK_YAW_RANGE = (math.pi / 2 - math.pi / 8, math.pi / 2 + math.pi / 8)
 
 
@@ -97,12 +96,22 @@ class BlockSpec:
     spinning_friction: float = 0.001
 
 
-# Scene D: red = middle, blue = small, pink = big; scene_obs lists them in this order.
-BLOCKS: dict[str, BlockSpec] = {
-    "red": BlockSpec((0.056, 0.04, 0.04), (1.0, 0.0, 0.0, 1.0)),
-    "blue": BlockSpec((0.04, 0.04, 0.04), (0.0, 0.0, 1.0, 1.0)),
-    "pink": BlockSpec((0.08, 0.04, 0.04), (1.0, 0.0, 1.0, 1.0)),
+#: CALVIN's block colours (RGBA), in the order of its task table (and of scene D's scene_obs).
+BLOCK_RGBA: dict[str, tuple[float, float, float, float]] = {
+    "red": (1.0, 0.0, 0.0, 1.0),
+    "blue": (0.0, 0.0, 1.0, 1.0),
+    "pink": (1.0, 0.0, 1.0, 1.0),
 }
+
+
+def block_spec(color: str, size: str) -> BlockSpec:
+    """Block ``color`` in CALVIN's ``size`` ("small", "middle" or "big")."""
+    return BlockSpec(BLOCK_SIZES[size], BLOCK_RGBA[color])
+
+
+# Scene D: red = middle, blue = small, pink = big; scene_obs lists them in this order (other scenes:
+# SceneSpec.blocks).
+BLOCKS: dict[str, BlockSpec] = {c: block_spec(c, size) for c, size in SCENES["D"].blocks}
 BLOCK_COLORS = tuple(BLOCKS)
 
 # ------------------------------------------------------------------------------------------- cameras

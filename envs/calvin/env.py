@@ -16,6 +16,7 @@ from envs.calvin import constants as C
 from envs.calvin.assets import builtin_frame
 from envs.calvin.obs_layout import check_obs_layout, shaped_observation, shaped_space
 from envs.calvin.scene import random_scene_state, scene_obs_for_state
+from envs.calvin.scenes import DEFAULT_SCENE, SCENES, SceneSpec, scene_spec
 from envs.calvin.sim import PlayTableSim
 from envs.calvin.tasks import TASKS, completed_tasks
 
@@ -47,6 +48,8 @@ class PlayTableInterface:
     """
 
     action_mode: str = "relative"
+    #: The CALVIN scene on the table (A-D): link positions, block order and sizes (envs.calvin.scenes).
+    scene_spec: SceneSpec = SCENES[DEFAULT_SCENE]
     #: What one count of a SpatialTree primitive means here: the plan-execution contract, with
     #: :meth:`native_actions` and :meth:`noop_action`. Policies prompt with these units.
     plan_step_sizes: ClassVar[StepSizes] = PLAN_STEP_SIZES
@@ -107,7 +110,7 @@ class PlayTableInterface:
 
 
 class PlayTableEnv(PlayTableInterface, gym.Env):
-    """CALVIN's scene-D play-table with a Franka Panda, on PyBullet.
+    """CALVIN's play-table (scene A, B, C or D; D by default) with a Franka Panda, on PyBullet.
 
     ## Description
     The table of the CALVIN benchmark (Mees et al., 2022): a sliding door over a two-compartment
@@ -117,6 +120,10 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     and grey checkerboard textures, CALVIN's colours; :mod:`envs.calvin.looks`); ``calvin_assets`` loads a
     user's original CALVIN ``data/`` folder instead (the original table, robot, block and plane URDFs with
     CALVIN's 0.8 scaling).
+
+    ``scene`` picks one of CALVIN's four scenes (:mod:`envs.calvin.scenes`): they move the sliding door,
+    drawer, button, switch, LED and lightbulb, change the woods and the blocks' sizes, and list the blocks
+    in their own order in ``scene_obs`` (slot 0 is red in B and D, pink in A, blue in C).
 
     ## Simulation
     240 Hz physics, 30 Hz control (8 sub-steps per action), gravity -9.8. Franka Panda from
@@ -141,8 +148,8 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     2.5552) looking at (-0.0262, -0.0302, 0.392)) and ``rgb_gripper`` (84x84x3, fov 75 deg) for the
     cameras in ``cameras``; ``depth_static``/``depth_gripper`` (float32 metres) when ``depth``;
     ``robot_obs`` (15: TCP xyz, TCP Euler xyz, gripper width, 7 joints, last gripper action) and
-    ``scene_obs`` (24: slide, drawer, button, switch, lightbulb, LED, then red/blue/pink block xyz + Euler
-    xyz). ``obs_layout="calvin"`` nests them as calvin_env's ``get_obs()`` does: ``{"rgb_obs": {"rgb_static",
+    ``scene_obs`` (24: slide, drawer, button, switch, lightbulb, LED, then 3 x block xyz + Euler
+    xyz, in the scene's block order: red, blue, pink in scene D). ``obs_layout="calvin"`` nests them as calvin_env's ``get_obs()`` does: ``{"rgb_obs": {"rgb_static",
     "rgb_gripper"}, "depth_obs": {...}, "robot_obs", "scene_obs"}`` (:mod:`envs.calvin.obs_layout`), so a
     policy written for CALVIN's ``evaluate_policy`` reads ``obs["rgb_obs"]["rgb_static"]`` unchanged.
 
@@ -187,7 +194,8 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     ("rgb_array"), ``robot_detail`` ("collision": the Panda drawn with its convex meshes, the default;
     "visual": its detailed meshes, 2.5x slower to render), ``calvin_assets`` (a calvin_env checkout or
     its ``data/`` folder), ``cache_dir`` (generated URDFs; default ``~/.cache/spatial_arena/calvin``),
-    ``obs_layout`` ("flat", the default, or "calvin": calvin_env's nested dicts).
+    ``obs_layout`` ("flat", the default, or "calvin": calvin_env's nested dicts), ``scene`` ("A", "B", "C"
+    or "D", the default).
     """
 
     # as gymnasium.Env declares it (an instance variable with a class-level default)
@@ -205,13 +213,19 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
         calvin_assets: str | None = None,
         cache_dir: str | None = None,
         obs_layout: str = "flat",
+        scene: str = DEFAULT_SCENE,
     ) -> None:
         self._check_arguments(action_mode, cameras, render_mode)
         self.obs_layout = check_obs_layout(obs_layout)
+        self.scene_spec = scene_spec(scene)
         self.action_mode, self.cameras, self.depth = action_mode, tuple(cameras), bool(depth)
         self.render_mode = render_mode
         self.sim = PlayTableSim(
-            renderer=renderer, robot_detail=robot_detail, calvin_assets=calvin_assets, cache_dir=cache_dir
+            renderer=renderer,
+            robot_detail=robot_detail,
+            calvin_assets=calvin_assets,
+            cache_dir=cache_dir,
+            scene=self.scene_spec.name,
         )
         self._calvin_assets = calvin_assets is not None  # CALVIN's URDF: some link frames are turned
         self.action_space = _action_space(action_mode)
@@ -274,7 +288,8 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
         if "scene_obs" in options:
             scene_obs = _vector(options["scene_obs"], 24, "scene_obs")
         else:
-            scene_obs = scene_obs_for_state(random_scene_state(self.np_random), self.np_random)
+            state = random_scene_state(self.np_random)
+            scene_obs = scene_obs_for_state(state, self.np_random, self.scene_spec)
         return robot_obs, scene_obs, options.get("task")
 
     def _validate_action(self, action: np.ndarray) -> tuple[np.ndarray, bool]:

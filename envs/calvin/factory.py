@@ -25,6 +25,7 @@ def calvin_env_spec(
     calvin_env: str | None = None,
     obs_layout: str = "flat",
     depth: bool = False,
+    scene: str = "D",
 ) -> tuple[str, dict[str, Any]]:
     """``(env_id, kwargs)`` for ``gym.make``: the built-in PyBullet play-table or the official ``calvin_env``.
 
@@ -32,10 +33,17 @@ def calvin_env_spec(
     in ``obs_layout`` (``flat``, or ``calvin``: calvin_env's nested dicts, :mod:`envs.calvin.obs_layout`).
     ``calvin_assets`` loads a user's original table and robot meshes into the built-in env (a calvin_env
     checkout or its ``data/`` folder). The official env is configured from ``calvin_dataset`` (a CALVIN split
-    folder with ``.hydra/``) when given, else from calvin_env's own configuration for scene D; ``calvin_env``
-    is the checkout to import it from (default: the installed one).
+    folder with ``.hydra/``) when given, else from calvin_env's own configuration for ``scene``; ``calvin_env``
+    is the checkout to import it from (default: the installed one). ``scene`` is CALVIN's scene letter (A-D)
+    on either backend.
     """
-    shared = {"cameras": list(cameras), "renderer": renderer, "obs_layout": obs_layout, "depth": depth}
+    shared = {
+        "cameras": list(cameras),
+        "renderer": renderer,
+        "obs_layout": obs_layout,
+        "depth": depth,
+        "scene": scene,
+    }
     if backend == "builtin":
         return BACKEND_IDS[backend], {**shared, "calvin_assets": calvin_assets}
     if backend == "official":

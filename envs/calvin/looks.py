@@ -19,18 +19,21 @@ import math
 import struct
 import xml.etree.ElementTree as ET
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from envs.calvin.scenes import WOODS, Vec3
 from envs.files import atomic_write_bytes
 
 RGBA = tuple[float, float, float, float]
 
-#: Mean colour (0-255) of CALVIN's scene-D wood texture, and the spread of its grain.
-WOOD_MEAN = (156.5, 117.0, 78.3)
+#: Mean colour (0-255) of CALVIN's scene-D wood texture, and the spread of its grain (every scene's woods:
+#: :data:`envs.calvin.scenes.WOODS`).
+WOOD_MEAN = WOODS["wood"]
 WOOD_GRAIN_STD = 9.0  # below CALVIN's 15: an uncorrelated grain costs image difference, a mean colour none
 WOOD_TEXELS_PER_M = 128  # a 128-px tile covers 1 m of table
 #: CALVIN's floor: a 2 m tile of 4 x 4 squares, 255 and 222 grey.
@@ -76,9 +79,10 @@ def _periodic_noise(
 
 
 @cache
-def wood_texture(size: int = WOOD_TEXELS_PER_M, seed: int = 0) -> np.ndarray:
-    """A seamless ``size x size`` wood tile, grain along its rows (texture u): soft streaks that vary fast
-    across the grain and slowly along it, thin dark grain lines, and broad light/dark patches."""
+def wood_texture(size: int = WOOD_TEXELS_PER_M, seed: int = 0, mean_rgb: Vec3 = WOOD_MEAN) -> np.ndarray:
+    """A seamless ``size x size`` wood tile of mean colour ``mean_rgb``, grain along its rows (texture u):
+    soft streaks that vary fast across the grain and slowly along it, thin dark grain lines, and broad
+    light/dark patches."""
     rng = np.random.default_rng(seed)
     streaks = 0.75 * _periodic_noise(rng, (size, size), (24.0, 1.5)) + 0.5 * _periodic_noise(
         rng, (size, size), (6.0, 1.0)
@@ -89,7 +93,7 @@ def wood_texture(size: int = WOOD_TEXELS_PER_M, seed: int = 0) -> np.ndarray:
     value = streaks + 0.4 * tone + lines
     value = (value - value.mean()) / value.std()
     # darker grain is redder, as in oak: each channel moves in proportion to its mean
-    mean = np.asarray(WOOD_MEAN)
+    mean = np.asarray(mean_rgb)
     rgb = mean[None, None, :] + WOOD_GRAIN_STD * value[..., None] * (mean / mean.mean())[None, None, :]
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
@@ -179,10 +183,19 @@ class Look:
 
     textured: dict[RGBA, str]
     recolour: dict[str, dict[RGBA, RGBA]] = field(default_factory=dict)
+    link_textured: dict[str, dict[RGBA, str]] = field(default_factory=dict)  # per link, over ``textured``
 
 
-TEXTURES = {"wood": lambda: wood_texture(), "checker": lambda: checker_texture()}
-TEXTURE_UV_PER_M = {"wood": 1.0, "checker": 1.0 / (2 * CHECKER_SQUARE_M)}  # texture tiles per metre
+def _texture_maker(name: str) -> Callable[[], np.ndarray]:
+    return lambda: wood_texture(mean_rgb=WOODS[name])
+
+
+TEXTURES: dict[str, Callable[[], np.ndarray]] = {
+    **{name: _texture_maker(name) for name in WOODS},
+    "checker": lambda: checker_texture(),
+}
+#: Texture tiles per metre.
+TEXTURE_UV_PER_M = {**{name: 1.0 for name in WOODS}, "checker": 1.0 / (2 * CHECKER_SQUARE_M)}
 
 
 def _rgba(text: str) -> RGBA:
@@ -223,12 +236,13 @@ def _dress_link(link: ET.Element, look: Look, stem: str, files: dict[str, bytes]
     """Dress one link in place; the files its meshes need are added to ``files``."""
     meshes: dict[str, ObjMesh] = {}
     recolour = {**look.recolour.get("*", {}), **look.recolour.get(link.get("name", ""), {})}
+    textured = {**look.textured, **look.link_textured.get(link.get("name", ""), {})}
     for visual in list(link.findall("visual")):
         color = visual.find("material/color")
         box = visual.find("geometry/box")
         rgba = _key(_rgba(color.get("rgba", "1 1 1 1"))) if color is not None else None
-        if box is not None and rgba in look.textured:
-            texture = look.textured[rgba]
+        if box is not None and rgba in textured:
+            texture = textured[rgba]
             origin = visual.find("origin")
             xyz = _floats(origin.get("xyz") if origin is not None else None)
             rpy = _floats(origin.get("rpy") if origin is not None else None)

@@ -21,10 +21,11 @@ import gymnasium as gym
 import numpy as np
 
 from envs.calvin import constants as C
-from envs.calvin.assets import builtin_frame
+from envs.calvin.assets import builtin_frame, official_layout
 from envs.calvin.camera import RENDERERS
 from envs.calvin.env import ACTION_MODES, PlayTableInterface, _action_space, _observation_space, _vector
 from envs.calvin.obs_layout import check_obs_layout, shaped_observation, shaped_space
+from envs.calvin.scenes import DEFAULT_SCENE, scene_spec
 from envs.calvin.tasks import TASKS
 
 LinkNamer = Callable[[int, int], str]
@@ -114,11 +115,11 @@ def _require_calvin_env(checkout: str | None = None) -> None:
 
 # ------------------------------------------------------------------------------ configuration, provenance
 
-#: What :func:`compose_config` overrides in calvin_env's ``conf/config_data_collection.yaml``: scene D,
-#: the evaluation robot, no VR, no GUI, static and gripper cameras (the renderer is set from ``renderer``).
+#: What :func:`compose_config` overrides in calvin_env's ``conf/config_data_collection.yaml``: the
+#: evaluation robot, no VR, no GUI, static and gripper cameras (the scene is set from ``scene``, the renderer
+#: from ``renderer``).
 COMPOSE_OVERRIDES = (
     "cameras=static_and_gripper",
-    "scene=calvin_scene_D",
     "robot=panda_longer_finger",
     "use_vr=false",
     "env.show_gui=false",
@@ -136,10 +137,12 @@ def checkout_root() -> Path:
     return Path(file).resolve().parents[1]
 
 
-def compose_config(root: Path, cameras: Sequence[str] | None = None, renderer: str = "tiny") -> Any:
-    """calvin_env's own configuration for scene D (:data:`COMPOSE_OVERRIDES`), with ``data_path`` at the
-    checkout's ``data/``, only ``cameras`` kept (None: both) and ``renderer`` (``tiny``: TinyRenderer, EGL
-    off; ``egl``: calvin_env's EGL plugin); no dataset split needed."""
+def compose_config(
+    root: Path, cameras: Sequence[str] | None = None, renderer: str = "tiny", scene: str = DEFAULT_SCENE
+) -> Any:
+    """calvin_env's own configuration for ``scene`` (``calvin_scene_<X>``, :data:`COMPOSE_OVERRIDES`), with
+    ``data_path`` at the checkout's ``data/``, only ``cameras`` kept (None: both) and ``renderer`` (``tiny``:
+    TinyRenderer, EGL off; ``egl``: calvin_env's EGL plugin); no dataset split needed."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -150,6 +153,7 @@ def compose_config(root: Path, cameras: Sequence[str] | None = None, renderer: s
             "config_data_collection",
             overrides=[
                 *COMPOSE_OVERRIDES,
+                f"scene=calvin_scene_{scene_spec(scene).name}",
                 f"env.use_egl={str(use_egl).lower()}",
                 f"data_path={root / 'data'}",
             ],
@@ -209,15 +213,8 @@ def instantiate_env(cfg: Any) -> Any:
         ) from None
 
 
-#: Asset files whose hashes the manifest records (relative to the checkout's ``data/``).
-PROVENANCE_ASSETS = (
-    "calvin_table_D/urdf/calvin_table_D.urdf",
-    "franka_panda/panda_longer_finger.urdf",
-    "blocks/block_red_middle.urdf",
-    "blocks/block_blue_small.urdf",
-    "blocks/block_pink_big.urdf",
-    "plane/plane.urdf",
-)
+#: Asset files of scene D whose hashes the manifest records (relative to the checkout's ``data/``).
+PROVENANCE_ASSETS = tuple(official_layout(DEFAULT_SCENE).values())
 
 
 def git_commit(root: Path) -> str | None:
@@ -235,20 +232,26 @@ def git_commit(root: Path) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def provenance(root: Path) -> dict[str, Any]:
-    """Path, commit and asset hashes (sha256 prefixes) of a calvin_env checkout: results depend on them
-    (e.g. 1431a46 needs two presses to turn off an LED that was on at reset; 797142c does not)."""
+def provenance(root: Path, scene: str = DEFAULT_SCENE) -> dict[str, Any]:
+    """Path, commit and asset hashes (sha256 prefixes) of ``scene``'s files in a calvin_env checkout: results
+    depend on them (e.g. 1431a46 needs two presses to turn off an LED that was on at reset; 797142c does
+    not)."""
     hashes = {}
-    for rel in PROVENANCE_ASSETS:
+    for rel in official_layout(scene).values():
         f = root / "data" / rel
         hashes[rel] = hashlib.sha256(f.read_bytes()).hexdigest()[:16] if f.is_file() else None
-    return {"path": str(root), "commit": git_commit(root), "asset_sha256": hashes}
+    return {
+        "path": str(root),
+        "commit": git_commit(root),
+        "scene": scene_spec(scene).name,
+        "asset_sha256": hashes,
+    }
 
 
-def calvin_env_sources(checkout: str | None = None) -> dict[str, Any]:
+def calvin_env_sources(checkout: str | None = None, scene: str = DEFAULT_SCENE) -> dict[str, Any]:
     """:func:`provenance` of ``checkout`` (or of the importable calvin_env); an ImportError names the fix."""
     _require_calvin_env(checkout)
-    return provenance(checkout_root())
+    return provenance(checkout_root(), scene)
 
 
 # ---------------------------------------------------------------------------------------- snapshots
@@ -346,9 +349,11 @@ def calvin_env_action(action: np.ndarray, action_mode: str) -> tuple[Any, Target
 # ------------------------------------------------------------------------------------------- env
 
 
-def _calvin_env(env: Any, dataset_path: str | None, cameras: Sequence[str] | None, renderer: str) -> Any:
+def _calvin_env(
+    env: Any, dataset_path: str | None, cameras: Sequence[str] | None, renderer: str, scene: str
+) -> Any:
     """``env`` when given (it must render with ``renderer`` when that is ``egl``), else calvin_env's
-    ``PlayTableSimEnv`` from ``dataset_path``'s configuration or the checkout's own for scene D."""
+    ``PlayTableSimEnv`` from ``dataset_path``'s configuration or the checkout's own for ``scene``."""
     if env is not None:
         if renderer == "egl" and not env.use_egl:
             raise ValueError(
@@ -358,7 +363,7 @@ def _calvin_env(env: Any, dataset_path: str | None, cameras: Sequence[str] | Non
         return env
     if dataset_path is not None:
         return instantiate_env(dataset_config(dataset_path, cameras, renderer))
-    return instantiate_env(compose_config(checkout_root(), cameras, renderer))
+    return instantiate_env(compose_config(checkout_root(), cameras, renderer, scene))
 
 
 class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
@@ -370,7 +375,10 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
     ``native_actions`` behave as on the built-in table. The official env renders the cameras its config
     lists, with ``renderer`` ("tiny": TinyRenderer; "egl": calvin_env's EGL plugin, as CALVIN's datasets
     were rendered); ``depth`` adds calvin_env's depth images (metres); ``obs_layout="calvin"`` returns
-    calvin_env's own nested observation (:mod:`envs.calvin.obs_layout`).
+    calvin_env's own nested observation (:mod:`envs.calvin.obs_layout`). ``scene`` (A-D) composes
+    calvin_env's ``calvin_scene_<X>``; with ``dataset_path`` or ``env`` it must name the scene they hold
+    (it tells privileged policies the block sizes and the furniture, and calvin_env's ``scene_obs`` lists
+    the blocks in that scene's order).
     """
 
     # as gymnasium.Env declares it (an instance variable with a class-level default)
@@ -388,17 +396,19 @@ class OfficialPlayTableEnv(PlayTableInterface, gym.Env):
         depth: bool = False,
         render_mode: str | None = None,
         obs_layout: str = "flat",
+        scene: str = DEFAULT_SCENE,
     ) -> None:
         self.obs_layout = check_obs_layout(obs_layout)
+        self.scene_spec = scene_spec(scene)
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
         _use_egl(renderer)
         _require_calvin_env(calvin_env_path)
-        env = _calvin_env(env, dataset_path, cameras, renderer)
+        env = _calvin_env(env, dataset_path, cameras, renderer, self.scene_spec.name)
         self._env, self.action_mode, self.render_mode, self.depth = env, action_mode, render_mode, bool(depth)
         #: The renderer calvin_env actually uses (an env passed in with EGL keeps it).
         self.renderer = "egl" if env.use_egl else "tiny"
-        self.provenance = provenance(checkout_root())
+        self.provenance = provenance(checkout_root(), self.scene_spec.name)
         self.cameras = tuple(cam.name for cam in env.cameras)
         self.action_space = _action_space(action_mode)
         self.observation_space = shaped_space(_observation_space(self.cameras, self.depth), obs_layout)

@@ -16,6 +16,7 @@ import numpy as np
 from envs.calvin import constants as C
 from envs.calvin.assets import AssetPaths
 from envs.calvin.bullet import BulletClient, pb
+from envs.calvin.scenes import SCENES, SceneSpec
 
 
 @dataclass
@@ -35,8 +36,10 @@ class Articulation:
 class PlayTableScene:
     """Table + blocks + floor in one PyBullet client."""
 
-    def __init__(self, client: BulletClient, assets: AssetPaths, scaling: float = 1.0) -> None:
-        self.p = client
+    def __init__(
+        self, client: BulletClient, assets: AssetPaths, scaling: float = 1.0, spec: SceneSpec = SCENES["D"]
+    ) -> None:
+        self.p, self.spec = client, spec
         self.table = client.loadURDF(
             assets.table, (0, 0, 0), (0, 0, 0, 1), useFixedBase=True, globalScaling=scaling
         )
@@ -46,7 +49,7 @@ class PlayTableScene:
         }
         self.blocks = {
             c: client.loadURDF(assets.blocks[c], (0, 0, -1 - i), globalScaling=scaling)
-            for i, c in enumerate(C.BLOCK_COLORS)
+            for i, c in enumerate(spec.block_colors)  # the scene's order: scene_obs follows it
         }
         self.plane = client.loadURDF(assets.plane, (0, 0, 0), (0, 0, 0, 1), useFixedBase=True)
         self.lights = {"lightbulb": 0, "led": 0}
@@ -95,7 +98,7 @@ class PlayTableScene:
         self._set_light("lightbulb", round(float(scene_obs[4])))
         self._set_light("led", round(float(scene_obs[5])))
         for color, uid in self.blocks.items():
-            pose = scene_obs[C.block_slice(color)]
+            pose = scene_obs[self.spec.block_slice(color)]
             quat = self.p.getQuaternionFromEuler(pose[3:6].tolist())
             self.p.resetBasePositionAndOrientation(uid, pose[:3].tolist(), quat)
             self.p.resetBaseVelocity(uid, [0, 0, 0], [0, 0, 0])
@@ -130,7 +133,8 @@ class PlayTableScene:
     # ------------------------------------------------------------------------------------ observation
 
     def observation(self) -> np.ndarray:
-        """CALVIN's 24-D ``scene_obs``: slide, drawer, button, switch, lightbulb, LED, 3 x block pose."""
+        """CALVIN's 24-D ``scene_obs``: slide, drawer, button, switch, lightbulb, LED, 3 x block pose (in the
+        scene's block order)."""
         joints = [self.joint_state(self.parts[n]) for n in ("slide", "drawer", "button", "switch")]
         poses = []
         for uid in self.blocks.values():
@@ -151,8 +155,12 @@ class PlayTableScene:
 
 # ------------------------------------------------------------------------------- default scene states
 
-_SPOTS = (C.BLOCK_SPOTS_TABLE[0], C.BLOCK_SPOTS_TABLE[1], C.BLOCK_SPOT_SLIDER_LEFT, C.BLOCK_SPOT_SLIDER_RIGHT)
 _SPOT_NAMES = ("table", "table", "slider_left", "slider_right")
+
+
+def _spots(spec: SceneSpec) -> tuple[tuple[float, float, float], ...]:
+    """The four evaluation spots of a scene: two on the table, one per slider compartment."""
+    return (*spec.spots("table"), spec.spots("slider_left")[0], spec.spots("slider_right")[0])
 
 
 def random_scene_state(rng: np.random.Generator) -> dict[str, object]:
@@ -161,7 +169,7 @@ def random_scene_state(rng: np.random.Generator) -> dict[str, object]:
     Block placements are drawn over the four evaluation spots (two on the table, one per slider
     compartment); the result also keeps the chosen spot indices under ``"_spots"``.
     """
-    spots = rng.permutation(len(_SPOTS))[:3]
+    spots = rng.permutation(len(_SPOT_NAMES))[:3]
     state: dict[str, object] = {
         "led": int(rng.integers(2)),
         "lightbulb": int(rng.integers(2)),
@@ -174,15 +182,19 @@ def random_scene_state(rng: np.random.Generator) -> dict[str, object]:
     return state
 
 
-def scene_obs_for_state(state: dict[str, object], rng: np.random.Generator) -> np.ndarray:
-    """The 24-D ``scene_obs`` of a state from :func:`random_scene_state`, block yaws in pi/2 +- pi/8."""
+def scene_obs_for_state(
+    state: dict[str, object], rng: np.random.Generator, spec: SceneSpec = SCENES["D"]
+) -> np.ndarray:
+    """The 24-D ``scene_obs`` of a state from :func:`random_scene_state` in scene ``spec`` (its spots, its
+    block order), block yaws in pi/2 +- pi/8."""
     obs = np.zeros(24)
-    obs[0] = C.SLIDE_RANGE[1] if state["slider"] == "left" else 0.0
+    obs[0] = spec.slide_travel if state["slider"] == "left" else 0.0
     obs[1] = C.DRAWER_RANGE[1] if state["drawer"] == "open" else 0.0
     obs[3] = C.SWITCH_RANGE[1] if state["lightbulb"] else 0.0
     obs[4], obs[5] = float(state["lightbulb"]), float(state["led"])
+    spots = _spots(spec)
     for color, spot in zip(C.BLOCK_COLORS, state["_spots"]):  # type: ignore[call-overload]
-        s = C.block_slice(color)
-        obs[s.start : s.start + 3] = _SPOTS[spot]
+        s = spec.block_slice(color)
+        obs[s.start : s.start + 3] = spots[spot]
         obs[s.start + 5] = rng.uniform(*C.BLOCK_YAW_RANGE)
     return obs

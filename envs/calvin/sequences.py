@@ -41,6 +41,7 @@ import numpy as np
 
 from envs.calvin.constants import NEUTRAL_ROBOT_OBS
 from envs.calvin.instructions import CALVIN_TASKS
+from envs.calvin.scenes import DEFAULT_SCENE, SCENES, SceneSpec, scene_spec
 from envs.files import atomic_write_text
 
 logger = logging.getLogger(__name__)
@@ -531,17 +532,14 @@ def _write_cache(
 # Neutral robot state of the evaluation: TCP xyz, TCP Euler xyz, gripper width, 7 joints, gripper action.
 EVAL_ROBOT_OBS: tuple[float, ...] = NEUTRAL_ROBOT_OBS
 
-SLIDE_OPEN_LEFT = 0.28
+SLIDE_OPEN_LEFT = 0.28  # scene D's; other scenes: SceneSpec.slide_travel
 DRAWER_OPEN = 0.22
 SWITCH_ON = 0.088
-BLOCK_SLIDER_LEFT = (-2.40851662e-01, 9.24044687e-02, 4.60990009e-01)
-BLOCK_SLIDER_RIGHT = (7.03416330e-02, 9.24044687e-02, 4.60990009e-01)
-BLOCK_TABLE_SPOTS = (
-    (5.00000896e-02, -1.20000177e-01, 4.59990009e-01),
-    (2.29995412e-01, -1.19995140e-01, 4.59990010e-01),
-)
+# Scene D's spots, CALVIN's (every scene's: SceneSpec.spots)
+BLOCK_SLIDER_LEFT = SCENES[DEFAULT_SCENE].spots("slider_left")[0]
+BLOCK_SLIDER_RIGHT = SCENES[DEFAULT_SCENE].spots("slider_right")[0]
+BLOCK_TABLE_SPOTS = SCENES[DEFAULT_SCENE].spots("table")
 BLOCK_YAW_RANGE = (math.pi / 2 - math.pi / 8, math.pi / 2 + math.pi / 8)
-_BLOCK_POSE_SLICE = {"red_block": 6, "blue_block": 12, "pink_block": 18}  # xyz at [i:i+3], yaw at i+5
 
 
 def fnv1_32(data: bytes) -> int:
@@ -561,27 +559,36 @@ def initial_state_seed(initial_state: Mapping[str, Any]) -> int:
     return fnv1_32(str(state.values()).encode("utf-16-le"))
 
 
-def initial_env_state(initial_state: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def initial_env_state(
+    initial_state: Mapping[str, Any], scene: str = DEFAULT_SCENE
+) -> tuple[np.ndarray, np.ndarray]:
     """The real ``(robot_obs[15], scene_obs[24])`` CALVIN's evaluation resets to for a symbolic state.
 
     Doors, drawer, switch and lights follow the state; blocks go to their cabinet spot or to one of two
     table spots; each block's yaw is uniform in pi/2 +- pi/8. The legacy NumPy generator seeded with
     ``initial_state_seed`` first shuffles the two table spots, then draws the red, blue and pink yaws.
+
+    In scene D this is CALVIN's evaluation exactly. In another ``scene`` the same draws place the blocks at
+    that scene's spots (:meth:`envs.calvin.scenes.SceneSpec.spots`: scene D's moved with their surface), a
+    door "left" is that scene's full travel, and each block's pose goes to the scene's own ``scene_obs``
+    slot for its colour.
     """
+    spec = scene_spec(scene)
     state = dict(zip(STATE_KEYS, _as_symbolic(initial_state)))
     rng = np.random.RandomState(initial_state_seed(state))
-    table_spots = list(BLOCK_TABLE_SPOTS)
+    table_spots = list(spec.spots("table"))
     rng.shuffle(table_spots)
-    scene_obs = _articulation_obs(state)
-    for block, start in _BLOCK_POSE_SLICE.items():
-        scene_obs[start : start + 3] = _block_position(block, state, table_spots)
+    scene_obs = _articulation_obs(state, spec)
+    for block in BLOCKS:
+        start = spec.block_slice(block.removesuffix("_block")).start
+        scene_obs[start : start + 3] = _block_position(block, state, table_spots, spec)
         scene_obs[start + 5] = rng.uniform(*BLOCK_YAW_RANGE)
     return np.array(EVAL_ROBOT_OBS, dtype=np.float64), scene_obs
 
 
-def _articulation_obs(state: Mapping[str, Any]) -> np.ndarray:
+def _articulation_obs(state: Mapping[str, Any], spec: SceneSpec) -> np.ndarray:
     scene_obs = np.zeros(24, dtype=np.float64)
-    scene_obs[0] = SLIDE_OPEN_LEFT if state["slider"] == "left" else 0.0
+    scene_obs[0] = spec.slide_travel if state["slider"] == "left" else 0.0
     scene_obs[1] = DRAWER_OPEN if state["drawer"] == "open" else 0.0
     scene_obs[3] = SWITCH_ON if state["lightbulb"] == 1 else 0.0  # scene_obs[2], the button, rests at 0
     scene_obs[4] = state["lightbulb"]
@@ -590,13 +597,11 @@ def _articulation_obs(state: Mapping[str, Any]) -> np.ndarray:
 
 
 def _block_position(
-    block: str, state: Mapping[str, Any], table_spots: Sequence[Sequence[float]]
+    block: str, state: Mapping[str, Any], table_spots: Sequence[Sequence[float]], spec: SceneSpec
 ) -> Sequence[float]:
     place = state[block]
-    if place == "slider_left":
-        return BLOCK_SLIDER_LEFT
-    if place == "slider_right":
-        return BLOCK_SLIDER_RIGHT
+    if place in ("slider_left", "slider_right"):
+        return spec.spots(place)[0]
     return table_spots[_table_spot_index(block, state)]
 
 

@@ -34,6 +34,7 @@ from envs.calvin.bullet import connect_direct, pb
 from envs.calvin.camera import RENDERERS, Cameras, load_egl
 from envs.calvin.robot import PandaRobot
 from envs.calvin.scene import PlayTableScene
+from envs.calvin.scenes import DEFAULT_SCENE, scene_spec
 
 
 class PlayTableSim:
@@ -46,10 +47,12 @@ class PlayTableSim:
         robot_detail: str = "collision",
         calvin_assets: str | None = None,
         cache_dir: str | None = None,
+        scene: str = DEFAULT_SCENE,
     ) -> None:
         if renderer not in RENDERERS:
             raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
-        assets, scaling = self._assets(robot_detail, calvin_assets, cache_dir)
+        self.spec = scene_spec(scene)
+        assets, scaling = self._assets(robot_detail, calvin_assets, cache_dir, self.spec.name)
         self.p = connect_direct()
         self._assets_loaded, self._scaling, self._renderer = assets, scaling, renderer
         self.p.resetSimulation(pb.RESET_USE_SIMPLE_BROADPHASE)  # see the module docstring
@@ -63,7 +66,7 @@ class PlayTableSim:
         self.p.setTimeStep(1.0 / C.PHYSICS_HZ)
         self.p.setGravity(0, 0, C.GRAVITY)
         self.robot = PandaRobot(self.p, self._assets_loaded.robot)
-        self.scene = PlayTableScene(self.p, self._assets_loaded, self._scaling)
+        self.scene = PlayTableScene(self.p, self._assets_loaded, self._scaling, self.spec)
         self.cameras = Cameras(
             self.p, self.robot.uid, self.robot.camera_link, self._renderer, self._egl_plugin
         )
@@ -79,12 +82,12 @@ class PlayTableSim:
 
     @staticmethod
     def _assets(
-        robot_detail: str, calvin_assets: str | None, cache_dir: str | None
+        robot_detail: str, calvin_assets: str | None, cache_dir: str | None, scene: str
     ) -> tuple[AssetPaths, float]:
         if calvin_assets is not None:
-            return official_assets(calvin_assets), OFFICIAL_SCALING
+            return official_assets(calvin_assets, scene), OFFICIAL_SCALING
         directory = Path(cache_dir) if cache_dir else None
-        return generated_assets(pybullet_data.getDataPath(), robot_detail, directory), 1.0
+        return generated_assets(pybullet_data.getDataPath(), robot_detail, directory, scene), 1.0
 
     def _check_reset_covers_joints(self) -> None:
         """A joint that no reset places would carry its state from one episode into the next."""

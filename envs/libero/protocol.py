@@ -55,6 +55,44 @@ def check_task(suite: str, task_index: int) -> None:
         raise ValueError(f"task_index {task_index} out of range for {suite} (0..{count - 1})")
 
 
+def parse_task_indices(text: str, suite: str) -> list[int]:
+    """``--tasks`` as task indices of ``suite``: ``all``, or indices separated by commas (e.g. ``0,3``);
+    ``ValueError`` naming the flag otherwise."""
+    count = TASK_COUNTS[suite]
+    if text.strip() == "all":
+        return list(range(count))
+    try:
+        chosen = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ValueError(
+            f"--tasks {text}: give task indices separated by commas (e.g. 0,3), or all"
+        ) from None
+    bad = [t for t in chosen if not 0 <= t < count]
+    if bad or not chosen:
+        raise ValueError(f"--tasks {bad or text!r}: {suite} has tasks 0..{count - 1}")
+    return chosen
+
+
+def parse_indices(text: str, count: int, flag: str) -> list[int]:
+    """``"0-4,7"`` -> ``[0, 1, 2, 3, 4, 7]`` (sorted, unique), each in ``0..count-1``; ``"all"`` -> all;
+    ``ValueError`` naming ``flag`` otherwise."""
+    if text.strip() == "all":
+        return list(range(count))
+    chosen: set[int] = set()
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        try:
+            first, last = int(low), int(high if dash else low)
+        except ValueError:
+            raise ValueError(
+                f"{flag} {text!r}: give indices and ranges separated by commas (e.g. 0-4,7), or all"
+            ) from None
+        if not 0 <= first <= last < count:
+            raise ValueError(f"{flag} {part.strip()!r}: indices run 0..{count - 1}, low before high")
+        chosen.update(range(first, last + 1))
+    return sorted(chosen)
+
+
 def env_id(suite: str, task_index: int) -> str:
     """The registered Gymnasium id of one task, e.g. ``SpatialArena/Libero-libero_10-0-v0``."""
     check_task(suite, task_index)

@@ -9,8 +9,8 @@ with the policies (a downward import of ``envs``), not inside the envs:
 - :mod:`policies.experts.libero`: ``LiberoExpert``, the scripted expert for LIBERO's BDDL goals
   (``--policy expert`` on ``benchmarks.libero``), with :mod:`policies.experts.libero_goals` (goal
   parsing and grasp choice, no simulator);
-- :mod:`policies.experts.libero_plan`: ``LiberoPlanExpert``, a pick-and-place for LIBERO's In/On goals
-  as SpatialTree plans (what a perfect planner writes on LIBERO);
+- :mod:`policies.experts.libero_plan`: ``LiberoPlanExpert``, that expert's motion as SpatialTree plans
+  (what a perfect planner writes on LIBERO);
 - :mod:`policies.experts.navigation`: ``ShortestPathExpert`` for EB-style navigation;
 - :mod:`policies.experts.manipulation`: ``EBManipulationExpert`` for EB-style manipulation.
 """

@@ -21,6 +21,7 @@ from scipy.spatial.transform import Rotation
 
 from envs.calvin import constants as C
 from envs.calvin.assets import DRAWER_HANDLE, SLIDE_HANDLE, SWITCH_LEVER
+from envs.calvin.scenes import DEFAULT_SCENE, SCENES, SceneSpec
 from envs.calvin.tasks import TASKS, completed_tasks
 from policies.base import EpisodeContext, Policy
 
@@ -37,8 +38,6 @@ PUSH_GOAL = 0.115  # push tasks move the block this far (CALVIN needs more than 
 FLICK_SLIDE = 0.02  # how far a block flicked by push_x slides on after the fingers let go
 PUSH_TILT = 0.2  # fingers tipped toward the cabinet, the hand back: it clears the sliding door's handle
 FLICK_RUN, FLICK_SPEED = 0.06, 0.02  # the fast last part of a flick: length (m) and speed (m/step)
-SLIDER_SPLIT_X = C.SLIDE_ORIGIN[0]  # the door's track centre: left compartment below, right above
-CABINET_X = (-0.38, 0.18)  # inside walls of the cabinet
 DRAWER_TILT = 0.3  # fingers tipped toward the table when reaching into the drawer
 TABLE_EDGE_Y = -0.181  # the table top's front edge, above the drawer's back
 DRAWER_EDGE_ROOM = 0.075  # a block centre closer to that edge leaves no room for an open finger beside it
@@ -163,6 +162,19 @@ class View:
     target_rot: np.ndarray  # the accumulated target orientation relative actions move
     gripper: int  # the last gripper command (1 open, -1 closed)
     start: Mapping[str, Any]  # the snapshot at the start of the subtask
+    layout: SceneSpec = SCENES[DEFAULT_SCENE]  # where the furniture is, how big each block is
+
+    def size(self, color: str) -> tuple[float, float, float]:
+        """Block ``color``'s size (x the long side) in this scene."""
+        return self.layout.block_size(color)
+
+    def is_cube(self, color: str) -> bool:
+        sx, sy, _ = self.size(color)
+        return abs(sx - sy) < 1e-6
+
+    def fits_across(self, color: str) -> bool:
+        """Whether the open fingers (8 cm) also close across the block's long side (the middle size)."""
+        return not self.is_cube(color) and self.size(color)[0] < 0.06
 
     @property
     def scene_obs(self) -> list[float]:
@@ -205,6 +217,7 @@ def read_view(env: PlayTableInterface, start: Mapping[str, Any] | None = None) -
         target_rot,
         1 if robot_obs[14] > 0 else -1,
         start or snap,
+        getattr(env, "scene_spec", SCENES[DEFAULT_SCENE]),
     )
 
 
@@ -273,8 +286,8 @@ def grasp_rotation(
     """
     b = view.block(color)
     yaw_b = block_yaw(b["orn_xyzw"])
-    period = math.pi / 2 if color == "blue" else math.pi
-    if axis_along_x and color == "blue":
+    period = math.pi / 2 if view.is_cube(color) else math.pi
+    if axis_along_x and view.is_cube(color):
         yaw_b = min(
             (yaw_b + k * math.pi / 2 for k in range(4)), key=lambda y: abs(wrap(2 * (y - math.pi / 2)))
         )
@@ -291,10 +304,10 @@ def table_grasp(view: View, color: str) -> tuple[np.ndarray, np.ndarray]:
     centre = np.asarray(view.block(color)["pos"], dtype=float)
     if _finger_room(view, color, rot, centre) >= FINGER_ROOM:
         return rot, centre
-    reach = 0.5 * C.BLOCKS[color].size[0] - GRASP_EDGE  # along the long side, fingers stay on the block
+    reach = 0.5 * view.size(color)[0] - GRASP_EDGE  # along the long side, fingers stay on the block
     along = np.array([rot[0, 0], rot[1, 0], 0.0])  # the hand's x axis: the block's long side
     options = [(rot, centre + k * reach / 2 * along) for k in (0, -1, 1, -2, 2)]
-    if color == "red":  # 5.6 cm still fits between the open fingers
+    if view.fits_across(color):  # 5.6 cm still fits between the open fingers
         yaw_b = block_yaw(view.block(color)["orn_xyzw"]) + math.pi / 2
         options.append((down(choose_yaw(yaw_b, math.pi, view.yaw, view.q7)), centre))
     return max(options, key=lambda o: min(_finger_room(view, color, *o), FINGER_ROOM))
@@ -309,7 +322,7 @@ def _finger_room(view: View, color: str, rot: np.ndarray, centre: np.ndarray) ->
     for other in C.BLOCK_COLORS:
         if other != color:
             b = view.block(other)
-            radius = 0.5 * math.hypot(*C.BLOCKS[other].size[:2])
+            radius = 0.5 * math.hypot(*view.size(other)[:2])
             for f in fingers:
                 room = min(room, float(np.linalg.norm(f - np.asarray(b["pos"][:2]))) - radius)
     return room
@@ -324,7 +337,11 @@ def plan_lift(view: View, color: str, where: str) -> list[Waypoint]:
         return grasp(view, color, rot, centre, 0.045)
     if where == "drawer":  # keep the hand clear of the table's front edge just behind the drawer
         rot = grasp_rotation(view, color, tilt=DRAWER_TILT, axis_along_x=True)
-        if color == "red" and centre[1] > TABLE_EDGE_Y - DRAWER_EDGE_ROOM and abs(rot[1, 1]) > abs(rot[0, 1]):
+        if (
+            view.fits_across(color)
+            and centre[1] > TABLE_EDGE_Y - DRAWER_EDGE_ROOM
+            and abs(rot[1, 1]) > abs(rot[0, 1])
+        ):
             # fingers opening along y would meet the table's edge: close them across the 5.6 cm side
             across = block_yaw(view.block(color)["orn_xyzw"]) + math.pi / 2
             rot = down(choose_yaw(across, math.pi, view.yaw, view.q7), DRAWER_TILT)
@@ -356,8 +373,15 @@ def plan_push(view: View, color: str, sign: int, flick: bool = True) -> list[Way
     remaining = sign * PUSH_GOAL - (x_now - x_start)  # a retry only adds what is still missing
     if sign * remaining <= 0:
         return []
-    drift = 0.03 if sign < 0 and x_now < 0.1 else 0.0  # pass the button housing
+    drift = 0.03 if _button_ahead(view, x_now, sign) else 0.0  # pass the button housing
     return push_x(view, color, remaining, drift * abs(remaining) / PUSH_GOAL, flick)
+
+
+def _button_ahead(view: View, x: float, sign: int) -> bool:
+    """Whether a block at ``x`` pushed along ``sign`` (+1: right) passes the button's housing: the button
+    lies less than 22 cm ahead (or under 10 cm behind)."""
+    ahead = sign * (view.layout.button[0] - x)
+    return -0.1 < ahead < 0.22
 
 
 def push_x(view: View, color: str, dx: float, drift: float = 0.0, flick: bool = True) -> list[Waypoint]:
@@ -371,7 +395,7 @@ def push_x(view: View, color: str, dx: float, drift: float = 0.0, flick: bool = 
     centre = np.asarray(b["pos"], dtype=float)
     sign = 1.0 if dx > 0 else -1.0
     rot = down(choose_yaw(0.0, math.pi, view.yaw, view.q7), PUSH_TILT, (0.0, 1.0))
-    half = _half_extent(color, block_yaw(b["orn_xyzw"]), axis=0)
+    half = _half_extent(view.size(color), block_yaw(b["orn_xyzw"]), axis=0)
     gap = 0.025
     start = centre + np.array([-sign * (half + gap), 0.0, 0.004])
     travel_x = max(abs(dx) - (FLICK_SLIDE if flick else 0.0), 0.0) + gap
@@ -393,21 +417,22 @@ def push_x(view: View, color: str, dx: float, drift: float = 0.0, flick: bool = 
     ]
 
 
-def _half_extent(color: str, yaw: float, axis: int) -> float:
-    """Half the block's extent along world x (axis 0) or y (axis 1) at this yaw."""
-    sx, sy, _ = C.BLOCKS[color].size
+def _half_extent(size: tuple[float, float, float], yaw: float, axis: int) -> float:
+    """Half a block's extent (``size``) along world x (axis 0) or y (axis 1) at this yaw."""
+    sx, sy, _ = size
     c, s = abs(math.cos(yaw)), abs(math.sin(yaw))
     return 0.5 * (sx * c + sy * s) if axis == 0 else 0.5 * (sx * s + sy * c)
 
 
-DRAWER_X_RANGE = (0.08, 0.28)  # block centres that fall inside the open drawer
+DRAWER_HALF_X = 0.1  # block centres within this of the drawer's middle (x) fall inside the open drawer
 
 
 def centre_over_drawer(view: View) -> list[Waypoint]:
     """If the block to push into the drawer is not above the drawer, first push it along x over it."""
     color = _table_block(view, prefer_drawer=True)
     x = view.block(color)["pos"][0]
-    target = float(np.clip(x, *DRAWER_X_RANGE))
+    middle = view.layout.drawer[0]
+    target = float(np.clip(x, middle - DRAWER_HALF_X, middle + DRAWER_HALF_X))
     return [] if abs(target - x) < 1e-3 else push_x(view, color, target - x + np.sign(target - x) * 0.02)
 
 
@@ -417,7 +442,7 @@ def plan_push_into_drawer(view: View) -> list[Waypoint]:
     b = view.block(color)
     centre = np.asarray(b["pos"], dtype=float)
     rot = down(choose_yaw(math.pi / 2, math.pi, view.yaw, view.q7))
-    half = _half_extent(color, block_yaw(b["orn_xyzw"]), axis=1)
+    half = _half_extent(view.size(color), block_yaw(b["orn_xyzw"]), axis=1)
     start = centre + np.array([0.0, half + 0.025, 0.004])
     end = np.array([start[0], -0.215 + half, start[2]])
     return [
@@ -437,13 +462,13 @@ def _table_block(view: View, prefer_drawer: bool = False) -> str:
     if not on_table:
         on_table = list(C.BLOCK_COLORS)
     if prefer_drawer:
-        return min(on_table, key=lambda c: abs(view.block(c)["pos"][0] - C.DRAWER_ORIGIN[0]))
+        return min(on_table, key=lambda c: abs(view.block(c)["pos"][0] - view.layout.drawer[0]))
     return on_table[0]
 
 
 def plan_slider(view: View, sign: int) -> list[Waypoint]:
     """Slide the door all the way left (sign +1) or right (-1); success needs 0.15 m of it."""
-    return slide_door_to(view, C.SLIDE_RANGE[1] if sign > 0 else C.SLIDE_RANGE[0])
+    return slide_door_to(view, view.layout.slide_travel if sign > 0 else 0.0)
 
 
 def slide_door_to(view: View, position: float) -> list[Waypoint]:
@@ -463,18 +488,18 @@ def slide_door_to(view: View, position: float) -> list[Waypoint]:
     ]
 
 
-def compartment_of(x: float) -> str:
+def compartment_of(view: View, x: float) -> str:
     """Which cabinet compartment an x position lies in."""
-    return "left" if x < SLIDER_SPLIT_X else "right"
+    return "left" if x < view.layout.slider_split else "right"
 
 
 def uncover(view: View, compartment: str) -> list[Waypoint]:
     """Slide the door fully over the other compartment, if it is not already."""
-    return slide_door_to(view, C.SLIDE_RANGE[0] if compartment == "left" else C.SLIDE_RANGE[1])
+    return slide_door_to(view, 0.0 if compartment == "left" else view.layout.slide_travel)
 
 
 def uncover_block(view: View, color: str) -> list[Waypoint]:
-    return uncover(view, compartment_of(view.block(color)["pos"][0]))
+    return uncover(view, compartment_of(view, view.block(color)["pos"][0]))
 
 
 def plan_drawer(view: View, sign: int) -> list[Waypoint]:
@@ -497,7 +522,8 @@ def plan_drawer(view: View, sign: int) -> list[Waypoint]:
 def plan_button(view: View) -> list[Waypoint]:
     """Press the button cap 1.6 cm down with the closed fingers, then come back up."""
     rot = down(choose_yaw(0.0, math.pi / 2, view.yaw, view.q7))
-    top = np.array([C.BUTTON_ORIGIN[0], C.BUTTON_ORIGIN[1], C.BUTTON_ORIGIN[2] + 0.024 + FINGERTIP_BELOW_TCP])
+    bx, by, bz = view.layout.button
+    top = np.array([bx, by, bz + 0.024 + FINGERTIP_BELOW_TCP])
     pressed = top - np.array([0.0, 0.0, 0.018])
     return [
         *travel(view, top + np.array([0, 0, 0.01]), rot, -1),
@@ -538,7 +564,7 @@ def plan_place(view: View, where: str) -> list[Waypoint]:
         drop = np.array([_free_slider_x(view, held), C.BLOCK_SPOT_SLIDER_LEFT[1], C.WORK_SURFACE_Z + 0.035])
     else:
         opening = float(view.scene_obs[1])
-        drop = np.array([C.DRAWER_ORIGIN[0], -0.08 - opening, C.DRAWER_ORIGIN[2] + 0.045])
+        drop = np.array([view.layout.drawer[0], -0.08 - opening, view.layout.drawer[2] + 0.045])
     goal = drop - offset
     return [
         *travel(view, goal, rot, -1, approach=0.12),
@@ -554,18 +580,24 @@ def _free_slider_x(view: View, held: str | None) -> float:
     ``move_slider_*`` subtask leaves 13 cm or more open, enough for a block and the fingers around it.
     """
     door = float(view.scene_obs[0])
-    blocked = [(SLIDER_SPLIT_X - door - 0.01, SLIDER_SPLIT_X + 0.28 - door + 0.01)]
+    split, (inside_left, inside_right) = view.layout.slider_split, view.layout.cabinet_inside
+    blocked = [(split - door - 0.01, split + 0.28 - door + 0.01)]  # the door is 28 cm wide in every scene
     for c in C.BLOCK_COLORS:
         b = view.block(c)
-        if c != held and b["pos"][1] > 0.02 and b["pos"][2] > 0.43 and -0.38 < b["pos"][0] < 0.18:
-            e = _half_extent(c, block_yaw(b["orn_xyzw"]), 0)
+        if (
+            c != held
+            and b["pos"][1] > 0.02
+            and b["pos"][2] > 0.43
+            and inside_left < b["pos"][0] < inside_right
+        ):
+            e = _half_extent(view.size(c), block_yaw(b["orn_xyzw"]), 0)
             blocked.append((b["pos"][0] - e, b["pos"][0] + e))
     gaps: list[tuple[float, float]] = []
-    edge = CABINET_X[0]
+    edge = inside_left
     for low, high in sorted(blocked):
         gaps.append((edge, low))
         edge = max(edge, high)
-    gaps.append((edge, CABINET_X[1]))
+    gaps.append((edge, inside_right))
     low, high = max(gaps, key=lambda g: g[1] - g[0])
     return (low + high) / 2
 
@@ -685,7 +717,7 @@ def _landing_room(view: View, land: np.ndarray, skip: tuple[str, ...]) -> float:
     (x0, x1), (y0, y1) = TABLE_FREE
     room = min(land[0] - x0, x1 - land[0], land[1] - y0, y1 - land[1])
     obstacles = [view.block(c)["pos"][:2] for c in C.BLOCK_COLORS if c not in skip]
-    obstacles.append(C.BUTTON_ORIGIN[:2])
+    obstacles.append(view.layout.button[:2])
     for o in obstacles:
         room = min(room, float(np.linalg.norm(land[:2] - np.asarray(o))) - 0.05)
     return room
@@ -705,6 +737,25 @@ def wait_for_block(view: View, color: str) -> list[Waypoint]:
     return [Waypoint(view.tcp, view.target_rot, view.gripper, SLOW, tol=1.0, settle=SETTLE_STEPS)]
 
 
+SHOULDER_MIN = 0.2  # below this the shoulder (joint 2) leans back: a folded posture IK gets lost from
+POSTURE_SETTLE = 40  # steps at the neutral pose for the null space to unfold the arm
+
+
+def recover_posture(view: View) -> list[Waypoint]:
+    """If the arm has folded back (its shoulder leaning back, as after pushing a block into the drawer from
+    behind), take the TCP to the neutral pose first and hold it there while the IK's null space (toward
+    the neutral joints) unfolds the arm; travelling on from the folded posture, IK can drive the arm
+    against its joint limits and lose the target (seen in scene C)."""
+    if float(view.snapshot["robot_obs"][8]) >= SHOULDER_MIN:
+        return []
+    home = np.asarray(C.NEUTRAL_ROBOT_OBS[:3])
+    rot = Rotation.from_euler("xyz", C.NEUTRAL_ROBOT_OBS[3:6]).as_matrix()
+    return [
+        *lift_off(view),
+        Waypoint(home, rot, view.gripper, FAST, tol=0.02, settle=POSTURE_SETTLE, max_wait=POSTURE_SETTLE),
+    ]
+
+
 def stages(task: str, attempt: int = 1) -> list[Stage]:
     """The planning stages of one attempt at ``task``; each is planned from a fresh view when reached.
 
@@ -713,12 +764,26 @@ def stages(task: str, attempt: int = 1) -> list[Stage]:
     if m:
         verb, color, arg = m.groups()
         if verb == "rotate":
-            return [put_down, lambda v: plan_rotate(v, color, +1 if arg == "left" else -1)]
+            return [put_down, recover_posture, lambda v: plan_rotate(v, color, +1 if arg == "left" else -1)]
         if verb == "push":
-            return [put_down, lambda v: plan_push(v, color, +1 if arg == "right" else -1, attempt == 1)]
+            return [
+                put_down,
+                recover_posture,
+                lambda v: plan_push(v, color, +1 if arg == "right" else -1, attempt == 1),
+            ]
         if arg == "slider":
-            return [put_down, lambda v: uncover_block(v, color), lambda v: plan_lift(v, color, arg)]
-        return [put_down, lambda v: wait_for_block(v, color), lambda v: plan_lift(v, color, arg)]
+            return [
+                put_down,
+                recover_posture,
+                lambda v: uncover_block(v, color),
+                lambda v: plan_lift(v, color, arg),
+            ]
+        return [
+            put_down,
+            recover_posture,
+            lambda v: wait_for_block(v, color),
+            lambda v: plan_lift(v, color, arg),
+        ]
     table: dict[str, list[Stage]] = {
         "move_slider_left": [lambda v: plan_slider(v, +1)],
         "move_slider_right": [lambda v: plan_slider(v, -1)],
@@ -735,7 +800,9 @@ def stages(task: str, attempt: int = 1) -> list[Stage]:
         "push_into_drawer": [centre_over_drawer, plan_push_into_drawer],
     }
     plans = list(table[task])
-    return plans if task in ("place_in_slider", "place_in_drawer", "stack_block") else [put_down, *plans]
+    if task in ("place_in_slider", "place_in_drawer", "stack_block"):
+        return [recover_posture, *plans]
+    return [put_down, recover_posture, *plans]
 
 
 # ------------------------------------------------------------------------------------- instructions

@@ -1,145 +1,124 @@
-"""A privileged scripted pick-and-place for LIBERO, as SpatialTree plan steps (what a perfect planner writes).
+"""The LIBERO expert's motion as SpatialTree plan steps (privileged: what a perfect planner writes on LIBERO).
 
-LIBERO has no scripted expert, and its human demonstrations are not installable here (see
-docs/guide/libero.md). This one reads the simulator's object poses and handles the goals of the form "put object X in
-/ on Y" (one ``In``/``On`` predicate over a movable object: all of libero_object, several libero_goal and
-libero_spatial tasks): above X with the gripper open, down to X's centre, close, lift, over Y, down to a
-release height, open. Each planning call moves the end effector straight toward the current waypoint
-in the prompt's units (the end-effector frame, counts capped), from the *measured* pose, so OSC_POSE's
-tracking error is corrected at every call; a waypoint is passed once the hand is within ``TOL`` of it.
-Orientation is held (no rotation primitives): the hand starts pointing down.
+:class:`~policies.experts.libero.LiberoExpert` acts one control step at a time: an OSC_POSE delta toward its
+current waypoint, computed from the measured hand pose. OSC_POSE re-targets from the pose the hand has
+*reached* at every control step (robosuite's "achieved" goal update), so where the hand is after a step is
+not known before the step runs, and the expert looks at the robot before every step. :class:`LiberoPlanExpert`
+writes the plan a perfect model gives in those terms: one step, the expert's next action as primitives in the
+end-effector frame (the frame ``LiberoEnv.native_actions`` runs plans in), in the prompt's units. The policy
+asks again when its plan runs out, so the model is asked before every control step, as the expert looks.
+
+- **Units**: translation and rotation become signed counts of the prompt's step sizes along the end-effector
+  axes (the rotation as the project's per-axis angles), rounded to whole counts, so the env turns the step
+  back into the expert's action within half a count per axis. With LIBERO's units (1 cm, 0.05 rad) the
+  expert's proportional law (twice the remaining error per step) still brings the hand within a quarter
+  count of a waypoint, inside every tolerance the expert uses (8 mm and more).
+- **Caps**: translation and rotation are each scaled down so that no count exceeds the prompt's cap. A
+  full-speed action rounded along the hand's axes can come out a little over one OSC_POSE unit along a base
+  axis, which the env would run as two control steps; there each axis is rounded up or down so that the
+  step fits one action, as near the expert's as whole counts allow.
+- **Gripper**: every step sets it (SpatialTree 0 open, 1 closed; the expert's -1 / +1). A step whose motion
+  rounds to nothing is ``STOP`` with the gripper: one control step holding still, as the expert's near-zero
+  action is.
+
+The expert is used through its policy interface (``bind``, ``reset``, ``act``) only: it reads the simulator,
+never the observation. The counts' units and caps are arguments (a caller reads them from the prompt), so the
+same expert answers any step sizes the user prompts with.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
-from action_mapping import Plan, PlanStep, Primitive, StepSizes, trajectory_to_plan
-from action_mapping.se3 import pose
+from action_mapping import Plan, PlanStep, Primitive, StepSizes
+from action_mapping.adapters import OSC_POSITION_SCALE, OSC_ROTATION_SCALE
+from action_mapping.se3 import axes_from_rotation, rotation_from_axes
+from action_mapping.trajectory import step_from_counts
 from policies.base import EpisodeContext
+from policies.experts.libero import LiberoExpert
 
 if TYPE_CHECKING:
     import gymnasium as gym
 
-TOL = 0.015  # metres: a waypoint is reached when the hand is this close
-LIFT_Z = 0.25  # carrying height above the floor / table origin (world z)
-GRASP_MIN_Z = 0.012  # the fingers stay this far above the object's base plane
-SETTLE = 8  # control steps to let the fingers close / open
-
-
-@dataclass(frozen=True)
-class Waypoint:
-    pos: np.ndarray  # world position of the gripper site
-    gripper: int  # SpatialTree: 0 open, 1 closed
-    settle: int = 0  # control steps held here once reached
-
-
-def pick_and_place_goal(raw_env: Any) -> tuple[str, str, str]:
-    """``(predicate, object, container)`` of a single In/On goal, or ``ValueError`` naming the goal."""
-    goal = [list(g) for g in raw_env.env.parsed_problem["goal_state"]]
-    if len(goal) != 1 or len(goal[0]) != 3 or goal[0][0].lower() not in ("in", "on"):
-        raise ValueError(f"the LIBERO plan expert handles one In/On goal (put X in/on Y), not {goal}")
-    predicate, obj, region = goal[0]
-    env = raw_env.env
-    bodies = {**env.fixtures_dict, **env.objects_dict}
-    container = next((name for name in bodies if region == name or region.startswith(name + "_")), None)
-    if obj not in env.objects_dict or container is None:
-        raise ValueError(f"the LIBERO plan expert needs a movable object and a container in {goal}")
-    return predicate.lower(), obj, region
-
-
-def place_of(raw_env: Any, name: str) -> np.ndarray:
-    """World position of a region (its site, where the scene has one) or of an object / fixture body."""
-    env = raw_env.env
-    try:
-        return np.array(env.sim.data.site_xpos[env.sim.model.site_name2id(name)])
-    except ValueError:
-        pass
-    bodies = {**env.fixtures_dict, **env.objects_dict}
-    owner = next(n for n in bodies if name == n or name.startswith(n + "_"))
-    return np.array(env.sim.data.body_xpos[env.obj_body_id[owner]])
+FIT_SLOWER, FIT_TRIES = (
+    0.9,
+    30,
+)  # a step no rounding fits into one OSC_POSE action is slowed by 10 % and retried
 
 
 class LiberoPlanExpert:
-    """Pick-and-place plans from privileged object poses for the LIBERO env the policy is bound to."""
+    """Answers "the next plan" for the LIBERO task the env is on, with the privileged scripted expert.
 
-    def __init__(self, env: gym.Env) -> None:
+    Args:
+        env: the LIBERO env (wrapped or not); binding refuses a goal the expert cannot solve, in one line.
+        retries: the expert's grasp retries per goal.
+    """
+
+    def __init__(self, env: gym.Env, retries: int = 1) -> None:
         self.env = env
-        pick_and_place_goal(env.unwrapped.raw_env)  # refuse unsupported goals at bind time, in one line
-        self.waypoints: list[Waypoint] = []
-        self.index = self.held = 0
+        self.expert = LiberoExpert(retries=retries)
+        self.expert.bind(env)
 
     def reset(self, context: EpisodeContext) -> None:
-        """Plan the waypoints from the object poses at the episode start (after the settle steps)."""
-        raw = self.env.unwrapped.raw_env
-        predicate, obj, region = pick_and_place_goal(raw)
-        grasp, goal = place_of(raw, obj), place_of(raw, region)
-        grasp[2] = max(grasp[2], GRASP_MIN_Z)
-        above = np.array([*grasp[:2], max(LIFT_Z, grasp[2] + 0.15)])
-        over = np.array([*goal[:2], max(LIFT_Z, goal[2] + 0.15)])
-        release = np.array([*goal[:2], goal[2] + (0.12 if predicate == "in" else 0.10)])
-        self.waypoints = [
-            Waypoint(above, 0),
-            Waypoint(grasp, 0),
-            Waypoint(grasp, 1, SETTLE),
-            Waypoint(above, 1),
-            Waypoint(over, 1),
-            Waypoint(release, 1),
-            Waypoint(release, 0, SETTLE),
-        ]
-        self.index = self.held = 0
+        """A new episode starts (after the env's reset and settle steps): the expert plans its stages."""
+        self.expert.reset(context)
 
     def next_plan(self, sizes: StepSizes, max_steps: int, max_step_num: int) -> Plan:
-        """Up to ``max_steps`` steps toward the current waypoint, from the measured hand pose."""
-        libero = self.env.unwrapped
-        raw = libero.raw_env.env
-        hand = np.array(raw.sim.data.site_xpos[raw.robots[0].eef_site_id["right"]])
-        gripper = 0 if libero.noop_action()[6] < 0 else 1  # robosuite: -1 open, +1 closed
-        while self.index < len(self.waypoints):
-            wp = self.waypoints[self.index]
-            if not (np.linalg.norm(wp.pos - hand) < TOL and wp.gripper == gripper and self.held >= wp.settle):
-                break
-            self.index, self.held = self.index + 1, 0
-        if self.index >= len(self.waypoints):  # done: stay
-            return _plan([PlanStep([Primitive.STOP], [1], gripper=gripper)], sizes)
-        wp = self.waypoints[self.index]
-        if np.linalg.norm(wp.pos - hand) < TOL:  # there: set the gripper and let the fingers settle
-            n = max(1, min(max_steps, wp.settle - self.held))
-            self.held += n
-            return _plan([PlanStep([Primitive.STOP], [1], gripper=wp.gripper) for _ in range(n)], sizes)
-        rotation = libero.end_effector_rotation()  # base frame; LIBERO's robot base is not rotated
-        steps, position = [], hand
-        while len(steps) < max_steps:
-            step = _toward(rotation.T @ (wp.pos - position), sizes, max_step_num, wp.gripper)
-            if step is None:
-                break
-            steps.append(step)
-            position = position + rotation @ _translation(step, sizes)
-        return _plan(steps or [PlanStep([Primitive.STOP], [1], gripper=wp.gripper)], sizes)
+        """The expert's next control step as a one-step plan (``max_steps`` >= 1 always allows it)."""
+        action = self.expert.act({})  # privileged: the expert reads the simulator, not the observation
+        rotation = self.env.unwrapped.end_effector_rotation()
+        step = plan_step(action, rotation, sizes, max_step_num)
+        return Plan(steps=[step], format="manipulation", step_sizes=sizes)
 
 
-def _plan(steps: list[PlanStep], sizes: StepSizes) -> Plan:
-    return Plan(steps=steps, format="manipulation", step_sizes=sizes)
+def plan_step(action: np.ndarray, rotation: np.ndarray, sizes: StepSizes, cap: int) -> PlanStep:
+    """The plan step that ``LiberoEnv.native_actions`` turns back into the OSC_POSE ``action``, in one control
+    step, for an end effector at ``rotation`` (base frame, 3x3); counts capped at ``cap``."""
+
+    def move_units(counts: np.ndarray) -> np.ndarray:  # hand-frame counts -> OSC_POSE position units
+        return rotation @ (counts * sizes.translation) / OSC_POSITION_SCALE
+
+    def turn_units(counts: np.ndarray) -> np.ndarray:  # hand-frame angle counts -> OSC_POSE rotation units
+        turn = rotation @ rotation_from_axes(counts * sizes.rotation) @ rotation.T
+        return Rotation.from_matrix(turn).as_rotvec() / OSC_ROTATION_SCALE
+
+    move = rotation.T @ (np.asarray(action[:3], float) * OSC_POSITION_SCALE) / sizes.translation
+    turn = Rotation.from_rotvec(np.asarray(action[3:6], float) * OSC_ROTATION_SCALE).as_matrix()
+    angles = axes_from_rotation(rotation.T @ turn @ rotation) / sizes.rotation  # about the hand's axes
+    counts = np.concatenate(
+        [_whole(_capped(move, cap), move_units), _whole(_capped(angles, cap), turn_units)]
+    )
+    gripper = 0 if action[6] < 0 else 1  # robosuite: -1 open, +1 closed
+    return step_from_counts(counts, gripper) or PlanStep([Primitive.STOP], [1], gripper=gripper)
 
 
-def _toward(delta: np.ndarray, sizes: StepSizes, cap: int, gripper: int) -> PlanStep | None:
-    """One step of translation ``delta`` (end-effector frame), scaled to the cap and rounded."""
-    counts = delta / sizes.translation
+def _capped(counts: np.ndarray, cap: int) -> np.ndarray:
     peak = float(np.abs(counts).max())
-    if peak > cap:
-        counts = counts * (cap / peak)
-    target = pose(np.eye(3), counts * sizes.translation)
-    step = trajectory_to_plan(np.stack([np.eye(4), target]), sizes.translation, sizes.rotation, cap).steps[0]
-    if step.is_stop:
-        return None
-    step.gripper = gripper
-    return step
+    return counts * (cap / peak) if peak > cap else counts
 
 
-def _translation(step: PlanStep, sizes: StepSizes) -> np.ndarray:
-    from action_mapping import step_motion
+def _whole(counts: np.ndarray, units: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Whole counts near ``counts`` that one OSC_POSE action carries (at most one unit along each base axis):
+    rounded; or, where rounding a full-speed motion overshoots a unit (the env would split it into two
+    control steps), the rounding up or down per axis that fits and comes nearest the wanted action (the
+    motion a little slower when none fits)."""
+    wanted = np.clip(units(counts), -1.0, 1.0)
+    for _ in range(FIT_TRIES):
+        rounded = np.round(counts)
+        if _one_action(units(rounded)):
+            return rounded
+        options = [np.array(c) for c in itertools.product(*zip(np.floor(counts), np.ceil(counts)))]
+        fitting = [c for c in options if _one_action(units(c))]
+        if fitting:
+            return min(fitting, key=lambda c: float(np.abs(units(c) - wanted).max()))
+        counts = counts * FIT_SLOWER
+    return np.zeros_like(counts)
 
-    return step_motion(step, sizes).translation
+
+def _one_action(units: np.ndarray) -> bool:
+    return float(np.abs(units).max()) <= 1.0 + 1e-9

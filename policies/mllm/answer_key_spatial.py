@@ -11,7 +11,7 @@ execution and success are the real path.
 Plan sources are registered per env family, keyed by the env class they serve (:data:`PLAN_SOURCES`); the
 stand-in asks :func:`plan_source_for` for the bound env's. CALVIN's play-table (either backend: both are a
 ``PlayTableInterface``) has :class:`CalvinPlanSource` (the scripted IK expert's waypoints as primitives),
-LIBERO :class:`LiberoPlanSource`. An env with no registered source is refused in one line rather than answered
+LIBERO :class:`LiberoPlanSource` (the scripted LIBERO expert's next action as primitives). An env with no registered source is refused in one line rather than answered
 with something a perfect model would not write.
 
 Adding a family: write a class with ``__init__(env)``, ``reset(context)`` and ``answer(messages)`` (the
@@ -112,7 +112,7 @@ class CalvinPlanSource:
 
 @register_plan_source("envs.libero.env:LiberoEnv")
 class LiberoPlanSource:
-    """A scripted pick-and-place from LIBERO's object poses (privileged; LIBERO has no expert of its own)."""
+    """The LIBERO scripted expert's next action as a manipulation plan (every goal it solves)."""
 
     def __init__(self, env: gym.Env) -> None:
         from policies.experts.libero_plan import LiberoPlanExpert

@@ -24,6 +24,7 @@ from action_mapping.se3 import (
     pose,
     rotation_from_axes,
 )
+from action_mapping.trajectory import step_count_rows, step_from_counts
 
 P = Primitive
 T_STEP, R_STEP = 0.02, math.pi / 2
@@ -133,6 +134,13 @@ def test_counts_above_the_cap_are_clipped_and_flagged():
 def test_no_motion_is_a_stop_step():
     back = trajectory_to_plan(np.stack([np.eye(4), np.eye(4)]), 0.02, 0.1)
     assert back.steps[0].actions == [P.STOP]
+
+
+def test_step_from_counts_inverts_the_count_rows_and_rounds():
+    step = step_from_counts(np.array([2.4, -0.6, 0.0, 0.0, 1.5, -3.0]), gripper=1)
+    assert step.gripper == 1 and [p.symbol for p in step.actions] == ["D", "space", "→", "L"]
+    assert step_count_rows([step])[0] == [[2.0, -1.0, 0.0, 0.0, 2.0, -3.0]]
+    assert step_from_counts(np.array([0.4, -0.49, 0.0, 0.2, 0.0, 0.0])) is None  # every count rounds to 0
 
 
 def test_trajectory_shape_is_checked():

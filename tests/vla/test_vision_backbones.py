@@ -96,3 +96,15 @@ def test_checkpoint_round_trip_and_native_directory(model, tmp_path):
 def test_grid_positions_are_distinct_per_cell():
     grid = grid_positions(3, 4, 16)
     assert grid.shape == (12, 16) and len({tuple(row.tolist()) for row in grid}) == 12
+
+
+def test_a_saved_native_backbone_folder_passes_the_training_preflight(model, tmp_path):
+    """bench/vla_learning.py trains from a saved EfficientNet folder (vla_backbone.json, no config.json):
+    vla.train's preflight took it for a broken transformers checkpoint and refused it."""
+    from vla.policy import check_backbone
+
+    model.backbone.save(tmp_path / "saved")
+    check_backbone("--backbone", str(tmp_path / "saved"))  # no error
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"config\.json"):
+        check_backbone("--backbone", str(tmp_path / "empty"))

@@ -7,6 +7,15 @@ deltas in [-1, 1], gripper -1 open / +1 close), ``data/demo_<i>/obs/agentview_rg
 row first; ``image_orientation`` chooses what the samples carry, with the same choices and default as the
 project's LIBERO env (``envs.libero``): "upright" (rows flipped: the true camera image), "rot180" (the
 OpenVLA / LeRobot preprocessing, which VLM4VLA's LIBERO training data went through) or "raw".
+
+:class:`LiberoWriter` writes such a file the way LIBERO's ``create_dataset.py`` does: the ``data`` group's
+attributes (``env_name``, ``problem_info``, ``macros_image_convention`` "opengl", ``bddl_file_name``,
+``bddl_file_content``, ``env_args``, ``num_demos``, ``total``) and per demonstration ``actions``,
+``states`` (the flattened MuJoCo state: time, qpos, qvel), ``robot_states`` (gripper qpos, end-effector
+position and quaternion), ``rewards`` and ``dones`` (``uint8``, 1 at the last step), ``obs/agentview_rgb``,
+``obs/eye_in_hand_rgb`` (raw frames, bottom row first), ``obs/gripper_states``, ``obs/joint_states``,
+``obs/ee_states`` (position + axis-angle), ``obs/ee_pos``, ``obs/ee_ori``, and the attributes
+``num_samples``, ``model_file`` (the MuJoCo XML) and ``init_state``.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +39,17 @@ LIBERO_CAMERAS = ("agentview_rgb", "eye_in_hand_rgb")
 ORIENTATIONS = ("upright", "rot180", "raw")
 #: dataset camera key -> observation key of ``envs.libero`` (used by the policy at run time)
 LIBERO_OBSERVATION_KEYS = {"agentview_rgb": "agentview_image", "eye_in_hand_rgb": "eye_in_hand_image"}
+DEMO_KEYS = ("actions", "states", "robot_states", "rewards", "dones")
+OBS_KEYS = (
+    "agentview_rgb",
+    "eye_in_hand_rgb",
+    "gripper_states",
+    "joint_states",
+    "ee_states",
+    "ee_pos",
+    "ee_ori",
+)
+PARTIAL = ".partial"  # suffix of a task file still being written
 
 
 def libero_files(path: str | os.PathLike[str]) -> list[Path]:
@@ -147,3 +168,94 @@ class LiberoDataset:
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_handles": {}}
+
+
+@dataclass(frozen=True)
+class LiberoTaskInfo:
+    """What a LIBERO task file says about its task (the ``data`` group's attributes)."""
+
+    instruction: str
+    problem_name: str
+    domain_name: str
+    bddl_file: str
+    bddl_content: str
+    env_kwargs: dict[str, Any]
+
+
+class LiberoWriter:
+    """One task's demonstrations as a LIBERO HDF5 file (layout in the module docstring).
+
+    The file is written as ``<path>.partial`` and renamed to ``path`` by :meth:`close`, so a file under
+    its final name is complete."""
+
+    def __init__(self, path: str | os.PathLike[str], task: LiberoTaskInfo) -> None:
+        import h5py
+
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.partial = self.path.with_name(self.path.name + PARTIAL)
+        self.handle = h5py.File(self.partial, "w")
+        self.group = self.handle.create_group("data")
+        self.demos, self.total = 0, 0
+        problem = {
+            "problem_name": task.problem_name,
+            "domain_name": task.domain_name,
+            "language_instruction": task.instruction,
+        }
+        env_args = {
+            "type": 1,
+            "env_name": task.problem_name,
+            "problem_name": task.problem_name,
+            "bddl_file": task.bddl_file,
+            "env_kwargs": task.env_kwargs,
+        }
+        attrs = self.group.attrs
+        attrs["env_name"] = task.problem_name
+        attrs["problem_info"] = json.dumps(problem)
+        attrs["macros_image_convention"] = "opengl"
+        attrs["bddl_file_name"] = task.bddl_file
+        attrs["bddl_file_content"] = task.bddl_content
+        attrs["env_args"] = json.dumps(env_args)
+
+    def add_demo(self, demo: dict[str, Any], model_file: str) -> str:
+        """Write ``demo`` (``DEMO_KEYS`` arrays and an ``obs`` dict of ``OBS_KEYS`` arrays, one row per
+        step) as ``data/demo_<i>``; returns its name."""
+        missing = [k for k in DEMO_KEYS if k not in demo] + [
+            f"obs/{k}" for k in OBS_KEYS if k not in demo["obs"]
+        ]
+        if missing:
+            raise ValueError(f"{self.path}: demonstration lacks {missing}")
+        steps = len(demo["actions"])
+        name = f"demo_{self.demos}"
+        group = self.group.create_group(name)
+        for key in DEMO_KEYS:
+            group.create_dataset(key, data=_rows(demo[key], steps, key))
+        obs = group.create_group("obs")
+        for key in OBS_KEYS:
+            obs.create_dataset(key, data=_rows(demo["obs"][key], steps, f"obs/{key}"))
+        group.attrs["num_samples"] = steps
+        group.attrs["model_file"] = model_file
+        group.attrs["init_state"] = np.asarray(demo["states"][0])
+        self.demos += 1
+        self.total += steps
+        return name
+
+    def close(self) -> Path:
+        """Write the totals, close the file and give it its final name."""
+        self.group.attrs["num_demos"] = self.demos
+        self.group.attrs["total"] = self.total
+        self.handle.close()
+        os.replace(self.partial, self.path)
+        return self.path
+
+    def discard(self) -> None:
+        """Close and delete an unfinished file."""
+        self.handle.close()
+        self.partial.unlink(missing_ok=True)
+
+
+def _rows(values: Any, steps: int, key: str) -> np.ndarray:
+    array = np.asarray(values)
+    if len(array) != steps:
+        raise ValueError(f"{key} has {len(array)} rows for {steps} actions")
+    return array

@@ -364,3 +364,29 @@ def test_the_calvin_layout_is_calvin_envs_own_get_obs():
     )
     assert env.observation_space.contains(obs)
     env.close()
+
+
+@needs_calvin_env
+@pytest.mark.parametrize("scene", ["A", "C"])
+def test_official_scene_lists_its_blocks_in_its_own_order_as_the_builtin_does(scene):
+    """calvin_env composed for ``scene`` and the built-in table reset to the same evaluation state report the
+    same ``scene_obs`` (block slots in the scene's order) and the same link origins."""
+    from envs.calvin.env import PlayTableEnv
+    from envs.calvin.official import OfficialPlayTableEnv
+    from envs.calvin.sequences import initial_env_state, symbolic_initial_states
+
+    official = OfficialPlayTableEnv(calvin_env_path=CALVIN_ENV, cameras=(), scene=scene)
+    builtin = PlayTableEnv(cameras=(), scene=scene)
+    try:
+        robot_obs, scene_obs = initial_env_state(symbolic_initial_states()[7], scene)
+        a, _ = official.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
+        b, _ = builtin.reset(options={"robot_obs": robot_obs, "scene_obs": scene_obs})
+        np.testing.assert_allclose(a["scene_obs"][:6], b["scene_obs"][:6], atol=1e-6)
+        for color in official.scene_spec.block_colors:  # each slot holds the same block, resting in place
+            s = official.scene_spec.block_slice(color)
+            np.testing.assert_allclose(a["scene_obs"][s][:2], b["scene_obs"][s][:2], atol=2e-3)
+        for link in ("slide_link", "drawer_link", "button_link", "switch_link"):
+            np.testing.assert_allclose(official.link_pose(link)[0], builtin.link_pose(link)[0], atol=1e-3)
+    finally:
+        official.close()
+        builtin.close()
