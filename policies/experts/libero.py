@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -28,6 +28,8 @@ from policies.experts.libero_goals import Goal, Handle, choose_grasp, find_handl
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+    from envs.libero.env import LiberoEnv
 
 POS_UNIT, ROT_UNIT = 0.05, 0.5  # OSC_POSE: metres / radians per action unit
 OPEN, CLOSED = -1.0, 1.0
@@ -392,6 +394,11 @@ def _horizontal(v: np.ndarray) -> np.ndarray:
     return h / max(float(np.linalg.norm(h)), 1e-9)
 
 
+def _direction(v: np.ndarray) -> tuple[float, float, float]:
+    """A 3-vector as the ``Waypoint.approach`` tuple."""
+    return float(v[0]), float(v[1]), float(v[2])
+
+
 def _nearest_sign(axis: np.ndarray, current: np.ndarray) -> np.ndarray:
     return axis if float(axis @ current) >= 0 else -axis
 
@@ -634,7 +641,7 @@ class Articulate:
             above = np.array([*start[:2], min(max(start[2] + 0.12, hand[2]), MAX_HAND_Z)])
             # fingers tipped toward the cabinet: the hand stays clear of the handles of drawers above
             tip = DOWN + (-out) * CLOSE_TILT
-            point = tuple(float(v) for v in tip / np.linalg.norm(tip))
+            point = _direction(tip / np.linalg.norm(tip))
             return [
                 Waypoint(above, across, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN, approach=point),
                 Waypoint(start + np.array([0, 0, NEAR]), across, CLOSED, tol=0.012, approach=point),
@@ -646,7 +653,7 @@ class Articulate:
                     start - out * travel + np.array([0, 0, 0.08]), across, CLOSED, tol=0.03, approach=point
                 ),
             ]
-        point = tuple(float(v) for v in -out)  # the hand faces the drawer, fingers closing up-down
+        point = _direction(-out)  # the hand faces the drawer, fingers closing up-down
         vertical = np.array([0.0, 0.0, 1.0])
         start = centre + out * (outer - float(centre @ out) - GRIP_DEPTH)  # pads around the bar
         front = start + out * 0.10
@@ -976,12 +983,16 @@ class LiberoExpert(Policy):
 
     def bind(self, env: gym.Env) -> None:
         self.env = env
-        self.goals = parse_goal(env.unwrapped.raw_env.env.parsed_problem["goal_state"])
+        self.goals = parse_goal(self.libero_env().raw_env.env.parsed_problem["goal_state"])
 
-    def reset(self, context: EpisodeContext) -> None:
+    def libero_env(self) -> LiberoEnv:
+        """The bound env's LIBERO env (privileged: the expert reads its simulator)."""
         if self.env is None:
             raise RuntimeError("LiberoExpert needs the env: call policy.bind(env) before reset()")
-        self._scene = Scene(self.env.unwrapped.raw_env)
+        return cast("LiberoEnv", self.env.unwrapped)
+
+    def reset(self, context: EpisodeContext) -> None:
+        self._scene = Scene(self.libero_env().raw_env)
         self._tasks = plan_tasks(self._scene, self.goals, self.retries)
         self._stages = [stage for task in self._tasks for stage in task.stages()]
         self._tracker = None
@@ -993,7 +1004,7 @@ class LiberoExpert(Policy):
             raise RuntimeError("call reset() before act()")
         while self._tracker is None or self._tracker.done:
             if not self._stages:
-                gripper = self.env.unwrapped.noop_action()[6]
+                gripper = self.libero_env().noop_action()[6]
                 return np.array([0, 0, 0, 0, 0, 0, gripper], np.float32)
             self._tracker = Tracker(self._stages.pop(0)(scene))
         base = self._base_rotation()
@@ -1005,7 +1016,7 @@ class LiberoExpert(Policy):
         return not self._stages and (self._tracker is None or self._tracker.done)
 
     def _base_rotation(self) -> np.ndarray:
-        controller = self.env.unwrapped.raw_env.robots[0].composite_controller
+        controller = self.libero_env().raw_env.robots[0].composite_controller
         return np.asarray(controller.get_controller_base_pose("right")[1])
 
     def episode_stats(self) -> dict[str, float]:

@@ -71,7 +71,7 @@ class LiberoPlanExpert:
     def next_plan(self, sizes: StepSizes, max_steps: int, max_step_num: int) -> Plan:
         """The expert's next control step as a one-step plan (``max_steps`` >= 1 always allows it)."""
         action = self.expert.act({})  # privileged: the expert reads the simulator, not the observation
-        rotation = self.env.unwrapped.end_effector_rotation()
+        rotation = self.expert.libero_env().end_effector_rotation()
         step = plan_step(action, rotation, sizes, max_step_num)
         return Plan(steps=[step], format="manipulation", step_sizes=sizes)
 
