@@ -1,6 +1,7 @@
 """``python -m vla.demos`` (``spatial-arena demos``): expert demonstrations, by ``--env``.
 
 ``--env calvin`` (the default) records the play-table in CALVIN's dataset layout, as described below;
+with ``--scenes`` or ``--frames`` it records continuous play instead (:mod:`vla.calvin_play`);
 ``--env libero`` records LIBERO tasks in LIBERO's HDF5 layout and as a LeRobotDataset v3
 (:mod:`vla.libero_demos`, ``spatial-arena demos --env libero --help``).
 
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 ENVS = ("calvin", "libero")
 DEFAULT_JOINT_NOISE = 0.1  # radians (std per joint): moves the start TCP by several centimetres
 CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}
+DEPTH_KEYS = ("depth_static", "depth_gripper")
 MAX_PREFIX = 2  # setup tasks before the recorded one (lift + stack before unstack_block)
 
 
@@ -207,7 +209,7 @@ def _frame(obs: dict[str, np.ndarray], action: np.ndarray, env: gym.Env) -> dict
     absolute = np.array(
         [*(pos + action[:3] * C.MAX_REL_POSITION), *(orn + action[3:6] * C.MAX_REL_ORIENTATION), action[6]]
     )
-    frame = {k: obs[k] for k in CAMERA_KEYS.values() if k in obs}
+    frame = {k: obs[k] for k in (*CAMERA_KEYS.values(), *DEPTH_KEYS) if k in obs}  # depth: play data
     return {
         **frame,
         "rel_actions": action,
@@ -412,6 +414,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from vla import libero_demos
 
         return libero_demos.main(args)
+    from vla import calvin_play
+
+    if calvin_play.wants_play(args):
+        return calvin_play.main(args)
     summary = generate(parse_config(DemoConfig, args, prog="python -m vla.demos"))
     for task, row in summary["tasks"].items():
         print(
