@@ -63,7 +63,6 @@ WINDOW = 64  # frames per CALVIN language annotation window
 CHUNK = 10
 FORMATS = ("calvin", "lerobot")
 PLAY_FLAGS = ("--scenes", "--frames")
-DEPTH_KEYS = ("depth_static", "depth_gripper")
 
 
 @dataclass
@@ -91,6 +90,11 @@ class PlayConfig:
             )
         scene_list(self.scenes)
         format_list(self.format)
+        root = Path(self.out)
+        if any((root / self.split).glob("episode_*.npz")) or (root / "lerobot" / "meta").exists():
+            raise InputError(
+                f"--out {root} already holds play data ({self.split}/ or lerobot/); give a new folder"
+            )
 
 
 def scene_list(text: str) -> list[str]:
@@ -186,11 +190,13 @@ def lerobot_frame(frame: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     }
 
 
-def new_start(env: gym.Env, scene: str, rng: np.random.Generator, config: PlayConfig) -> tuple[dict, dict]:
+def new_start(
+    env: gym.Env, scene: str, rng: np.random.Generator, config: PlayConfig
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Reset ``env`` to a random CALVIN initial state placed in ``scene``; (symbolic state, observation)."""
     from envs.calvin.scenes import scene_spec
     from envs.calvin.sequences import BLOCK_YAW_RANGE, initial_env_state, symbolic_initial_states
-    from vla.demos import perturbed_robot_obs
+    from vla.calvin_recording import perturbed_robot_obs
 
     states = symbolic_initial_states()
     symbolic = states[int(rng.integers(len(states)))]
@@ -253,7 +259,7 @@ def _subtask(
 ) -> tuple[dict[str, Any], dict[str, np.ndarray], int]:
     """Run one drawn subtask, record its frames, annotate it on success; (state, obs, failures in a row)."""
     from envs.calvin.instructions import train_instructions
-    from vla.demos import record_task
+    from vla.calvin_recording import record_task
 
     task, after = next_task(state, rng)
     sentences = train_instructions()[task]

@@ -153,3 +153,7 @@ def test_play_switch_and_its_checks(tmp_path):
     ):
         with pytest.raises(InputError, match=flag):
             PlayConfig(**{"out": str(tmp_path), **bad}).check()
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "episode_0000000.npz").write_bytes(b"")
+    with pytest.raises(InputError, match="already holds"):
+        PlayConfig(out=str(tmp_path)).check()
