@@ -157,3 +157,19 @@ def test_play_switch_and_its_checks(tmp_path):
     (tmp_path / "training" / "episode_0000000.npz").write_bytes(b"")
     with pytest.raises(InputError, match="already holds"):
         PlayConfig(out=str(tmp_path)).check()
+
+
+def test_failed_subtasks_are_counted_and_resets_start_new_episodes(tmp_path):
+    """With 5 steps per subtask every subtask fails: 3 in a row reset the scene (a new episode row); the same
+    seed writes the same frames."""
+    argv = ["--scenes", "D", "--frames", "32", "--ep-len", "5", "--format", "calvin", "--seed", "4"]
+    runs = [main(["--env", "calvin", *argv, "--out", str(tmp_path / name)]) for name in ("a", "b")]
+    row = runs[0]["scenes"]["D"]
+    assert row["succeeded"] == 0 and row["failed"] == 6 and row["cut_by_frame_budget"] == 1
+    assert row["episodes"] == 3
+    split = tmp_path / "a" / "training"
+    assert np.load(split / EPISODES_FILE).tolist() == [[0, 14], [15, 29], [30, 31]]
+    assert load_pickled_npy(split / LANG_FILE)["info"]["indx"] == []
+    for t in (0, 31):
+        a, b = np.load(frame_path(split, t)), np.load(frame_path(tmp_path / "b" / "training", t))
+        assert all(np.array_equal(a[k], b[k]) for k in a.files)
