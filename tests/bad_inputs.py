@@ -116,6 +116,12 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--ray-num-gpus", "1"], "--ray-num-gpus"),
     ("calvin", ["--ray", "local", "--ray-num-gpus", "64"], "--ray-num-gpus"),
     ("calvin", ["--ray-num-cpus", "-1"], "--ray-num-cpus"),
+    # --- sequential stopping (shared by every closed-loop CLI)
+    ("calvin", ["--stop-when-decided"], "--against"),
+    ("calvin", ["--stop-when-decided", "--against", "1.5"], "--against"),
+    ("calvin", ["--stop-when-decided", "--against", "/no/such/run"], "/no/such/run"),
+    ("calvin", ["--against", "0.5"], "--stop-when-decided"),
+    ("calvin", ["--stop-when-decided", "--against", "{empty_dir}"], "manifest.json"),
     # --- LIBERO
     ("libero", ["--trials-per-task", "0"], "--trials-per-task"),
     ("libero", ["--image-size", "0"], "--image-size"),
@@ -138,6 +144,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", ["--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     ("libero", [*MLLM, "--n-examples", "3"], "--n-examples"),  # EB loop only
     ("libero", [*MLLM, "--loop", "eb"], "--loop"),  # LIBERO runs the spatial loop only
+    ("libero", ["--stop-when-decided", "--against", "-0.1"], "--against"),
     # --- EB navigation and manipulation
     ("embodied", [], "nav"),
     ("embodied", ["boat"], "nav"),
@@ -148,6 +155,10 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["nav", "--episodes-file", "/no/such/episodes.jsonl"], "/no/such/episodes.jsonl"),
     ("embodied", ["nav", "--episodes-file", "{file}"], "{file}"),
     ("embodied", ["nav", "--subset", "attic"], "--subset"),
+    ("embodied", ["nav", "--perturb", "weather"], "weather"),
+    ("embodied", ["nav", "--perturb", "camera:9"], "--perturb"),
+    ("embodied", ["nav", "--perturb", "camera", "--certificates", "{file}"], "--certificates"),
+    ("embodied", ["manip", "--perturb", "camera"], "--perturb"),
     ("embodied", ["nav", "--policy", "vla", "--backbone", "tiny-qwen2.5-vl"], "--policy vla"),
     ("embodied", ["nav", "--checkpoint", "/no/such/checkpoint"], "--policy vla"),
     ("embodied", ["nav", "--policy", "constant", "--action", "99"], "--action"),
@@ -174,6 +185,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["manip", "--workers", "-1"], "--workers"),
     ("embodied", ["manip", *AGENT], "--policy agent"),
     ("embodied", ["manip", "--policy", "vla", "--checkpoint", "/no/such/checkpoint"], "--policy vla"),
+    ("embodied", ["nav", "--stop-when-decided"], "--against"),
     ("embodied", ["manip", "--policy", "constant", "--action", "3"], "--action"),
     ("embodied", ["manip", "--policy", "mllm", "--model", "m", "--api-base", "{dead}"], "{dead}"),
     (

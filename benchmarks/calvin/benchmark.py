@@ -23,13 +23,14 @@ from benchmarks.calvin.report import (
 )
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, score_cell, unit_seed
 from benchmarks.core.episode import StepHook
-from benchmarks.core.episode_record import EpisodeRecord
+from benchmarks.core.episode_record import EpisodeRecord, read_episode
 from benchmarks.core.latency import latency_markdown, summarize_latency
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import run_command
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
+from benchmarks.stats.stopping import stopper_for
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
@@ -196,6 +197,11 @@ class CalvinBenchmark(Benchmark):
             **calvin_sources(self.config),
         }
 
+    def unit_value(self, record: dict[str, Any]) -> float:
+        """A chain's completed subtasks over its length (avg. len / 5 on the 5-subtask protocol), in [0, 1]."""
+        extras = read_episode(record["result"])["extras"]
+        return int(extras["num_completed"]) / (len(extras.get("tasks") or []) or 5)
+
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         done = [r["extras"]["num_completed"] for r in ok_chains(records)]
         m = chain_metrics(done, self.chain_length)
@@ -329,4 +335,4 @@ def main(argv: Sequence[str] | None = None) -> Summary:
             raise InputError(str(error)) from None
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = CalvinBenchmark(config, spec)
-    return run_command(bench, bench.run_path)
+    return run_command(bench, bench.run_path, stopper_for(bench))

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from benchmarks.core.episode_record import read_episode
 from benchmarks.core.executors import make_executor
 from benchmarks.core.manifest import build_manifest
 from benchmarks.core.progress import Progress
 from benchmarks.core.rundir import ResumeError, RunDir, write_json
+from benchmarks.core.stopping import STOPPING_KEYS, ProtocolPrefix, Stopper, StoppingConfig, StopStatus
 from benchmarks.core.streak import (
     DEFAULT_MAX_CONSECUTIVE_ERRORS,
     ErrorStreak,
@@ -67,10 +69,11 @@ def require_count(flag: str, value: int | None, *, minimum: int = 1) -> None:
 
 
 @dataclass
-class ExecutionConfig:
+class ExecutionConfig(StoppingConfig):
     """Execution (workers, Ray, resume; never changes the results)
 
-    Shared by every closed-loop benchmark config: how a run executes, not what it measures."""
+    Shared by every closed-loop benchmark config: how a run executes, not what it measures; with it, when a
+    run may stop early (:class:`~benchmarks.core.stopping.StoppingConfig`)."""
 
     workers: int = arg(
         1, "parallel local worker processes (units are sharded; results do not depend on it)", minimum=1
@@ -115,6 +118,7 @@ class ExecutionConfig:
         require_count("--workers", self.workers)
         require_count("--unit-retries", self.unit_retries, minimum=0)
         require_count("--limit", self.limit)
+        self.check_stopping()
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,10 @@ class Benchmark(ABC):
         """Running statistics shown next to the progress bar."""
         return {}
 
+    def unit_value(self, record: dict[str, Any]) -> float:
+        """A completed unit's value in [0, 1] for sequential stopping: its success (CALVIN: avg. len / 5)."""
+        return float(bool(read_episode(record["result"])["success"]))
+
     def manifest_extra(self) -> dict[str, Any]:
         """Extra provenance (policy identity, env ids, protocol constants) for the manifest."""
         return {}
@@ -201,7 +209,9 @@ class Benchmark(ABC):
 def _prepare(out: RunDir, manifest: dict[str, Any], benchmark: Benchmark, *, resume: bool) -> None:
     """Check ``out`` against the manifest (or start it), saying on stderr which files were moved aside."""
     for moved in out.prepare(
-        manifest, resume=resume, runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys
+        manifest,
+        resume=resume,
+        runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys | STOPPING_KEYS,
     ):
         print(
             moved.message("their units run again" if moved.path == out.records else "kept there, unread"),
@@ -216,9 +226,11 @@ def _record_units(
     records: list[dict[str, Any]],
     bar: Progress,
     streak: ErrorStreak,
+    decided: Callable[[dict[str, Any]], bool] | None = None,
 ) -> ErrorStreakStop | None:
     """Write each finished unit's decisions and record as it arrives; the error streak that stopped the run,
-    if one did (the units still in flight are stopped then)."""
+    if one did. The units still in flight are stopped then, or once ``decided`` (a sequential stopper fed
+    each record) says the run has its answer."""
     stopped: ErrorStreakStop | None = None
     try:
         for record in finished_units:
@@ -229,6 +241,8 @@ def _record_units(
             records.append(record)
             bar.update(benchmark.progress_stats(records))
             streak.add(record["error"] if record["status"] == RECORD_ERROR else None)
+            if decided is not None and decided(record):
+                break
             try:
                 streak.check()
             except ErrorStreakStop as stop:
@@ -256,21 +270,25 @@ def run_benchmark(
     max_retries: int = 2,
     units: Sequence[WorkUnit] | None = None,
     max_consecutive_errors: int = DEFAULT_MAX_CONSECUTIVE_ERRORS,
+    stopper: Stopper | None = None,
 ) -> Summary:
     """Run every unit not yet finished in ``run_dir``, then summarise the records of this run's units.
 
     ``ray_resources`` (``num_cpus``, ``num_gpus``) is what each Ray worker actor declares; ``units``
     (default: ``benchmark.selected_units()``) saves building them twice. After ``max_consecutive_errors``
     units in a row ended in an error (0: never), the units in flight are stopped, the summary of what
-    finished is written, and :class:`ErrorStreakStop` is raised (one line naming the policy's endpoint)."""
+    finished is written, and :class:`ErrorStreakStop` is raised (one line naming the policy's endpoint).
+    With a ``stopper`` the run ends once it decides on the units finished in protocol order; the summary then
+    covers the units its verdict rests on."""
     out = RunDir(run_dir)
     units = list(benchmark.selected_units() if units is None else units)
     manifest = build_manifest(benchmark.name, benchmark.config, benchmark.manifest_extra())
     _prepare(out, manifest, benchmark, resume=resume)
     finished = out.finished_keys(retry_errors=retry_errors) if resume else set()
     out.keep_decisions(finished)  # lines of units about to run (again) go; theirs are written afresh
-    todo = [u for u in units if u.key not in finished]
     records = out.merged_records()
+    sequential = _Sequential(stopper, units, records) if stopper is not None else None
+    todo = [] if sequential and sequential.done else [u for u in units if u.key not in finished]
     bar = Progress(len(units), len(units) - len(todo), f"{benchmark.name}", enabled=progress)
     policy = manifest.get("policy") or {}
     streak = ErrorStreak(
@@ -279,11 +297,43 @@ def run_benchmark(
     executor = executor or make_executor(workers, ray=ray, max_retries=max_retries, **(ray_resources or {}))
     executor.unit_progress = bar.unit if bar.enabled else None
     finished_units = executor.run(benchmark.worker_factory(), todo)
-    stopped = _record_units(benchmark, out, finished_units, records, bar, streak)
-    summary = write_summary(benchmark, out, units)
+    decided = sequential.add if sequential is not None else None
+    stopped = _record_units(benchmark, out, finished_units, records, bar, streak, decided)
+    summary = _summarize(benchmark, out, units, sequential)
     if stopped is not None:
         raise stopped
     return summary
+
+
+def _summarize(
+    benchmark: Benchmark, out: RunDir, units: Sequence[WorkUnit], sequential: _Sequential | None
+) -> Summary:
+    """The run's summary; a decided sequential run's covers only the units its verdict rests on."""
+    if sequential is None:
+        return write_summary(benchmark, out, units)
+    status = sequential.status
+    used = units[: status.used] if status.decided else units
+    return write_summary(benchmark, out, used, status, len(units))
+
+
+class _Sequential:
+    """A stopper fed the protocol-order prefix of finished units; ``done`` once it decided."""
+
+    def __init__(
+        self, stopper: Stopper, units: Sequence[WorkUnit], records: Sequence[dict[str, Any]]
+    ) -> None:
+        self.stopper = stopper
+        self.prefix = ProtocolPrefix(units, records)
+        self.status = stopper.status(self.prefix.records)
+
+    @property
+    def done(self) -> bool:
+        return self.status.decided
+
+    def add(self, record: dict[str, Any]) -> bool:
+        if self.prefix.add(record):
+            self.status = self.stopper.status(self.prefix.records)
+        return self.status.decided
 
 
 def decision_lines(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -294,9 +344,17 @@ def decision_lines(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**head, "call": i, **call} for i, call in enumerate(calls)]
 
 
-def write_summary(benchmark: Benchmark, out: RunDir, units: Sequence[WorkUnit]) -> Summary:
+def write_summary(
+    benchmark: Benchmark,
+    out: RunDir,
+    units: Sequence[WorkUnit],
+    stop: StopStatus | None = None,
+    planned: int | None = None,
+) -> Summary:
     """Merge the records of ``units`` in unit order and write summary.json, summary.md and the benchmark's
-    own files. Errored units are counted, never scored; ``run.complete`` is false unless every unit completed."""
+    own files. Errored units are counted, never scored; ``run.complete`` is false unless every unit completed.
+    A sequential run's ``stop`` (of ``planned`` units) goes into ``sequential`` and a line of summary.md; units
+    it did not need are not errors and are not counted."""
     keys = {u.key for u in units}
     records = [r for r in out.merged_records() if r["key"] in keys]
     tally = UnitTally.of(records, len(units))
@@ -309,6 +367,8 @@ def write_summary(benchmark: Benchmark, out: RunDir, units: Sequence[WorkUnit]) 
         "units_errored": tally.errored,
         "errored_keys": [r["key"] for r in errors],
     }
+    if stop is not None:
+        summary.data["sequential"] = {**stop.data, "units_used": stop.used, "units_planned": planned}
     write_json(out.summary_json, summary.data)
     notes = "\n"
     if errors:
@@ -317,13 +377,15 @@ def write_summary(benchmark: Benchmark, out: RunDir, units: Sequence[WorkUnit]) 
             f"scored ({', '.join(r['key'] for r in errors[:5])}{', ...' if len(errors) > 5 else ''}); "
             f"the causes are in records.jsonl.\n"
         )
+    if stop is not None:
+        notes = f"\n\n**Sequential stopping**: {stop.line}" + notes
     out.summary_md.write_text(summary.markdown.rstrip() + notes)
     for name, writer in summary.files.items():
         writer(out.path / name)
     return summary
 
 
-def run_command(benchmark: Benchmark, run_path: str | Path) -> Summary:
+def run_command(benchmark: Benchmark, run_path: str | Path, stopper: Stopper | None = None) -> Summary:
     """Run a benchmark from its CLI config (the fields every benchmark config shares) and print the summary.
 
     Exits with :data:`EXIT_UNITS_ERRORED` when a unit ended in an error (unless ``--allow-errors``), and
@@ -347,6 +409,7 @@ def run_command(benchmark: Benchmark, run_path: str | Path) -> Summary:
             max_retries=c.unit_retries,
             units=units,
             max_consecutive_errors=c.max_consecutive_errors,
+            stopper=stopper,
         )
     except ResumeError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -22,7 +22,18 @@ from benchmarks.core.runner import run_command
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
 from benchmarks.embodied.report import average_interval, subset_markdown, subset_table
+from benchmarks.robustness import (
+    CertificateCache,
+    certificate_key,
+    certify,
+    robustness_markdown,
+    robustness_table,
+)
+from benchmarks.robustness.suite import variant_units
 from benchmarks.stats.intervals import WILSON, described
+from benchmarks.stats.stopping import stopper_for
+from envs.perturbation import PerturbationSpec
+from policies.base import Policy
 from policies.config_cli import InputError
 from policies.entry_point import load_entry_point
 
@@ -88,16 +99,62 @@ class EmbodiedWorker(EpisodeWorker):
         self.policy = build_policy_from_spec(spec, defaults=self.family.policy_defaults())
         self.policy.bind(self.env)
         self._run_episode = load_entry_point(self.family.run_episode)
+        self.certificates = CertificateCache(certificates_path(config, run_path)) if config.perturb else None
+        self._expert: Policy | None = None
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
-        return self._run_episode(
+        perturbation = unit.spec.get("perturbation")
+        if perturbation is None:
+            return self._run_episode(
+                self.env,
+                self.policy,
+                unit.spec["episode"],
+                seed=unit.seed,
+                on_step=on_step,
+                decisions=self.decisions,
+            )
+        certificate = self._certify(unit)
+        record: EpisodeRecord = self._run_episode(
             self.env,
             self.policy,
             unit.spec["episode"],
             seed=unit.seed,
             on_step=on_step,
             decisions=self.decisions,
+            perturbation=perturbation,
         )
+        record["extras"].update(
+            perturbation=perturbation, certified=certificate["certified"], certificate=certificate
+        )
+        return record
+
+    def _certify(self, unit: WorkUnit) -> dict[str, Any]:
+        """The family's expert runs the variant first (once per variant: certificates are cached)."""
+        assert self.certificates is not None
+        spec, episode = PerturbationSpec.from_json(unit.spec["perturbation"]), unit.spec["episode"]
+        if self._expert is None:
+            assert self.env is not None  # (made in __init__)
+            self._expert = load_entry_point(self.family.expert)()
+            self._expert.bind(self.env)
+        expert = self._expert
+
+        def run_expert() -> EpisodeRecord:
+            return self._run_episode(self.env, expert, episode, seed=unit.seed, perturbation=spec.to_json())
+
+        key = certificate_key(self.family.name, self.family.expert, episode, spec)
+        return certify(self.certificates, key, spec, episode.get("episode_id"), run_expert)
+
+
+def perturbation_family(family: Family) -> str:
+    """The ``module:FAMILY`` naming the env's robustness axes, or an input error for a family without any."""
+    if family.perturbations is None:
+        raise InputError(f"--perturb: {family.title} declares no perturbation axes yet; use nav")
+    return family.perturbations
+
+
+def certificates_path(config: EmbodiedConfig, run_path: str) -> Path:
+    """``--certificates``, or ``certificates.json`` next to the benchmark's run folders."""
+    return Path(config.certificates) if config.certificates else Path(run_path).parent / "certificates.json"
 
 
 def _build_worker(config: EmbodiedConfig, spec: PolicySpec, run_path: str) -> EmbodiedWorker:
@@ -136,10 +193,14 @@ class EmbodiedBenchmark(Benchmark):
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise InputError(f"--episodes-file: episode ids must be unique; repeated: {duplicates[:5]}")
-        return [
+        clean = [
             WorkUnit(i, key, unit_seed(self.config.seed, i), {"episode": e})
             for i, (key, e) in enumerate(zip(ids, episodes))
         ]
+        if not self.config.perturb:
+            return clean
+        CertificateCache(certificates_path(self.config, self.run_path))  # a bad file: an input error, now
+        return variant_units(clean, self.config.perturb, load_entry_point(perturbation_family(self.family)))
 
     def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
@@ -156,7 +217,32 @@ class EmbodiedBenchmark(Benchmark):
         return {"success%": f"{100 * np.mean([r['success'] for r in ok]):.1f}" if ok else "-"}
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
+        if self.config.perturb:
+            return self._robustness_summary(records, run_dir, tally)
+        return self._summary(ok_results(records), tally)
+
+    def _robustness_summary(
+        self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally
+    ) -> Summary:
+        """The clean arm's usual summary (the headline) plus the robustness table; certificates saved."""
         results = ok_results(records)
+        cache = CertificateCache(certificates_path(self.config, self.run_path))
+        for r in results:
+            if "certificate" in r["extras"]:
+                c = r["extras"]["certificate"]
+                cache.put(c["key"], {k: v for k, v in c.items() if k not in ("key", "cached")})
+        cache.save()
+        clean_tally = UnitTally.of(
+            [r for r in records if "~" not in str(r.get("key"))], len(self._episodes())
+        )
+        clean = [r for r in results if r["extras"].get("perturbation") is None]
+        summary = self._summary(clean, clean_tally)
+        table = robustness_table(results, self.config.include_uncertified)
+        summary.data["robustness"] = table
+        summary.markdown += "\n" + robustness_markdown(table)
+        return summary
+
+    def _summary(self, results: list[EpisodeRecord], tally: UnitTally) -> Summary:
         table = subset_table(results)
         average = float(np.mean([row["success_rate"] for row in table.values()])) if table else None
         families = subset_table(results, "family") if results and "family" in results[0]["extras"] else None
@@ -225,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
         benchmark=f"embodied-{family.name}",
     )
     config.family = family.name
+    if config.perturb:
+        perturbation_family(family)  # (before the env's simulator is imported)
     if config.env_kwargs.strip() not in ("", "{}"):  # (importing the env class may import its simulator)
         check_env_kwargs(family.env_id, json.loads(config.env_kwargs))
     preflight(
@@ -234,4 +322,4 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
         action_space=lambda: action_space(family.name, _env_kwargs(config, family)),
     )
     bench = EmbodiedBenchmark(config, spec)
-    return run_command(bench, bench.run_path)
+    return run_command(bench, bench.run_path, stopper_for(bench))

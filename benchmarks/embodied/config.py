@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.core.runner import ExecutionConfig, require_count
+from benchmarks.robustness.config import RobustnessArgs
 from policies.config_cli import arg
 
 
@@ -25,6 +26,7 @@ class Family:
     video_keys: tuple[str, ...]
     size_kwargs: tuple[str, ...]  # env kwargs set by --image-size
     mllm_defaults: dict[str, Any] = field(default_factory=dict)
+    perturbations: str | None = None  # "module:FAMILY": the module registering the env's robustness axes
 
     def policy_defaults(self) -> dict[str, dict[str, Any]]:
         """Per-policy defaults on this family (``parse_benchmark_args``' ``policy_defaults``)."""
@@ -45,6 +47,7 @@ FAMILIES = {
         video_keys=("rgb",),
         size_kwargs=("width", "height"),
         mllm_defaults={"loop": "eb", "task": "navigation", "image_keys": ("rgb",)},
+        perturbations="envs.navigation.perturbations:FAMILY",
     ),
     "manip": Family(
         name="manip",
@@ -64,7 +67,7 @@ FAMILIES = {
 
 
 @dataclass
-class EmbodiedConfig(ExecutionConfig):
+class EmbodiedConfig(RobustnessArgs, ExecutionConfig):
     """Evaluate a policy on EB-style navigation or manipulation (first argument: nav or manip)."""
 
     family: str = arg("nav", "nav or manip (given as the first argument)", cli=False)

@@ -20,6 +20,7 @@ def run_episode(
     seed: int = 0,
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    perturbation: dict[str, Any] | None = None,
 ) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or the step budget; a JSON-safe record.
 
@@ -30,11 +31,15 @@ def run_episode(
     EmbodiedBench's per-episode numbers (task success as ``success``, steps as ``steps``) and ``extras``:
     ``episode_id``, ``subset``, ``num_invalid_actions``, ``final_distance``, ``final_visibility`` (of the
     target) and ``shortest_path_length``. ``on_step(obs, caption)`` sees every observation;
-    the policy's model calls are appended to ``decisions``.
+    the policy's model calls are appended to ``decisions``. ``perturbation`` (a spec dict) runs that robustness
+    variant of the episode; the policy still gets only what the env shows it.
     """
 
     start = time.perf_counter()
-    obs, info = env.reset(seed=seed, options={"episode": episode})
+    options: dict[str, Any] = {"episode": episode}
+    if perturbation is not None:
+        options["perturbation"] = perturbation
+    obs, info = env.reset(seed=seed, options=options)
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "subset")))
     loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info

@@ -20,13 +20,14 @@ from typing import Any
 from benchmarks.core.episode_record import read_episode
 from benchmarks.core.rundir import RunDir
 from benchmarks.core.runner import POLICY_RUNTIME_KEYS, RUNTIME_KEYS
+from benchmarks.core.stopping import STOPPING_KEYS
 from benchmarks.core.work import RECORD_OK
 from policies.config_cli import InputError
 
 #: Closed-loop config fields that name the model under test, not the protocol: they may differ.
 POLICY_KEYS = frozenset({"policy", "policy_kwargs", "replay_file", "latency", "latency_mode"})
 #: Closed-loop config fields that only choose how many of the protocol's units ran (units are matched).
-PREFIX_KEYS = frozenset({"limit", "num_sequences", "trials_per_task", "episodes"})
+PREFIX_KEYS = frozenset({"limit", "num_sequences", "trials_per_task", "episodes"}) | STOPPING_KEYS
 #: What must match between two static runs: the data, the benchmark, its scoring mode and prompt style.
 STATIC_PROTOCOL = ("benchmark", "mode", "prompt_style", "data_sha256", "video_frames", "weights")
 
@@ -99,11 +100,25 @@ def _closed_loop_run(folder: Path, manifest: Mapping[str, Any]) -> Run:
     family = str(manifest.get("benchmark"))
     ignored = RUNTIME_KEYS | POLICY_RUNTIME_KEYS | POLICY_KEYS | PREFIX_KEYS
     protocol = {"benchmark": family, **{k: v for k, v in manifest["config"].items() if k not in ignored}}
-    units = {r["key"]: _closed_loop_unit(family, r) for r in RunDir(folder).merged_records()}
+    records = RunDir(folder).merged_records()[: _decided_units(folder)]
+    units = {r["key"]: _closed_loop_unit(family, r) for r in records}
     label = str((manifest.get("policy") or {}).get("label") or manifest["config"].get("policy"))
     if family == "calvin":
         return Run(folder, family, label, protocol, units, "score", "chain position")
     return Run(folder, family, label, protocol, units, "success", "task" if family == "libero" else "subset")
+
+
+def _decided_units(folder: Path) -> int | None:
+    """A run stopped by ``--stop-when-decided``: how many units (in protocol order) its verdict rests on; units
+    other workers finished after it are in records.jsonl but, as in its summary, not results (``None``: all)."""
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    stop = summary.get("sequential") if isinstance(summary, dict) else None
+    if not isinstance(stop, dict) or stop.get("verdict") not in ("better", "worse"):
+        return None
+    return int(stop["units_used"])
 
 
 def _closed_loop_unit(family: str, record: Mapping[str, Any]) -> Unit:

@@ -25,6 +25,7 @@ from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.libero.config import POLICY_DEFAULTS, REFERENCE, LiberoConfig
 from benchmarks.libero.report import blind_rows, task_plot, task_rows, task_table
 from benchmarks.stats.intervals import WILSON, described, wilson
+from benchmarks.stats.stopping import stopper_for
 from envs.libero import protocol
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
@@ -229,4 +230,4 @@ def main(argv: Sequence[str] | None = None) -> Summary:
     )
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = LiberoBenchmark(config, spec)
-    return run_command(bench, bench.run_path)
+    return run_command(bench, bench.run_path, stopper_for(bench))

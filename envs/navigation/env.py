@@ -11,6 +11,7 @@ from gymnasium import spaces
 
 from action_mapping import Plan, StepMotion
 from action_mapping.adapters import EB_NAV_LOOK_STEP, EB_NAV_MOVE_STEP, eb_navigation_actions
+from envs.navigation import perturbations
 from envs.navigation.episodes import (
     MAX_STEPS,
     SUBSETS,
@@ -22,6 +23,7 @@ from envs.navigation.episodes import (
 from envs.navigation.render import Frame, FrameRenderer
 from envs.navigation.scene import scene_key
 from envs.navigation.world import PITCH_LIMITS, AgentPose, World, camera_height_limits
+from envs.perturbation import Channels, check_spec
 
 # EmbodiedBench's skill descriptions, in action-id order; feedback quotes them verbatim as EB does.
 ACTION_NAMES: tuple[str, ...] = (
@@ -87,7 +89,9 @@ class EBNavigationEnv(gym.Env):
         ``reset(options={"episode": dict})`` loads that episode; ``reset(seed=s)`` without an episode draws
         one from the default set of ``subset`` (``make_episode_set(subset, default_set_size,
         default_set_seed)``) with the seeded generator. Consecutive episodes of one scene reuse the
-        compiled MuJoCo model.
+        compiled MuJoCo model. ``options={"perturbation": spec}`` (an :class:`envs.perturbation.PerturbationSpec`
+        or its dict) runs a robustness variant of the episode (axes in :mod:`envs.navigation.perturbations`);
+        nothing of the spec appears in observations or ``info``.
 
     Episode End:
         Terminated on success; truncated when ``max_steps`` (20) actions have been taken.
@@ -149,6 +153,8 @@ class EBNavigationEnv(gym.Env):
         self._steps, self._done, self._success, self._feedback = 0, False, False, ""
         self._frame: Frame | None = None
         self._unsupported: list[str] = []
+        self._channels = Channels(None, self.action_space)
+        self._fov = self.fov
 
     def _observation_space(self) -> spaces.Dict:
         image = (self.height, self.width)
@@ -167,7 +173,15 @@ class EBNavigationEnv(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
-        episode = self._episode_from(options or {})
+        options = options or {}
+        episode = self._episode_from(options)
+        spec = options.get("perturbation")
+        if spec is not None:  # the variant's scene, kept from the policy (no spec field reaches obs/info)
+            spec = check_spec(perturbations.FAMILY, spec)
+            axis = perturbations.AXES[spec.axis]
+            episode = episode if axis.apply is None else axis.apply(episode, spec)
+        self._channels = Channels(spec, self.action_space)
+        self._fov = float(episode.get("camera_fov", self.fov))
         world, renderer = self._load_scene(episode["scene"])
         renderer.set_target(world.object_geoms(episode["target"]["id"]))
         self._episode = episode
@@ -183,11 +197,11 @@ class EBNavigationEnv(gym.Env):
         return obs, info
 
     def _episode_from(self, options: dict[str, Any]) -> dict[str, Any]:
-        unknown = set(options) - {"episode", "episode_index"}
+        unknown = set(options) - {"episode", "episode_index", "perturbation"}
         if unknown:
             raise ValueError(
                 f"unknown reset options {sorted(unknown)}; use 'episode' (an episode dict) or "
-                "'episode_index' (an index into the default set)"
+                "'episode_index' (an index into the default set), and 'perturbation' (a variant spec)"
             )
         if "episode" in options:
             validate_episode(options["episode"])
@@ -223,6 +237,7 @@ class EBNavigationEnv(gym.Env):
                 "step() takes native actions; execute a Plan through the spatial-action wrapper, "
                 "or convert its steps with env.unwrapped.native_actions(step_motion(...))"
             )
+        action = self._channels.action(action)
         if self.action_mode == "discrete":
             name, ok, reason = self._discrete_step(action)
         else:
@@ -316,7 +331,7 @@ class EBNavigationEnv(gym.Env):
 
     def _observe(self, *, last_action_success: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         assert self._world is not None and self._renderer is not None and self._episode is not None
-        self._world.place_camera(self._pose, self.fov)
+        self._world.place_camera(self._pose, self._fov)
         frame = self._renderer.render(
             self._world.data, self._world.camera_id, depth=self.use_depth, entity=self.use_mask
         )
@@ -327,6 +342,7 @@ class EBNavigationEnv(gym.Env):
         if self.use_mask:
             obs["object_ids"] = frame.entity
         obs["instruction"], obs["feedback"] = self._episode["instruction"], self._feedback
+        obs = self._channels.images(obs)
         evaluation = self.evaluate()
         self._success = bool(evaluation["success"])
         pixels = frame.target_pixels

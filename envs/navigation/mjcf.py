@@ -254,7 +254,7 @@ def _lights(scene: dict[str, Any]) -> list[str]:
         x0, y0, x1, y1 = room["bounds"]
         diffuse = [c * room["light"]["intensity"] for c in room["light"]["rgb"]]
         out.append(
-            f"<light {_attrs(name=f'light{i}', pos=_f([(x0 + x1) / 2, (y0 + y1) / 2, scene['wall_height'] - 0.1]), dir='0 0 -1', diffuse=_f(diffuse), specular='0.05 0.05 0.05', cutoff=85, exponent=1, castshadow='false', attenuation='1 0.05 0.02')}/>"
+            f"<light {_attrs(name=f'light{i}', pos=_f([(x0 + x1) / 2, (y0 + y1) / 2, scene['wall_height'] - 0.1]), dir=_f(room['light'].get('dir', [0, 0, -1])), diffuse=_f(diffuse), specular='0.05 0.05 0.05', cutoff=85, exponent=1, castshadow='false', attenuation='1 0.05 0.02')}/>"
         )
     return out
 

@@ -474,6 +474,19 @@ def _place_object(
     return None
 
 
+def place_extra_object(
+    rng: np.random.Generator, category: str, room_index: int, scene: dict[str, Any]
+) -> bool:
+    """Place one more ``category`` object in room ``room_index`` of ``scene`` (in place) by the generator's
+    own rules (floor or furniture surface, clear of doors and other objects); False if it found no spot."""
+    obj = _place_object(rng, category, room_index, scene, _door_zones(scene["doors"]))
+    if obj is None:
+        return False
+    obj["id"] = f"{obj['category']}_{len(scene['objects'])}"
+    scene["objects"].append(obj)
+    return True
+
+
 def _crowded(pos: list[float], half: float, support: str, objects: list[dict[str, Any]]) -> bool:
     for o in objects:
         other = CATEGORIES[o["category"]].footprint * o["scale"]

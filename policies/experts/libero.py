@@ -24,7 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from policies.base import EpisodeContext, Policy
-from policies.experts.libero_goals import Goal, choose_grasp, parse_goal
+from policies.experts.libero_goals import Goal, Handle, choose_grasp, find_handle, parse_goal
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -41,7 +41,11 @@ APPROACH = 0.10  # m: the hand descends the last stretch to a grasp vertically
 NEAR = 0.04  # m: the last stretch of a descent, taken slowly
 FINGERS = 0.05  # m: how far the fingertips reach below the hand site, roughly (for clearances)
 TRAVEL_TURN = 3.2  # rad: a travel waypoint is passed whatever the hand's orientation (it turns on the way)
+WRIST_FLIP_MIN = 0.3  # rad: a turn smaller than this is made as it is, whatever the wrist's limit
+WRIST_ROOM = 0.05  # rad: a turn that would leave the wrist joint nearer its limit is made the other way round
+FINGER_OPEN, FINGER_HALF = 0.045, 0.012  # m: an open finger's offset from the grasp point, its half width
 LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
+SPREAD_MARGIN = 0.015  # m: objects sharing a region are put this far inside its corners
 RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
 
 
@@ -58,6 +62,28 @@ class Waypoint:
     max_steps: int = 80  # give up waiting for the hand and move on
     approach: tuple[float, float, float] = (0.0, 0.0, -1.0)  # where the fingers point (world)
     turn_tol: float = 0.08  # rad: orientation error accepted (travel waypoints turn on the way)
+    wrist_room: float = (
+        WRIST_ROOM  # rad: the last arm joint keeps this much room to its limits after the turn
+    )
+
+
+@dataclass(frozen=True)
+class Wrist:
+    """The last arm joint: its world axis, position and range (rad)."""
+
+    axis: np.ndarray
+    q: float
+    low: float
+    high: float
+
+    def allows(self, turn: np.ndarray, room: float) -> bool:
+        """The hand turned by ``turn`` (axis-angle, world) leaves the joint ``room`` inside its range, or
+        at least no nearer its limit than it is now (a hand already near it may hold still)."""
+        q = self.q + float(turn @ self.axis)
+        return self.low + room <= q <= self.high - room or self._margin(self.q) <= self._margin(q)
+
+    def _margin(self, q: float) -> float:
+        return min(q - self.low, self.high - q)
 
 
 # ---------------------------------------------------------------------------------------- the scene
@@ -84,6 +110,14 @@ class Scene:
         self._subtrees: dict[str, set[int]] = {}
 
     # the hand
+    def wrist(self) -> Wrist:
+        """The arm's last joint (it turns the hand about where the fingers point)."""
+        m, d = self.model, self.data
+        j = m.joint(self.env.robots[0].robot_joints[-1]).id
+        return Wrist(
+            np.array(d.xaxis[j]), float(d.qpos[m.jnt_qposadr[j]]), *(float(v) for v in m.jnt_range[j])
+        )
+
     def hand(self) -> np.ndarray:
         return np.array(self.data.site_xpos[self.site])
 
@@ -152,6 +186,12 @@ class Scene:
         lo, hi = local.min(0), local.max(0)
         return self.position(name) + rot @ ((lo + hi) / 2), (hi - lo) / 2, rot
 
+    def local_boxes(self, name: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each collision geom's bounding box ``(low, high)`` in the object's own frame, from its origin."""
+        rot = np.array(self.data.xmat[self.body(name)]).reshape(3, 3)
+        local = ((self.corners(name) - self.position(name)) @ rot).reshape(-1, 8, 3)
+        return [(c.min(0), c.max(0)) for c in local]
+
     def extent(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """World axis-aligned bounds ``(low, high)`` of an object."""
         c = self.corners(name)
@@ -204,18 +244,24 @@ class Scene:
 
     def joint_body_boxes(self, joint: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """World bounding boxes ``(low, high)`` of the collision geoms the joint moves (its body only)."""
+        return [(c.min(0), c.max(0)) for c in self.joint_body_corners(joint)]
+
+    def joint_body_corners(self, joint: str) -> list[np.ndarray]:
+        """The 8 world corners (8 x 3) of each collision geom's own box, for the body the joint moves."""
         m, d = self.model, self.data
         body = m.jnt_bodyid[m.joint(joint).id]
         signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
-        boxes = []
-        for g in range(m.ngeom):
-            if m.geom_bodyid[g] == body and (m.geom_contype[g] or m.geom_conaffinity[g]):
-                c = (
-                    d.geom_xpos[g]
-                    + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
-                )
-                boxes.append((c.min(0), c.max(0)))
-        return boxes
+        return [
+            d.geom_xpos[g]
+            + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:]) @ d.geom_xmat[g].reshape(3, 3).T
+            for g in range(m.ngeom)
+            if m.geom_bodyid[g] == body and (m.geom_contype[g] or m.geom_conaffinity[g])
+        ]
+
+    def shoulder(self) -> np.ndarray:
+        """The arm's shoulder (its second link's origin), where its reach is measured from."""
+        prefix = self.env.robots[0].robot_model.naming_prefix
+        return np.array(self.data.xpos[self.model.body(f"{prefix}link2").id])
 
     def free_spot(self, region: str, radius: float, skip: str, grid: int = 9) -> np.ndarray:
         """The point of a region (LIBERO's box: site position +- its size, turned by the site) where an
@@ -238,6 +284,38 @@ class Scene:
                 if key < best_key:
                     best, best_key = point, key
         return best
+
+    def roomiest_spot(self, region: str, radius: float, skip: str, grid: int = 17) -> np.ndarray:
+        """The point of a region (a drawer's inside) where an object of ``radius`` comes least near
+        anything standing above the region's floor (its walls, the handles of drawers above): the
+        smallest overlap of the footprint with such geoms, nearest the centre among equals."""
+        site = self.env.object_sites_dict.get(region)
+        centre, size = self.position(region), getattr(site, "size", None)
+        if size is None:
+            return centre[:2]
+        half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
+        lows, highs = self._geom_boxes(skip)
+        standing = highs[:, 2] > self.surface_z(centre[:2], skip) + 0.01
+        lows, highs = lows[standing, :2], highs[standing, :2]
+        best, best_key = centre[:2], (np.inf, np.inf)
+        for fx in np.linspace(-1.0, 1.0, grid):
+            for fy in np.linspace(-1.0, 1.0, grid):
+                point = centre[:2] + np.array([fx, fy]) * half
+                gap = np.linalg.norm(np.maximum(np.maximum(lows - point, point - highs), 0.0), axis=1)
+                key = (round(float(np.max(radius + 0.005 - gap, initial=0.0)), 3), float(np.hypot(fx, fy)))
+                if key < best_key:
+                    best, best_key = point, key
+        return best
+
+    def spread_spot(self, region: str, k: int, n: int) -> np.ndarray:
+        """The k-th of n spots along a region's diagonal, SPREAD_MARGIN inside its corners: where n objects
+        put on one region (two moka pots on a stove's cook region) leave each other room."""
+        site = self.env.object_sites_dict.get(region)
+        centre, size = self.position(region), getattr(site, "size", None)
+        if size is None or n < 2:
+            return centre[:2]
+        half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
+        return centre[:2] + (-1.0 + 2.0 * k / (n - 1)) * np.maximum(half - SPREAD_MARGIN, 0.0)
 
     def _geom_boxes(self, skip: str) -> tuple[np.ndarray, np.ndarray]:
         """World bounding boxes of the scene's collision geoms, but ``skip``'s and the robot's."""
@@ -276,6 +354,26 @@ class Scene:
         return top
 
 
+def travel_over(
+    scene: Scene, above: np.ndarray, axis: np.ndarray, gripper: float, room: float = WRIST_ROOM
+) -> list[Waypoint]:
+    """Up from the hand, then across to over ``above``, high enough that the fingers clear what lies
+    between (a placed pot stands between the stove's knob and the hand): none when the way is clear."""
+    hand = scene.hand()
+    obstacles = scene.highest_between(hand, above, skip="", margin=0.05)
+    travel_z = min(max(hand[2], above[2], obstacles + CLEARANCE + FINGERS), MAX_HAND_Z)
+    if travel_z <= above[2] + 0.01:
+        return []
+    return [
+        Waypoint(
+            np.array([*hand[:2], travel_z]), axis, gripper, tol=0.03, turn_tol=TRAVEL_TURN, wrist_room=room
+        ),
+        Waypoint(
+            np.array([*above[:2], travel_z]), axis, gripper, tol=0.02, turn_tol=TRAVEL_TURN, wrist_room=room
+        ),
+    ]
+
+
 def _segment_box_distance(a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
     """Distance in the plane between segment a-b and the box [lo, hi] (sampled along the segment)."""
     ts = np.linspace(0.0, 1.0, 21)[:, None]
@@ -301,10 +399,11 @@ def _nearest_sign(axis: np.ndarray, current: np.ndarray) -> np.ndarray:
 class PickPlace:
     """Pick ``obj`` and put it in / on ``target`` (a region site or an object), as planning stages."""
 
-    def __init__(self, goal: Goal, retries: int = 1) -> None:
+    def __init__(self, goal: Goal, retries: int = 1, slot: tuple[int, int] = (0, 1)) -> None:
         self.goal = goal
         self.obj, self.target = goal.args
         self.retries = retries
+        self.slot = slot  # (k, n): the k-th of n objects put on the same region
         self.grasp_kind = ""
         self.base_z = 0.0
 
@@ -317,23 +416,11 @@ class PickPlace:
         self.base_z = float(lo[2])
         horiz = [i for i in range(3) if abs(rot[2, i]) < 0.7]  # the object's two horizontal axes
         up = next(i for i in range(3) if i not in horiz)
-        if len(horiz) != 2:  # lying at an odd angle: fall back to world axes
+        upright = len(horiz) == 2
+        if not upright:  # lying at an odd angle: fall back to world axes
             horiz, rot, half, up = [0, 1], np.eye(3), (hi - lo) / 2, 2
             centre = (lo + hi) / 2
-        width, depth, height = 2 * half[horiz[0]], 2 * half[horiz[1]], 2 * half[up]
-        choice = choose_grasp(width, depth, height)
-        self.grasp_kind = choice.kind
-        narrow = horiz[0] if width <= depth else horiz[1]
-        current = scene.finger_axis()
-        grasp = np.array([centre[0], centre[1], lo[2] + choice.height])
-        if choice.kind == "rim":
-            # the rim point nearest the robot base (behind the object, -x), fingers across the wall
-            radius = min(width, depth) / 2
-            toward = _horizontal(np.array([-1.0, 0.0, 0.0]))
-            grasp[:2] = centre[:2] + toward[:2] * (radius - 0.012)
-            axis = _nearest_sign(toward, current)
-        else:
-            axis = _nearest_sign(_horizontal(rot[:, narrow]), current)
+        grasp, axis = self._grasp_pose(scene, centre, half, rot, (horiz[0], horiz[1]), up, upright)
         above = grasp + np.array([0, 0, APPROACH])
         above[2] = min(max(above[2], hi[2] + 0.05), MAX_HAND_Z)
         hand = scene.hand()
@@ -343,12 +430,69 @@ class PickPlace:
         near = grasp + np.array([0, 0, NEAR])
         return [
             Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
+            # across at the travel height, then down: a diagonal descent clips what lies under the way
+            *(
+                [Waypoint(np.array([*above[:2], travel_z]), axis, OPEN, tol=0.02)]
+                if travel_z > above[2] + 0.01
+                else []
+            ),
             Waypoint(above, axis, OPEN, tol=0.015),
             *([Waypoint(near, axis, OPEN, tol=0.015)] if above[2] > near[2] + 0.01 else []),
             Waypoint(grasp, axis, OPEN, speed=SLOW, tol=0.008),
             Waypoint(grasp, axis, CLOSED, speed=SLOW, tol=0.02, settle=12),
             Waypoint(grasp + np.array([0, 0, 0.15]), axis, CLOSED, speed=SLOW, tol=0.02),
         ]
+
+    def _grasp_pose(
+        self,
+        scene: Scene,
+        centre: np.ndarray,
+        half: np.ndarray,
+        rot: np.ndarray,
+        horiz: tuple[int, int],
+        up: int,
+        upright: bool,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Where the hand site grasps the object and the direction the fingers close along (world); a
+        handle is looked for on an upright object only (its boxes are in its own frame)."""
+        width, depth, height = 2 * half[horiz[0]], 2 * half[horiz[1]], 2 * half[up]
+        handle = find_handle(scene.local_boxes(self.obj), horiz) if upright else None
+        choice = choose_grasp(width, depth, height, handle)
+        self.grasp_kind = choice.kind
+        narrow = horiz[0] if width <= depth else horiz[1]
+        current = scene.finger_axis()
+        grasp = np.array([centre[0], centre[1], self.base_z + choice.height])
+        if choice.kind == "handle" and handle is not None:
+            axis = _horizontal(rot[:, handle.across])
+            return self._handle_point(scene, handle, rot), _nearest_sign(axis, current)
+        if choice.kind == "rim":
+            # the rim point nearest the robot base (behind the object, -x), fingers across the wall
+            radius = min(width, depth) / 2
+            toward = _horizontal(np.array([-1.0, 0.0, 0.0]))
+            grasp[:2] = centre[:2] + toward[:2] * (radius - 0.012)
+            return grasp, _nearest_sign(toward, current)
+        return grasp, _nearest_sign(_horizontal(rot[:, narrow]), current)
+
+    def _handle_point(self, scene: Scene, handle: Handle, rot: np.ndarray) -> np.ndarray:
+        """The grasp on a handle: halfway along its protruding part, or the nearest point along it where
+        the open fingers come down clear of other things (a moka pot standing by a pan's handle)."""
+        origin, across = scene.position(self.obj), _horizontal(rot[:, handle.across])
+        lows, highs = scene._geom_boxes(self.obj)
+        fallback = origin + rot @ np.array(handle.point)
+        for t in (0.5, 0.35, 0.65, 0.2, 0.8):
+            local = np.array(handle.point)
+            local[handle.along] = handle.span[0] + t * (handle.span[1] - handle.span[0])
+            point = origin + rot @ local
+            tall = highs[:, 2] > point[2] - FINGERS / 2
+            fingers = [point[:2] + sign * across[:2] * FINGER_OPEN for sign in (-1.0, 1.0)]
+            if not any(
+                np.any(
+                    tall & np.all((lows[:, :2] < f + FINGER_HALF) & (highs[:, :2] > f - FINGER_HALF), axis=1)
+                )
+                for f in fingers
+            ):
+                return point
+        return fallback
 
     def check_grasp(self, scene: Scene) -> list[Waypoint]:
         """After the lift: nothing to do when the object came up; else let go and grasp again (once)."""
@@ -364,9 +508,14 @@ class PickPlace:
         hand, axis = scene.hand(), _horizontal(scene.finger_axis())
         lo, hi = scene.extent(self.obj)
         centre = (lo + hi) / 2
-        offset = centre - hand  # measured carry offset: where the object hangs from the hand
+        # measured carry offset: where the object's origin (what LIBERO checks) hangs from the hand
+        offset = scene.position(self.obj) - hand
         goal = scene.position(self.target)  # On an object: over its origin (LIBERO checks 3 cm)
-        if self.target not in scene.env.obj_body_id:  # a region: the spot in it with the most room
+        if self.target not in scene.env.obj_body_id and self.slot[1] > 1:  # shared: spread along it
+            goal[:2] = scene.spread_spot(self.target, *self.slot)
+        elif getattr(scene.env.object_sites_dict.get(self.target), "joints", None):  # in a drawer
+            goal[:2] = scene.roomiest_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
+        elif self.target not in scene.env.obj_body_id:  # a region: the spot in it with the most room
             goal[:2] = scene.free_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
         hand_goal_xy = goal[:2] - offset[:2]
         surface = scene.surface_z(goal[:2], skip=self.obj)
@@ -427,7 +576,7 @@ class Articulate:
         self.grasp_kind = ""
 
     def stages(self) -> list[Stage]:
-        return [self.plan, self.check]
+        return [self.plan, self.push_door, self.check]
 
     def done(self, scene: Scene) -> bool:
         state = scene.env.object_states_dict[self.target]
@@ -445,6 +594,9 @@ class Articulate:
         if kind == HINGE and abs(axis[2]) > 0.9 and self.goal.predicate in ("turnon", "turnoff"):
             self.grasp_kind = "twist"
             return self._knob(scene, joint, qpos, axis, anchor)
+        if kind == HINGE and abs(axis[2]) > 0.9:  # a door on an upright hinge
+            self.grasp_kind = "door"
+            return self._door(scene, joint, qpos, axis, anchor, limits)
         raise ValueError(
             f"the LIBERO expert cannot yet ({self.goal.predicate} {self.target}): joint {joint} "
             f"is {'a hinge' if kind == HINGE else 'not a slide or hinge'}"
@@ -510,6 +662,57 @@ class Articulate:
             Waypoint(start + out * (travel + 0.06), vertical, OPEN, tol=0.03, approach=point),
         ]
 
+    def _door(
+        self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray, limits: np.ndarray
+    ) -> list[Waypoint]:
+        """Grasp the door's handle from above and carry it round the hinge, as far toward past LIBERO's
+        threshold as the arm reaches (the rest is pushed: :meth:`push_door`)."""
+        state = scene.env.get_object(scene.owner(self.target)).object_properties["articulation"]
+        swing = door_goal(self.goal.predicate, state, limits) - qpos
+        grasp, across = door_grasp(scene.joint_body_boxes(joint), axis, anchor, swing)
+        hand = scene.hand()
+        above = grasp + np.array([0.0, 0.0, APPROACH])
+        obstacles = scene.highest_between(hand, grasp, skip="", margin=0.05)
+        travel_z = min(max(hand[2], above[2], obstacles + CLEARANCE + FINGERS), MAX_HAND_Z)
+        shoulder = scene.shoulder()
+        arc = door_arc(grasp, across, axis, anchor, swing)
+        reachable = [wp for wp in arc if float(np.linalg.norm(wp[0] - shoulder)) <= REACH] or arc[:1]
+        end, end_axis = reachable[-1]
+        return [
+            Waypoint(np.array([*hand[:2], travel_z]), across, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
+            Waypoint(np.array([*above[:2], travel_z]), across, OPEN, tol=0.02),
+            Waypoint(above, across, OPEN, tol=0.015),
+            Waypoint(grasp, across, OPEN, speed=SLOW, tol=0.008),
+            Waypoint(grasp, across, CLOSED, speed=SLOW, tol=0.02, settle=10),
+            *(
+                Waypoint(p, a, CLOSED, speed=SLOW, tol=0.02, turn_tol=0.15, max_steps=40)
+                for p, a in reachable
+            ),
+            Waypoint(end, end_axis, OPEN, tol=0.05, settle=6),
+        ]
+
+    def push_door(self, scene: Scene) -> list[Waypoint]:
+        """The rest of a door's swing, pushed: closed fingertips against the panel's trailing face near
+        its free edge, carried round the hinge (a hand holding the handle cannot reach so far)."""
+        if self.grasp_kind != "door" or self.done(scene):
+            return []
+        joint = scene.joints_of(self.target)[0]
+        qpos, axis, anchor, _, limits = scene.joint(joint)
+        state = scene.env.get_object(scene.owner(self.target)).object_properties["articulation"]
+        swing = door_goal(self.goal.predicate, state, limits) - qpos
+        start, along = door_push_start(scene.joint_body_corners(joint), axis, anchor, swing)
+        hand = scene.hand()
+        top = max(float(c[:, 2].max()) for c in scene.joint_body_corners(joint))
+        travel_z = min(max(hand[2], top + CLEARANCE + FINGERS), MAX_HAND_Z)
+        arc = door_arc(start, along, axis, anchor, swing)
+        return [
+            Waypoint(np.array([*hand[:2], travel_z]), along, CLOSED, tol=0.03, turn_tol=TRAVEL_TURN),
+            Waypoint(np.array([*start[:2], travel_z]), along, CLOSED, tol=0.015),
+            Waypoint(start, along, CLOSED, speed=SLOW, tol=0.012),
+            *(Waypoint(p, a, CLOSED, speed=SLOW, tol=0.02, turn_tol=0.15, max_steps=40) for p, a in arc),
+            Waypoint(arc[-1][0] + np.array([0.0, 0.0, 0.1]), arc[-1][1], CLOSED, tol=0.03),
+        ]
+
     def _knob(
         self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray
     ) -> list[Waypoint]:
@@ -529,13 +732,87 @@ class Articulate:
         grip = np.array([anchor[0], anchor[1], (top + base) / 2 + 0.01])
         above = np.array([*grip[:2], grip[2] + 0.10])
         return [
-            Waypoint(above, axis0, OPEN, tol=0.015),
-            Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008),
-            Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10),
+            # the wrist grips the knob with room left for the twist
+            *travel_over(scene, above, axis0, OPEN, room=TWIST + WRIST_ROOM),
+            Waypoint(above, axis0, OPEN, tol=0.015, wrist_room=TWIST + WRIST_ROOM),
+            Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008, wrist_room=TWIST + WRIST_ROOM),
+            Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10, wrist_room=TWIST + WRIST_ROOM),
             Waypoint(grip, turn @ axis0, CLOSED, speed=SLOW, tol=0.02, settle=4, max_steps=60),
             Waypoint(grip, turn @ axis0, OPEN, tol=0.05, settle=6),
             Waypoint(above, turn @ axis0, OPEN, tol=0.03),
         ]
+
+
+DOOR_OPEN_MARGIN = 0.25  # rad: swing a door this far past LIBERO's "open" threshold (within its range)
+DOOR_CLOSE_PAST = 0.1  # rad: aim this far past the closed end (the joint's limit stops it there)
+DOOR_STEP = 0.15  # rad: one waypoint of a door's arc
+HANDLE_GRIP = 0.025  # m: a door's handle is grasped this far below its top
+REACH = 0.80  # m: the farthest the hand site is sent from the shoulder while it holds a door's handle
+DOOR_EDGE_INSET = 0.02  # m: a door is pushed this far in from its free edge
+DOOR_PUSH_GAP = 0.015  # m: ... the hand site this far behind the face it pushes (the finger's half width)
+
+
+def door_goal(predicate: str, state: Mapping[str, Any], limits: np.ndarray) -> float:
+    """The joint position a door is swung to: past LIBERO's "open" threshold by DOOR_OPEN_MARGIN (within
+    the range), or past the closed end of the range (LIBERO's "closed" is a strict inequality there)."""
+    open_sign = -1.0 if max(state["default_open_ranges"]) < min(state["default_close_ranges"]) else 1.0
+    if predicate == "open":
+        edge = max(state["default_open_ranges"]) if open_sign < 0 else min(state["default_open_ranges"])
+        return float(np.clip(edge + open_sign * DOOR_OPEN_MARGIN, limits[0], limits[1]))
+    return float(limits[1] if open_sign < 0 else limits[0]) - open_sign * DOOR_CLOSE_PAST
+
+
+def door_grasp(
+    boxes: list[tuple[np.ndarray, np.ndarray]], axis: np.ndarray, anchor: np.ndarray, swing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(grasp point, finger axis)`` on a hinged door whose geoms are ``boxes`` (world), turned ``swing``
+    rad about ``axis`` to come: the handle is the geom reaching farthest the way the door's panel (its
+    biggest geom) moves; the fingers close across it, horizontally, a little below its top."""
+    panel = max(boxes, key=lambda b: float(np.prod(b[1] - b[0] + 1e-3)))
+    lever = (panel[0] + panel[1]) / 2 - anchor
+    out = _horizontal(np.sign(swing) * np.cross(axis, lever))
+    handle = max(boxes, key=lambda b: float(np.max(_box_corners(b) @ out)))
+    centre = (handle[0] + handle[1]) / 2
+    grasp = np.array([centre[0], centre[1], max(float(handle[1][2]) - HANDLE_GRIP, float(centre[2]))])
+    return grasp, _horizontal(np.cross(axis, out))
+
+
+def door_push_start(
+    corners: list[np.ndarray], axis: np.ndarray, anchor: np.ndarray, swing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(hand position, finger axis)`` to push a hinged door on by ``swing`` rad about ``axis``: the
+    fingertips DOOR_PUSH_GAP off the trailing face of its panel (the biggest geom, ``corners`` 8 x 3 each,
+    world), DOOR_EDGE_INSET in from its free edge, at mid height; the fingers lie along the panel."""
+    panel = max(corners, key=lambda c: float(np.prod(np.ptp(c, axis=0) + 1e-3)))
+    unit = axis / np.linalg.norm(axis)
+    radial = [(c - anchor) - ((c - anchor) @ unit) * unit for c in panel]
+    edge = max(radial, key=lambda r: float(np.linalg.norm(r)))
+    u = edge / np.linalg.norm(edge)
+    t = np.sign(swing) * np.cross(unit, u)  # the way the edge moves
+    trail = min(float(r @ t) for r in radial)
+    mid = float(panel[:, 2].mean())
+    point = anchor + u * (float(np.linalg.norm(edge)) - DOOR_EDGE_INSET) + t * (trail - DOOR_PUSH_GAP)
+    return np.array([point[0], point[1], mid]), _horizontal(u)
+
+
+def door_arc(
+    grasp: np.ndarray, across: np.ndarray, axis: np.ndarray, anchor: np.ndarray, swing: float
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The hand's ``(position, finger axis)`` along the circle the grasp point makes about the hinge,
+    every DOOR_STEP rad up to ``swing`` (signed, about ``axis``)."""
+    steps = max(int(np.ceil(abs(swing) / DOOR_STEP)), 1)
+    out = []
+    for k in range(1, steps + 1):
+        turn = Rotation.from_rotvec(axis / np.linalg.norm(axis) * swing * k / steps).as_matrix()
+        out.append((anchor + turn @ (grasp - anchor), _horizontal(turn @ across)))
+    return out
+
+
+def _box_corners(box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    lo, hi = box
+    return np.array(
+        [[(lo, hi)[i][0], (lo, hi)[j][1], (lo, hi)[k][2]] for i in (0, 1) for j in (0, 1) for k in (0, 1)]
+    )
 
 
 FLAT = 0.03  # m: an object this low and wider than the gripper is pushed, not lifted, to a place at its level
@@ -599,13 +876,21 @@ DOWN = np.array([0.0, 0.0, -1.0])
 
 
 def rotation_toward(
-    current: np.ndarray, finger_axis_now: np.ndarray, axis: np.ndarray, approach: np.ndarray = DOWN
+    current: np.ndarray,
+    finger_axis_now: np.ndarray,
+    axis: np.ndarray,
+    approach: np.ndarray = DOWN,
+    wrist: Wrist | None = None,
+    room: float = WRIST_ROOM,
 ) -> np.ndarray:
     """Axis-angle (world) turning the hand so that its fingers point along ``approach`` and close along
     ``axis`` (perpendicular to it), either way round, whichever is the smaller turn.
 
     ``current`` is the hand site's rotation, whose z axis is where the fingers point (robosuite's grip
-    site); the closing direction in the site frame is read from ``finger_axis_now``."""
+    site); the closing direction in the site frame is read from ``finger_axis_now``. Given the ``wrist``,
+    a smaller turn of WRIST_FLIP_MIN or more is taken only when it leaves the wrist joint ``room`` inside
+    its range (else the hand turns the other way round: at its limit the joint would hold the hand and
+    the arm drift)."""
     approach_local = np.array([0.0, 0.0, 1.0])
     finger_local = current.T @ finger_axis_now
     finger_local = finger_local - (finger_local @ approach_local) * approach_local
@@ -616,7 +901,11 @@ def rotation_toward(
         want = np.stack([approach, closing, np.cross(approach, closing)], axis=1)
         desired = want @ local.T  # the site rotation that maps the local frame onto the wanted one
         turns.append(Rotation.from_matrix(desired @ current.T).as_rotvec())
-    return min(turns, key=lambda t: float(np.linalg.norm(t)))
+    turns.sort(key=lambda t: float(np.linalg.norm(t)))
+    small = float(np.linalg.norm(turns[0])) < WRIST_FLIP_MIN  # a correction, never worth a half turn
+    if wrist is not None and not small and not wrist.allows(turns[0], room) and wrist.allows(turns[1], room):
+        return turns[1]
+    return turns[0]
 
 
 class Tracker:
@@ -634,7 +923,14 @@ class Tracker:
         wp = self.waypoints[self.index]
         hand = scene.hand()
         error = wp.pos - hand
-        turn = rotation_toward(scene.hand_rotation(), scene.finger_axis(), wp.axis, np.array(wp.approach))
+        turn = rotation_toward(
+            scene.hand_rotation(),
+            scene.finger_axis(),
+            wp.axis,
+            np.array(wp.approach),
+            scene.wrist(),
+            wp.wrist_room,
+        )
         reached = float(np.linalg.norm(error)) < wp.tol and float(np.linalg.norm(turn)) < wp.turn_tol
         self.steps += 1
         if reached:
@@ -721,6 +1017,8 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
     """One sub-task per goal, in the goals' order; putting something in a closed drawer opens it first."""
     tasks: list[PickPlace | Push | Articulate] = []
     opened = {g.args[0] for g in goals if g.predicate == "open"}
+    shared = [g.args[1] for g in goals if g.predicate == "on"]
+    placed: dict[str, int] = {}
     for goal in goals:
         if goal.predicate in ("in", "on"):
             region = goal.args[1]
@@ -735,7 +1033,9 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
                 opened.add(region)
             flat = region not in scene.env.obj_body_id and is_flat_and_wide(scene, goal.args[0])
             level = abs(float(scene.position(region)[2]) - float(scene.extent(goal.args[0])[0][2])) < FLAT
-            tasks.append(Push(goal, retries) if flat and level else PickPlace(goal, retries))
+            slot = (placed.get(region, 0), shared.count(region) if goal.predicate == "on" else 1)
+            placed[region] = slot[0] + 1
+            tasks.append(Push(goal, retries) if flat and level else PickPlace(goal, retries, slot))
         else:
             tasks.append(Articulate(goal, retries))
     return tasks

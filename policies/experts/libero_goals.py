@@ -15,15 +15,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 #: Predicates LIBERO tasks use, each with its number of arguments.
 PREDICATE_ARITY: dict[str, int] = {"in": 2, "on": 2, "open": 1, "close": 1, "turnon": 1, "turnoff": 1}
 #: The predicates this expert works on; others are refused by name.
 SOLVED_PREDICATES: frozenset[str] = frozenset(PREDICATE_ARITY)
 _ORDER = {"open": 0, "in": 1, "on": 1, "close": 2, "turnon": 3, "turnoff": 3}
 
-GraspKind = Literal["top", "upper", "rim"]
+GraspKind = Literal["top", "upper", "rim", "handle"]
 GRIPPER_SPAN = 0.07  # m: the widest an object may be across the fingers (Panda opens 8 cm)
 TALL = 0.10  # m: an object taller than this is gripped near its top, not at its middle
+HANDLE_REACH = (
+    0.02  # m: a part reaching this much farther out on one side than the other side does is a handle
+)
+HANDLE_WIDTH = 0.04  # m: ... when it is at most this wide across (the fingers close across it)
+HANDLE_GRIP = 0.02  # m: a handle is gripped this far below its top
+LONG_HANDLE = 0.08  # m: a handle reaching this far out is taken even on a low object (a pan's)
 
 
 @dataclass(frozen=True)
@@ -120,15 +128,69 @@ class GraspChoice:
     height: float
 
 
-def choose_grasp(width: float, depth: float, height: float) -> GraspChoice:
-    """The grasp for an object ``width`` x ``depth`` (horizontal extents, m) and ``height`` tall.
+@dataclass(frozen=True)
+class Handle:
+    """A handle on an object: the grasp point (object frame, m from its origin) and the object axis the
+    fingers close along."""
+
+    point: tuple[float, float, float]
+    across: int
+    reach: float  # m: how far it reaches past the opposite side
+    along: int = 0  # the object axis it reaches out along
+    span: tuple[float, float] = (
+        0.0,
+        0.0,
+    )  # its protruding part along that axis: from the far side's reach to its end
+
+
+def find_handle(boxes: Sequence[tuple[np.ndarray, np.ndarray]], horizontal: tuple[int, int]) -> Handle | None:
+    """The handle of an object whose collision geoms have the boxes ``(low, high)`` (object frame), or None.
+
+    A handle is the group of geoms reaching more than HANDLE_REACH past the farthest the object reaches on
+    the opposite side, along one of its ``horizontal`` axes, no wider than HANDLE_WIDTH across: a moka
+    pot's or a pan's handle, not a mug's short ear nor a box. The grasp is across it, halfway between
+    the opposite side's reach and its end, HANDLE_GRIP below its top."""
+    lows, highs = np.array([b[0] for b in boxes]), np.array([b[1] for b in boxes])
+    up = 3 - sum(horizontal)
+    best: tuple[float, Handle] | None = None
+    for axis in horizontal:
+        other = horizontal[0] if axis == horizontal[1] else horizontal[1]
+        for sign in (1.0, -1.0):
+            far = np.where(sign > 0, highs[:, axis], -lows[:, axis])  # how far each geom reaches this way
+            near = np.where(sign > 0, -lows[:, axis], highs[:, axis]).max()  # the other side's reach
+            part = far > near + HANDLE_REACH  # not the body's own walls a little off centre
+            reach = float(far.max() - near)
+            across = float(highs[part, other].max() - lows[part, other].min()) if part.any() else np.inf
+            if reach < HANDLE_REACH or across > HANDLE_WIDTH or (best and best[0] >= reach):
+                continue
+            point = np.zeros(3)
+            point[axis] = sign * (near + float(far.max())) / 2
+            point[other] = float(highs[part, other].max() + lows[part, other].min()) / 2
+            top, bottom = float(highs[part, up].max()), float(lows[part, up].min())
+            point[up] = max(top - HANDLE_GRIP, (top + bottom) / 2)
+            span = (sign * float(near), sign * float(far.max()))
+            best = (
+                reach,
+                Handle((float(point[0]), float(point[1]), float(point[2])), other, reach, axis, span),
+            )
+    return best[1] if best else None
+
+
+def choose_grasp(width: float, depth: float, height: float, handle: Handle | None = None) -> GraspChoice:
+    """The grasp for an object ``width`` x ``depth`` (horizontal extents, m) and ``height`` tall, with a
+    ``handle`` (:func:`find_handle`) or not.
 
     - ``top``: from above, fingers across the narrower side, a little below the top (boxes, cans);
     - ``upper``: from above around the top part of a tall narrow object (bottles, cartons), so that it
       hangs below the fingers;
-    - ``rim``: fingers across the wall at the edge, for bowls and plates wider than the gripper.
+    - ``rim``: fingers across the wall at the edge, for bowls and plates wider than the gripper;
+    - ``handle``: from above across the handle of an object too wide for the gripper that is tall (a
+      moka pot, whose closed top has no rim to take) or whose handle is long (a pan); the grasp point
+      is the handle's (see :func:`find_handle`).
     """
     narrow = min(width, depth)
+    if narrow > GRIPPER_SPAN and handle is not None and (height > TALL or handle.reach >= LONG_HANDLE):
+        return GraspChoice("handle", height - HANDLE_GRIP)
     if narrow > GRIPPER_SPAN:
         return GraspChoice("rim", max(height - 0.015, 0.008))
     if height > TALL:

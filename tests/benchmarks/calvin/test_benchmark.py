@@ -315,3 +315,14 @@ def test_limit_is_num_sequences_and_resume_extends_a_finished_run(tmp_path, caps
             run(tmp_path, *bad)
         err = capsys.readouterr().err.strip()
         assert exit_.value.code == 2 and len(err.splitlines()) == 1 and "must be at least" in err
+
+
+def test_a_chain_enters_sequential_stopping_as_its_completed_share():
+    from benchmarks.calvin import CalvinBenchmark, CalvinConfig
+
+    bench = CalvinBenchmark(CalvinConfig(num_sequences=1, cameras="none"), PolicySpec("expert", {}))
+    base = {"steps": 9, "policy_calls": 0, "idle_steps": 0, "policy_stats": {}}
+    chain = {**base, "success": False, "extras": {"tasks": ["a", "b", "c", "d", "e"], "num_completed": 3}}
+    assert bench.unit_value({"result": chain}) == 0.6  # avg. len / 5, in [0, 1]
+    one_task = {**base, "success": True, "extras": {"tasks": ["a"], "num_completed": 1}}
+    assert bench.unit_value({"result": one_task}) == 1.0

@@ -232,3 +232,22 @@ def test_tiny_mllm_in_the_eb_manipulation_loop(tmp_path, tiny_vlm):
     for r in records:  # random weights: every answer is a planner output error, then a counted no-op
         stats = r["result"]["policy_stats"]
         assert stats["planner_output_error"] == stats["model_calls"] == r["result"]["idle_steps"] == 15
+
+
+def test_stop_when_decided_against_a_rate_and_against_a_run(tmp_path):
+    expert = run(tmp_path, "--episodes", "3", "--stop-when-decided", "--against", "0.3").data
+    assert expert["sequential"]["verdict"] == "better" and expert["sequential"]["units_planned"] == 15
+    assert expert["run"]["units_total"] == expert["sequential"]["units_used"] < 15
+    reference = tmp_path / "ref"
+    main(["nav", "--output", str(reference), "--no-progress", "--image-size", "64", "--episodes", "3"])
+    against = str(reference / "embodied-nav" / "expert")
+    random = run(
+        tmp_path, "--policy", "random", "--episodes", "3", "--stop-when-decided", "--against", against
+    )
+    seq = random.data["sequential"]
+    assert (
+        seq["paired"]
+        and seq["verdict"] == "worse"
+        and seq["units_used"] < 15
+        and seq["reference_mean"] == 1.0
+    )

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from policies.experts.libero_goals import Goal, choose_grasp, goal_of_bddl, parse_goal
+from policies.experts.libero_goals import Goal, choose_grasp, find_handle, goal_of_bddl, parse_goal
 
 LIBERO_10_MICROWAVE = """(define (problem LIBERO_Kitchen_Tabletop_Manipulation)
   (:domain robosuite)
@@ -74,6 +74,138 @@ def test_grasp_choice_follows_the_shape(size, kind):
     choice = choose_grasp(*size)
     assert choice.kind == kind
     assert 0 < choice.height < size[2]  # the grasp is within the object's height
+
+
+# LIBERO's moka pot: its collision geoms in its own frame (body, spout at -y, handle at +y, lid knob)
+MOKA_POT = [
+    ((-0.025, -0.025, -0.066), (0.025, 0.025, 0.067)),
+    ((-0.025, -0.031, -0.066), (0.025, -0.021, 0.067)),
+    ((-0.025, 0.025, -0.066), (0.025, 0.035, 0.067)),
+    ((0.02, -0.005, -0.066), (0.041, 0.03, 0.067)),
+    ((-0.04, -0.032, -0.066), (-0.019, 0.003, 0.067)),
+    ((0.018, -0.031, -0.066), (0.041, 0.003, 0.067)),
+    ((-0.041, -0.002, -0.066), (-0.018, 0.032, 0.067)),
+    ((-0.018, -0.042, 0.018), (0.018, -0.03, 0.067)),
+    ((-0.008, -0.056, 0.032), (0.008, -0.042, 0.06)),
+    ((-0.01, 0.034, 0.039), (0.01, 0.049, 0.066)),
+    ((-0.007, 0.044, 0.053), (0.007, 0.072, 0.067)),
+    ((-0.007, 0.06, 0.039), (0.007, 0.091, 0.068)),
+    ((-0.007, 0.054, 0.0), (0.007, 0.091, 0.056)),
+    ((-0.006, 0.046, -0.01), (0.007, 0.07, 0.014)),
+    ((-0.005, -0.007, 0.063), (0.005, 0.005, 0.086)),
+]
+
+
+def _boxes(rows):
+    return [(np.array(lo), np.array(hi)) for lo, hi in rows]
+
+
+def test_a_handle_is_a_narrow_part_reaching_past_the_other_side_and_is_gripped_across():
+    handle = find_handle(_boxes(MOKA_POT), (0, 1))
+    assert handle is not None and handle.across == 0  # fingers close along x, across the 1.4 cm handle
+    # halfway along the part past the spout's reach (5.6 cm) to the handle's end (9.1 cm), 2 cm below its top
+    np.testing.assert_allclose(handle.point, (0.0, 0.0735, 0.048), atol=1e-9)
+    # the moka pot (8.2 cm across, 15 cm tall) is taken by it; without a handle it would be a rim grasp
+    assert choose_grasp(0.082, 0.147, 0.152, handle=handle).kind == "handle"
+    assert choose_grasp(0.082, 0.147, 0.152).kind == "rim"
+    # a box, and a mug whose ear reaches 1.5 cm past its body, have none; a short handled object keeps the rim
+    assert find_handle(_boxes([((-0.04, -0.02, 0.0), (0.04, 0.02, 0.02))]), (0, 1)) is None
+    mug = [((-0.04, -0.04, 0.0), (0.04, 0.04, 0.09)), ((-0.005, 0.04, 0.02), (0.005, 0.055, 0.07))]
+    assert find_handle(_boxes(mug), (0, 1)) is None
+    short = find_handle(_boxes([*mug[:1], ((-0.005, 0.04, 0.02), (0.005, 0.07, 0.07))]), (0, 1))
+    assert short is not None and short.reach == pytest.approx(0.03)  # a 3 cm handle on a low cup: rim
+    assert choose_grasp(0.08, 0.11, 0.09, handle=short).kind == "rim"
+    # a pan: low, but its handle reaches 16 cm past the far rim; the pan's own walls are not part of it
+    pan = [((-0.097, -0.1, 0.0), (0.111, 0.1, 0.042)), ((0.126, -0.013, 0.029), (0.259, 0.013, 0.059))]
+    long = find_handle(_boxes(pan), (0, 1))
+    assert long is not None and long.across == 1 and long.point[0] == pytest.approx((0.097 + 0.259) / 2)
+    assert choose_grasp(0.356, 0.2, 0.059, handle=long).kind == "handle"
+
+
+# LIBERO's microwave door, closed (libero_90 task 35, world boxes): handle bar, two standoffs, the panel
+MICROWAVE_DOOR = [
+    ((-0.071, -0.114, 0.941), (-0.051, -0.094, 1.091)),
+    ((-0.071, -0.145, 1.071), (-0.051, -0.095, 1.091)),
+    ((-0.071, -0.145, 0.941), (-0.051, -0.095, 0.961)),
+    ((-0.083, -0.157, 0.924), (0.176, -0.133, 1.108)),
+]
+HINGE_ANCHOR, HINGE_AXIS = np.array([0.176, -0.158, 1.016]), np.array([0.0, 0.0, 1.0])
+MICROWAVE = {"default_open_ranges": [-2.094, -1.3], "default_close_ranges": [-0.005, 0.0]}
+
+
+def test_a_hinged_door_is_swung_past_libero_s_threshold_from_its_handle_round_the_hinge():
+    from policies.experts.libero import DOOR_STEP, door_arc, door_goal, door_grasp
+
+    limits = np.array([-2.094, 0.0])
+    assert door_goal("open", MICROWAVE, limits) == pytest.approx(-1.55)  # "open" is below -1.3
+    assert door_goal("close", MICROWAVE, limits) == pytest.approx(0.1)  # pressed past the closed end
+    grasp, across = door_grasp(_boxes(MICROWAVE_DOOR), HINGE_AXIS, HINGE_ANCHOR, -1.55)
+    # the handle is the bar reaching farthest the way the door opens; gripped 2.5 cm below its top
+    np.testing.assert_allclose(grasp, (-0.061, -0.104, 1.066), atol=1e-9)
+    assert abs(across[0]) > 0.99 and across[2] == 0.0  # fingers close across the bar, horizontally
+    arc = door_arc(grasp, across, HINGE_AXIS, HINGE_ANCHOR, -1.55)
+    assert len(arc) == int(np.ceil(1.55 / DOOR_STEP))
+    radius = np.linalg.norm((grasp - HINGE_ANCHOR)[:2])
+    for point, axis in arc:  # on the circle about the hinge, at the grasp's height
+        assert np.linalg.norm((point - HINGE_ANCHOR)[:2]) == pytest.approx(radius)
+        assert point[2] == pytest.approx(grasp[2]) and np.linalg.norm(axis) == pytest.approx(1.0)
+    end = Rotation.from_rotvec(HINGE_AXIS * -1.55).apply(grasp - HINGE_ANCHOR) + HINGE_ANCHOR
+    np.testing.assert_allclose(arc[-1][0], end, atol=1e-9)
+    np.testing.assert_allclose(arc[-1][1], Rotation.from_rotvec(HINGE_AXIS * -1.55).apply(across), atol=1e-9)
+
+
+def test_the_rest_of_a_door_s_swing_is_pushed_from_behind_its_panel_near_the_free_edge():
+    from policies.experts.libero import DOOR_EDGE_INSET, door_push_start
+
+    turn = Rotation.from_rotvec(HINGE_AXIS * -1.0)  # the door pulled 1 rad open
+    corners = [
+        turn.apply(
+            np.array(
+                [
+                    [(lo, hi)[i][0], (lo, hi)[j][1], (lo, hi)[k][2]]
+                    for i in (0, 1)
+                    for j in (0, 1)
+                    for k in (0, 1)
+                ]
+            )
+            - HINGE_ANCHOR
+        )
+        + HINGE_ANCHOR
+        for lo, hi in _boxes(MICROWAVE_DOOR)
+    ]
+    start, along = door_push_start(corners, HINGE_AXIS, HINGE_ANCHOR, -0.55)
+    panel = corners[3] - HINGE_ANCHOR
+    edge = max(np.linalg.norm(panel[:, :2], axis=1))
+    lever = (start - HINGE_ANCHOR)[:2]
+    motion = np.cross(HINGE_AXIS, [*lever, 0.0])[:2] * -1.0  # the way the door turns on
+    # behind the panel (no corner of it is farther back along the motion), near its free edge, mid height
+    assert float(lever @ motion) < min(float(c[:2] @ motion) for c in panel)
+    assert np.linalg.norm(lever) == pytest.approx(edge - DOOR_EDGE_INSET, abs=0.01)
+    assert start[2] == pytest.approx((0.924 + 1.108) / 2)
+    far = panel[np.argmax(np.linalg.norm(panel[:, :2], axis=1))]
+    np.testing.assert_allclose(along, [*far[:2] / np.linalg.norm(far[:2]), 0.0], atol=1e-9)  # along the panel
+
+
+def test_the_wrist_turns_the_other_way_round_when_the_nearer_turn_runs_it_into_its_limit():
+    from policies.experts.libero import Wrist, rotation_toward
+
+    hand = np.diag([1.0, -1.0, -1.0])  # pointing down
+    fingers = hand @ np.array([0.0, 1.0, 0.0])
+    want = Rotation.from_rotvec([0.0, 0.0, 0.5]).apply(fingers)  # 0.5 rad about +z away
+    assert np.allclose(rotation_toward(hand, fingers, want), [0.0, 0.0, 0.5])
+    # the last joint turns the hand about -z: +0.5 rad about z takes it from -2.8 to -3.3, past -2.9
+    wrist = Wrist(np.array([0.0, 0.0, -1.0]), -2.8, -2.9, 2.9)
+    turn = rotation_toward(hand, fingers, want, wrist=wrist)
+    assert np.allclose(turn, [0.0, 0.0, 0.5 - np.pi])
+    assert wrist.allows(turn, 0.05) and not wrist.allows(np.array([0.0, 0.0, 0.5]), 0.05)
+    # a hand already near the limit may hold still or turn away from it, not on toward it
+    near = Wrist(wrist.axis, 2.88, -2.9, 2.9)
+    assert near.allows(np.zeros(3), 0.05) and near.allows(np.array([0.0, 0.0, 0.3]), 0.05)
+    assert not near.allows(np.array([0.0, 0.0, -0.01]), 0.05)
+    # with room to spare the nearer turn stands
+    assert np.allclose(
+        rotation_toward(hand, fingers, want, wrist=Wrist(wrist.axis, 0.0, -2.9, 2.9)), [0, 0, 0.5]
+    )
 
 
 def test_rotation_toward_turns_the_fingers_onto_the_axis_and_keeps_the_hand_down():
@@ -181,6 +313,9 @@ def _solve(suite: str, task: int, init_state: int) -> dict:
         ("libero_goal", 3, 2, "In a closed drawer: opened first, then the bowl put in"),
         ("libero_goal", 7, 0, "TurnOn: the stove (knob grasped and twisted)"),
         ("libero_90", 0, 0, "Close: the top drawer pushed shut along the slide"),
+        ("libero_90", 35, 0, "Open: the microwave door (handle carried round the hinge, then pushed)"),
+        ("libero_90", 33, 0, "Close: the open microwave door carried shut round the hinge"),
+        ("libero_10", 8, 0, "two On goals on one region, moka pots by their handles, and TurnOn"),
         ("libero_10", 0, 0, "two In goals: the soup and the tomato sauce in the basket"),
     ],
 )
