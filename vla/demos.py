@@ -61,7 +61,8 @@ MAX_PREFIX = 2  # setup tasks before the recorded one (lift + stack before unsta
 @dataclass
 class DemoConfig:
     """Record scripted-expert demonstrations on the play-table as a CALVIN-format dataset (--env calvin, the
-    default; for LIBERO: spatial-arena demos --env libero --help)."""
+    default; continuous play over scenes instead: spatial-arena demos --env calvin --scenes A,B,C --help;
+    for LIBERO: spatial-arena demos --env libero --help)."""
 
     task: str = arg(
         "open_drawer", "CALVIN task(s) to demonstrate, comma-separated (e.g. open_drawer,move_slider_left)"
