@@ -4,13 +4,16 @@ shared handler; ``bench/bad_inputs.py`` runs each as ``python -m MODULE ARGS`` a
 
 Placeholders in ``argv`` and the named word, filled by :func:`fill`: ``{empty_dir}`` (an empty folder),
 ``{model_dir}`` (a folder with a ``config.json``, as a checkpoint has), ``{file}`` (a small text file),
-``{calvin_dir}`` (a folder that looks like a CALVIN split: an ``ep_start_end_ids.npy``) and ``{dead}`` (``http://127.0.0.1:PORT/v1`` with nothing listening on PORT).
+``{calvin_dir}`` (a folder that looks like a CALVIN split: an ``ep_start_end_ids.npy`` with one episode,
+but no language annotations) and ``{dead}`` (``http://127.0.0.1:PORT/v1`` with nothing listening on PORT).
 """
 
 from __future__ import annotations
 
 import socket
 from pathlib import Path
+
+import numpy as np
 
 #: command -> the ``python -m`` module it is.
 MODULES = {
@@ -268,10 +271,15 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
         ["--backbone", "/ckpt/Qwen3-VL-4B-Instruct", "--data", "{calvin_dir}"],
         "/ckpt/Qwen3-VL-4B-Instruct",
     ),
+    ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "{calvin_dir}"], "auto_lang_ann.npy"),
     ("demos", ["--episodes", "0"], "--episodes"),
     ("demos", ["--ep-len", "0"], "--ep-len"),
     ("demos", ["--out", "{empty_dir}", "--task", "fly_away"], "fly_away"),
     ("demos", ["--env", "mujoco", "--out", "{empty_dir}"], "--env"),
+    ("demos", ["--scenes", "A,E", "--out", "{empty_dir}"], "--scenes"),
+    ("demos", ["--scenes", "A", "--frames", "0", "--out", "{empty_dir}"], "--frames"),
+    ("demos", ["--scenes", "A", "--format", "rlds", "--out", "{empty_dir}"], "--format"),
+    ("demos", ["--frames", "10"], "--out"),
     ("demos", ["--env"], "--env"),
     ("demos", ["--env", "libero"], "--out"),
     ("demos", ["--env", "libero", "--suite", "libero_100", "--out", "{empty_dir}"], "--suite"),
@@ -319,7 +327,7 @@ def fill(text: str, root: Path, dead: str) -> str:
     (root / "model_dir" / "config.json").write_text("{}")
     (root / "file.txt").write_text("not what any command wants\n")
     (root / "calvin_dir").mkdir(exist_ok=True)
-    (root / "calvin_dir" / "ep_start_end_ids.npy").write_bytes(b"")
+    np.save(root / "calvin_dir" / "ep_start_end_ids.npy", np.zeros((1, 2), np.int64))  # no annotations
     for name, value in {
         "empty_dir": root / "empty_dir",
         "model_dir": root / "model_dir",

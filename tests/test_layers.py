@@ -71,3 +71,17 @@ def test_static_builtins_resolve_to_their_names() -> None:
     from benchmarks.static.registry import _BUILTINS, get_benchmark
 
     assert {name: get_benchmark(name).name for name in _BUILTINS} == {name: name for name in _BUILTINS}
+
+
+def test_every_room_of_benchmarks_is_on_a_floor_of_the_contract() -> None:
+    """A new package or module in ``benchmarks/`` left out of the rooms contract would be checked by nothing."""
+    config = (ROOT / "pyproject.toml").read_text()
+    floors = re.search(r'containers = \["benchmarks"\].*?layers = \[(.*?)\]', config, re.S)
+    assert floors is not None
+    listed = set(re.findall(r"\w+", " ".join(re.findall(r'"([^"]*)"', floors.group(1)))))
+    rooms = {p.parent.name for p in (ROOT / "benchmarks").glob("*/__init__.py")}
+    rooms |= {p.stem for p in (ROOT / "benchmarks").glob("*.py") if p.stem not in {"__init__", "__main__"}}
+    assert rooms - listed == set(), (
+        f"rooms of benchmarks/ missing from the contract in pyproject.toml: {rooms - listed}"
+    )
+    assert listed - rooms == set(), f"floors naming no room: {listed - rooms}"

@@ -1,6 +1,7 @@
 """``python -m vla.demos`` (``spatial-arena demos``): expert demonstrations, by ``--env``.
 
 ``--env calvin`` (the default) records the play-table in CALVIN's dataset layout, as described below;
+with ``--scenes`` or ``--frames`` it records continuous play instead (:mod:`vla.calvin_play`);
 ``--env libero`` records LIBERO tasks in LIBERO's HDF5 layout and as a LeRobotDataset v3
 (:mod:`vla.libero_demos`, ``spatial-arena demos --env libero --help``).
 
@@ -39,11 +40,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from policies.config_cli import InputError, arg, parse_config, run_cli
+from vla.calvin_recording import CAMERA_KEYS, Episode, perturbed_robot_obs, record_task
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -53,14 +55,14 @@ if TYPE_CHECKING:
 
 ENVS = ("calvin", "libero")
 DEFAULT_JOINT_NOISE = 0.1  # radians (std per joint): moves the start TCP by several centimetres
-CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}
 MAX_PREFIX = 2  # setup tasks before the recorded one (lift + stack before unstack_block)
 
 
 @dataclass
 class DemoConfig:
     """Record scripted-expert demonstrations on the play-table as a CALVIN-format dataset (--env calvin, the
-    default; for LIBERO: spatial-arena demos --env libero --help)."""
+    default; continuous play over scenes instead: spatial-arena demos --env calvin --scenes A,B,C --help;
+    for LIBERO: spatial-arena demos --env libero --help)."""
 
     task: str = arg(
         "open_drawer", "CALVIN task(s) to demonstrate, comma-separated (e.g. open_drawer,move_slider_left)"
@@ -173,91 +175,8 @@ def _redraw_table_spots_and_yaws(scene_obs: np.ndarray, rng: np.random.Generator
         scene_obs[start + 5] = rng.uniform(*BLOCK_YAW_RANGE)
 
 
-def perturbed_robot_obs(robot_obs: np.ndarray, rng: np.random.Generator, joint_noise: float) -> np.ndarray:
-    """``robot_obs`` with Gaussian noise on the 7 joints (clipped to the limits).
-
-    The env places the joints and derives the TCP from them, so the TCP fields are left as they were."""
-    from envs.calvin import constants as C
-
-    out = np.array(robot_obs, dtype=np.float64)
-    noisy = out[7:14] + rng.normal(0.0, joint_noise, 7)
-    out[7:14] = np.clip(noisy, C.JOINT_LOWER, C.JOINT_UPPER)
-    return out
-
-
 def attempt_rng(seed: int, task_index: int, attempt: int) -> np.random.Generator:
     return np.random.default_rng([seed, task_index, attempt])
-
-
-# ----------------------------------------------------------------------------------------- episodes
-
-
-def sent_action(action: np.ndarray) -> np.ndarray:
-    """The relative action as sent and stored: arm clipped to [-1, 1], gripper exactly -1 or 1."""
-    a = np.clip(np.asarray(action, dtype=np.float64).reshape(7), -1.0, 1.0)
-    a[6] = 1.0 if a[6] > 0 else -1.0
-    return a
-
-
-def _frame(obs: dict[str, np.ndarray], action: np.ndarray, env: gym.Env) -> dict[str, np.ndarray]:
-    from envs.calvin import constants as C
-    from envs.calvin.env import PlayTableInterface
-
-    pos, orn = cast(PlayTableInterface, env.unwrapped).target_pose()  # the target this relative action moves
-    absolute = np.array(
-        [*(pos + action[:3] * C.MAX_REL_POSITION), *(orn + action[3:6] * C.MAX_REL_ORIENTATION), action[6]]
-    )
-    frame = {k: obs[k] for k in CAMERA_KEYS.values() if k in obs}
-    return {
-        **frame,
-        "rel_actions": action,
-        "actions": absolute,
-        "robot_obs": obs["robot_obs"].copy(),
-        "scene_obs": obs["scene_obs"].copy(),
-    }
-
-
-@dataclass
-class Episode:
-    """One recorded attempt: its frames and how it went."""
-
-    frames: list[dict[str, np.ndarray]]
-    success_step: int | None  # index of the step after which the oracle reported success
-    last_obs: dict[str, np.ndarray] | None = None
-    prefix_ok: bool = True
-
-    @property
-    def success(self) -> bool:
-        return self.prefix_ok and self.success_step is not None
-
-
-def record_task(
-    env: gym.Env,
-    expert: ScriptedExpert,
-    task: str,
-    instruction: str,
-    obs: dict[str, np.ndarray],
-    ep_len: int,
-    tail_steps: int,
-) -> Episode:
-    """Run the expert on ``task`` from the current state (subtask begun here) and record every step."""
-    from envs.calvin.env import PlayTableInterface
-    from policies.base import EpisodeContext
-
-    cast(PlayTableInterface, env.unwrapped).begin_subtask(task)
-    expert.reset(EpisodeContext(instruction=instruction, seed=0, extras={"task": task}))
-    frames, success_step = [], None
-    for step in range(ep_len + tail_steps):
-        if success_step is None and step >= ep_len:
-            break
-        if success_step is not None and step > success_step + tail_steps:
-            break
-        action = sent_action(expert.act(obs))
-        frames.append(_frame(obs, action, env))
-        obs, _, _, _, info = env.step(action.astype(np.float32))
-        if success_step is None and info["is_success"]:
-            success_step = step
-    return Episode(frames, success_step, obs)
 
 
 def run_attempt(env: gym.Env, expert: ScriptedExpert, task: str, start: Start, config: DemoConfig) -> Episode:
@@ -412,6 +331,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from vla import libero_demos
 
         return libero_demos.main(args)
+    from vla import calvin_play
+
+    if calvin_play.wants_play(args):
+        return calvin_play.main(args)
     summary = generate(parse_config(DemoConfig, args, prog="python -m vla.demos"))
     for task, row in summary["tasks"].items():
         print(

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from policies.config_cli import arg, parse_config, run_cli
+from policies.config_cli import InputError, arg, parse_config, run_cli
 
 if TYPE_CHECKING:  # torch and the model are imported when training starts
     import torch
@@ -241,13 +241,16 @@ class Trainer:
         from vla.data import open_dataset
 
         c = self.config
-        return open_dataset(
-            c.data,
-            data_format=c.data_format,
-            chunk_size=c.chunk_size,
-            cameras=c.cameras or None,
-            image_size=c.image_size,
-        )
+        try:
+            return open_dataset(
+                c.data,
+                data_format=c.data_format,
+                chunk_size=c.chunk_size,
+                cameras=c.cameras or None,
+                image_size=c.image_size,
+            )
+        except FileNotFoundError as error:  # a dataset folder without a file its layout requires
+            raise InputError(f"--data {error}") from None
 
     def _normalizer(self) -> ActionNormalizer:
         from vla.normalization import ActionNormalizer

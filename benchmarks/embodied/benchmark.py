@@ -104,16 +104,9 @@ class EmbodiedWorker(EpisodeWorker):
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         perturbation = unit.spec.get("perturbation")
-        if perturbation is None:
-            return self._run_episode(
-                self.env,
-                self.policy,
-                unit.spec["episode"],
-                seed=unit.seed,
-                on_step=on_step,
-                decisions=self.decisions,
-            )
-        certificate = self._certify(unit)
+        # A variant is certified by the expert before the policy sees it; a clean unit runs as it always has.
+        certificate = None if perturbation is None else self._certify(unit)
+        variant = {} if perturbation is None else {"perturbation": perturbation}
         record: EpisodeRecord = self._run_episode(
             self.env,
             self.policy,
@@ -121,11 +114,12 @@ class EmbodiedWorker(EpisodeWorker):
             seed=unit.seed,
             on_step=on_step,
             decisions=self.decisions,
-            perturbation=perturbation,
+            **variant,
         )
-        record["extras"].update(
-            perturbation=perturbation, certified=certificate["certified"], certificate=certificate
-        )
+        if certificate is not None:
+            record["extras"].update(
+                perturbation=perturbation, certified=certificate["certified"], certificate=certificate
+            )
         return record
 
     def _certify(self, unit: WorkUnit) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 _DATA_FILE = "eval_instructions.json"
+_TRAIN_FILE = "train_instructions.json"
 
 
 @cache
@@ -52,3 +53,22 @@ def _unknown_task_message(task: object) -> str:
         f"unknown CALVIN task {task!r}: expected one of the 34 task names of the CALVIN evaluation "
         f"(envs.calvin.instructions.CALVIN_TASKS).{hint}"
     )
+
+
+@cache
+def train_instructions() -> MappingProxyType[str, tuple[str, ...]]:
+    """Task name -> CALVIN's training annotations for it (``new_playtable.yaml``, in
+    ``train_instructions.json``), the sentences CALVIN's play data is annotated with.
+
+    The evaluation instruction of every task is held out: it is dropped here even if a future copy of
+    the training set listed it, so generated training data never carries an evaluation sentence."""
+    text = resources.files(__package__).joinpath(_TRAIN_FILE).read_text(encoding="utf-8")
+    data = json.loads(text)["instructions"]
+    if sorted(data) != sorted(CALVIN_TASKS):
+        raise RuntimeError(f"{_TRAIN_FILE} must list the 34 CALVIN tasks")
+    held_out = set(EVAL_INSTRUCTIONS.values())
+    kept = {task: tuple(s for s in data[task] if s not in held_out) for task in CALVIN_TASKS}
+    empty = [task for task, sentences in kept.items() if not sentences]
+    if empty:
+        raise RuntimeError(f"{_TRAIN_FILE}: no training instruction left for {empty}")
+    return MappingProxyType(kept)

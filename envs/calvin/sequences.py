@@ -370,6 +370,16 @@ def _unique_successor(state: SymbolicState, task: str) -> SymbolicState | None:
     return successors[0] if len(successors) == 1 else None
 
 
+def next_symbolic_state(state: Mapping[str, Any], task: str) -> dict[str, Any] | None:
+    """The symbolic state ``task`` leads to from ``state`` under CALVIN's task model, or None when ``task``
+    has no or several transitions from it (CALVIN's chains use only tasks with exactly one). ``state`` may
+    be any reachable state, a grasped block included (play data walks through those)."""
+    if task not in TASK_TRANSITIONS:
+        raise ValueError(f"unknown CALVIN task {task!r}; see envs.calvin.instructions.CALVIN_TASKS")
+    successor = _unique_successor(tuple(state[key] for key in STATE_KEYS), task)
+    return None if successor is None else dict(zip(STATE_KEYS, successor))
+
+
 @lru_cache(maxsize=1)
 def _transition_table_arrays() -> tuple[dict[SymbolicState, int], np.ndarray, np.ndarray]:
     """Every symbolic state reachable from the initial states, numbered, and as arrays:

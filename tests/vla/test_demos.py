@@ -9,9 +9,10 @@ from envs.calvin import constants as C
 from envs.calvin.instructions import instruction_for
 from envs.calvin.sequences import is_valid_chain
 from envs.files import load_pickled_npy
+from vla.calvin_recording import sent_action
 from vla.data import CalvinWriter, open_dataset
 from vla.data.calvin import EPISODES_FILE, frame_path
-from vla.demos import DemoConfig, _setups, attempt_rng, generate, main, sample_start, sent_action, task_list
+from vla.demos import DemoConfig, _setups, attempt_rng, generate, main, sample_start, task_list
 
 TASK = "turn_on_led"  # the quickest task without setup (about 40 steps)
 

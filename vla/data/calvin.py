@@ -193,6 +193,7 @@ class CalvinWriter:
             raise FileExistsError(f"{self.root} already holds CALVIN frames; write into an empty directory")
         self.next_index = int(first_index)
         self.episodes: list[tuple[int, int]] = []
+        self.windows: list[tuple[int, int]] = []
         self.language: dict[str, list[str]] = {"ann": [], "task": []}
         self._open_start: int | None = None
 
@@ -210,15 +211,26 @@ class CalvinWriter:
         self.next_index += 1
         return self.next_index - 1
 
-    def end_episode(self, task: str, instruction: str) -> tuple[int, int]:
-        """Close the episode and annotate all its frames with ``task`` / ``instruction``."""
+    def end_episode(self, task: str | None, instruction: str | None = None) -> tuple[int, int]:
+        """Close the episode and annotate all its frames with ``task`` / ``instruction`` (``task`` None:
+        leave it unannotated, its windows given by :meth:`annotate`, as in play data)."""
         start, self._open_start = self._open_start, None
         if start is None or start == self.next_index:
             raise RuntimeError("end_episode called without an open episode that has frames")
         self.episodes.append((start, self.next_index - 1))
+        if task is not None:
+            self.annotate(*self.episodes[-1], task, instruction or "")
+        return self.episodes[-1]
+
+    def annotate(self, first: int, last: int, task: str, instruction: str) -> None:
+        """Add a language window over frames ``first .. last`` (inclusive, already written)."""
+        if not 0 <= first <= last < self.next_index:
+            raise ValueError(
+                f"annotation window ({first}, {last}) is outside the {self.next_index} frames written"
+            )
+        self.windows.append((first, last))
         self.language["ann"].append(instruction)
         self.language["task"].append(task)
-        return self.episodes[-1]
 
     def write_episode(
         self, frames: Iterable[Mapping[str, Any]], task: str, instruction: str
@@ -235,7 +247,7 @@ class CalvinWriter:
         (self.root / LANG_FILE).parent.mkdir(exist_ok=True)
         annotations = {
             "language": {k: list(v) for k, v in self.language.items()},
-            "info": {"episodes": [], "indx": list(self.episodes)},
+            "info": {"episodes": [], "indx": list(self.windows)},
         }
         np.save(self.root / LANG_FILE, np.asarray(annotations, dtype=object), allow_pickle=True)
         return self.root

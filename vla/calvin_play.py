@@ -1,0 +1,399 @@
+"""Play data (``spatial-arena demos --env calvin --scenes A,B,C --frames N``): CALVIN's training side.
+
+The switch is ``--scenes`` or ``--frames``: with either, ``demos --env calvin`` records play; without
+them it records per-task demonstrations (:mod:`vla.demos`).
+
+As CALVIN's teleoperated play, each scene is one continuous episode without resets between subtasks.
+It starts from one of CALVIN's 192 symbolic initial states, placed in the scene by
+:func:`envs.calvin.sequences.initial_env_state` (block yaws redrawn from the seed, start joints noised as
+in :mod:`vla.demos`). Then, until ``--frames`` frames are recorded, a subtask is drawn uniformly among
+the tasks that have exactly one transition from the current symbolic state under CALVIN's task model
+(:func:`envs.calvin.sequences.next_symbolic_state`) and the scripted expert runs it for at most
+``--ep-len`` steps, every step recorded. A success moves the symbolic state and adds a language
+window; a failure (no success within ``--ep-len`` steps) is counted and play goes on from wherever the scene is, with the symbolic state
+unchanged. After ``--max-failures`` failures in a row the scene is reset to a new initial state and a
+new episode row begins (the symbolic state no longer describes the scene).
+
+Written per split (``OUT/<split>/``, default ``training``: CALVIN's ABC->D trains on A, B and C in one
+``training`` folder and validates on D in ``validation``; run ``--scenes D --split validation`` for that):
+
+- ``episode_XXXXXXX.npz``: ``rgb_static`` (200x200x3), ``rgb_gripper`` (84x84x3), ``depth_static``
+  (200x200), ``depth_gripper`` (84x84) (float32 metres), ``robot_obs``, ``scene_obs``, ``actions``
+  (absolute TCP target), ``rel_actions``;
+- ``ep_start_end_ids.npy``; ``scene_info.npy`` (``{"calvin_scene_X": [first, last]}``, as CALVIN's ABC
+  splits have);
+- ``lang_annotations/auto_lang_ann.npy``: one window per successful subtask, ending on the frame whose
+  action completed it and at most :data:`WINDOW` frames long (CALVIN's annotation window length), with a
+  sentence drawn from CALVIN's training annotations (the evaluation sentences are held out,
+  :func:`envs.calvin.instructions.train_instructions`); ``language.emb`` is left out (it needs
+  CALVIN's sentence encoder; the project's readers use ``ann``);
+- ``statistics.yaml``: mean/std of ``robot_obs`` and ``scene_obs`` as CALVIN's ``NormalizeVector``
+  transforms, and ``act_min_bound``/``act_max_bound`` of ``actions``;
+- ``.hydra/merged_config.yaml``: calvin_env's composed configuration of the split's scene when calvin_env
+  is importable (what ``get_env`` reads), else the recorded facts (scene, cameras, rates) only.
+
+``OUT/lerobot/`` (``--format`` with ``lerobot``) holds the same windows as LeRobotDataset v3 episodes:
+window frames plus up to ``CHUNK - 1`` following ones (so the last window frames start full chunks, as
+the CALVIN reader allows), both cameras, ``observation.state`` (robot_obs), ``observation.environment_state``
+(scene_obs) and ``action`` (rel_actions); depth is not stored there. ``OUT/play_<split>.json`` reports
+subtasks tried, succeeded and failed per scene and task (the last subtask, cut by ``--frames``, is
+counted apart), frames and frames per second.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from policies.config_cli import InputError, arg, parse_config
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+
+    from policies.experts.calvin import ScriptedExpert
+    from vla.data import CalvinWriter, LeRobotWriter
+
+WINDOW = 64  # frames per CALVIN language annotation window
+CHUNK = 10
+FORMATS = ("calvin", "lerobot")
+PLAY_FLAGS = ("--scenes", "--frames")
+
+
+@dataclass
+class PlayConfig:
+    """Record scripted-expert play (random feasible subtask sequences, no resets) in CALVIN's dataset
+    layout and as a LeRobotDataset v3."""
+
+    scenes: str = arg("A,B,C", "scenes to play in, comma-separated (A, B, C, D); one episode each")
+    frames: int = arg(1000, "frames to record per scene", minimum=1)
+    out: str = arg("", "dataset root; frames go to OUT/<split>/ (must not hold frames yet)")
+    split: str = arg("training", "split subdirectory (CALVIN: training = A,B,C; validation = D)")
+    seed: int = arg(0, "seed of initial states, subtasks and sentences (the rest is deterministic)")
+    format: str = arg("calvin,lerobot", "formats to write: calvin, lerobot or calvin,lerobot")
+    joint_noise: float = arg(0.1, "std (radians) of the noise on each start joint", minimum=0)
+    ep_len: int = arg(360, "step budget of the expert per subtask (CALVIN's)", minimum=1)
+    max_failures: int = arg(3, "failed subtasks in a row before the scene is reset (new episode)", minimum=1)
+
+    def check(self) -> None:
+        if not self.out:
+            raise InputError("--out DIR is required (the dataset root to write)")
+        if self.frames < 1 or self.ep_len < 1 or self.max_failures < 1:
+            raise InputError(
+                f"--frames, --ep-len and --max-failures must be >= 1; got {self.frames}, {self.ep_len}, "
+                f"{self.max_failures}"
+            )
+        scene_list(self.scenes)
+        format_list(self.format)
+        root = Path(self.out)
+        if any((root / self.split).glob("episode_*.npz")) or (root / "lerobot" / "meta").exists():
+            raise InputError(
+                f"--out {root} already holds play data ({self.split}/ or lerobot/); give a new folder"
+            )
+
+
+def scene_list(text: str) -> list[str]:
+    from envs.calvin.scenes import SCENES
+
+    names = [s.strip().upper() for s in text.split(",") if s.strip()]
+    bad = [s for s in names if s not in SCENES]
+    if bad or not names or len(set(names)) != len(names):
+        raise InputError(f"--scenes {text!r}: give distinct scenes among {', '.join(sorted(SCENES))}")
+    return names
+
+
+def format_list(text: str) -> tuple[str, ...]:
+    names = tuple(f.strip() for f in text.split(",") if f.strip())
+    if not names or any(f not in FORMATS for f in names):
+        raise InputError(f"--format {text!r}: choose calvin, lerobot or calvin,lerobot")
+    return names
+
+
+def wants_play(args: list[str]) -> bool:
+    """Whether ``demos --env calvin`` arguments ask for play data (``--scenes`` or ``--frames`` given)."""
+    return any(a == f or a.startswith(f + "=") for a in args for f in PLAY_FLAGS)
+
+
+# ------------------------------------------------------------------------------------------- play
+
+
+@dataclass
+class SceneReport:
+    scene: str
+    frames: int = 0
+    episodes: int = 0
+    tried: Counter[str] = field(default_factory=Counter)
+    succeeded: Counter[str] = field(default_factory=Counter)
+    cut: int = 0  # the last subtask, stopped by the frame budget: neither success nor failure
+    seconds: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        failed = sum(self.tried.values()) - sum(self.succeeded.values()) - self.cut
+        return {
+            "frames": self.frames,
+            "episodes": self.episodes,
+            "subtasks": sum(self.tried.values()),
+            "succeeded": sum(self.succeeded.values()),
+            "failed": failed,
+            "cut_by_frame_budget": self.cut,
+            "seconds": round(self.seconds, 1),
+            "frames_per_second": round(self.frames / self.seconds, 2) if self.seconds else None,
+            "tasks": {t: {"tried": n, "succeeded": self.succeeded[t]} for t, n in sorted(self.tried.items())},
+        }
+
+
+@dataclass
+class Sinks:
+    """Where frames go: the CALVIN writer and, optionally, LeRobot windows waiting for their tail."""
+
+    calvin: CalvinWriter
+    lerobot: LeRobotWriter | None
+    recent: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)  # index -> LeRobot frame
+    pending: list[tuple[int, int, str]] = field(default_factory=list)  # window first, last, sentence
+    vectors: dict[str, list[np.ndarray]] = field(
+        default_factory=lambda: {"robot_obs": [], "scene_obs": [], "actions": []}
+    )
+
+    def add(self, frame: dict[str, np.ndarray]) -> int:
+        index = self.calvin.add_frame(frame)
+        for key, rows in self.vectors.items():
+            rows.append(np.asarray(frame[key], np.float64))
+        if self.lerobot is not None:
+            self.recent[index] = lerobot_frame(frame)
+            self.flush(index, final=False)
+        return index
+
+    def flush(self, index: int, final: bool) -> None:
+        """Write the LeRobot windows whose tail is complete at frame ``index`` (all of them if ``final``)."""
+        while self.pending and (final or self.pending[0][1] + CHUNK - 1 <= index):
+            first, last, sentence = self.pending.pop(0)
+            rows = [self.recent[t] for t in range(first, min(last + CHUNK - 1, index) + 1)]
+            if self.lerobot is not None:
+                self.lerobot.add_episode({k: np.stack([r[k] for r in rows]) for k in rows[0]}, sentence)
+        keep = min([p[0] for p in self.pending], default=index + 1 - WINDOW)
+        for t in [t for t in self.recent if t < keep]:
+            del self.recent[t]
+
+
+def lerobot_frame(frame: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {
+        "observation.images.rgb_static": frame["rgb_static"],
+        "observation.images.rgb_gripper": frame["rgb_gripper"],
+        "observation.state": np.asarray(frame["robot_obs"], np.float32),
+        "observation.environment_state": np.asarray(frame["scene_obs"], np.float32),
+        "action": np.asarray(frame["rel_actions"], np.float32),
+    }
+
+
+def new_start(
+    env: gym.Env, scene: str, rng: np.random.Generator, config: PlayConfig
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Reset ``env`` to a random CALVIN initial state placed in ``scene``; (symbolic state, observation)."""
+    from envs.calvin.scenes import scene_spec
+    from envs.calvin.sequences import BLOCK_YAW_RANGE, initial_env_state, symbolic_initial_states
+    from vla.calvin_recording import perturbed_robot_obs
+
+    states = symbolic_initial_states()
+    symbolic = states[int(rng.integers(len(states)))]
+    robot_obs, scene_obs = initial_env_state(symbolic, scene)
+    for color in scene_spec(scene).block_colors:
+        scene_obs[scene_spec(scene).block_slice(color).start + 5] = rng.uniform(*BLOCK_YAW_RANGE)
+    robot = perturbed_robot_obs(robot_obs, rng, config.joint_noise)
+    obs, _ = env.reset(seed=0, options={"robot_obs": robot, "scene_obs": scene_obs})
+    return symbolic, obs
+
+
+def next_task(state: dict[str, Any], rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
+    """A subtask drawn uniformly among those valid from ``state``, and the state it leads to."""
+    from envs.calvin.instructions import CALVIN_TASKS
+    from envs.calvin.sequences import next_symbolic_state
+
+    options = [(t, s) for t in CALVIN_TASKS if (s := next_symbolic_state(state, t)) is not None]
+    return options[int(rng.integers(len(options)))]
+
+
+def play_scene(scene: str, index: int, sinks: Sinks, config: PlayConfig) -> SceneReport:
+    """Record ``config.frames`` frames of play in ``scene`` into ``sinks``."""
+    from envs.calvin.env import PlayTableEnv
+    from policies.experts.calvin import ScriptedExpert
+
+    rng, report, began = np.random.default_rng([config.seed, index]), SceneReport(scene), time.perf_counter()
+    env = PlayTableEnv(cameras=("static", "gripper"), depth=True, scene=scene)
+    expert = ScriptedExpert()
+    expert.bind(env)
+    try:
+        state, obs = new_start(env, scene, rng, config)
+        sinks.calvin.begin_episode()
+        report.episodes, failures = 1, 0
+        while report.frames < config.frames:
+            if failures >= config.max_failures:
+                sinks.calvin.end_episode(None)
+                sinks.flush(sinks.calvin.next_index - 1, final=True)
+                state, obs = new_start(env, scene, rng, config)
+                sinks.calvin.begin_episode()
+                report.episodes, failures = report.episodes + 1, 0
+            state, obs, failures = _subtask(env, expert, state, obs, failures, sinks, report, rng, config)
+        sinks.calvin.end_episode(None)
+        sinks.flush(sinks.calvin.next_index - 1, final=True)
+    finally:
+        env.close()
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def _subtask(
+    env: gym.Env,
+    expert: ScriptedExpert,
+    state: dict[str, Any],
+    obs: dict[str, np.ndarray],
+    failures: int,
+    sinks: Sinks,
+    report: SceneReport,
+    rng: np.random.Generator,
+    config: PlayConfig,
+) -> tuple[dict[str, Any], dict[str, np.ndarray], int]:
+    """Run one drawn subtask, record its frames, annotate it on success; (state, obs, failures in a row)."""
+    from envs.calvin.instructions import train_instructions
+    from vla.calvin_recording import record_task
+
+    task, after = next_task(state, rng)
+    sentences = train_instructions()[task]
+    sentence = sentences[int(rng.integers(len(sentences)))]
+    budget = min(config.ep_len, config.frames - report.frames)
+    episode = record_task(env, expert, task, sentence, obs, budget, tail_steps=0)
+    first = sinks.calvin.next_index
+    for raw in episode.frames:
+        sinks.add(raw)
+    report.frames += len(episode.frames)
+    report.tried[task] += 1
+    if episode.last_obs is not None:
+        obs = episode.last_obs
+    if episode.success_step is None:
+        if budget < config.ep_len and len(episode.frames) == budget:
+            report.cut += 1
+            return state, obs, failures
+        return state, obs, failures + 1
+    report.succeeded[task] += 1
+    last = first + episode.success_step
+    sinks.calvin.annotate(max(first, last - WINDOW + 1), last, task, sentence)
+    if sinks.lerobot is not None:
+        sinks.pending.append((max(first, last - WINDOW + 1), last, sentence))
+    return after, obs, 0
+
+
+# ----------------------------------------------------------------------------------------- writing
+
+
+def statistics(vectors: dict[str, list[np.ndarray]]) -> dict[str, Any]:
+    """CALVIN's ``statistics.yaml``: NormalizeVector mean/std of robot_obs and scene_obs, action bounds."""
+    target = "calvin_agent.utils.transforms.NormalizeVector"
+    out: dict[str, Any] = {}
+    for key in ("robot_obs", "scene_obs"):
+        rows = np.stack(vectors[key])
+        out[key] = [{"_target_": target, "mean": rows.mean(0).tolist(), "std": rows.std(0).tolist()}]
+    actions = np.stack(vectors["actions"])
+    return out | {"act_min_bound": actions.min(0).tolist(), "act_max_bound": actions.max(0).tolist()}
+
+
+def hydra_config(scene: str) -> dict[str, Any]:
+    """``.hydra/merged_config.yaml``: calvin_env's own composed configuration when it is importable."""
+    from envs.calvin import constants as C
+
+    try:
+        from omegaconf import OmegaConf
+
+        from envs.calvin.official import checkout_root, compose_config
+
+        composed = OmegaConf.to_container(compose_config(checkout_root(), scene=scene), resolve=True)
+        return dict(composed) if isinstance(composed, dict) else {}
+    except ImportError:
+        return {
+            "scene": f"calvin_scene_{scene}",
+            "cameras": {"static": {"width": 200, "height": 200}, "gripper": {"width": 84, "height": 84}},
+            "env": {"control_freq": C.CONTROL_HZ},
+            "generator": "spatial-arena demos --env calvin (play); calvin_env was not importable",
+        }
+
+
+def write_metadata(
+    split: Path, scenes: dict[str, tuple[int, int]], vectors: dict[str, list[np.ndarray]]
+) -> None:
+    import yaml
+
+    info = {f"calvin_scene_{s}": list(span) for s, span in scenes.items()}
+    np.save(split / "scene_info.npy", np.asarray(info, dtype=object), allow_pickle=True)
+    (split / "statistics.yaml").write_text(yaml.safe_dump(statistics(vectors), sort_keys=False))
+    (split / ".hydra").mkdir(exist_ok=True)
+    config = hydra_config(list(scenes)[-1])
+    (split / ".hydra" / "merged_config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def lerobot_writer(root: Path) -> LeRobotWriter:
+    from envs.calvin import constants as C
+    from vla.data import LeRobotWriter, VectorFeature
+
+    return LeRobotWriter(
+        root,
+        fps=C.CONTROL_HZ,
+        cameras={"observation.images.rgb_static": (200, 200), "observation.images.rgb_gripper": (84, 84)},
+        vectors={
+            "observation.state": VectorFeature(15),
+            "observation.environment_state": VectorFeature(24),
+            "action": VectorFeature(7),
+        },
+        robot_type="panda",
+    )
+
+
+def generate(config: PlayConfig) -> dict[str, Any]:
+    """Write the play data ``config`` describes; returns the report saved as ``play_<split>.json``."""
+    from vla.data import CalvinWriter
+
+    config.check()
+    root, formats = Path(config.out), format_list(config.format)
+    split = root / config.split
+    writer = CalvinWriter(split)
+    lerobot = lerobot_writer(root / "lerobot") if "lerobot" in formats else None
+    sinks, reports, spans = Sinks(writer, lerobot), {}, {}
+    for index, scene in enumerate(scene_list(config.scenes)):
+        first = writer.next_index
+        reports[scene] = play_scene(scene, index, sinks, config).row()
+        spans[scene] = (first, writer.next_index - 1)
+    writer.close()
+    write_metadata(split, spans, sinks.vectors)
+    if lerobot is not None:
+        lerobot.close()
+    if "calvin" not in formats:  # the CALVIN split was the staging area
+        import shutil
+
+        shutil.rmtree(split)
+    frames, seconds = sum(r["frames"] for r in reports.values()), sum(r["seconds"] for r in reports.values())
+    summary = {
+        "config": asdict(config),
+        "frames": frames,
+        "seconds": round(seconds, 1),
+        "frames_per_second": round(frames / seconds, 2) if seconds else None,
+        "scenes": reports,
+    }
+    (root / f"play_{config.split}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def main(argv: list[str]) -> dict[str, Any]:
+    summary = generate(parse_config(PlayConfig, argv, prog="spatial-arena demos --env calvin"))
+    for scene, row in summary["scenes"].items():
+        print(
+            f"[vla.demos] scene {scene}: {row['frames']} frames, {row['succeeded']}/{row['subtasks']} subtasks "
+            f"succeeded ({row['failed']} failed), {row['episodes']} episode(s), {row['frames_per_second']} frames/s",
+            flush=True,
+        )
+    print(
+        f"[vla.demos] {summary['frames']} frames in {summary['seconds']} s -> {summary['config']['out']}",
+        flush=True,
+    )
+    return summary
