@@ -44,6 +44,7 @@ CALVIN_CHECKER = {
     "benchmarks/calvin/__init__.py",
     "benchmarks/calvin/chain.py",
     "benchmarks/core/episode_record.py",
+    "vla/calvin_recording.py",
     "vla/demos.py",
 }
 
