@@ -248,21 +248,7 @@ def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str,
             results.append({"success": sub["success"], "steps": sub["steps"]})
     finally:
         env.close()
-    wins = sum(r["success"] for r in results)
-    low, high = wilson_interval(wins, len(results))
-    print(
-        f"[eval] {label}: {wins}/{len(results)} (95% CI {100 * low:.0f}-{100 * high:.0f} %, "
-        f"{time.perf_counter() - began:.0f} s)",
-        flush=True,
-    )
-    return {
-        "success": wins,
-        "episodes": len(results),
-        "rate": wins / len(results),
-        "ci95": [low, high],
-        "seconds": round(time.perf_counter() - began, 1),
-        "per_episode": results,
-    }
+    return _rate(results, label, time.perf_counter() - began)
 
 
 def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
