@@ -63,6 +63,24 @@ CAMERA_MOTION_TEXT: dict[Primitive, str] = {
     Primitive.ROLL_CW: "The camera rolled clockwise",
     Primitive.ROLL_CCW: "The camera rolled counter-clockwise",
 }
+
+CAMERA_MOTION_QUESTION = (
+    "The two images were taken by the same camera, the second one after a single movement. How did the "
+    "camera move between the first image and the second?"
+)
+
+
+def wrong_camera_motions(rng: np.random.Generator, primitive: Primitive) -> list[Primitive]:
+    """The distractors of a camera-motion question: the opposite motion and two others drawn at random."""
+    opposite = next(
+        p
+        for p in CAMERA_MOTION_TEXT
+        if p.category is primitive.category and p.axis == primitive.axis and p is not primitive
+    )
+    others = [p for p in CAMERA_MOTION_TEXT if p not in (primitive, opposite)]
+    return [opposite, *(others[int(i)] for i in rng.choice(len(others), size=2, replace=False))]
+
+
 # Size of the one motion of a camera-motion question: metres (translations) or degrees (rotations).
 MOTION_RANGE: dict[tuple[Category, int], tuple[float, float]] = {
     (Category.TRANSLATION, 2): (0.5, 1.0),
@@ -366,20 +384,11 @@ def camera_motion(view: View, context: Context, rng: np.random.Generator) -> Que
     overlap = view_overlap(second.depth, goal, view.frame.depth, start, context.renderer.intrinsics)
     if overlap < context.min_overlap:
         return None
-    opposite = next(
-        p
-        for p in CAMERA_MOTION_TEXT
-        if p.category is primitive.category and p.axis == primitive.axis and p is not primitive
-    )
-    others = [p for p in CAMERA_MOTION_TEXT if p not in (primitive, opposite)]
-    wrong = [opposite, *(others[int(i)] for i in rng.choice(len(others), size=2, replace=False))]
+    wrong = wrong_camera_motions(rng, primitive)
     options, answer = _shuffled_choice(
         rng, CAMERA_MOTION_TEXT[primitive], [CAMERA_MOTION_TEXT[p] for p in wrong]
     )
-    text = (
-        "The two images were taken by the same camera, the second one after a single movement. How did the "
-        f"camera move between the first image and the second?\n{_options(options)}"
-    )
+    text = f"{CAMERA_MOTION_QUESTION}\n{_options(options)}"
     truth = {
         "primitive": primitive.value,
         "amount": amount,

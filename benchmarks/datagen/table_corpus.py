@@ -35,12 +35,14 @@ import numpy as np
 
 from benchmarks.datagen.corpus_format import BOX_FORMAT, box_1000, lettered_choice
 from benchmarks.datagen.nav_questions import (
+    CAMERA_MOTION_QUESTION,
     CAMERA_MOTION_TEXT,
     Question,
     _multi_choice,
     _options,
     _single_motion,
     plural,
+    wrong_camera_motions,
 )
 
 if TYPE_CHECKING:
@@ -267,20 +269,11 @@ def table_camera_motion(scene: TableScene, rng: np.random.Generator) -> Question
     amount = float(rng.uniform(*TABLE_MOTION_RANGE["translation" if translation else "rotation"]))
     goal = scene.c2w @ _single_motion(primitive, amount)
     second = scene.render_from(goal)
-    opposite = next(
-        p
-        for p in primitives
-        if p.category is primitive.category and p.axis == primitive.axis and p is not primitive
-    )
-    others = [p for p in primitives if p not in (primitive, opposite)]
-    wrong = [opposite, *(others[int(i)] for i in rng.choice(len(others), size=2, replace=False))]
+    wrong = wrong_camera_motions(rng, primitive)
     options, answer = _multi_choice(
         rng, CAMERA_MOTION_TEXT[primitive], [CAMERA_MOTION_TEXT[p] for p in wrong]
     )
-    text = (
-        "The two images were taken by the same camera, the second one after a single movement. How did the "
-        f"camera move between the first image and the second?\n{options}"
-    )
+    text = f"{CAMERA_MOTION_QUESTION}\n{options}"
     truth = {
         "primitive": primitive.value,
         "amount": amount,
