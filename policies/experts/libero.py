@@ -24,6 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from policies.base import EpisodeContext, Policy
+from policies.experts.libero_clearance import drawer_clearance, inner_half, rim_side
 from policies.experts.libero_goals import Goal, Handle, choose_grasp, find_handle, parse_goal
 
 if TYPE_CHECKING:
@@ -275,6 +276,7 @@ class Scene:
         if size is None:
             return centre[:2]
         half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
+        half = inner_half(half)  # the origin lands a little off: aim inside the edge LIBERO checks
         lows, highs = self._geom_boxes(skip)
         reach = radius + 0.005
         best, best_key = centre[:2], (np.inf, np.inf)
@@ -474,9 +476,13 @@ class PickPlace:
             return self._handle_point(scene, handle, rot), _nearest_sign(axis, current)
         if choice.kind == "rim":
             # the rim point nearest the robot base (behind the object, -x), fingers across the wall
+            # preferably the rim point nearest the robot base (-x), else the nearest side the hand
+            # comes down to clear of its neighbours; fingers across the wall
             radius = min(width, depth) / 2
-            toward = _horizontal(np.array([-1.0, 0.0, 0.0]))
-            grasp[:2] = centre[:2] + toward[:2] * (radius - 0.012)
+            lows, highs = scene._geom_boxes(self.obj)
+            side = rim_side(centre, radius - 0.012, float(grasp[2]), lows, highs, np.array([-1.0, 0.0]))
+            toward = np.array([*side, 0.0])
+            grasp[:2] = centre[:2] + side * (radius - 0.012)
             return grasp, _nearest_sign(toward, current)
         return grasp, _nearest_sign(_horizontal(rot[:, narrow]), current)
 
@@ -555,6 +561,19 @@ GRIP_DEPTH = 0.007  # m: the pad centres this far behind a handle's outer side (
 TWIST = 0.75  # rad: a knob is turned this far past where it starts
 
 
+def drawer_goal(predicate: str, state: Mapping[str, Any], limits: np.ndarray) -> tuple[float, float]:
+    """``(joint position, open sign)`` a drawer is moved to: just past LIBERO's "open" threshold by
+    DRAWER_OPEN_MARGIN, or all the way in (LIBERO's "closed" is a strict inequality at the end of the
+    range), within the range; the sign is the way along the joint axis "open" lies."""
+    open_sign = -1.0 if max(state["default_open_ranges"]) < min(state["default_close_ranges"]) else 1.0
+    if predicate == "open":
+        edge = max(state["default_open_ranges"]) if open_sign < 0 else min(state["default_open_ranges"])
+        goal_q = edge + open_sign * DRAWER_OPEN_MARGIN
+    else:
+        goal_q = limits[1] if open_sign < 0 else limits[0]
+    return float(np.clip(goal_q, limits[0], limits[1])), open_sign
+
+
 def handle_of(boxes: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> tuple[np.ndarray, float]:
     """The handle of a drawer whose geoms are ``boxes`` and which opens along ``out`` (unit, horizontal):
     ``(handle centre, handle's outer side as a coordinate along out)``; the handle is the geom reaching
@@ -623,15 +642,8 @@ class Articulate:
     ) -> list[Waypoint]:
         opening = self.goal.predicate == "open"
         state = scene.env.get_object(scene.owner(self.target)).object_properties["articulation"]
-        # which way along the axis "open" lies: toward the open range from the closed one
-        open_sign = -1.0 if max(state["default_open_ranges"]) < min(state["default_close_ranges"]) else 1.0
+        goal_q, open_sign = self.drawer_target(state, limits)
         out = _horizontal(axis * open_sign)
-        if opening:  # just past LIBERO's "open" threshold, within the joint's range
-            edge = max(state["default_open_ranges"]) if open_sign < 0 else min(state["default_open_ranges"])
-            goal_q = edge + open_sign * DRAWER_OPEN_MARGIN
-        else:  # all the way in: LIBERO's "closed" is a strict inequality at the end of the range
-            goal_q = limits[1] if open_sign < 0 else limits[0]
-        goal_q = float(np.clip(goal_q, limits[0], limits[1]))
         travel = abs(goal_q - qpos) + 0.01
         centre, outer = handle_of(scene.joint_body_boxes(joint), out)
         hand = scene.hand()
@@ -668,6 +680,10 @@ class Articulate:
             ),
             Waypoint(start + out * (travel + 0.06), vertical, OPEN, tol=0.03, approach=point),
         ]
+
+    def drawer_target(self, state: Mapping[str, Any], limits: np.ndarray) -> tuple[float, float]:
+        """``(joint position, open sign)`` the drawer is moved to (:func:`drawer_goal`)."""
+        return drawer_goal(self.goal.predicate, state, limits)
 
     def _door(
         self, scene: Scene, joint: str, qpos: float, axis: np.ndarray, anchor: np.ndarray, limits: np.ndarray
@@ -876,6 +892,124 @@ class Push:
         return self.plan(scene)
 
 
+NUDGE_GAP = 0.02  # m: the closed fingertips come down this far behind the side of the object they push
+
+
+class Nudge:
+    """Slide an object along the table by ``shift`` along ``direction`` (horizontal, unit): out of the way
+    of a drawer that is about to open over it (the hand could not come down to it after). Closed
+    fingertips come down NUDGE_GAP behind its trailing side at mid height (at most 3 cm up) and push
+    straight through."""
+
+    def __init__(self, obj: str, direction: np.ndarray, shift: float, retries: int = 1) -> None:
+        self.obj, self.direction, self.shift = obj, _horizontal(direction), shift
+        self.retries = retries  # never used: a nudge is not retried
+        self.grasp_kind = "push"
+
+    def stages(self) -> list[Stage]:
+        return [self.plan]
+
+    def plan(self, scene: Scene) -> list[Waypoint]:
+        lo, hi = scene.extent(self.obj)
+        centre, half, u = (lo + hi) / 2, (hi - lo) / 2, self.direction
+        reach = abs(u[0]) * half[0] + abs(u[1]) * half[1]  # the box's half extent along the push
+        z = float(lo[2]) + min(float(half[2]), 0.03)
+        start = np.array([*centre[:2], z]) - u * (reach + NUDGE_GAP)
+        end = start + u * (self.shift + NUDGE_GAP)
+        side = np.array([-u[1], u[0], 0.0])  # fingers close across the push: the pair's flat side leads
+        hand = scene.hand()
+        above = np.array([*start[:2], min(max(float(hi[2]) + 0.08, hand[2]), MAX_HAND_Z)])
+        return [
+            *travel_over(scene, above, side, CLOSED),
+            Waypoint(above, side, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
+            Waypoint(start, side, CLOSED, tol=0.012),
+            Waypoint(end, side, CLOSED, speed=SLOW, tol=0.01, max_steps=60),
+            Waypoint(end - u * 0.02 + np.array([0, 0, 0.08]), side, CLOSED, tol=0.03),
+        ]
+
+
+@dataclass(frozen=True)
+class DrawerReach:
+    """Where a drawer's front is along the way it opens (``out``): ``now``, ``closed`` and ``opened`` (at
+    the expert's open goal), the span ``lateral`` across ``out``, its lowest point; and its joint."""
+
+    joint: str
+    out: np.ndarray
+    now: float
+    closed: float
+    opened: float
+    lateral: tuple[float, float]
+    bottom: float
+    open_sign: float
+
+
+def drawer_reach(scene: Scene, region: str) -> DrawerReach | None:
+    """The reach of the drawer a region belongs to, or None when the region is not a drawer's."""
+    joint = (getattr(scene.env.object_sites_dict.get(region), "joints", None) or [None])[0]
+    if joint is None or scene.joint(joint)[3] != SLIDE:
+        return None
+    qpos, axis, _, _, limits = scene.joint(joint)
+    state = scene.env.get_object(scene.owner(region)).object_properties["articulation"]
+    open_q, open_sign = drawer_goal("open", state, limits)
+    closed_q = drawer_goal("close", state, limits)[0]
+    out = _horizontal(axis * open_sign)
+    across = np.array([-out[1], out[0], 0.0])
+    corners = np.concatenate(scene.joint_body_corners(joint))
+    now = float((corners @ out).max())
+    lateral = (float((corners @ across).min()), float((corners @ across).max()))
+    opened, closed = now + abs(open_q - qpos), now - abs(qpos - closed_q)
+    return DrawerReach(joint, out, now, closed, opened, lateral, float(corners[:, 2].min()), open_sign)
+
+
+def drawer_nudges(scene: Scene, region: str, objects: list[str], retries: int) -> list[Nudge]:
+    """Nudges that move each of ``objects`` out of the way of the drawer ``region`` before it is opened:
+    the drawer, opened to the expert's goal, would reach over it (:func:`drawer_clearance`)."""
+    reach = drawer_reach(scene, region)
+    if reach is None:
+        return []
+    nudges = []
+    for obj in objects:
+        lo, hi = scene.extent(obj)
+        shift = drawer_clearance(lo, hi, (reach.now, reach.opened), reach.out, reach.lateral)
+        if shift > 0 and float(hi[2]) < reach.bottom + 0.01:  # under the drawer's way, not in it
+            nudges.append(Nudge(obj, reach.out, shift, retries))
+    return nudges
+
+
+TUCK_ROOM = 0.03  # m: a drawer pushed part way in leaves the object's depth and this much open
+
+
+class Tuck(Articulate):
+    """Push an open drawer part way in, to the joint position ``to``: the drawer overhung an object that
+    is to go in it, and the hand could not come down to the object."""
+
+    def __init__(self, region: str, to: float) -> None:
+        super().__init__(Goal("close", (region,)), retries=0)
+        self.to = to
+
+    def drawer_target(self, state: Mapping[str, Any], limits: np.ndarray) -> tuple[float, float]:
+        return self.to, drawer_goal("open", state, limits)[1]
+
+    def done(self, scene: Scene) -> bool:
+        reach = drawer_reach(scene, self.target)
+        qpos = scene.joint(reach.joint)[0] if reach else self.to
+        return reach is None or (qpos - self.to) * reach.open_sign <= 0.005
+
+
+def drawer_tucks(scene: Scene, region: str, obj: str) -> list[Tuck]:
+    """A tuck of the open drawer ``region`` that overhangs ``obj`` back to where the hand can come down
+    to ``obj``, when the drawer then still leaves room for it inside; else none."""
+    reach = drawer_reach(scene, region)
+    if reach is None:
+        return []
+    lo, hi = scene.extent(obj)
+    back = drawer_clearance(lo, hi, (reach.closed, reach.now), reach.out, reach.lateral)
+    depth = float(np.ptp(np.array([[x, y] for x in (lo[0], hi[0]) for y in (lo[1], hi[1])]) @ reach.out[:2]))
+    if back <= 0 or reach.now - back - reach.closed < depth + TUCK_ROOM:
+        return []
+    return [Tuck(region, scene.joint(reach.joint)[0] - reach.open_sign * back)]
+
+
 # ---------------------------------------------------------------------------------------- tracking
 
 
@@ -975,7 +1109,7 @@ class LiberoExpert(Policy):
         self.retries = retries
         self.env: gym.Env | None = None
         self.goals: list[Goal] = []
-        self._tasks: list[PickPlace | Push | Articulate] = []
+        self._tasks: list[PickPlace | Push | Articulate | Nudge] = []
         self._stages: list[Stage] = []
         self._tracker: Tracker | None = None
         self._scene: Scene | None = None
@@ -1024,9 +1158,9 @@ class LiberoExpert(Policy):
         return {"retries": float(used)}
 
 
-def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace | Push | Articulate]:
+def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace | Push | Articulate | Nudge]:
     """One sub-task per goal, in the goals' order; putting something in a closed drawer opens it first."""
-    tasks: list[PickPlace | Push | Articulate] = []
+    tasks: list[PickPlace | Push | Articulate | Nudge] = []
     opened = {g.args[0] for g in goals if g.predicate == "open"}
     shared = [g.args[1] for g in goals if g.predicate == "on"]
     placed: dict[str, int] = {}
@@ -1040,7 +1174,9 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
             if articulated and region not in opened:
                 opener = Articulate(Goal("open", (region,)), retries)
                 if not opener.done(scene):
-                    tasks.append(opener)
+                    tasks += [*drawer_nudges(scene, region, [goal.args[0]], retries), opener]
+                else:  # open already, maybe over the object
+                    tasks += drawer_tucks(scene, region, goal.args[0])
                 opened.add(region)
             flat = region not in scene.env.obj_body_id and is_flat_and_wide(scene, goal.args[0])
             level = abs(float(scene.position(region)[2]) - float(scene.extent(goal.args[0])[0][2])) < FLAT
@@ -1048,5 +1184,8 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
             placed[region] = slot[0] + 1
             tasks.append(Push(goal, retries) if flat and level else PickPlace(goal, retries, slot))
         else:
+            if goal.predicate == "open":  # what is to go in, out of the way of the drawer first
+                inside = [g.args[0] for g in goals if g.predicate == "in" and g.args[1] == goal.args[0]]
+                tasks += drawer_nudges(scene, goal.args[0], inside, retries)
             tasks.append(Articulate(goal, retries))
     return tasks
