@@ -24,7 +24,13 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from policies.base import EpisodeContext, Policy
-from policies.experts.libero_clearance import drawer_clearance, inner_half, rim_side
+from policies.experts.libero_clearance import (
+    drawer_clearance,
+    inner_half,
+    palm_blocked,
+    palm_reach,
+    rim_side,
+)
 from policies.experts.libero_goals import Goal, Handle, choose_grasp, find_handle, parse_goal
 
 if TYPE_CHECKING:
@@ -48,6 +54,7 @@ WRIST_FLIP_MIN = 0.3  # rad: a turn smaller than this is made as it is, whatever
 WRIST_ROOM = 0.05  # rad: a turn that would leave the wrist joint nearer its limit is made the other way round
 FINGER_OPEN, FINGER_HALF = 0.045, 0.012  # m: an open finger's offset from the grasp point, its half width
 LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
+PLACE_REACH = 0.78  # m: the farthest from the shoulder the hand is sent to put something down
 SPREAD_MARGIN = 0.015  # m: objects sharing a region are put this far inside its corners
 RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
 
@@ -321,6 +328,30 @@ class Scene:
         half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
         return centre[:2] + (-1.0 + 2.0 * k / (n - 1)) * np.maximum(half - SPREAD_MARGIN, 0.0)
 
+    def within_reach(self, region: str, spot: np.ndarray, offset: np.ndarray, z: float) -> np.ndarray:
+        """``spot`` (xy), or, when the hand holding an object's origin at ``offset`` from it would be
+        farther than PLACE_REACH from the shoulder there (at height ``z``: the arm near straight, where
+        the controller loses its way), the point of the region's inner box nearest ``spot`` where it is
+        not (the one nearest the shoulder when none is)."""
+        shoulder = self.shoulder()
+
+        def far(point: np.ndarray) -> float:
+            return float(np.linalg.norm(np.array([*(point - offset[:2]), z]) - shoulder))
+
+        site = self.env.object_sites_dict.get(region)
+        size = getattr(site, "size", None)
+        if far(spot) <= PLACE_REACH or size is None:
+            return spot
+        half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
+        grid = np.linspace(-1.0, 1.0, 9)
+        points = [
+            self.position(region)[:2] + np.array([fx, fy]) * inner_half(half) for fx in grid for fy in grid
+        ]
+        near = [p for p in points if far(p) <= PLACE_REACH]
+        if near:
+            return min(near, key=lambda p: float(np.linalg.norm(p - spot)))
+        return min(points, key=far)
+
     def _geom_boxes(self, skip: str) -> tuple[np.ndarray, np.ndarray]:
         """World bounding boxes of the scene's collision geoms, but ``skip``'s and the robot's."""
         m, d = self.model, self.data
@@ -488,7 +519,8 @@ class PickPlace:
 
     def _handle_point(self, scene: Scene, handle: Handle, rot: np.ndarray) -> np.ndarray:
         """The grasp on a handle: halfway along its protruding part, or the nearest point along it where
-        the open fingers come down clear of other things (a moka pot standing by a pan's handle)."""
+        the open fingers and the palm come down clear of other things (a moka pot standing by a pan's
+        handle)."""
         origin, across = scene.position(self.obj), _horizontal(rot[:, handle.across])
         lows, highs = scene._geom_boxes(self.obj)
         fallback = origin + rot @ np.array(handle.point)
@@ -503,7 +535,7 @@ class PickPlace:
                     tall & np.all((lows[:, :2] < f + FINGER_HALF) & (highs[:, :2] > f - FINGER_HALF), axis=1)
                 )
                 for f in fingers
-            ):
+            ) and not palm_blocked(point, across, lows, highs):
                 return point
         return fallback
 
@@ -530,8 +562,12 @@ class PickPlace:
             goal[:2] = scene.roomiest_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
         elif self.target not in scene.env.obj_body_id:  # a region: the spot in it with the most room
             goal[:2] = scene.free_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
-        hand_goal_xy = goal[:2] - offset[:2]
         surface = scene.surface_z(goal[:2], skip=self.obj)
+        if self.target not in scene.env.obj_body_id:  # where the hand gets there without a straight arm
+            level = surface if np.isfinite(surface) else float(goal[2])
+            goal[:2] = scene.within_reach(self.target, goal[:2], offset, hand[2] - lo[2] + level)
+            surface = scene.surface_z(goal[:2], skip=self.obj)
+        hand_goal_xy = goal[:2] - offset[:2]
         if not np.isfinite(surface):
             surface = float(goal[2])
         below = hand[2] - lo[2]  # hand height above the object's base
@@ -754,16 +790,46 @@ class Articulate:
         turn = Rotation.from_rotvec(np.array([0.0, 0.0, sign * TWIST])).as_matrix()
         grip = np.array([anchor[0], anchor[1], (top + base) / 2 + 0.01])
         above = np.array([*grip[:2], grip[2] + 0.10])
+        state = scene.env.get_object(scene.owner(self.target)).object_properties["articulation"]
+        count = knob_twists(self.goal.predicate, state, qpos)
+        twists: list[Waypoint] = []
+        for k in range(count):  # a knob far from the threshold is let go and gripped again, turned on
+            start = Rotation.from_rotvec(np.array([0.0, 0.0, sign * TWIST * k])).as_matrix() @ axis0
+            if k:
+                up = grip + np.array([0, 0, 0.03])
+                twists.append(Waypoint(up, start, OPEN, tol=0.02, wrist_room=TWIST + WRIST_ROOM))
+            twists += self._twist(grip, start, turn)
+        end = Rotation.from_rotvec(np.array([0.0, 0.0, sign * TWIST * count])).as_matrix() @ axis0
         return [
             # the wrist grips the knob with room left for the twist
             *travel_over(scene, above, axis0, OPEN, room=TWIST + WRIST_ROOM),
             Waypoint(above, axis0, OPEN, tol=0.015, wrist_room=TWIST + WRIST_ROOM),
+            *twists,
+            Waypoint(above, end, OPEN, tol=0.03),
+        ]
+
+    @staticmethod
+    def _twist(grip: np.ndarray, axis0: np.ndarray, turn: np.ndarray) -> list[Waypoint]:
+        """Down to the knob's grip, fingers along ``axis0``; close, turn the hand by ``turn``, let go."""
+        return [
             Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008, wrist_room=TWIST + WRIST_ROOM),
             Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10, wrist_room=TWIST + WRIST_ROOM),
             Waypoint(grip, turn @ axis0, CLOSED, speed=SLOW, tol=0.02, settle=4, max_steps=60),
             Waypoint(grip, turn @ axis0, OPEN, tol=0.05, settle=6),
-            Waypoint(above, turn @ axis0, OPEN, tol=0.03),
         ]
+
+
+KNOB_MARGIN = 0.2  # rad: a knob is turned this far past LIBERO's on / off threshold
+
+
+def knob_twists(predicate: str, state: Mapping[str, Any], qpos: float) -> int:
+    """How many twists of TWIST a knob at ``qpos`` needs to pass LIBERO's "on" threshold (upward) or
+    its "off" one (downward, at the end of the range) by KNOB_MARGIN; one at least."""
+    if predicate == "turnon":
+        need = min(state["default_turnon_ranges"]) - qpos + KNOB_MARGIN
+    else:
+        need = qpos - max(state["default_turnoff_ranges"]) + KNOB_MARGIN
+    return max(1, int(np.ceil(need / TWIST)))
 
 
 DOOR_OPEN_MARGIN = 0.25  # rad: swing a door this far past LIBERO's "open" threshold (within its range)
@@ -893,6 +959,7 @@ class Push:
 
 
 NUDGE_GAP = 0.02  # m: the closed fingertips come down this far behind the side of the object they push
+NUDGE_SPEED = 0.7  # action units: a nudge pushes a little faster than a careful push
 
 
 class Nudge:
@@ -923,8 +990,8 @@ class Nudge:
             *travel_over(scene, above, side, CLOSED),
             Waypoint(above, side, CLOSED, tol=0.02, turn_tol=TRAVEL_TURN),
             Waypoint(start, side, CLOSED, tol=0.012),
-            Waypoint(end, side, CLOSED, speed=SLOW, tol=0.01, max_steps=60),
-            Waypoint(end - u * 0.02 + np.array([0, 0, 0.08]), side, CLOSED, tol=0.03),
+            # the next stage lifts the hand on its way (it heads away from the object)
+            Waypoint(end, side, CLOSED, speed=NUDGE_SPEED, tol=0.01, max_steps=60),
         ]
 
 
@@ -957,20 +1024,25 @@ def drawer_reach(scene: Scene, region: str) -> DrawerReach | None:
     corners = np.concatenate(scene.joint_body_corners(joint))
     now = float((corners @ out).max())
     lateral = (float((corners @ across).min()), float((corners @ across).max()))
-    opened, closed = now + abs(open_q - qpos), now - abs(qpos - closed_q)
+    opened, closed = now + (open_q - qpos) * open_sign, now - (qpos - closed_q) * open_sign
     return DrawerReach(joint, out, now, closed, opened, lateral, float(corners[:, 2].min()), open_sign)
 
 
-def drawer_nudges(scene: Scene, region: str, objects: list[str], retries: int) -> list[Nudge]:
+def drawer_nudges(
+    scene: Scene, region: str, objects: list[str], retries: int, shut: bool = False
+) -> list[Nudge]:
     """Nudges that move each of ``objects`` out of the way of the drawer ``region`` before it is opened:
-    the drawer, opened to the expert's goal, would reach over it (:func:`drawer_clearance`)."""
+    the drawer, opened to the expert's goal from where it is (or from shut, ``shut``), would reach over
+    it (:func:`drawer_clearance`)."""
     reach = drawer_reach(scene, region)
     if reach is None:
         return []
+    now = reach.closed if shut else reach.now
     nudges = []
     for obj in objects:
         lo, hi = scene.extent(obj)
-        shift = drawer_clearance(lo, hi, (reach.now, reach.opened), reach.out, reach.lateral)
+        palm = palm_reach(hi - lo, reach.out, choose_grasp(*(hi - lo)).kind == "rim")
+        shift = drawer_clearance(lo, hi, (now, reach.opened), reach.out, reach.lateral, palm)
         if shift > 0 and float(hi[2]) < reach.bottom + 0.01:  # under the drawer's way, not in it
             nudges.append(Nudge(obj, reach.out, shift, retries))
     return nudges
@@ -996,18 +1068,26 @@ class Tuck(Articulate):
         return reach is None or (qpos - self.to) * reach.open_sign <= 0.005
 
 
-def drawer_tucks(scene: Scene, region: str, obj: str) -> list[Tuck]:
-    """A tuck of the open drawer ``region`` that overhangs ``obj`` back to where the hand can come down
-    to ``obj``, when the drawer then still leaves room for it inside; else none."""
+def drawer_tucks(scene: Scene, region: str, obj: str, retries: int) -> list[Articulate | Nudge]:
+    """For an open drawer ``region`` over ``obj``: a tuck back to where the hand can come down to
+    ``obj``, when the drawer then still leaves room for it inside; else it is shut, ``obj`` nudged out
+    of its way, and it is opened again. None when the drawer is not over ``obj``."""
     reach = drawer_reach(scene, region)
     if reach is None:
         return []
     lo, hi = scene.extent(obj)
-    back = drawer_clearance(lo, hi, (reach.closed, reach.now), reach.out, reach.lateral)
+    palm = palm_reach(hi - lo, reach.out, choose_grasp(*(hi - lo)).kind == "rim")
+    back = drawer_clearance(lo, hi, (reach.closed, reach.now), reach.out, reach.lateral, palm)
     depth = float(np.ptp(np.array([[x, y] for x in (lo[0], hi[0]) for y in (lo[1], hi[1])]) @ reach.out[:2]))
-    if back <= 0 or reach.now - back - reach.closed < depth + TUCK_ROOM:
+    if back <= 0:
         return []
-    return [Tuck(region, scene.joint(reach.joint)[0] - reach.open_sign * back)]
+    if reach.now - back - reach.closed >= depth + TUCK_ROOM:
+        return [Tuck(region, scene.joint(reach.joint)[0] - reach.open_sign * back)]
+    return [
+        Articulate(Goal("close", (region,)), retries),
+        *drawer_nudges(scene, region, [obj], retries, shut=True),
+        Articulate(Goal("open", (region,)), retries),
+    ]
 
 
 # ---------------------------------------------------------------------------------------- tracking
@@ -1176,7 +1256,7 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
                 if not opener.done(scene):
                     tasks += [*drawer_nudges(scene, region, [goal.args[0]], retries), opener]
                 else:  # open already, maybe over the object
-                    tasks += drawer_tucks(scene, region, goal.args[0])
+                    tasks += drawer_tucks(scene, region, goal.args[0], retries)
                 opened.add(region)
             flat = region not in scene.env.obj_body_id and is_flat_and_wide(scene, goal.args[0])
             level = abs(float(scene.position(region)[2]) - float(scene.extent(goal.args[0])[0][2])) < FLAT

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-PALM_HALF = (
-    0.11,
-    0.04,
-)  # m: the palm's half length along the finger axis, half width across (a margin added)
+# m: the palm's half length along the finger axis and half width across (measured 0.105 and 0.035-0.041,
+# margins added: the hand comes down a little turned and tilted)
+PALM_HALF = (0.11, 0.05)
 PALM_ABOVE = 0.022  # m: the palm's underside above the hand site
 FINGER_SPAN = (0.03, 0.07)  # m: an open finger's near and far side from the site, along the finger axis
 FINGER_HALF = 0.015  # m: an open finger's half width across the finger axis
@@ -56,11 +55,17 @@ def hand_blocked(
     u = np.asarray(finger_axis, float)[:2] / max(
         float(np.linalg.norm(np.asarray(finger_axis, float)[:2])), 1e-9
     )
-    palm = (highs[:, 2] > site[2] + PALM_ABOVE) & rect_meets_boxes(site, u, PALM_HALF, lows, highs)
     middle = np.asarray(site, float)[:2] + outer * u * (FINGER_SPAN[0] + FINGER_SPAN[1]) / 2
     finger_half = ((FINGER_SPAN[1] - FINGER_SPAN[0]) / 2, FINGER_HALF)
     finger = (highs[:, 2] > site[2] - FINGER_BELOW) & rect_meets_boxes(middle, u, finger_half, lows, highs)
-    return bool(np.any(palm) or np.any(finger))
+    return palm_blocked(site, u, lows, highs) or bool(np.any(finger))
+
+
+def palm_blocked(site: np.ndarray, finger_axis: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> bool:
+    """The palm, the hand coming straight down to ``site`` (xyz) with the fingers along ``finger_axis``,
+    meets one of the boxes standing above its underside on the way."""
+    tall = highs[:, 2] > site[2] + PALM_ABOVE
+    return bool(np.any(tall & rect_meets_boxes(site, finger_axis, PALM_HALF, lows, highs)))
 
 
 def rim_side(
@@ -92,18 +97,31 @@ def inner_half(half: np.ndarray) -> np.ndarray:
     return half - np.minimum(REGION_INSET, half / 2)
 
 
+def palm_reach(size: np.ndarray, out: np.ndarray, rim: bool) -> float:
+    """How far the palm reaches from an object's centre along the horizontal unit ``out`` when the hand
+    grasps it from above: across the palm for a rim grasp (the hand takes the side it finds clear) or
+    when the fingers close across ``out``; along it when they close along ``out`` (across the object's
+    narrow side, ``size`` its world extents)."""
+    if rim:
+        return PALM_HALF[1]
+    narrow = int(np.argmin(np.asarray(size, float)[:2]))
+    return PALM_HALF[0] if abs(float(np.asarray(out, float)[narrow])) > 0.7 else PALM_HALF[1]
+
+
 def drawer_clearance(
     obj_low: np.ndarray,
     obj_high: np.ndarray,
     front: tuple[float, float],
     out: np.ndarray,
     lateral: tuple[float, float],
+    palm: float = PALM_HALF[0],
 ) -> float:
     """How far (m) an object with the xy bounds ``obj_low`` / ``obj_high`` must move along the unit ``out``
     to stand DRAWER_MARGIN clear of a drawer whose front is at the coordinate ``front[0]`` along ``out``
     now and will reach ``front[1]`` opened, spanning ``lateral`` (low, high) across ``out`` (the hand
-    coming down to the object, its palm up to PALM_HALF[0] from the object's centre, must not meet it);
-    0 when the object lies beside the drawer's span, behind its front, or beyond its reach already."""
+    coming down to the object, its palm reaching ``palm`` from the object's centre along ``out``, must
+    not meet it); 0 when the object lies beside the drawer's span, behind its front, or beyond its
+    reach already."""
     u = np.asarray(out, float)[:2]
     v = np.array([-u[1], u[0]])
     corners = np.array([[x, y] for x in (obj_low[0], obj_high[0]) for y in (obj_low[1], obj_high[1])])
@@ -111,5 +129,5 @@ def drawer_clearance(
     beside = across.max() < lateral[0] - PALM_HALF[1] or across.min() > lateral[1] + PALM_HALF[1]
     if beside or along.max() < front[0]:
         return 0.0
-    near = min(float(along.min()), float(along.mean()) - PALM_HALF[0])
+    near = min(float(along.min()), float(along.mean()) - palm)
     return max(0.0, front[1] + DRAWER_MARGIN - near)

@@ -6,7 +6,7 @@ to the scene the expert is bound to.
 A BDDL problem's goal is ``(:goal (And (Pred arg ...) ...))``; LIBERO's checker knows ``In``, ``On``,
 ``Open``, ``Close``, ``TurnOn``, ``TurnOff`` (and the debug ``Up``, ``true``, ``false``, never used in a
 task). The expert works on the goals in the order a person would: open what must be open, put things
-in / on their places, close, then switch on or off.
+in / on their places, close, then switch on or off; a drawer to close comes before another to open.
 """
 
 from __future__ import annotations
@@ -73,7 +73,16 @@ def parse_goal(goal_state: Sequence[Sequence[str]], solved: frozenset[str] = SOL
         goals.append(Goal(predicate, args))
     if not goals:
         raise ValueError("the BDDL goal is empty")
-    return sorted(goals, key=lambda g: _ORDER[g.predicate])  # stable: ties keep the file's order
+    return sorted(goals, key=lambda g: _rank(g, goals))  # stable: ties keep the file's order
+
+
+def _rank(goal: Goal, goals: Sequence[Goal]) -> int:
+    """A goal's place in the working order: open, put, close, switch; but a drawer is closed before
+    another is opened (opened first, it may stand out over the one to close, in the hand's way)."""
+    opened = [g.args[0] for g in goals if g.predicate == "open"]
+    if goal.predicate == "close" and opened and goal.args[0] not in opened:
+        return -1
+    return _ORDER[goal.predicate]
 
 
 def goal_of_bddl(text: str) -> list[list[str]]:

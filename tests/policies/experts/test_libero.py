@@ -33,6 +33,9 @@ def test_goal_of_bddl_reads_the_conjunction_and_parse_orders_it():
     )
     assert [g.predicate for g in goals] == ["open", "on", "in", "close", "turnon"]
     assert goals[1] == Goal("on", ("a_1", "b_1")) and str(goals[1]) == "(on a_1 b_1)"
+    # another drawer is closed before one is opened: opened first, it would stand out over the other
+    goals = parse_goal([["Close", "c_1_bottom_region"], ["Open", "c_1_top_region"]])
+    assert [str(g) for g in goals] == ["(close c_1_bottom_region)", "(open c_1_top_region)"]
 
 
 @pytest.mark.parametrize(
@@ -312,6 +315,10 @@ def _solve(suite: str, task: int, init_state: int) -> dict:
         ("libero_goal", 0, 0, "Open: the middle drawer (handle grasp, pulled along the slide)"),
         ("libero_goal", 3, 2, "In a closed drawer: opened first, then the bowl put in"),
         ("libero_goal", 7, 0, "TurnOn: the stove (knob grasped and twisted)"),
+        ("libero_90", 39, 1, "TurnOff: the stove's knob twisted back"),
+        ("libero_90", 8, 0, "Open, then In: the bowl nudged out of the opening drawer's way first"),
+        ("libero_90", 5, 0, "In an open drawer overhanging the object: tucked part way in, put, closed"),
+        ("libero_90", 45, 1, "On a cook region: the pan by its handle, put within the arm's reach; TurnOn"),
         ("libero_90", 0, 0, "Close: the top drawer pushed shut along the slide"),
         ("libero_90", 35, 0, "Open: the microwave door (handle carried round the hinge, then pushed)"),
         ("libero_90", 33, 0, "Close: the open microwave door carried shut round the hinge"),

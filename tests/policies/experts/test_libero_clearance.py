@@ -10,6 +10,7 @@ from policies.experts.libero_clearance import (
     drawer_clearance,
     hand_blocked,
     inner_half,
+    palm_reach,
     rect_meets_boxes,
     rim_side,
 )
@@ -90,3 +91,12 @@ def test_an_object_under_an_opening_drawer_is_moved_clear_of_its_front_and_the_p
     for move in ([0.4, 0.0], [0.0, -0.4], [0.0, 0.3]):
         away = np.array(move)
         assert drawer_clearance(bowl_lo + away, bowl_hi + away, (-0.184, -0.032), out, (-0.118, 0.101)) == 0
+
+
+def test_the_palm_reaches_along_the_drawer_only_when_the_fingers_close_along_it():
+    out = np.array([0.0, 1.0, 0.0])
+    # a pudding box 8 x 4.6 cm: fingers across its narrow side, along y, so the palm lies along y
+    assert palm_reach(np.array([0.08, 0.046, 0.027]), out, rim=False) == PALM_HALF[0]
+    assert palm_reach(np.array([0.046, 0.08, 0.027]), out, rim=False) == PALM_HALF[1]
+    # a bowl: the hand takes a rim side clear of the drawer, the palm across
+    assert palm_reach(np.array([0.107, 0.107, 0.051]), out, rim=True) == PALM_HALF[1]
