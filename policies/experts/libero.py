@@ -31,7 +31,7 @@ from policies.experts.libero_clearance import (
     palm_reach,
     rim_side,
 )
-from policies.experts.libero_goals import Goal, Handle, choose_grasp, find_handle, parse_goal
+from policies.experts.libero_goals import TALL, Goal, Handle, choose_grasp, find_handle, parse_goal
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -504,26 +504,36 @@ class PickPlace:
         grasp = np.array([centre[0], centre[1], self.base_z + choice.height])
         if choice.kind == "handle" and handle is not None:
             axis = _horizontal(rot[:, handle.across])
-            return self._handle_point(scene, handle, rot), _nearest_sign(axis, current)
+            point = self._handle_point(scene, handle, rot)
+            if point is None and height > TALL:  # a moka pot's closed top has no rim: its handle anyway
+                point = scene.position(self.obj) + rot @ np.array(handle.point)
+            if point is not None:
+                return point, _nearest_sign(axis, current)
+            # nowhere along a low object's handle does the hand come down clear: its body's rim (a pan)
+            self.grasp_kind = "rim"
+            grasp = np.array([*scene.position(self.obj)[:2], self.base_z + height - 0.015])
+            return self._rim_grasp(scene, grasp, float(half[handle.across]), current)
         if choice.kind == "rim":
-            # the rim point nearest the robot base (behind the object, -x), fingers across the wall
-            # preferably the rim point nearest the robot base (-x), else the nearest side the hand
-            # comes down to clear of its neighbours; fingers across the wall
-            radius = min(width, depth) / 2
-            lows, highs = scene._geom_boxes(self.obj)
-            side = rim_side(centre, radius - 0.012, float(grasp[2]), lows, highs, np.array([-1.0, 0.0]))
-            toward = np.array([*side, 0.0])
-            grasp[:2] = centre[:2] + side * (radius - 0.012)
-            return grasp, _nearest_sign(toward, current)
+            return self._rim_grasp(scene, grasp, min(width, depth) / 2, current)
         return grasp, _nearest_sign(_horizontal(rot[:, narrow]), current)
 
-    def _handle_point(self, scene: Scene, handle: Handle, rot: np.ndarray) -> np.ndarray:
+    def _rim_grasp(
+        self, scene: Scene, centre: np.ndarray, radius: float, current: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The grasp across the wall of a round object about ``centre`` (xy; z: the grasp height):
+        preferably at the rim point nearest the robot base (-x), else on the nearest side where the
+        hand comes down clear of its neighbours (:func:`rim_side`)."""
+        lows, highs = scene._geom_boxes(self.obj)
+        side = rim_side(centre, radius - 0.012, float(centre[2]), lows, highs, np.array([-1.0, 0.0]))
+        grasp = np.array([*(centre[:2] + side * (radius - 0.012)), centre[2]])
+        return grasp, _nearest_sign(np.array([*side, 0.0]), current)
+
+    def _handle_point(self, scene: Scene, handle: Handle, rot: np.ndarray) -> np.ndarray | None:
         """The grasp on a handle: halfway along its protruding part, or the nearest point along it where
         the open fingers and the palm come down clear of other things (a moka pot standing by a pan's
-        handle)."""
+        handle); None when there is no such point."""
         origin, across = scene.position(self.obj), _horizontal(rot[:, handle.across])
         lows, highs = scene._geom_boxes(self.obj)
-        fallback = origin + rot @ np.array(handle.point)
         for t in (0.5, 0.35, 0.65, 0.2, 0.8):
             local = np.array(handle.point)
             local[handle.along] = handle.span[0] + t * (handle.span[1] - handle.span[0])
@@ -537,7 +547,7 @@ class PickPlace:
                 for f in fingers
             ) and not palm_blocked(point, across, lows, highs):
                 return point
-        return fallback
+        return None
 
     def check_grasp(self, scene: Scene) -> list[Waypoint]:
         """After the lift: nothing to do when the object came up; else let go and grasp again (once)."""

@@ -157,6 +157,16 @@ def test_a_hinged_door_is_swung_past_libero_s_threshold_from_its_handle_round_th
     np.testing.assert_allclose(arc[-1][1], Rotation.from_rotvec(HINGE_AXIS * -1.55).apply(across), atol=1e-9)
 
 
+def test_a_knob_is_twisted_as_many_times_as_its_threshold_needs():
+    from policies.experts.libero import TWIST, knob_twists
+
+    stove = {"default_turnon_ranges": [0.5, 2.1], "default_turnoff_ranges": [-0.005, 0.0]}
+    assert knob_twists("turnon", stove, 0.0) == 1  # 0.5 rad and the margin fit one twist
+    # off is the very end of the range: a knob left at 1.67 rad needs three
+    assert knob_twists("turnoff", stove, 1.67) == 3 and 3 * TWIST > 1.67
+    assert knob_twists("turnoff", stove, 0.3) == 1 and knob_twists("turnon", stove, 2.0) == 1
+
+
 def test_the_rest_of_a_door_s_swing_is_pushed_from_behind_its_panel_near_the_free_edge():
     from policies.experts.libero import DOOR_EDGE_INSET, door_push_start
 

@@ -36,9 +36,9 @@ def test_the_hand_is_blocked_by_what_stands_above_the_palm_not_by_the_table():
     lows, highs = _boxes(TABLE)
     site = np.array([0.0, 0.0, 0.94])
     assert not hand_blocked(site, np.array([1.0, 0.0]), lows, highs)
-    # a bottle 5 cm to the side stands above the palm's underside: the palm, 21 cm long and 8 cm
-    # wide, meets it lying along y, not along x
-    bottle = ([-0.02, 0.05, 0.90], [0.02, 0.09, 1.05])
+    # a bottle 6 cm to the side stands above the palm's underside: the palm, 22 x 10 cm with margins,
+    # meets it lying along y, not along x
+    bottle = ([-0.02, 0.06, 0.90], [0.02, 0.10, 1.05])
     lows, highs = _boxes(TABLE, bottle)
     assert hand_blocked(site, np.array([0.0, 1.0]), lows, highs, outer=-1.0)
     assert not hand_blocked(site, np.array([1.0, 0.0]), lows, highs)
