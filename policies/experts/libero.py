@@ -299,14 +299,18 @@ class Scene:
     def roomiest_spot(self, region: str, radius: float, skip: str, grid: int = 17) -> np.ndarray:
         """The point of a region (a drawer's inside) where an object of ``radius`` comes least near
         anything standing above the region's floor (its walls, the handles of drawers above): the
-        smallest overlap of the footprint with such geoms, nearest the centre among equals."""
+        smallest overlap of the footprint with such geoms, nearest the centre among equals. The floor is
+        the region box's bottom where that lies lower than the surface over its centre (a drawer
+        pulled out part way: the cabinet's top board covers the centre)."""
         site = self.env.object_sites_dict.get(region)
         centre, size = self.position(region), getattr(site, "size", None)
         if size is None:
             return centre[:2]
-        half = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))[:2]
+        extent = np.abs(np.array(self.env.sim.data.get_site_xmat(region)) @ np.asarray(size, float))
+        half = extent[:2]
         lows, highs = self._geom_boxes(skip)
-        standing = highs[:, 2] > self.surface_z(centre[:2], skip) + 0.01
+        floor = min(self.surface_z(centre[:2], skip), float(centre[2] - extent[2]))
+        standing = highs[:, 2] > floor + 0.01
         lows, highs = lows[standing, :2], highs[standing, :2]
         best, best_key = centre[:2], (np.inf, np.inf)
         for fx in np.linspace(-1.0, 1.0, grid):
