@@ -17,7 +17,7 @@ What LeRobot's evaluation reads, and where it comes from here:
 - async sub-envs start in a fresh interpreter (``forkserver``), and no env makes a GL context before it
   renders: a worker never inherits the parent's.
 
-Suites: ``calvin`` (task ids: indices into :data:`envs.calvin.instructions.CALVIN_TASKS`; the 28 tasks
+Suites: ``calvin`` (task ids: indices into :data:`envs.calvin.instructions.CALVIN_TASKS`; the 27 tasks
 that CALVIN's evaluation can start from an initial scene, which is drawn per episode among those it
 accepts for the task), ``libero_spatial`` ... ``libero_90`` (task ids: LIBERO's task indices),
 ``eb_navigation`` (task ids: instruction subsets) and ``eb_manipulation`` (task ids: task families).

@@ -11,6 +11,7 @@ import copy
 import importlib.util
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -192,3 +193,30 @@ def test_async_vector_env_of_an_env_built_in_the_parent_renders_in_forked_worker
         pytest.fail(f"hung for 300 s: {out}")
     assert run.returncode == 0, err[-2000:]
     assert "rendered (2, " in out and "True [False, False]" in out, out
+
+
+GUIDE = ROOT / "docs" / "guide" / "vector-envs.md"
+SNIPPETS = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.S)
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        pytest.param(code, id=f"snippet{i}", marks=[pytest.mark.slow] if '"async"' in code else [])
+        for i, code in enumerate(SNIPPETS)
+    ],
+)
+def test_the_guide_snippets_run(snippet, tmp_path):
+    """docs/guide/vector-envs.md: every Python block runs as a script (the async one in the slow run)."""
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip(), "a snippet prints what it shows"
