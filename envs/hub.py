@@ -199,16 +199,16 @@ class LazyVectorEnv(gym.vector.VectorEnv):
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        return self.vector().reset(seed=seed, options=options)
+        return self.vector().reset(seed=seed, options=options)  # type: ignore[arg-type]
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         return self.vector().step(actions)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        return self.vector().call(name, *args, **kwargs)  # type: ignore[attr-defined,no-any-return]
+        return self.vector().call(name, *args, **kwargs)  # type: ignore[attr-defined]
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        return self.vector().get_attr(name)  # type: ignore[attr-defined,no-any-return]
+        return self.vector().get_attr(name)  # type: ignore[attr-defined]
 
     def set_attr(self, name: str, values: Any) -> None:
         self.vector().set_attr(name, values)  # type: ignore[attr-defined]

@@ -32,7 +32,8 @@ class SharedTexts(Sequence[str]):
 
     def _row(self, index: int) -> str:
         size = self._space.max_length
-        codes = np.frombuffer(self._memory.get_obj(), dtype=np.int32)[index * size : (index + 1) * size]
+        buffer = memoryview(self._memory.get_obj())
+        codes = np.frombuffer(buffer, dtype=np.int32)[index * size : (index + 1) * size]
         chars, count = self._space.character_list, len(self._space.character_set)
         return "".join(chars[c] for c in codes if c < count)
 

@@ -103,8 +103,10 @@ class LiberoEnv(gym.Env):
         model (measured under load: 8.0 s against 0.6 s for a soft reset, 3 GB resident);
         ``hard_reset=True`` as argument or reset option restores it. Each env makes its own GL context
         current before it steps: robosuite renders into whichever context is current, so two LIBERO envs
-        in one process otherwise return frames drawn with the other env's buffers. Renderers are freed in
-        ``close()``.
+        in one process otherwise return frames drawn with the other env's buffers. LIBERO's simulator and
+        its GL context are built at the first reset (or first use of ``raw_env``), not when the env is
+        made, so a process that only makes one (``AsyncVectorEnv`` does, to read the spaces) leaves its
+        forked workers free to render. Renderers are freed in ``close()``.
 
     Arguments:
         suite, task_index: the task (``envs.libero.protocol.TASK_COUNTS``).

@@ -98,7 +98,8 @@ class EBManipulationEnv(gym.Env):
     (with the sub-predicates: grasped, lifted, above, touching, released, wiped fractions),
     ``control_steps``, a JSON-safe ``snapshot`` (object poses, grip position, gripper state, evaluation,
     object labels) and the episode id. Shadows, reflections and multisampling are off, renderers are
-    closed by ``close()``, and MuJoCo uses EGL unless ``MUJOCO_GL`` says otherwise.
+    made at the first render (so a process that only makes the env holds no GL context its forks would
+    inherit) and closed by ``close()``, and MuJoCo uses EGL unless ``MUJOCO_GL`` says otherwise.
 
     ## Rewards/Success
     ``evaluate()`` of the task decides success from simulator state (container/sorter containment,
