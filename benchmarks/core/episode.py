@@ -182,14 +182,16 @@ def run_agent_loop(
     *,
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    latency: Latency | None = None,
 ) -> AgentLoopResult:
     """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the
     episode, ``env.unwrapped.max_steps`` steps are spent, or the policy has ``stopped``.
 
-    EB has no no-op action, so a request for no motion spends one step of the budget without moving.
+    EB has no no-op action, so a request for no motion spends one step of the budget without moving, and
+    so does each step a ``latency`` charges for a decision while nothing of an earlier plan is pending.
     Invalid actions are counted from ``info["last_action_success"]``; ``on_step(obs, captions)`` sees every
     step, idle ones included (for videos); the policy's model calls are appended to ``decisions``."""
-    stream = ActionStream(env, policy)
+    stream = ActionStream(env, policy, latency)
     max_steps = cast("EBNavigationEnv | EBManipulationEnv", env.unwrapped).max_steps  # EB's step budget
     steps = invalid = 0
     total_reward, done = 0.0, False

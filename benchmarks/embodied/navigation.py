@@ -9,6 +9,7 @@ import gymnasium as gym
 
 from benchmarks.core.episode import StepHook, episode_context, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
+from benchmarks.core.latency import Latency
 from policies.base import Policy
 
 
@@ -21,6 +22,7 @@ def run_episode(
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
     perturbation: dict[str, Any] | None = None,
+    latency: Latency | None = None,
 ) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or the step budget; a JSON-safe record.
 
@@ -32,7 +34,9 @@ def run_episode(
     ``episode_id``, ``subset``, ``num_invalid_actions``, ``final_distance``, ``final_visibility`` (of the
     target) and ``shortest_path_length``. ``on_step(obs, caption)`` sees every observation;
     the policy's model calls are appended to ``decisions``. ``perturbation`` (a spec dict) runs that robustness
-    variant of the episode; the policy still gets only what the env shows it.
+    variant of the episode; the policy still gets only what the env shows it. ``latency`` (default none:
+    EB's protocol) spends the steps each decision's inference took before its actions
+    (:mod:`benchmarks.core.latency`) and adds the record's ``latency`` entry.
     """
 
     start = time.perf_counter()
@@ -41,7 +45,7 @@ def run_episode(
         options["perturbation"] = perturbation
     obs, info = env.reset(seed=seed, options=options)
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "subset")))
-    loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
+    loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions, latency=latency)
     info = loop.info
     extras = {
         "episode_id": episode.get("episode_id"),
