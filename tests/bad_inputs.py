@@ -122,6 +122,9 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--stop-when-decided", "--against", "/no/such/run"], "/no/such/run"),
     ("calvin", ["--against", "0.5"], "--stop-when-decided"),
     ("calvin", ["--stop-when-decided", "--against", "{empty_dir}"], "manifest.json"),
+    ("calvin", ["--probe", "every:x", *MLLM], "--probe"),
+    ("calvin", ["--probe", "decisions"], "--probe"),
+    ("calvin", ["--answer-key-probe-error-rate", "0.1", *MLLM], "--answer-key-probe-error-rate"),
     # --- LIBERO
     ("libero", ["--trials-per-task", "0"], "--trials-per-task"),
     ("libero", ["--image-size", "0"], "--image-size"),

@@ -10,13 +10,19 @@ the target from that state, asked in SpatialScore's format and scored by its sco
 
 from benchmarks.attribution.config import ProbeArgs, ProbeSchedule, probe_model
 from benchmarks.attribution.prober import ProbeFamily, Prober
-from benchmarks.attribution.report import attribution_markdown, attribution_table, probe_lines
+from benchmarks.attribution.report import (
+    attribution_files,
+    attribution_markdown,
+    attribution_table,
+    probe_lines,
+)
 
 __all__ = [
     "ProbeArgs",
     "ProbeFamily",
     "ProbeSchedule",
     "Prober",
+    "attribution_files",
     "attribution_markdown",
     "attribution_table",
     "probe_lines",

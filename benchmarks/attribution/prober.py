@@ -13,7 +13,7 @@ the gold answer of every question asked goes into the prober's :class:`ProbeBook
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +45,13 @@ class ProbeFamily:
 
 @dataclass
 class Decision:
-    """One recorded decision: its number in the episode, the images the policy saw, the state."""
+    """One recorded decision: its number in the episode, the images the policy saw, the state, and the
+    subtask it belongs to (a CALVIN chain's; ``None`` in a one-task episode)."""
 
     index: int
     images: list[np.ndarray]
     state: dict[str, Any]
+    subtask: int | None = None
 
 
 class Prober:
@@ -66,6 +68,7 @@ class Prober:
     ) -> None:
         self.schedule, self.family, self.env = schedule, family, env
         self.image_keys = tuple(policy.image_keys) if isinstance(policy, MLLMPolicy) else ()
+        self.policy = policy
         self.model, self.book = model, book
         self.decisions: list[Decision] = []
         self._heard, self._seed = 0, 0
@@ -80,16 +83,27 @@ class Prober:
         if not self.schedule.keeps(index):
             return
         images = [np.array(image, copy=True) for _, image in camera_images(observation, self.image_keys)]
-        self.decisions.append(Decision(index, images, self.family.read_state(self.env)))
+        state = self.family.read_state(self.env)
+        self.decisions.append(Decision(index, images, state, self._subtask()))
 
-    def finish(self, success: bool) -> list[dict[str, Any]]:
-        """The probe lines of the episode that just ended (none when the schedule skips it)."""
-        if not self.schedule.asks(success):
-            return []
+    def _subtask(self) -> int | None:
+        context = getattr(self.policy, "context", None)  # (set by MLLMPolicy.start_episode)
+        value = None if context is None else context.extras.get("subtask_index")
+        return None if value is None else int(value)
+
+    def finish(self, success: bool | Sequence[bool]) -> list[dict[str, Any]]:
+        """The probe lines of the episode that just ended: ``success`` is the episode's, or one per subtask
+        of a chain (each decision is judged by its subtask's); a decision the schedule skips has none."""
         lines = []
         for decision in self.decisions:
+            won = success if isinstance(success, bool) else bool(success[decision.subtask or 0])
+            if not self.schedule.asks(won):
+                continue
             rng = np.random.default_rng([self._seed, decision.index])
+            where = {"decision": decision.index, "success": won}
+            if decision.subtask is not None:
+                where["subtask"] = decision.subtask
             for number, question in enumerate(self.family.questions(decision.state, rng)):
                 line = ask(self.model, question, decision.images, self.book, f"{decision.index}.{number}")
-                lines.append({"probe": True, "decision": decision.index, "success": bool(success), **line})
+                lines.append({"probe": True, **where, **line})
         return lines

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks.core.episode_record import read_episode
+from benchmarks.core.plots import bar_plot
 from benchmarks.stats.intervals import Interval, score_interval, wilson
 
 ALL = "all"
@@ -41,7 +43,7 @@ def attribution_table(
     by_key: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for line in lines:
         by_key[str(line["key"])].append(line)
-    episodes = [_episode(r, by_key.get(str(r["key"]), []), group) for r in records]
+    episodes = [e for r in records for e in _episodes(r, by_key.get(str(r["key"]), []), group)]
     names = [ALL, *sorted({e["group"] for e in episodes})]
     groups = {n: _group([e for e in episodes if n in (ALL, e["group"])]) for n in names}
     return {
@@ -54,14 +56,36 @@ def attribution_table(
     }
 
 
-def _episode(record: Mapping[str, Any], lines: list[Mapping[str, Any]], group: str) -> dict[str, Any]:
+def _episodes(record: Mapping[str, Any], lines: list[Mapping[str, Any]], group: str) -> list[dict[str, Any]]:
+    """The attributed episodes of a record: the episode, or each subtask a CALVIN chain ran (grouped by its
+    task, judged by its own success)."""
     result = read_episode(dict(record["result"]))
+    subtasks = result["extras"].get("subtasks")
+    if not subtasks:
+        return [_episode(str(record["key"]), result, lines, str(result["extras"].get(group)), record)]
+    timing = list((record.get("timing") or {}).get("subtasks") or [])
+    timing += [{}] * (len(subtasks) - len(timing))
+    return [
+        _episode(
+            f"{record['key']}#{i}",
+            read_episode(subtask),
+            [x for x in lines if x.get("subtask") == i],
+            str(subtask["extras"].get("task")),
+            {"timing": timing[i]},
+        )
+        for i, subtask in enumerate(subtasks)
+    ]
+
+
+def _episode(
+    key: str, result: Mapping[str, Any], lines: list[Mapping[str, Any]], group: str, record: Mapping[str, Any]
+) -> dict[str, Any]:
     decisions: dict[int, list[float]] = defaultdict(list)
     for line in lines:
         decisions[int(line["decision"])].append(float(line["score"]))
     return {
-        "key": str(record["key"]),
-        "group": str(result["extras"].get(group)),
+        "key": key,
+        "group": group,
         "success": bool(result["success"]),
         "scores": [float(line["score"]) for line in lines],
         "decisions": {d: float(np.mean(v)) >= PERCEIVED_AT for d, v in sorted(decisions.items())},
@@ -210,6 +234,26 @@ def attribution_markdown(table: Mapping[str, Any], schedule: str) -> str:
     lines += ["", "| probe kind | questions | accuracy % |", "|---|---|---|"]
     lines += [f"| {k} | {v['questions']} | {_pct(v)} |" for k, v in table["kinds"].items()]
     return "\n".join([*lines, "", *_notes(table)]) + "\n"
+
+
+def attribution_files(table: Mapping[str, Any], title: str) -> dict[str, Callable[[Path], Path]]:
+    """``plots/attribution.png``: per group, the misperceived share of its failed decisions (none without
+    failed decisions)."""
+    groups = {n: g for n, g in table["groups"].items() if g["failed_decisions"]}
+    if not groups:
+        return {}
+    values = [100 * g["misperceived"]["estimate"] for g in groups.values()]
+    notes = [f"{g['failed_decisions']} failed decisions" for g in groups.values()]
+    return {
+        "plots/attribution.png": lambda path: bar_plot(
+            path,
+            list(groups),
+            values,
+            value_label="misperceived share of failed decisions (%)",
+            title=title,
+            notes=notes,
+        )
+    }
 
 
 def _notes(table: Mapping[str, Any]) -> list[str]:

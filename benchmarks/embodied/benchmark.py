@@ -16,6 +16,7 @@ import numpy as np
 from benchmarks.attribution import (
     ProbeFamily,
     Prober,
+    attribution_files,
     attribution_markdown,
     attribution_table,
     probe_lines,
@@ -250,6 +251,7 @@ class EmbodiedBenchmark(Benchmark):
             table = attribution_table(ok, probe_lines(run_dir.load_decisions()))
             summary.data["attribution"] = table
             summary.markdown += "\n" + attribution_markdown(table, self.config.probe)
+            summary.files.update(attribution_files(table, f"{self.family.title}: {self.spec.label}"))
         return summary
 
     def _robustness_summary(

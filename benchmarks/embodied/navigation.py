@@ -31,12 +31,10 @@ def run_episode(
     ``stopped`` ends the episode. The record (:class:`~benchmarks.core.episode_record.EpisodeRecord`) has
     EmbodiedBench's per-episode numbers (task success as ``success``, steps as ``steps``) and ``extras``:
     ``episode_id``, ``subset``, ``num_invalid_actions``, ``final_distance``, ``final_visibility`` (of the
-    target) and ``shortest_path_length``. ``on_step(obs, caption)`` sees every observation;
-    the policy's model calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision (state
-    probes). ``perturbation`` (a spec dict) runs that robustness
-    variant of the episode; the policy still gets only what the env shows it.
+    target) and ``shortest_path_length``. ``on_step(obs, caption)`` sees every observation; the policy's model
+    calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision (state probes).
+    ``perturbation`` (a spec dict) runs that robustness variant; the policy gets only what the env shows it.
     """
-
     start = time.perf_counter()
     options: dict[str, Any] = {"episode": episode}
     if perturbation is not None:

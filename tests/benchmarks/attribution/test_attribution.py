@@ -182,27 +182,23 @@ def test_action_errors_alone_are_attributed_to_action(tmp_path):
 
 def test_probe_errors_alone_are_attributed_to_perception(tmp_path):
     rate = 0.3
-    summary, out = run(
-        tmp_path, "see", "--episodes", "10", "--subset", "base", "--probe", "decisions",
-        "--answer-key-probe-error-rate", str(rate),
-    )  # fmt: skip
+    args = ["--episodes", "10", "--subset", "base", "--probe", "decisions"]
+    summary, out = run(tmp_path, "see", *args, "--answer-key-probe-error-rate", str(rate))
     group = summary.data["attribution"]["groups"]["all"]
     assert group["success_rate"]["estimate"] == 1.0 and group["failed_decisions"] == 0  # actions untouched
     lines = probe_lines(out.load_decisions())
     accuracy = group["probe_accuracy_successes"]
     assert accuracy["ci"][0] <= 1 - rate <= accuracy["ci"][1]
     low, high = group["misperceived_all"]["ci"]
-    assert 0 < group["misperceived_all"]["estimate"] and low <= _expected_misperceived(lines, rate) <= high
+    assert group["misperceived_all"]["estimate"] > 0 and low <= _expected_misperceived(lines, rate) <= high
     injected = sum(line["injected_error"] == "wrong_answer" for line in lines)
     assert injected == sum(not line["right"] for line in lines) > 0  # each injected answer scored wrong
 
 
 def test_both_errors_split_failed_decisions_as_injected(tmp_path):
     rate = 0.4
-    summary, out = run(
-        tmp_path, "both", "--episodes", "10", "--subset", "base", "--probe", "failures",
-        "--answer-key-error-rate", "0.8", "--answer-key-probe-error-rate", str(rate),
-    )  # fmt: skip
+    args = ["--episodes", "10", "--subset", "base", "--probe", "failures", "--answer-key-error-rate", "0.8"]
+    summary, out = run(tmp_path, "both", *args, "--answer-key-probe-error-rate", str(rate))
     group = summary.data["attribution"]["groups"]["all"]
     low, high = group["misperceived"]["ci"]
     assert 0 < group["misperceived"]["estimate"] < 1
