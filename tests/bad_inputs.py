@@ -165,7 +165,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["nav", "--probe", "sometimes", *MLLM], "--probe"),
     ("embodied", ["nav", "--probe", "every:0", *MLLM], "--probe"),
     ("embodied", ["nav", "--probe", "decisions"], "--probe"),
-    ("embodied", ["manip", "--probe", "decisions", *MLLM], "--probe"),
+    ("embodied", ["manip", "--probe", "every:-1", *MLLM], "--probe"),
     ("embodied", ["nav", "--answer-key-probe-error-rate", "0.2", *MLLM], "--answer-key-probe-error-rate"),
     (
         "embodied",
