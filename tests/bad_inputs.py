@@ -148,6 +148,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", [*MLLM, "--n-examples", "3"], "--n-examples"),  # EB loop only
     ("libero", [*MLLM, "--loop", "eb"], "--loop"),  # LIBERO runs the spatial loop only
     ("libero", ["--stop-when-decided", "--against", "-0.1"], "--against"),
+    ("libero", ["--probe", "every:two", *MLLM], "--probe"),
+    ("libero", ["--probe", "decisions"], "--probe"),
     # --- EB navigation and manipulation
     ("embodied", [], "nav"),
     ("embodied", ["boat"], "nav"),

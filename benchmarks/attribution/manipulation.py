@@ -53,14 +53,16 @@ def manip_questions(state: Mapping[str, Any], rng: np.random.Generator) -> list[
     if gaps and gaps[0] >= MARGIN_M:
         name = state["objects"][0]["name"]
         text = f"How far is the centre of {name} from the robot's gripper (in meters)?"
-        made.append(ProbeQuestion("object_distance", "numeric", text, Quantity(round(gaps[0], 2), "m")))
+        key = Quantity(round(gaps[0], 2), "m")
+        made.append(ProbeQuestion("object_distance", "numeric", text, key, truth={"distance_m": gaps[0]}))
     if len(gaps) == 2 and abs(gaps[0] - gaps[1]) >= MARGIN_M:
         a, b = (o["name"] for o in state["objects"])
         near, far = (a, b) if gaps[0] < gaps[1] else (b, a)
         text = f"Which is closer to the robot's gripper, {a} or {b}? Select from the following choices."
         made.append(multi_choice("closer_to_gripper", text, near, [far], rng, {"distances_m": gaps}))
-    closed = "yes" if state["gripper_closed"] else "no"
-    made.append(ProbeQuestion("gripper_closed", "judgment", "Is the robot's gripper closed?", closed))
+    if "gripper_closed" in state:  # (EB's gripper command; LIBERO's state has none)
+        closed = "yes" if state["gripper_closed"] else "no"
+        made.append(ProbeQuestion("gripper_closed", "judgment", "Is the robot's gripper closed?", closed))
     return [q for q in made if q is not None]
 
 

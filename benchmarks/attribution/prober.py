@@ -61,7 +61,7 @@ class Prober:
         self,
         schedule: ProbeSchedule,
         family: ProbeFamily,
-        env: gym.Env,
+        env: gym.Env | None,
         policy: Policy,
         model: Backend,
         book: ProbeBook | None = None,
@@ -73,15 +73,18 @@ class Prober:
         self.decisions: list[Decision] = []
         self._heard, self._seed = 0, 0
 
-    def start(self, seed: int) -> Callable[[Mapping[str, Any]], None]:
-        """Forget the last episode; the decision hook of the next one (``seed``: its option shuffles)."""
+    def start(self, seed: int, env: gym.Env | None = None) -> Callable[[Mapping[str, Any]], None]:
+        """Forget the last episode; the decision hook of the next one (``seed``: its option shuffles; ``env``:
+        where it runs, when the worker changed its env, as LIBERO's does per task)."""
         self.decisions, self._heard, self._seed = [], 0, seed
+        self.env = env if env is not None else self.env
         return self.hook
 
     def hook(self, observation: Mapping[str, Any]) -> None:
         index, self._heard = self._heard, self._heard + 1
         if not self.schedule.keeps(index):
             return
+        assert self.env is not None, "Prober.start(seed, env) before an episode of a worker without an env"
         images = [np.array(image, copy=True) for _, image in camera_images(observation, self.image_keys)]
         state = self.family.read_state(self.env)
         self.decisions.append(Decision(index, images, state, self._subtask()))

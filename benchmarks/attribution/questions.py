@@ -119,7 +119,7 @@ def ask(
     key = question.key.to_dict() if isinstance(question.key, Quantity) else question.key
     return {
         "kind": question.kind,
-        "task": question.task,
+        "answer_type": question.task,
         "question": item.question,
         "expected": key,
         "gold": gold,

@@ -11,6 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchmarks.attribution import (
+    Prober,
+    attribution_files,
+    attribution_markdown,
+    attribution_table,
+    probe_lines,
+    probe_model,
+)
+from benchmarks.attribution.libero import PROBES as LIBERO_PROBES
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
@@ -45,6 +54,15 @@ class LiberoWorker(EpisodeWorker):
         self.config, self.spec = config, spec
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.task_index: int | None = None
+        self.prober = self._prober()
+
+    def _prober(self) -> Prober | None:
+        """The state prober of ``--probe`` (``None`` when probes are off; it follows the task's env)."""
+        schedule = self.config.probe_schedule()
+        if schedule is None:
+            return None
+        model, book = probe_model(self.policy, self.config, self.config.seed)
+        return Prober(schedule, LIBERO_PROBES, None, self.policy, model, book)
 
     def _env_for(self, task_index: int) -> gym.Env:
         from envs.libero.protocol import env_id
@@ -72,7 +90,8 @@ class LiberoWorker(EpisodeWorker):
         from benchmarks.libero.episode import run_episode
 
         env = self._env_for(unit.spec["task_index"])
-        return run_episode(
+        hook = None if self.prober is None else self.prober.start(unit.seed, env)
+        record = run_episode(
             env,
             self.policy,
             init_state_index=unit.spec["init_state_index"],
@@ -83,7 +102,11 @@ class LiberoWorker(EpisodeWorker):
             on_step=on_step,
             decisions=self.decisions,
             latency=self.config.latency_setting(),
+            on_decision=hook,
         )
+        if self.prober is not None:
+            self.decisions.extend(self.prober.finish(record["success"]))
+        return record
 
 
 def _build_worker(config: LiberoConfig, spec: PolicySpec, run_path: str) -> LiberoWorker:
@@ -188,7 +211,7 @@ class LiberoBenchmark(Benchmark):
             **({"model_calls": calls} if calls else {}),
             **latency,
         }
-        files = (
+        files: dict[str, Any] = (
             {
                 "plots/success_by_task.png": functools.partial(
                     task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}"
@@ -197,6 +220,13 @@ class LiberoBenchmark(Benchmark):
             if table
             else {}
         )
+        if c.probe is not None:
+            ok = [r for r in records if r.get("status") == "ok"]
+            data["attribution"] = attribution = attribution_table(
+                ok, probe_lines(run_dir.load_decisions()), "task_index"
+            )
+            lines += ["", attribution_markdown(attribution, c.probe)]
+            files.update(attribution_files(attribution, f"LIBERO {c.suite}: {self.spec.label}"))
         return Summary(data, "\n".join(lines), files)
 
 
@@ -228,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> Summary:
         policy_defaults=POLICY_DEFAULTS,
         benchmark="libero",
     )
+    config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path, stopper_for(bench))

@@ -228,9 +228,9 @@ def blind_model(seed=0):
 
 
 def _chance(line):
-    if line["task"] == "mcq":
+    if line["answer_type"] == "mcq":
         return 1 / len(re.findall(r"^\([A-D]\)", line["question"], re.MULTILINE))
-    return 0.5 if line["task"] == "judgment" else 0.0
+    return 0.5 if line["answer_type"] == "judgment" else 0.0
 
 
 def test_a_blind_model_is_attributed_to_both():

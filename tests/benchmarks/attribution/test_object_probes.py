@@ -1,4 +1,4 @@
-"""EB-Manipulation state probes: questions about the goal's objects from the state, and a probed episode
+"""EB-Manipulation and LIBERO state probes: questions about the goal's (the task's) objects from the state, and a
 whose record is the same as without probes."""
 
 from __future__ import annotations
@@ -50,3 +50,27 @@ def test_a_probed_manipulation_episode_keeps_its_record(tmp_path):
     lines = probe_lines(on.load_decisions())
     assert lines and all(line["score"] == 1.0 for line in lines)
     assert summary.data["attribution"]["groups"]["all"]["probe_accuracy"]["estimate"] == 1.0
+
+
+def test_libero_names_objects_and_regions_as_words():
+    from benchmarks.attribution.libero import object_name
+
+    assert object_name("akita_black_bowl_1") == "the akita black bowl"
+    assert object_name("wooden_cabinet_1_top_region") == "the wooden cabinet top region"
+
+
+@pytest.mark.slow
+def test_a_probed_libero_episode_keeps_its_record(tmp_path):
+    from benchmarks.libero import main as libero
+
+    args = ["--suite", "libero_goal", "--tasks", "3", "--trials-per-task", "1", "--max-steps", "8"]
+    args += ["--image-size", "64", "--no-progress", "--output", str(tmp_path), "--policy", "mllm"]
+    args += ["--model", "answer-key"]
+    libero([*args, "--run-name", "off"])
+    summary = libero([*args, "--run-name", "on", "--probe", "every:4"])
+    off, on = RunDir(tmp_path / "libero" / "off"), RunDir(tmp_path / "libero" / "on")
+    assert [comparable(r) for r in on.merged_records()] == [comparable(r) for r in off.merged_records()]
+    lines = probe_lines(on.load_decisions())
+    assert sorted({line["decision"] for line in lines}) == [0, 4]  # every:4 of 8 one-step decisions
+    assert {line["kind"] for line in lines} == {"object_distance", "closer_to_gripper"}
+    assert summary.data["attribution"]["groups"]["3"]["probe_accuracy"]["estimate"] == 1.0
