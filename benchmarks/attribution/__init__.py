@@ -11,6 +11,7 @@ the target from that state, asked in SpatialScore's format and scored by its sco
 from benchmarks.attribution.config import ProbeArgs, ProbeSchedule, probe_model
 from benchmarks.attribution.prober import ProbeFamily, Prober
 from benchmarks.attribution.report import (
+    attributed,
     attribution_files,
     attribution_markdown,
     attribution_table,
@@ -22,6 +23,7 @@ __all__ = [
     "ProbeFamily",
     "ProbeSchedule",
     "Prober",
+    "attributed",
     "attribution_files",
     "attribution_markdown",
     "attribution_table",

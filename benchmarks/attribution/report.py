@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.core import RunDir, Summary
 from benchmarks.core.episode_record import read_episode
 from benchmarks.core.plots import bar_plot
 from benchmarks.stats.intervals import Interval, score_interval, wilson
@@ -254,6 +255,27 @@ def attribution_files(table: Mapping[str, Any], title: str) -> dict[str, Callabl
             notes=notes,
         )
     }
+
+
+def attributed(
+    summary: Summary,
+    records: Sequence[Mapping[str, Any]],
+    run_dir: RunDir,
+    group: str,
+    schedule: str | None,
+    title: str,
+) -> Summary:
+    """``summary`` with the run's attribution added when probes ran (``schedule``: the ``--probe`` value, or
+    ``None``: ``summary`` as it is): the table under ``attribution`` in ``summary.json``, its section in
+    ``summary.md`` and ``plots/attribution.png``; errored records left out."""
+    if schedule is None:
+        return summary
+    ok = [r for r in records if r.get("status") == "ok"]
+    table = attribution_table(ok, probe_lines(run_dir.load_decisions()), group)
+    summary.data["attribution"] = table
+    summary.markdown += "\n\n" + attribution_markdown(table, schedule)
+    summary.files.update(attribution_files(table, title))
+    return summary
 
 
 def _notes(table: Mapping[str, Any]) -> list[str]:

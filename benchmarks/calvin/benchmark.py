@@ -8,14 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.attribution import (
-    Prober,
-    attribution_files,
-    attribution_markdown,
-    attribution_table,
-    probe_lines,
-    probe_model,
-)
+from benchmarks.attribution import Prober, attributed, probe_model
 from benchmarks.attribution.calvin import PROBES as CALVIN_PROBES
 from benchmarks.calvin.config import CHAIN_LENGTH, POLICY_DEFAULTS, REFERENCE, CalvinConfig
 from benchmarks.calvin.protocol import evaluation_chains, parse_tasks, task_episodes
@@ -304,12 +297,8 @@ class CalvinBenchmark(Benchmark):
         if "latency" in data:
             text += f"\n\n{latency_markdown(data)}"
         text += f"\n\n{model_calls_markdown(calls)}" if calls else ""
-        if self.config.probe is not None:
-            ok = [r for r in records if r.get("status") == "ok"]
-            data["attribution"] = table = attribution_table(ok, probe_lines(run_dir.load_decisions()), "task")
-            text += "\n\n" + attribution_markdown(table, self.config.probe)
-            files.update(attribution_files(table, f"CALVIN: {self.spec.label}"))
-        return Summary(data, text, files)
+        title = f"CALVIN: {self.spec.label}"
+        return attributed(Summary(data, text, files), records, run_dir, "task", self.config.probe, title)
 
 
 def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:

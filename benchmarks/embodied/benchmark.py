@@ -13,15 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchmarks.attribution import (
-    ProbeFamily,
-    Prober,
-    attribution_files,
-    attribution_markdown,
-    attribution_table,
-    probe_lines,
-    probe_model,
-)
+from benchmarks.attribution import ProbeFamily, Prober, attributed, probe_model
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
@@ -246,13 +238,8 @@ class EmbodiedBenchmark(Benchmark):
             summary = self._robustness_summary(records, run_dir, tally)
         else:
             summary = self._summary(ok_results(records), tally)
-        if self.config.probe is not None:
-            ok = [r for r in records if r.get("status") == "ok"]
-            table = attribution_table(ok, probe_lines(run_dir.load_decisions()))
-            summary.data["attribution"] = table
-            summary.markdown += "\n" + attribution_markdown(table, self.config.probe)
-            summary.files.update(attribution_files(table, f"{self.family.title}: {self.spec.label}"))
-        return summary
+        title = f"{self.family.title}: {self.spec.label}"
+        return attributed(summary, records, run_dir, "subset", self.config.probe, title)
 
     def _robustness_summary(
         self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally

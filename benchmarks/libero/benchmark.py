@@ -11,14 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchmarks.attribution import (
-    Prober,
-    attribution_files,
-    attribution_markdown,
-    attribution_table,
-    probe_lines,
-    probe_model,
-)
+from benchmarks.attribution import Prober, attributed, probe_model
 from benchmarks.attribution.libero import PROBES as LIBERO_PROBES
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
@@ -211,23 +204,14 @@ class LiberoBenchmark(Benchmark):
             **({"model_calls": calls} if calls else {}),
             **latency,
         }
+        title = f"LIBERO {c.suite}: {self.spec.label}"
         files: dict[str, Any] = (
-            {
-                "plots/success_by_task.png": functools.partial(
-                    task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}"
-                )
-            }
+            {"plots/success_by_task.png": functools.partial(task_plot, table=table, title=title)}
             if table
             else {}
         )
-        if c.probe is not None:
-            ok = [r for r in records if r.get("status") == "ok"]
-            data["attribution"] = attribution = attribution_table(
-                ok, probe_lines(run_dir.load_decisions()), "task_index"
-            )
-            lines += ["", attribution_markdown(attribution, c.probe)]
-            files.update(attribution_files(attribution, f"LIBERO {c.suite}: {self.spec.label}"))
-        return Summary(data, "\n".join(lines), files)
+        summary = Summary(data, "\n".join(lines), files)
+        return attributed(summary, records, run_dir, "task_index", c.probe, title)
 
 
 def check_expert_goals(suite: str, tasks: Sequence[int]) -> None:

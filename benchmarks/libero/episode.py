@@ -42,12 +42,11 @@ def run_episode(
     :class:`~benchmarks.core.episode_record.EpisodeRecord` (``steps``: native policy steps, settle steps
     excluded) with ``extras``: ``suite``, ``task_index``, ``instruction``, ``init_state_index``, ``seed``,
     ``max_steps``, ``num_steps_wait`` and ``truncated`` (the budget ran out before success).
-    ``on_step(obs, caption_lines)`` sees every observation, the first after the settle
-    steps included (videos); the policy's model calls are appended to ``decisions``. ``latency`` (default
-    none: the protocol) lets the env run on while the policy thinks (:mod:`benchmarks.core.latency`) and
-    adds the record's ``latency`` entry. ``on_decision(obs)`` hears each decision (state probes).
+    ``on_step(obs, caption_lines)`` sees every observation, the first after the settle steps included
+    (videos); the policy's model calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision
+    (state probes). ``latency`` (default none: the protocol) lets the env run on while the policy thinks
+    (:mod:`benchmarks.core.latency`) and adds the record's ``latency`` entry.
     """
-
     start = time.perf_counter()
     libero = cast("LiberoEnv", env.unwrapped)
     options = {"init_state_index": init_state_index, "max_steps": max_steps, "num_steps_wait": num_steps_wait}

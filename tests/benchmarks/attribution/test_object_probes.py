@@ -1,5 +1,5 @@
-"""EB-Manipulation and LIBERO state probes: questions about the goal's (the task's) objects from the state, and a
-whose record is the same as without probes."""
+"""EB-Manipulation and LIBERO state probes: questions about the goal's (the task's) objects from the state, and
+probed episodes whose records are the same as without probes."""
 
 from __future__ import annotations
 
