@@ -90,8 +90,10 @@ class Prober:
         self.decisions.append(Decision(index, images, state, self._subtask()))
 
     def _subtask(self) -> int | None:
-        context = getattr(self.policy, "context", None)  # (set by MLLMPolicy.start_episode)
-        value = None if context is None else context.extras.get("subtask_index")
+        """The subtask the policy is in (a CALVIN chain's ``subtask_index``; ``None`` elsewhere)."""
+        if not isinstance(self.policy, MLLMPolicy):
+            return None
+        value = self.policy.context.extras.get("subtask_index")
         return None if value is None else int(value)
 
     def finish(self, success: bool | Sequence[bool]) -> list[dict[str, Any]]:
