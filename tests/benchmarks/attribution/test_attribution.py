@@ -260,3 +260,24 @@ def test_a_blind_model_is_attributed_to_both():
     chance = float(np.mean([_chance(line) for line in lines if not line["success"]]))
     assert abs(accuracy["estimate"] - chance) < 0.1 and accuracy["ci"][1] < 0.6
     assert group["misperceived"]["estimate"] > 0.5 and group["perceived_acted_wrongly"]["estimate"] > 0
+
+
+@pytest.mark.slow
+def test_a_real_model_answers_its_probes_through_its_own_backend(tmp_path, tiny_vlm):
+    """A tiny random-weight VLM through transformers: the probes go to the policy's own backend (with its
+    cache), their replies are scored (wrong: random weights), and the episode's record is unchanged."""
+    model = str(tiny_vlm("qwen2_5_vl"))
+    args = ["nav", "--output", str(tmp_path), "--no-progress", "--image-size", "32", "--episodes", "1"]
+    args += ["--subset", "base", "--policy", "mllm", "--model", model, "--max-new-tokens", "4"]
+    main([*args, "--run-name", "off", "--cache-path", str(tmp_path / "off.sqlite")])
+    summary = main(
+        [*args, "--run-name", "on", "--probe", "every:10", "--cache-path", str(tmp_path / "on.sqlite")]
+    )
+    off, on = RunDir(tmp_path / "embodied-nav" / "off"), RunDir(tmp_path / "embodied-nav" / "on")
+    assert [comparable(r) for r in on.merged_records()] == [comparable(r) for r in off.merged_records()]
+    lines = probe_lines(on.load_decisions())
+    (record,) = on.merged_records()
+    decisions = int(record["result"]["policy_stats"]["model_calls"])
+    assert {line["decision"] for line in lines} == set(range(0, decisions, 10)) and decisions >= 1
+    assert all(isinstance(line["text"], str) and line["injected_error"] is None for line in lines)
+    assert summary.data["attribution"]["costs"]["probe_calls"] == len(lines)
