@@ -281,3 +281,51 @@ def test_a_real_model_answers_its_probes_through_its_own_backend(tmp_path, tiny_
     assert {line["decision"] for line in lines} == set(range(0, decisions, 10)) and decisions >= 1
     assert all(isinstance(line["text"], str) and line["injected_error"] is None for line in lines)
     assert summary.data["attribution"]["costs"]["probe_calls"] == len(lines)
+
+
+def _record(key, success, subset="base", subtasks=None):
+    extras = {"subset": subset} if subtasks is None else {"subtasks": subtasks}
+    result = {"success": success, "steps": 1, "policy_calls": 1, "idle_steps": 0, "extras": extras}
+    return {"key": key, "status": "ok", "result": {**result, "policy_stats": {"model_calls": 2.0}}}
+
+
+def test_the_attribution_table_by_hand():
+    """Two failed episodes (decisions: one perceived, two misperceived), a success, and a CALVIN chain whose
+    second subtask failed: counted per decision, per episode and per subtask."""
+
+    def line(key, decision, score, **extra):
+        return {"key": key, "probe": True, "decision": decision, "score": score, "kind": "k", **extra}
+
+    lines = [line("a", 0, 1.0), line("a", 0, 0.5), line("a", 1, 0.0), line("b", 0, 0.0), line("b", 0, 1.0)]
+    lines += [line("b", 0, 0.0), line("c", 0, 1.0)]
+    subtask = {"success": True, "steps": 1, "policy_calls": 1, "idle_steps": 0, "policy_stats": {}}
+    chain = [
+        {**subtask, "extras": {"task": "open_drawer"}},
+        {**subtask, "success": False, "extras": {"task": "x"}},
+    ]
+    lines += [line("d", 0, 1.0, subtask=0), line("d", 1, 0.0, subtask=1)]
+    records = [
+        _record("a", False),
+        _record("b", False),
+        _record("c", True),
+        _record("d", False, subtasks=chain),
+    ]
+    table = attribution_table(records, lines)
+    everything = table["groups"]["all"]
+    assert everything["episodes"] == 5 and everything["failed_decisions"] == 4  # a: 2, b: 1, d#1: 1
+    assert everything["perceived_acted_wrongly"]["estimate"] == 0.25  # a's decision 0 (mean 0.75)
+    assert table["groups"]["open_drawer"]["probe_accuracy_successes"]["estimate"] == 1.0
+    assert table["groups"]["x"]["misperceived"]["estimate"] == 1.0
+    assert [(f["key"], f["perceived_acted_wrongly"], f["misperceived"]) for f in table["failures"]] == [
+        ("a", 1, 1),
+        ("b", 0, 1),
+        ("d#1", 0, 1),
+    ]
+    assert table["costs"]["probe_calls"] == 9 and table["costs"]["decisions_probed"] == 6
+    # one failed decision says little: Wilson's interval, not a certain 100 %
+    assert table["groups"]["x"]["misperceived"]["ci"][0] < 0.5
+    # two decisions of one episode, both perceived: Wilson over the one episode, not a zero-width interval
+    same = attribution_table([_record("e", False)], [line("e", 0, 1.0), line("e", 1, 1.0)])["groups"]["all"]
+    assert (
+        same["perceived_acted_wrongly"]["estimate"] == 1.0 and same["perceived_acted_wrongly"]["ci"][0] < 0.5
+    )
