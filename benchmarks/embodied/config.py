@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from benchmarks.attribution.config import ProbeArgs
 from benchmarks.core.latency import Latency, checked_latency, latency_arg, latency_mode_arg, parse_latency
 from benchmarks.core.runner import ExecutionConfig, require_count
 from benchmarks.robustness.config import RobustnessArgs
@@ -30,6 +31,9 @@ class Family:
     control_hz: float = 1.0
     mllm_defaults: dict[str, Any] = field(default_factory=dict)
     perturbations: str | None = None  # "module:FAMILY": the module registering the env's robustness axes
+    probes: str | None = (
+        None  # "module:PROBES": the family's state probes (benchmarks.attribution.ProbeFamily)
+    )
 
     def policy_defaults(self) -> dict[str, dict[str, Any]]:
         """Per-policy defaults on this family (``parse_benchmark_args``' ``policy_defaults``)."""
@@ -52,6 +56,7 @@ FAMILIES = {
         control_hz=4.0,
         mllm_defaults={"loop": "eb", "task": "navigation", "image_keys": ("rgb",)},
         perturbations="envs.navigation.perturbations:FAMILY",
+        probes="benchmarks.attribution.navigation:PROBES",
     ),
     "manip": Family(
         name="manip",
@@ -67,12 +72,13 @@ FAMILIES = {
         size_kwargs=("image_size",),
         control_hz=2.0,
         mllm_defaults={"loop": "eb", "task": "manipulation", "image_keys": ("front_rgb",)},
+        probes="benchmarks.attribution.manipulation:PROBES",
     ),
 }
 
 
 @dataclass
-class EmbodiedConfig(RobustnessArgs, ExecutionConfig):
+class EmbodiedConfig(ProbeArgs, RobustnessArgs, ExecutionConfig):
     """Evaluate a policy on EB-style navigation or manipulation (first argument: nav or manip)."""
 
     family: str = arg("nav", "nav or manip (given as the first argument)", cli=False)
@@ -109,6 +115,7 @@ class EmbodiedConfig(RobustnessArgs, ExecutionConfig):
         require_count("--image-size", self.image_size)
         require_count("--video", self.video, minimum=0)
         checked_latency(self.latency, self.latency_mode, FAMILIES[self.family].control_hz)
+        self.probe_schedule()  # a bad --probe: an input error before anything runs
 
     def latency_setting(self) -> Latency | None:
         """The parsed ``--latency`` at the family's action rate (``None``: EB's protocol, the world waits)."""
