@@ -47,14 +47,7 @@ def run_episode(
     obs, info = env.reset(seed=seed, options={"episode": episode})
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "family", "subset")))
     loop = run_agent_loop(
-        env,
-        policy,
-        obs,
-        info,
-        on_step=on_step,
-        decisions=decisions,
-        on_decision=on_decision,
-        latency=latency,
+        env, policy, obs, info, on_step=on_step, decisions=decisions, on_decision=on_decision, latency=latency
     )
     info = loop.info
     extras = {

@@ -35,25 +35,15 @@ def run_episode(
     ``episode_id``, ``subset``, ``num_invalid_actions``, ``final_distance``, ``final_visibility`` (of the
     target) and ``shortest_path_length``. ``on_step(obs, caption)`` sees every observation; the policy's model
     calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision (state probes).
-    ``perturbation`` (a spec dict) runs that robustness variant; the policy gets only what the env shows it.
-    ``latency`` (default none: EB's protocol) spends the steps each decision's inference took before its
-    actions (:mod:`benchmarks.core.latency`) and adds the record's ``latency`` entry.
+    ``perturbation`` (a spec dict) runs that robustness variant; the policy gets only what the env shows it;
+    ``latency`` (:mod:`benchmarks.core.latency`) adds the record's ``latency`` entry.
     """
     start = time.perf_counter()
-    options: dict[str, Any] = {"episode": episode}
-    if perturbation is not None:
-        options["perturbation"] = perturbation
-    obs, info = env.reset(seed=seed, options=options)
+    variant = {} if perturbation is None else {"perturbation": perturbation}
+    obs, info = env.reset(seed=seed, options={"episode": episode, **variant})
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "subset")))
     loop = run_agent_loop(
-        env,
-        policy,
-        obs,
-        info,
-        on_step=on_step,
-        decisions=decisions,
-        on_decision=on_decision,
-        latency=latency,
+        env, policy, obs, info, on_step=on_step, decisions=decisions, on_decision=on_decision, latency=latency
     )
     info = loop.info
     extras = {
