@@ -24,6 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from policies.base import EpisodeContext, Policy
+from policies.experts.libero_entry import object_axes, slot_half, slot_spot, slot_turn
 from policies.experts.libero_goals import Goal, Handle, choose_grasp, find_handle, parse_goal
 
 if TYPE_CHECKING:
@@ -415,7 +416,7 @@ class PickPlace:
         self.base_z = 0.0
 
     def stages(self) -> list[Stage]:
-        return [self.plan_grasp, self.check_grasp, self.plan_place]
+        return [self.plan_grasp, self.check_grasp, self.fit_slot, self.plan_place]
 
     def plan_grasp(self, scene: Scene) -> list[Waypoint]:
         centre, half, rot = scene.box(self.obj)
@@ -511,6 +512,19 @@ class PickPlace:
         axis = _horizontal(scene.finger_axis())
         return [Waypoint(hand, axis, OPEN, tol=0.05, settle=10), *self.plan_grasp(scene)]
 
+    def fit_slot(self, scene: Scene) -> list[Waypoint]:
+        """Into a slot (a caddy's compartment): turn the carried object lengthwise along it first; the
+        place is then planned from its measured pose (:mod:`policies.experts.libero_entry`)."""
+        half = slot_half(scene, self.obj, self.target)
+        if half is None:
+            return []
+        turn = slot_turn(object_axes(scene, self.obj)[1], half)
+        if abs(turn) < 0.05:
+            return []
+        spin = Rotation.from_rotvec(np.array([0.0, 0.0, turn])).as_matrix()
+        hand, axis = scene.hand(), spin @ _horizontal(scene.finger_axis())
+        return [Waypoint(hand + np.array([0.0, 0.0, 0.03]), axis, CLOSED, tol=0.03, settle=4)]
+
     def plan_place(self, scene: Scene) -> list[Waypoint]:
         hand, axis = scene.hand(), _horizontal(scene.finger_axis())
         lo, hi = scene.extent(self.obj)
@@ -520,6 +534,8 @@ class PickPlace:
         goal = scene.position(self.target)  # On an object: over its origin (LIBERO checks 3 cm)
         if self.target not in scene.env.obj_body_id and self.slot[1] > 1:  # shared: spread along it
             goal[:2] = scene.spread_spot(self.target, *self.slot)
+        elif slot_half(scene, self.obj, self.target) is not None:  # a slot: the footprint clear of its walls
+            goal[:2] = slot_spot(scene, self.obj, self.target)
         elif getattr(scene.env.object_sites_dict.get(self.target), "joints", None):  # in a drawer
             goal[:2] = scene.roomiest_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)
         elif self.target not in scene.env.obj_body_id:  # a region: the spot in it with the most room
