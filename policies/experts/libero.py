@@ -515,7 +515,7 @@ class PickPlace:
     def fit_slot(self, scene: Scene) -> list[Waypoint]:
         """Into a slot (a caddy's compartment): turn the carried object lengthwise along it first; the
         place is then planned from its measured pose (:mod:`policies.experts.libero_entry`)."""
-        half = slot_half(scene, self.obj, self.target)
+        half = slot_half(scene, self.obj, self.target) if self.goal.predicate == "in" else None
         if half is None:
             return []
         turn = slot_turn(object_axes(scene, self.obj)[1], half)
@@ -534,7 +534,7 @@ class PickPlace:
         goal = scene.position(self.target)  # On an object: over its origin (LIBERO checks 3 cm)
         if self.target not in scene.env.obj_body_id and self.slot[1] > 1:  # shared: spread along it
             goal[:2] = scene.spread_spot(self.target, *self.slot)
-        elif slot_half(scene, self.obj, self.target) is not None:  # a slot: the footprint clear of its walls
+        elif self.goal.predicate == "in" and slot_half(scene, self.obj, self.target) is not None:  # a slot
             goal[:2] = slot_spot(scene, self.obj, self.target)
         elif getattr(scene.env.object_sites_dict.get(self.target), "joints", None):  # in a drawer
             goal[:2] = scene.roomiest_spot(self.target, float(max(hi[:2] - lo[:2])) / 2, skip=self.obj)

@@ -89,11 +89,12 @@ def object_axes(scene: Scene, obj: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def slot_half(scene: Scene, obj: str, region: str) -> np.ndarray | None:
-    """The region's world half extents when it is a slot for the object (:func:`is_slot`), else None."""
+    """The region's world half extents when it is a slot for the object (:func:`is_slot`), else None
+    (objects, and drawers, whose places :mod:`policies.experts.libero` plans)."""
     half = region_half(scene, region)
-    if half is None or not is_slot(half, object_axes(scene, obj)[0]):
+    if half is None or getattr(scene.env.object_sites_dict[region], "joints", None):  # a drawer's: no
         return None
-    return half
+    return half if is_slot(half, object_axes(scene, obj)[0]) else None
 
 
 def slot_spot(scene: Scene, obj: str, region: str) -> np.ndarray:
