@@ -1062,7 +1062,11 @@ def plan_tasks(scene: Scene, goals: list[Goal], retries: int) -> list[PickPlace 
             level = abs(float(scene.position(region)[2]) - float(scene.extent(goal.args[0])[0][2])) < FLAT
             slot = (placed.get(region, 0), shared.count(region) if goal.predicate == "on" else 1)
             placed[region] = slot[0] + 1
-            tasks.append(Push(goal, retries) if flat and level else PickPlace(goal, retries, slot))
+            # under a roof (a microwave, a shelf): through the open side (imported here: it builds on this module)
+            from policies.experts.libero_side import side_entry
+
+            entry = side_entry(scene, goal, retries)
+            tasks.append(entry or (Push(goal, retries) if flat and level else PickPlace(goal, retries, slot)))
         else:
             tasks.append(Articulate(goal, retries))
     return tasks
