@@ -12,6 +12,9 @@ above across the narrow side for boxes and cans, around the top part of tall bot
 the wall at the rim of bowls and plates); after lifting, the object's offset from the hand is measured
 and the place is corrected by it; a grasp that did not lift the object is retried once from the
 object's new pose. Deterministic: no randomness, so a seed and initial state give one episode.
+
+Slots narrower than the object (a caddy's compartments) and regions under a roof (a microwave, a shelf's
+compartments) are planned by :mod:`policies.experts.libero_entry` and :mod:`policies.experts.libero_side`.
 """
 
 from __future__ import annotations

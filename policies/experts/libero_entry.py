@@ -204,7 +204,8 @@ def _wall_distance(
 def region_opening(scene: Scene, obj: str, region: str) -> Opening | None:
     """The open side of a region (a site, not an object) whose roof leaves no room for a hand carrying
     ``obj`` from above (less than ROOF_ROOM over the object's top), else None."""
-    if region in scene.env.obj_body_id or region not in scene.env.object_sites_dict:
+    site = scene.env.object_sites_dict.get(region)
+    if region in scene.env.obj_body_id or site is None or getattr(site, "joints", None):  # drawers: opened
         return None
     centre = scene.position(region)
     boxes = scene.corners(scene.owner(region)).reshape(-1, 8, 3)
