@@ -119,3 +119,20 @@ def test_the_hand_s_reach_counts_only_its_parts_above_a_height():
     # tipped 0.6 rad toward +y (fingers down and forward), the palm leans back: less reach ahead
     tipped = Rotation.from_euler("x", 0.6).as_matrix() @ down
     assert hand_front(palm, tipped, np.array([0.0, 1.0, 0.0]), 0.05) < 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("suite", "task", "goal"),
+    [
+        ("libero_90", 73, "In a slot: the book turned along the caddy's narrow front compartment"),
+        ("libero_10", 9, "In under a roof: the mug by its handle through the microwave's door, then Close"),
+        ("libero_90", 42, "In under a roof: the frying pan by its handle under the shelf's board"),
+        ("libero_90", 86, "In under a roof: a book held by its top edge, the hand level, onto the shelf"),
+    ],
+)
+def test_expert_solves_slots_and_roofed_regions(suite, task, goal):
+    from tests.policies.experts.test_libero import _solve
+
+    record = _solve(suite, task, 0)
+    assert record["success"], f"{suite} task {task} ({goal}) failed after {record['steps']} steps"
