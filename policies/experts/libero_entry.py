@@ -9,20 +9,41 @@ and regions under a roof.
 - **Roofed regions** (a microwave's heating region, a shelf's compartment): the object is carried in
   from the open side, leading, with the hand behind it outside the opening (:func:`opening`).
 
-The geometry here is plain arrays (the fast tests run it on numbers); the expert applies it to its scene.
+The geometry here is plain arrays (the fast tests run it on numbers); the expert
+(:mod:`policies.experts.libero`: ``PickPlace`` for slots, ``SideEntry`` for roofed regions) applies it to
+its scene.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from policies.experts.libero_goals import HANDLE_REACH, find_handle
 
-if TYPE_CHECKING:
-    from policies.experts.libero import Scene
+
+class Scene(Protocol):
+    """What this module reads of the expert's scene (:class:`policies.experts.libero.Scene`, which
+    builds on this module): LIBERO's env and MuJoCo's model and data, poses, boxes, a ray cast."""
+
+    env: Any
+    model: Any
+    data: Any
+
+    def position(self, name: str) -> np.ndarray: ...
+    def box(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def corners(self, name: str) -> np.ndarray: ...
+    def extent(self, name: str) -> tuple[np.ndarray, np.ndarray]: ...
+    def owner(self, region: str) -> str: ...
+    def shoulder(self) -> np.ndarray: ...
+    def hand(self) -> np.ndarray: ...
+    def hand_rotation(self) -> np.ndarray: ...
+    def surface_z(self, xy: np.ndarray, skip: str) -> float: ...
+    def _geom_boxes(self, skip: str) -> tuple[np.ndarray, np.ndarray]: ...
+    def _robot(self, geom: int) -> bool: ...
+
 
 WALL = 0.01  # m: a geom standing this far above a region's floor is a wall the object must clear
 CLEAR = 0.02  # m: more room than this to the nearest wall counts the same (then nearest the centre wins)
