@@ -69,7 +69,10 @@ def _rounded(values: np.ndarray | list[float], digits: int = 5) -> list[float]:
 def camera(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
     """The front and overhead cameras moved, re-aimed and zoomed (the wrist camera rides on the arm)."""
     rng, i, out = spec.rng(), spec.level - 1, _copy(episode)
-    defaults = {"eb_front": workspace.FRONT_CAMERA, "eb_overhead": workspace.OVERHEAD_CAMERA}
+    defaults: dict[str, dict[str, Any]] = {
+        "eb_front": workspace.FRONT_CAMERA,
+        "eb_overhead": workspace.OVERHEAD_CAMERA,
+    }
     cameras = {}
     for name in CAMERAS:
         base = defaults[name]
