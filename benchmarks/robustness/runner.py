@@ -138,5 +138,6 @@ def robustness_summary(
     summary.data["robustness"] = {**table, "blind": blind}
     summary.markdown += "\n" + robustness_markdown(table, blind, blind_note(entry) if entry else None)
     title = " ".join(str(v) for v in (name, summary.data.get("policy")) if v)
-    summary.files[PLOT] = lambda path: robustness_plot(path, table, title, blind)
+    if table["axes"]:
+        summary.files[PLOT] = lambda path: robustness_plot(path, table, title, blind)
     return summary
