@@ -4,7 +4,9 @@ For each episode: the family expert's whole clean episode is timed; then, in rou
 reset and each axis's level-5 variant reset (the axis's ``apply`` plus the env reset that loads the variant)
 are timed back to back and subtracted, and each scene axis's ``apply`` is timed alone. EB navigation compiles a scene per episode, so every reset there
 starts from a cold scene (as a variant's own scene always is); EB manipulation keeps one compiled scene
-per task family. The issue's target: a variant's build costs at most 10 % of its episode. Writes
+per task family. Times are this process's CPU seconds (rendering included: it runs on the CPU here), not
+wall time: on a shared machine wall time also counts the other processes' turns. The issue's target: a
+variant's build costs at most 10 % of its episode. Writes
 ``bench/results/robustness_build.{json,md}``.
 
     nice python bench/robustness_build.py --families nav manip --episodes 2
@@ -55,21 +57,21 @@ def _setup(
 
 def _timed_reset(env: Any, options: dict[str, Any], cold: Callable[[], None]) -> tuple[Any, float]:
     cold()
-    start = time.perf_counter()
+    start = time.process_time()
     obs, _ = env.reset(options=options)
-    return obs, time.perf_counter() - start
+    return obs, time.process_time() - start
 
 
 def _expert_episode(env: Any, expert: Any, episode: dict[str, Any], cold: Callable[[], None]) -> float:
     """Seconds of the clean episode the expert runs (its reset included)."""
-    start = time.perf_counter()
+    start = time.process_time()
     obs, _ = _timed_reset(env, {"episode": episode}, cold)
     expert.reset(None)
     done = False
     while not done:
         obs, _, terminated, truncated, _ = env.step(expert.act(obs))
         done = terminated or truncated
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def _paired_extras(env: Any, episode: dict[str, Any], axes: dict, cold: Callable, rounds: int) -> dict:
@@ -95,9 +97,9 @@ def _apply_seconds(episode: dict[str, Any], axes: dict, rounds: int) -> dict[str
     for name, axis in axes.items():
         if axis.apply is not None:
             for _ in range(rounds):
-                start = time.perf_counter()
+                start = time.process_time()
                 axis.apply(episode, PerturbationSpec(name, 5, 0))
-                out.setdefault(name, []).append(time.perf_counter() - start)
+                out.setdefault(name, []).append(time.process_time() - start)
     return out
 
 
@@ -143,7 +145,7 @@ def _apply(cell: dict[str, Any]) -> str:
 def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"`{result['command']}` ({result['date']}, {result['machine']}; images {result['image_size']} px).",
-        "Level-5 variants; extra build: the variant's reset (its apply included) minus the clean reset of the "
+        "CPU seconds of the measuring process. Level-5 variants; extra build: the variant's reset (its apply included) minus the clean reset of the "
         "same episode just before it, over rounds of pairs (medians; negative: within the noise); apply: the "
         f"scene axis's episode edit alone. Target: at most {100 * TARGET:.0f} % of the episode.",
         "",
