@@ -27,7 +27,8 @@ RANDOM_PREFIX = "random:"
 
 @dataclass(frozen=True)
 class PublishedSize:
-    """One published checkpoint's architecture: the tiny family it shares its processor with, its
+    """One published checkpoint's architecture: the tiny architecture (:data:`policies.tiny.TINY_ARCHS`) it
+    shares its processor with, its
     text and vision dimensions, and its parameter count as the model card states it."""
 
     tiny: str
@@ -53,7 +54,7 @@ _QWEN25_ROPE = {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section"
 #: Published checkpoints that can be built at full size with random weights (hub id -> architecture).
 PUBLISHED_SIZES: dict[str, PublishedSize] = {
     "Qwen/Qwen2.5-VL-3B-Instruct": PublishedSize(
-        "tiny-qwen2.5-vl",
+        "qwen2_5_vl",
         {
             "vocab_size": 151936,
             "hidden_size": 2048,
@@ -69,7 +70,7 @@ PUBLISHED_SIZES: dict[str, PublishedSize] = {
         {"tie_word_embeddings": True},
     ),
     "Qwen/Qwen2.5-VL-7B-Instruct": PublishedSize(
-        "tiny-qwen2.5-vl",
+        "qwen2_5_vl",
         {
             "vocab_size": 152064,
             "hidden_size": 3584,
@@ -106,10 +107,10 @@ def published_config(hub_id: str) -> tuple[PretrainedConfig, ProcessorMixin]:
     from transformers import AutoConfig
 
     from policies.backends.hf_processing import load_processor
-    from vla.backbones import resolve_backbone
+    from policies.tiny import cached_tiny_vlm
 
     size = PUBLISHED_SIZES[hub_id]
-    location = resolve_backbone(size.tiny)
+    location = str(cached_tiny_vlm(size.tiny))
     tiny = AutoConfig.from_pretrained(location, local_files_only=True).to_dict()
     # derived fields (one layer type per layer) are dropped so the config class derives them anew
     text = {k: v for k, v in tiny["text_config"].items() if k != "layer_types"}

@@ -32,7 +32,7 @@ def test_qwen2_5_vl_3b_dimensions_are_the_checkpoints():
 def small_size(monkeypatch):
     """A made-up "published" size of the tiny Qwen2.5-VL family, small enough to build in a test."""
     size = PublishedSize(
-        "tiny-qwen2.5-vl",
+        "qwen2_5_vl",
         {
             "hidden_size": 96,
             "num_attention_heads": 6,
