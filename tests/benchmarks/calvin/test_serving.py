@@ -66,3 +66,26 @@ def test_the_client_raises_server_gone_once_the_server_is_killed():
         assert "exit code -9" in server.died()
     finally:
         server.stop()
+
+
+def test_a_batch_too_large_for_memory_is_named_by_its_flag():
+    from vla.serving import _start_problem
+
+    line = _start_problem(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore"), 16)
+    assert line.startswith("--max-batch 16: a batch of 16 does not fit in memory") and "\n" not in line
+    assert "could not load the model" in _start_problem(OSError("no such folder"), 16)
+
+
+def test_the_wire_carries_arrays_without_pickle_and_refuses_other_dtypes():
+    from multiprocessing import Pipe
+
+    from vla.serving import recv_arrays, send_arrays
+
+    a, b = Pipe()
+    image = np.arange(12, dtype=np.uint8).reshape(2, 2, 3)
+    send_arrays(a, {"instruction": "x"}, [image])
+    header, (got,) = recv_arrays(b)
+    assert header == {"instruction": "x"} and np.array_equal(got, image)
+    send_arrays(a, {}, [np.zeros(2, dtype=np.int64)])
+    with pytest.raises(ValueError, match="int64"):
+        recv_arrays(b)
