@@ -38,6 +38,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--num-sequences", "0"], "--num-sequences"),
     ("calvin", ["--ep-len", "0"], "--ep-len"),
     ("calvin", ["--ep-len", "-5"], "--ep-len"),
+    ("calvin", ["--serve", "batched", "--workers", "2", "--max-batch", "4"], "--max-batch"),
+    ("calvin", ["--serve", "batched", "--policy", "random"], "--serve"),
     ("calvin", ["--video", "-1"], "--video"),
     ("calvin", ["--workers", "0"], "--workers"),
     ("calvin", ["--num-sequences", "ten"], "--num-sequences"),
