@@ -70,6 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-sequences", type=int, default=10, help="evaluation units per scene (see 3.)")
     p.add_argument("--ep-len", type=int, default=180, help="step budget per subtask (the protocol: 360)")
     p.add_argument("--execute-steps", type=int, default=5, help="actions executed per predicted chunk")
+    p.add_argument("--workers", type=int, default=1, help="processes per evaluation run (never the results)")
     p.add_argument("--scenes", default="D", help="evaluation scenes of the trained model (D: the protocol)")
     p.add_argument("--no-baselines", action="store_true", help="evaluate only the trained model")
     p.add_argument("--eval-only", action="store_true", help="evaluate OUT's last checkpoint, no training")
@@ -120,7 +121,7 @@ def run_benchmark(args: argparse.Namespace, scene: str, name: str, policy: list[
     from benchmarks.calvin import main as calvin_main
 
     argv = ["--scene", scene, "--tasks", args.tasks, "--num-sequences", str(args.num_sequences)]
-    argv += ["--ep-len", str(args.ep_len), "--seed", str(args.seed), "--workers", "1"]
+    argv += ["--ep-len", str(args.ep_len), "--seed", str(args.seed), "--workers", str(args.workers)]
     argv += ["--output", str(Path(args.out) / "eval"), "--run-name", name, "--resume", "--no-progress"]
     began = time.perf_counter()
     data = dict(calvin_main([*argv, *policy]).data)
