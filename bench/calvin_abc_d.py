@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any
 
 try:  # imported as bench.calvin_abc_d (the tests), or run as a script with bench/ first on sys.path
-    from bench.calvin_scenes import scene_tables
+    from bench.calvin_scenes import run_data, scene_tables
     from bench.vla_learning import plot_curve, prepared_backbone, train_for_budget
 except ModuleNotFoundError:
-    from calvin_scenes import scene_tables
+    from calvin_scenes import run_data, scene_tables
     from vla_learning import plot_curve, prepared_backbone, train_for_budget
 
 FURNITURE = "open_drawer,close_drawer,move_slider_left,move_slider_right"
@@ -74,12 +74,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scenes", default="D", help="evaluation scenes of the trained model (D: the protocol)")
     p.add_argument("--no-baselines", action="store_true", help="evaluate only the trained model")
     p.add_argument("--eval-only", action="store_true", help="evaluate OUT's last checkpoint, no training")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: the report of the run folders as they are (a stopped run: its finished units)",
+    )
     p.add_argument("--json", default="", help="also write the results file here (bench/results/...)")
     p.add_argument("--tiny", action="store_true", help="dry run: every step at the smallest size")
     args = p.parse_args(argv)
     if args.tiny:
         for key, value in TINY.items():
             setattr(args, key, value)
+    args.eval_only = args.eval_only or args.report_only
     return args
 
 
@@ -258,14 +264,29 @@ def evaluate(args: argparse.Namespace, checkpoint: Path) -> tuple[dict[str, Any]
     return {**results, **blind}, paired(args, best, "scene-D")
 
 
+def collected(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``--report-only``: the scene-D runs as their folders hold them (finished or stopped), nothing run."""
+    folder = Path(args.out) / "eval" / "calvin"
+    names = [n for n in ["scene-D", *blind_policies()] if (folder / n / "records.jsonl").is_file()]
+    results = {("trained" if n == "scene-D" else n): run_data(folder / n) for n in names}
+    blind = {k: v for k, v in results.items() if k != "trained" and v["chains"]}
+    if "trained" not in results or not blind:
+        return results, None
+    best = max(blind, key=lambda k: blind[k]["avg_seq_len"] or 0.0)
+    return results, paired(args, best, "scene-D")
+
+
 def scenes_summary(args: argparse.Namespace, checkpoint: Path) -> list[dict[str, Any]]:
-    """The checkpoint in every ``--scenes`` scene, side by side, each paired with D (item 5)."""
+    """The checkpoint in every ``--scenes`` scene, side by side, each paired with D."""
+    folder = Path(args.out) / "eval" / "calvin"
     scenes = [s.strip().upper() for s in args.scenes.split(",") if s.strip()]
-    if scenes == ["D"]:
+    if args.report_only:
+        scenes = [s for s in scenes if (folder / f"scene-{s}" / "records.jsonl").is_file()]
+    if len(scenes) < 2:
         return []
-    for scene in scenes:
+    for scene in [] if args.report_only else scenes:
         run_benchmark(args, scene, f"scene-{scene}", trained_policy(args, checkpoint))
-    return scene_tables(Path(args.out) / "eval" / "calvin", scenes, reference="D")
+    return scene_tables(folder, scenes, reference="D")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -279,7 +300,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     began = time.perf_counter()
     data = play_data(args, out / "data")
     checkpoint, training = train(args, out)
-    results, versus = evaluate(args, checkpoint)
+    results, versus = collected(args) if args.report_only else evaluate(args, checkpoint)
     tables = report_tables(results, versus) + scenes_summary(args, checkpoint)
     summary = {
         "title": "CALVIN ABC->D on a CPU: play data A, B, C -> vla.train -> benchmarks.calvin --scene D",
