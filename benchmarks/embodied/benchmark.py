@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchmarks.attribution import ProbeFamily, Prober, attributed, probe_model
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
+from benchmarks.core.latency import latency_markdown, summarize_latency
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.runner import run_command
@@ -101,12 +103,25 @@ class EmbodiedWorker(EpisodeWorker):
         self._run_episode = load_entry_point(self.family.run_episode)
         self.certificates = CertificateCache(certificates_path(config, run_path)) if config.perturb else None
         self._expert: Policy | None = None
+        self.prober = self._prober()
+
+    def _prober(self) -> Prober | None:
+        """The state prober of ``--probe`` (``None`` when probes are off)."""
+        schedule = self.config.probe_schedule()
+        if schedule is None:
+            return None
+        assert self.env is not None  # (made in __init__)
+        model, book = probe_model(self.policy, self.config, self.config.seed)
+        family: ProbeFamily = load_entry_point(probe_family(self.family))
+        return Prober(schedule, family, self.env, self.policy, model, book)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         perturbation = unit.spec.get("perturbation")
         # A variant is certified by the expert before the policy sees it; a clean unit runs as it always has.
         certificate = None if perturbation is None else self._certify(unit)
-        variant = {} if perturbation is None else {"perturbation": perturbation}
+        variant: dict[str, Any] = {} if perturbation is None else {"perturbation": perturbation}
+        if self.prober is not None:  # (only then: a user's run_episode need not know the hook)
+            variant["on_decision"] = self.prober.start(unit.seed)
         record: EpisodeRecord = self._run_episode(
             self.env,
             self.policy,
@@ -114,8 +129,11 @@ class EmbodiedWorker(EpisodeWorker):
             seed=unit.seed,
             on_step=on_step,
             decisions=self.decisions,
+            latency=self.config.latency_setting(),
             **variant,
         )
+        if self.prober is not None:
+            self.decisions.extend(self.prober.finish(record["success"]))
         if certificate is not None:
             record["extras"].update(
                 perturbation=perturbation, certified=certificate["certified"], certificate=certificate
@@ -144,6 +162,13 @@ def perturbation_family(family: Family) -> str:
     if family.perturbations is None:
         raise InputError(f"--perturb: {family.title} declares no perturbation axes yet; use nav")
     return family.perturbations
+
+
+def probe_family(family: Family) -> str:
+    """The ``module:PROBES`` of the family's state probes, or an input error for a family without any."""
+    if family.probes is None:
+        raise InputError(f"--probe: {family.title} has no state probes yet; use nav")
+    return family.probes
 
 
 def certificates_path(config: EmbodiedConfig, run_path: str) -> Path:
@@ -204,6 +229,7 @@ class EmbodiedBenchmark(Benchmark):
             "policy": self.spec.manifest(),
             "env": {"id": self.family.env_id, "kwargs": _env_kwargs(self.config, self.family)},
             "subsets": self._subsets(),
+            **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
         }
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -212,8 +238,11 @@ class EmbodiedBenchmark(Benchmark):
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         if self.config.perturb:
-            return self._robustness_summary(records, run_dir, tally)
-        return self._summary(ok_results(records), tally)
+            summary = self._robustness_summary(records, run_dir, tally)
+        else:
+            summary = self._summary(ok_results(records), tally)
+        title = f"{self.family.title}: {self.spec.label}"
+        return attributed(summary, records, run_dir, "subset", self.config.probe, title)
 
     def _robustness_summary(
         self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally
@@ -252,6 +281,7 @@ class EmbodiedBenchmark(Benchmark):
             ),
             "episodes": len(results),
             "families": families,
+            **summarize_latency([r["latency"] for r in results if "latency" in r]),
         }
         files = (
             {
@@ -266,20 +296,19 @@ class EmbodiedBenchmark(Benchmark):
             if table
             else {}
         )
-        return Summary(
-            data,
-            subset_markdown(
-                self.family.title,
-                self.spec.label,
-                table,
-                average,
-                tally,
-                families,
-                self.family.name,
-                average_ci=average_ci,
-            ),
-            files,
+        markdown = subset_markdown(
+            self.family.title,
+            self.spec.label,
+            table,
+            average,
+            tally,
+            families,
+            self.family.name,
+            average_ci=average_ci,
         )
+        if "latency" in data:
+            markdown += f"\n\n{latency_markdown(data)}"
+        return Summary(data, markdown, files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary | int:
@@ -307,6 +336,9 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
     config.family = family.name
     if config.perturb:
         perturbation_family(family)  # (before the env's simulator is imported)
+    if config.probe is not None:
+        probe_family(family)
+    config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     if config.env_kwargs.strip() not in ("", "{}"):  # (importing the env class may import its simulator)
         check_env_kwargs(family.env_id, json.loads(config.env_kwargs))
     preflight(
