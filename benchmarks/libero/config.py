@@ -13,6 +13,7 @@ from benchmarks.core.latency import (
     parse_latency,
 )
 from benchmarks.core.runner import ExecutionConfig, require_count
+from benchmarks.robustness.config import RobustnessArgs
 from envs.libero import protocol
 from policies.config_cli import InputError, arg
 
@@ -28,7 +29,7 @@ REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_
 
 
 @dataclass
-class LiberoConfig(ExecutionConfig):
+class LiberoConfig(RobustnessArgs, ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
     policy: str = arg(

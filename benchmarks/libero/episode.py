@@ -33,6 +33,7 @@ def run_episode(
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
     latency: Latency | None = None,
+    perturbation: dict[str, Any] | None = None,
 ) -> EpisodeRecord:
     """Run one episode of a LIBERO env; the policy must already be bound to ``env``.
 
@@ -44,12 +45,19 @@ def run_episode(
     ``on_step(obs, caption_lines)`` sees every observation, the first after the settle
     steps included (videos); the policy's model calls are appended to ``decisions``. ``latency`` (default
     none: the protocol) lets the env run on while the policy thinks (:mod:`benchmarks.core.latency`) and
-    adds the record's ``latency`` entry.
+    adds the record's ``latency`` entry. ``perturbation`` (a spec dict) runs that robustness variant
+    (:mod:`envs.libero.perturbations`); the policy sees only what the env shows it.
     """
 
     start = time.perf_counter()
     libero = cast("LiberoEnv", env.unwrapped)
-    options = {"init_state_index": init_state_index, "max_steps": max_steps, "num_steps_wait": num_steps_wait}
+    options: dict[str, Any] = {
+        "init_state_index": init_state_index,
+        "max_steps": max_steps,
+        "num_steps_wait": num_steps_wait,
+    }
+    if perturbation is not None:
+        options["perturbation"] = perturbation
     observation, info = env.reset(seed=seed, options=options)
     policy.reset(
         EpisodeContext(
