@@ -173,10 +173,12 @@ class LiberoBenchmark(Benchmark):
             raise InputError(
                 f"--trials-per-task must be 1..{protocol.NUM_INIT_STATES} (one per fixed initial state)"
             )
+        units = robustness_units(
+            self._clean_units(), c, certificates_path(c.certificates, self.run_path), AXES_FAMILY
+        )
         if self.spec.name == "expert" or c.perturb:  # (the expert certifies --perturb variants)
             check_expert_goals(c.suite, c.task_indices())
-        clean = self._clean_units()
-        return robustness_units(clean, c, certificates_path(c.certificates, self.run_path), AXES_FAMILY)
+        return units
 
     def _clean_units(self) -> list[WorkUnit]:
         c = self.config

@@ -211,8 +211,8 @@ def describe_scene(raw_env: Any, instruction: str) -> dict[str, Any]:
 
 
 def write_scene(raw_env: Any, old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Write the sections of ``new`` that differ from ``old`` (the scene as read); True if the
-    simulator state changed (objects or joints), in which case it has been forwarded."""
+    """Write the sections of ``new`` that differ from ``old`` (the scene as read), forwarding the
+    simulator when objects or joints moved; True if anything was written (the frames are stale then)."""
     model, data = _model_data(raw_env)
     if new["camera"] != old["camera"]:
         cam = model.camera(CAMERA).id
@@ -225,19 +225,16 @@ def write_scene(raw_env: Any, old: dict[str, Any], new: dict[str, Any]) -> bool:
         model.vis.headlight.ambient[:] = new["headlight"]["ambient"]
     for material in new["materials"] if new["materials"] != old["materials"] else []:
         model.mat_rgba[material["id"]] = material["rgba"]
-    moved = False
     for before, after in zip(old["objects"], new["objects"]):
         if after["pos"] != before["pos"]:
             data.qpos[after["qposadr"] : after["qposadr"] + 3] = after["pos"]
-            moved = True
     if new["robot"]["q"] != old["robot"]["q"]:
         _place_arm(
             raw_env, np.asarray(old["robot"]["q"]), np.asarray(new["robot"]["q"]), new["robot"]["qposadr"]
         )
-        return True
-    if moved:
+    elif new["objects"] != old["objects"]:
         raw_env.env.sim.forward()
-    return moved
+    return any(new[k] != old[k] for k in ("camera", "lights", "headlight", "materials", "objects", "robot"))
 
 
 def _place_arm(raw_env: Any, start: np.ndarray, goal: np.ndarray, adr: list[int]) -> None:
