@@ -261,7 +261,7 @@ AXES: dict[str, Axis] = {
     "robot_init": Axis(
         "robot_init",
         "the arm's start joints",
-        _levels("each joint +-[{:g}/2, {:g}] rad", _JOINT_OFFSET, _JOINT_OFFSET),
+        _levels("each joint +-{:g}-{:g} rad", tuple(x / 2 for x in _JOINT_OFFSET), _JOINT_OFFSET),
         robot_init,
     ),
     "paraphrase": Axis(

@@ -248,3 +248,11 @@ def test_bad_specs_at_reset_get_one_line_errors(env, spec, words):
     with pytest.raises(PerturbationError, match=words) as error:
         env.reset(seed=0, options={"init_state_index": 0, "perturbation": spec})
     assert "\n" not in str(error.value)
+
+
+def test_the_robustness_guide_lists_every_axis_with_its_levels():
+    from pathlib import Path
+
+    page = (Path(__file__).parents[3] / "docs" / "guide" / "robustness.md").read_text()
+    for axis in P.AXES.values():
+        assert f"| `{axis.name}` | {axis.changes} | " + " | ".join(axis.levels) + " |" in page, axis.name
