@@ -239,7 +239,7 @@ def markdown(result: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.robustness import CertificateCache
 
-    path = RESULTS / "robustness_libero.json"
+    path = Path(args.json)
     result = json.loads(path.read_text()) if path.exists() else {}
     result.update(
         title="LIBERO robustness: certification, build cost, answer-key drop",
@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result.setdefault("build_cost", {})
 
     def save() -> None:
-        RESULTS.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result, indent=1) + "\n")
 
     cache = CertificateCache(args.certificates)
@@ -273,6 +273,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="libero_spatial:0,libero_object:0,libero_goal:0,libero_10:0")
     parser.add_argument("--certificates", default="outputs/libero/certificates.json")
+    parser.add_argument("--json", default=str(RESULTS / "robustness_libero.json"), help="results (resumed)")
     parser.add_argument("--skip-certification", action="store_true")
     parser.add_argument("--build-cost", action="store_true", help="time variant builds (cameras on)")
     parser.add_argument("--image-size", type=int, default=128)
@@ -285,6 +286,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    outcome = run(parse())
-    (RESULTS / "robustness_libero.md").write_text(markdown(outcome))
+    arguments = parse()
+    outcome = run(arguments)
+    Path(arguments.json).with_suffix(".md").write_text(markdown(outcome))
     print(markdown(outcome))

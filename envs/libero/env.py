@@ -123,8 +123,9 @@ class LiberoEnv(gym.Env):
             bottom first, as LIBERO's own datasets store them).
         render_mode: None or "rgb_array" (``render()`` returns the last agentview image).
         cameras: render the two cameras (default True). ``False`` builds no renderer and steps physics
-            and control only (about ten times faster on CPU): both images are then black, for policies that
-            look at no image (scripted experts, blind baselines).
+            and control only (about ten times faster on CPU): both images are then black (image
+            perturbations leave them black), for policies that look at no image (scripted experts, blind
+            baselines).
     """
 
     # as gymnasium.Env declares it (an instance variable with a class-level default)
@@ -400,7 +401,8 @@ class LiberoEnv(gym.Env):
             "joint_pos": np.array(raw["robot0_joint_pos"], dtype=np.float64),
             "state": np.concatenate([eef_pos, quat2axisangle(eef_quat), gripper]).astype(np.float64),
         }
-        observation = self._channels.images(observation)  # (the identity unless a channel variant)
+        if self.cameras:  # (the identity unless a channel variant; black placeholders stay black)
+            observation = self._channels.images(observation)
         self._last_observation = observation
         return observation
 
