@@ -95,9 +95,10 @@ class LiberoWorker(EpisodeWorker):
         """The certifying expert, bound to a camera-less env of the task (made on first use per task)."""
         if self._expert_env is None:
             # (the policy's own env when it has no cameras either: physics is all the expert needs)
-            self._expert_env = self._make_task_env(task_index, False) if self._cameras else self.env
+            env = self._make_task_env(task_index, False) if self._cameras else self._env_for(task_index)
             self._expert = load_entry_point(CERTIFYING_EXPERT)()
-            self._expert.bind(self._expert_env)
+            self._expert.bind(env)
+            self._expert_env = env
         assert self._expert is not None  # (made with its env)
         return self._expert_env, self._expert
 
