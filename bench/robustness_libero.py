@@ -164,12 +164,19 @@ def build_cost(suite: str, task: int, image_size: int, repeats: int) -> dict[str
 
 
 def answer_key(runs: list[str]) -> list[dict[str, Any]]:
-    """The robustness tables of finished ``benchmarks.libero --perturb`` runs (their summary.json)."""
+    """The robustness tables of ``benchmarks.libero --perturb`` runs, from the records they hold so far."""
+    from benchmarks.core import RunDir
+    from benchmarks.core.episode_record import ok_results
+    from benchmarks.robustness import robustness_table
+
     out = []
     for run in runs:
-        data = json.loads((Path(run) / "summary.json").read_text())
+        records = RunDir(Path(run)).merged_records()
         manifest = json.loads((Path(run) / "manifest.json").read_text())
-        out.append({"run": Path(run).name, "command": manifest.get("command"), **data["robustness"]})
+        results = ok_results(records)
+        argv = manifest.get("command") or []
+        command = " ".join(["python -m benchmarks.libero", *argv[2:]])  # (argv[:2]: python, __main__.py)
+        out.append({"run": Path(run).name, "command": command, **robustness_table(results)})
     return out
 
 
