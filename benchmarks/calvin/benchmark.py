@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.attribution import Prober, attributed, probe_model
+from benchmarks.attribution.calvin import PROBES as CALVIN_PROBES
 from benchmarks.calvin.config import CHAIN_LENGTH, POLICY_DEFAULTS, REFERENCE, CalvinConfig
 from benchmarks.calvin.protocol import evaluation_chains, parse_tasks, task_episodes
 from benchmarks.calvin.report import (
@@ -95,6 +97,16 @@ class CalvinWorker(EpisodeWorker):
         self.env = self.make_env(env_id, **kwargs)
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.policy.bind(self.env)
+        self.prober = self._prober()
+
+    def _prober(self) -> Prober | None:
+        """The state prober of ``--probe`` (``None`` when probes are off)."""
+        schedule = self.config.probe_schedule()
+        if schedule is None:
+            return None
+        assert self.env is not None  # (made in __init__)
+        model, book = probe_model(self.policy, self.config, self.config.seed)
+        return Prober(schedule, CALVIN_PROBES, self.env, self.policy, model, book)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         """One chain; its model calls are logged per subtask."""
@@ -120,7 +132,10 @@ class CalvinWorker(EpisodeWorker):
             on_step=on_step,
             decisions=self.decisions,
             latency=self.config.latency_setting(),
+            on_decision=None if self.prober is None else self.prober.start(unit.seed),
         )
+        if self.prober is not None:
+            self.decisions.extend(self.prober.finish([s["success"] for s in result["extras"]["subtasks"]]))
         result["extras"]["initial_state"] = unit.spec["initial_state"]
         return result
 
@@ -281,7 +296,9 @@ class CalvinBenchmark(Benchmark):
         )
         if "latency" in data:
             text += f"\n\n{latency_markdown(data)}"
-        return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
+        text += f"\n\n{model_calls_markdown(calls)}" if calls else ""
+        title = f"CALVIN: {self.spec.label}"
+        return attributed(Summary(data, text, files), records, run_dir, "task", self.config.probe, title)
 
 
 def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:
@@ -333,6 +350,9 @@ def main(argv: Sequence[str] | None = None) -> Summary:
             parse_tasks(config.tasks)
         except ValueError as error:  # one line naming the bad input and the valid names
             raise InputError(str(error)) from None
+    if config.probe is not None and config.backend != "builtin":
+        raise InputError("--probe: the state probes read the built-in play table; use --backend builtin")
+    config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = CalvinBenchmark(config, spec)
     return run_command(bench, bench.run_path, stopper_for(bench))

@@ -13,24 +13,28 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchmarks.attribution import ProbeFamily, Prober, attributed, probe_model
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
+from benchmarks.core.latency import latency_markdown, summarize_latency
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.runner import run_command
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
 from benchmarks.embodied.report import average_interval, subset_markdown, subset_table
-from benchmarks.robustness import CertificateCache
-from benchmarks.robustness.runner import (
-    certificates_path,
-    robustness_summary,
-    robustness_units,
-    run_certified,
+from benchmarks.robustness import (
+    CertificateCache,
+    certificate_key,
+    certify,
+    robustness_markdown,
+    robustness_table,
 )
+from benchmarks.robustness.suite import variant_units
 from benchmarks.stats.intervals import WILSON, described
 from benchmarks.stats.stopping import stopper_for
+from envs.perturbation import PerturbationSpec
 from policies.base import Policy
 from policies.config_cli import InputError
 from policies.entry_point import load_entry_point
@@ -97,47 +101,60 @@ class EmbodiedWorker(EpisodeWorker):
         self.policy = build_policy_from_spec(spec, defaults=self.family.policy_defaults())
         self.policy.bind(self.env)
         self._run_episode = load_entry_point(self.family.run_episode)
-        self.certificates = CertificateCache(_certificates(config, run_path)) if config.perturb else None
+        self.certificates = CertificateCache(certificates_path(config, run_path)) if config.perturb else None
         self._expert: Policy | None = None
+        self.prober = self._prober()
+
+    def _prober(self) -> Prober | None:
+        """The state prober of ``--probe`` (``None`` when probes are off)."""
+        schedule = self.config.probe_schedule()
+        if schedule is None:
+            return None
+        assert self.env is not None  # (made in __init__)
+        model, book = probe_model(self.policy, self.config, self.config.seed)
+        family: ProbeFamily = load_entry_point(probe_family(self.family))
+        return Prober(schedule, family, self.env, self.policy, model, book)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
-        episode = unit.spec["episode"]
-
-        def run_policy(perturbation: dict[str, Any] | None) -> EpisodeRecord:
-            variant = {} if perturbation is None else {"perturbation": perturbation}
-            return self._run_episode(
-                self.env,
-                self.policy,
-                episode,
-                seed=unit.seed,
-                on_step=on_step,
-                decisions=self.decisions,
-                **variant,
-            )
-
-        def run_expert(perturbation: dict[str, Any] | None) -> EpisodeRecord:
-            return self._run_episode(
-                self.env, self._bound_expert(), episode, seed=unit.seed, perturbation=perturbation
-            )
-
-        return run_certified(
-            unit,
-            self.certificates,
-            family=self.family.name,
-            expert=self.family.expert,
-            episode=episode,
-            episode_id=episode.get("episode_id"),
-            run_policy=run_policy,
-            run_expert=run_expert,
+        perturbation = unit.spec.get("perturbation")
+        # A variant is certified by the expert before the policy sees it; a clean unit runs as it always has.
+        certificate = None if perturbation is None else self._certify(unit)
+        variant: dict[str, Any] = {} if perturbation is None else {"perturbation": perturbation}
+        if self.prober is not None:  # (only then: a user's run_episode need not know the hook)
+            variant["on_decision"] = self.prober.start(unit.seed)
+        record: EpisodeRecord = self._run_episode(
+            self.env,
+            self.policy,
+            unit.spec["episode"],
+            seed=unit.seed,
+            on_step=on_step,
+            decisions=self.decisions,
+            latency=self.config.latency_setting(),
+            **variant,
         )
+        if self.prober is not None:
+            self.decisions.extend(self.prober.finish(record["success"]))
+        if certificate is not None:
+            record["extras"].update(
+                perturbation=perturbation, certified=certificate["certified"], certificate=certificate
+            )
+        return record
 
-    def _bound_expert(self) -> Policy:
-        """The family's expert, built and bound to the env on first use (it certifies variants)."""
+    def _certify(self, unit: WorkUnit) -> dict[str, Any]:
+        """The family's expert runs the variant first (once per variant: certificates are cached)."""
+        assert self.certificates is not None
+        spec, episode = PerturbationSpec.from_json(unit.spec["perturbation"]), unit.spec["episode"]
         if self._expert is None:
             assert self.env is not None  # (made in __init__)
             self._expert = load_entry_point(self.family.expert)()
             self._expert.bind(self.env)
-        return self._expert
+        expert = self._expert
+
+        def run_expert() -> EpisodeRecord:
+            return self._run_episode(self.env, expert, episode, seed=unit.seed, perturbation=spec.to_json())
+
+        key = certificate_key(self.family.name, self.family.expert, episode, spec)
+        return certify(self.certificates, key, spec, episode.get("episode_id"), run_expert)
 
 
 def perturbation_family(family: Family) -> str:
@@ -147,8 +164,16 @@ def perturbation_family(family: Family) -> str:
     return family.perturbations
 
 
-def _certificates(config: EmbodiedConfig, run_path: str) -> Path:
-    return certificates_path(config.certificates, run_path)
+def probe_family(family: Family) -> str:
+    """The ``module:PROBES`` of the family's state probes, or an input error for a family without any."""
+    if family.probes is None:
+        raise InputError(f"--probe: {family.title} has no state probes yet; use nav")
+    return family.probes
+
+
+def certificates_path(config: EmbodiedConfig, run_path: str) -> Path:
+    """``--certificates``, or ``certificates.json`` next to the benchmark's run folders."""
+    return Path(config.certificates) if config.certificates else Path(run_path).parent / "certificates.json"
 
 
 def _build_worker(config: EmbodiedConfig, spec: PolicySpec, run_path: str) -> EmbodiedWorker:
@@ -193,8 +218,8 @@ class EmbodiedBenchmark(Benchmark):
         ]
         if not self.config.perturb:
             return clean
-        axes = load_entry_point(perturbation_family(self.family))
-        return robustness_units(clean, self.config, _certificates(self.config, self.run_path), axes)
+        CertificateCache(certificates_path(self.config, self.run_path))  # a bad file: an input error, now
+        return variant_units(clean, self.config.perturb, load_entry_point(perturbation_family(self.family)))
 
     def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
@@ -204,6 +229,7 @@ class EmbodiedBenchmark(Benchmark):
             "policy": self.spec.manifest(),
             "env": {"id": self.family.env_id, "kwargs": _env_kwargs(self.config, self.family)},
             "subsets": self._subsets(),
+            **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
         }
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -212,14 +238,32 @@ class EmbodiedBenchmark(Benchmark):
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         if self.config.perturb:
-            return robustness_summary(
-                records,
-                self.config,
-                _certificates(self.config, self.run_path),
-                self._summary,
-                len(self._episodes()),
-            )
-        return self._summary(ok_results(records), tally)
+            summary = self._robustness_summary(records, run_dir, tally)
+        else:
+            summary = self._summary(ok_results(records), tally)
+        title = f"{self.family.title}: {self.spec.label}"
+        return attributed(summary, records, run_dir, "subset", self.config.probe, title)
+
+    def _robustness_summary(
+        self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally
+    ) -> Summary:
+        """The clean arm's usual summary (the headline) plus the robustness table; certificates saved."""
+        results = ok_results(records)
+        cache = CertificateCache(certificates_path(self.config, self.run_path))
+        for r in results:
+            if "certificate" in r["extras"]:
+                c = r["extras"]["certificate"]
+                cache.put(c["key"], {k: v for k, v in c.items() if k not in ("key", "cached")})
+        cache.save()
+        clean_tally = UnitTally.of(
+            [r for r in records if "~" not in str(r.get("key"))], len(self._episodes())
+        )
+        clean = [r for r in results if r["extras"].get("perturbation") is None]
+        summary = self._summary(clean, clean_tally)
+        table = robustness_table(results, self.config.include_uncertified)
+        summary.data["robustness"] = table
+        summary.markdown += "\n" + robustness_markdown(table)
+        return summary
 
     def _summary(self, results: list[EpisodeRecord], tally: UnitTally) -> Summary:
         table = subset_table(results)
@@ -237,6 +281,7 @@ class EmbodiedBenchmark(Benchmark):
             ),
             "episodes": len(results),
             "families": families,
+            **summarize_latency([r["latency"] for r in results if "latency" in r]),
         }
         files = (
             {
@@ -251,20 +296,19 @@ class EmbodiedBenchmark(Benchmark):
             if table
             else {}
         )
-        return Summary(
-            data,
-            subset_markdown(
-                self.family.title,
-                self.spec.label,
-                table,
-                average,
-                tally,
-                families,
-                self.family.name,
-                average_ci=average_ci,
-            ),
-            files,
+        markdown = subset_markdown(
+            self.family.title,
+            self.spec.label,
+            table,
+            average,
+            tally,
+            families,
+            self.family.name,
+            average_ci=average_ci,
         )
+        if "latency" in data:
+            markdown += f"\n\n{latency_markdown(data)}"
+        return Summary(data, markdown, files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary | int:
@@ -292,6 +336,9 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
     config.family = family.name
     if config.perturb:
         perturbation_family(family)  # (before the env's simulator is imported)
+    if config.probe is not None:
+        probe_family(family)
+    config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     if config.env_kwargs.strip() not in ("", "{}"):  # (importing the env class may import its simulator)
         check_env_kwargs(family.env_id, json.loads(config.env_kwargs))
     preflight(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from benchmarks.attribution.config import ProbeArgs
+from benchmarks.core.latency import Latency, checked_latency, latency_arg, latency_mode_arg, parse_latency
 from benchmarks.core.runner import ExecutionConfig, require_count
 from benchmarks.robustness.config import RobustnessArgs
 from policies.config_cli import arg
@@ -25,8 +27,13 @@ class Family:
     expert: str  # "module:Class"
     video_keys: tuple[str, ...]
     size_kwargs: tuple[str, ...]  # env kwargs set by --image-size
+    #: EB actions per second assumed by ``--latency`` (the env's ``metadata["render_fps"]``: one action a frame).
+    control_hz: float = 1.0
     mllm_defaults: dict[str, Any] = field(default_factory=dict)
     perturbations: str | None = None  # "module:FAMILY": the module registering the env's robustness axes
+    probes: str | None = (
+        None  # "module:PROBES": the family's state probes (benchmarks.attribution.ProbeFamily)
+    )
 
     def policy_defaults(self) -> dict[str, dict[str, Any]]:
         """Per-policy defaults on this family (``parse_benchmark_args``' ``policy_defaults``)."""
@@ -46,8 +53,10 @@ FAMILIES = {
         expert="policies.experts.navigation:ShortestPathExpert",
         video_keys=("rgb",),
         size_kwargs=("width", "height"),
+        control_hz=4.0,
         mllm_defaults={"loop": "eb", "task": "navigation", "image_keys": ("rgb",)},
         perturbations="envs.navigation.perturbations:FAMILY",
+        probes="benchmarks.attribution.navigation:PROBES",
     ),
     "manip": Family(
         name="manip",
@@ -61,13 +70,15 @@ FAMILIES = {
         expert="policies.experts.manipulation:EBManipulationExpert",
         video_keys=("front_rgb",),
         size_kwargs=("image_size",),
+        control_hz=2.0,
         mllm_defaults={"loop": "eb", "task": "manipulation", "image_keys": ("front_rgb",)},
+        probes="benchmarks.attribution.manipulation:PROBES",
     ),
 }
 
 
 @dataclass
-class EmbodiedConfig(RobustnessArgs, ExecutionConfig):
+class EmbodiedConfig(ProbeArgs, RobustnessArgs, ExecutionConfig):
     """Evaluate a policy on EB-style navigation or manipulation (first argument: nav or manip)."""
 
     family: str = arg("nav", "nav or manip (given as the first argument)", cli=False)
@@ -93,6 +104,8 @@ class EmbodiedConfig(RobustnessArgs, ExecutionConfig):
     )
     env_kwargs: str = arg("{}", "JSON keyword arguments passed to the env", json_kind=dict)
     video: int = arg(0, "write MP4 videos of the first K episodes", minimum=0)
+    latency: str = latency_arg("one action per 0.25 s (nav) or 0.5 s (manip)")
+    latency_mode: Literal["continue", "hold"] = latency_mode_arg()
     output: str = arg("outputs", "results go to OUTPUT/embodied-FAMILY/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
 
@@ -101,3 +114,9 @@ class EmbodiedConfig(RobustnessArgs, ExecutionConfig):
         require_count("--episodes", self.episodes)
         require_count("--image-size", self.image_size)
         require_count("--video", self.video, minimum=0)
+        checked_latency(self.latency, self.latency_mode, FAMILIES[self.family].control_hz)
+        self.probe_schedule()  # a bad --probe: an input error before anything runs
+
+    def latency_setting(self) -> Latency | None:
+        """The parsed ``--latency`` at the family's action rate (``None``: EB's protocol, the world waits)."""
+        return parse_latency(self.latency, self.latency_mode, FAMILIES[self.family].control_hz)

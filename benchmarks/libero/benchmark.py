@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchmarks.attribution import Prober, attributed, probe_model
+from benchmarks.attribution.libero import PROBES as LIBERO_PROBES
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
@@ -64,6 +66,15 @@ class LiberoWorker(EpisodeWorker):
         self._expert: Policy | None = None
         self._expert_env: gym.Env | None = None  # the certifying expert's env: no cameras (it looks at none)
         self._cameras = config.video > 0 or not spec.blind
+        self.prober = self._prober()
+
+    def _prober(self) -> Prober | None:
+        """The state prober of ``--probe`` (``None`` when probes are off; it follows the task's env)."""
+        schedule = self.config.probe_schedule()
+        if schedule is None:
+            return None
+        model, book = probe_model(self.policy, self.config, self.config.seed)
+        return Prober(schedule, LIBERO_PROBES, None, self.policy, model, book)
 
     def _make_task_env(self, task_index: int, cameras: bool) -> gym.Env:
         from envs.libero.protocol import env_id
@@ -118,7 +129,8 @@ class LiberoWorker(EpisodeWorker):
         settings = {k: v for k, v in episode.items() if k not in ("suite", "task_index")}
 
         def run_policy(perturbation: dict[str, Any] | None) -> EpisodeRecord:
-            return run_episode(
+            hook = None if self.prober is None else self.prober.start(unit.seed, env)
+            record = run_episode(
                 env,
                 self.policy,
                 **settings,
@@ -127,8 +139,12 @@ class LiberoWorker(EpisodeWorker):
                 on_step=on_step,
                 decisions=self.decisions,
                 latency=c.latency_setting(),
+                on_decision=hook,
                 perturbation=perturbation,
             )
+            if self.prober is not None:
+                self.decisions.extend(self.prober.finish(record["success"]))
+            return record
 
         def run_expert(perturbation: dict[str, Any] | None) -> EpisodeRecord:
             expert_env, expert = self._expert_for(task)
@@ -224,16 +240,20 @@ class LiberoBenchmark(Benchmark):
         return Counter(task_of[r["key"]] for r in records if r["status"] == RECORD_ERROR)
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
-        if not self.config.perturb:
-            return self._summary(ok_results(records), tally, self.errored_by_task(records))
-        clean_errors = self.errored_by_task([r for r in records if not is_variant(r["key"])])
-        return robustness_summary(
-            records,
-            self.config,
-            certificates_path(self.config.certificates, self.run_path),
-            lambda clean, clean_tally: self._summary(clean, clean_tally, clean_errors),
-            len(self._clean_units()),
-        )
+        c = self.config
+        if not c.perturb:
+            summary = self._summary(ok_results(records), tally, self.errored_by_task(records))
+        else:
+            clean_errors = self.errored_by_task([r for r in records if not is_variant(r["key"])])
+            summary = robustness_summary(
+                records,
+                c,
+                certificates_path(c.certificates, self.run_path),
+                lambda clean, clean_tally: self._summary(clean, clean_tally, clean_errors),
+                len(self._clean_units()),
+            )
+        title = f"LIBERO {c.suite}: {self.spec.label}"
+        return attributed(summary, records, run_dir, "task_index", c.probe, title)
 
     def _summary(self, results: list[EpisodeRecord], tally: UnitTally, errored: Counter[int]) -> Summary:
         """The clean summary: success per task and overall, model calls, latency."""
@@ -275,12 +295,9 @@ class LiberoBenchmark(Benchmark):
             **({"model_calls": calls} if calls else {}),
             **latency,
         }
-        files = (
-            {
-                "plots/success_by_task.png": functools.partial(
-                    task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}"
-                )
-            }
+        title = f"LIBERO {c.suite}: {self.spec.label}"
+        files: dict[str, Any] = (
+            {"plots/success_by_task.png": functools.partial(task_plot, table=table, title=title)}
             if table
             else {}
         )
@@ -315,6 +332,7 @@ def main(argv: Sequence[str] | None = None) -> Summary:
         policy_defaults=POLICY_DEFAULTS,
         benchmark="libero",
     )
+    config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path, stopper_for(bench))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 
-from benchmarks.core.episode import ActionStream, StepHook, logging_decisions
+from benchmarks.core.episode import ActionStream, DecisionHook, StepHook, logging_decisions
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.latency import Latency
 from policies.base import EpisodeContext, Policy
@@ -33,6 +33,7 @@ def run_episode(
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
     latency: Latency | None = None,
+    on_decision: DecisionHook | None = None,
     perturbation: dict[str, Any] | None = None,
 ) -> EpisodeRecord:
     """Run one episode of a LIBERO env; the policy must already be bound to ``env``.
@@ -42,12 +43,12 @@ def run_episode(
     :class:`~benchmarks.core.episode_record.EpisodeRecord` (``steps``: native policy steps, settle steps
     excluded) with ``extras``: ``suite``, ``task_index``, ``instruction``, ``init_state_index``, ``seed``,
     ``max_steps``, ``num_steps_wait`` and ``truncated`` (the budget ran out before success).
-    ``on_step(obs, caption_lines)`` sees every observation, the first after the settle
-    steps included (videos); the policy's model calls are appended to ``decisions``. ``latency`` (default
-    none: the protocol) lets the env run on while the policy thinks (:mod:`benchmarks.core.latency`) and
-    adds the record's ``latency`` entry. ``perturbation`` (a spec dict) runs that robustness variant.
+    ``on_step(obs, caption_lines)`` sees every observation, the first after the settle steps included
+    (videos); the policy's model calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision
+    (state probes). ``latency`` (default none: the protocol) lets the env run on while the policy thinks
+    (:mod:`benchmarks.core.latency`) and adds the record's ``latency`` entry. ``perturbation`` (a spec dict)
+    runs that robustness variant.
     """
-
     start = time.perf_counter()
     libero = cast("LiberoEnv", env.unwrapped)
     settings = {
@@ -58,7 +59,7 @@ def run_episode(
     variant = {} if perturbation is None else {"perturbation": perturbation}
     observation, info = env.reset(seed=seed, options={**settings, **variant})
     policy.reset(_context(libero, seed, info, replay_key, init_state_index))
-    stream = ActionStream(env, policy, latency)
+    stream = ActionStream(env, policy, latency, on_decision)
     terminated = truncated = False
     if on_step:
         on_step(observation, [libero.instruction, "start"])
