@@ -152,6 +152,10 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", [*MLLM, "--n-examples", "3"], "--n-examples"),  # EB loop only
     ("libero", [*MLLM, "--loop", "eb"], "--loop"),  # LIBERO runs the spatial loop only
     ("libero", ["--stop-when-decided", "--against", "-0.1"], "--against"),
+    ("libero", ["--perturb", "weather"], "weather"),
+    ("libero", ["--perturb", "camera:6"], "--perturb"),
+    ("libero", ["--perturb", "initial_position"], "initial_position"),  # EB navigation's, not LIBERO's
+    ("libero", ["--perturb", "camera", "--certificates", "{file}"], "--certificates"),
     ("libero", ["--probe", "every:two", *MLLM], "--probe"),
     ("libero", ["--probe", "decisions"], "--probe"),
     # --- EB navigation and manipulation
