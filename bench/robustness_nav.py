@@ -3,9 +3,9 @@ clean arm, and what building a variant costs next to its episode.
 
 The first two come from one run of the benchmark's own command (``benchmarks.embodied nav --policy mllm
 --model answer-key --perturb all``: the expert certifies each variant, then the answer key runs it, next to
-the clean arm). The build cost times each axis's ``apply`` plus the env reset that loads the variant,
-minus the clean reset of the same episode (both with a freshly compiled scene), against the clean
-expert episode's wall time. Resumable (``--resume`` on the same ``--output``). Writes
+the clean arm). The build cost is ``bench/robustness_build.py``'s: each axis's ``apply`` plus the env
+reset that loads the variant, minus the clean reset of the same episode (both with a freshly compiled
+scene), against the clean expert episode's wall time. Resumable (``--resume`` on the same ``--output``). Writes
 ``bench/results/robustness_nav.{json,md}``.
 
     nice python bench/robustness_nav.py --episodes 2 --image-size 112
@@ -22,51 +22,6 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def build_cost(episodes: list[dict[str, Any]], image_size: int) -> dict[str, Any]:
-    """Per axis: the median extra seconds a variant's build adds to an episode, and that over the clean
-    expert episode's seconds."""
-    import gymnasium as gym
-    import numpy as np
-
-    import envs  # noqa: F401  (registers the ids)
-    from envs.navigation.perturbations import AXES
-    from envs.perturbation import PerturbationSpec
-    from policies.experts.navigation import ShortestPathExpert
-
-    env = gym.make("SpatialArena/EBNavigation-v0", width=image_size, height=image_size)
-    expert = ShortestPathExpert()
-    expert.bind(env)
-    rows: dict[str, list[float]] = {axis: [] for axis in AXES}
-    episode_seconds = []
-    for episode in episodes:
-        env.unwrapped._world = None  # (a cold scene, as a variant's own scene always is)
-        start = time.perf_counter()
-        obs, _ = env.reset(options={"episode": episode})
-        clean_reset = time.perf_counter() - start
-        done = False
-        while not done:
-            obs, _, terminated, truncated, _ = env.step(expert.act(obs))
-            done = terminated or truncated
-        episode_seconds.append(time.perf_counter() - start)
-        for axis in AXES:
-            env.unwrapped._world = None
-            start = time.perf_counter()
-            env.reset(options={"episode": episode, "perturbation": PerturbationSpec(axis, 5, 0)})
-            rows[axis].append(time.perf_counter() - start - clean_reset)
-    env.close()
-    median_episode = float(np.median(episode_seconds))
-    return {
-        "episode_seconds_median": round(median_episode, 4),
-        "axes": {
-            axis: {
-                "extra_seconds_median": round(float(np.median(v)), 4),
-                "share_of_episode": round(max(0.0, float(np.median(v))) / median_episode, 4),
-            }
-            for axis, v in rows.items()
-        },
-    }
 
 
 def suite(args: argparse.Namespace) -> dict[str, Any]:
@@ -109,9 +64,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from envs.navigation.episodes import SUBSETS, make_episode_set
+    from robustness_build import build_cost  # (the sibling script: one build-cost measurement for all)
 
-    episodes = [e for s in SUBSETS for e in make_episode_set(s, n=args.episodes)]
     return {
         "title": "EB-Navigation robustness: certification, answer-key drop, build cost",
         "source": "bench/robustness_nav.py",
@@ -120,7 +74,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": f"{platform.machine()}, {args.machine}",
         "episodes_per_subset": args.episodes,
         "image_size": args.image_size,
-        "build_cost": build_cost(episodes, args.image_size),
+        "build_cost": build_cost("nav", args.episodes, args.image_size),
         "suite": suite(args),
     }
 

@@ -163,7 +163,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["nav", "--perturb", "weather"], "weather"),
     ("embodied", ["nav", "--perturb", "camera:9"], "--perturb"),
     ("embodied", ["nav", "--perturb", "camera", "--certificates", "{file}"], "--certificates"),
-    ("embodied", ["manip", "--perturb", "camera"], "--perturb"),
+    ("embodied", ["nav", "--perturb", "robot_joints"], "robot_joints"),
     ("embodied", ["nav", "--policy", "vla", "--backbone", "tiny-qwen2.5-vl"], "--policy vla"),
     ("embodied", ["nav", "--checkpoint", "/no/such/checkpoint"], "--policy vla"),
     ("embodied", ["nav", "--policy", "constant", "--action", "99"], "--action"),

@@ -143,7 +143,7 @@ class EmbodiedWorker(EpisodeWorker):
 def perturbation_family(family: Family) -> str:
     """The ``module:FAMILY`` naming the env's robustness axes, or an input error for a family without any."""
     if family.perturbations is None:
-        raise InputError(f"--perturb: {family.title} declares no perturbation axes yet; use nav")
+        raise InputError(f"--perturb: {family.title} declares no perturbation axes")
     return family.perturbations
 
 

@@ -62,6 +62,7 @@ FAMILIES = {
         video_keys=("front_rgb",),
         size_kwargs=("image_size",),
         mllm_defaults={"loop": "eb", "task": "manipulation", "image_keys": ("front_rgb",)},
+        perturbations="envs.manipulation.perturbations:FAMILY",
     ),
 }
 

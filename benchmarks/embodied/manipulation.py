@@ -31,15 +31,20 @@ def run_episode(
     *,
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    perturbation: dict[str, Any] | None = None,
 ) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or EB's 15 steps; a JSON-safe record.
 
     A request for no motion (a STOP-only plan) spends one step of the budget without moving; a policy that
     has ``stopped`` ends the episode. ``on_step(obs, captions)`` sees every observation (for videos);
-    the policy's model calls are appended to ``decisions``.
+    the policy's model calls are appended to ``decisions``. ``perturbation`` (a spec dict) runs that
+    robustness variant of the episode; the policy still gets only what the env shows it.
     """
     start = time.perf_counter()
-    obs, info = env.reset(seed=seed, options={"episode": episode})
+    options: dict[str, Any] = {"episode": episode}
+    if perturbation is not None:
+        options["perturbation"] = perturbation
+    obs, info = env.reset(seed=seed, options=options)
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "family", "subset")))
     loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
     info = loop.info

@@ -26,8 +26,12 @@ everything family-specific (its env, its expert, its episode function, its clean
     In ``Benchmark.summarize`` when ``args.perturb`` is set: the certificates the workers earned are
     merged into the cache file; ``clean_summary(clean_records, clean_tally)`` (the family's usual
     summary) is called on the clean arm alone and becomes the headline; the per-axis / per-level table
-    (:func:`~benchmarks.robustness.report.robustness_table`) goes into ``summary.data["robustness"]``
-    and its Markdown is appended to ``summary.markdown``.
+    (:func:`~benchmarks.robustness.report.robustness_table`, plus ``"blind"``: the blind baselines per
+    axis and level where ``bench/results/robustness_blind.json`` holds the benchmark, keyword
+    ``benchmark=``, default the summary's ``benchmark`` field) goes into ``summary.data["robustness"]``,
+    its Markdown is appended to ``summary.markdown``, and the plot of success against level per axis
+    (:mod:`~benchmarks.robustness.plots`) is written to ``plots/robustness_by_level.png`` next to the
+    summary.
 
 ``certificates`` is a path: ``--certificates`` or, by default, ``certificates.json`` next to the
 benchmark's run folders (:func:`certificates_path`).
@@ -41,8 +45,10 @@ from typing import Any
 
 from benchmarks.core import Summary, UnitTally, WorkUnit
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
+from benchmarks.robustness.blind import blind_by_axis, blind_entry, blind_note
 from benchmarks.robustness.certificates import CertificateCache, certificate_key, certify
 from benchmarks.robustness.config import RobustnessArgs
+from benchmarks.robustness.plots import PLOT, robustness_plot
 from benchmarks.robustness.report import robustness_markdown, robustness_table
 from benchmarks.robustness.suite import variant_units
 from envs.perturbation import PerturbationSpec
@@ -113,14 +119,25 @@ def robustness_summary(
     certificates: Path,
     clean_summary: Callable[[list[EpisodeRecord], UnitTally], Summary],
     clean_units: int,
+    *,
+    benchmark: str | None = None,
 ) -> Summary:
-    """The clean arm's usual summary (the headline) plus the robustness table; certificates saved."""
+    """The clean arm's usual summary (the headline) plus the robustness table and plot; certificates saved.
+
+    ``benchmark`` (default: the summary's ``benchmark`` field) names the entry of the blind baselines per
+    axis (:mod:`benchmarks.robustness.blind`)."""
     results = ok_results(records)
     save_certificates(results, certificates)
     clean_tally = UnitTally.of([r for r in records if not is_variant(r.get("key"))], clean_units)
     clean = [r for r in results if r["extras"].get("perturbation") is None]
     summary = clean_summary(clean, clean_tally)
     table = robustness_table(results, args.include_uncertified)
-    summary.data["robustness"] = table
-    summary.markdown += "\n" + robustness_markdown(table)
+    name = benchmark or str(summary.data.get("benchmark", ""))
+    entry = blind_entry(name)
+    blind = blind_by_axis(entry) if entry else None
+    summary.data["robustness"] = {**table, "blind": blind}
+    summary.markdown += "\n" + robustness_markdown(table, blind, blind_note(entry) if entry else None)
+    title = " ".join(str(v) for v in (name, summary.data.get("policy")) if v)
+    if table["axes"]:
+        summary.files[PLOT] = lambda path: robustness_plot(path, table, title, blind)
     return summary

@@ -9,8 +9,6 @@ furniture colours and floor styles; ``distractors`` adds objects of categories t
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 import re
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from envs import perturbation
 from envs.navigation.catalog import CATEGORIES, COLOURS, FLOOR_STYLES
 from envs.navigation.episodes import SUCCESS_DISTANCE, copy_episode
 from envs.navigation.planner import UNREACHABLE, Lattice
@@ -139,25 +138,14 @@ def initial_position(episode: dict[str, Any], spec: PerturbationSpec) -> dict[st
     return out
 
 
-@functools.cache
 def paraphrase_table() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
     """The shipped paraphrase rows: (compiled pattern, five level templates)."""
-    rows = json.loads(PARAPHRASES.read_text())["rows"]
-    return tuple((re.compile(r["pattern"]), tuple(r["levels"])) for r in rows)
+    return perturbation.paraphrase_table(PARAPHRASES)
 
 
 def paraphrase_instruction(instruction: str, level: int) -> str:
-    """The table's entry for ``instruction`` at ``level``: the first row matching it, filled in."""
-    for pattern, levels in paraphrase_table():
-        match = pattern.match(instruction)
-        if match is None:
-            continue
-        fields: dict[str, str] = {}
-        for name, value in match.groupdict().items():
-            if value is not None:
-                fields[name.rstrip("0123456789")] = value
-        return levels[level - 1].format(**fields)
-    return instruction  # (the last row matches any instruction)
+    """The shipped table's entry for ``instruction`` at ``level`` (the original when no row matches)."""
+    return perturbation.paraphrase_instruction(PARAPHRASES, instruction, level)
 
 
 def paraphrase(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
 
 from envs.navigation.geometry import AGENT_RADIUS, Obstacles, house_bounds
 
@@ -100,21 +102,22 @@ class Lattice:
         return round(k) % 4 if abs(k - round(k)) < 1e-6 else None
 
     def steps_to_goal(self, goal_xy: Sequence[float], success_distance: float) -> np.ndarray:
-        """Least number of EB actions from each state ``(node, k)`` to success (``UNREACHABLE`` if none)."""
+        """Least number of EB actions from each state ``(node, k)`` to success (``UNREACHABLE`` if none).
+
+        A breadth-first search backwards from the goal states over the action graph (scipy's, in C: a
+        variant's start is drawn from these distances while its episode waits)."""
         n = len(self.points)
-        dist = np.full((n, 4), UNREACHABLE, dtype=np.int64)
         goal = self.free & (
             np.hypot(*(self.points - np.asarray(goal_xy, float)).T) <= success_distance + 1e-9
         )
-        dist[goal, :] = 0
-        successors = self._successors()
-        for _ in range(4 * n):
-            best = np.min(np.stack([dist[nodes, heads] for nodes, heads in successors]), axis=0) + 1
-            new = np.minimum(dist, best)
-            if np.array_equal(new, dist):
-                break
-            dist = new
-        return np.where(dist >= UNREACHABLE, UNREACHABLE, dist)
+        if not goal.any():
+            return np.full((n, 4), UNREACHABLE, dtype=np.int64)
+        state = np.arange(4 * n).reshape(n, 4)
+        sources = np.concatenate([state.ravel()] * 6)
+        targets = np.concatenate([state[nodes, heads].ravel() for nodes, heads in self._successors()])
+        backwards = csr_matrix((np.ones(len(sources)), (targets, sources)), shape=(4 * n, 4 * n))
+        dist = dijkstra(backwards, indices=state[goal].ravel(), unweighted=True, min_only=True)
+        return np.where(np.isfinite(dist), dist, UNREACHABLE).astype(np.int64).reshape(n, 4)
 
     def _successors(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each action id 0-5, the (node, heading) arrays reached from every state (blocked: stay)."""
