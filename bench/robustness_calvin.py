@@ -98,7 +98,7 @@ def suite(args: argparse.Namespace) -> dict[str, Any]:
     summary = main(argv)
     seconds = round(time.perf_counter() - start, 1)
     records = RunDir(Path(args.output) / "calvin" / label).merged_records()
-    clean = [r["result"] for r in records if "~" not in r["key"] and r["status"] == "ok"]
+    clean = [r for r in records if "~" not in r["key"] and r["status"] == "ok"]
     return {
         "policy": args.policy,
         "command": " ".join(["spatial-arena calvin", *flags, "--perturb", args.perturb]),
@@ -110,6 +110,33 @@ def suite(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def collect(args: argparse.Namespace) -> dict[str, Any]:
+    """The suite's part from the records an interrupted run left (the units that finished), scored by the
+    same report the benchmark's summary uses."""
+    from benchmarks.calvin.report import chain_metrics
+    from benchmarks.core import RunDir
+    from benchmarks.core.episode_record import ok_results
+    from benchmarks.robustness import robustness_table
+
+    flags, label = POLICIES[args.policy]
+    records = RunDir(Path(args.output) / "calvin" / label).merged_records()
+    results = ok_results(records)
+    clean = [r for r in results if r["extras"].get("perturbation") is None]
+    timing = {r["key"]: r["timing"]["episode_s"] for r in records if r["status"] == "ok"}
+    clean_s = [s for key, s in timing.items() if "~" not in key]
+    return {
+        "policy": args.policy,
+        "command": " ".join(["spatial-arena calvin", *flags, "--perturb", args.perturb]),
+        "num_sequences": len(clean),
+        "seconds": None,
+        "chain_seconds_total": round(sum(timing.values()), 1),
+        "units_finished": f"{len(results)} (interrupted: the units that finished are scored)",
+        "clean_chain_seconds_median": round(statistics.median(clean_s), 2),
+        "clean_avg_seq_len": chain_metrics([r["extras"]["num_completed"] for r in clean], 5)["avg_seq_len"],
+        **robustness_table(results),
+    }
+
+
 def markdown(result: dict[str, Any]) -> str:
     from benchmarks.robustness import robustness_markdown
 
@@ -118,12 +145,19 @@ def markdown(result: dict[str, Any]) -> str:
         "variant seed is the chain's. Certification: the scripted expert completes the whole 5-subtask "
         "chain on the camera-less table. Machine: " + result["machine"] + ".",
         "",
+        *([result["note"], ""] if result.get("note") else []),
     ]
     for name, run in result["suites"].items():
         lines += [
             f"### `{name}`: {run['num_sequences']} chains, `{run['command']}`",
             "",
-            f"Wall time {run['seconds']:.0f} s; clean chain median {run['clean_chain_seconds_median']:.1f} s.",
+            (
+                f"Wall time {run['seconds']:.0f} s"
+                if run["seconds"] is not None
+                else f"Chains (policy runs) took {run['chain_seconds_total']:.0f} s in all; units scored: "
+                f"{run['units_finished']}"
+            )
+            + f"; clean chain median {run['clean_chain_seconds_median']:.1f} s.",
             "",
             robustness_markdown(run).replace("## Robustness\n\n", ""),
         ]
@@ -151,7 +185,9 @@ def markdown(result: dict[str, Any]) -> str:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=["suite", "build-cost", "report"], help="what to run (then report)")
+    parser.add_argument(
+        "step", choices=["suite", "collect", "build-cost", "report"], help="what to run (then report)"
+    )
     parser.add_argument("--policy", choices=list(POLICIES), default="answer-key")
     parser.add_argument("--perturb", default="all", help="the suite's --perturb")
     parser.add_argument("--num-sequences", type=int, default=20, help="evaluation chains in the suite")
@@ -160,6 +196,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output", default="outputs/bench_robustness_calvin", help="the run folder root")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --output")
     parser.add_argument("--machine", default="2 shared cores", help="how to describe this machine")
+    parser.add_argument("--note", default=None, help="report: a paragraph saying what was run and why")
     return parser.parse_args(argv)
 
 
@@ -167,13 +204,15 @@ def main(args: argparse.Namespace) -> None:
     """Each step adds its part to ``robustness_calvin.json`` (resumable, one part at a time); ``report``
     writes the Markdown from it."""
     part: dict[str, Any] = {}
-    if args.step == "suite":
-        part["suites"] = {args.policy: suite(args)}
+    if args.step in ("suite", "collect"):
+        part["suites"] = {args.policy: (suite if args.step == "suite" else collect)(args)}
     elif args.step == "build-cost":
         part = {"build_chains": args.build_chains, "build_cost": build_cost(args.build_chains)}
     path = RESULTS / "robustness_calvin.json"  # (read after the step: other steps may have run meanwhile)
     result = json.loads(path.read_text()) if path.exists() else {"suites": {}}
     result["suites"].update(part.pop("suites", {}))
+    if args.note:
+        result["note"] = args.note
     result.update(part)
     result.update(
         title="CALVIN robustness: certification, answer-key drop, build cost",
