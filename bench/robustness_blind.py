@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,6 @@ def measure(family: str, args: argparse.Namespace) -> dict[str, Any]:
     common += ["--subset", args.subset] if args.subset else []
     policies = {}
     for name, policy in _policies(family).items():
-        start = time.perf_counter()
         summary = main([*common, *policy, "--run-name", name, *(["--resume"] if args.resume else [])])
         assert not isinstance(summary, int), f"{family} {name}: the run ended with status {summary}"
         table = summary.data["robustness"]
@@ -53,7 +51,6 @@ def measure(family: str, args: argparse.Namespace) -> dict[str, Any]:
                 axis: {level: cell["success_rate"] for level, cell in cells.items()}
                 for axis, cells in table["axes"].items()
             },
-            "seconds": round(time.perf_counter() - start, 1),
         }
     scope = f"{args.episodes} episodes per subset" + (f" of {args.subset}" if args.subset else "")
     return {"date": datetime.date.today().isoformat(), "scope": scope, "policies": policies}
@@ -69,6 +66,25 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def tables(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """One table per benchmark: each blind policy's success % over all levels of each axis, and clean."""
+    out = []
+    for benchmark, entry in data["benchmarks"].items():
+        names = list(entry["policies"])
+        axes = list(next(iter(entry["policies"].values()))["axes"])
+        rows = [["clean arm", *(_pct(entry["policies"][n]["clean"]) for n in names)]]
+        rows += [
+            [axis, *(_pct(entry["policies"][n]["axes"][axis].get("all")) for n in names)] for axis in axes
+        ]
+        caption = f"{benchmark}: success % of blind policies, all levels of each axis ({entry['scope']})"
+        out.append({"caption": caption, "columns": ["axis", *names], "rows": rows})
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
 if __name__ == "__main__":
     arguments = parse()
     try:
@@ -81,5 +97,9 @@ if __name__ == "__main__":
     data["date"], data["machine"] = datetime.date.today().isoformat(), machine_line()
     for fam in arguments.families:
         data["benchmarks"][f"embodied-{fam}"] = measure(fam, arguments)
+    data["command"] = f"python bench/robustness_blind.py --families {' '.join(arguments.families)} " + (
+        f"--episodes {arguments.episodes}"
+    )
+    data["tables"] = tables(data)
     BLIND_RESULTS.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(json.dumps({k: v["policies"].keys().__len__() for k, v in data["benchmarks"].items()}))

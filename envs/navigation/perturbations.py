@@ -9,8 +9,10 @@ furniture colours and floor styles; ``distractors`` adds objects of categories t
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -112,15 +114,38 @@ def distractors(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, An
     return out
 
 
-def initial_position(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
-    """A start pose further from the target: ``_EXTRA_STEPS`` more shortest-path actions than the
-    original start, on the same movement lattice (so the shortest path stays exact)."""
-    rng, out = spec.rng(), copy_episode(episode)
-    scene, agent = out["scene"], out["agent"]
+_SEARCHES: OrderedDict[str, tuple[Lattice, np.ndarray]] = OrderedDict()  # recent episodes' searches
+_SEARCHES_KEPT = 16
+
+
+def _search(episode: dict[str, Any]) -> tuple[Lattice, np.ndarray]:
+    """The movement lattice through the episode's start and every state's actions to the target.
+
+    Kept for the last few episodes: a ``--perturb all`` run builds the same search for the five levels of
+    an episode, each run by the expert and then the policy (ten times), and the search is most of the
+    variant's cost."""
+    scene, agent, goal = episode["scene"], episode["agent"], episode["target"]["position"][:2]
+    key = json.dumps([scene, agent["x"], agent["y"], agent["heading_deg"], goal], sort_keys=True)
+    if key in _SEARCHES:
+        _SEARCHES.move_to_end(key)
+        return _SEARCHES[key]
     lattice = Lattice.build(
         scene_obstacles(scene), house_bounds(scene), (agent["x"], agent["y"]), agent["heading_deg"]
     )
-    dist = lattice.steps_to_goal(out["target"]["position"][:2], SUCCESS_DISTANCE)
+    _SEARCHES[key] = (lattice, lattice.steps_to_goal(goal, SUCCESS_DISTANCE))
+    while len(_SEARCHES) > _SEARCHES_KEPT:
+        _SEARCHES.popitem(last=False)
+    return _SEARCHES[key]
+
+
+def initial_position(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
+    """A start pose further from the target: ``_EXTRA_STEPS`` more shortest-path actions than the
+    original start, on the same movement lattice (so the shortest path stays exact)."""
+    rng = spec.rng()
+    lattice, dist = _search(episode)
+    # (only the start pose changes: a copy of it, not of the whole home)
+    out = {**episode, "agent": dict(episode["agent"])}
+    agent = out["agent"]
     node, k = lattice.nearest((agent["x"], agent["y"])), lattice.heading_index(agent["heading_deg"])
     assert node is not None and k is not None  # the lattice is anchored at the start pose
     reachable = dist < UNREACHABLE

@@ -68,8 +68,9 @@ class Lattice:
         points = np.asarray(anchor_xy, dtype=float) + step * (
             ii.ravel()[:, None] * axes[0] + jj.ravel()[:, None] * axes[1]
         )
-        free = obstacles.clearance(points) >= radius if len(obstacles.rects) else np.ones(len(points), bool)
-        neighbour = _neighbours(points, free, shape, obstacles, radius)
+        clearance = obstacles.clearance(points) if len(obstacles.rects) else np.full(len(points), np.inf)
+        neighbour = _neighbours(points, clearance, shape, obstacles, radius)
+        free = clearance >= radius
         anchor = int(np.ravel_multi_index((-lo[0], -lo[1]), shape))
         return cls(points, free, neighbour, float(heading_deg), step, anchor)
 
@@ -167,10 +168,15 @@ def _axes(heading_deg: float) -> np.ndarray:
 
 
 def _neighbours(
-    points: np.ndarray, free: np.ndarray, shape: tuple[int, int], obstacles: Obstacles, radius: float
+    points: np.ndarray, clearance: np.ndarray, shape: tuple[int, int], obstacles: Obstacles, radius: float
 ) -> np.ndarray:
-    """``(N, 4)`` neighbour indices (directions +i, +j, -i, -j), -1 where the swept disc would collide."""
+    """``(N, 4)`` neighbour indices (directions +i, +j, -i, -j), -1 where the swept disc would collide.
+
+    ``clearance``: each point's distance to the nearest obstacle. A move whose ends both clear the disc by
+    more than half its length is free without a test (distance to a set changes no faster than the point
+    moves), so only the moves near obstacles are swept against every rectangle."""
     n = len(points)
+    free = clearance >= radius
     idx = np.arange(n).reshape(shape)
     neighbour = np.full((n, 4), -1, dtype=np.int64)
     for d, (src, dst) in enumerate([(idx[:-1, :], idx[1:, :]), (idx[:, :-1], idx[:, 1:])]):
@@ -178,7 +184,10 @@ def _neighbours(
         ok = free[a] & free[b]
         a, b = a[ok], b[ok]
         if len(a) and len(obstacles.rects):
-            clear = obstacles.segment_clearance(points[a], points[b]).min(axis=1) >= radius
+            half = np.hypot(*(points[a] - points[b]).T) / 2
+            near = np.minimum(clearance[a], clearance[b]) <= radius + half + 1e-9
+            clear = np.ones(len(a), bool)
+            clear[near] = obstacles.segment_clearance(points[a[near]], points[b[near]]).min(axis=1) >= radius
             a, b = a[clear], b[clear]
         neighbour[a, d] = b
         neighbour[b, d + 2] = a
