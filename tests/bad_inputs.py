@@ -127,6 +127,9 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--stop-when-decided", "--against", "/no/such/run"], "/no/such/run"),
     ("calvin", ["--against", "0.5"], "--stop-when-decided"),
     ("calvin", ["--stop-when-decided", "--against", "{empty_dir}"], "manifest.json"),
+    ("calvin", ["--probe", "every:x", *MLLM], "--probe"),
+    ("calvin", ["--probe", "decisions"], "--probe"),
+    ("calvin", ["--answer-key-probe-error-rate", "0.1", *MLLM], "--answer-key-probe-error-rate"),
     # --- LIBERO
     ("libero", ["--trials-per-task", "0"], "--trials-per-task"),
     ("libero", ["--image-size", "0"], "--image-size"),
@@ -150,6 +153,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", [*MLLM, "--n-examples", "3"], "--n-examples"),  # EB loop only
     ("libero", [*MLLM, "--loop", "eb"], "--loop"),  # LIBERO runs the spatial loop only
     ("libero", ["--stop-when-decided", "--against", "-0.1"], "--against"),
+    ("libero", ["--probe", "every:two", *MLLM], "--probe"),
+    ("libero", ["--probe", "decisions"], "--probe"),
     # --- EB navigation and manipulation
     ("embodied", [], "nav"),
     ("embodied", ["boat"], "nav"),
@@ -164,6 +169,16 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["nav", "--perturb", "camera:9"], "--perturb"),
     ("embodied", ["nav", "--perturb", "camera", "--certificates", "{file}"], "--certificates"),
     ("embodied", ["nav", "--perturb", "robot_joints"], "robot_joints"),
+    ("embodied", ["nav", "--probe", "sometimes", *MLLM], "--probe"),
+    ("embodied", ["nav", "--probe", "every:0", *MLLM], "--probe"),
+    ("embodied", ["nav", "--probe", "decisions"], "--probe"),
+    ("embodied", ["manip", "--probe", "every:-1", *MLLM], "--probe"),
+    ("embodied", ["nav", "--answer-key-probe-error-rate", "0.2", *MLLM], "--answer-key-probe-error-rate"),
+    (
+        "embodied",
+        ["nav", "--probe", "failures", "--answer-key-probe-error-rate", "1.5", *MLLM],
+        "--answer-key-probe-error-rate",
+    ),
     ("embodied", ["nav", "--policy", "vla", "--backbone", "tiny-qwen2.5-vl"], "--policy vla"),
     ("embodied", ["nav", "--checkpoint", "/no/such/checkpoint"], "--policy vla"),
     ("embodied", ["nav", "--policy", "constant", "--action", "99"], "--action"),

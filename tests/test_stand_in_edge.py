@@ -22,6 +22,7 @@ STAND_IN = {
     "policies/agent/answer_key_core.py",
     "policies/agent/answer_key_nav.py",
     "benchmarks/static/answer_key_agent.py",
+    "benchmarks/attribution/answer_key_probes.py",
 }
 #: The composition root: the backend registry, the configs holding its flags (and its former names), and the
 #: code that builds it with its truth.
@@ -34,6 +35,7 @@ COMPOSITION_ROOT = {
     "benchmarks/static/agent_ablation.py",
     "benchmarks/goal_scoring/config.py",
     "benchmarks/goal_scoring/cli.py",
+    "benchmarks/attribution/config.py",
 }
 #: "oracle" in CALVIN's sense: the task checker over two scene snapshots, and what reports its success.
 CALVIN_CHECKER = {
@@ -51,7 +53,7 @@ CALVIN_CHECKER = {
 #: The stand-in's names: the model and flag names, its module, constant and classes, its files' former names.
 #: ``answer_key_letters`` and "answer key" (a benchmark's gold answer) are not it.
 STAND_IN_NAME = re.compile(
-    r"answer-key|\banswer_key\b|answer_key_(?:spatial|eb|core|nav|agent|error)|ANSWER_KEY|AnswerKey|EnvTruth"
+    r"answer-key|\banswer_key\b|answer_key_(?:spatial|eb|core|nav|agent|error|probe)|ANSWER_KEY|AnswerKey|EnvTruth"
     r"|spatial_oracle|eb_oracle|oracle_core|nav_oracle|agent_oracle"
 )
 ORACLE = re.compile(r"oracle", re.IGNORECASE)

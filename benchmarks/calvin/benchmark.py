@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.attribution import Prober, attributed, probe_model
+from benchmarks.attribution.calvin import PROBES as CALVIN_PROBES
 from benchmarks.calvin.config import CHAIN_LENGTH, POLICY_DEFAULTS, REFERENCE, CalvinConfig
 from benchmarks.calvin.protocol import evaluation_chains, parse_tasks, task_episodes
 from benchmarks.calvin.report import (
@@ -108,6 +110,16 @@ class CalvinWorker(EpisodeWorker):
             CertificateCache(certificates_path(config.certificates, run_path)) if config.perturb else None
         )
         self._expert_env: gym.Env | None = None
+        self.prober = self._prober()
+
+    def _prober(self) -> Prober | None:
+        """The state prober of ``--probe`` (``None`` when probes are off)."""
+        schedule = self.config.probe_schedule()
+        if schedule is None:
+            return None
+        assert self.env is not None  # (made in __init__)
+        model, book = probe_model(self.policy, self.config, self.config.seed)
+        return Prober(schedule, CALVIN_PROBES, self.env, self.policy, model, book)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         """One chain (a robustness variant is certified by the scripted expert first); its model calls
@@ -151,6 +163,7 @@ class CalvinWorker(EpisodeWorker):
 
         robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"], self.config.scene)
         tasks = list(unit.spec["tasks"])
+        own = policy is self.policy  # (the expert certifying a variant logs no decisions, probes nothing)
         result = run_chain(
             env,
             policy,
@@ -162,10 +175,13 @@ class CalvinWorker(EpisodeWorker):
             seed=unit.seed,
             replay_key=clean_key,
             on_step=on_step,
-            decisions=self.decisions if policy is self.policy else None,
-            latency=self.config.latency_setting() if policy is self.policy else None,
+            decisions=self.decisions if own else None,
+            latency=self.config.latency_setting() if own else None,
+            on_decision=self.prober.start(unit.seed) if own and self.prober is not None else None,
             perturbation=perturbation,
         )
+        if own and self.prober is not None:
+            self.decisions.extend(self.prober.finish([s["success"] for s in result["extras"]["subtasks"]]))
         result["extras"].update(initial_state=unit.spec["initial_state"], episode_id=clean_key)
         return result
 
@@ -311,14 +327,17 @@ class CalvinBenchmark(Benchmark):
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         if self.config.perturb:  # the clean arm's summary is the headline, the robustness table follows
-            return robustness_summary(
+            summary = robustness_summary(
                 records,
                 self.config,
                 certificates_path(self.config.certificates, self.run_path),
                 self._summary,
                 len(self.clean_units()),
             )
-        return self._summary(ok_chains(records), tally)
+        else:
+            summary = self._summary(ok_chains(records), tally)
+        title = f"CALVIN: {self.spec.label}"
+        return attributed(summary, records, run_dir, "task", self.config.probe, title)
 
     def _summary(self, chains: list[EpisodeRecord], tally: UnitTally) -> Summary:
         n = self.chain_length
@@ -361,7 +380,8 @@ class CalvinBenchmark(Benchmark):
         )
         if "latency" in data:
             text += f"\n\n{latency_markdown(data)}"
-        return Summary(data, text + (f"\n\n{model_calls_markdown(calls)}" if calls else ""), files)
+        text += f"\n\n{model_calls_markdown(calls)}" if calls else ""
+        return Summary(data, text, files)
 
 
 def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:
@@ -413,6 +433,9 @@ def main(argv: Sequence[str] | None = None) -> Summary:
             parse_tasks(config.tasks)
         except ValueError as error:  # one line naming the bad input and the valid names
             raise InputError(str(error)) from None
+    if config.probe is not None and config.backend != "builtin":
+        raise InputError("--probe: the state probes read the built-in play table; use --backend builtin")
+    config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = CalvinBenchmark(config, spec)
     return run_command(bench, bench.run_path, stopper_for(bench))

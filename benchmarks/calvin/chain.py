@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from benchmarks.core.episode import ActionStream, StepHook, logging_decisions
+from benchmarks.core.episode import ActionStream, DecisionHook, StepHook, logging_decisions
 from benchmarks.core.episode_record import (
     TIMING_STATS,
     EpisodeRecord,
@@ -83,6 +83,7 @@ def run_chain(
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
     latency: Latency | None = None,
+    on_decision: DecisionHook | None = None,
     perturbation: Mapping[str, Any] | None = None,
 ) -> EpisodeRecord:
     """Run one chain as the CALVIN protocol does and return its JSON-safe record (see the module).
@@ -95,7 +96,8 @@ def run_chain(
     be bound to ``env``. ``on_step(obs, caption_lines)`` sees every observation, the reset's first (videos).
     The policy's model calls are appended to ``decisions``, each tagged with its subtask and task.
     ``latency`` (default none: the published protocol) lets the env run on while the policy thinks, see
-    :mod:`benchmarks.core.latency`; each subtask then records its per-decision latencies.
+    :mod:`benchmarks.core.latency`; each subtask then records its per-decision latencies. ``on_decision(obs)``
+    hears each decision (state probes, :class:`~benchmarks.core.episode.ActionStream`).
     ``perturbation`` (a spec dict) resets into that robustness variant (``instructions`` are the caller's:
     ``envs.calvin.perturbations.variant_instruction``).
     """
@@ -113,7 +115,9 @@ def run_chain(
         policy.reset(_subtask_context(task, instruction, index, seed, info, replay_key))
         caption, labels = _captioner(on_step, index, instruction), {"task": task, "instruction": instruction}
         with logging_decisions(policy, decisions, subtask=index, task=task):
-            record, obs, info = _run_subtask(env, policy, obs, info, ep_len, caption, latency, labels)
+            record, obs, info = _run_subtask(
+                env, policy, obs, info, ep_len, caption, (latency, on_decision), labels
+            )
         subtasks.append(record)
         if not record["success"]:
             break
@@ -181,11 +185,11 @@ def _run_subtask(
     info: dict,
     ep_len: int,
     show: Callable[[Any, int], None] | None,
-    latency: Latency | None,
+    stream_options: tuple[Latency | None, DecisionHook | None],
     extras: dict[str, Any],
 ) -> tuple[EpisodeRecord, Any, dict]:
     start, steps, success = time.perf_counter(), 0, False
-    stream = ActionStream(env, policy, latency)
+    stream = ActionStream(env, policy, *stream_options)
     while steps < ep_len and not success and not policy.stopped:
         obs, _, _, _, info = env.step(stream.next_action(obs))
         steps += 1

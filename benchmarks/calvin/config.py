@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
+from benchmarks.attribution.config import ProbeArgs
 from benchmarks.core.latency import (
     Latency,
     checked_latency,
@@ -37,7 +38,7 @@ REFERENCE: Reference = {
 
 
 @dataclass
-class CalvinConfig(RobustnessArgs, ExecutionConfig):
+class CalvinConfig(RobustnessArgs, ProbeArgs, ExecutionConfig):
     """Evaluate a policy on CALVIN's long-horizon protocol (chains of 5 subtasks, 360 steps each)."""
 
     policy: str = arg(
@@ -118,6 +119,7 @@ class CalvinConfig(RobustnessArgs, ExecutionConfig):
         require_count("--num-sequences", self.num_sequences)
         require_count("--ep-len", self.ep_len)
         require_count("--video", self.video, minimum=0)
+        self.probe_schedule()  # a bad --probe: an input error before anything runs
         checked_latency(self.latency, self.latency_mode, CONTROL_HZ)
         if self.backend != "official" and (self.calvin_env or self.calvin_dataset):
             raise ValueError(

@@ -40,10 +40,20 @@ class ActionStream:
     the policy's ``pending_actions()`` (``continue``) and then holding still. A decision is a call that
     raised the policy's ``model_calls`` stat (a VLA pops queued chunk actions without one); a policy
     without that stat decides on every call. ``latencies_ms`` and ``latency_steps`` record them.
+
+    ``on_decision(observation)`` (state probes, :mod:`benchmarks.attribution`) hears every decision, after
+    the policy answered and before any of its actions ran, so the env still holds the state the policy saw;
+    it must only read the env.
     """
 
-    def __init__(self, env: gym.Env, policy: Policy, latency: Latency | None = None) -> None:
-        self.env, self.policy, self.latency = env, policy, latency
+    def __init__(
+        self,
+        env: gym.Env,
+        policy: Policy,
+        latency: Latency | None = None,
+        on_decision: DecisionHook | None = None,
+    ) -> None:
+        self.env, self.policy, self.latency, self.on_decision = env, policy, latency, on_decision
         self._native: deque[Any] = deque()
         self._steps: deque[tuple[ExecutablePlan, int]] = deque()
         self._waiting: deque[Any] = deque()  # actions (or _HOLD) run while the last decision was computed
@@ -106,6 +116,14 @@ class ActionStream:
                 return self._spend_waiting()
         return self._native.popleft()
 
+    def _heard(self, observation: Mapping[str, Any], calls_before: float | None) -> None:
+        """Tell ``on_decision`` of a call that was a decision (one that raised ``model_calls``, or any call of
+        a policy without that stat)."""
+        if self.on_decision is None:
+            return
+        if calls_before is None or _model_calls(self.policy) != calls_before:
+            self.on_decision(observation)
+
     def _spend_waiting(self) -> Any:
         """One env step of an inference in progress (counted when spent, not when charged)."""
         item = self._waiting.popleft()
@@ -116,8 +134,10 @@ class ActionStream:
     def _decide(self, observation: Mapping[str, Any]) -> Any:
         """One ``policy.act``; with a latency, queue the steps its inference took in ``_waiting``."""
         if self.latency is None:
+            before = _model_calls(self.policy) if self.on_decision else None
             action = self.policy.act(observation)
             self.policy_calls += 1
+            self._heard(observation, before)
             return action
         leftover = self.policy.pending_actions() if self.latency.mode == "continue" else []
         before = _model_calls(self.policy)
@@ -128,6 +148,7 @@ class ActionStream:
         after = _model_calls(self.policy)
         if before is not None and after == before:
             return action  # served from the policy's queue: no inference happened
+        self._heard(observation, before)
         ms = elapsed_ms if self.latency.fixed_ms is None else self.latency.fixed_ms
         steps = self.latency.steps(ms)
         self.latencies_ms.append(ms)
@@ -141,6 +162,8 @@ _HOLD = object()  # a latency step without a pending action: the env holds still
 
 #: ``on_step(observation, caption_lines)``: sees every observation of an episode (videos).
 StepHook = Callable[[dict[str, Any], list[str]], None]
+#: ``on_decision(observation)``: hears each decision with the observation the policy decided on (probes).
+DecisionHook = Callable[[Mapping[str, Any]], None]
 
 
 def _model_calls(policy: Policy) -> float | None:
@@ -182,14 +205,16 @@ def run_agent_loop(
     *,
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    on_decision: DecisionHook | None = None,
 ) -> AgentLoopResult:
     """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the
     episode, ``env.unwrapped.max_steps`` steps are spent, or the policy has ``stopped``.
 
     EB has no no-op action, so a request for no motion spends one step of the budget without moving.
     Invalid actions are counted from ``info["last_action_success"]``; ``on_step(obs, captions)`` sees every
-    step, idle ones included (for videos); the policy's model calls are appended to ``decisions``."""
-    stream = ActionStream(env, policy)
+    step, idle ones included (for videos); the policy's model calls are appended to ``decisions``;
+    ``on_decision`` hears each decision (:class:`ActionStream`)."""
+    stream = ActionStream(env, policy, on_decision=on_decision)
     max_steps = cast("EBNavigationEnv | EBManipulationEnv", env.unwrapped).max_steps  # EB's step budget
     steps = invalid = 0
     total_reward, done = 0.0, False

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchmarks.attribution import ProbeFamily, Prober, attributed, probe_model
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
@@ -99,13 +100,26 @@ class EmbodiedWorker(EpisodeWorker):
         self._run_episode = load_entry_point(self.family.run_episode)
         self.certificates = CertificateCache(_certificates(config, run_path)) if config.perturb else None
         self._expert: Policy | None = None
+        self.prober = self._prober()
+
+    def _prober(self) -> Prober | None:
+        """The state prober of ``--probe`` (``None`` when probes are off)."""
+        schedule = self.config.probe_schedule()
+        if schedule is None:
+            return None
+        assert self.env is not None  # (made in __init__)
+        model, book = probe_model(self.policy, self.config, self.config.seed)
+        family: ProbeFamily = load_entry_point(probe_family(self.family))
+        return Prober(schedule, family, self.env, self.policy, model, book)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         episode = unit.spec["episode"]
 
         def run_policy(perturbation: dict[str, Any] | None) -> EpisodeRecord:
-            variant = {} if perturbation is None else {"perturbation": perturbation}
-            return self._run_episode(
+            variant: dict[str, Any] = {} if perturbation is None else {"perturbation": perturbation}
+            if self.prober is not None:  # (only then: a user's run_episode need not know the hook)
+                variant["on_decision"] = self.prober.start(unit.seed)
+            record: EpisodeRecord = self._run_episode(
                 self.env,
                 self.policy,
                 episode,
@@ -114,6 +128,9 @@ class EmbodiedWorker(EpisodeWorker):
                 decisions=self.decisions,
                 **variant,
             )
+            if self.prober is not None:
+                self.decisions.extend(self.prober.finish(record["success"]))
+            return record
 
         def run_expert(perturbation: dict[str, Any] | None) -> EpisodeRecord:
             return self._run_episode(
@@ -145,6 +162,13 @@ def perturbation_family(family: Family) -> str:
     if family.perturbations is None:
         raise InputError(f"--perturb: {family.title} declares no perturbation axes")
     return family.perturbations
+
+
+def probe_family(family: Family) -> str:
+    """The ``module:PROBES`` of the family's state probes, or an input error for a family without any."""
+    if family.probes is None:
+        raise InputError(f"--probe: {family.title} has no state probes yet; use nav")
+    return family.probes
 
 
 def _certificates(config: EmbodiedConfig, run_path: str) -> Path:
@@ -212,14 +236,17 @@ class EmbodiedBenchmark(Benchmark):
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         if self.config.perturb:
-            return robustness_summary(
+            summary = robustness_summary(
                 records,
                 self.config,
                 _certificates(self.config, self.run_path),
                 self._summary,
                 len(self._episodes()),
             )
-        return self._summary(ok_results(records), tally)
+        else:
+            summary = self._summary(ok_results(records), tally)
+        title = f"{self.family.title}: {self.spec.label}"
+        return attributed(summary, records, run_dir, "subset", self.config.probe, title)
 
     def _summary(self, results: list[EpisodeRecord], tally: UnitTally) -> Summary:
         table = subset_table(results)
@@ -292,6 +319,9 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
     config.family = family.name
     if config.perturb:
         perturbation_family(family)  # (before the env's simulator is imported)
+    if config.probe is not None:
+        probe_family(family)
+    config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     if config.env_kwargs.strip() not in ("", "{}"):  # (importing the env class may import its simulator)
         check_env_kwargs(family.env_id, json.loads(config.env_kwargs))
     preflight(

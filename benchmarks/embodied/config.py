@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.attribution.config import ProbeArgs
 from benchmarks.core.runner import ExecutionConfig, require_count
 from benchmarks.robustness.config import RobustnessArgs
 from policies.config_cli import arg
@@ -27,6 +28,9 @@ class Family:
     size_kwargs: tuple[str, ...]  # env kwargs set by --image-size
     mllm_defaults: dict[str, Any] = field(default_factory=dict)
     perturbations: str | None = None  # "module:FAMILY": the module registering the env's robustness axes
+    probes: str | None = (
+        None  # "module:PROBES": the family's state probes (benchmarks.attribution.ProbeFamily)
+    )
 
     def policy_defaults(self) -> dict[str, dict[str, Any]]:
         """Per-policy defaults on this family (``parse_benchmark_args``' ``policy_defaults``)."""
@@ -48,6 +52,7 @@ FAMILIES = {
         size_kwargs=("width", "height"),
         mllm_defaults={"loop": "eb", "task": "navigation", "image_keys": ("rgb",)},
         perturbations="envs.navigation.perturbations:FAMILY",
+        probes="benchmarks.attribution.navigation:PROBES",
     ),
     "manip": Family(
         name="manip",
@@ -63,12 +68,13 @@ FAMILIES = {
         size_kwargs=("image_size",),
         mllm_defaults={"loop": "eb", "task": "manipulation", "image_keys": ("front_rgb",)},
         perturbations="envs.manipulation.perturbations:FAMILY",
+        probes="benchmarks.attribution.manipulation:PROBES",
     ),
 }
 
 
 @dataclass
-class EmbodiedConfig(RobustnessArgs, ExecutionConfig):
+class EmbodiedConfig(ProbeArgs, RobustnessArgs, ExecutionConfig):
     """Evaluate a policy on EB-style navigation or manipulation (first argument: nav or manip)."""
 
     family: str = arg("nav", "nav or manip (given as the first argument)", cli=False)
@@ -102,3 +108,4 @@ class EmbodiedConfig(RobustnessArgs, ExecutionConfig):
         require_count("--episodes", self.episodes)
         require_count("--image-size", self.image_size)
         require_count("--video", self.video, minimum=0)
+        self.probe_schedule()  # a bad --probe: an input error before anything runs

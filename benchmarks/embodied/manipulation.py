@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.core.episode import StepHook, episode_context, run_agent_loop
+from benchmarks.core.episode import DecisionHook, StepHook, episode_context, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.jsonsafe import json_safe
 from policies.base import Policy
@@ -32,13 +32,15 @@ def run_episode(
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
     perturbation: dict[str, Any] | None = None,
+    on_decision: DecisionHook | None = None,
 ) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or EB's 15 steps; a JSON-safe record.
 
     A request for no motion (a STOP-only plan) spends one step of the budget without moving; a policy that
     has ``stopped`` ends the episode. ``on_step(obs, captions)`` sees every observation (for videos);
-    the policy's model calls are appended to ``decisions``. ``perturbation`` (a spec dict) runs that
-    robustness variant of the episode; the policy still gets only what the env shows it.
+    the policy's model calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision (state
+    probes). ``perturbation`` (a spec dict) runs that robustness variant of the episode; the policy still gets
+    only what the env shows it.
     """
     start = time.perf_counter()
     options: dict[str, Any] = {"episode": episode}
@@ -46,7 +48,9 @@ def run_episode(
         options["perturbation"] = perturbation
     obs, info = env.reset(seed=seed, options=options)
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "family", "subset")))
-    loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
+    loop = run_agent_loop(
+        env, policy, obs, info, on_step=on_step, decisions=decisions, on_decision=on_decision
+    )
     info = loop.info
     extras = {
         "episode_id": episode.get("episode_id"),

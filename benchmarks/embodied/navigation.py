@@ -7,7 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from benchmarks.core.episode import StepHook, episode_context, run_agent_loop
+from benchmarks.core.episode import DecisionHook, StepHook, episode_context, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from policies.base import Policy
 
@@ -20,6 +20,7 @@ def run_episode(
     seed: int = 0,
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    on_decision: DecisionHook | None = None,
     perturbation: dict[str, Any] | None = None,
 ) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or the step budget; a JSON-safe record.
@@ -30,18 +31,19 @@ def run_episode(
     ``stopped`` ends the episode. The record (:class:`~benchmarks.core.episode_record.EpisodeRecord`) has
     EmbodiedBench's per-episode numbers (task success as ``success``, steps as ``steps``) and ``extras``:
     ``episode_id``, ``subset``, ``num_invalid_actions``, ``final_distance``, ``final_visibility`` (of the
-    target) and ``shortest_path_length``. ``on_step(obs, caption)`` sees every observation;
-    the policy's model calls are appended to ``decisions``. ``perturbation`` (a spec dict) runs that robustness
-    variant of the episode; the policy still gets only what the env shows it.
+    target) and ``shortest_path_length``. ``on_step(obs, caption)`` sees every observation; the policy's model
+    calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision (state probes).
+    ``perturbation`` (a spec dict) runs that robustness variant; the policy gets only what the env shows it.
     """
-
     start = time.perf_counter()
     options: dict[str, Any] = {"episode": episode}
     if perturbation is not None:
         options["perturbation"] = perturbation
     obs, info = env.reset(seed=seed, options=options)
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "subset")))
-    loop = run_agent_loop(env, policy, obs, info, on_step=on_step, decisions=decisions)
+    loop = run_agent_loop(
+        env, policy, obs, info, on_step=on_step, decisions=decisions, on_decision=on_decision
+    )
     info = loop.info
     extras = {
         "episode_id": episode.get("episode_id"),

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchmarks.attribution import Prober, attributed, probe_model
+from benchmarks.attribution.libero import PROBES as LIBERO_PROBES
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
@@ -45,6 +47,15 @@ class LiberoWorker(EpisodeWorker):
         self.config, self.spec = config, spec
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.task_index: int | None = None
+        self.prober = self._prober()
+
+    def _prober(self) -> Prober | None:
+        """The state prober of ``--probe`` (``None`` when probes are off; it follows the task's env)."""
+        schedule = self.config.probe_schedule()
+        if schedule is None:
+            return None
+        model, book = probe_model(self.policy, self.config, self.config.seed)
+        return Prober(schedule, LIBERO_PROBES, None, self.policy, model, book)
 
     def _env_for(self, task_index: int) -> gym.Env:
         from envs.libero.protocol import env_id
@@ -72,7 +83,8 @@ class LiberoWorker(EpisodeWorker):
         from benchmarks.libero.episode import run_episode
 
         env = self._env_for(unit.spec["task_index"])
-        return run_episode(
+        hook = None if self.prober is None else self.prober.start(unit.seed, env)
+        record = run_episode(
             env,
             self.policy,
             init_state_index=unit.spec["init_state_index"],
@@ -83,7 +95,11 @@ class LiberoWorker(EpisodeWorker):
             on_step=on_step,
             decisions=self.decisions,
             latency=self.config.latency_setting(),
+            on_decision=hook,
         )
+        if self.prober is not None:
+            self.decisions.extend(self.prober.finish(record["success"]))
+        return record
 
 
 def _build_worker(config: LiberoConfig, spec: PolicySpec, run_path: str) -> LiberoWorker:
@@ -188,16 +204,14 @@ class LiberoBenchmark(Benchmark):
             **({"model_calls": calls} if calls else {}),
             **latency,
         }
-        files = (
-            {
-                "plots/success_by_task.png": functools.partial(
-                    task_plot, table=table, title=f"LIBERO {c.suite}: {self.spec.label}"
-                )
-            }
+        title = f"LIBERO {c.suite}: {self.spec.label}"
+        files: dict[str, Any] = (
+            {"plots/success_by_task.png": functools.partial(task_plot, table=table, title=title)}
             if table
             else {}
         )
-        return Summary(data, "\n".join(lines), files)
+        summary = Summary(data, "\n".join(lines), files)
+        return attributed(summary, records, run_dir, "task_index", c.probe, title)
 
 
 def check_expert_goals(suite: str, tasks: Sequence[int]) -> None:
@@ -228,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> Summary:
         policy_defaults=POLICY_DEFAULTS,
         benchmark="libero",
     )
+    config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = LiberoBenchmark(config, spec)
     return run_command(bench, bench.run_path, stopper_for(bench))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from benchmarks.attribution.config import ProbeArgs
 from benchmarks.core.latency import (
     Latency,
     checked_latency,
@@ -28,7 +29,7 @@ REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_
 
 
 @dataclass
-class LiberoConfig(ExecutionConfig):
+class LiberoConfig(ProbeArgs, ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
     policy: str = arg(
@@ -76,6 +77,7 @@ class LiberoConfig(ExecutionConfig):
         require_count("--max-steps", self.max_steps)
         require_count("--num-steps-wait", self.num_steps_wait, minimum=0)
         require_count("--video", self.video, minimum=0)
+        self.probe_schedule()  # a bad --probe: an input error before anything runs
         checked_latency(self.latency, self.latency_mode, protocol.CONTROL_FREQ)
 
     def latency_setting(self) -> Latency | None:

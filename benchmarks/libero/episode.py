@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 
-from benchmarks.core.episode import ActionStream, StepHook, logging_decisions
+from benchmarks.core.episode import ActionStream, DecisionHook, StepHook, logging_decisions
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.latency import Latency
 from policies.base import EpisodeContext, Policy
@@ -33,6 +33,7 @@ def run_episode(
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
     latency: Latency | None = None,
+    on_decision: DecisionHook | None = None,
 ) -> EpisodeRecord:
     """Run one episode of a LIBERO env; the policy must already be bound to ``env``.
 
@@ -41,12 +42,11 @@ def run_episode(
     :class:`~benchmarks.core.episode_record.EpisodeRecord` (``steps``: native policy steps, settle steps
     excluded) with ``extras``: ``suite``, ``task_index``, ``instruction``, ``init_state_index``, ``seed``,
     ``max_steps``, ``num_steps_wait`` and ``truncated`` (the budget ran out before success).
-    ``on_step(obs, caption_lines)`` sees every observation, the first after the settle
-    steps included (videos); the policy's model calls are appended to ``decisions``. ``latency`` (default
-    none: the protocol) lets the env run on while the policy thinks (:mod:`benchmarks.core.latency`) and
-    adds the record's ``latency`` entry.
+    ``on_step(obs, caption_lines)`` sees every observation, the first after the settle steps included
+    (videos); the policy's model calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision
+    (state probes). ``latency`` (default none: the protocol) lets the env run on while the policy thinks
+    (:mod:`benchmarks.core.latency`) and adds the record's ``latency`` entry.
     """
-
     start = time.perf_counter()
     libero = cast("LiberoEnv", env.unwrapped)
     options = {"init_state_index": init_state_index, "max_steps": max_steps, "num_steps_wait": num_steps_wait}
@@ -59,7 +59,7 @@ def run_episode(
             extras={**_extras(libero), "replay_key": replay_key, "init_state_index": int(init_state_index)},
         )
     )
-    stream = ActionStream(env, policy, latency)
+    stream = ActionStream(env, policy, latency, on_decision)
     terminated = truncated = False
     if on_step:
         on_step(observation, [libero.instruction, "start"])

@@ -433,6 +433,13 @@ class EBNavigationEnv(gym.Env):
         return copy_episode(self._episode["target"])
 
     @property
+    def target_pixels(self) -> int:
+        """Pixels where the target is the nearest surface in the last observation (``info["visibility"]``)."""
+        if self._frame is None:
+            raise RuntimeError("no observation yet; call reset() first")
+        return int(self._frame.target_pixels)
+
+    @property
     def world(self) -> World:
         """The compiled scene of the current episode (for privileged policies)."""
         if self._world is None:

@@ -9,6 +9,7 @@ parse-failure accounting can be checked against known counts.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +62,33 @@ def _answer_sentence(text: str, rng: np.random.Generator) -> str:
     return f"Answer: {text}"
 
 
+_LETTER = re.compile(r"\(([A-F])\)")
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _wrong_answer(text: str, rng: np.random.Generator) -> str:
+    """A confident wrong answer in the asked format (a misperception, short-answer routes): the first option
+    letter in parentheses replaced by another of (A)-(D), else yes and no swapped, else every number scaled by
+    2.5 to 4 (an MRA of 0). An answer with none of these becomes a refusal."""
+    letter = _LETTER.search(text)
+    if letter is not None:
+        others = [c for c in "ABCD" if c != letter.group(1)]
+        wrong = others[int(rng.integers(len(others)))]
+        return f"{text[: letter.start()]}({wrong}){text[letter.end() :]}"
+    if _YES_NO.search(text):
+        return _YES_NO.sub(lambda m: _flip_yes_no(m.group(1)), text)
+    if _NUMBER.search(text):
+        factor = float(rng.uniform(2.5, 4.0))
+        return _NUMBER.sub(lambda m: f"{float(m.group(0)) * factor:.2f}", text)
+    return _refusal(text, rng)
+
+
+def _flip_yes_no(word: str) -> str:
+    flipped = "no" if word.lower() == "yes" else "yes"
+    return flipped.capitalize() if word[0].isupper() else flipped
+
+
 #: kind -> (corruption, expected effect on the parser: "unusable" or "usable")
 ERROR_KINDS: dict[str, tuple[Corruption, str]] = {
     "unknown_primitive": (_unknown_primitive, "unusable"),
@@ -70,11 +98,14 @@ ERROR_KINDS: dict[str, tuple[Corruption, str]] = {
     "empty": (_empty, "unusable"),
     "refusal": (_refusal, "unusable"),
     "answer_sentence": (_answer_sentence, "usable"),
+    "wrong_answer": (_wrong_answer, "usable"),
 }
 #: What the closed-loop routes draw from by default (plans: JSON that can lose its structure or vocabulary).
 DEFAULT_ERROR_KINDS: tuple[str, ...] = ("unknown_primitive", "malformed_json", "truncated", "prose")
 #: What the offline short-answer routes draw from (static benchmarks: a letter, yes/no, a number, a box).
 ANSWER_ERROR_KINDS: tuple[str, ...] = ("truncated", "empty", "refusal", "answer_sentence")
+#: What a misperceiving stand-in draws from (state probes' corrupted answers): readable, wrong.
+PERCEPTION_ERROR_KINDS: tuple[str, ...] = ("wrong_answer",)
 
 
 def _rewrite_json(text: str, rewrite: Callable[[Any], Any], *, fallback: str) -> str:
