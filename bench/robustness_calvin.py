@@ -30,13 +30,16 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def _timed(fn: Any, *args: Any, **kwargs: Any) -> float:
-    start = time.perf_counter()
+    """CPU seconds of this process (PyBullet runs in it): on a shared machine wall time mostly measures the
+    other jobs."""
+    start = time.process_time()
     fn(*args, **kwargs)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def build_cost(chains: int) -> dict[str, Any]:
-    """Per axis (level 5): the median extra seconds of its resets, and the expert's certification chain."""
+    """Per axis (level 5): the median extra CPU seconds of its resets and of the expert's certification
+    chain, and the clean expert chain's CPU seconds (camera-less: the cheapest chain there is)."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the ids)
@@ -53,9 +56,12 @@ def build_cost(chains: int) -> dict[str, Any]:
     expert.bind(bare)
     extra: dict[str, list[float]] = {axis: [] for axis in AXES}
     certify: dict[str, list[float]] = {axis: [] for axis in AXES}
+    episode: list[float] = []
     for state, tasks in get_sequences(1000)[:chains]:
         robot_obs, scene_obs = initial_env_state(state, "D")
         clean = {"robot_obs": robot_obs, "scene_obs": scene_obs}
+        originals = [variant_instruction(t, None) for t in tasks]
+        episode.append(_timed(run_chain, bare, expert, robot_obs, scene_obs, tasks, originals))
         env.reset(options=clean)
         base = statistics.median(_timed(env.reset, options=clean) for _ in range(3))
         for axis in AXES:
@@ -70,11 +76,14 @@ def build_cost(chains: int) -> dict[str, Any]:
     env.close()
     bare.close()
     return {
-        axis: {
-            "extra_build_seconds_median": round(statistics.median(extra[axis]), 4),
-            "certification_seconds_median": round(statistics.median(certify[axis]), 3),
-        }
-        for axis in AXES
+        "clean_expert_chain_cpu_seconds_median": round(statistics.median(episode), 3),
+        "axes": {
+            axis: {
+                "extra_build_seconds_median": round(statistics.median(extra[axis]), 4),
+                "certification_seconds_median": round(statistics.median(certify[axis]), 3),
+            }
+            for axis in AXES
+        },
     }
 
 
@@ -161,22 +170,26 @@ def markdown(result: dict[str, Any]) -> str:
             "",
             robustness_markdown(run).replace("## Robustness\n\n", ""),
         ]
-    cost, episode = result["build_cost"], result["suites"]["answer-key"]["clean_chain_seconds_median"]
+    cost = result["build_cost"]
+    episode = cost["clean_expert_chain_cpu_seconds_median"]
     lines += [
         "### Variant build and certification cost (level 5)",
         "",
-        f"Against the answer-key run's clean chain (median {episode:.1f} s, static camera). Build: the "
-        "variant's reset plus the clean reset after it (which puts CALVIN's world back), minus two clean "
-        "resets, both cameras rendered; certification: the expert's chain on the camera-less table, once "
-        f"per variant (cached). Timed on {result['build_chains']} chains.",
+        "CPU seconds of the process (on this shared machine wall time mostly measures the other jobs). "
+        f"Against the clean chain of the scripted expert on the camera-less table (median {episode:.2f} "
+        "CPU s; the cheapest chain there is: a policy's chain with cameras costs more, e.g. the answer-key "
+        f"chain above, {result['suites']['answer-key']['clean_chain_seconds_median']:.0f} s wall at this "
+        "load). Build: the variant's reset plus the clean reset after it (which puts CALVIN's world back), "
+        "minus two clean resets, both cameras rendered; certification: the expert's chain of the variant, "
+        f"once per variant (cached). Timed on {result['build_chains']} chains.",
         "",
-        "| axis | extra build s (median) | share of the chain | certification s (median) | share of the chain |",
-        "|---|---:|---:|---:|---:|",
+        "| axis | extra build CPU s (median) | share of the chain | certification CPU s (median) |",
+        "|---|---:|---:|---:|",
         *[
             f"| {axis} | {c['extra_build_seconds_median']:.4f} | "
-            f"{100 * max(0.0, c['extra_build_seconds_median']) / episode:.2f} % | "
-            f"{c['certification_seconds_median']:.2f} | {100 * c['certification_seconds_median'] / episode:.0f} % |"
-            for axis, c in cost.items()
+            f"{100 * max(0.0, c['extra_build_seconds_median']) / episode:.1f} % | "
+            f"{c['certification_seconds_median']:.2f} |"
+            for axis, c in cost["axes"].items()
         ],
         "",
     ]

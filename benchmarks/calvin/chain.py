@@ -97,11 +97,8 @@ def run_chain(
     The policy's model calls are appended to ``decisions``, each tagged with its subtask and task.
     ``latency`` (default none: the published protocol) lets the env run on while the policy thinks, see
     :mod:`benchmarks.core.latency`; each subtask then records its per-decision latencies. ``on_decision(obs)``
-    hears each decision (state probes, :class:`~benchmarks.core.episode.ActionStream`).
-    ``perturbation`` (a spec dict) resets into that robustness variant (``instructions`` are the caller's:
-    ``envs.calvin.perturbations.variant_instruction``).
-    """
-
+    hears each decision (state probes, :class:`~benchmarks.core.episode.ActionStream`); ``perturbation``
+    (a robustness variant's spec dict) goes to the reset."""
     if len(tasks) != len(instructions):
         raise ValueError(f"run_chain: {len(tasks)} tasks but {len(instructions)} instructions")
     started = time.perf_counter()
