@@ -13,15 +13,25 @@ Prints episodes per minute per cell (medians over rounds; building the env count
 pays it once per task) and the ratios demos / cameras and cameras / physics; ``--json`` writes them::
 
     python bench/libero_demos_speed.py --suite libero_goal --task 7 --episodes 2 --rounds 2
+
+``--parallel N`` measures instead how the expert scales over processes: the physics and cameras cells run
+once in 1 process and once in N (each process builds its env and runs ``--episodes`` episodes from its
+own initial states), per round, and the rates (episodes of all processes per minute of wall clock) are
+printed with the ratio N / 1 measured in the same run and the machine's load average::
+
+    python bench/libero_demos_speed.py --suite libero_goal --task 7 --episodes 2 --rounds 2 --parallel 2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import statistics
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 
@@ -70,6 +80,48 @@ def demos(args: argparse.Namespace, first: int) -> tuple[float, int]:
         return time.perf_counter() - began, summary["kept"]
 
 
+def processes_rate(args: argparse.Namespace, cameras: bool, workers: int, first: int) -> float:
+    """Expert episodes per minute of wall clock of ``workers`` processes, each building its env and
+    running ``--episodes`` episodes from its own initial states (process start-up included)."""
+    starts = [first + w * args.episodes for w in range(workers)]
+    context = multiprocessing.get_context("spawn")
+    began = time.perf_counter()
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        list(pool.map(expert_episodes, [args] * workers, [cameras] * workers, starts))
+    return 60 * workers * args.episodes / (time.perf_counter() - began)
+
+
+def parallel(args: argparse.Namespace) -> dict:
+    """Rates of the physics and cameras cells in 1 and ``--parallel`` processes, alternated per round."""
+    n = args.parallel
+    cells = [(cameras, workers) for cameras in (False, True) for workers in (1, n)]
+    rates: dict[str, list[float]] = {_cell(c, w): [] for c, w in cells}
+    loads = [os.getloadavg()[0]]
+    for r in range(args.rounds):
+        for cameras, workers in cells:
+            rate = processes_rate(args, cameras, workers, r * n * args.episodes)
+            rates[_cell(cameras, workers)].append(rate)
+            loads.append(os.getloadavg()[0])
+        print({k: round(v[-1], 2) for k, v in rates.items()}, flush=True)
+    medians = {k: round(statistics.median(v), 2) for k, v in rates.items()}
+    speedup = {
+        name: round(medians[_cell(cameras, n)] / medians[_cell(cameras, 1)], 2)
+        for name, cameras in (("physics", False), ("cameras", True))
+    }
+    return {
+        "episodes_per_minute": medians,
+        "per_round": rates,
+        "ratios": {f"{n} / 1 processes, {k}": v for k, v in speedup.items()},
+        "load_average_1min": {"min": min(loads), "max": max(loads)},
+        "cpu_count": os.cpu_count(),
+        "args": vars(args),
+    }
+
+
+def _cell(cameras: bool, workers: int) -> str:
+    return f"{'cameras' if cameras else 'physics'}, {workers} process{'es' if workers > 1 else ''}"
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--suite", default="libero_goal")
@@ -79,7 +131,16 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--workers", type=int, default=1, help="processes of the demos cell")
     p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--parallel", type=int, default=0, help="N: expert speed in 1 and in N processes instead")
     args = p.parse_args(argv)
+    if args.parallel < 0:
+        p.error(f"--parallel {args.parallel}: give 1 or more processes (0: the three cells)")
+    if args.parallel:
+        result = parallel(args)
+        print(json.dumps(result["episodes_per_minute"]), json.dumps(result["ratios"]), flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        return result
     rates: dict[str, list[float]] = {"physics": [], "cameras": [], "demos": []}
     for r in range(args.rounds):
         first = r * args.episodes

@@ -160,6 +160,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["boat"], "nav"),
     ("embodied", ["nav", "--episodes", "0"], "--episodes"),
     ("embodied", ["nav", "--image-size", "0"], "--image-size"),
+    ("embodied", ["manip", "--latency", "fixed:-5"], "--latency"),
     ("embodied", ["nav", "--env-kwargs", "{"], "--env-kwargs"),
     ("embodied", ["nav", "--env-kwargs", '{"nope": 1}'], "nope"),
     ("embodied", ["nav", "--episodes-file", "/no/such/episodes.jsonl"], "/no/such/episodes.jsonl"),

@@ -205,16 +205,18 @@ def run_agent_loop(
     *,
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    latency: Latency | None = None,
     on_decision: DecisionHook | None = None,
 ) -> AgentLoopResult:
     """EmbodiedBench's agent loop, after ``env.reset`` and ``policy.reset``: act until the env ends the
     episode, ``env.unwrapped.max_steps`` steps are spent, or the policy has ``stopped``.
 
-    EB has no no-op action, so a request for no motion spends one step of the budget without moving.
+    EB has no no-op action, so a request for no motion spends one step of the budget without moving, and
+    so does each step a ``latency`` charges for a decision while nothing of an earlier plan is pending.
     Invalid actions are counted from ``info["last_action_success"]``; ``on_step(obs, captions)`` sees every
     step, idle ones included (for videos); the policy's model calls are appended to ``decisions``;
     ``on_decision`` hears each decision (:class:`ActionStream`)."""
-    stream = ActionStream(env, policy, on_decision=on_decision)
+    stream = ActionStream(env, policy, latency, on_decision=on_decision)
     max_steps = cast("EBNavigationEnv | EBManipulationEnv", env.unwrapped).max_steps  # EB's step budget
     steps = invalid = 0
     total_reward, done = 0.0, False

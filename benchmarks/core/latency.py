@@ -86,14 +86,16 @@ def latency_stats(latencies_ms: Sequence[float]) -> dict[str, float | int | None
     }
 
 
-def latency_arg(control_hz: float) -> Any:
-    """The ``--latency`` option of a closed-loop benchmark config whose env runs at ``control_hz``."""
+def latency_arg(control_hz: float | str) -> Any:
+    """The ``--latency`` option of a closed-loop benchmark config whose env runs at ``control_hz`` (a rate
+    in Hz, or words naming the rates of the families a config serves)."""
     from policies.config_cli import arg
 
+    rate = f"{control_hz:g} Hz" if isinstance(control_hz, (int, float)) else control_hz
     return arg(
         "off",
         f"off (the protocol: the world waits for the policy) | real | fixed:MS: the env runs on at "
-        f"{control_hz:g} Hz while the policy computes each decision (measured wall time, or MS ms)",
+        f"{rate} while the policy computes each decision (measured wall time, or MS ms)",
     )
 
 

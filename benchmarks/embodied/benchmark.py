@@ -17,6 +17,7 @@ from benchmarks.attribution import ProbeFamily, Prober, attributed, probe_model
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
+from benchmarks.core.latency import latency_markdown, summarize_latency
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
 from benchmarks.core.runner import run_command
@@ -126,6 +127,7 @@ class EmbodiedWorker(EpisodeWorker):
                 seed=unit.seed,
                 on_step=on_step,
                 decisions=self.decisions,
+                latency=self.config.latency_setting(),
                 **variant,
             )
             if self.prober is not None:
@@ -228,6 +230,7 @@ class EmbodiedBenchmark(Benchmark):
             "policy": self.spec.manifest(),
             "env": {"id": self.family.env_id, "kwargs": _env_kwargs(self.config, self.family)},
             "subsets": self._subsets(),
+            **({"latency": setting.describe()} if (setting := self.config.latency_setting()) else {}),
         }
 
     def progress_stats(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -264,6 +267,7 @@ class EmbodiedBenchmark(Benchmark):
             ),
             "episodes": len(results),
             "families": families,
+            **summarize_latency([r["latency"] for r in results if "latency" in r]),
         }
         files = (
             {
@@ -278,20 +282,19 @@ class EmbodiedBenchmark(Benchmark):
             if table
             else {}
         )
-        return Summary(
-            data,
-            subset_markdown(
-                self.family.title,
-                self.spec.label,
-                table,
-                average,
-                tally,
-                families,
-                self.family.name,
-                average_ci=average_ci,
-            ),
-            files,
+        markdown = subset_markdown(
+            self.family.title,
+            self.spec.label,
+            table,
+            average,
+            tally,
+            families,
+            self.family.name,
+            average_ci=average_ci,
         )
+        if "latency" in data:
+            markdown += f"\n\n{latency_markdown(data)}"
+        return Summary(data, markdown, files)
 
 
 def main(argv: Sequence[str] | None = None) -> Summary | int:

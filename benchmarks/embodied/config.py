@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks.attribution.config import ProbeArgs
+from benchmarks.core.latency import Latency, checked_latency, latency_arg, latency_mode_arg, parse_latency
 from benchmarks.core.runner import ExecutionConfig, require_count
 from benchmarks.robustness.config import RobustnessArgs
 from policies.config_cli import arg
@@ -26,6 +27,8 @@ class Family:
     expert: str  # "module:Class"
     video_keys: tuple[str, ...]
     size_kwargs: tuple[str, ...]  # env kwargs set by --image-size
+    #: EB actions per second assumed by ``--latency`` (the env's ``metadata["render_fps"]``: one action a frame).
+    control_hz: float = 1.0
     mllm_defaults: dict[str, Any] = field(default_factory=dict)
     perturbations: str | None = None  # "module:FAMILY": the module registering the env's robustness axes
     probes: str | None = (
@@ -50,6 +53,7 @@ FAMILIES = {
         expert="policies.experts.navigation:ShortestPathExpert",
         video_keys=("rgb",),
         size_kwargs=("width", "height"),
+        control_hz=4.0,
         mllm_defaults={"loop": "eb", "task": "navigation", "image_keys": ("rgb",)},
         perturbations="envs.navigation.perturbations:FAMILY",
         probes="benchmarks.attribution.navigation:PROBES",
@@ -66,6 +70,7 @@ FAMILIES = {
         expert="policies.experts.manipulation:EBManipulationExpert",
         video_keys=("front_rgb",),
         size_kwargs=("image_size",),
+        control_hz=2.0,
         mllm_defaults={"loop": "eb", "task": "manipulation", "image_keys": ("front_rgb",)},
         perturbations="envs.manipulation.perturbations:FAMILY",
         probes="benchmarks.attribution.manipulation:PROBES",
@@ -100,6 +105,8 @@ class EmbodiedConfig(ProbeArgs, RobustnessArgs, ExecutionConfig):
     )
     env_kwargs: str = arg("{}", "JSON keyword arguments passed to the env", json_kind=dict)
     video: int = arg(0, "write MP4 videos of the first K episodes", minimum=0)
+    latency: str = latency_arg("one action per 0.25 s (nav) or 0.5 s (manip)")
+    latency_mode: Literal["continue", "hold"] = latency_mode_arg()
     output: str = arg("outputs", "results go to OUTPUT/embodied-FAMILY/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
 
@@ -108,4 +115,9 @@ class EmbodiedConfig(ProbeArgs, RobustnessArgs, ExecutionConfig):
         require_count("--episodes", self.episodes)
         require_count("--image-size", self.image_size)
         require_count("--video", self.video, minimum=0)
+        checked_latency(self.latency, self.latency_mode, FAMILIES[self.family].control_hz)
         self.probe_schedule()  # a bad --probe: an input error before anything runs
+
+    def latency_setting(self) -> Latency | None:
+        """The parsed ``--latency`` at the family's action rate (``None``: EB's protocol, the world waits)."""
+        return parse_latency(self.latency, self.latency_mode, FAMILIES[self.family].control_hz)

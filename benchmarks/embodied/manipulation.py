@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.core.episode import DecisionHook, StepHook, episode_context, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
 from benchmarks.core.jsonsafe import json_safe
+from benchmarks.core.latency import Latency
 from policies.base import Policy
 
 if TYPE_CHECKING:
@@ -33,23 +34,24 @@ def run_episode(
     decisions: list[dict[str, Any]] | None = None,
     perturbation: dict[str, Any] | None = None,
     on_decision: DecisionHook | None = None,
+    latency: Latency | None = None,
 ) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or EB's 15 steps; a JSON-safe record.
 
     A request for no motion (a STOP-only plan) spends one step of the budget without moving; a policy that
     has ``stopped`` ends the episode. ``on_step(obs, captions)`` sees every observation (for videos);
     the policy's model calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision (state
-    probes). ``perturbation`` (a spec dict) runs that robustness variant of the episode; the policy still gets
-    only what the env shows it.
+    probes). ``latency`` (default none: EB's protocol) spends the steps each decision's inference took
+    before its actions (:mod:`benchmarks.core.latency`) and adds the record's ``latency`` entry.
+    ``perturbation`` (a spec dict) runs that robustness variant of the episode; the policy still gets only
+    what the env shows it.
     """
     start = time.perf_counter()
-    options: dict[str, Any] = {"episode": episode}
-    if perturbation is not None:
-        options["perturbation"] = perturbation
-    obs, info = env.reset(seed=seed, options=options)
+    variant = {} if perturbation is None else {"perturbation": perturbation}
+    obs, info = env.reset(seed=seed, options={"episode": episode, **variant})
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "family", "subset")))
     loop = run_agent_loop(
-        env, policy, obs, info, on_step=on_step, decisions=decisions, on_decision=on_decision
+        env, policy, obs, info, on_step=on_step, decisions=decisions, on_decision=on_decision, latency=latency
     )
     info = loop.info
     extras = {

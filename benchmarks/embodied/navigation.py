@@ -9,6 +9,7 @@ import gymnasium as gym
 
 from benchmarks.core.episode import DecisionHook, StepHook, episode_context, run_agent_loop
 from benchmarks.core.episode_record import EpisodeRecord, episode_record
+from benchmarks.core.latency import Latency
 from policies.base import Policy
 
 
@@ -22,6 +23,7 @@ def run_episode(
     decisions: list[dict[str, Any]] | None = None,
     on_decision: DecisionHook | None = None,
     perturbation: dict[str, Any] | None = None,
+    latency: Latency | None = None,
 ) -> EpisodeRecord:
     """Reset ``env`` to ``episode``, let ``policy`` act until success or the step budget; a JSON-safe record.
 
@@ -33,16 +35,15 @@ def run_episode(
     ``episode_id``, ``subset``, ``num_invalid_actions``, ``final_distance``, ``final_visibility`` (of the
     target) and ``shortest_path_length``. ``on_step(obs, caption)`` sees every observation; the policy's model
     calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision (state probes).
-    ``perturbation`` (a spec dict) runs that robustness variant; the policy gets only what the env shows it.
+    ``perturbation`` (a spec dict) runs that robustness variant; the policy gets only what the env shows it;
+    ``latency`` (:mod:`benchmarks.core.latency`) adds the record's ``latency`` entry.
     """
     start = time.perf_counter()
-    options: dict[str, Any] = {"episode": episode}
-    if perturbation is not None:
-        options["perturbation"] = perturbation
-    obs, info = env.reset(seed=seed, options=options)
+    variant = {} if perturbation is None else {"perturbation": perturbation}
+    obs, info = env.reset(seed=seed, options={"episode": episode, **variant})
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "subset")))
     loop = run_agent_loop(
-        env, policy, obs, info, on_step=on_step, decisions=decisions, on_decision=on_decision
+        env, policy, obs, info, on_step=on_step, decisions=decisions, on_decision=on_decision, latency=latency
     )
     info = loop.info
     extras = {

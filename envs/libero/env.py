@@ -20,6 +20,7 @@ from envs.libero import protocol
 from envs.libero.rendering import apply_fast_rendering, free_render_context, is_fast
 from envs.libero.tasks import LiberoTask, load_init_states, load_task
 from envs.rendering import starting_gl
+from envs.vector import TextObservation
 
 ImageOrientation = Literal["upright", "rot180", "raw"]
 IMAGE_ORIENTATIONS: tuple[str, ...] = ("upright", "rot180", "raw")
@@ -102,8 +103,10 @@ class LiberoEnv(gym.Env):
         model (measured under load: 8.0 s against 0.6 s for a soft reset, 3 GB resident);
         ``hard_reset=True`` as argument or reset option restores it. Each env makes its own GL context
         current before it steps: robosuite renders into whichever context is current, so two LIBERO envs
-        in one process otherwise return frames drawn with the other env's buffers. Renderers are freed in
-        ``close()``.
+        in one process otherwise return frames drawn with the other env's buffers. LIBERO's simulator and
+        its GL context are built at the first reset (or first use of ``raw_env``), not when the env is
+        made, so a process that only makes one (``AsyncVectorEnv`` does, to read the spaces) leaves its
+        forked workers free to render. Renderers are freed in ``close()``.
 
     Arguments:
         suite, task_index: the task (``envs.libero.protocol.TASK_COUNTS``).
@@ -159,8 +162,8 @@ class LiberoEnv(gym.Env):
         self.cameras = bool(cameras)
         self.task: LiberoTask = load_task(suite, self.task_index)
         self.init_states = load_init_states(self.task)
-        self._raw: Any = self._make_raw_env()
-        self._apply_render_settings()
+        self._raw_env: Any = None  # built at first use (see ``_raw``)
+        self._closed = False
         self.action_space = action_space()
         self.observation_space = self._observation_space()
         self._episode: _Episode | None = None
@@ -207,13 +210,14 @@ class LiberoEnv(gym.Env):
 
     def close(self) -> None:
         """Free the render context and the simulator now (not at interpreter exit)."""
-        if getattr(self, "_raw", None) is None:
+        self._closed = True
+        if getattr(self, "_raw_env", None) is None:
             return
         context = self._render_context()
         if context is not None:
             free_render_context(context)
-        self._raw.close()
-        self._raw = None
+        self._raw_env.close()
+        self._raw_env = None
 
     # --------------------------------------------------------------------------------- task and success
 
@@ -280,6 +284,18 @@ class LiberoEnv(gym.Env):
         }
 
     # ------------------------------------------------------------------------------------------ helpers
+
+    @property
+    def _raw(self) -> Any:
+        """LIBERO's env, built at first use: making this env creates no GL context, so a process that only
+        builds one (``AsyncVectorEnv`` does, in the parent, to read the spaces) has nothing its forks would
+        inherit; the worker that steps it renders in its own context."""
+        if self._raw_env is None:
+            if self._closed:
+                raise RuntimeError("the env was closed; make a new one")
+            self._raw_env = self._make_raw_env()
+            self._apply_render_settings()
+        return self._raw_env
 
     def _make_raw_env(self) -> Any:
         from libero.libero.envs import OffScreenRenderEnv
@@ -407,7 +423,7 @@ class LiberoEnv(gym.Env):
             {
                 "agentview_image": image,
                 "eye_in_hand_image": image,
-                "instruction": spaces.Text(max_length=512, min_length=1, charset=string.printable),
+                "instruction": TextObservation(max_length=512, min_length=1, charset=string.printable),
                 "eef_pos": box(-_WORLD_EXTENT_M, _WORLD_EXTENT_M, 3),
                 "eef_quat": box(-1.0, 1.0, 4),
                 "gripper_qpos": box(-_FINGER_QPOS_BOUND, _FINGER_QPOS_BOUND, 2),

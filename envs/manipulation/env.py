@@ -20,6 +20,7 @@ from envs.manipulation.render import CameraRig, draw_boxes, object_boxes
 from envs.manipulation.scene import TabletopScene
 from envs.manipulation.tasks import SUBSETS, TASKS
 from envs.perturbation import Channels, check_spec
+from envs.vector import TextObservation
 
 CAMERAS = {"front_rgb": "eb_front", "wrist_rgb": workspace.WRIST_CAMERA, "overhead_rgb": "eb_overhead"}
 ACTION_NAMES = ("X", "Y", "Z", "Roll", "Pitch", "Yaw", "Gripper")
@@ -99,7 +100,8 @@ class EBManipulationEnv(gym.Env):
     (with the sub-predicates: grasped, lifted, above, touching, released, wiped fractions),
     ``control_steps``, a JSON-safe ``snapshot`` (object poses, grip position, gripper state, evaluation,
     object labels) and the episode id. Shadows, reflections and multisampling are off, renderers are
-    closed by ``close()``, and MuJoCo uses EGL unless ``MUJOCO_GL`` says otherwise.
+    made at the first render (so a process that only makes the env holds no GL context its forks would
+    inherit) and closed by ``close()``, and MuJoCo uses EGL unless ``MUJOCO_GL`` says otherwise.
 
     ## Rewards/Success
     ``evaluate()`` of the task decides success from simulator state (container/sorter containment,
@@ -357,9 +359,9 @@ def observation_space(image_size: int) -> spaces.Dict:
     return spaces.Dict(
         {
             **{key: image for key in CAMERAS},
-            "instruction": spaces.Text(2000, min_length=0, charset=TEXT_CHARSET),
-            "feedback": spaces.Text(500, min_length=0, charset=TEXT_CHARSET),
-            "object_list": spaces.Text(2000, min_length=0, charset=TEXT_CHARSET),
+            "instruction": TextObservation(2000, min_length=0, charset=TEXT_CHARSET),
+            "feedback": TextObservation(500, min_length=0, charset=TEXT_CHARSET),
+            "object_list": TextObservation(2000, min_length=0, charset=TEXT_CHARSET),
         }
     )
 

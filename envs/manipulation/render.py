@@ -20,14 +20,20 @@ BOX_COLOR = (255, 0, 0)
 
 
 class CameraRig:
-    """One offscreen renderer for a square image size, shared by every camera of a scene."""
+    """One offscreen renderer for a square image size, shared by every camera of a scene.
+
+    The GL context is made at the first render, not here: a process that only builds an env (as
+    ``AsyncVectorEnv`` does in the parent, to read the spaces) holds no GL state its forks would inherit.
+    """
 
     def __init__(self, model: mujoco.MjModel, size: int) -> None:
         model.vis.quality.offsamples = 0  # no multisampling
         model.vis.global_.offwidth = max(int(model.vis.global_.offwidth), size)
         model.vis.global_.offheight = max(int(model.vis.global_.offheight), size)
         self.size = size
-        self._renderer: mujoco.Renderer | None = _new_renderer(model, size)
+        self._model = model
+        self._renderer: mujoco.Renderer | None = None
+        self._closed = False
         self._option = mujoco.MjvOption()
         self._option.geomgroup[:] = 0
         self._option.geomgroup[1] = 1  # robosuite's visual geoms; collision geoms stay hidden
@@ -60,13 +66,16 @@ class CameraRig:
 
     def close(self) -> None:
         """Release the GL context now (EGL complains at interpreter exit otherwise)."""
+        self._closed = True
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
 
     def _update(self, data: mujoco.MjData, camera: str) -> mujoco.Renderer:
-        if self._renderer is None:
+        if self._closed:
             raise RuntimeError("the camera rig was closed; create the env again")
+        if self._renderer is None:
+            self._renderer = _new_renderer(self._model, self.size)
         self._renderer.update_scene(data, camera=camera, scene_option=self._option)
         flags = self._renderer.scene.flags
         flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0

@@ -24,6 +24,7 @@ from envs.navigation.render import Frame, FrameRenderer
 from envs.navigation.scene import scene_key
 from envs.navigation.world import PITCH_LIMITS, AgentPose, World, camera_height_limits
 from envs.perturbation import Channels, check_spec
+from envs.vector import TextObservation
 
 # EmbodiedBench's skill descriptions, in action-id order; feedback quotes them verbatim as EB does.
 ACTION_NAMES: tuple[str, ...] = (
@@ -163,8 +164,8 @@ class EBNavigationEnv(gym.Env):
             obs["depth"] = spaces.Box(0.0, np.inf, image, np.float32)
         if self.use_mask:
             obs["object_ids"] = spaces.Box(0, 1023, image, np.int32)
-        obs["instruction"] = spaces.Text(MAX_TEXT, min_length=1, charset=TEXT_CHARSET)
-        obs["feedback"] = spaces.Text(MAX_TEXT, min_length=0, charset=TEXT_CHARSET)
+        obs["instruction"] = TextObservation(MAX_TEXT, min_length=1, charset=TEXT_CHARSET)
+        obs["feedback"] = TextObservation(MAX_TEXT, min_length=0, charset=TEXT_CHARSET)
         return spaces.Dict(obs)
 
     # ------------------------------------------------------------------------------------ episode

@@ -251,3 +251,56 @@ def test_stop_when_decided_against_a_rate_and_against_a_run(tmp_path):
         and seq["units_used"] < 15
         and seq["reference_mean"] == 1.0
     )
+
+
+def test_latency_spends_eb_steps_while_the_policy_thinks(tmp_path):
+    """``--latency fixed:500 --latency-mode hold`` at EB-Navigation's 4 actions per second: each decision
+    first spends 2 of the 20 steps standing still. The expert, which reaches this target in 7 moves
+    without latency, gets 6 moves in (H H A x 6, then H H) and fails; the record and summary say why."""
+    base = ["--episodes", "1", "--subset", "base"]
+    plain = run(tmp_path / "plain", *base)
+    slow = run(tmp_path / "slow", *base, "--latency", "fixed:500", "--latency-mode", "hold")
+    (fast,) = RunDir(tmp_path / "plain" / "embodied-nav" / "expert").merged_records()
+    (late,) = RunDir(tmp_path / "slow" / "embodied-nav" / "expert").merged_records()
+    assert (fast["result"]["success"], fast["result"]["steps"]) == (True, 7) and "latency" not in fast[
+        "result"
+    ]
+    assert (late["result"]["success"], late["result"]["steps"], late["result"]["policy_calls"]) == (
+        False,
+        20,
+        7,
+    )
+    lat = late["result"]["latency"]
+    assert (lat["control_hz"], lat["steps"], lat["held_steps"], lat["latencies_ms"]) == (
+        4.0,
+        14,
+        14,
+        [500.0] * 7,
+    )
+    assert "latency" not in plain.data and slow.data["latency"]["decisions"] == 7
+    assert "Latency fixed:500 (hold, 4 Hz): 7 decisions" in slow.markdown
+    manifest = json.loads(RunDir(tmp_path / "slow" / "embodied-nav" / "expert").manifest.read_text())
+    assert manifest["latency"] == {"latency": "fixed:500", "mode": "hold", "control_hz": 4.0}
+
+
+@pytest.mark.slow
+def test_manipulation_latency_at_two_actions_per_second(tmp_path):
+    """At EB-Manipulation's 2 actions per second a 500 ms decision costs one step of the 15."""
+    options = ["--image-size", "32", "--episodes", "1", "--subset", "base"]
+    latency = ["--latency", "fixed:500", "--latency-mode", "continue"]
+    main(["manip", "--output", str(tmp_path), "--no-progress", *options, *latency])
+    records = RunDir(tmp_path / "embodied-manip" / "expert").merged_records()
+    assert len(records) == 4
+    for record in records:
+        result, lat = record["result"], record["result"]["latency"]
+        assert lat["control_hz"] == 2.0 and lat["latencies_ms"] == [500.0] * result["policy_calls"]
+        assert lat["held_steps"] == lat["steps"] <= result["policy_calls"] and result["steps"] <= 15
+
+
+def test_each_family_s_latency_rate_is_its_env_s_action_rate():
+    from benchmarks.embodied.config import FAMILIES
+    from envs.manipulation.suite import EBManipulationSuiteEnv
+    from envs.navigation.env import EBNavigationEnv
+
+    assert FAMILIES["nav"].control_hz == EBNavigationEnv.metadata["render_fps"] == 4
+    assert FAMILIES["manip"].control_hz == EBManipulationSuiteEnv.metadata["render_fps"] == 2
