@@ -209,13 +209,16 @@ class Channels:
     (every uint8 array of shape (H, W, 3)) and ``action(a)`` perturbs an action of ``action_space``.
 
     Draws come from the spec's own generator, so a variant's corruption is the same on every run. With
-    ``spec=None`` (or a scene axis) both are the identity.
+    ``spec=None`` (or a scene axis) both are the identity. ``noisy_dims`` limits a Box action's noise to
+    its first components (e.g. a manipulator's motion, its gripper untouched).
     """
 
-    def __init__(self, spec: PerturbationSpec | None, action_space: spaces.Space) -> None:
+    def __init__(
+        self, spec: PerturbationSpec | None, action_space: spaces.Space, noisy_dims: int | None = None
+    ) -> None:
         self.axis = spec.axis if spec is not None and spec.axis in CHANNEL_AXES else None
         self.level = spec.level if spec is not None else 0
-        self.action_space = action_space
+        self.action_space, self.noisy_dims = action_space, noisy_dims
         self._rng = spec.rng("channel") if spec is not None else np.random.default_rng(0)
 
     def images(self, obs: dict[str, Any]) -> dict[str, Any]:
@@ -244,7 +247,10 @@ class Channels:
         if isinstance(self.action_space, spaces.Box):
             a = np.asarray(action, dtype=np.float64)
             scale = np.where(np.isfinite(self.action_space.high), self.action_space.high, 1.0)
-            noisy = a + self._rng.normal(0.0, p, a.shape) * scale
+            noise = self._rng.normal(0.0, p, a.shape)
+            if self.noisy_dims is not None:
+                noise.reshape(-1)[self.noisy_dims :] = 0.0
+            noisy = a + noise * scale
             return np.clip(noisy, self.action_space.low, self.action_space.high).astype(a.dtype)
         if isinstance(self.action_space, spaces.MultiDiscrete):
             return self._multi_discrete(action, p)

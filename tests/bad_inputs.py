@@ -57,6 +57,11 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--calvin-assets", "/no/such/calvin/data"], "/no/such/calvin/data"),
     ("calvin", ["--calvin-env", "{empty_dir}"], "--calvin-env"),
     ("calvin", ["--cameras", "front"], "--cameras"),
+    ("calvin", ["--perturb", "weather"], "weather"),
+    ("calvin", ["--perturb", "camera:7"], "--perturb"),
+    ("calvin", ["--perturb", "initial_position"], "initial_position"),
+    ("calvin", ["--perturb", "camera", "--backend", "official"], "--backend official"),
+    ("calvin", ["--perturb", "camera", "--certificates", "{file}"], "--certificates"),
     ("calvin", ["--backend", "mujoco"], "--backend"),
     ("calvin", ["--output", "/etc/hostname/sub", "--num-sequences", "1", "--no-progress"], "/etc/hostname"),
     # --- CALVIN: policies and where they run

@@ -14,6 +14,7 @@ from benchmarks.core.latency import (
     parse_latency,
 )
 from benchmarks.core.runner import ExecutionConfig, require_count
+from benchmarks.robustness.config import RobustnessArgs
 from envs.calvin.constants import CONTROL_HZ
 from policies.config_cli import arg
 
@@ -37,7 +38,7 @@ REFERENCE: Reference = {
 
 
 @dataclass
-class CalvinConfig(ProbeArgs, ExecutionConfig):
+class CalvinConfig(RobustnessArgs, ProbeArgs, ExecutionConfig):
     """Evaluate a policy on CALVIN's long-horizon protocol (chains of 5 subtasks, 360 steps each)."""
 
     policy: str = arg(
@@ -139,6 +140,10 @@ class CalvinConfig(ProbeArgs, ExecutionConfig):
             raise ValueError(
                 "--calvin-env and --calvin-dataset configure calvin_env: add --backend official "
                 "(or use --calvin-assets PATH to load CALVIN's files into the built-in table)"
+            )
+        if self.backend == "official" and self.perturb:
+            raise ValueError(
+                "--perturb: the robustness variants are built by the built-in table; drop --backend official"
             )
         if self.backend == "official" and self.calvin_assets:
             raise ValueError(
