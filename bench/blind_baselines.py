@@ -154,9 +154,10 @@ REFERENCE_ARGS = {
 
 
 def _label(action: Any) -> str:
-    from benchmarks.core.policy_cli import _action_label
+    """The run name of a constant action: the constant policy's own label (``constant-0_0_1_0_0_0_1``)."""
+    from policies.builtins import ConstantConfig
 
-    return "constant-" + _action_label(action)
+    return ConstantConfig(action).label()
 
 
 def run_policy(

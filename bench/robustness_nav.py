@@ -1,11 +1,9 @@
-"""EB-Navigation robustness: certification rate per axis and level, the answer-key plan loop's drop from the
-clean arm, and what building a variant costs next to its episode.
+"""EB-Navigation robustness: certification rate per axis and level and the answer-key plan loop's drop from
+the clean arm (the build cost per axis: ``bench/robustness_build.py``, for every family).
 
-The first two come from one run of the benchmark's own command (``benchmarks.embodied nav --policy mllm
+Both come from one run of the benchmark's own command (``benchmarks.embodied nav --policy mllm
 --model answer-key --perturb all``: the expert certifies each variant, then the answer key runs it, next to
-the clean arm). The build cost times each axis's ``apply`` plus the env reset that loads the variant,
-minus the clean reset of the same episode (both with a freshly compiled scene), against the clean
-expert episode's wall time. Resumable (``--resume`` on the same ``--output``). Writes
+the clean arm). Resumable (``--resume`` on the same ``--output``). Writes
 ``bench/results/robustness_nav.{json,md}``.
 
     nice python bench/robustness_nav.py --episodes 2 --image-size 112
@@ -24,51 +22,6 @@ from typing import Any
 RESULTS = Path(__file__).parent / "results"
 
 
-def build_cost(episodes: list[dict[str, Any]], image_size: int) -> dict[str, Any]:
-    """Per axis: the median extra seconds a variant's build adds to an episode, and that over the clean
-    expert episode's seconds."""
-    import gymnasium as gym
-    import numpy as np
-
-    import envs  # noqa: F401  (registers the ids)
-    from envs.navigation.perturbations import AXES
-    from envs.perturbation import PerturbationSpec
-    from policies.experts.navigation import ShortestPathExpert
-
-    env = gym.make("SpatialArena/EBNavigation-v0", width=image_size, height=image_size)
-    expert = ShortestPathExpert()
-    expert.bind(env)
-    rows: dict[str, list[float]] = {axis: [] for axis in AXES}
-    episode_seconds = []
-    for episode in episodes:
-        env.unwrapped._world = None  # (a cold scene, as a variant's own scene always is)
-        start = time.perf_counter()
-        obs, _ = env.reset(options={"episode": episode})
-        clean_reset = time.perf_counter() - start
-        done = False
-        while not done:
-            obs, _, terminated, truncated, _ = env.step(expert.act(obs))
-            done = terminated or truncated
-        episode_seconds.append(time.perf_counter() - start)
-        for axis in AXES:
-            env.unwrapped._world = None
-            start = time.perf_counter()
-            env.reset(options={"episode": episode, "perturbation": PerturbationSpec(axis, 5, 0)})
-            rows[axis].append(time.perf_counter() - start - clean_reset)
-    env.close()
-    median_episode = float(np.median(episode_seconds))
-    return {
-        "episode_seconds_median": round(median_episode, 4),
-        "axes": {
-            axis: {
-                "extra_seconds_median": round(float(np.median(v)), 4),
-                "share_of_episode": round(max(0.0, float(np.median(v))) / median_episode, 4),
-            }
-            for axis, v in rows.items()
-        },
-    }
-
-
 def suite(args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.embodied import main
 
@@ -84,7 +37,6 @@ def suite(args: argparse.Namespace) -> dict[str, Any]:
 def markdown(result: dict[str, Any]) -> str:
     from benchmarks.robustness import robustness_markdown
 
-    cost = result["build_cost"]
     lines = [
         f"{result['episodes_per_subset']} episodes of each of the 5 subsets, every "
         "axis at levels 1-5; policy `mllm --model answer-key` (the EB plan loop with the answer key); "
@@ -93,34 +45,22 @@ def markdown(result: dict[str, Any]) -> str:
         robustness_markdown(result["suite"]).replace(
             "## Robustness", "### Answer-key drop and certification"
         ),
-        "### Variant build cost (level 5, cold scene)",
-        "",
-        f"Clean expert episode: median {cost['episode_seconds_median']:.3f} s (reset with scene compile + steps).",
-        "",
-        "| axis | extra build s (median) | share of the episode |",
-        "|---|---:|---:|",
-        *[
-            f"| {axis} | {c['extra_seconds_median']:.4f} | {100 * c['share_of_episode']:.1f} % |"
-            for axis, c in cost["axes"].items()
-        ],
+        "What building a variant costs next to its episode, per axis: "
+        "[build cost per axis](robustness_build.md) (`bench/robustness_build.py`).",
         "",
     ]
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from envs.navigation.episodes import SUBSETS, make_episode_set
-
-    episodes = [e for s in SUBSETS for e in make_episode_set(s, n=args.episodes)]
     return {
-        "title": "EB-Navigation robustness: certification, answer-key drop, build cost",
+        "title": "EB-Navigation robustness: certification, answer-key drop",
         "source": "bench/robustness_nav.py",
         "command": f"python bench/robustness_nav.py --episodes {args.episodes} --image-size {args.image_size}",
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {args.machine}",
         "episodes_per_subset": args.episodes,
         "image_size": args.image_size,
-        "build_cost": build_cost(episodes, args.image_size),
         "suite": suite(args),
     }
 
@@ -134,12 +74,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --output")
     parser.add_argument("--machine", default="2 shared cores", help="how to describe this machine")
+    parser.add_argument("--note-only", action="store_true", help="rewrite the .md from the committed .json")
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
     arguments = parse()
-    outcome = run(arguments)
+    if arguments.note_only:
+        outcome = json.loads((RESULTS / "robustness_nav.json").read_text())
+    else:
+        outcome = run(arguments)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "robustness_nav.json").write_text(json.dumps(outcome, indent=1) + "\n")
     (RESULTS / "robustness_nav.md").write_text(markdown(outcome))

@@ -14,11 +14,14 @@ seed in observations or ``info``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +33,7 @@ _IMAGE_NOISE_STD = (4.0, 8.0, 14.0, 22.0, 32.0)  # Gaussian pixel noise, in 0-25
 _BLUR_RADIUS = (1, 2, 3, 4, 6)  # box blur half-width in pixels, applied twice (about a Gaussian)
 _JPEG_QUALITY = (60, 40, 25, 15, 8)
 _ACTION_NOISE = (0.05, 0.1, 0.15, 0.25, 0.35)  # discrete: chance of a random other action; Box: std / bound
+_BINS_PER_NOISE = 10.0  # MultiDiscrete: std in bins = this x the level's number (0.5 - 3.5 bins)
 
 
 class PerturbationError(ValueError):
@@ -116,7 +120,8 @@ CHANNEL_AXIS_DOCS: dict[str, Axis] = {
     ),
     "action_noise": Axis(
         "action_noise",
-        "noise on the action channel (discrete: a random other action; continuous: Gaussian)",
+        "noise on the action channel (discrete: a random other action; continuous: Gaussian; "
+        "multi-discrete: Gaussian offsets of 10x as many bins on each non-binary index)",
         tuple(f"p/std {p:g}" for p in _ACTION_NOISE),  # type: ignore[arg-type]
     ),
 }
@@ -171,6 +176,31 @@ def parse_perturb(value: str, family: str) -> list[tuple[str, tuple[int, ...]]]:
     return pairs
 
 
+# ------------------------------------------------------------------------------------- paraphrases
+
+
+@functools.cache
+def paraphrase_table(path: Path) -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """A shipped paraphrase table (JSON ``{"rows": [{"pattern", "levels": [5 templates]}]}``): compiled rows."""
+    rows = json.loads(Path(path).read_text())["rows"]
+    return tuple((re.compile(r["pattern"]), tuple(r["levels"])) for r in rows)
+
+
+def paraphrase_instruction(path: Path, instruction: str, level: int) -> str:
+    """The table's entry for ``instruction`` at ``level``: the first row matching it, its named groups filled
+    in (a trailing digit in a group name marks an alternative spelling of the same field)."""
+    for pattern, levels in paraphrase_table(path):
+        match = pattern.match(instruction)
+        if match is None:
+            continue
+        fields: dict[str, str] = {}
+        for name, value in match.groupdict().items():
+            if value is not None:
+                fields[name.rstrip("0123456789")] = value
+        return levels[level - 1].format(**fields)
+    return instruction  # (a table's last row matches any instruction)
+
+
 # ------------------------------------------------------------------------------------ channel axes
 
 
@@ -179,13 +209,16 @@ class Channels:
     (every uint8 array of shape (H, W, 3)) and ``action(a)`` perturbs an action of ``action_space``.
 
     Draws come from the spec's own generator, so a variant's corruption is the same on every run. With
-    ``spec=None`` (or a scene axis) both are the identity.
+    ``spec=None`` (or a scene axis) both are the identity. ``noisy_dims`` limits a Box action's noise to
+    its first components (e.g. a manipulator's motion, its gripper untouched).
     """
 
-    def __init__(self, spec: PerturbationSpec | None, action_space: spaces.Space) -> None:
+    def __init__(
+        self, spec: PerturbationSpec | None, action_space: spaces.Space, noisy_dims: int | None = None
+    ) -> None:
         self.axis = spec.axis if spec is not None and spec.axis in CHANNEL_AXES else None
         self.level = spec.level if spec is not None else 0
-        self.action_space = action_space
+        self.action_space, self.noisy_dims = action_space, noisy_dims
         self._rng = spec.rng("channel") if spec is not None else np.random.default_rng(0)
 
     def images(self, obs: dict[str, Any]) -> dict[str, Any]:
@@ -214,9 +247,24 @@ class Channels:
         if isinstance(self.action_space, spaces.Box):
             a = np.asarray(action, dtype=np.float64)
             scale = np.where(np.isfinite(self.action_space.high), self.action_space.high, 1.0)
-            noisy = a + self._rng.normal(0.0, p, a.shape) * scale
+            noise = self._rng.normal(0.0, p, a.shape)
+            if self.noisy_dims is not None:
+                noise.reshape(-1)[self.noisy_dims :] = 0.0
+            noisy = a + noise * scale
             return np.clip(noisy, self.action_space.low, self.action_space.high).astype(a.dtype)
+        if isinstance(self.action_space, spaces.MultiDiscrete):
+            return self._multi_discrete(action, p)
         return action
+
+    def _multi_discrete(self, action: Any, p: float) -> Any:
+        """Gaussian offsets (std ``10 p`` bins) on every index with more than two values; binary ones (a
+        gripper) keep theirs. Non-integer actions keep the env's own error."""
+        a = np.asarray(action)
+        nvec = np.asarray(self.action_space.nvec)  # type: ignore[attr-defined]
+        if a.shape != nvec.shape or not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
+            return action
+        offsets = np.rint(self._rng.normal(0.0, _BINS_PER_NOISE * p, a.shape)) * (nvec > 2)
+        return np.clip(a + offsets, 0, nvec - 1).astype(a.dtype)
 
 
 def _is_image(value: object) -> bool:

@@ -5,7 +5,8 @@ shared handler; ``bench/bad_inputs.py`` runs each as ``python -m MODULE ARGS`` a
 Placeholders in ``argv`` and the named word, filled by :func:`fill`: ``{empty_dir}`` (an empty folder),
 ``{model_dir}`` (a folder with a ``config.json``, as a checkpoint has), ``{file}`` (a small text file),
 ``{calvin_dir}`` (a folder that looks like a CALVIN split: an ``ep_start_end_ids.npy`` with one episode,
-but no language annotations) and ``{dead}`` (``http://127.0.0.1:PORT/v1`` with nothing listening on PORT).
+but no language annotations), ``{calvin_gap}`` (a CALVIN split with one annotated episode of 13 frames whose
+frame 5 is missing) and ``{dead}`` (``http://127.0.0.1:PORT/v1`` with nothing listening on PORT).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--num-sequences", "0"], "--num-sequences"),
     ("calvin", ["--ep-len", "0"], "--ep-len"),
     ("calvin", ["--ep-len", "-5"], "--ep-len"),
+    ("calvin", ["--serve", "batched", "--workers", "2", "--max-batch", "4"], "--max-batch"),
+    ("calvin", ["--serve", "batched", "--policy", "random"], "--serve"),
     ("calvin", ["--video", "-1"], "--video"),
     ("calvin", ["--workers", "0"], "--workers"),
     ("calvin", ["--num-sequences", "ten"], "--num-sequences"),
@@ -50,9 +53,15 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--latency", "soon"], "--latency"),
     ("calvin", ["--renderer", "vulkan"], "--renderer"),
     ("calvin", ["--scene", "E"], "--scene"),
+    ("calvin", ["--scene", "A,B,C,D"], "--scene"),
     ("calvin", ["--calvin-assets", "/no/such/calvin/data"], "/no/such/calvin/data"),
     ("calvin", ["--calvin-env", "{empty_dir}"], "--calvin-env"),
     ("calvin", ["--cameras", "front"], "--cameras"),
+    ("calvin", ["--perturb", "weather"], "weather"),
+    ("calvin", ["--perturb", "camera:7"], "--perturb"),
+    ("calvin", ["--perturb", "initial_position"], "initial_position"),
+    ("calvin", ["--perturb", "camera", "--backend", "official"], "--backend official"),
+    ("calvin", ["--perturb", "camera", "--certificates", "{file}"], "--certificates"),
     ("calvin", ["--backend", "mujoco"], "--backend"),
     ("calvin", ["--output", "/etc/hostname/sub", "--num-sequences", "1", "--no-progress"], "/etc/hostname"),
     # --- CALVIN: policies and where they run
@@ -148,6 +157,10 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", [*MLLM, "--n-examples", "3"], "--n-examples"),  # EB loop only
     ("libero", [*MLLM, "--loop", "eb"], "--loop"),  # LIBERO runs the spatial loop only
     ("libero", ["--stop-when-decided", "--against", "-0.1"], "--against"),
+    ("libero", ["--perturb", "weather"], "weather"),
+    ("libero", ["--perturb", "camera:6"], "--perturb"),
+    ("libero", ["--perturb", "initial_position"], "initial_position"),  # EB navigation's, not LIBERO's
+    ("libero", ["--perturb", "camera", "--certificates", "{file}"], "--certificates"),
     ("libero", ["--probe", "every:two", *MLLM], "--probe"),
     ("libero", ["--probe", "decisions"], "--probe"),
     # --- EB navigation and manipulation
@@ -164,7 +177,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("embodied", ["nav", "--perturb", "weather"], "weather"),
     ("embodied", ["nav", "--perturb", "camera:9"], "--perturb"),
     ("embodied", ["nav", "--perturb", "camera", "--certificates", "{file}"], "--certificates"),
-    ("embodied", ["manip", "--perturb", "camera"], "--perturb"),
+    ("embodied", ["nav", "--perturb", "robot_joints"], "robot_joints"),
     ("embodied", ["nav", "--probe", "sometimes", *MLLM], "--probe"),
     ("embodied", ["nav", "--probe", "every:0", *MLLM], "--probe"),
     ("embodied", ["nav", "--probe", "decisions"], "--probe"),
@@ -288,6 +301,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
         "/ckpt/Qwen3-VL-4B-Instruct",
     ),
     ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "{calvin_dir}"], "auto_lang_ann.npy"),
+    ("train", ["--backbone", "tiny-qwen2.5-vl", "--data", "{calvin_gap}"], "episode_0000005.npz"),
     ("demos", ["--episodes", "0"], "--episodes"),
     ("demos", ["--ep-len", "0"], "--ep-len"),
     ("demos", ["--out", "{empty_dir}", "--task", "fly_away"], "fly_away"),
@@ -295,6 +309,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("demos", ["--scenes", "A,E", "--out", "{empty_dir}"], "--scenes"),
     ("demos", ["--scenes", "A", "--frames", "0", "--out", "{empty_dir}"], "--frames"),
     ("demos", ["--scenes", "A", "--format", "rlds", "--out", "{empty_dir}"], "--format"),
+    ("demos", ["--scenes", "A", "--tasks", "open_drawer,fly_away", "--out", "{empty_dir}"], "--tasks"),
+    ("demos", ["--scenes", "A", "--tasks", "place_in_slider", "--out", "{empty_dir}"], "--tasks"),
     ("demos", ["--frames", "10"], "--out"),
     ("demos", ["--env"], "--env"),
     ("demos", ["--env", "libero"], "--out"),
@@ -344,16 +360,31 @@ def fill(text: str, root: Path, dead: str) -> str:
     (root / "file.txt").write_text("not what any command wants\n")
     (root / "calvin_dir").mkdir(exist_ok=True)
     np.save(root / "calvin_dir" / "ep_start_end_ids.npy", np.zeros((1, 2), np.int64))  # no annotations
+    calvin_gap(root / "calvin_gap")
     for name, value in {
         "empty_dir": root / "empty_dir",
         "model_dir": root / "model_dir",
         "file": root / "file.txt",
         "calvin_dir": root / "calvin_dir",
+        "calvin_gap": root / "calvin_gap",
         "dead": dead,
         "deep": DEEP_JSON,
     }.items():
         text = text.replace("{" + name + "}", str(value))
     return text
+
+
+def calvin_gap(split: Path) -> None:
+    """A CALVIN split whose one annotated episode (frames 0-12) lacks frame 5 (the others are only names:
+    the reader refuses the gap before it opens a frame)."""
+    (split / "lang_annotations").mkdir(parents=True, exist_ok=True)
+    np.save(split / "ep_start_end_ids.npy", np.asarray([[0, 12]], np.int64))
+    ann = {"language": {"ann": ["open the drawer"], "task": ["open_drawer"]}, "info": {"indx": [(0, 12)]}}
+    np.save(
+        split / "lang_annotations" / "auto_lang_ann.npy", np.asarray(ann, dtype=object), allow_pickle=True
+    )
+    for frame in (t for t in range(13) if t != 5):
+        (split / f"episode_{frame:07d}.npz").touch()
 
 
 def dead_endpoint() -> str:

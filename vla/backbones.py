@@ -595,13 +595,19 @@ def load_backbone(
     allow_download: bool = False,
     tiny_root: str | os.PathLike[str] | None = None,
 ) -> VLMBackbone:
-    """Load the VLM at ``name_or_path`` (directory, hub id, or a ``tiny-*`` name) as a backbone.
+    """Load the VLM at ``name_or_path`` (directory, hub id, a ``tiny-*`` name, or ``random:HUB_ID`` for a
+    published architecture with random weights, :mod:`vla.real_size`) as a backbone.
 
     Names in :data:`NATIVE_BACKBONES` (e.g. ``efficientnet-lite0``) and directories they were saved to
     load through their own module instead of transformers."""
     native = load_native_backbone(name_or_path)
     if native is not None:
         return native.to(dtype)
+    from vla.real_size import build_random_vlm, random_hub_id
+
+    if hub_id := random_hub_id(str(name_or_path)):  # published size, random weights, no download
+        vlm, processor = build_random_vlm(hub_id, dtype)
+        return backbone_class(vlm.config.model_type)(vlm, processor, position_ids=position_ids)
     from transformers import AutoConfig, AutoModelForImageTextToText
 
     from policies.backends.hf_processing import load_processor

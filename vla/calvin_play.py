@@ -7,7 +7,7 @@ As CALVIN's teleoperated play, each scene is one continuous episode without rese
 It starts from one of CALVIN's 192 symbolic initial states, placed in the scene by
 :func:`envs.calvin.sequences.initial_env_state` (block yaws redrawn from the seed, start joints noised as
 in :mod:`vla.demos`). Then, until ``--frames`` frames are recorded, a subtask is drawn uniformly among
-the tasks that have exactly one transition from the current symbolic state under CALVIN's task model
+the tasks (``--tasks``, default all 34) that have exactly one transition from the current symbolic state under CALVIN's task model
 (:func:`envs.calvin.sequences.next_symbolic_state`) and the scripted expert runs it for at most
 ``--ep-len`` steps, every step recorded. A success moves the symbolic state and adds a language
 window; a failure (no success within ``--ep-len`` steps) is counted and play goes on from wherever the scene is, with the symbolic state
@@ -46,6 +46,7 @@ import json
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,11 @@ class PlayConfig:
     joint_noise: float = arg(0.1, "std (radians) of the noise on each start joint", minimum=0)
     ep_len: int = arg(360, "step budget of the expert per subtask (CALVIN's)", minimum=1)
     max_failures: int = arg(3, "failed subtasks in a row before the scene is reset (new episode)", minimum=1)
+    tasks: str = arg(
+        "",
+        "draw subtasks only among these CALVIN tasks (comma-separated; default: all 34); the scene is reset "
+        "(new episode) when none of them is feasible",
+    )
 
     def check(self) -> None:
         if not self.out:
@@ -90,6 +96,7 @@ class PlayConfig:
             )
         scene_list(self.scenes)
         format_list(self.format)
+        task_list(self.tasks)
         root = Path(self.out)
         if any((root / self.split).glob("episode_*.npz")) or (root / "lerobot" / "meta").exists():
             raise InputError(
@@ -104,6 +111,27 @@ def scene_list(text: str) -> list[str]:
     bad = [s for s in names if s not in SCENES]
     if bad or not names or len(set(names)) != len(names):
         raise InputError(f"--scenes {text!r}: give distinct scenes among {', '.join(sorted(SCENES))}")
+    return names
+
+
+@lru_cache(maxsize=8)
+def task_list(text: str) -> tuple[str, ...]:
+    """``--tasks`` as task names (all 34 when empty); each must be a CALVIN task, and one of them must be
+    feasible from some of CALVIN's initial states (else play could never start)."""
+    from envs.calvin.instructions import CALVIN_TASKS
+    from envs.calvin.sequences import next_symbolic_state, symbolic_initial_states
+
+    names = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip())) or tuple(CALVIN_TASKS)
+    unknown = [t for t in names if t not in CALVIN_TASKS]
+    if unknown:
+        raise InputError(
+            f"--tasks {','.join(unknown)}: unknown CALVIN task; valid: {', '.join(CALVIN_TASKS)}"
+        )
+    if not any(next_symbolic_state(s, t) for s in symbolic_initial_states() for t in names):
+        raise InputError(
+            f"--tasks {text}: none is feasible from CALVIN's initial states (nothing in the hand); add a "
+            "task such as open_drawer or lift_red_block_table"
+        )
     return names
 
 
@@ -198,7 +226,7 @@ def new_start(
     from envs.calvin.sequences import BLOCK_YAW_RANGE, initial_env_state, symbolic_initial_states
     from vla.calvin_recording import perturbed_robot_obs
 
-    states = symbolic_initial_states()
+    states = [s for s in symbolic_initial_states() if options(s, task_list(config.tasks))]
     symbolic = states[int(rng.integers(len(states)))]
     robot_obs, scene_obs = initial_env_state(symbolic, scene)
     for color in scene_spec(scene).block_colors:
@@ -208,13 +236,19 @@ def new_start(
     return symbolic, obs
 
 
-def next_task(state: dict[str, Any], rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
-    """A subtask drawn uniformly among those valid from ``state``, and the state it leads to."""
-    from envs.calvin.instructions import CALVIN_TASKS
+def options(state: dict[str, Any], tasks: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+    """The ``tasks`` valid from ``state`` (exactly one transition), each with the state it leads to."""
     from envs.calvin.sequences import next_symbolic_state
 
-    options = [(t, s) for t in CALVIN_TASKS if (s := next_symbolic_state(state, t)) is not None]
-    return options[int(rng.integers(len(options)))]
+    return [(t, s) for t in tasks if (s := next_symbolic_state(state, t)) is not None]
+
+
+def next_task(
+    state: dict[str, Any], rng: np.random.Generator, tasks: tuple[str, ...]
+) -> tuple[str, dict[str, Any]]:
+    """A subtask drawn uniformly among ``tasks`` valid from ``state``, and the state it leads to."""
+    valid = options(state, tasks)
+    return valid[int(rng.integers(len(valid)))]
 
 
 def play_scene(scene: str, index: int, sinks: Sinks, config: PlayConfig) -> SceneReport:
@@ -231,7 +265,7 @@ def play_scene(scene: str, index: int, sinks: Sinks, config: PlayConfig) -> Scen
         sinks.calvin.begin_episode()
         report.episodes, failures = 1, 0
         while report.frames < config.frames:
-            if failures >= config.max_failures:
+            if failures >= config.max_failures or not options(state, task_list(config.tasks)):
                 sinks.calvin.end_episode(None)
                 sinks.flush(sinks.calvin.next_index - 1, final=True)
                 state, obs = new_start(env, scene, rng, config)
@@ -261,7 +295,7 @@ def _subtask(
     from envs.calvin.instructions import train_instructions
     from vla.calvin_recording import record_task
 
-    task, after = next_task(state, rng)
+    task, after = next_task(state, rng, task_list(config.tasks))
     sentences = train_instructions()[task]
     sentence = sentences[int(rng.integers(len(sentences)))]
     budget = min(config.ep_len, config.frames - report.frames)

@@ -32,7 +32,9 @@ class VLAPolicyConfig:
     """A VLM4VLA-style VLA: a checkpoint from ``vla.train``, or an untrained head on a backbone."""
 
     backbone: str | None = arg(
-        None, "VLM for an untrained model (directory, hub id, or tiny-*); ignored when --checkpoint is given"
+        None,
+        "VLM for an untrained model (directory, hub id, tiny-*, or random:HUB_ID for a published size with "
+        "random weights); ignored when --checkpoint is given",
     )
     checkpoint: str | None = arg(
         None, "VLA checkpoint directory written by vla.train (e.g. outputs/vla/checkpoints/last)"
@@ -202,6 +204,10 @@ def _builtin_backbone(name: str) -> bool:
     from vla.backbones import NATIVE_BACKBONES, NATIVE_CONFIG_FILE, TINY_BACKBONES
 
     if (Path(name) / NATIVE_CONFIG_FILE).is_file():
+        return True
+    from vla.real_size import random_hub_id
+
+    if random_hub_id(name):  # built from the published configuration: nothing to find on disk
         return True
     if "/" in name:
         return False

@@ -4,6 +4,7 @@ setup checks and the command (``python -m benchmarks.calvin``, described in :mod
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,12 +33,24 @@ from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import run_command
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
+from benchmarks.robustness.certificates import CertificateCache
+from benchmarks.robustness.runner import (
+    certificates_path,
+    robustness_summary,
+    robustness_units,
+    run_certified,
+)
 from benchmarks.stats.stopping import stopper_for
+from envs.calvin.perturbations import FAMILY
+from policies.base import Policy
 from policies.config_cli import InputError
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+    from vla.policy import VLAPolicyConfig
+    from vla.serving import ServerAddress
 
 
 def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
@@ -75,7 +88,9 @@ class CalvinWorker(EpisodeWorker):
 
     video_fps = 30
 
-    def __init__(self, config: CalvinConfig, spec: PolicySpec, run_path: str) -> None:
+    def __init__(
+        self, config: CalvinConfig, spec: PolicySpec, run_path: str, server: ServerAddress | None = None
+    ) -> None:
         from envs.calvin.factory import calvin_env_spec
 
         super().__init__(run_path, config.video)
@@ -95,8 +110,16 @@ class CalvinWorker(EpisodeWorker):
             scene=config.scene,
         )
         self.env = self.make_env(env_id, **kwargs)
-        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
+        self.policy = (
+            build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
+            if server is None
+            else served_vla_policy(spec, server)
+        )
         self.policy.bind(self.env)
+        self.certificates = (
+            CertificateCache(certificates_path(config.certificates, run_path)) if config.perturb else None
+        )
+        self._expert_env: gym.Env | None = None
         self.prober = self._prober()
 
     def _prober(self) -> Prober | None:
@@ -109,35 +132,83 @@ class CalvinWorker(EpisodeWorker):
         return Prober(schedule, CALVIN_PROBES, self.env, self.policy, model, book)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
-        """One chain; its model calls are logged per subtask."""
+        """One chain (a robustness variant is certified by the scripted expert first); its model calls
+        are logged per subtask."""
+        if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
+            on_step = _flat_frames(on_step)
+        clean_key = unit.key.split("~")[0]  # (a variant's key names its axis: never shown to the policy)
+        assert self.env is not None  # built with the worker
+        env, policy = self.env, self.policy
+
+        def run_policy(perturbation: dict[str, Any] | None) -> EpisodeRecord:
+            return self._chain(env, policy, unit, clean_key, perturbation, on_step)
+
+        def run_expert(perturbation: dict[str, Any] | None) -> EpisodeRecord:
+            expert_env, expert = self._expert()
+            return self._chain(expert_env, expert, unit, clean_key, perturbation, None)
+
+        return run_certified(
+            unit,
+            self.certificates,
+            family=FAMILY,
+            expert=POLICY_DEFAULTS["expert"]["expert"],
+            episode={**{k: unit.spec[k] for k in ("initial_state", "tasks")}, "scene": self.config.scene},
+            episode_id=clean_key,
+            run_policy=run_policy,
+            run_expert=run_expert,
+        )
+
+    def _chain(
+        self,
+        env: gym.Env,
+        policy: Policy,
+        unit: WorkUnit,
+        clean_key: str,
+        perturbation: dict[str, Any] | None,
+        on_step: StepHook | None,
+    ) -> EpisodeRecord:
         from benchmarks.calvin.chain import run_chain
         from envs.calvin import initial_env_state
-        from envs.calvin.instructions import instruction_for
+        from envs.calvin.perturbations import variant_instruction
 
         robot_obs, scene_obs = initial_env_state(unit.spec["initial_state"], self.config.scene)
         tasks = list(unit.spec["tasks"])
-        if on_step is not None and self.config.obs_layout != "flat":  # videos read the flat keys
-            on_step = _flat_frames(on_step)
-        assert self.env is not None  # built with the worker
+        own = policy is self.policy  # (the expert certifying a variant logs no decisions, probes nothing)
         result = run_chain(
-            self.env,
-            self.policy,
+            env,
+            policy,
             robot_obs,
             scene_obs,
             tasks,
-            [instruction_for(t) for t in tasks],
+            [variant_instruction(t, perturbation) for t in tasks],
             ep_len=self.config.ep_len,
             seed=unit.seed,
-            replay_key=unit.key,
+            replay_key=clean_key,
             on_step=on_step,
-            decisions=self.decisions,
-            latency=self.config.latency_setting(),
-            on_decision=None if self.prober is None else self.prober.start(unit.seed),
+            decisions=self.decisions if own else None,
+            latency=self.config.latency_setting() if own else None,
+            on_decision=self.prober.start(unit.seed) if own and self.prober is not None else None,
+            perturbation=perturbation,
         )
-        if self.prober is not None:
+        if own and self.prober is not None:
             self.decisions.extend(self.prober.finish([s["success"] for s in result["extras"]["subtasks"]]))
-        result["extras"]["initial_state"] = unit.spec["initial_state"]
+        result["extras"].update(initial_state=unit.spec["initial_state"], episode_id=clean_key)
         return result
+
+    def _expert(self) -> tuple[gym.Env, Policy]:
+        """The scripted expert on a camera-less copy of the table (built on first use): it certifies
+        variants from the privileged state alone, and images change no physics."""
+        from envs.calvin.factory import calvin_env_spec
+        from policies.experts.calvin import ScriptedExpert
+
+        if self._expert_env is None:
+            env_id, kwargs = calvin_env_spec(
+                "builtin", cameras=(), calvin_assets=self.config.calvin_assets, scene=self.config.scene
+            )
+            self._expert_env = self.make_env(env_id, **kwargs)
+            self._expert_policy = ScriptedExpert()
+            self._expert_policy.bind(self._expert_env)
+        return self._expert_env, self._expert_policy
 
 
 def _flat_frames(on_step: StepHook) -> StepHook:
@@ -146,8 +217,30 @@ def _flat_frames(on_step: StepHook) -> StepHook:
     return lambda obs, caption: on_step(flat_observation(obs), caption)
 
 
-def _build_worker(config: CalvinConfig, spec: PolicySpec, run_path: str) -> CalvinWorker:
-    return CalvinWorker(config, spec, run_path)
+def _build_worker(
+    config: CalvinConfig, spec: PolicySpec, run_path: str, server: ServerAddress | None = None
+) -> CalvinWorker:
+    return CalvinWorker(config, spec, run_path, server)
+
+
+def vla_config(spec: PolicySpec) -> VLAPolicyConfig:
+    """The options of ``--policy vla`` (``--serve batched`` is checked to be used with it)."""
+    from vla.policy import VLAPolicyConfig
+
+    config = spec.config(POLICY_DEFAULTS)
+    if not isinstance(config, VLAPolicyConfig):
+        raise InputError(
+            f"--serve batched serves VLA action-head models; --policy {spec.name} decides in its worker"
+        )
+    return config
+
+
+def served_vla_policy(spec: PolicySpec, server: ServerAddress) -> Policy:
+    """The VLA policy ``spec`` describes, with the batched server's model in place of its own."""
+    from vla.policy import build_vla_policy
+    from vla.serving import RemoteVLAModel
+
+    return build_vla_policy(vla_config(spec), model=RemoteVLAModel(server))  # type: ignore[arg-type]  # duck-typed model
 
 
 # ---------------------------------------------------------------------------------------- benchmark
@@ -161,6 +254,7 @@ class CalvinBenchmark(Benchmark):
     def __init__(self, config: CalvinConfig, spec: PolicySpec) -> None:
         super().__init__(config)
         self.spec = spec
+        self.server: ServerAddress | None = None  # set while a batched policy server runs
         self.run_path = str(Path(config.output) / self.name / (config.run_name or spec.label))
 
     @property
@@ -169,6 +263,16 @@ class CalvinBenchmark(Benchmark):
         return 1 if self.config.tasks else CHAIN_LENGTH
 
     def units(self) -> list[WorkUnit]:
+        """The clean units (:meth:`clean_units`), followed with ``--perturb`` by their robustness variants
+        (``chain-NNNN~AXIS:LEVEL``)."""
+        return robustness_units(
+            self.clean_units(),
+            self.config,
+            certificates_path(self.config.certificates, self.run_path),
+            FAMILY,
+        )
+
+    def clean_units(self) -> list[WorkUnit]:
         """Chains in the public order; with ``--tasks``, one-subtask episodes keyed by their chain's index
         (same key and seed as in the full evaluation, so a task run can be compared chain by chain)."""
         if self.config.tasks:
@@ -193,7 +297,7 @@ class CalvinBenchmark(Benchmark):
         ]
 
     def worker_factory(self) -> WorkerFactory:
-        return functools.partial(_build_worker, self.config, self.spec, self.run_path)
+        return functools.partial(_build_worker, self.config, self.spec, self.run_path, self.server)
 
     prefix_keys = frozenset({"limit", "num_sequences"})
 
@@ -255,7 +359,20 @@ class CalvinBenchmark(Benchmark):
         return f"{self.config.backend} env, scene {self.config.scene}"
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
-        chains = ok_chains(records)
+        if self.config.perturb:  # the clean arm's summary is the headline, the robustness table follows
+            summary = robustness_summary(
+                records,
+                self.config,
+                certificates_path(self.config.certificates, self.run_path),
+                self._summary,
+                len(self.clean_units()),
+            )
+        else:
+            summary = self._summary(ok_chains(records), tally)
+        title = f"CALVIN: {self.spec.label}"
+        return attributed(summary, records, run_dir, "task", self.config.probe, title)
+
+    def _summary(self, chains: list[EpisodeRecord], tally: UnitTally) -> Summary:
         n = self.chain_length
         completed = [c["extras"]["num_completed"] for c in chains]
         metrics = chain_metrics(completed, n)
@@ -297,8 +414,7 @@ class CalvinBenchmark(Benchmark):
         if "latency" in data:
             text += f"\n\n{latency_markdown(data)}"
         text += f"\n\n{model_calls_markdown(calls)}" if calls else ""
-        title = f"CALVIN: {self.spec.label}"
-        return attributed(Summary(data, text, files), records, run_dir, "task", self.config.probe, title)
+        return Summary(data, text, files)
 
 
 def check_setup(config: CalvinConfig, spec: PolicySpec) -> None:
@@ -355,4 +471,37 @@ def main(argv: Sequence[str] | None = None) -> Summary:
     config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = CalvinBenchmark(config, spec)
-    return run_command(bench, bench.run_path, stopper_for(bench))
+    if config.serve == "off":
+        return run_command(bench, bench.run_path, stopper_for(bench))
+    return run_served(bench, config, spec)
+
+
+def run_served(bench: CalvinBenchmark, config: CalvinConfig, spec: PolicySpec) -> Summary:
+    """The run with a batched policy server: started (a model that does not load, or a batch that does not
+    fit, is a one-line input error), handed to the workers, and checked afterwards: a server that died
+    mid-run ends the command with one line and exit status 1, whatever the records say."""
+    from vla.serving import BatchedVLAServer, ServerStartError
+
+    if spec.name != "vla":
+        raise InputError(
+            f"--serve batched serves VLA action-head models; --policy {spec.name} decides in its worker"
+        )
+    server = BatchedVLAServer(
+        vla_config(spec), max_batch=config.max_batch or config.workers, max_wait_ms=config.max_wait_ms
+    )
+    try:
+        bench.server = server.start()
+    except ServerStartError as err:
+        raise InputError(str(err)) from None
+    try:
+        return run_command(bench, bench.run_path, stopper_for(bench))
+    finally:
+        death = server.died()
+        server.stop()
+        if death is not None:
+            print(
+                f"error: {death}; the chains it did not answer are errors and the run is incomplete "
+                f"(rerun with --resume --retry-errors)",
+                file=sys.stderr,
+            )
+            raise SystemExit(1)

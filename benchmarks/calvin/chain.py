@@ -40,12 +40,16 @@ def _reset_chain(
     seed: int,
     on_step: StepHook | None,
     instructions: Sequence[str],
+    perturbation: Mapping[str, Any] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Reset the robot and scene to the chain's initial state (once per chain); the first observation."""
-    options = {
+    """Reset the robot and scene to the chain's initial state (once per chain), as the robustness variant
+    ``perturbation`` when one is given; the first observation."""
+    options: dict[str, Any] = {
         "robot_obs": np.asarray(initial_robot_obs, float),
         "scene_obs": np.asarray(initial_scene_obs, float),
     }
+    if perturbation is not None:
+        options["perturbation"] = dict(perturbation)
     obs, info = env.reset(seed=seed, options=options)
     if on_step:
         on_step(obs, [f"subtask 1: {instructions[0]}" if instructions else "", "start"])
@@ -80,6 +84,7 @@ def run_chain(
     decisions: list[dict[str, Any]] | None = None,
     latency: Latency | None = None,
     on_decision: DecisionHook | None = None,
+    perturbation: Mapping[str, Any] | None = None,
 ) -> EpisodeRecord:
     """Run one chain as the CALVIN protocol does and return its JSON-safe record (see the module).
 
@@ -92,14 +97,15 @@ def run_chain(
     The policy's model calls are appended to ``decisions``, each tagged with its subtask and task.
     ``latency`` (default none: the published protocol) lets the env run on while the policy thinks, see
     :mod:`benchmarks.core.latency`; each subtask then records its per-decision latencies. ``on_decision(obs)``
-    hears each decision (state probes, :class:`~benchmarks.core.episode.ActionStream`).
-    """
-
+    hears each decision (state probes, :class:`~benchmarks.core.episode.ActionStream`); ``perturbation``
+    (a robustness variant's spec dict) goes to the reset."""
     if len(tasks) != len(instructions):
         raise ValueError(f"run_chain: {len(tasks)} tasks but {len(instructions)} instructions")
     started = time.perf_counter()
     base = cast("PlayTableInterface", env.unwrapped)  # the built-in table or the official-env bridge
-    obs, info = _reset_chain(env, initial_robot_obs, initial_scene_obs, seed, on_step, instructions)
+    obs, info = _reset_chain(
+        env, initial_robot_obs, initial_scene_obs, seed, on_step, instructions, perturbation
+    )
     subtasks: list[EpisodeRecord] = []
     for index, (task, instruction) in enumerate(zip(tasks, instructions)):
         base.begin_subtask(task)

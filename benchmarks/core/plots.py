@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -32,6 +34,75 @@ def line_plot(
     if len(series) > 1:
         ax.legend()
     return _save(fig, path)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One small plot of :func:`panel_plot`: a measured series (with an optional interval band) and
+    reference lines (``label -> y``: a constant, or one value per x)."""
+
+    title: str
+    x: Sequence[float]
+    y: Sequence[float | None]
+    band: tuple[Sequence[float | None], Sequence[float | None]] | None = None
+    references: Mapping[str, float | Sequence[float | None]] = field(default_factory=dict)
+
+
+def panel_plot(
+    path: Path,
+    panels: Sequence[Panel],
+    *,
+    series: str,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    columns: int = 4,
+) -> Path:
+    """Small multiples (one panel per entry, shared axes, 0-100 y range), one legend for the figure."""
+    columns = max(1, min(columns, len(panels)))
+    rows = -(-len(panels) // columns)
+    fig, grid = plt.subplots(
+        rows,
+        columns,
+        figsize=(2.9 * columns, 2.3 * rows + 1.0),
+        dpi=110,
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
+    for ax, panel in zip(grid.flat, panels):
+        _draw_panel(ax, panel, series)
+    for ax in list(grid.flat)[len(panels) :]:
+        ax.set_visible(False)
+    handles, labels = grid.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.supxlabel(xlabel, y=0.1)
+    fig.supylabel(ylabel)
+    fig.suptitle(title)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _nan(values: Sequence[float | None]) -> list[float]:
+    return [np.nan if v is None else v for v in values]
+
+
+def _draw_panel(ax: plt.Axes, panel: Panel, series: str) -> None:
+    if panel.band is not None:
+        ax.fill_between(panel.x, _nan(panel.band[0]), _nan(panel.band[1]), alpha=0.2, color="C0", linewidth=0)
+    ax.plot(panel.x, _nan(panel.y), marker="o", color="C0", label=series)
+    for i, (label, ref) in enumerate(panel.references.items()):
+        refs = [float(ref)] * len(panel.x) if isinstance(ref, (int, float)) else _nan(ref)
+        ax.plot(panel.x, refs, linestyle=("--", ":", "-.")[i % 3], color=f"C{i + 1}", label=label)
+    ax.set_title(panel.title, fontsize=9)
+    ax.set_ylim(-5, 105)
+    ax.set_xticks(list(panel.x))
+    ax.xaxis.set_tick_params(labelbottom=True)  # (a panel above an empty cell shows its own)
+    ax.grid(alpha=0.3)
 
 
 def bar_plot(

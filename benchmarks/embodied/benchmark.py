@@ -24,17 +24,15 @@ from benchmarks.core.runner import run_command
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
 from benchmarks.embodied.report import average_interval, subset_markdown, subset_table
-from benchmarks.robustness import (
-    CertificateCache,
-    certificate_key,
-    certify,
-    robustness_markdown,
-    robustness_table,
+from benchmarks.robustness import CertificateCache
+from benchmarks.robustness.runner import (
+    certificates_path,
+    robustness_summary,
+    robustness_units,
+    run_certified,
 )
-from benchmarks.robustness.suite import variant_units
 from benchmarks.stats.intervals import WILSON, described
 from benchmarks.stats.stopping import stopper_for
-from envs.perturbation import PerturbationSpec
 from policies.base import Policy
 from policies.config_cli import InputError
 from policies.entry_point import load_entry_point
@@ -101,7 +99,7 @@ class EmbodiedWorker(EpisodeWorker):
         self.policy = build_policy_from_spec(spec, defaults=self.family.policy_defaults())
         self.policy.bind(self.env)
         self._run_episode = load_entry_point(self.family.run_episode)
-        self.certificates = CertificateCache(certificates_path(config, run_path)) if config.perturb else None
+        self.certificates = CertificateCache(_certificates(config, run_path)) if config.perturb else None
         self._expert: Policy | None = None
         self.prober = self._prober()
 
@@ -116,51 +114,55 @@ class EmbodiedWorker(EpisodeWorker):
         return Prober(schedule, family, self.env, self.policy, model, book)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
-        perturbation = unit.spec.get("perturbation")
-        # A variant is certified by the expert before the policy sees it; a clean unit runs as it always has.
-        certificate = None if perturbation is None else self._certify(unit)
-        variant: dict[str, Any] = {} if perturbation is None else {"perturbation": perturbation}
-        if self.prober is not None:  # (only then: a user's run_episode need not know the hook)
-            variant["on_decision"] = self.prober.start(unit.seed)
-        record: EpisodeRecord = self._run_episode(
-            self.env,
-            self.policy,
-            unit.spec["episode"],
-            seed=unit.seed,
-            on_step=on_step,
-            decisions=self.decisions,
-            latency=self.config.latency_setting(),
-            **variant,
-        )
-        if self.prober is not None:
-            self.decisions.extend(self.prober.finish(record["success"]))
-        if certificate is not None:
-            record["extras"].update(
-                perturbation=perturbation, certified=certificate["certified"], certificate=certificate
-            )
-        return record
+        episode = unit.spec["episode"]
 
-    def _certify(self, unit: WorkUnit) -> dict[str, Any]:
-        """The family's expert runs the variant first (once per variant: certificates are cached)."""
-        assert self.certificates is not None
-        spec, episode = PerturbationSpec.from_json(unit.spec["perturbation"]), unit.spec["episode"]
+        def run_policy(perturbation: dict[str, Any] | None) -> EpisodeRecord:
+            variant: dict[str, Any] = {} if perturbation is None else {"perturbation": perturbation}
+            if self.prober is not None:  # (only then: a user's run_episode need not know the hook)
+                variant["on_decision"] = self.prober.start(unit.seed)
+            record: EpisodeRecord = self._run_episode(
+                self.env,
+                self.policy,
+                episode,
+                seed=unit.seed,
+                on_step=on_step,
+                decisions=self.decisions,
+                latency=self.config.latency_setting(),
+                **variant,
+            )
+            if self.prober is not None:
+                self.decisions.extend(self.prober.finish(record["success"]))
+            return record
+
+        def run_expert(perturbation: dict[str, Any] | None) -> EpisodeRecord:
+            return self._run_episode(
+                self.env, self._bound_expert(), episode, seed=unit.seed, perturbation=perturbation
+            )
+
+        return run_certified(
+            unit,
+            self.certificates,
+            family=self.family.name,
+            expert=self.family.expert,
+            episode=episode,
+            episode_id=episode.get("episode_id"),
+            run_policy=run_policy,
+            run_expert=run_expert,
+        )
+
+    def _bound_expert(self) -> Policy:
+        """The family's expert, built and bound to the env on first use (it certifies variants)."""
         if self._expert is None:
             assert self.env is not None  # (made in __init__)
             self._expert = load_entry_point(self.family.expert)()
             self._expert.bind(self.env)
-        expert = self._expert
-
-        def run_expert() -> EpisodeRecord:
-            return self._run_episode(self.env, expert, episode, seed=unit.seed, perturbation=spec.to_json())
-
-        key = certificate_key(self.family.name, self.family.expert, episode, spec)
-        return certify(self.certificates, key, spec, episode.get("episode_id"), run_expert)
+        return self._expert
 
 
 def perturbation_family(family: Family) -> str:
     """The ``module:FAMILY`` naming the env's robustness axes, or an input error for a family without any."""
     if family.perturbations is None:
-        raise InputError(f"--perturb: {family.title} declares no perturbation axes yet; use nav")
+        raise InputError(f"--perturb: {family.title} declares no perturbation axes")
     return family.perturbations
 
 
@@ -171,9 +173,8 @@ def probe_family(family: Family) -> str:
     return family.probes
 
 
-def certificates_path(config: EmbodiedConfig, run_path: str) -> Path:
-    """``--certificates``, or ``certificates.json`` next to the benchmark's run folders."""
-    return Path(config.certificates) if config.certificates else Path(run_path).parent / "certificates.json"
+def _certificates(config: EmbodiedConfig, run_path: str) -> Path:
+    return certificates_path(config.certificates, run_path)
 
 
 def _build_worker(config: EmbodiedConfig, spec: PolicySpec, run_path: str) -> EmbodiedWorker:
@@ -218,8 +219,8 @@ class EmbodiedBenchmark(Benchmark):
         ]
         if not self.config.perturb:
             return clean
-        CertificateCache(certificates_path(self.config, self.run_path))  # a bad file: an input error, now
-        return variant_units(clean, self.config.perturb, load_entry_point(perturbation_family(self.family)))
+        axes = load_entry_point(perturbation_family(self.family))
+        return robustness_units(clean, self.config, _certificates(self.config, self.run_path), axes)
 
     def worker_factory(self) -> WorkerFactory:
         return functools.partial(_build_worker, self.config, self.spec, self.run_path)
@@ -238,32 +239,17 @@ class EmbodiedBenchmark(Benchmark):
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
         if self.config.perturb:
-            summary = self._robustness_summary(records, run_dir, tally)
+            summary = robustness_summary(
+                records,
+                self.config,
+                _certificates(self.config, self.run_path),
+                self._summary,
+                len(self._episodes()),
+            )
         else:
             summary = self._summary(ok_results(records), tally)
         title = f"{self.family.title}: {self.spec.label}"
         return attributed(summary, records, run_dir, "subset", self.config.probe, title)
-
-    def _robustness_summary(
-        self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally
-    ) -> Summary:
-        """The clean arm's usual summary (the headline) plus the robustness table; certificates saved."""
-        results = ok_results(records)
-        cache = CertificateCache(certificates_path(self.config, self.run_path))
-        for r in results:
-            if "certificate" in r["extras"]:
-                c = r["extras"]["certificate"]
-                cache.put(c["key"], {k: v for k, v in c.items() if k not in ("key", "cached")})
-        cache.save()
-        clean_tally = UnitTally.of(
-            [r for r in records if "~" not in str(r.get("key"))], len(self._episodes())
-        )
-        clean = [r for r in results if r["extras"].get("perturbation") is None]
-        summary = self._summary(clean, clean_tally)
-        table = robustness_table(results, self.config.include_uncertified)
-        summary.data["robustness"] = table
-        summary.markdown += "\n" + robustness_markdown(table)
-        return summary
 
     def _summary(self, results: list[EpisodeRecord], tally: UnitTally) -> Summary:
         table = subset_table(results)

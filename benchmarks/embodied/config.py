@@ -72,6 +72,7 @@ FAMILIES = {
         size_kwargs=("image_size",),
         control_hz=2.0,
         mllm_defaults={"loop": "eb", "task": "manipulation", "image_keys": ("front_rgb",)},
+        perturbations="envs.manipulation.perturbations:FAMILY",
         probes="benchmarks.attribution.manipulation:PROBES",
     ),
 }

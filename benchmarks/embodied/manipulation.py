@@ -32,6 +32,7 @@ def run_episode(
     *,
     on_step: StepHook | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    perturbation: dict[str, Any] | None = None,
     on_decision: DecisionHook | None = None,
     latency: Latency | None = None,
 ) -> EpisodeRecord:
@@ -42,9 +43,12 @@ def run_episode(
     the policy's model calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision (state
     probes). ``latency`` (default none: EB's protocol) spends the steps each decision's inference took
     before its actions (:mod:`benchmarks.core.latency`) and adds the record's ``latency`` entry.
+    ``perturbation`` (a spec dict) runs that robustness variant of the episode; the policy still gets only
+    what the env shows it.
     """
     start = time.perf_counter()
-    obs, info = env.reset(seed=seed, options={"episode": episode})
+    variant = {} if perturbation is None else {"perturbation": perturbation}
+    obs, info = env.reset(seed=seed, options={"episode": episode, **variant})
     policy.reset(episode_context(obs, info, episode, seed, ("episode_id", "family", "subset")))
     loop = run_agent_loop(
         env, policy, obs, info, on_step=on_step, decisions=decisions, on_decision=on_decision, latency=latency

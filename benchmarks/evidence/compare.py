@@ -6,14 +6,19 @@ McNemar test, graded ones (CALVIN's completed length, MRA/IoU scores) with the p
 sign-flip permutation test (:mod:`benchmarks.stats.paired`); overall and per task, category or chain
 position. Units that errored in either run are listed and left out, never counted as results.
 
+``--across OPTION`` lets runs differ in named protocol options, for a comparison across them on units
+that mean the same in every value: CALVIN's chains in scenes A-D (``--across scene``: chain i starts from
+the same symbolic state with the same subtasks in each scene, so the pairs show the scene gap).
+
 Refused in one line (exit 2): a missing run folder, runs of different benchmarks or protocol options (the
-option and both values are named), runs that share no unit, an ``--alpha`` outside (0, 1).
+option and both values are named), runs that share no unit, an ``--alpha`` outside (0, 1), an
+``--across`` option the runs do not have.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +40,26 @@ def build_parser() -> OneLineParser:
     parser.add_argument(
         "--output", type=Path, default=Path("compare.json"), help="the JSON written (default compare.json)"
     )
+    parser.add_argument(
+        "--across",
+        default="",
+        metavar="OPTION[,OPTION]",
+        help="protocol options the runs may differ in (e.g. scene: one CALVIN checkpoint in scenes A-D)",
+    )
     return parser
 
 
-def check_comparable(a: Run, b: Run) -> None:
-    """Refuse runs of different benchmarks or protocol options, naming the first difference."""
+def check_comparable(a: Run, b: Run, across: Collection[str] = ()) -> None:
+    """Refuse runs of different benchmarks or protocol options (except ``across``), naming the first."""
+    unknown = sorted(set(across) - set(a.protocol) - set(b.protocol) - {"benchmark"})
+    if unknown or "benchmark" in across:
+        known = ", ".join(k for k in sorted(a.protocol) if k != "benchmark")
+        raise InputError(
+            f"--across {','.join(unknown) or 'benchmark'}: not a protocol option of these runs; "
+            f"choose among {known}"
+        )
     for key in sorted(set(a.protocol) | set(b.protocol)):
-        if a.protocol.get(key) != b.protocol.get(key):
+        if key not in across and a.protocol.get(key) != b.protocol.get(key):
             flag = "benchmark" if key == "benchmark" else f"--{key.replace('_', '-')}"
             raise InputError(
                 f"{a.path} and {b.path} differ in {flag} ({a.protocol.get(key)!r} vs {b.protocol.get(key)!r}); "
@@ -75,9 +93,12 @@ def paired_test(
     return paired_difference([float(v) for v in a], [float(v) for v in b], confidence=confidence, seed=seed)
 
 
-def compare_runs(a: Run, b: Run, *, confidence: float = 0.95, seed: int = SEED) -> dict[str, Any]:
-    """The comparison of B with A as JSON: runs, units, the headline and per-group tests."""
-    check_comparable(a, b)
+def compare_runs(
+    a: Run, b: Run, *, confidence: float = 0.95, seed: int = SEED, across: Collection[str] = ()
+) -> dict[str, Any]:
+    """The comparison of B with A as JSON: runs, units, the headline and per-group tests; the runs may
+    differ in the protocol options ``across`` (their values are in ``"across"``)."""
+    check_comparable(a, b, across)
     keys, left_out = shared_units(a, b)
     ua, ub = [a.units[k] for k in keys], [b.units[k] for k in keys]
     rows: dict[str, PairedResult] = {}
@@ -92,6 +113,7 @@ def compare_runs(a: Run, b: Run, *, confidence: float = 0.95, seed: int = SEED) 
         "b": {"path": str(b.path), "label": b.label},
         "benchmark": a.family,
         "protocol": dict(a.protocol),
+        "across": {key: [a.protocol.get(key), b.protocol.get(key)] for key in across},
         "confidence": confidence,
         "seed": seed,
         "units": {
@@ -159,7 +181,7 @@ def comparison_markdown(result: Mapping[str, Any]) -> str:
     level = f"{100 * result['confidence']:g} %"
     units = result["units"]
     lines = [
-        f"## {result['benchmark']}: B = {result['b']['label']} vs A = {result['a']['label']}",
+        f"## {result['benchmark']}: B = {result['b']['label']} vs A = {result['a']['label']}{_across(result)}",
         "",
         f"A: {result['a']['path']}; B: {result['b']['path']}. Units: {units['shared']} shared, "
         f"{units['paired']} paired (A ran {units['a']}, B ran {units['b']}).",
@@ -180,6 +202,12 @@ def comparison_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _across(result: Mapping[str, Any]) -> str:
+    """`` (scene B vs A: D vs A)`` for a comparison across protocol options, else nothing."""
+    pairs = [f"{k} {b} vs {a}" for k, (a, b) in (result.get("across") or {}).items()]
+    return f" ({'; '.join(pairs)})" if pairs else ""
+
+
 def _is_rate(row: Mapping[str, Any]) -> bool:
     return row["test"] == "mcnemar-exact"
 
@@ -197,7 +225,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if len(args.runs) < 2:
         raise InputError("compare needs two run folders or more: spatial-arena compare RUN_A RUN_B")
     runs = [load_run(path) for path in args.runs]
-    results = [compare_runs(runs[0], b, confidence=1 - args.alpha, seed=args.seed) for b in runs[1:]]
+    across = tuple(k.strip().replace("-", "_") for k in args.across.split(",") if k.strip())
+    results = [
+        compare_runs(runs[0], b, confidence=1 - args.alpha, seed=args.seed, across=across) for b in runs[1:]
+    ]
     for result in results:
         print(comparison_markdown(result) + "\n")
     write_json(args.output, results[0] if len(results) == 1 else {"comparisons": results})

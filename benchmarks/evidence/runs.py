@@ -24,8 +24,9 @@ from benchmarks.core.stopping import STOPPING_KEYS
 from benchmarks.core.work import RECORD_OK
 from policies.config_cli import InputError
 
-#: Closed-loop config fields that name the model under test, not the protocol: they may differ.
-POLICY_KEYS = frozenset({"policy", "policy_kwargs", "replay_file", "latency", "latency_mode"})
+#: Closed-loop config fields that name the model under test, not the protocol: they may differ. ``cameras``
+#: chooses what the policy sees, never the physics (a blind baseline runs without rendering).
+POLICY_KEYS = frozenset({"policy", "policy_kwargs", "replay_file", "latency", "latency_mode", "cameras"})
 #: Closed-loop config fields that only choose how many of the protocol's units ran (units are matched).
 PREFIX_KEYS = frozenset({"limit", "num_sequences", "trials_per_task", "episodes"}) | STOPPING_KEYS
 #: What must match between two static runs: the data, the benchmark, its scoring mode and prompt style.

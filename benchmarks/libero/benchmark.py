@@ -26,14 +26,28 @@ from benchmarks.core.work import RECORD_ERROR
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.libero.config import POLICY_DEFAULTS, REFERENCE, LiberoConfig
 from benchmarks.libero.report import blind_rows, task_plot, task_rows, task_table
+from benchmarks.robustness import CertificateCache
+from benchmarks.robustness.runner import (
+    certificates_path,
+    is_variant,
+    robustness_summary,
+    robustness_units,
+    run_certified,
+)
 from benchmarks.stats.intervals import WILSON, described, wilson
 from benchmarks.stats.stopping import stopper_for
 from envs.libero import protocol
+from envs.libero.perturbations import FAMILY as AXES_FAMILY
+from policies.base import Policy
 from policies.config_cli import InputError
+from policies.entry_point import load_entry_point
 from policies.mllm.common import model_call_totals, model_calls_markdown
 
 if TYPE_CHECKING:
     import gymnasium as gym
+
+#: The expert that certifies perturbed variants (``--perturb``).
+CERTIFYING_EXPERT = POLICY_DEFAULTS["expert"]["expert"]
 
 
 class LiberoWorker(EpisodeWorker):
@@ -47,6 +61,11 @@ class LiberoWorker(EpisodeWorker):
         self.config, self.spec = config, spec
         self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
         self.task_index: int | None = None
+        path = certificates_path(config.certificates, run_path)
+        self.certificates = CertificateCache(path) if config.perturb else None
+        self._expert: Policy | None = None
+        self._expert_env: gym.Env | None = None  # the certifying expert's env: no cameras (it looks at none)
+        self._cameras = config.video > 0 or not spec.blind
         self.prober = self._prober()
 
     def _prober(self) -> Prober | None:
@@ -57,49 +76,98 @@ class LiberoWorker(EpisodeWorker):
         model, book = probe_model(self.policy, self.config, self.config.seed)
         return Prober(schedule, LIBERO_PROBES, None, self.policy, model, book)
 
-    def _env_for(self, task_index: int) -> gym.Env:
+    def _make_task_env(self, task_index: int, cameras: bool) -> gym.Env:
         from envs.libero.protocol import env_id
 
+        c = self.config
+        return self.make_env(
+            env_id(c.suite, task_index),
+            image_size=c.image_size,
+            max_steps=c.budget(),
+            num_steps_wait=c.num_steps_wait,
+            fast_render=c.fast_render,
+            image_orientation=c.image_orientation,
+            cameras=cameras,
+        )
+
+    def _env_for(self, task_index: int) -> gym.Env:
         if task_index != self.task_index:
-            if self.env is not None:
-                self.env.close()
-            c = self.config
-            self.env = self.make_env(
-                env_id(c.suite, task_index),
-                image_size=c.image_size,
-                max_steps=c.budget(),
-                num_steps_wait=c.num_steps_wait,
-                fast_render=c.fast_render,
-                image_orientation=c.image_orientation,
-                cameras=c.video > 0 or not self.spec.blind,
-            )
+            for env in {id(e): e for e in (self.env, self._expert_env) if e is not None}.values():
+                env.close()
+            self._expert_env = None
+            self.env = self._make_task_env(task_index, self._cameras)
             self.task_index = None  # set once bound: a policy that refuses this env fails every trial alike
             self.policy.bind(self.env)
             self.task_index = task_index
         assert self.env is not None  # built for this task, here or for an earlier unit
         return self.env
 
+    def _expert_for(self, task_index: int) -> tuple[gym.Env, Policy]:
+        """The certifying expert, bound to a camera-less env of the task (made on first use per task)."""
+        if self._expert_env is None:
+            # (the policy's own env when it has no cameras either: physics is all the expert needs)
+            env = self._make_task_env(task_index, False) if self._cameras else self._env_for(task_index)
+            self._expert = load_entry_point(CERTIFYING_EXPERT)()
+            self._expert.bind(env)
+            self._expert_env = env
+        assert self._expert is not None  # (made with its env)
+        return self._expert_env, self._expert
+
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         from benchmarks.libero.episode import run_episode
 
-        env = self._env_for(unit.spec["task_index"])
-        hook = None if self.prober is None else self.prober.start(unit.seed, env)
-        record = run_episode(
-            env,
-            self.policy,
-            init_state_index=unit.spec["init_state_index"],
-            max_steps=self.config.budget(),
-            num_steps_wait=self.config.num_steps_wait,
-            seed=unit.seed,
-            replay_key=unit.key,
-            on_step=on_step,
-            decisions=self.decisions,
-            latency=self.config.latency_setting(),
-            on_decision=hook,
+        task, c = unit.spec["task_index"], self.config
+        env = self._env_for(task)
+        clean_key = unit.key.split("~")[0]  # (a variant's key names its axis: never shown to the policy)
+        episode = {
+            "suite": c.suite,
+            "task_index": task,
+            "init_state_index": unit.spec["init_state_index"],
+            "max_steps": c.budget(),
+            "num_steps_wait": c.num_steps_wait,
+        }
+        settings = {k: v for k, v in episode.items() if k not in ("suite", "task_index")}
+
+        def run_policy(perturbation: dict[str, Any] | None) -> EpisodeRecord:
+            hook = None if self.prober is None else self.prober.start(unit.seed, env)
+            record = run_episode(
+                env,
+                self.policy,
+                **settings,
+                seed=unit.seed,
+                replay_key=clean_key,
+                on_step=on_step,
+                decisions=self.decisions,
+                latency=c.latency_setting(),
+                on_decision=hook,
+                perturbation=perturbation,
+            )
+            if self.prober is not None:
+                self.decisions.extend(self.prober.finish(record["success"]))
+            return record
+
+        def run_expert(perturbation: dict[str, Any] | None) -> EpisodeRecord:
+            expert_env, expert = self._expert_for(task)
+            return run_episode(expert_env, expert, **settings, seed=unit.seed, perturbation=perturbation)
+
+        record = run_certified(
+            unit,
+            self.certificates,
+            family=AXES_FAMILY,
+            expert=CERTIFYING_EXPERT,
+            episode=episode,
+            episode_id=clean_key,
+            run_policy=run_policy,
+            run_expert=run_expert,
         )
-        if self.prober is not None:
-            self.decisions.extend(self.prober.finish(record["success"]))
+        record["extras"]["episode_id"] = clean_key  # (pairs a variant with its clean episode)
         return record
+
+    def close(self) -> None:
+        if self._expert_env is not None and self._expert_env is not self.env:
+            self._expert_env.close()
+        self._expert_env = None
+        super().close()
 
 
 def _build_worker(config: LiberoConfig, spec: PolicySpec, run_path: str) -> LiberoWorker:
@@ -122,8 +190,15 @@ class LiberoBenchmark(Benchmark):
             raise InputError(
                 f"--trials-per-task must be 1..{protocol.NUM_INIT_STATES} (one per fixed initial state)"
             )
-        if self.spec.name == "expert":
+        units = robustness_units(
+            self._clean_units(), c, certificates_path(c.certificates, self.run_path), AXES_FAMILY
+        )
+        if self.spec.name == "expert" or c.perturb:  # (the expert certifies --perturb variants)
             check_expert_goals(c.suite, c.task_indices())
+        return units
+
+    def _clean_units(self) -> list[WorkUnit]:
+        c = self.config
         pairs = [(t, k) for t in c.task_indices() for k in range(c.trials_per_task)]
         return [
             WorkUnit(
@@ -165,8 +240,24 @@ class LiberoBenchmark(Benchmark):
         return Counter(task_of[r["key"]] for r in records if r["status"] == RECORD_ERROR)
 
     def summarize(self, records: Sequence[dict[str, Any]], run_dir: RunDir, tally: UnitTally) -> Summary:
-        results = ok_results(records)
-        table = task_table(results, self.errored_by_task(records))
+        c = self.config
+        if not c.perturb:
+            summary = self._summary(ok_results(records), tally, self.errored_by_task(records))
+        else:
+            clean_errors = self.errored_by_task([r for r in records if not is_variant(r["key"])])
+            summary = robustness_summary(
+                records,
+                c,
+                certificates_path(c.certificates, self.run_path),
+                lambda clean, clean_tally: self._summary(clean, clean_tally, clean_errors),
+                len(self._clean_units()),
+            )
+        title = f"LIBERO {c.suite}: {self.spec.label}"
+        return attributed(summary, records, run_dir, "task_index", c.probe, title)
+
+    def _summary(self, results: list[EpisodeRecord], tally: UnitTally, errored: Counter[int]) -> Summary:
+        """The clean summary: success per task and overall, model calls, latency."""
+        table = task_table(results, errored)
         overall = 100.0 * float(np.mean([r["success"] for r in results])) if results else None
         overall_ci = wilson(sum(r["success"] for r in results), len(results)).scaled(100).bounds()
         c = self.config
@@ -210,8 +301,7 @@ class LiberoBenchmark(Benchmark):
             if table
             else {}
         )
-        summary = Summary(data, "\n".join(lines), files)
-        return attributed(summary, records, run_dir, "task_index", c.probe, title)
+        return Summary(data, "\n".join(lines), files)
 
 
 def check_expert_goals(suite: str, tasks: Sequence[int]) -> None:

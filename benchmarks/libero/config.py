@@ -14,6 +14,7 @@ from benchmarks.core.latency import (
     parse_latency,
 )
 from benchmarks.core.runner import ExecutionConfig, require_count
+from benchmarks.robustness.config import RobustnessArgs
 from envs.libero import protocol
 from policies.config_cli import InputError, arg
 
@@ -29,7 +30,7 @@ REFERENCE = {"libero_10": {"label": "VLM4VLA Qwen3-VL-4B (published)", "success_
 
 
 @dataclass
-class LiberoConfig(ProbeArgs, ExecutionConfig):
+class LiberoConfig(RobustnessArgs, ProbeArgs, ExecutionConfig):
     """Evaluate a policy on a LIBERO suite (one trial per fixed initial state, OpenVLA's step budgets)."""
 
     policy: str = arg(

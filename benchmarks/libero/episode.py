@@ -34,6 +34,7 @@ def run_episode(
     decisions: list[dict[str, Any]] | None = None,
     latency: Latency | None = None,
     on_decision: DecisionHook | None = None,
+    perturbation: dict[str, Any] | None = None,
 ) -> EpisodeRecord:
     """Run one episode of a LIBERO env; the policy must already be bound to ``env``.
 
@@ -45,20 +46,19 @@ def run_episode(
     ``on_step(obs, caption_lines)`` sees every observation, the first after the settle steps included
     (videos); the policy's model calls are appended to ``decisions``; ``on_decision(obs)`` hears each decision
     (state probes). ``latency`` (default none: the protocol) lets the env run on while the policy thinks
-    (:mod:`benchmarks.core.latency`) and adds the record's ``latency`` entry.
+    (:mod:`benchmarks.core.latency`) and adds the record's ``latency`` entry. ``perturbation`` (a spec dict)
+    runs that robustness variant.
     """
     start = time.perf_counter()
     libero = cast("LiberoEnv", env.unwrapped)
-    options = {"init_state_index": init_state_index, "max_steps": max_steps, "num_steps_wait": num_steps_wait}
-    observation, info = env.reset(seed=seed, options=options)
-    policy.reset(
-        EpisodeContext(
-            instruction=libero.instruction,
-            seed=seed,
-            info=info,
-            extras={**_extras(libero), "replay_key": replay_key, "init_state_index": int(init_state_index)},
-        )
-    )
+    settings = {
+        "init_state_index": init_state_index,
+        "max_steps": max_steps,
+        "num_steps_wait": num_steps_wait,
+    }
+    variant = {} if perturbation is None else {"perturbation": perturbation}
+    observation, info = env.reset(seed=seed, options={**settings, **variant})
+    policy.reset(_context(libero, seed, info, replay_key, init_state_index))
     stream = ActionStream(env, policy, latency, on_decision)
     terminated = truncated = False
     if on_step:
@@ -72,10 +72,8 @@ def run_episode(
         "suite": libero.suite,
         "task_index": libero.task_index,
         "instruction": libero.instruction,
-        "init_state_index": int(init_state_index),
+        **{k: int(v) for k, v in settings.items()},
         "seed": int(seed),
-        "max_steps": int(max_steps),
-        "num_steps_wait": int(num_steps_wait),
         "truncated": bool(truncated and not info["is_success"]),
     }
     return episode_record(
@@ -86,6 +84,15 @@ def run_episode(
         started=start,
         extras=extras,
     )
+
+
+def _context(
+    libero: LiberoEnv, seed: int, info: dict[str, Any], replay_key: str | None, state: int
+) -> EpisodeContext:
+    """What the policy is told at the start: the instruction (a paraphrase variant's wording), the seed,
+    the reset info and the task (never a variant's spec)."""
+    extras = {**_extras(libero), "replay_key": replay_key, "init_state_index": int(state)}
+    return EpisodeContext(instruction=libero.instruction, seed=seed, info=info, extras=extras)
 
 
 def _extras(libero: LiberoEnv) -> dict[str, Any]:

@@ -72,8 +72,14 @@ def _fmt(value: float | None, bounds: Sequence[float] | None) -> str:
     return f"{value:.1f}" + ("" if bounds is None else f" [{bounds[0]:.1f}, {bounds[1]:.1f}]")
 
 
-def robustness_markdown(table: Mapping[str, Any]) -> str:
-    """The per-axis / per-level table as Markdown (success, drop from clean, certification; 95 % CIs)."""
+def robustness_markdown(
+    table: Mapping[str, Any],
+    blind: Mapping[str, Mapping[str, float]] | None = None,
+    blind_note: str | None = None,
+) -> str:
+    """The per-axis / per-level table as Markdown (success, drop from clean, certification; 95 % CIs), with
+    a blind column (the best blind baseline of that axis and level, ``blind_note`` under the table) when
+    ``blind`` is given."""
     clean = table["clean"]
     lines = [
         "## Robustness",
@@ -83,13 +89,19 @@ def robustness_markdown(table: Mapping[str, Any]) -> str:
         "Drop: clean minus perturbed success on the same episodes (points). "
         + ("Uncertified variants included." if table["include_uncertified"] else "Certified variants only."),
         "",
-        "| axis | level | variants | scored | success % | drop (pts) | certified % |",
-        "|---|---|---:|---:|---|---|---|",
+        "| axis | level | variants | scored | success % | drop (pts) | certified % |"
+        + (" blind % |" if blind else ""),
+        "|---|---|---:|---:|---|---|---|" + ("---:|" if blind else ""),
     ]
     for axis, levels in table["axes"].items():
         for level, c in levels.items():
-            lines.append(
+            row = (
                 f"| {axis} | {level} | {c['variants']} | {c['scored']} | {_fmt(c['success_rate'], c['success_ci'])} "
                 f"| {_fmt(c['drop'], c['drop_ci'])} | {_fmt(c['certification_rate'], c['certification_ci'])} |"
             )
+            if blind:
+                row += f" {_fmt(blind.get(axis, {}).get(level), None)} |"
+            lines.append(row)
+    if blind and blind_note:
+        lines += ["", blind_note]
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -17,6 +18,17 @@ from envs.calvin import constants as C
 from envs.calvin.bullet import BulletClient, pb
 
 RENDERERS = ("tiny", "egl")
+_LIGHT_ARGS = {
+    "direction": "lightDirection",
+    "color": "lightColor",
+    "ambient": "lightAmbientCoeff",
+    "diffuse": "lightDiffuseCoeff",
+    "specular": "lightSpecularCoeff",
+}
+
+
+def _light_kwargs(light: Mapping[str, float | list[float]]) -> dict[str, float | list[float]]:
+    return {_LIGHT_ARGS[k]: v for k, v in light.items()}
 
 
 def load_egl(client: BulletClient) -> int:
@@ -79,14 +91,31 @@ class Cameras:
         self.p, self.robot_uid, self.camera_link = client, robot_uid, camera_link
         self.flag = pb.ER_BULLET_HARDWARE_OPENGL if renderer == "egl" else pb.ER_TINY_RENDERER
         self.plugin = egl_plugin
-        self._static_view = client.computeViewMatrix(C.STATIC_EYE, C.STATIC_TARGET, C.STATIC_UP)
-        self._projection = {
-            name: self._project(spec)
-            for name, spec in (("static", C.STATIC_CAMERA), ("gripper", C.GRIPPER_CAMERA))
-        }
+        self._projection = {"gripper": self._project(C.GRIPPER_CAMERA)}
+        self.light: dict[str, float | list[float]] = dict(C.DEFAULT_LIGHT)
+        self.set_static()
 
-    def _project(self, spec: C.CameraSpec) -> tuple[float, ...]:
-        return self.p.computeProjectionMatrixFOV(spec.fov, spec.width / spec.height, spec.near, spec.far)
+    def _project(self, spec: C.CameraSpec, fov: float | None = None) -> tuple[float, ...]:
+        return self.p.computeProjectionMatrixFOV(
+            spec.fov if fov is None else fov, spec.width / spec.height, spec.near, spec.far
+        )
+
+    def set_static(
+        self,
+        eye: Sequence[float] = C.STATIC_EYE,
+        target: Sequence[float] = C.STATIC_TARGET,
+        up: Sequence[float] = C.STATIC_UP,
+        fov: float = C.STATIC_CAMERA.fov,
+    ) -> None:
+        """Place the static camera (CALVIN's pose and field of view by default)."""
+        self._static_view = self.p.computeViewMatrix(list(eye), list(target), list(up))
+        self._projection["static"] = self._project(C.STATIC_CAMERA, fov)
+
+    def set_light(self, light: Mapping[str, float | list[float]] | None = None) -> None:
+        """The renderer's light for both cameras: ``{"direction", "color", "ambient", "diffuse",
+        "specular"}`` (``None``: PyBullet's TinyRenderer defaults, ``constants.DEFAULT_LIGHT``). Every
+        image passes all five: the renderer keeps a light it was once given."""
+        self.light = {**C.DEFAULT_LIGHT, **(light or {})}
 
     def _gripper_view(self) -> tuple[float, ...]:
         # cached frame, as calvin_env's GripperCamera reads it: from before the last physics sub-step; a
@@ -108,6 +137,7 @@ class Cameras:
             self._projection[name],
             renderer=self.flag,
             flags=pb.ER_NO_SEGMENTATION_MASK,
+            **_light_kwargs(self.light),
         )
         rgb = np.asarray(rgba, dtype=np.uint8).reshape(spec.height, spec.width, 4)[:, :, :3].copy()
         if not depth:

@@ -104,9 +104,20 @@ BLOCK_RGBA: dict[str, tuple[float, float, float, float]] = {
 }
 
 
+#: Colours of blocks no CALVIN task names (robustness distractors): none is red, blue or pink, nor the
+#: LED's green or the lightbulb's yellow.
+EXTRA_BLOCK_RGBA: dict[str, tuple[float, float, float, float]] = {
+    "orange": (1.0, 0.5, 0.0, 1.0),
+    "cyan": (0.0, 0.8, 0.8, 1.0),
+    "white": (0.95, 0.95, 0.95, 1.0),
+    "black": (0.08, 0.08, 0.08, 1.0),
+    "brown": (0.45, 0.25, 0.1, 1.0),
+}
+
+
 def block_spec(color: str, size: str) -> BlockSpec:
     """Block ``color`` in CALVIN's ``size`` ("small", "middle" or "big")."""
-    return BlockSpec(BLOCK_SIZES[size], BLOCK_RGBA[color])
+    return BlockSpec(BLOCK_SIZES[size], {**BLOCK_RGBA, **EXTRA_BLOCK_RGBA}[color])
 
 
 # Scene D: red = middle, blue = small, pink = big; scene_obs lists them in this order (other scenes:
@@ -134,6 +145,14 @@ STATIC_TARGET = (-0.0262, -0.0302, 0.392)
 STATIC_UP = (0.4041, 0.2263, 0.8863)
 GRIPPER_CAMERA = CameraSpec(84, 84, 75.0, 0.01, 2.0)
 CAMERAS = ("static", "gripper")
+#: The light PyBullet's TinyRenderer uses when none is given (rendering with these values is byte-identical).
+DEFAULT_LIGHT: dict[str, float | list[float]] = {
+    "direction": [-50.0, 30.0, 100.0],
+    "color": [1.0, 1.0, 1.0],
+    "ambient": 0.6,
+    "diffuse": 0.35,
+    "specular": 0.05,
+}
 
 # ------------------------------------------------------------------------------------------ layouts
 ROBOT_OBS_LABELS = (

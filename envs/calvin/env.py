@@ -13,12 +13,14 @@ from action_mapping.adapters import calvin_relative_actions
 from action_mapping.plan import StepSizes
 from action_mapping.trajectory import StepMotion
 from envs.calvin import constants as C
+from envs.calvin import perturbations
 from envs.calvin.assets import builtin_frame
 from envs.calvin.obs_layout import check_obs_layout, shaped_observation, shaped_space
 from envs.calvin.scene import random_scene_state, scene_obs_for_state
 from envs.calvin.scenes import DEFAULT_SCENE, SCENES, SceneSpec, scene_spec
 from envs.calvin.sim import PlayTableSim
 from envs.calvin.tasks import TASKS, completed_tasks
+from envs.perturbation import Channels, PerturbationError, check_spec
 
 ACTION_MODES = ("relative", "absolute")
 #: Units of one primitive count in plans run on the play-table (see docs/guide/action-mapping.md, "Executable
@@ -35,7 +37,7 @@ TABLE_LINKS = (
     "light_link",
     "plank_link",
 )
-_OPTION_KEYS = ("robot_obs", "scene_obs", "task")
+_OPTION_KEYS = ("robot_obs", "scene_obs", "task", "perturbation")
 OBS_BOUND = 16.0
 
 
@@ -183,6 +185,13 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     visits contacts in that order, and a chain run after others once ended one step apart from the same
     chain in a fresh process.
 
+    ``options={"perturbation": spec}`` (an :class:`envs.perturbation.PerturbationSpec` or its dict) resets into
+    a robustness variant of that state (axes in :mod:`envs.calvin.perturbations`: the static camera, the
+    light, the table's colours, extra blocks, block positions, start joints, the scene, and image and action
+    noise); the same spec gives the same images byte for byte. Extra blocks and another scene rebuild the
+    world (and the next clean reset builds CALVIN's again); nothing of the spec reaches observations or
+    ``info``.
+
     ## Episode End
     ``terminated`` when the task succeeds; never truncated by the env itself (CALVIN's 360-step subtask
     budget belongs to the protocol, which also keeps one episode across a chain's five subtasks).
@@ -217,7 +226,7 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     ) -> None:
         self._check_arguments(action_mode, cameras, render_mode)
         self.obs_layout = check_obs_layout(obs_layout)
-        self.scene_spec = scene_spec(scene)
+        self.scene_spec = self._base_spec = scene_spec(scene)
         self.action_mode, self.cameras, self.depth = action_mode, tuple(cameras), bool(depth)
         self.render_mode = render_mode
         self.sim = PlayTableSim(
@@ -234,6 +243,7 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
         self._depths: dict[str, np.ndarray] = {}
         self._robot_obs = np.zeros(15)
         self._scene_obs = np.zeros(24)
+        self._channels = Channels(None, self.action_space)
 
     @staticmethod
     def _check_arguments(action_mode: str, cameras: Sequence[str], render_mode: str | None) -> None:
@@ -252,7 +262,8 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         robot_obs, scene_obs, task = self._parse_options(options or {})
-        self.sim.reset(robot_obs, scene_obs)
+        episode = self._variant(robot_obs, scene_obs, task, (options or {}).get("perturbation"))
+        self.sim.reset(np.asarray(episode["robot_obs"]), np.asarray(episode["scene_obs"]))
         self._refresh()
         self.begin_subtask(task)
         return self._observation(), self._info(False, False)
@@ -260,6 +271,7 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
     def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         assert self._snapshot is not None, "call reset() before step()"
         command, clipped = self._validate_action(action)
+        command = self._channels.action(command)
         self.sim.step(command, absolute=self.action_mode == "absolute")
         self._refresh()
         success = self.evaluate()["success"]
@@ -289,8 +301,30 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
             scene_obs = _vector(options["scene_obs"], 24, "scene_obs")
         else:
             state = random_scene_state(self.np_random)
-            scene_obs = scene_obs_for_state(state, self.np_random, self.scene_spec)
+            scene_obs = scene_obs_for_state(state, self.np_random, self._base_spec)
         return robot_obs, scene_obs, options.get("task")
+
+    def _variant(
+        self, robot_obs: np.ndarray, scene_obs: np.ndarray, task: str | None, perturbation: object
+    ) -> dict[str, Any]:
+        """The episode this reset sets up (clean, or a robustness variant), with the world, cameras, light
+        and looks set for it. The spec stays here: nothing of it reaches observations or ``info``."""
+        episode = perturbations.clean_episode(
+            robot_obs, scene_obs, self._base_spec.name, [task] if task else []
+        )
+        spec = None if perturbation is None else check_spec(perturbations.FAMILY, perturbation)
+        if spec is not None and spec.axis == "action_noise" and self.action_mode != "relative":
+            raise PerturbationError("perturbation axis 'action_noise' needs action_mode='relative'")
+        apply = None if spec is None else perturbations.AXES[spec.axis].apply
+        if spec is not None and apply is not None:
+            episode = apply(episode, spec)
+        self._channels = Channels(spec, self.action_space, noisy_dims=6)  # (the gripper untouched)
+        self.sim.configure(episode["scene"], episode["distractors"])
+        self.scene_spec = self.sim.spec
+        self.sim.cameras.set_static(**episode["camera"])
+        self.sim.cameras.set_light(episode["light"])
+        self.sim.set_looks(episode["looks"])
+        return episode
 
     def _validate_action(self, action: np.ndarray) -> tuple[np.ndarray, bool]:
         a = np.asarray(action, dtype=np.float64).reshape(-1)
@@ -321,7 +355,7 @@ class PlayTableEnv(PlayTableInterface, gym.Env):
         obs: dict[str, np.ndarray] = {f"rgb_{n}": f for n, f in self._frames.items()}
         obs.update({f"depth_{n}": d for n, d in self._depths.items()})
         obs["robot_obs"], obs["scene_obs"] = self._robot_obs.copy(), self._scene_obs.copy()
-        return shaped_observation(obs, self.obs_layout)
+        return shaped_observation(self._channels.images(obs), self.obs_layout)
 
     def _info(self, success: bool, clipped: bool) -> dict[str, Any]:
         return {

@@ -22,14 +22,23 @@ ms to building an env, once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pybullet_data
 
 from envs.calvin import constants as C
-from envs.calvin.assets import OFFICIAL_SCALING, AssetPaths, generated_assets, official_assets
+from envs.calvin.assets import (
+    OFFICIAL_SCALING,
+    AssetPaths,
+    block_urdf,
+    default_cache_dir,
+    generated_assets,
+    official_assets,
+    write_cached,
+)
 from envs.calvin.bullet import connect_direct, pb
 from envs.calvin.camera import RENDERERS, Cameras, load_egl
 from envs.calvin.robot import PandaRobot
@@ -52,9 +61,12 @@ class PlayTableSim:
         if renderer not in RENDERERS:
             raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
         self.spec = scene_spec(scene)
+        self._asset_args = (robot_detail, calvin_assets, cache_dir)
         assets, scaling = self._assets(robot_detail, calvin_assets, cache_dir, self.spec.name)
         self.p = connect_direct()
         self._assets_loaded, self._scaling, self._renderer = assets, scaling, renderer
+        #: Blocks no task names, ``{"color", "size", "pose": [x, y, z, yaw]}`` (robustness distractors).
+        self.extras: tuple[dict[str, Any], ...] = ()
         self.p.resetSimulation(pb.RESET_USE_SIMPLE_BROADPHASE)  # see the module docstring
         # the EGL plugin only draws bodies loaded after it, so it comes first (as in CALVIN)
         self._egl_plugin = load_egl(self.p) if renderer == "egl" else None
@@ -70,15 +82,76 @@ class PlayTableSim:
         self.cameras = Cameras(
             self.p, self.robot.uid, self.robot.camera_link, self._renderer, self._egl_plugin
         )
+        # (loaded last: every other body keeps the id a world without them gives it)
+        self.extra_blocks = [
+            self.p.loadURDF(self._extra_urdf(e), (0, 0, -5 - i)) for i, e in enumerate(self.extras)
+        ]
         self.body_names = {
             self.robot.uid: C.BODY_ROBOT,
             self.scene.table: C.BODY_TABLE,
             self.scene.plane: C.BODY_PLANE,
             **{uid: C.BLOCK_BODIES[c] for c, uid in self.scene.blocks.items()},
+            **{uid: f"block_{e['color']}" for uid, e in zip(self.extra_blocks, self.extras)},
         }
+        self._visuals = self._visual_colours()
+        self.looks: dict[str, Any] = {}
         self._link_names = {uid: self._links_of(uid) for uid in self.body_names}
         self._check_reset_covers_joints()
         self._colliders = self._collision_filters()
+
+    def _extra_urdf(self, extra: dict[str, Any]) -> str:
+        directory = Path(self._asset_args[2]) if self._asset_args[2] else default_cache_dir()
+        return write_cached(
+            directory,
+            f"block_{extra['color']}_{extra['size']}",
+            block_urdf(extra["color"], size=extra["size"]),
+        )
+
+    def _visual_colours(self) -> list[tuple[int, int, int, list[float], bool]]:
+        """``(body, link, shape index, rgba, textured)`` of every visual shape of the table (but the LED
+        and lightbulb, whose colour is their state) and the floor, as loaded."""
+        lights = {self.scene.links["led_link"], self.scene.links["light_link"]}
+        shapes = []
+        for uid in (self.scene.table, self.scene.plane):
+            index: dict[int, int] = {}
+            for v in self.p.getVisualShapeData(uid):
+                link = v[1]
+                index[link] = index.get(link, -1) + 1
+                if uid != self.scene.table or link not in lights:
+                    shapes.append((uid, link, index[link], list(v[7]), v[2] == pb.GEOM_MESH))
+        return shapes
+
+    def configure(self, scene: str, extras: Sequence[dict[str, Any]] = ()) -> bool:
+        """Hold ``scene`` and the ``extras`` blocks; the world is rebuilt when either changes (True then).
+        A world built for other ones is replaced by a freshly loaded one, so an episode still depends on
+        its reset arguments only."""
+        extras = tuple(dict(e) for e in extras)
+        if scene == self.spec.name and extras == self.extras:
+            return False
+        if scene != self.spec.name:
+            self.spec = scene_spec(scene)
+            self._assets_loaded, self._scaling = self._assets(*self._asset_args, self.spec.name)
+        self.extras = extras
+        self.rebuild()
+        return True
+
+    def set_looks(self, looks: Mapping[str, Any]) -> None:
+        """Recolour the table and floor: ``{"wood": rgb, "floor": rgb}`` multiply the textured wood and the
+        floor, ``{"parts": rgb, "blend": a}`` blends the plain parts (handles, switch, button) toward
+        ``parts``; ``{}`` restores the colours the world was loaded with."""
+        if not looks and not self.looks:
+            return
+        for uid, link, k, rgba, textured in self._visuals:
+            colour = rgba
+            if looks and uid == self.scene.plane:
+                colour = [*np.multiply(rgba[:3], looks["floor"]), rgba[3]]
+            elif looks and textured:
+                colour = [*np.multiply(rgba[:3], looks["wood"]), rgba[3]]
+            elif looks:
+                a = float(looks["blend"])
+                colour = [*((1 - a) * np.asarray(rgba[:3]) + a * np.asarray(looks["parts"])), rgba[3]]
+            self.p.changeVisualShape(uid, link, shapeIndex=k, rgbaColor=[float(c) for c in colour])
+        self.looks = dict(looks)
 
     @staticmethod
     def _assets(
@@ -124,6 +197,10 @@ class PlayTableSim:
     def reset(self, robot_obs: np.ndarray, scene_obs: np.ndarray) -> None:
         """Place scene and robot, forget every contact, and take one physics step (as CALVIN)."""
         self.scene.reset(scene_obs)
+        for uid, extra in zip(self.extra_blocks, self.extras):
+            x, y, z, yaw = extra["pose"]
+            self.p.resetBasePositionAndOrientation(uid, [x, y, z], self.p.getQuaternionFromEuler([0, 0, yaw]))
+            self.p.resetBaseVelocity(uid, [0, 0, 0], [0, 0, 0])
         self.robot.reset(robot_obs)
         self._forget_contacts()
         self.p.stepSimulation()

@@ -16,15 +16,17 @@ from gymnasium import spaces
 from action_mapping.adapters import osc_pose_actions
 from action_mapping.plan import StepSizes
 from action_mapping.trajectory import StepMotion
-from envs.libero import protocol
+from envs.libero import perturbations, protocol
 from envs.libero.rendering import apply_fast_rendering, free_render_context, is_fast
+from envs.libero.scene_edit import ModelDefaults, describe_scene, write_scene
 from envs.libero.tasks import LiberoTask, load_init_states, load_task
+from envs.perturbation import Channels, PerturbationSpec, check_spec
 from envs.rendering import starting_gl
 from envs.vector import TextObservation
 
 ImageOrientation = Literal["upright", "rot180", "raw"]
 IMAGE_ORIENTATIONS: tuple[str, ...] = ("upright", "rot180", "raw")
-RESET_OPTIONS = frozenset({"init_state_index", "num_steps_wait", "max_steps", "hard_reset"})
+RESET_OPTIONS = frozenset({"init_state_index", "num_steps_wait", "max_steps", "hard_reset", "perturbation"})
 # robosuite's own horizon is set out of reach: episode ends are decided by this env (success, max_steps).
 _UNREACHED_HORIZON = 10**9
 _ARM = "right"  # robosuite 1.5 names the Panda's single arm "right"
@@ -86,7 +88,10 @@ class LiberoEnv(gym.Env):
         from numpy's global generator, is drawn from the reset's seed, so a reset fully determines the
         episode (each hard reset makes LIBERO register its articulated-object samplers once more, which
         changes the jitter drawn for a seed from then on). Other options: ``num_steps_wait``, ``max_steps`` (this episode only), ``hard_reset``
-        (rebuild the MuJoCo model for this reset; off by default). Same seed and initial state give
+        (rebuild the MuJoCo model for this reset; off by default), ``perturbation`` (an
+        :class:`envs.perturbation.PerturbationSpec` or its dict: a robustness variant, axes in
+        :mod:`envs.libero.perturbations`, applied to the loaded initial state before the settle steps;
+        the next reset undoes it; nothing of the spec reaches observations or ``info``). Same seed and initial state give
         bit-identical observations whatever ran before, in the same or a fresh env (tested), unless a hard
         reset was asked for in between.
 
@@ -121,8 +126,9 @@ class LiberoEnv(gym.Env):
             bottom first, as LIBERO's own datasets store them).
         render_mode: None or "rgb_array" (``render()`` returns the last agentview image).
         cameras: render the two cameras (default True). ``False`` builds no renderer and steps physics
-            and control only (about ten times faster on CPU): both images are then black, for policies that
-            look at no image (scripted experts, blind baselines).
+            and control only (about ten times faster on CPU): both images are then black (image
+            perturbations leave them black), for policies that look at no image (scripted experts, blind
+            baselines).
     """
 
     # as gymnasium.Env declares it (an instance variable with a class-level default)
@@ -164,11 +170,14 @@ class LiberoEnv(gym.Env):
         self.init_states = load_init_states(self.task)
         self._raw_env: Any = None  # built at first use (see ``_raw``)
         self._closed = False
+        self._defaults: ModelDefaults | None = None  # the compiled model's camera, lights, materials
         self.action_space = action_space()
         self.observation_space = self._observation_space()
         self._episode: _Episode | None = None
         self._gripper = protocol.SETTLE_ACTION[6]
         self._last_observation: dict[str, Any] | None = None
+        self._instruction: str | None = None  # a paraphrase variant's wording
+        self._channels = Channels(None, self.action_space)
 
     # ------------------------------------------------------------------------------------ Gymnasium API
 
@@ -183,6 +192,9 @@ class LiberoEnv(gym.Env):
             self._reset_raw(settings["hard_reset"])
         self._make_render_context_current()  # a hard reset made a new one
         raw = self._raw.set_init_state(self.init_states[settings["init_state_index"]])
+        spec = settings["perturbation"]
+        raw = self._perturb(spec, raw)
+        self._channels = Channels(spec, self.action_space)
         for _ in range(settings["num_steps_wait"]):
             raw, _, _, _ = self._raw.step(protocol.settle_action().astype(np.float64))
         self._episode = _Episode(settings["init_state_index"], settings["max_steps"])
@@ -192,7 +204,7 @@ class LiberoEnv(gym.Env):
     def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Apply one OSC_POSE action; ``terminated`` on success, ``truncated`` at ``max_steps``."""
         episode = self._running_episode()
-        native = _check_action(action)
+        native = self._channels.action(_check_action(action))
         self._make_render_context_current()
         raw, _, _, _ = self._raw.step(native)
         episode.steps += 1
@@ -227,8 +239,9 @@ class LiberoEnv(gym.Env):
 
     @property
     def instruction(self) -> str:
-        """The task's language instruction (LIBERO's ``task.language``, as evaluations prompt it)."""
-        return self.task.instruction
+        """The task's language instruction (LIBERO's ``task.language``, as evaluations prompt it), or a
+        paraphrase variant's wording of it."""
+        return self.task.instruction if self._instruction is None else self._instruction
 
     @property
     def elapsed_steps(self) -> int:
@@ -327,6 +340,24 @@ class LiberoEnv(gym.Env):
         finally:
             self._raw.env.hard_reset = self.hard_reset
         self._apply_render_settings()  # a hard reset builds a new render context with default settings
+        model = self._raw.env.sim.model._model
+        if self._defaults is None or model is not self._defaults.model:  # (first reset, or a hard one)
+            self._defaults = ModelDefaults(model)
+        self._defaults.restore()  # an earlier variant's camera, lights and materials undone
+
+    def _perturb(self, spec: PerturbationSpec | None, raw: dict[str, Any]) -> dict[str, Any]:
+        """Apply a scene axis of ``spec`` to the loaded initial state; the raw observation after it."""
+        self._instruction = None
+        axis = None if spec is None else perturbations.AXES[spec.axis]
+        if spec is None or axis is None or axis.apply is None:
+            return raw
+        scene = describe_scene(self._raw, self.task.instruction)
+        edited = axis.apply(scene, spec)
+        if edited["instruction"] != scene["instruction"]:
+            self._instruction = edited["instruction"]
+        if write_scene(self._raw, scene, edited):
+            return self._raw.env._get_observations(force_update=True)
+        return raw
 
     def _render_context(self) -> Any:
         sim = getattr(self._raw.env, "sim", None)
@@ -350,6 +381,7 @@ class LiberoEnv(gym.Env):
             raise ValueError(
                 f"unknown reset options {sorted(unknown)}; LiberoEnv accepts {sorted(RESET_OPTIONS)}"
             )
+        spec = options.get("perturbation")
         index = options.get("init_state_index")
         if index is None:
             index = int(self.np_random.integers(len(self.init_states)))
@@ -360,6 +392,7 @@ class LiberoEnv(gym.Env):
             ),
             "max_steps": _check_int("max_steps", options.get("max_steps", self.max_steps), 1),
             "hard_reset": bool(options.get("hard_reset", self.hard_reset)),
+            "perturbation": None if spec is None else check_spec(perturbations.FAMILY, spec),
         }
 
     def _running_episode(self) -> _Episode:
@@ -384,6 +417,8 @@ class LiberoEnv(gym.Env):
             "joint_pos": np.array(raw["robot0_joint_pos"], dtype=np.float64),
             "state": np.concatenate([eef_pos, quat2axisangle(eef_quat), gripper]).astype(np.float64),
         }
+        if self.cameras:  # (the identity unless a channel variant; black placeholders stay black)
+            observation = self._channels.images(observation)
         self._last_observation = observation
         return observation
 

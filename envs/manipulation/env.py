@@ -12,12 +12,14 @@ from gymnasium import spaces
 from action_mapping import Plan, PlanStep
 from action_mapping.adapters import eb_manipulation_decode, eb_manipulation_from_motion
 from action_mapping.trajectory import StepMotion
-from envs.manipulation import workspace
+from envs.manipulation import perturbations, workspace
 from envs.manipulation.episodes import make_episode
+from envs.manipulation.look import SceneLook
 from envs.manipulation.motion import ArmMotion, MotionLimits, MotionResult
 from envs.manipulation.render import CameraRig, draw_boxes, object_boxes
 from envs.manipulation.scene import TabletopScene
 from envs.manipulation.tasks import SUBSETS, TASKS
+from envs.perturbation import Channels, check_spec
 from envs.vector import TextObservation
 
 CAMERAS = {"front_rgb": "eb_front", "wrist_rgb": workspace.WRIST_CAMERA, "overhead_rgb": "eb_overhead"}
@@ -116,7 +118,9 @@ class EBManipulationEnv(gym.Env):
     The arm at robosuite's home pose with the gripper open; objects as the episode lays them out. Which
     episode: ``options={"episode": dict}`` (e.g. from :func:`envs.manipulation.episodes.make_episodes`),
     ``options={"subset": s, "index": i}`` for the default set, or with no options a new episode of
-    ``subset`` drawn from the seeded ``np_random``.
+    ``subset`` drawn from the seeded ``np_random``. ``options={"perturbation": spec}`` (an
+    :class:`envs.perturbation.PerturbationSpec` or its dict) runs a robustness variant of that episode
+    (axes in :mod:`envs.manipulation.perturbations`); nothing of the spec reaches observations or ``info``.
 
     ## Episode End
     Terminated on success; truncated after ``max_steps`` (EB: 15) actions. Invalid actions count as steps.
@@ -159,7 +163,9 @@ class EBManipulationEnv(gym.Env):
         self.motion = ArmMotion(self.scene, MotionLimits(**(motion or {})))
         self.motion.remember_home()
         self.cameras = CameraRig(self.scene.mj_model, image_size)
+        self.look = SceneLook(self.scene)
         self.action_space = spaces.MultiDiscrete(ACTION_NVEC)
+        self._channels = Channels(None, self.action_space)
         self.observation_space = observation_space(image_size)
         self._pending: dict[str, Any] | None = None
         self._episode: dict[str, Any] | None = None
@@ -172,7 +178,9 @@ class EBManipulationEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         super().reset(seed=seed)
-        self._pending = self._choose_episode(options or {})
+        self._pending = self._variant(
+            self._choose_episode(options or {}), (options or {}).get("perturbation")
+        )
         self.scene.reset()
         self._episode, self._pending = self._pending, None
         self._settle()
@@ -184,7 +192,7 @@ class EBManipulationEnv(gym.Env):
     def step(self, action: object) -> tuple[dict, SupportsFloat, bool, bool, dict]:
         if self._done:
             raise RuntimeError("the episode has ended (or never started): call reset() first")
-        indices = validate_action(action)
+        indices = self._channels.action(validate_action(action))
         self._steps += 1
         reason = self.invalid_reason(indices)
         result = None
@@ -284,6 +292,7 @@ class EBManipulationEnv(gym.Env):
         obs["instruction"] = self._episode["instruction"]
         obs["feedback"] = feedback
         obs["object_list"] = str(self.object_list())
+        obs = self._channels.images(obs)
         self._last_obs = obs
         return obs
 
@@ -311,9 +320,12 @@ class EBManipulationEnv(gym.Env):
     # ------------------------------------------------------------------------------------ episodes
 
     def _choose_episode(self, options: dict[str, Any]) -> dict[str, Any]:
-        unknown = set(options) - {"episode", "subset", "index"}
+        unknown = set(options) - {"episode", "subset", "index", "perturbation"}
         if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; use 'episode' or 'subset'/'index'")
+            raise ValueError(
+                f"unknown reset options {sorted(unknown)}; use 'episode' or 'subset'/'index', and "
+                "'perturbation' (a variant spec)"
+            )
         if "episode" in options:
             return options["episode"]
         subset = options.get("subset", self.subset)
@@ -322,9 +334,18 @@ class EBManipulationEnv(gym.Env):
         episode = self.task.sample_episode(self.np_random, subset)
         return {"family": self.family, "subset": subset, "index": None, "seed": None, **episode}
 
+    def _variant(self, episode: dict[str, Any], spec: object) -> dict[str, Any]:
+        """``episode`` as the robustness variant ``spec`` changes it (``None``: unchanged); the channel
+        axes are applied to observations and actions from here on."""
+        parsed = None if spec is None else check_spec(perturbations.FAMILY, spec)
+        self._channels = Channels(parsed, self.action_space)
+        apply = None if parsed is None else perturbations.AXES[parsed.axis].apply
+        return episode if apply is None or parsed is None else apply(episode, parsed)
+
     def _lay_out(self) -> None:
         if self._pending is not None:
             self.task.apply(self._pending)
+            self.look.apply(self._pending)
 
     def _settle(self, steps: int = 3) -> None:
         position, rotation = self.scene.grip_pose()

@@ -104,6 +104,30 @@ def sponge_body(name: str, half: tuple[float, float, float], pos: Iterable[float
     return body
 
 
+#: The distractor pool every family's scene holds, parked under the floor unless a robustness variant places
+#: some: static boxes of kinds no instruction names (so a distractor never makes an instruction ambiguous),
+#: fixed in place like the containers (static bodies add no degrees of freedom, so clean episodes keep
+#: their exact physics). ``slot -> (kind, half extents)``.
+DISTRACTORS: dict[str, tuple[str, tuple[float, float, float]]] = {
+    f"{kind}_{i // 3}": (kind, half)
+    for i, (kind, half) in enumerate(
+        [
+            ("tile", (0.026, 0.026, 0.005)),
+            ("bar", (0.045, 0.012, 0.012)),
+            ("block", (0.032, 0.02, 0.015)),
+        ]
+        * 2
+    )
+}
+
+
+def distractor_bodies() -> list[ET.Element]:
+    """The static bodies of :data:`DISTRACTORS` (origin at the centre of the bottom face)."""
+    return [
+        fixture_body(slot, [BoxPart((0.0, 0.0, half[2]), half)]) for slot, (_, half) in DISTRACTORS.items()
+    ]
+
+
 def fixture_body(name: str, parts: list[BoxPart]) -> ET.Element:
     """A static fixture (container, shape sorter) made of boxes; placed per episode through ``body_pos``."""
     body = ET.Element("body", {"name": name, "pos": "0 0 -1"})
@@ -158,14 +182,23 @@ def camera_element(
     name: str, pos: Iterable[float], target: Iterable[float], fovy: float, up: Iterable[float] = (0, 0, 1)
 ) -> ET.Element:
     """A fixed camera at ``pos`` looking at ``target``; ``up`` (world) points up in the image."""
+    right, up_axis = camera_axes(pos, target, up)
+    return ET.Element(
+        "camera",
+        {"name": name, "pos": _fmt(list(pos)), "xyaxes": _fmt([*right, *up_axis]), "fovy": f"{fovy:g}"},
+    )
+
+
+def camera_axes(
+    pos: Iterable[float], target: Iterable[float], up: Iterable[float] = (0, 0, 1)
+) -> tuple[np.ndarray, np.ndarray]:
+    """The camera frame's x (image right) and y (image up) axes in the world, looking from ``pos`` at
+    ``target`` with world ``up`` up in the image (MuJoCo's ``xyaxes``)."""
     p, t = np.asarray(list(pos), float), np.asarray(list(target), float)
     forward = (t - p) / np.linalg.norm(t - p)
     right = np.cross(forward, np.asarray(list(up), float))
     right /= np.linalg.norm(right)
-    up = np.cross(right, forward)
-    return ET.Element(
-        "camera", {"name": name, "pos": _fmt(p), "xyaxes": _fmt([*right, *up]), "fovy": f"{fovy:g}"}
-    )
+    return right, np.cross(right, forward)
 
 
 def _walls(inner: float, wall: float, height: float) -> list[BoxPart]:

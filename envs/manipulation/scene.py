@@ -88,7 +88,7 @@ class TabletopScene(ManipulationEnv):
         assets, bodies = self._elements()
         for element in objects.pattern_assets() + objects.shape_mesh_assets() + assets:
             self.model.asset.append(element)
-        for body in bodies:
+        for body in bodies + objects.distractor_bodies():
             self.model.worldbody.append(body)
         self.model.worldbody.append(
             objects.camera_element("eb_front", **_camera_args(workspace.FRONT_CAMERA))

@@ -9,15 +9,16 @@ furniture colours and floor styles; ``distractors`` adds objects of categories t
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from envs import perturbation
 from envs.navigation.catalog import CATEGORIES, COLOURS, FLOOR_STYLES
 from envs.navigation.episodes import SUCCESS_DISTANCE, copy_episode
 from envs.navigation.planner import UNREACHABLE, Lattice
@@ -113,15 +114,38 @@ def distractors(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, An
     return out
 
 
-def initial_position(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
-    """A start pose further from the target: ``_EXTRA_STEPS`` more shortest-path actions than the
-    original start, on the same movement lattice (so the shortest path stays exact)."""
-    rng, out = spec.rng(), copy_episode(episode)
-    scene, agent = out["scene"], out["agent"]
+_SEARCHES: OrderedDict[str, tuple[Lattice, np.ndarray]] = OrderedDict()  # recent episodes' searches
+_SEARCHES_KEPT = 16
+
+
+def _search(episode: dict[str, Any]) -> tuple[Lattice, np.ndarray]:
+    """The movement lattice through the episode's start and every state's actions to the target.
+
+    Kept for the last few episodes: a ``--perturb all`` run builds the same search for the five levels of
+    an episode, each run by the expert and then the policy (ten times), and the search is most of the
+    variant's cost."""
+    scene, agent, goal = episode["scene"], episode["agent"], episode["target"]["position"][:2]
+    key = json.dumps([scene, agent["x"], agent["y"], agent["heading_deg"], goal], sort_keys=True)
+    if key in _SEARCHES:
+        _SEARCHES.move_to_end(key)
+        return _SEARCHES[key]
     lattice = Lattice.build(
         scene_obstacles(scene), house_bounds(scene), (agent["x"], agent["y"]), agent["heading_deg"]
     )
-    dist = lattice.steps_to_goal(out["target"]["position"][:2], SUCCESS_DISTANCE)
+    _SEARCHES[key] = (lattice, lattice.steps_to_goal(goal, SUCCESS_DISTANCE))
+    while len(_SEARCHES) > _SEARCHES_KEPT:
+        _SEARCHES.popitem(last=False)
+    return _SEARCHES[key]
+
+
+def initial_position(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
+    """A start pose further from the target: ``_EXTRA_STEPS`` more shortest-path actions than the
+    original start, on the same movement lattice (so the shortest path stays exact)."""
+    rng = spec.rng()
+    lattice, dist = _search(episode)
+    # (only the start pose changes: a copy of it, not of the whole home)
+    out = {**episode, "agent": dict(episode["agent"])}
+    agent = out["agent"]
     node, k = lattice.nearest((agent["x"], agent["y"])), lattice.heading_index(agent["heading_deg"])
     assert node is not None and k is not None  # the lattice is anchored at the start pose
     reachable = dist < UNREACHABLE
@@ -139,25 +163,14 @@ def initial_position(episode: dict[str, Any], spec: PerturbationSpec) -> dict[st
     return out
 
 
-@functools.cache
 def paraphrase_table() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
     """The shipped paraphrase rows: (compiled pattern, five level templates)."""
-    rows = json.loads(PARAPHRASES.read_text())["rows"]
-    return tuple((re.compile(r["pattern"]), tuple(r["levels"])) for r in rows)
+    return perturbation.paraphrase_table(PARAPHRASES)
 
 
 def paraphrase_instruction(instruction: str, level: int) -> str:
-    """The table's entry for ``instruction`` at ``level``: the first row matching it, filled in."""
-    for pattern, levels in paraphrase_table():
-        match = pattern.match(instruction)
-        if match is None:
-            continue
-        fields: dict[str, str] = {}
-        for name, value in match.groupdict().items():
-            if value is not None:
-                fields[name.rstrip("0123456789")] = value
-        return levels[level - 1].format(**fields)
-    return instruction  # (the last row matches any instruction)
+    """The shipped table's entry for ``instruction`` at ``level`` (the original when no row matches)."""
+    return perturbation.paraphrase_instruction(PARAPHRASES, instruction, level)
 
 
 def paraphrase(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
 
 from envs.navigation.geometry import AGENT_RADIUS, Obstacles, house_bounds
 
@@ -66,8 +68,9 @@ class Lattice:
         points = np.asarray(anchor_xy, dtype=float) + step * (
             ii.ravel()[:, None] * axes[0] + jj.ravel()[:, None] * axes[1]
         )
-        free = obstacles.clearance(points) >= radius if len(obstacles.rects) else np.ones(len(points), bool)
-        neighbour = _neighbours(points, free, shape, obstacles, radius)
+        clearance = obstacles.clearance(points) if len(obstacles.rects) else np.full(len(points), np.inf)
+        neighbour = _neighbours(points, clearance, shape, obstacles, radius)
+        free = clearance >= radius
         anchor = int(np.ravel_multi_index((-lo[0], -lo[1]), shape))
         return cls(points, free, neighbour, float(heading_deg), step, anchor)
 
@@ -100,21 +103,22 @@ class Lattice:
         return round(k) % 4 if abs(k - round(k)) < 1e-6 else None
 
     def steps_to_goal(self, goal_xy: Sequence[float], success_distance: float) -> np.ndarray:
-        """Least number of EB actions from each state ``(node, k)`` to success (``UNREACHABLE`` if none)."""
+        """Least number of EB actions from each state ``(node, k)`` to success (``UNREACHABLE`` if none).
+
+        A breadth-first search backwards from the goal states over the action graph (scipy's, in C: a
+        variant's start is drawn from these distances while its episode waits)."""
         n = len(self.points)
-        dist = np.full((n, 4), UNREACHABLE, dtype=np.int64)
         goal = self.free & (
             np.hypot(*(self.points - np.asarray(goal_xy, float)).T) <= success_distance + 1e-9
         )
-        dist[goal, :] = 0
-        successors = self._successors()
-        for _ in range(4 * n):
-            best = np.min(np.stack([dist[nodes, heads] for nodes, heads in successors]), axis=0) + 1
-            new = np.minimum(dist, best)
-            if np.array_equal(new, dist):
-                break
-            dist = new
-        return np.where(dist >= UNREACHABLE, UNREACHABLE, dist)
+        if not goal.any():
+            return np.full((n, 4), UNREACHABLE, dtype=np.int64)
+        state = np.arange(4 * n).reshape(n, 4)
+        sources = np.concatenate([state.ravel()] * 6)
+        targets = np.concatenate([state[nodes, heads].ravel() for nodes, heads in self._successors()])
+        backwards = csr_matrix((np.ones(len(sources)), (targets, sources)), shape=(4 * n, 4 * n))
+        dist = dijkstra(backwards, indices=state[goal].ravel(), unweighted=True, min_only=True)
+        return np.where(np.isfinite(dist), dist, UNREACHABLE).astype(np.int64).reshape(n, 4)
 
     def _successors(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each action id 0-5, the (node, heading) arrays reached from every state (blocked: stay)."""
@@ -164,10 +168,15 @@ def _axes(heading_deg: float) -> np.ndarray:
 
 
 def _neighbours(
-    points: np.ndarray, free: np.ndarray, shape: tuple[int, int], obstacles: Obstacles, radius: float
+    points: np.ndarray, clearance: np.ndarray, shape: tuple[int, int], obstacles: Obstacles, radius: float
 ) -> np.ndarray:
-    """``(N, 4)`` neighbour indices (directions +i, +j, -i, -j), -1 where the swept disc would collide."""
+    """``(N, 4)`` neighbour indices (directions +i, +j, -i, -j), -1 where the swept disc would collide.
+
+    ``clearance``: each point's distance to the nearest obstacle. A move whose ends both clear the disc by
+    more than half its length is free without a test (distance to a set changes no faster than the point
+    moves), so only the moves near obstacles are swept against every rectangle."""
     n = len(points)
+    free = clearance >= radius
     idx = np.arange(n).reshape(shape)
     neighbour = np.full((n, 4), -1, dtype=np.int64)
     for d, (src, dst) in enumerate([(idx[:-1, :], idx[1:, :]), (idx[:, :-1], idx[:, 1:])]):
@@ -175,7 +184,10 @@ def _neighbours(
         ok = free[a] & free[b]
         a, b = a[ok], b[ok]
         if len(a) and len(obstacles.rects):
-            clear = obstacles.segment_clearance(points[a], points[b]).min(axis=1) >= radius
+            half = np.hypot(*(points[a] - points[b]).T) / 2
+            near = np.minimum(clearance[a], clearance[b]) <= radius + half + 1e-9
+            clear = np.ones(len(a), bool)
+            clear[near] = obstacles.segment_clearance(points[a[near]], points[b[near]]).min(axis=1) >= radius
             a, b = a[clear], b[clear]
         neighbour[a, d] = b
         neighbour[b, d + 2] = a

@@ -10,7 +10,7 @@ from envs.calvin.instructions import CALVIN_TASKS, EVAL_INSTRUCTIONS, train_inst
 from envs.calvin.sequences import next_symbolic_state, symbolic_initial_states
 from envs.files import load_pickled_npy
 from policies.config_cli import InputError
-from vla.calvin_play import WINDOW, PlayConfig, next_task, wants_play
+from vla.calvin_play import WINDOW, PlayConfig, next_task, options, task_list, wants_play
 from vla.data import open_dataset
 from vla.data.calvin import EPISODES_FILE, LANG_FILE, frame_path
 from vla.demos import main
@@ -124,7 +124,7 @@ def test_next_task_draws_only_valid_subtasks_and_walks_grasped_states():
     rng = np.random.default_rng(0)
     seen = set()
     for _ in range(200):
-        task, after = next_task(state, rng)
+        task, after = next_task(state, rng, tuple(CALVIN_TASKS))
         assert next_symbolic_state(state, task) == after
         seen.add(task)
         state = after
@@ -136,6 +136,30 @@ def test_next_task_draws_only_valid_subtasks_and_walks_grasped_states():
     assert next_symbolic_state(symbolic_initial_states()[0], "place_in_slider") is None  # nothing in the hand
     with pytest.raises(ValueError, match="fly_away"):
         next_symbolic_state(state, "fly_away")
+
+
+def test_tasks_restrict_the_draws_and_a_dead_end_is_seen():
+    assert task_list("") == tuple(CALVIN_TASKS)
+    assert task_list(" open_drawer,close_drawer,open_drawer") == ("open_drawer", "close_drawer")
+    state, rng = symbolic_initial_states()[0], np.random.default_rng(0)
+    for _ in range(10):  # the drawer alternates: exactly one of the two is valid from every state
+        task, after = next_task(state, rng, ("open_drawer", "close_drawer"))
+        assert task == ("close_drawer" if state["drawer"] == "open" else "open_drawer")
+        state = after
+    lifted = next_symbolic_state({**state, "red_block": "table"}, "lift_red_block_table")
+    assert options(state, ("lift_red_block_table",)) == [] or state["red_block"] == "table"
+    assert lifted is not None and options(lifted, ("lift_red_block_table",)) == []  # play resets here
+    for text, word in (("open_drawer,fly_away", "--tasks fly_away"), ("place_in_slider", "none is feasible")):
+        with pytest.raises(InputError, match=word):
+            PlayConfig(out="x", scenes="A", tasks=text).check()
+
+
+def test_restricted_play_records_only_the_chosen_tasks(tmp_path):
+    argv = ["--scenes", "D", "--frames", "160", "--format", "calvin", "--tasks", "open_drawer,close_drawer"]
+    row = main(["--env", "calvin", *argv, "--out", str(tmp_path)])["scenes"]["D"]
+    assert row["succeeded"] >= 1 and set(row["tasks"]) <= {"open_drawer", "close_drawer"}
+    tasks = load_pickled_npy(tmp_path / "training" / LANG_FILE)["language"]["task"]
+    assert tasks and set(tasks) <= {"open_drawer", "close_drawer"}
 
 
 def test_training_sentences_hold_out_every_evaluation_instruction():

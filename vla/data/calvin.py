@@ -111,6 +111,19 @@ class CalvinDataset:
         self._actions: np.ndarray | None = None  # rel_actions by frame, filled as frames are read
         if not self.index:
             raise ValueError(f"{self.root}: no annotated frame has a full chunk of {self.chunk_size} actions")
+        self._check_frames()
+
+    def _check_frames(self) -> None:
+        """Every frame a sample reads is there, checked once against one directory listing (a gap would
+        otherwise surface mid-training, in a data-loader worker)."""
+        present = {name for name in os.listdir(self.root) if name.startswith("episode_")}
+        needed = sorted({t for frame, _ in self.index for t in range(frame, frame + self.chunk_size)})
+        missing = [t for t in needed if frame_path(self.root, t).name not in present]
+        if missing:
+            raise FileNotFoundError(
+                f"{frame_path(self.root, missing[0])} is missing ({len(missing)} of the {len(needed)} frame "
+                f"files the annotated windows read are absent); restore the split or generate it again"
+            )
 
     def _episode_end(self, frame: int) -> int:
         row = bisect.bisect_right(self._episode_starts, frame) - 1

@@ -23,10 +23,11 @@ from typing import Any, ClassVar
 import mujoco
 import numpy as np
 
-from envs.manipulation import language, workspace
+from envs.manipulation import language, objects, workspace
 from envs.manipulation.scene import TabletopScene
 
 SUBSETS: tuple[str, ...] = ("base", "common_sense", "complex", "spatial", "visual")
+PARKED_FIXTURE = (0.0, 0.0, -1.0)  # where fixtures are built: under the floor, out of sight and contact
 LAYOUT_MARGIN = 0.035  # metres of free table between two objects' footprints: room for a finger
 
 
@@ -106,7 +107,7 @@ class Task(ABC):
     def bind(self, scene: TabletopScene) -> None:
         """Resolve geom ids once the scene's model is compiled."""
         self.scene = scene
-        for slot in self.free_slots + self.fixture_slots:
+        for slot in self.free_slots + self.fixture_slots + tuple(objects.DISTRACTORS):
             self._collision[slot] = scene.geom_ids(slot, "c")
             self._visual[slot] = scene.geom_ids(slot, "v")
         gripper = scene.robots[0].gripper["right"]
@@ -122,6 +123,8 @@ class Task(ABC):
         scene = self._scene
         for i, slot in enumerate(self.free_slots):
             scene.park_free_body(slot, i)
+        for slot in objects.DISTRACTORS:
+            scene.place_fixture(slot, PARKED_FIXTURE, 0.0)
         for obj in episode["objects"]:
             position = (*obj["xy"], workspace.TABLE_TOP_Z + self.object_height(obj))
             if obj["slot"] in self.free_slots:
@@ -276,7 +279,7 @@ class Task(ABC):
             raise EpisodeError(
                 f"episode of family {episode.get('family')!r} given to the {self.family!r} env"
             )
-        known = set(self.free_slots) | set(self.fixture_slots)
+        known = set(self.free_slots) | set(self.fixture_slots) | set(objects.DISTRACTORS)
         for obj in episode.get("objects", []):
             if obj.get("slot") not in known:
                 raise EpisodeError(

@@ -31,6 +31,9 @@ def test_perturbed_run_has_clean_arm_variants_and_cached_certificates(tmp_path):
     assert cell["variants"] == 2 and cell["certification_rate"] is not None
     assert summary.data["episodes"] == 2  # the headline is the clean arm
     assert "| paraphrase | 2 |" in summary.markdown
+    assert (
+        tmp_path / "embodied-nav" / "random" / "plots" / "robustness_by_level.png"
+    ).stat().st_size > 10_000
     cache = json.loads((tmp_path / "embodied-nav" / "certificates.json").read_text())
     assert len(cache["certificates"]) == 4
 

@@ -8,6 +8,7 @@ from benchmarks.command import main as arena
 from benchmarks.evidence.compare import compare_runs
 from benchmarks.evidence.runs import load_run
 from benchmarks.stats.paired import mcnemar_p
+from policies.config_cli import InputError
 from tests.run_folders import write_calvin_run, write_libero_run
 
 
@@ -102,3 +103,26 @@ def test_static_runs_pair_by_item_id_and_errored_items_are_left_out(tmp_path):
     overall = next(iter(result["overall"].values()))
     assert overall["n"] == 3 and overall["a"] == 0.0 and overall["b"] >= overall["a"]
     assert result["by"] == "category" and all(row["n"] >= 1 for row in result["groups"].values())
+
+
+def test_across_scene_pairs_one_checkpoint_in_two_scenes(tmp_path, capsys):
+    a = write_calvin_run(tmp_path / "a", [1, 0, 1, 1], scene="A")
+    d = write_calvin_run(tmp_path / "d", [0, 0, 1, 0], scene="D")
+    with pytest.raises(InputError, match=r"--scene \('A' vs 'D'\)"):
+        compare_runs(load_run(a), load_run(d))
+    result = compare_runs(load_run(a), load_run(d), across=("scene",))
+    assert result["across"] == {"scene": ["A", "D"]} and result["units"]["paired"] == 4
+    first = result["groups"]["reached 1"]
+    assert (first["a"], first["b"], first["p_value"]) == (0.75, 0.25, mcnemar_p(2, 0))
+    out = tmp_path / "x.json"
+    assert arena(["compare", str(a), str(d), "--across", "scene", "--output", str(out)]) == 0
+    assert "(scene D vs A)" in capsys.readouterr().out
+    assert arena(["compare", str(a), str(d), "--across", "sceen", "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--across sceen" in err and "scene" in err
+
+
+def test_cameras_choose_what_the_policy_sees_and_may_differ(tmp_path):
+    a = load_run(write_calvin_run(tmp_path / "a", [1, 0], policy="random", cameras="none"))
+    b = load_run(write_calvin_run(tmp_path / "b", [1, 1], policy="vla", cameras="auto"))
+    assert compare_runs(a, b)["units"]["paired"] == 2

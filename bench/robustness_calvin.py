@@ -1,0 +1,244 @@
+"""CALVIN robustness: certification rate per axis and level, the answer-key plan loop's drop from the clean
+arm, and what building (and certifying) a variant costs next to its chain.
+
+The first two come from one run of the benchmark's own command (``benchmarks.calvin --policy mllm --model
+answer-key --perturb all``: the scripted expert certifies each variant, then the answer key runs it, next
+to the clean arm). The build cost times the reset that loads a level-5 variant plus the clean reset after
+it (which puts CALVIN's world back), minus two clean resets, on the benchmark's env (both cameras),
+against the clean arm's median chain time in that run; the certification cost is the expert's chain on
+the camera-less copy. Resumable (``--resume`` on the same ``--output``). Writes
+``bench/results/robustness_calvin.{json,md}``.
+
+    nice python bench/robustness_calvin.py suite --policy expert --num-sequences 5 --workers 2
+    nice python bench/robustness_calvin.py suite --policy answer-key --num-sequences 1 --perturb all
+    nice python bench/robustness_calvin.py build-cost --build-chains 3
+    python bench/robustness_calvin.py report
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def _timed(fn: Any, *args: Any, **kwargs: Any) -> float:
+    """CPU seconds of this process (PyBullet runs in it): on a shared machine wall time mostly measures the
+    other jobs."""
+    start = time.process_time()
+    fn(*args, **kwargs)
+    return time.process_time() - start
+
+
+def build_cost(chains: int) -> dict[str, Any]:
+    """Per axis (level 5): the median extra CPU seconds of its resets and of the expert's certification
+    chain, and the clean expert chain's CPU seconds (camera-less: the cheapest chain there is)."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the ids)
+    from benchmarks.calvin.chain import run_chain
+    from envs.calvin import initial_env_state
+    from envs.calvin.perturbations import AXES, variant_instruction
+    from envs.calvin.sequences import get_sequences
+    from envs.perturbation import PerturbationSpec
+    from policies.experts.calvin import ScriptedExpert
+
+    env = gym.make("SpatialArena/CalvinPlayTable-v0")
+    bare = gym.make("SpatialArena/CalvinPlayTable-State-v0")
+    expert = ScriptedExpert()
+    expert.bind(bare)
+    extra: dict[str, list[float]] = {axis: [] for axis in AXES}
+    certify: dict[str, list[float]] = {axis: [] for axis in AXES}
+    episode: list[float] = []
+    for state, tasks in get_sequences(1000)[:chains]:
+        robot_obs, scene_obs = initial_env_state(state, "D")
+        clean = {"robot_obs": robot_obs, "scene_obs": scene_obs}
+        originals = [variant_instruction(t, None) for t in tasks]
+        episode.append(_timed(run_chain, bare, expert, robot_obs, scene_obs, tasks, originals))
+        env.reset(options=clean)
+        base = statistics.median(_timed(env.reset, options=clean) for _ in range(3))
+        for axis in AXES:
+            spec = PerturbationSpec(axis, 5, 0).to_json()
+            variant = _timed(env.reset, options={**clean, "perturbation": spec})
+            back = _timed(env.reset, options=clean)
+            extra[axis].append(variant + back - 2 * base)
+            words = [variant_instruction(t, spec) for t in tasks]
+            certify[axis].append(
+                _timed(run_chain, bare, expert, robot_obs, scene_obs, tasks, words, perturbation=spec)
+            )
+    env.close()
+    bare.close()
+    return {
+        "clean_expert_chain_cpu_seconds_median": round(statistics.median(episode), 3),
+        "axes": {
+            axis: {
+                "extra_build_seconds_median": round(statistics.median(extra[axis]), 4),
+                "certification_seconds_median": round(statistics.median(certify[axis]), 3),
+            }
+            for axis in AXES
+        },
+    }
+
+
+#: The two runs of the benchmark's command: the scripted expert as the policy (cheap, camera-less: the
+#: certification rates over more chains; its drop checks that a certified variant replays the same on the
+#: policy's env) and the answer-key plan loop (with the static camera it prompts with).
+POLICIES = {
+    "expert": (["--policy", "expert", "--cameras", "none"], "expert"),
+    "answer-key": (["--policy", "mllm", "--model", "answer-key", "--cameras", "static"], "mllm-answer-key"),
+}
+
+
+def suite(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.calvin import main
+    from benchmarks.core import RunDir
+
+    flags, label = POLICIES[args.policy]
+    argv = [*flags, "--perturb", args.perturb, "--no-progress", "--num-sequences", str(args.num_sequences)]
+    argv += ["--output", args.output, "--workers", str(args.workers)] + (["--resume"] if args.resume else [])
+    start = time.perf_counter()
+    summary = main(argv)
+    seconds = round(time.perf_counter() - start, 1)
+    records = RunDir(Path(args.output) / "calvin" / label).merged_records()
+    clean = [r for r in records if "~" not in r["key"] and r["status"] == "ok"]
+    return {
+        "policy": args.policy,
+        "command": " ".join(["spatial-arena calvin", *flags, "--perturb", args.perturb]),
+        "num_sequences": args.num_sequences,
+        "seconds": seconds,
+        "clean_chain_seconds_median": round(statistics.median(r["timing"]["episode_s"] for r in clean), 2),
+        "clean_avg_seq_len": summary.data["avg_seq_len"],
+        **summary.data["robustness"],
+    }
+
+
+def collect(args: argparse.Namespace) -> dict[str, Any]:
+    """The suite's part from the records an interrupted run left (the units that finished), scored by the
+    same report the benchmark's summary uses."""
+    from benchmarks.calvin.report import chain_metrics
+    from benchmarks.core import RunDir
+    from benchmarks.core.episode_record import ok_results
+    from benchmarks.robustness import robustness_table
+
+    flags, label = POLICIES[args.policy]
+    records = RunDir(Path(args.output) / "calvin" / label).merged_records()
+    results = ok_results(records)
+    clean = [r for r in results if r["extras"].get("perturbation") is None]
+    timing = {r["key"]: r["timing"]["episode_s"] for r in records if r["status"] == "ok"}
+    clean_s = [s for key, s in timing.items() if "~" not in key]
+    return {
+        "policy": args.policy,
+        "command": " ".join(["spatial-arena calvin", *flags, "--perturb", args.perturb]),
+        "num_sequences": len(clean),
+        "seconds": None,
+        "chain_seconds_total": round(sum(timing.values()), 1),
+        "units_finished": f"{len(results)} (interrupted: the units that finished are scored)",
+        "clean_chain_seconds_median": round(statistics.median(clean_s), 2),
+        "clean_avg_seq_len": chain_metrics([r["extras"]["num_completed"] for r in clean], 5)["avg_seq_len"],
+        **robustness_table(results),
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    from benchmarks.robustness import robustness_markdown
+
+    lines = [
+        "CALVIN's evaluation chains on the built-in table (scene D), every axis at the levels named; the "
+        "variant seed is the chain's. Certification: the scripted expert completes the whole 5-subtask "
+        "chain on the camera-less table. Machine: " + result["machine"] + ".",
+        "",
+        *([result["note"], ""] if result.get("note") else []),
+    ]
+    for name, run in result["suites"].items():
+        lines += [
+            f"### `{name}`: {run['num_sequences']} chains, `{run['command']}`",
+            "",
+            (
+                f"Wall time {run['seconds']:.0f} s"
+                if run["seconds"] is not None
+                else f"Chains (policy runs) took {run['chain_seconds_total']:.0f} s in all; units scored: "
+                f"{run['units_finished']}"
+            )
+            + f"; clean chain median {run['clean_chain_seconds_median']:.1f} s.",
+            "",
+            robustness_markdown(run).replace("## Robustness\n\n", ""),
+        ]
+    cost = result["build_cost"]
+    episode = cost["clean_expert_chain_cpu_seconds_median"]
+    lines += [
+        "### Variant build and certification cost (level 5)",
+        "",
+        "CPU seconds of the process (on this shared machine wall time mostly measures the other jobs). "
+        f"Against the clean chain of the scripted expert on the camera-less table (median {episode:.2f} "
+        "CPU s; the cheapest chain there is: a policy's chain with cameras costs more, e.g. the answer-key "
+        f"chain above, {result['suites']['answer-key']['clean_chain_seconds_median']:.0f} s wall at this "
+        "load). Build: the variant's reset plus the clean reset after it (which puts CALVIN's world back), "
+        "minus two clean resets, both cameras rendered; certification: the expert's chain of the variant, "
+        f"once per variant (cached). Timed on {result['build_chains']} chains.",
+        "",
+        "| axis | extra build CPU s (median) | share of the chain | certification CPU s (median) |",
+        "|---|---:|---:|---:|",
+        *[
+            f"| {axis} | {c['extra_build_seconds_median']:.4f} | "
+            f"{100 * max(0.0, c['extra_build_seconds_median']) / episode:.1f} % | "
+            f"{c['certification_seconds_median']:.2f} |"
+            for axis, c in cost["axes"].items()
+        ],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "step", choices=["suite", "collect", "build-cost", "report"], help="what to run (then report)"
+    )
+    parser.add_argument("--policy", choices=list(POLICIES), default="answer-key")
+    parser.add_argument("--perturb", default="all", help="the suite's --perturb")
+    parser.add_argument("--num-sequences", type=int, default=20, help="evaluation chains in the suite")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--build-chains", type=int, default=3, help="chains the build cost is timed on")
+    parser.add_argument("--output", default="outputs/bench_robustness_calvin", help="the run folder root")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --output")
+    parser.add_argument("--machine", default="2 shared cores", help="how to describe this machine")
+    parser.add_argument("--note", default=None, help="report: a paragraph saying what was run and why")
+    return parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> None:
+    """Each step adds its part to ``robustness_calvin.json`` (resumable, one part at a time); ``report``
+    writes the Markdown from it."""
+    part: dict[str, Any] = {}
+    if args.step in ("suite", "collect"):
+        part["suites"] = {args.policy: (suite if args.step == "suite" else collect)(args)}
+    elif args.step == "build-cost":
+        part = {"build_chains": args.build_chains, "build_cost": build_cost(args.build_chains)}
+    path = RESULTS / "robustness_calvin.json"  # (read after the step: other steps may have run meanwhile)
+    result = json.loads(path.read_text()) if path.exists() else {"suites": {}}
+    result["suites"].update(part.pop("suites", {}))
+    if args.note:
+        result["note"] = args.note
+    result.update(part)
+    result.update(
+        title="CALVIN robustness: certification, answer-key drop, build cost",
+        source="bench/robustness_calvin.py",
+        date=datetime.date.today().isoformat(),
+        machine=f"{platform.machine()}, {args.machine}",
+    )
+    RESULTS.mkdir(exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    if args.step == "report":
+        (RESULTS / "robustness_calvin.md").write_text(markdown(result))
+        print(markdown(result))
+
+
+if __name__ == "__main__":
+    main(parse())

@@ -1,0 +1,258 @@
+"""LIBERO's robustness axes: the pure edits of a scene description, then every axis on the real simulator
+(one env, reused): the same spec gives the same bytes, each axis changes what it says and nothing else,
+and nothing of the spec reaches observations, ``info`` or the instruction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.libero import perturbations as P
+from envs.perturbation import LEVELS, PerturbationError, PerturbationSpec
+
+SIZE = 64
+
+
+def _scene() -> dict:
+    """A small table scene: two objects on the table (a bowl on the plate), one in a drawer, a fixture."""
+
+    def obj(name, x, y, rests_on, half=0.04):
+        return {
+            "name": name,
+            "qposadr": 0,
+            "pos": [x, y, 0.9],
+            "lo": [x - half, y - half],
+            "hi": [x + half, y + half],
+            "rests_on": rests_on,
+        }
+
+    return {
+        "instruction": "put the bowl on the plate",
+        "camera": {
+            "pos": [0.66, 0.0, 1.61],
+            "quat": [0.638, 0.305, 0.305, 0.638],
+            "fovy": 45.0,
+            "target": [-0.2, 0, 0.9],
+        },
+        "lights": [{"dir": [0.0, -0.15, -0.99], "diffuse": [0.8, 0.8, 0.8]}],
+        "headlight": {"diffuse": [0.4, 0.4, 0.4], "ambient": [0.1, 0.1, 0.1]},
+        "materials": [{"id": 0, "rgba": [1.0, 1.0, 1.0, 1.0]}],
+        "objects": [
+            obj("plate_1", 0.0, 0.2, "surface", 0.08),
+            obj("bowl_1", 0.0, 0.2, "plate_1"),
+            obj("cookies_1", -0.2, -0.05, "surface"),
+            obj("bowl_2", 0.3, -0.3, "fixed"),
+        ],
+        "bounds": [[-0.4, -0.25], [0.25, 0.45]],
+        "obstacles": [[[0.2, -0.4], [0.4, -0.2]]],
+        "robot": {
+            "q": [0.0, -0.17, 0.0, -2.46, 0.0, 2.24, 0.8],
+            "low": [-2.9, -1.76, -2.9, -3.07, -2.9, -0.02, -2.9],
+            "high": [2.9, 1.76, 2.9, -0.07, 2.9, 3.75, 2.9],
+            "qposadr": [0, 1, 2, 3, 4, 5, 6],
+        },
+    }
+
+
+def _changed(before: dict, after: dict) -> set[str]:
+    return {k for k in before if before[k] != after[k]}
+
+
+SCENE_FIELDS = {
+    "camera": {"camera"},
+    "lighting": {"lights", "headlight"},
+    "textures": {"materials"},
+    "object_position": {"objects"},
+    "robot_init": {"robot"},
+    "paraphrase": {"instruction"},
+}
+
+
+@pytest.mark.parametrize("axis", list(SCENE_FIELDS))
+@pytest.mark.parametrize("level", LEVELS)
+def test_each_scene_axis_edits_its_fields_only_and_is_deterministic(axis, level):
+    scene, spec = _scene(), PerturbationSpec(axis, level, 3)
+    edited = P.AXES[axis].apply(scene, spec)
+    assert scene == _scene()  # (a copy is edited)
+    assert _changed(scene, edited) == SCENE_FIELDS[axis]
+    assert P.AXES[axis].apply(_scene(), spec) == edited
+    assert P.AXES[axis].apply(_scene(), PerturbationSpec(axis, level, 4)) != edited or axis == "paraphrase"
+
+
+def test_the_camera_keeps_looking_at_its_point_and_changes_more_with_the_level():
+    moved = []
+    for level in LEVELS:
+        cam = P.camera(_scene(), PerturbationSpec("camera", level, 0))["camera"]
+        w, x, y, z = cam["quat"]
+        from scipy.spatial.transform import Rotation
+
+        forward = -Rotation.from_quat([x, y, z, w]).apply([0.0, 0.0, 1.0])
+        to_target = np.asarray(cam["target"]) - np.asarray(cam["pos"])
+        assert np.allclose(np.cross(forward, to_target / np.linalg.norm(to_target)), 0, atol=0.02)
+        moved.append(np.linalg.norm(np.asarray(cam["pos"]) - _scene()["camera"]["pos"]))
+    assert moved == sorted(moved)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_objects_move_feasibly_with_what_rests_on_them(level):
+    scene = _scene()
+    for seed in range(5):
+        after = P.object_position(scene, PerturbationSpec("object_position", level, seed))
+        by_name = {o["name"]: o for o in after["objects"]}
+        before = {o["name"]: o for o in scene["objects"]}
+        d_plate = np.subtract(by_name["plate_1"]["pos"], before["plate_1"]["pos"])
+        assert np.allclose(np.subtract(by_name["bowl_1"]["pos"], before["bowl_1"]["pos"]), d_plate)
+        assert by_name["bowl_2"] == before["bowl_2"]  # in a fixture: stays
+        assert (
+            0 < np.linalg.norm(d_plate[:2]) <= P._OBJECT_SHIFT[level - 1] + P._OBJECT_JITTER[level - 1] + 1e-6
+        )
+        low, high = np.asarray(scene["bounds"])
+        for name in ("plate_1", "cookies_1"):
+            assert np.all(np.asarray(by_name[name]["lo"]) >= low) and np.all(
+                np.asarray(by_name[name]["hi"]) <= high
+            )
+        # left/right and front/back order kept
+        gap0 = np.subtract(before["plate_1"]["pos"][:2], before["cookies_1"]["pos"][:2])
+        gap1 = np.subtract(by_name["plate_1"]["pos"][:2], by_name["cookies_1"]["pos"][:2])
+        assert np.all(np.sign(gap0) == np.sign(gap1))
+
+
+def test_robot_start_stays_inside_the_joint_limits():
+    scene = _scene()
+    for level in LEVELS:
+        q = np.asarray(P.robot_init(scene, PerturbationSpec("robot_init", level, 1))["robot"]["q"])
+        assert np.all(q > np.asarray(scene["robot"]["low"])) and np.all(
+            q < np.asarray(scene["robot"]["high"])
+        )
+        assert 0 < np.abs(q - scene["robot"]["q"]).max() <= P._JOINT_OFFSET[level - 1] + 1e-9
+
+
+def test_the_paraphrase_table_covers_the_40_main_suite_instructions_with_five_wordings():
+    table = P.paraphrase_table()
+    assert len(table) == 40
+    for original, wordings in table.items():
+        assert len(wordings) == 5 and len(set(wordings)) == 5 and original not in wordings
+        for text in wordings:
+            assert text == text.strip() and text[0].islower()
+            assert not any(word in text for word in ("level", "axis", "paraphrase", "perturb", ".json"))
+    assert P.paraphrase_instruction("an instruction the table lacks", 3) == "an instruction the table lacks"
+
+
+def test_the_paraphrase_table_names_the_instructions_libero_ships():
+    pytest.importorskip("libero", reason="the libero extra is not installed")
+    from envs.libero.tasks import load_task
+
+    shipped = {
+        load_task(s, t).instruction
+        for s in ("libero_spatial", "libero_object", "libero_goal", "libero_10")
+        for t in range(10)
+    }
+    assert shipped == set(P.paraphrase_table())
+
+
+# --------------------------------------------------------------------------------- on the simulator
+
+CHANGED_OBS = {
+    "camera": {"agentview_image"},
+    "lighting": {"agentview_image", "eye_in_hand_image"},
+    "textures": {"agentview_image", "eye_in_hand_image"},
+    "object_position": {"agentview_image", "eye_in_hand_image"},
+    "robot_init": {"agentview_image", "eye_in_hand_image", "joint_pos", "eef_pos", "eef_quat", "state"},
+    "paraphrase": {"instruction"},
+    "image_noise": {"agentview_image", "eye_in_hand_image"},
+    "image_blur": {"agentview_image", "eye_in_hand_image"},
+    "image_jpeg": {"agentview_image", "eye_in_hand_image"},
+    "action_noise": set(),
+}
+
+
+@pytest.fixture(scope="module")
+def env():
+    pytest.importorskip("libero", reason="the libero extra is not installed")
+    from envs.libero import make_libero_env
+
+    made = make_libero_env("libero_spatial", 0, image_size=SIZE)
+    yield made
+    made.close()
+
+
+def _reset(env, spec):
+    """Observation, info and the scene as read back, after a reset without settle steps (so that
+    nothing moves that the axis did not move)."""
+    from envs.libero.scene_edit import describe_scene
+
+    options = {"init_state_index": 0, "num_steps_wait": 0}
+    if spec is not None:
+        options["perturbation"] = spec
+    obs, info = env.reset(seed=5, options=options)
+    scene = describe_scene(env.raw_env, env.instruction)
+    scene["objects"] = [o["pos"] for o in scene["objects"]]
+    scene["robot"] = scene["robot"]["q"]
+    return (
+        obs,
+        info,
+        {
+            k: scene[k]
+            for k in ("instruction", "camera", "lights", "headlight", "materials", "objects", "robot")
+        },
+    )
+
+
+def _differing(a: dict, b: dict) -> set[str]:
+    return {k for k in a if not np.array_equal(a[k], b[k])}
+
+
+def test_every_axis_changes_what_it_says_only_the_same_bytes_every_time_and_leaks_nothing(env):
+    clean_obs, clean_info, clean_scene = _reset(env, None)
+    first = {}
+    for axis in P.AXES:
+        spec = PerturbationSpec(axis, 3, 11)
+        obs, info, scene = _reset(env, spec.to_json())
+        first[axis] = obs
+        assert _differing(clean_obs, obs) == CHANGED_OBS[axis], axis
+        changed = {k for k in clean_scene if clean_scene[k] != scene[k]}
+        assert changed == SCENE_FIELDS.get(axis, set()), axis
+        assert obs.keys() == clean_obs.keys() and info == clean_info, axis  # nothing added, info as clean
+        text = " ".join([obs["instruction"], repr(info)])
+        assert axis not in text and "level" not in text and "~" not in text, axis
+        assert obs["instruction"] in (
+            clean_obs["instruction"],
+            P.paraphrase_instruction(clean_obs["instruction"], 3),
+        )
+    for axis in P.AXES:  # again, after every other variant: the same bytes
+        obs, _, _ = _reset(env, PerturbationSpec(axis, 3, 11))
+        assert _differing(first[axis], obs) == set(), axis
+    assert _differing(clean_obs, _reset(env, None)[0]) == set()  # the clean scene comes back
+
+
+def test_action_noise_changes_the_actions_not_the_start(env):
+    action = np.zeros(7, np.float32)
+    _reset(env, None)
+    clean = env.step(action)[0]
+    _reset(env, PerturbationSpec("action_noise", 3, 0))
+    noisy = env.step(action)[0]
+    assert not np.array_equal(clean["joint_pos"], noisy["joint_pos"])
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ({"axis": "weather", "level": 1}, "an unknown axis"),
+        ({"axis": "camera", "level": 6}, "1-5"),
+        ({"axis": "initial_position", "level": 1}, "an axis the family lacks"),
+    ],
+)
+def test_bad_specs_at_reset_get_one_line_errors(env, spec, words):
+    import envs.navigation.perturbations  # noqa: F401  (registers EB navigation's axes)
+
+    with pytest.raises(PerturbationError, match=words) as error:
+        env.reset(seed=0, options={"init_state_index": 0, "perturbation": spec})
+    assert "\n" not in str(error.value)
+
+
+def test_the_robustness_guide_lists_every_axis_with_its_levels():
+    from pathlib import Path
+
+    page = (Path(__file__).parents[3] / "docs" / "guide" / "robustness.md").read_text()
+    for axis in P.AXES.values():
+        assert f"| `{axis.name}` | {axis.changes} | " + " | ".join(axis.levels) + " |" in page, axis.name
