@@ -102,27 +102,35 @@ class Axis:
     apply: SceneAxis | None = None
 
 
+def level_texts(fmt: str, *columns: tuple[Any, ...]) -> tuple[str, str, str, str, str]:
+    """An axis's five level descriptions: ``fmt`` filled from each column's value at that level."""
+    texts = tuple(fmt.format(*values) for values in zip(*columns, strict=True))
+    if len(texts) != len(LEVELS):
+        raise ValueError(f"an axis describes {len(LEVELS)} levels, got {len(texts)} from {fmt!r}")
+    return texts  # type: ignore[return-value]
+
+
 CHANNEL_AXIS_DOCS: dict[str, Axis] = {
     "image_noise": Axis(
         "image_noise",
         "Gaussian pixel noise on every camera image",
-        tuple(f"std {s:g}/255" for s in _IMAGE_NOISE_STD),  # type: ignore[arg-type]
+        level_texts("std {:g}/255", _IMAGE_NOISE_STD),
     ),
     "image_blur": Axis(
         "image_blur",
         "blur on every camera image",
-        tuple(f"box radius {r} px, twice" for r in _BLUR_RADIUS),  # type: ignore[arg-type]
+        level_texts("box radius {} px, twice", _BLUR_RADIUS),
     ),
     "image_jpeg": Axis(
         "image_jpeg",
         "JPEG compression of every camera image",
-        tuple(f"quality {q}" for q in _JPEG_QUALITY),  # type: ignore[arg-type]
+        level_texts("quality {}", _JPEG_QUALITY),
     ),
     "action_noise": Axis(
         "action_noise",
         "noise on the action channel (discrete: a random other action; continuous: Gaussian; "
         "multi-discrete: Gaussian offsets of 10x as many bins on each non-binary index)",
-        tuple(f"p/std {p:g}" for p in _ACTION_NOISE),  # type: ignore[arg-type]
+        level_texts("p/std {:g}", _ACTION_NOISE),
     ),
 }
 _REGISTRY: dict[str, dict[str, Axis]] = {}
