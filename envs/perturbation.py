@@ -14,6 +14,7 @@ seed in observations or ``info``).
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import io
@@ -207,6 +208,18 @@ def paraphrase_instruction(path: Path, instruction: str, level: int) -> str:
                 fields[name.rstrip("0123456789")] = value
         return levels[level - 1].format(**fields)
     return instruction  # (a table's last row matches any instruction)
+
+
+def instruction_paraphrase(wording: Callable[[str, int], str]) -> SceneAxis:
+    """The ``paraphrase`` scene axis of a family whose episode holds one ``instruction``: the episode with
+    it replaced by ``wording(instruction, level)`` (the family's paraphrase table)."""
+
+    def apply(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
+        out = copy.deepcopy(episode)
+        out["instruction"] = wording(out["instruction"], spec.level)
+        return out
+
+    return apply
 
 
 # ------------------------------------------------------------------------------------ channel axes

@@ -212,8 +212,8 @@ def _pct(cell: Mapping[str, Any]) -> str:
     estimate, ci = cell["estimate"], cell["ci"]
     if estimate is None or math.isnan(estimate):
         return "n/a"
-    if ci is None:
-        return f"{100 * estimate:.1f}"
+    if ci is None:  # (one episode: no spread between episodes to take an interval from)
+        return f"{100 * estimate:.1f} (n = {cell['n']}, no interval)"
     return f"{100 * estimate:.1f} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 

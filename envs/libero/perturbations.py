@@ -33,7 +33,14 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from envs.perturbation import CHANNEL_AXIS_DOCS, Axis, PerturbationSpec, level_texts, register_axes
+from envs.perturbation import (
+    CHANNEL_AXIS_DOCS,
+    Axis,
+    PerturbationSpec,
+    instruction_paraphrase,
+    level_texts,
+    register_axes,
+)
 
 FAMILY = "libero"
 PARAPHRASES = Path(__file__).with_name("paraphrases.json")
@@ -217,10 +224,7 @@ def paraphrase_instruction(instruction: str, level: int) -> str:
     return instruction if levels is None else levels[level - 1]
 
 
-def paraphrase(scene: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
-    out = copy.deepcopy(scene)
-    out["instruction"] = paraphrase_instruction(out["instruction"], spec.level)
-    return out
+paraphrase = instruction_paraphrase(paraphrase_instruction)
 
 
 AXES: dict[str, Axis] = {

@@ -28,7 +28,14 @@ from envs.manipulation.tasks.base import LAYOUT_MARGIN
 from envs.manipulation.tasks.pick import CONTAINER_INNER, CONTAINER_WALL
 from envs.manipulation.tasks.place import SORTER_INNER, SORTER_WALL
 from envs.manipulation.tasks.wipe import AREA_LENGTH, AREA_WIDTH, SPONGE_HALF
-from envs.perturbation import CHANNEL_AXIS_DOCS, Axis, PerturbationSpec, level_texts, register_axes
+from envs.perturbation import (
+    CHANNEL_AXIS_DOCS,
+    Axis,
+    PerturbationSpec,
+    instruction_paraphrase,
+    level_texts,
+    register_axes,
+)
 
 FAMILY = "eb_manipulation"
 PARAPHRASES = Path(__file__).with_name("paraphrases.json")
@@ -210,10 +217,7 @@ def paraphrase_instruction(instruction: str, level: int) -> str:
     return perturbation.paraphrase_instruction(PARAPHRASES, instruction, level)
 
 
-def paraphrase(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
-    out = _copy(episode)
-    out["instruction"] = paraphrase_instruction(out["instruction"], spec.level)
-    return out
+paraphrase = instruction_paraphrase(paraphrase_instruction)
 
 
 AXES: dict[str, Axis] = {

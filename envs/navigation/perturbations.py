@@ -24,7 +24,14 @@ from envs.navigation.episodes import SUCCESS_DISTANCE, copy_episode
 from envs.navigation.planner import UNREACHABLE, Lattice
 from envs.navigation.scene import house_bounds, place_extra_object, scene_obstacles
 from envs.navigation.world import PITCH_LIMITS, camera_height_limits
-from envs.perturbation import CHANNEL_AXIS_DOCS, Axis, PerturbationSpec, level_texts, register_axes
+from envs.perturbation import (
+    CHANNEL_AXIS_DOCS,
+    Axis,
+    PerturbationSpec,
+    instruction_paraphrase,
+    level_texts,
+    register_axes,
+)
 
 FAMILY = "eb_navigation"
 PARAPHRASES = Path(__file__).with_name("paraphrases.json")
@@ -173,10 +180,7 @@ def paraphrase_instruction(instruction: str, level: int) -> str:
     return perturbation.paraphrase_instruction(PARAPHRASES, instruction, level)
 
 
-def paraphrase(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
-    out = copy_episode(episode)
-    out["instruction"] = paraphrase_instruction(out["instruction"], spec.level)
-    return out
+paraphrase = instruction_paraphrase(paraphrase_instruction)
 
 
 AXES: dict[str, Axis] = {

@@ -387,3 +387,10 @@ def test_the_attribution_table_by_hand():
     assert (
         same["perceived_acted_wrongly"]["estimate"] == 1.0 and same["perceived_acted_wrongly"]["ci"][0] < 0.5
     )
+
+
+def test_a_share_from_one_episode_names_its_n_instead_of_an_interval() -> None:
+    from benchmarks.attribution.report import _pct
+
+    assert _pct({"estimate": 5 / 6, "ci": None, "n": 6}) == "83.3 (n = 6, no interval)"
+    assert _pct({"estimate": 0.5, "ci": (0.2, 0.8), "n": 10}) == "50.0 [20.0, 80.0]"
