@@ -118,7 +118,7 @@ def prober_for(
     args: ProbeArgs, seed: int, family: ProbeFamily, env: gym.Env | None, policy: Policy
 ) -> Prober | None:
     """The state prober a run's ``--probe`` asks for (``None`` when probes are off): it asks the policy's
-    own model, or the answer-key stand-in's probe twin, seeded with the run's ``seed``."""
+    own model (or that model's probe twin, :func:`probe_model`), seeded with the run's ``seed``."""
     schedule = args.probe_schedule()
     if schedule is None:
         return None

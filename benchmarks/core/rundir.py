@@ -166,26 +166,7 @@ class RunDir:
         quarantined: list[Quarantined] = []
         if resume and (self.manifest.exists() or self.has_records()):
             previous = load_manifest(self.path)
-            old = _settings(previous)
-            new = _settings(json.loads(json.dumps(manifest, default=json_default)))
-            born_later = {
-                k
-                for k, v in json.loads(json.dumps(dict(defaults or {}), default=json_default)).items()
-                if k not in old and new.get(k) == v
-            }
-            diff = sorted(
-                k
-                for k in set(old) | set(new)
-                if k not in runtime_keys | born_later and old.get(k) != new.get(k)
-            )
-            if diff:
-                changes = ", ".join(
-                    f"--{k.replace('_', '-')} ({old.get(k)!r} -> {new.get(k)!r})" for k in diff
-                )
-                raise ResumeError(
-                    f"cannot resume {self.path}: {changes} changed since that run; resume with the "
-                    f"same value, or start a new run with --run-name NAME"
-                )
+            _check_settings(self.path, previous, manifest, runtime_keys, defaults or {})
             manifest = {
                 **manifest,
                 "resumed_from": [*previous.get("resumed_from", []), previous.get("started_at")],
@@ -241,6 +222,30 @@ class RunDir:
         for r in self.load_records():
             latest[r["key"]] = r
         return sorted(latest.values(), key=lambda r: r["index"])
+
+
+def _check_settings(
+    path: Path,
+    previous: dict[str, Any],
+    manifest: dict[str, Any],
+    runtime_keys: set[str],
+    defaults: Mapping[str, Any],
+) -> None:
+    """Raise :class:`ResumeError` naming every setting that differs from the run being resumed (runtime-only
+    keys may differ; a setting the old run predates matches at its default)."""
+    old = _settings(previous)
+    new = _settings(json.loads(json.dumps(manifest, default=json_default)))
+    default_values = json.loads(json.dumps(dict(defaults), default=json_default))
+    born_later = {k for k, v in default_values.items() if k not in old and new.get(k) == v}
+    diff = sorted(
+        k for k in set(old) | set(new) if k not in runtime_keys | born_later and old.get(k) != new.get(k)
+    )
+    if diff:
+        changes = ", ".join(f"--{k.replace('_', '-')} ({old.get(k)!r} -> {new.get(k)!r})" for k in diff)
+        raise ResumeError(
+            f"cannot resume {path}: {changes} changed since that run; resume with the "
+            f"same value, or start a new run with --run-name NAME"
+        )
 
 
 def _settings(manifest: dict[str, Any]) -> dict[str, Any]:
