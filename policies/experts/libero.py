@@ -20,7 +20,7 @@ compartments) are planned with :mod:`policies.experts.libero_entry` (``fit_slot`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -118,6 +118,19 @@ class Wrist:
     def _margin(self, q: float) -> float:
         return min(q - self.low, self.high - q)
 
+    def after_yaw(self, yaw: float) -> Wrist:
+        """The joint once the arm's base has turned ``yaw`` (rad, about world +z) with the hand's
+        orientation held: the wrist turns back by as much, so a turn it allows here may not be allowed
+        at the target (the hand carried across the table runs the joint into its limit on the way)."""
+        return replace(self, q=self.q - yaw * float(self.axis[2]))
+
+
+def base_yaw(base: np.ndarray, hand: np.ndarray, target: np.ndarray) -> float:
+    """How far (rad, about world +z, the shorter way) the arm's base turns for the hand to go from
+    ``hand`` to ``target``, seen from above the base's vertical axis through ``base``."""
+    (ax, ay), (bx, by) = hand[:2] - base[:2], target[:2] - base[:2]
+    return float(np.arctan2(ax * by - ay * bx, ax * bx + ay * by))
+
 
 # ---------------------------------------------------------------------------------------- the scene
 
@@ -143,13 +156,15 @@ class Scene:
         self._subtrees: dict[str, set[int]] = {}
 
     # the hand
-    def wrist(self) -> Wrist:
-        """The arm's last joint (it turns the hand about where the fingers point)."""
+    def wrist(self, toward: np.ndarray | None = None) -> Wrist:
+        """The arm's last joint (it turns the hand about where the fingers point); given the hand's
+        target ``toward``, as it will be there once the base has turned toward it."""
         m, d = self.model, self.data
         j = m.joint(self.env.robots[0].robot_joints[-1]).id
-        return Wrist(
+        wrist = Wrist(
             np.array(d.xaxis[j]), float(d.qpos[m.jnt_qposadr[j]]), *(float(v) for v in m.jnt_range[j])
         )
+        return wrist if toward is None else wrist.after_yaw(base_yaw(self.shoulder(), self.hand(), toward))
 
     def hand(self) -> np.ndarray:
         return np.array(self.data.site_xpos[self.site])
@@ -1202,7 +1217,7 @@ class Tracker:
             scene.finger_axis(),
             wp.axis,
             np.array(wp.approach),
-            scene.wrist(),
+            scene.wrist(toward=wp.pos),
             wp.wrist_room,
         )
         reached = float(np.linalg.norm(error)) < wp.tol and float(np.linalg.norm(turn)) < wp.turn_tol
