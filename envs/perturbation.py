@@ -14,6 +14,7 @@ seed in observations or ``info``).
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import io
@@ -102,27 +103,35 @@ class Axis:
     apply: SceneAxis | None = None
 
 
+def level_texts(fmt: str, *columns: tuple[Any, ...]) -> tuple[str, str, str, str, str]:
+    """An axis's five level descriptions: ``fmt`` filled from each column's value at that level."""
+    texts = tuple(fmt.format(*values) for values in zip(*columns, strict=True))
+    if len(texts) != len(LEVELS):
+        raise ValueError(f"an axis describes {len(LEVELS)} levels, got {len(texts)} from {fmt!r}")
+    return texts  # type: ignore[return-value]
+
+
 CHANNEL_AXIS_DOCS: dict[str, Axis] = {
     "image_noise": Axis(
         "image_noise",
         "Gaussian pixel noise on every camera image",
-        tuple(f"std {s:g}/255" for s in _IMAGE_NOISE_STD),  # type: ignore[arg-type]
+        level_texts("std {:g}/255", _IMAGE_NOISE_STD),
     ),
     "image_blur": Axis(
         "image_blur",
         "blur on every camera image",
-        tuple(f"box radius {r} px, twice" for r in _BLUR_RADIUS),  # type: ignore[arg-type]
+        level_texts("box radius {} px, twice", _BLUR_RADIUS),
     ),
     "image_jpeg": Axis(
         "image_jpeg",
         "JPEG compression of every camera image",
-        tuple(f"quality {q}" for q in _JPEG_QUALITY),  # type: ignore[arg-type]
+        level_texts("quality {}", _JPEG_QUALITY),
     ),
     "action_noise": Axis(
         "action_noise",
         "noise on the action channel (discrete: a random other action; continuous: Gaussian; "
         "multi-discrete: Gaussian offsets of 10x as many bins on each non-binary index)",
-        tuple(f"p/std {p:g}" for p in _ACTION_NOISE),  # type: ignore[arg-type]
+        level_texts("p/std {:g}", _ACTION_NOISE),
     ),
 }
 _REGISTRY: dict[str, dict[str, Axis]] = {}
@@ -199,6 +208,18 @@ def paraphrase_instruction(path: Path, instruction: str, level: int) -> str:
                 fields[name.rstrip("0123456789")] = value
         return levels[level - 1].format(**fields)
     return instruction  # (a table's last row matches any instruction)
+
+
+def instruction_paraphrase(wording: Callable[[str, int], str]) -> SceneAxis:
+    """The ``paraphrase`` scene axis of a family whose episode holds one ``instruction``: the episode with
+    it replaced by ``wording(instruction, level)`` (the family's paraphrase table)."""
+
+    def apply(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
+        out = copy.deepcopy(episode)
+        out["instruction"] = wording(out["instruction"], spec.level)
+        return out
+
+    return apply
 
 
 # ------------------------------------------------------------------------------------ channel axes

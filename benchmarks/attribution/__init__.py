@@ -9,7 +9,7 @@ the target from that state, asked in SpatialScore's format and scored by its sco
 """
 
 from benchmarks.attribution.config import ProbeArgs, ProbeSchedule, probe_model
-from benchmarks.attribution.prober import ProbeFamily, Prober
+from benchmarks.attribution.prober import ProbeFamily, Prober, prober_for
 from benchmarks.attribution.report import (
     attributed,
     attribution_files,
@@ -29,4 +29,5 @@ __all__ = [
     "attribution_table",
     "probe_lines",
     "probe_model",
+    "prober_for",
 ]

@@ -9,6 +9,7 @@
 | a block colour | block_distance | open-ended, metres (MRA) | distance from the gripper (TCP) to the block's centre |
 | a block colour | block_side | multi-choice: left, right | the block's projected column against the gripper's, in the static image (10+ px apart) |
 | a block colour | block_in_cabinet | yes/no | the block's centre lies in the sliding cabinet (world y > 0) |
+| a block colour | block_box | box, 0-1000 (IoU) | the bounds of the block's eight projected cuboid corners in the static image, clipped to it; asked only when the block is visible (the rendered depth at its projected centre is the centre's, as the corpus's ``calvin_localisation`` asks) |
 | a block, no colour (stack, unstack, place, push) | nearest_block | multi-choice: the three blocks | the block nearest the gripper (3+ cm nearer than the next) |
 | the drawer | drawer_open | yes/no | the drawer joint is open (> 0.1 m; closed < 0.03 m; not asked between) |
 | the sliding door | slider_left | yes/no | the door is on the left (> 0.2 m; right < 0.08 m; not asked between) |
@@ -26,6 +27,8 @@ import numpy as np
 
 from benchmarks.attribution.prober import ProbeFamily
 from benchmarks.attribution.questions import ProbeQuestion, multi_choice
+from benchmarks.datagen.calvin_corpus import Scene
+from benchmarks.datagen.corpus_format import localisation_text
 from benchmarks.scoring.units import Quantity
 
 if TYPE_CHECKING:
@@ -48,22 +51,44 @@ def calvin_state(env: gym.Env) -> dict[str, Any]:
     tcp = [float(v) for v in snapshot["robot_obs"][:3]]
     centres = {c: [float(v) for v in snapshot["blocks"][c]["pos"]] for c in COLORS}
     pixels, _ = table.sim.cameras.project("static", np.array([tcp, *centres.values()]))
+    task = table.evaluate()["task"]
     return {
-        "task": table.evaluate()["task"],
+        "task": task,
         "scene_obs": [float(v) for v in snapshot["scene_obs"][:6]],
         "tcp": tcp,
         "blocks": centres,
         "columns_px": dict(zip(("gripper", *COLORS), (float(p[0]) for p in pixels))),
+        "boxes_1000": _boxes(table, snapshot, _named_color(str(task or ""))),
     }
+
+
+def _named_color(task: str) -> str | None:
+    return next((c for c in COLORS if c in task.split("_")), None)
+
+
+def _boxes(table: PlayTableEnv, snapshot: dict[str, Any], color: str | None) -> dict[str, list[int]]:
+    """The named block's box on 0-1000 in the static image, when it is visible there (one depth render,
+    only when the task names a colour; rendering steps nothing)."""
+    if color is None:
+        return {}
+    rgb, depth = table.sim.cameras.render("static", depth=True)
+    assert depth is not None
+    scene = Scene(0, rgb, depth, snapshot, table.sim.cameras)
+    return {color: scene.box_1000(color)} if scene.visible(color) else {}
 
 
 def calvin_questions(state: Mapping[str, Any], rng: np.random.Generator) -> list[ProbeQuestion]:
     """The probes of one decision's state (those its task names and that are fair to ask)."""
     task = str(state.get("task") or "")
-    color = next((c for c in COLORS if c in task.split("_")), None)
+    color = _named_color(task)
     made: list[ProbeQuestion | None] = []
     if color is not None:
-        made += [_distance(state, color), _side(state, color, rng), _cabinet(state, color)]
+        made += [
+            _distance(state, color),
+            _side(state, color, rng),
+            _cabinet(state, color),
+            _box(state, color),
+        ]
     elif "block" in task or any(word in task for word in BLOCK_TASK_WORDS):
         made.append(_nearest(state, rng))
     slide, drawer, _, _, bulb, led = state["scene_obs"]
@@ -109,6 +134,14 @@ def _cabinet(state: Mapping[str, Any], color: str) -> ProbeQuestion:
     inside = state["blocks"][color][1] > 0.0
     text = f"Is the {color} block inside the sliding cabinet (rather than on the table)?"
     return ProbeQuestion("block_in_cabinet", "judgment", text, "yes" if inside else "no")
+
+
+def _box(state: Mapping[str, Any], color: str) -> ProbeQuestion | None:
+    box = state.get("boxes_1000", {}).get(color)
+    if box is None:
+        return None
+    text = localisation_text(f"the {color} block")
+    return ProbeQuestion("block_box", "box", text, tuple(box), truth={"bbox_1000": box})
 
 
 def _nearest(state: Mapping[str, Any], rng: np.random.Generator) -> ProbeQuestion | None:

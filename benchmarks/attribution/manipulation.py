@@ -9,6 +9,7 @@ sponge), their centres and the gripper's; :func:`manip_questions` asks:
 | object_distance | open-ended, metres (MRA) | distance from the gripper to the first goal object's centre (3+ cm) |
 | closer_to_gripper | multi-choice: the two goal objects | the one nearer the gripper (3+ cm nearer than the other) |
 | gripper_closed | yes/no | the gripper's last command was to close |
+| object_box | box, 0-1000 (IoU) | the tight box of the first goal object's visible pixels in the front camera's image (MuJoCo's segmentation of its rendered geoms, as the env's own box annotation reads it; 20+ pixels visible) |
 
 Objects are named by colour and kind ("the orange container"), as the instructions name them.
 """
@@ -22,6 +23,7 @@ import numpy as np
 
 from benchmarks.attribution.prober import ProbeFamily
 from benchmarks.attribution.questions import ProbeQuestion, multi_choice
+from benchmarks.datagen.corpus_format import box_1000, localisation_text
 from benchmarks.scoring.units import Quantity
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from envs.manipulation.env import EBManipulationEnv
 
 MARGIN_M = 0.03
+MIN_BOX_PIXELS = 20
 
 
 def manip_state(env: gym.Env) -> dict[str, Any]:
@@ -40,9 +43,22 @@ def manip_state(env: gym.Env) -> dict[str, Any]:
     slots = [s for s in manip.task.goal().values() if isinstance(s, str) and s in snapshot["objects"]][:2]
     return {
         "objects": [{"name": names[s], "position": snapshot["objects"][s]["position"]} for s in slots],
+        "boxes_1000": _boxes(manip, slots[:1], names),
         "grip_position": snapshot["grip_position"],
         "gripper_closed": bool(snapshot["gripper_closed"]),
     }
+
+
+def _boxes(manip: EBManipulationEnv, slots: list[str], names: dict[str, str]) -> dict[str, list[int]]:
+    """The box on 0-1000 of each slot's visible pixels in the front camera (the policy's first image); one
+    segmentation render, which changes no state."""
+    from envs.manipulation.env import CAMERAS
+
+    if not slots:
+        return {}
+    seg = manip.cameras.segmentation(manip.scene.mj_data, CAMERAS["front_rgb"])
+    masks = {s: np.isin(seg, manip.task.visual_geoms(s)) for s in slots}
+    return {names[s]: box for s, m in masks.items() if m.sum() >= MIN_BOX_PIXELS and (box := box_1000(m))}
 
 
 def manip_questions(state: Mapping[str, Any], rng: np.random.Generator) -> list[ProbeQuestion]:
@@ -60,6 +76,10 @@ def manip_questions(state: Mapping[str, Any], rng: np.random.Generator) -> list[
         near, far = (a, b) if gaps[0] < gaps[1] else (b, a)
         text = f"Which is closer to the robot's gripper, {a} or {b}? Select from the following choices."
         made.append(multi_choice("closer_to_gripper", text, near, [far], rng, {"distances_m": gaps}))
+    box = state.get("boxes_1000", {}).get(state["objects"][0]["name"]) if state["objects"] else None
+    if box is not None:
+        text = localisation_text(state["objects"][0]["name"])
+        made.append(ProbeQuestion("object_box", "box", text, tuple(box), truth={"bbox_1000": box}))
     if "gripper_closed" in state:  # (EB's gripper command; LIBERO's state has none)
         closed = "yes" if state["gripper_closed"] else "no"
         made.append(ProbeQuestion("gripper_closed", "judgment", "Is the robot's gripper closed?", closed))

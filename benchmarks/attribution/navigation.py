@@ -13,6 +13,7 @@ a few pixels) is not asked.
 | target_visible | yes/no | the target is the nearest surface at 30+ pixels of the observation (no: at none) |
 | target_reached | yes/no | the horizontal distance is within the success radius (EB's 1 m) |
 | turn_to_face | multi-choice: turn left, turn right, no turn needed | the sign of the bearing (no turn: within 15 deg) |
+| target_box | box, 0-1000 (IoU) | the tight box of the pixels where the target is the nearest surface (the env's own visibility pass, :attr:`~envs.navigation.env.EBNavigationEnv.target_mask`); asked at 30+ such pixels |
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from benchmarks.attribution.prober import ProbeFamily
 from benchmarks.attribution.questions import ProbeQuestion, multi_choice
+from benchmarks.datagen.corpus_format import box_1000, localisation_text
 from benchmarks.scoring.units import Quantity
 
 if TYPE_CHECKING:
@@ -45,8 +47,13 @@ def nav_state(env: gym.Env) -> dict[str, Any]:
         "agent": nav.agent_pose.to_json(),
         "target": nav.target,
         "target_pixels": nav.target_pixels,
+        "target_box_1000": _box_1000(nav.target_mask),
         "success_distance": float(nav.success_distance),
     }
+
+
+def _box_1000(mask: np.ndarray | None) -> list[int] | None:
+    return box_1000(mask) if mask is not None and np.count_nonzero(mask) >= VISIBLE_PIXELS else None
 
 
 def target_name(target: Mapping[str, Any]) -> str:
@@ -73,8 +80,15 @@ def nav_questions(state: Mapping[str, Any], rng: np.random.Generator) -> list[Pr
         _visible(name, int(state["target_pixels"]), truth),
         _reached(name, distance, float(state["success_distance"]), truth),
         _turn(name, bearing, rng, truth),
+        _box(name, state.get("target_box_1000")),
     ]
     return [q for q in made if q is not None]
+
+
+def _box(name: str, box: list[int] | None) -> ProbeQuestion | None:
+    if box is None:
+        return None
+    return ProbeQuestion("target_box", "box", localisation_text(name), tuple(box), truth={"bbox_1000": box})
 
 
 def _sector(bearing: float) -> str | None:

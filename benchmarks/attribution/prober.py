@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchmarks.attribution.config import ProbeSchedule
+from benchmarks.attribution.config import ProbeArgs, ProbeSchedule, probe_model
 from benchmarks.attribution.questions import ProbeBook, ProbeQuestion, ask
 from policies.backends.base import Backend
 from policies.base import Policy
@@ -112,3 +112,15 @@ class Prober:
                 line = ask(self.model, question, decision.images, self.book, f"{decision.index}.{number}")
                 lines.append({"probe": True, **where, **line})
         return lines
+
+
+def prober_for(
+    args: ProbeArgs, seed: int, family: ProbeFamily, env: gym.Env | None, policy: Policy
+) -> Prober | None:
+    """The state prober a run's ``--probe`` asks for (``None`` when probes are off): it asks the policy's
+    own model, or the answer-key stand-in's probe twin, seeded with the run's ``seed``."""
+    schedule = args.probe_schedule()
+    if schedule is None:
+        return None
+    model, book = probe_model(policy, args, seed)
+    return Prober(schedule, family, env, policy, model, book)

@@ -6,7 +6,11 @@ simulator state of a decision, never from the instruction text alone; here each 
 instruction, :func:`benchmarks.static.spatialscore.build_prompt`), the answer key is written as that prompt
 asks (:func:`~benchmarks.static.spatialscore.gold_answer`) and the reply is scored by the project's
 SpatialScore scorer (:func:`~benchmarks.static.spatialscore.score_project`: option letters, yes/no, MRA with
-units). The images are the exact arrays the policy was shown at that decision.
+units). SpatialScore has no box questions: a ``box`` probe is the spatial corpus's localisation question
+(:func:`benchmarks.datagen.corpus_format.localisation_text`, ``Bounding Box: [x1, y1, x2, y2]`` on 0-1000), sent
+as written and scored by its IoU with the gold box (:func:`benchmarks.static.multihop.box_overlap`, the
+MultihopSpatial scorer's box term), right at IoU 0.5 (Acc@50IoU). The images are the exact arrays the policy
+was shown at that decision.
 """
 
 from __future__ import annotations
@@ -18,13 +22,17 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.datagen.corpus_format import box_answer
+from benchmarks.scoring.result import SampleScore
 from benchmarks.scoring.units import Quantity
 from benchmarks.static import spatialscore
 from benchmarks.static.items import StaticItem
+from benchmarks.static.multihop import box_overlap
 from policies.backends.base import Backend, Message
 from policies.mllm.common import prompt_id
 
-#: A question counts as answered right at this score or above (MC and yes/no score 0 or 1; MRA is graded).
+#: A question counts as answered right at this score or above (MC and yes/no score 0 or 1; MRA and IoU are
+#: graded; 0.5 IoU is Acc@50IoU).
 RIGHT_AT = 0.5
 LETTERS = "ABCD"
 
@@ -34,12 +42,13 @@ class ProbeQuestion:
     """One exact-answer question about a decision's state.
 
     ``task``: ``mcq`` (``options`` in shown order, ``key`` the right letter), ``judgment`` (``key`` ``yes`` or
-    ``no``) or ``numeric`` (``key`` a :class:`Quantity`). ``truth``: the simulator values behind the key."""
+    ``no``), ``numeric`` (``key`` a :class:`Quantity`) or ``box`` (``key`` the ``[x1, y1, x2, y2]`` box on
+    0-1000). ``truth``: the simulator values behind the key."""
 
     kind: str
     task: str
     text: str
-    key: str | Quantity
+    key: str | Quantity | tuple[int, ...]
     options: tuple[str, ...] = ()
     truth: Mapping[str, Any] = field(default_factory=dict)
 
@@ -48,7 +57,7 @@ class ProbeQuestion:
         lettered = "\n".join(f"({LETTERS[i]}) {t}" for i, t in enumerate(self.options))
         question = f"{self.text}\n{lettered}" if self.options else self.text
         options = {LETTERS[i]: t for i, t in enumerate(self.options)}
-        answer_text = str(self.key.value if isinstance(self.key, Quantity) else self.key)
+        answer_text = _answer_text(self.key)
         return StaticItem(
             benchmark=spatialscore.NAME,
             item_id=item_id,
@@ -61,6 +70,21 @@ class ProbeQuestion:
             tags={"kind": self.kind},
             meta={"key": self.key, "answer_text": answer_text},
         )
+
+
+def _answer_text(key: str | Quantity | tuple[int, ...]) -> str:
+    if isinstance(key, tuple):
+        return box_answer(key)
+    return str(key.value if isinstance(key, Quantity) else key)
+
+
+def score(item: StaticItem, response: str) -> SampleScore:
+    """A box probe's IoU with its gold box; any other by SpatialScore's project scorer."""
+    if item.task != "box":
+        return spatialscore.score_project(item, response)
+    box, overlap, _ = box_overlap(response, [v / 1000 for v in item.meta["key"]])
+    why = f"IoU {overlap:.4f} with {list(item.meta['key'])}" + ("" if box.ok else f" ({box.method})")
+    return SampleScore(overlap, None, box, "box_iou", why, {"iou": overlap})
 
 
 def multi_choice(
@@ -90,10 +114,11 @@ class ProbeBook:
 
 
 def probe_messages(item: StaticItem, images: Sequence[np.ndarray]) -> list[Message]:
-    """SpatialScore's prompt for ``item`` with ``images`` (the decision's), as the static runner sends it."""
-    prompt = spatialscore.build_prompt(item)
+    """SpatialScore's prompt for ``item`` with ``images`` (the decision's), as the static runner sends it (a
+    box question as the corpus writes it: SpatialScore's instructions ask for a letter, yes/no or a scalar)."""
+    text = item.question if item.task == "box" else spatialscore.build_prompt(item).text
     content: list[dict[str, Any]] = [{"type": "image", "image": image} for image in images]
-    content.append({"type": "text", "text": prompt.text})
+    content.append({"type": "text", "text": text})
     return [{"role": "user", "content": content}]
 
 
@@ -115,7 +140,7 @@ def ask(
     began = time.perf_counter()
     generation = model.generate(messages)
     seconds = time.perf_counter() - began
-    score = spatialscore.score_project(item, generation.text)
+    scored = score(item, generation.text)
     key = question.key.to_dict() if isinstance(question.key, Quantity) else question.key
     return {
         "kind": question.kind,
@@ -124,9 +149,9 @@ def ask(
         "expected": key,
         "gold": gold,
         "text": generation.text,
-        "score": float(score.score or 0.0),
-        "right": float(score.score or 0.0) >= RIGHT_AT,
-        "scorer": score.scorer,
+        "score": float(scored.score or 0.0),
+        "right": float(scored.score or 0.0) >= RIGHT_AT,
+        "scorer": scored.scorer,
         "truth": dict(question.truth),
         "latency_s": round(seconds, 4),
         "injected_error": generation.injected_error,

@@ -212,8 +212,8 @@ def _pct(cell: Mapping[str, Any]) -> str:
     estimate, ci = cell["estimate"], cell["ci"]
     if estimate is None or math.isnan(estimate):
         return "n/a"
-    if ci is None:
-        return f"{100 * estimate:.1f}"
+    if ci is None:  # (one episode: no spread between episodes to take an interval from)
+        return f"{100 * estimate:.1f} (n = {cell['n']}, no interval)"
     return f"{100 * estimate:.1f} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
@@ -289,7 +289,7 @@ def _notes(table: Mapping[str, Any]) -> list[str]:
         f"({'n/a' if per is None else f'{per:.1f}'} per probed episode), {costs['probe_calls']} extra model "
         f"calls ({'n/a' if ratio is None else f'{ratio:.2f}'} per policy call), {costs['probe_model_s']:.1f} s "
         f"of probe model time next to {costs['episode_s']:.1f} s of episodes.",
-        "A decision is perceived correctly when its probes' mean score is at least 0.5 (distances: MRA); "
+        "A decision is perceived correctly when its probes' mean score is at least 0.5 (distances: MRA; boxes: IoU); "
         "failed decisions are the probed decisions of failed episodes. Intervals: 95 %, clustered by episode. "
         "See docs/guide/attribution.md for what the split means and does not.",
     ]

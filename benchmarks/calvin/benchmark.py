@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.attribution import Prober, attributed, probe_model
+from benchmarks.attribution import attributed, prober_for
 from benchmarks.attribution.calvin import PROBES as CALVIN_PROBES
 from benchmarks.calvin.config import CHAIN_LENGTH, POLICY_DEFAULTS, REFERENCE, CalvinConfig
 from benchmarks.calvin.protocol import evaluation_chains, parse_tasks, task_episodes
@@ -120,16 +120,7 @@ class CalvinWorker(EpisodeWorker):
             CertificateCache(certificates_path(config.certificates, run_path)) if config.perturb else None
         )
         self._expert_env: gym.Env | None = None
-        self.prober = self._prober()
-
-    def _prober(self) -> Prober | None:
-        """The state prober of ``--probe`` (``None`` when probes are off)."""
-        schedule = self.config.probe_schedule()
-        if schedule is None:
-            return None
-        assert self.env is not None  # (made in __init__)
-        model, book = probe_model(self.policy, self.config, self.config.seed)
-        return Prober(schedule, CALVIN_PROBES, self.env, self.policy, model, book)
+        self.prober = prober_for(self.config, self.config.seed, CALVIN_PROBES, self.env, self.policy)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         """One chain (a robustness variant is certified by the scripted expert first); its model calls

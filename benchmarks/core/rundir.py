@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,10 +146,18 @@ class RunDir:
     def has_records(self) -> bool:
         return self.records.exists() and self.records.stat().st_size > 0
 
-    def prepare(self, manifest: dict[str, Any], *, resume: bool, runtime_keys: set[str]) -> list[Quarantined]:
+    def prepare(
+        self,
+        manifest: dict[str, Any],
+        *,
+        resume: bool,
+        runtime_keys: set[str],
+        defaults: Mapping[str, Any] | None = None,
+    ) -> list[Quarantined]:
         """Create the folder and its manifest; on resume check the configuration matches the old one (a folder
         with records but no valid manifest cannot be resumed) and quarantine damaged record and decision
-        lines. Returns what was quarantined (also listed in the manifest's ``damaged_lines``)."""
+        lines. A setting the old run did not record (it predates it) matches at its default in ``defaults``.
+        Returns what was quarantined (also listed in the manifest's ``damaged_lines``)."""
         if self.has_records() and not resume:
             raise ResumeError(
                 f"{self.path} already holds results: pass --resume to continue that run, or choose another "
@@ -160,8 +168,15 @@ class RunDir:
             previous = load_manifest(self.path)
             old = _settings(previous)
             new = _settings(json.loads(json.dumps(manifest, default=json_default)))
+            born_later = {
+                k
+                for k, v in json.loads(json.dumps(dict(defaults or {}), default=json_default)).items()
+                if k not in old and new.get(k) == v
+            }
             diff = sorted(
-                k for k in set(old) | set(new) if k not in runtime_keys and old.get(k) != new.get(k)
+                k
+                for k in set(old) | set(new)
+                if k not in runtime_keys | born_later and old.get(k) != new.get(k)
             )
             if diff:
                 changes = ", ".join(

@@ -7,6 +7,7 @@ merging records in unit order, and writing the summary.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -206,12 +207,20 @@ class Benchmark(ABC):
         return {}
 
 
+def config_defaults(config: object) -> dict[str, Any]:
+    """The defaults of a dataclass config's settings (``{}`` for anything else)."""
+    if not dataclasses.is_dataclass(config):
+        return {}
+    return {f.name: f.default for f in dataclasses.fields(config) if f.default is not dataclasses.MISSING}
+
+
 def _prepare(out: RunDir, manifest: dict[str, Any], benchmark: Benchmark, *, resume: bool) -> None:
     """Check ``out`` against the manifest (or start it), saying on stderr which files were moved aside."""
     for moved in out.prepare(
         manifest,
         resume=resume,
         runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys | STOPPING_KEYS,
+        defaults=config_defaults(benchmark.config),
     ):
         print(
             moved.message("their units run again" if moved.path == out.records else "kept there, unread"),

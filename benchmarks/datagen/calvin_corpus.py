@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from benchmarks.datagen.corpus_format import BOX_FORMAT, lettered_choice
+from benchmarks.datagen.corpus_format import BOX_FORMAT, box_answer, lettered_choice, localisation_text
 from benchmarks.datagen.nav_questions import LETTERS, Question, _multi_choice, _options
 
 if TYPE_CHECKING:
@@ -254,17 +254,14 @@ def calvin_localisation(scene: Scene, rng: np.random.Generator) -> Question | No
         return None
     color = visible[int(rng.integers(len(visible)))]
     box = scene.box_1000(color)
-    text = (
-        f"Locate the {color} block in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
-        "integers from 0 to 1000 (top-left and bottom-right corners)."
-    )
+    text = localisation_text(f"the {color} block")
     return _question(
         "calvin_localisation",
         "box",
         "Object Localization",
         "Object Localization",
         text,
-        f"Bounding Box: [{', '.join(map(str, box))}]",
+        box_answer(box),
         scene,
         {"block": color, "bbox_1000": box},
     )

@@ -66,7 +66,15 @@ from benchmarks.datagen.calvin_corpus import (
     draw_calvin_question,
     scene_key,
 )
-from benchmarks.datagen.corpus_format import BOX_FORMAT, box_1000, is_multihop, json_line, recipe_answer
+from benchmarks.datagen.corpus_format import (
+    BOX_FORMAT,
+    box_1000,
+    box_answer,
+    is_multihop,
+    json_line,
+    localisation_text,
+    recipe_answer,
+)
 from benchmarks.datagen.generate import checked_kinds, draw_question, truth_record
 from benchmarks.datagen.libero_corpus import (
     LIBERO_KINDS,
@@ -120,10 +128,7 @@ def localisation(view: View, context: Context, rng: np.random.Generator) -> Ques
         return None
     (entity,) = picked
     box = entity_box(view, entity)
-    text = (
-        f"Locate the {entity.name} in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
-        "integers from 0 to 1000 (top-left and bottom-right corners)."
-    )
+    text = localisation_text(f"the {entity.name}")
     truth = {"entity": entity.id, "bbox_1000": box, "pixels": view.pixels[entity.label]}
     return Question(
         "localisation",
@@ -131,7 +136,7 @@ def localisation(view: View, context: Context, rng: np.random.Generator) -> Ques
         "Object Localization",
         "Object Localization",
         text,
-        f"Bounding Box: [{', '.join(map(str, box))}]",
+        box_answer(box),
         [view.frame.rgb],
         truth,
         [view.c2w],

@@ -28,9 +28,22 @@ def is_multihop(kind: str) -> bool:
     return kind == "multihop" or kind.endswith("_multihop")
 
 
+def localisation_text(name: str) -> str:
+    """The corpus's localisation question about ``name`` ("the red block"), answered as :func:`box_answer`."""
+    return (
+        f"Locate {name} in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
+        "integers from 0 to 1000 (top-left and bottom-right corners)."
+    )
+
+
+def box_answer(box: Sequence[int]) -> str:
+    """The answer to a localisation question: ``Bounding Box: [x1, y1, x2, y2]`` on 0-1000."""
+    return f"Bounding Box: [{', '.join(map(str, box))}]"
+
+
 def recipe_answer(answer: str, box: Sequence[int]) -> str:
     """The assistant turn of a multi-hop item: ``Answer: (c) red mug`` and its box."""
-    return f"Answer: {answer}\nBounding Box: [{', '.join(map(str, box))}]"
+    return f"Answer: {answer}\n{box_answer(box)}"
 
 
 def lettered_choice(rng: np.random.Generator, right: str, wrong: Sequence[str]) -> tuple[str, str]:

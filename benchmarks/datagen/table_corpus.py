@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchmarks.datagen.corpus_format import BOX_FORMAT, box_1000, lettered_choice
+from benchmarks.datagen.corpus_format import (
+    BOX_FORMAT,
+    box_1000,
+    box_answer,
+    lettered_choice,
+    localisation_text,
+)
 from benchmarks.datagen.nav_questions import (
     CAMERA_MOTION_QUESTION,
     CAMERA_MOTION_TEXT,
@@ -301,10 +307,7 @@ def table_localisation(scene: TableScene, rng: np.random.Generator) -> Question 
         return None
     box = box_1000(scene.mask(obj))
     assert box is not None
-    text = (
-        f"Locate the {obj.name} in the image. Give its bounding box as Bounding Box: [x1, y1, x2, y2], "
-        "integers from 0 to 1000 (top-left and bottom-right corners)."
-    )
+    text = localisation_text(f"the {obj.name}")
     return _q(
         scene,
         "localisation",
@@ -312,7 +315,7 @@ def table_localisation(scene: TableScene, rng: np.random.Generator) -> Question 
         "Object Localization",
         "Object Localization",
         text,
-        f"Bounding Box: [{', '.join(map(str, box))}]",
+        box_answer(box),
         {"object": obj.id, "bbox_1000": box},
     )
 

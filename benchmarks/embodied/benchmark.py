@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchmarks.attribution import ProbeFamily, Prober, attributed, probe_model
+from benchmarks.attribution import ProbeFamily, Prober, attributed, prober_for
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
@@ -104,14 +104,12 @@ class EmbodiedWorker(EpisodeWorker):
         self.prober = self._prober()
 
     def _prober(self) -> Prober | None:
-        """The state prober of ``--probe`` (``None`` when probes are off)."""
-        schedule = self.config.probe_schedule()
-        if schedule is None:
+        """The state prober of ``--probe`` (``None`` when probes are off; the family's questions are
+        imported only then)."""
+        if self.config.probe is None:
             return None
-        assert self.env is not None  # (made in __init__)
-        model, book = probe_model(self.policy, self.config, self.config.seed)
         family: ProbeFamily = load_entry_point(probe_family(self.family))
-        return Prober(schedule, family, self.env, self.policy, model, book)
+        return prober_for(self.config, self.config.seed, family, self.env, self.policy)
 
     def run_unit(self, unit: WorkUnit, on_step: StepHook | None) -> EpisodeRecord:
         episode = unit.spec["episode"]

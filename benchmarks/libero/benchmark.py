@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchmarks.attribution import Prober, attributed, probe_model
+from benchmarks.attribution import attributed, prober_for
 from benchmarks.attribution.libero import PROBES as LIBERO_PROBES
 from benchmarks.core import Benchmark, RunDir, Summary, UnitTally, WorkUnit, unit_seed
 from benchmarks.core.episode import StepHook
@@ -66,15 +66,8 @@ class LiberoWorker(EpisodeWorker):
         self._expert: Policy | None = None
         self._expert_env: gym.Env | None = None  # the certifying expert's env: no cameras (it looks at none)
         self._cameras = config.video > 0 or not spec.blind
-        self.prober = self._prober()
-
-    def _prober(self) -> Prober | None:
-        """The state prober of ``--probe`` (``None`` when probes are off; it follows the task's env)."""
-        schedule = self.config.probe_schedule()
-        if schedule is None:
-            return None
-        model, book = probe_model(self.policy, self.config, self.config.seed)
-        return Prober(schedule, LIBERO_PROBES, None, self.policy, model, book)
+        # (the prober follows each task's env, so it starts with none)
+        self.prober = prober_for(self.config, self.config.seed, LIBERO_PROBES, None, self.policy)
 
     def _make_task_env(self, task_index: int, cameras: bool) -> gym.Env:
         from envs.libero.protocol import env_id

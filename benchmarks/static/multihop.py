@@ -193,14 +193,19 @@ def _gt_unit_box(item: StaticItem) -> tuple[float, float, float, float]:
     return normalize_box(xywh_to_xyxy(item.meta["gt_xywh"]), width, height)
 
 
+def box_overlap(response: str, truth: Sequence[float]) -> tuple[ParseResult, float, float]:
+    """The response's box (on 0-1 or 0-1000, auto) and its IoU and GIoU with ``truth`` (0-1); a missing or
+    invalid box is IoU 0 and GIoU -1."""
+    box = parse_box(response)
+    return (box, iou(box.value, truth), giou(box.value, truth)) if box.ok else (box, 0.0, -1.0)
+
+
 def score_project(item: StaticItem, response: str) -> SampleScore:
     """Letter by the project's parser; box on 0-1 or 0-1000 (auto); exact IoU; a missing or invalid box is
     IoU 0 and GIoU -1 (reward 0), so it stays in every denominator."""
     answer = parse_option(response, item.options)
     correct = answer.ok and answer.value == item.meta["key"]
-    box = parse_box(response)
-    truth = _gt_unit_box(item)
-    overlap, generalized = (iou(box.value, truth), giou(box.value, truth)) if box.ok else (0.0, -1.0)
+    box, overlap, generalized = box_overlap(response, _gt_unit_box(item))
     metrics = {
         "iou": overlap,
         "giou": generalized,

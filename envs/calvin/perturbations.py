@@ -38,7 +38,7 @@ import numpy as np
 from envs.calvin import constants as C
 from envs.calvin.instructions import instruction_for
 from envs.calvin.scenes import BLOCK_SIZES, Rect, SceneSpec, scene_spec
-from envs.perturbation import CHANNEL_AXIS_DOCS, Axis, PerturbationSpec, register_axes
+from envs.perturbation import CHANNEL_AXIS_DOCS, Axis, PerturbationSpec, level_texts, register_axes
 
 FAMILY = "calvin"
 PARAPHRASES = Path(__file__).with_name("paraphrases.json")
@@ -329,15 +329,11 @@ def paraphrase(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any
     return out
 
 
-def _levels(fmt: str, *columns: tuple[Any, ...]) -> tuple[str, str, str, str, str]:
-    return tuple(fmt.format(*values) for values in zip(*columns))  # type: ignore[return-value]
-
-
 AXES: dict[str, Axis] = {
     "camera": Axis(
         "camera",
         "static camera pose (orbit about its target, target moved) and field of view",
-        _levels(
+        level_texts(
             "orbit +-{:g} deg (elevation half), target +-{:g} m, fov 10 x (1+-{:g})",
             _ORBIT,
             _TARGET_SHIFT,
@@ -348,7 +344,7 @@ AXES: dict[str, Axis] = {
     "lighting": Axis(
         "lighting",
         "light direction, intensity and colour (both cameras)",
-        _levels(
+        level_texts(
             "turned {:g} deg, ambient/diffuse x(1+-{:g}), tint {:g}", _LIGHT_TILT, _LIGHT_SCALE, _LIGHT_TINT
         ),
         lighting,
@@ -356,37 +352,37 @@ AXES: dict[str, Axis] = {
     "textures": Axis(
         "textures",
         "table wood and floor tinted, handles, switch and button recoloured",
-        _levels("colour blend {:g}", _TEXTURE_BLEND),
+        level_texts("colour blend {:g}", _TEXTURE_BLEND),
         textures,
     ),
     "distractors": Axis(
         "distractors",
         "extra blocks in colours no task names, on the free table top",
-        _levels("{:d} blocks", _DISTRACTORS),
+        level_texts("{:d} blocks", _DISTRACTORS),
         distractors,
     ),
     "block_positions": Axis(
         "block_positions",
         "blocks moved off their spots on the same surface and turned",
-        _levels("up to {:g} m, yaw +-{:g} deg", _BLOCK_SHIFT, _BLOCK_TURN),
+        level_texts("up to {:g} m, yaw +-{:g} deg", _BLOCK_SHIFT, _BLOCK_TURN),
         block_positions,
     ),
     "robot_joints": Axis(
         "robot_joints",
         "start joints moved off the neutral pose",
-        _levels("each joint +-{:g} rad x U(0.5, 1)", _JOINT_OFFSET),
+        level_texts("each joint +-{:g} rad x U(0.5, 1)", _JOINT_OFFSET),
         robot_joints,
     ),
     "paraphrase": Axis(
         "paraphrase",
         "instruction wording, from the shipped paraphrase table",
-        _levels("table entry {:d}", (1, 2, 3, 4, 5)),
+        level_texts("table entry {:d}", (1, 2, 3, 4, 5)),
         paraphrase,
     ),
     "scene": Axis(
         "scene",
         "the chain played in another CALVIN scene (furniture, woods, blocks)",
-        _levels("scene {}", SCENE_LEVELS),
+        level_texts("scene {}", SCENE_LEVELS),
         scene,
     ),
     **CHANNEL_AXIS_DOCS,

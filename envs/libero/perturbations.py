@@ -33,7 +33,14 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from envs.perturbation import CHANNEL_AXIS_DOCS, Axis, PerturbationSpec, register_axes
+from envs.perturbation import (
+    CHANNEL_AXIS_DOCS,
+    Axis,
+    PerturbationSpec,
+    instruction_paraphrase,
+    level_texts,
+    register_axes,
+)
 
 FAMILY = "libero"
 PARAPHRASES = Path(__file__).with_name("paraphrases.json")
@@ -217,21 +224,14 @@ def paraphrase_instruction(instruction: str, level: int) -> str:
     return instruction if levels is None else levels[level - 1]
 
 
-def paraphrase(scene: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
-    out = copy.deepcopy(scene)
-    out["instruction"] = paraphrase_instruction(out["instruction"], spec.level)
-    return out
-
-
-def _levels(fmt: str, *columns: tuple[float, ...]) -> tuple[str, str, str, str, str]:
-    return tuple(fmt.format(*values) for values in zip(*columns))  # type: ignore[return-value]
+paraphrase = instruction_paraphrase(paraphrase_instruction)
 
 
 AXES: dict[str, Axis] = {
     "camera": Axis(
         "camera",
         "agentview camera orbit (yaw, pitch) about its look-at point, distance and field of view",
-        _levels(
+        level_texts(
             "yaw +-{:g} deg, pitch +-{:g} deg, distance x(1+-{:g}), fov 45+-{:g} deg",
             _CAMERA_YAW,
             _CAMERA_PITCH,
@@ -243,25 +243,25 @@ AXES: dict[str, Axis] = {
     "lighting": Axis(
         "lighting",
         "light intensity, colour and direction; headlight intensity",
-        _levels("intensity x(1+-{:g}), tint {:g}, turn {:g} deg", _LIGHT_SCALE, _LIGHT_TINT, _LIGHT_TILT),
+        level_texts("intensity x(1+-{:g}), tint {:g}, turn {:g} deg", _LIGHT_SCALE, _LIGHT_TINT, _LIGHT_TILT),
         lighting,
     ),
     "textures": Axis(
         "textures",
         "floor, wall, table and background-furniture material colours",
-        _levels("colour blend {:g}", _TEXTURE_BLEND),
+        level_texts("colour blend {:g}", _TEXTURE_BLEND),
         textures,
     ),
     "object_position": Axis(
         "object_position",
         "the table's objects shifted together and jittered (feasible, order kept)",
-        _levels("shift {:g} m + jitter <= {:g} m", _OBJECT_SHIFT, _OBJECT_JITTER),
+        level_texts("shift {:g} m + jitter <= {:g} m", _OBJECT_SHIFT, _OBJECT_JITTER),
         object_position,
     ),
     "robot_init": Axis(
         "robot_init",
         "the arm's start joints",
-        _levels("each joint +-{:g}-{:g} rad", tuple(x / 2 for x in _JOINT_OFFSET), _JOINT_OFFSET),
+        level_texts("each joint +-{:g}-{:g} rad", tuple(x / 2 for x in _JOINT_OFFSET), _JOINT_OFFSET),
         robot_init,
     ),
     "paraphrase": Axis(

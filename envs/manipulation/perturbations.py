@@ -28,7 +28,14 @@ from envs.manipulation.tasks.base import LAYOUT_MARGIN
 from envs.manipulation.tasks.pick import CONTAINER_INNER, CONTAINER_WALL
 from envs.manipulation.tasks.place import SORTER_INNER, SORTER_WALL
 from envs.manipulation.tasks.wipe import AREA_LENGTH, AREA_WIDTH, SPONGE_HALF
-from envs.perturbation import CHANNEL_AXIS_DOCS, Axis, PerturbationSpec, register_axes
+from envs.perturbation import (
+    CHANNEL_AXIS_DOCS,
+    Axis,
+    PerturbationSpec,
+    instruction_paraphrase,
+    level_texts,
+    register_axes,
+)
 
 FAMILY = "eb_manipulation"
 PARAPHRASES = Path(__file__).with_name("paraphrases.json")
@@ -210,57 +217,50 @@ def paraphrase_instruction(instruction: str, level: int) -> str:
     return perturbation.paraphrase_instruction(PARAPHRASES, instruction, level)
 
 
-def paraphrase(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
-    out = _copy(episode)
-    out["instruction"] = paraphrase_instruction(out["instruction"], spec.level)
-    return out
-
-
-def _levels(fmt: str, *columns: tuple[float, ...]) -> tuple[str, str, str, str, str]:
-    return tuple(fmt.format(*values) for values in zip(*columns))  # type: ignore[return-value]
+paraphrase = instruction_paraphrase(paraphrase_instruction)
 
 
 AXES: dict[str, Axis] = {
     "camera": Axis(
         "camera",
         "front and overhead camera position, aim and field of view",
-        _levels("move {:g} m, aim {:g} m, fov +-{:g} deg", _CAMERA_SHIFT, _CAMERA_AIM, _CAMERA_FOV),
+        level_texts("move {:g} m, aim {:g} m, fov +-{:g} deg", _CAMERA_SHIFT, _CAMERA_AIM, _CAMERA_FOV),
         camera,
     ),
     "lighting": Axis(
         "lighting",
         "light intensity, colour and direction",
-        _levels("intensity x(1+-{:g}), tint {:g}, tilt {:g} deg", _LIGHT_SCALE, _LIGHT_TINT, _LIGHT_TILT),
+        level_texts("intensity x(1+-{:g}), tint {:g}, tilt {:g} deg", _LIGHT_SCALE, _LIGHT_TINT, _LIGHT_TILT),
         lighting,
     ),
     "textures": Axis(
         "textures",
         "table, table-leg, floor and wall tints",
-        _levels("colour blend {:g}", _TEXTURE_BLEND),
+        level_texts("colour blend {:g}", _TEXTURE_BLEND),
         textures,
     ),
     "distractors": Axis(
         "distractors",
         "extra boxes from the scene's distractor pool",
-        _levels("{:d} boxes", _DISTRACTORS),
+        level_texts("{:d} boxes", _DISTRACTORS),
         distractors,
     ),
     "initial_position": Axis(
         "initial_position",
         "the whole object layout shifted",
-        _levels("{:g} m", _LAYOUT_SHIFT),
+        level_texts("{:g} m", _LAYOUT_SHIFT),
         initial_position,
     ),
     "robot_joints": Axis(
         "robot_joints",
         "the arm's start joints",
-        _levels("+-{:g} rad per joint", _JOINT_OFFSET),
+        level_texts("+-{:g} rad per joint", _JOINT_OFFSET),
         robot_joints,
     ),
     "paraphrase": Axis(
         "paraphrase",
         "instruction wording, from the shipped paraphrase table",
-        _levels("table template {:d}", (1, 2, 3, 4, 5)),
+        level_texts("table template {:d}", (1, 2, 3, 4, 5)),
         paraphrase,
     ),
     **CHANNEL_AXIS_DOCS,

@@ -91,6 +91,7 @@ class EBManipulationSuiteEnv(gym.Env):
     family = property(lambda self: self._env.family)
     task = property(lambda self: self._env.task)
     scene = property(lambda self: self._env.scene)
+    cameras = property(lambda self: self._env.cameras)
     motion = property(lambda self: self._env.motion)
     max_steps = property(lambda self: self._env.max_steps)
 

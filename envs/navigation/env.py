@@ -441,6 +441,13 @@ class EBNavigationEnv(gym.Env):
         return int(self._frame.target_pixels)
 
     @property
+    def target_mask(self) -> np.ndarray | None:
+        """Those pixels of the last observation, (H, W) bool (``None`` when the episode has no target)."""
+        if self._frame is None:
+            raise RuntimeError("no observation yet; call reset() first")
+        return self._frame.target_mask
+
+    @property
     def world(self) -> World:
         """The compiled scene of the current episode (for privileged policies)."""
         if self._world is None:

@@ -24,7 +24,14 @@ from envs.navigation.episodes import SUCCESS_DISTANCE, copy_episode
 from envs.navigation.planner import UNREACHABLE, Lattice
 from envs.navigation.scene import house_bounds, place_extra_object, scene_obstacles
 from envs.navigation.world import PITCH_LIMITS, camera_height_limits
-from envs.perturbation import CHANNEL_AXIS_DOCS, Axis, PerturbationSpec, register_axes
+from envs.perturbation import (
+    CHANNEL_AXIS_DOCS,
+    Axis,
+    PerturbationSpec,
+    instruction_paraphrase,
+    level_texts,
+    register_axes,
+)
 
 FAMILY = "eb_navigation"
 PARAPHRASES = Path(__file__).with_name("paraphrases.json")
@@ -173,21 +180,14 @@ def paraphrase_instruction(instruction: str, level: int) -> str:
     return perturbation.paraphrase_instruction(PARAPHRASES, instruction, level)
 
 
-def paraphrase(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
-    out = copy_episode(episode)
-    out["instruction"] = paraphrase_instruction(out["instruction"], spec.level)
-    return out
-
-
-def _levels(fmt: str, *columns: tuple[float, ...]) -> tuple[str, str, str, str, str]:
-    return tuple(fmt.format(*values) for values in zip(*columns))  # type: ignore[return-value]
+paraphrase = instruction_paraphrase(paraphrase_instruction)
 
 
 AXES: dict[str, Axis] = {
     "camera": Axis(
         "camera",
         "start camera pitch and height, field of view",
-        _levels(
+        level_texts(
             "pitch +-{:g} deg, height +-{:g} m, fov 100+-{:g} deg", _CAMERA_PITCH, _CAMERA_HEIGHT, _CAMERA_FOV
         ),
         camera,
@@ -195,31 +195,31 @@ AXES: dict[str, Axis] = {
     "lighting": Axis(
         "lighting",
         "light intensity, colour and direction",
-        _levels("intensity x(1+-{:g}), tint {:g}, tilt {:g} deg", _LIGHT_SCALE, _LIGHT_TINT, _LIGHT_TILT),
+        level_texts("intensity x(1+-{:g}), tint {:g}, tilt {:g} deg", _LIGHT_SCALE, _LIGHT_TINT, _LIGHT_TILT),
         lighting,
     ),
     "textures": Axis(
         "textures",
         "floor, wall and furniture colours; floor styles from level 3",
-        _levels("colour blend {:g}", _TEXTURE_BLEND),
+        level_texts("colour blend {:g}", _TEXTURE_BLEND),
         textures,
     ),
     "distractors": Axis(
         "distractors",
         "extra objects of categories the home lacks",
-        _levels("{:d} objects", _DISTRACTORS),
+        level_texts("{:d} objects", _DISTRACTORS),
         distractors,
     ),
     "initial_position": Axis(
         "initial_position",
         "start pose further from the target",
-        _levels("+{:d} shortest-path actions", _EXTRA_STEPS),
+        level_texts("+{:d} shortest-path actions", _EXTRA_STEPS),
         initial_position,
     ),
     "paraphrase": Axis(
         "paraphrase",
         "instruction wording, from the shipped paraphrase table",
-        _levels("table template {:d}", (1, 2, 3, 4, 5)),
+        level_texts("table template {:d}", (1, 2, 3, 4, 5)),
         paraphrase,
     ),
     **CHANNEL_AXIS_DOCS,

@@ -33,12 +33,14 @@ _OFF_FLAGS = (
 @dataclass
 class Frame:
     """One view: ``rgb`` (H, W, 3) uint8, ``depth`` (H, W) float32 metres, ``entity`` (H, W) int32 labels,
-    ``target_pixels``: pixels where the target object is the nearest surface (-1 when no target is set)."""
+    ``target_pixels``: pixels where the target object is the nearest surface (-1 when no target is set), and
+    ``target_mask`` (H, W) bool those pixels (``None`` when no target is set)."""
 
     rgb: np.ndarray
     depth: np.ndarray | None
     entity: np.ndarray | None
     target_pixels: int = -1
+    target_mask: np.ndarray | None = None
 
 
 class FrameRenderer:
@@ -120,13 +122,14 @@ class FrameRenderer:
         mujoco.mjr_readPixels(rgb, raw, self._rect, self._ctx)
         frame = Frame(np.flipud(rgb), self._metric_depth(np.flipud(raw)) if depth else None, None)
         if len(self._target_geoms):
-            frame.target_pixels = self._target_pass(data, raw)
+            frame.target_mask = np.flipud(self._target_pass(data, raw))
+            frame.target_pixels = int(np.count_nonzero(frame.target_mask))
         if entity:
             frame.entity = self._segmentation_pass()
         return frame
 
-    def _target_pass(self, data: mujoco.MjData, scene_depth: np.ndarray) -> int:
-        """Pixels where the target's own depth equals the full scene's: the target is the nearest surface."""
+    def _target_pass(self, data: mujoco.MjData, scene_depth: np.ndarray) -> np.ndarray:
+        """The pixels (bottom row first, as read) where the target's own depth equals the full scene's: the target is the nearest surface."""
         assert self._target_scene is not None and self._ctx is not None
         mujoco.mjv_updateScene(
             self._model,
@@ -141,7 +144,7 @@ class FrameRenderer:
         target_depth = np.empty_like(scene_depth)
         mujoco.mjr_readPixels(None, target_depth, self._rect, self._ctx)
         # Reverse-Z: the cleared far plane reads 0. Same geometry, same transform: the same depth values.
-        return int(np.count_nonzero((target_depth > 0) & (target_depth == scene_depth)))
+        return (target_depth > 0) & (target_depth == scene_depth)
 
     def _segmentation_pass(self) -> np.ndarray:
         assert self._scene is not None and self._ctx is not None

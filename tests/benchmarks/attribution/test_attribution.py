@@ -88,6 +88,64 @@ def test_navigation_questions_answer_from_the_state_not_the_instruction():
     assert "target_direction" not in edge and "target_reached" not in edge and "target_visible" not in edge
 
 
+def test_the_target_box_is_the_targets_pixels_in_the_entity_mask():
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the envs)
+    from benchmarks.attribution.navigation import nav_state
+    from benchmarks.datagen.corpus_format import box_1000
+
+    env = gym.make("SpatialArena/EBNavigation-RGBD-v0", width=64, height=64)
+    try:
+        for seed in range(20):  # the first start that shows the target
+            obs, info = env.reset(seed=seed)
+            target = obs["object_ids"] == info["mask_labels"].index(env.unwrapped.target["id"])
+            if target.sum() >= 30:
+                break
+        got = nav_state(env)["target_box_1000"]
+        assert got == box_1000(target) and got is not None  # the segmentation pass's own pixels
+        (question,) = [
+            q for q in nav_questions(nav_state(env), np.random.default_rng(0)) if q.kind == "target_box"
+        ]
+        assert question.key == tuple(got) and target_name_of(env) in question.text
+    finally:
+        env.close()
+
+
+def target_name_of(env):
+    from benchmarks.attribution.navigation import target_name
+
+    return target_name(env.unwrapped.target)
+
+
+def test_a_box_probe_is_sent_as_the_corpus_asks_and_scored_by_iou():
+    questions = nav_questions(
+        {**state(0, 0, 0, (2.5, 0.2), pixels=400), "target_box_1000": [0, 100, 300, 400]},
+        np.random.default_rng(0),
+    )
+    (box,) = [q for q in questions if q.kind == "target_box"]
+    book, image = ProbeBook(), np.zeros((8, 8, 3), np.uint8)
+    asked = ScriptedBackend(book)
+    line = ask(asked, box, [image], book, "0")
+    assert (line["gold"], line["score"], line["right"], line["scorer"]) == (
+        "Bounding Box: [0, 100, 300, 400]",
+        1.0,
+        True,
+        "box_iou",
+    )
+    ((message,),) = asked.calls
+    assert message["content"][1]["text"].startswith(
+        "Locate the red coffee mug in the image. Give its bounding box"
+    )
+    wrong = ERROR_KINDS["wrong_answer"][0]
+    corrupted = ask(
+        ScriptedBackend(lambda m: wrong(book(m), np.random.default_rng(0))), box, [image], None, "1"
+    )
+    assert corrupted["score"] < 0.2 and not corrupted["right"]  # (a box on the left edge keeps some overlap)
+    half = ask(ScriptedBackend(lambda m: "Bounding Box: [0, 100, 150, 400]"), box, [image], None, "2")
+    assert half["score"] == pytest.approx(0.5) and half["right"]  # IoU 0.5: Acc@50IoU
+
+
 def math_cos(deg):
     return float(np.cos(np.radians(deg)))
 
@@ -329,3 +387,10 @@ def test_the_attribution_table_by_hand():
     assert (
         same["perceived_acted_wrongly"]["estimate"] == 1.0 and same["perceived_acted_wrongly"]["ci"][0] < 0.5
     )
+
+
+def test_a_share_from_one_episode_names_its_n_instead_of_an_interval() -> None:
+    from benchmarks.attribution.report import _pct
+
+    assert _pct({"estimate": 5 / 6, "ci": None, "n": 6}) == "83.3 (n = 6, no interval)"
+    assert _pct({"estimate": 0.5, "ci": (0.2, 0.8), "n": 10}) == "50.0 [20.0, 80.0]"

@@ -74,3 +74,42 @@ def test_a_probed_libero_episode_keeps_its_record(tmp_path):
     assert sorted({line["decision"] for line in lines}) == [0, 4]  # every:4 of 8 one-step decisions
     assert {line["kind"] for line in lines} == {"object_distance", "closer_to_gripper"}
     assert summary.data["attribution"]["groups"]["3"]["probe_accuracy"]["estimate"] == 1.0
+
+
+def _pinhole(env, points):
+    """An independent pinhole model of the front camera (MuJoCo's pose and vertical fov): (column, row)."""
+    model, data = env.scene.mj_model, env.scene.mj_data
+    cam = model.camera("eb_front").id
+    rel = (np.atleast_2d(points) - data.cam_xpos[cam]) @ data.cam_xmat[cam].reshape(3, 3)
+    size = env.observation_space["front_rgb"].shape[0]
+    f = (size / 2) / np.tan(np.radians(model.cam_fovy[cam]) / 2)
+    return np.c_[size / 2 + f * rel[:, 0] / -rel[:, 2], size / 2 - f * rel[:, 1] / -rel[:, 2]] * 1000 / size
+
+
+def test_the_object_box_is_where_the_object_is_in_the_front_image():
+    from benchmarks.attribution.manipulation import manip_state
+    from envs.manipulation.env import EBManipulationEnv
+
+    env = EBManipulationEnv("pick", image_size=64)
+    try:
+        env.reset(seed=0)
+        state = manip_state(env)
+        target = state["objects"][0]
+        x1, y1, x2, y2 = state["boxes_1000"][target["name"]]
+        slot = next(
+            s for s in env.task.goal().values() if isinstance(s, str) and s in env.task.snapshot()["objects"]
+        )
+        lo, hi = env.task.bounds(slot)
+        corners = np.array(
+            [[a, b, c] for a in (lo[0], hi[0]) for b in (lo[1], hi[1]) for c in (lo[2], hi[2])]
+        )
+        hull = _pinhole(env, corners)
+        cell = 1000 / 64  # the box's pixel edges vs the corners' exact bounds
+        assert hull[:, 0].min() - cell <= x1 < x2 <= hull[:, 0].max() + cell
+        assert hull[:, 1].min() - cell <= y1 < y2 <= hull[:, 1].max() + cell
+        (u, v) = _pinhole(env, target["position"])[0]
+        assert x1 <= u <= x2 and y1 <= v <= y2  # the object's centre projects inside its box
+        (question,) = [q for q in manip_questions(state, np.random.default_rng(0)) if q.kind == "object_box"]
+        assert question.key == (x1, y1, x2, y2) and target["name"] in question.text
+    finally:
+        env.close()

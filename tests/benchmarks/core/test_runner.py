@@ -138,6 +138,19 @@ def test_resume_refuses_a_changed_configuration(tmp_path):
     run_benchmark(bench, tmp_path / "x", resume=True, executor=InProcessExecutor(), progress=False)
 
 
+def test_resume_accepts_a_setting_the_old_run_predates_at_its_default(tmp_path):
+    run(tmp_path, "x")
+    manifest_path = tmp_path / "x" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["config"]["seed"]  # (a run made before the setting existed)
+    manifest_path.write_text(json.dumps(manifest))
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path), seed=5))
+    with pytest.raises(ResumeError, match=r"--seed \(None -> 5\) changed since that run"):
+        run_benchmark(bench, tmp_path / "x", resume=True, executor=InProcessExecutor(), progress=False)
+    bench = CartPoleBenchmark(CartPoleConfig(marker_dir=str(tmp_path)))  # the default: as the old run ran
+    run_benchmark(bench, tmp_path / "x", resume=True, executor=InProcessExecutor(), progress=False)
+
+
 def test_worker_that_cannot_be_built_stops_the_run(tmp_path):
     bench = CartPoleBenchmark(CartPoleConfig())
 
