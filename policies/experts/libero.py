@@ -20,7 +20,7 @@ compartments) are planned with :mod:`policies.experts.libero_entry` (``fit_slot`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -95,8 +95,8 @@ class Waypoint:
     max_steps: int = 80  # give up waiting for the hand and move on
     approach: tuple[float, float, float] = (0.0, 0.0, -1.0)  # where the fingers point (world)
     turn_tol: float = 0.08  # rad: orientation error accepted (travel waypoints turn on the way)
-    wrist_room: float = (
-        WRIST_ROOM  # rad: the last arm joint keeps this much room to its limits after the turn
+    twist: float = (
+        0.0  # rad about world +z the hand turns later, gripping (a knob): the wrist keeps room for it
     )
 
 
@@ -117,6 +117,23 @@ class Wrist:
 
     def _margin(self, q: float) -> float:
         return min(q - self.low, self.high - q)
+
+    def turned(self, turn: np.ndarray) -> Wrist:
+        """The joint once the hand has turned by ``turn`` (axis-angle, world)."""
+        return replace(self, q=self.q + float(turn @ self.axis))
+
+    def after_yaw(self, yaw: float) -> Wrist:
+        """The joint once the arm's base has turned ``yaw`` (rad, about world +z) with the hand's
+        orientation held: the wrist turns back by as much, so a turn it allows here may not be allowed
+        at the target (the hand carried across the table runs the joint into its limit on the way)."""
+        return replace(self, q=self.q - yaw * float(self.axis[2]))
+
+
+def base_yaw(base: np.ndarray, hand: np.ndarray, target: np.ndarray) -> float:
+    """How far (rad, about world +z, the shorter way) the arm's base turns for the hand to go from
+    ``hand`` to ``target``, seen from above the base's vertical axis through ``base``."""
+    (ax, ay), (bx, by) = hand[:2] - base[:2], target[:2] - base[:2]
+    return float(np.arctan2(ax * by - ay * bx, ax * bx + ay * by))
 
 
 # ---------------------------------------------------------------------------------------- the scene
@@ -143,13 +160,15 @@ class Scene:
         self._subtrees: dict[str, set[int]] = {}
 
     # the hand
-    def wrist(self) -> Wrist:
-        """The arm's last joint (it turns the hand about where the fingers point)."""
+    def wrist(self, toward: np.ndarray | None = None) -> Wrist:
+        """The arm's last joint (it turns the hand about where the fingers point); given the hand's
+        target ``toward``, as it will be there once the base has turned toward it."""
         m, d = self.model, self.data
         j = m.joint(self.env.robots[0].robot_joints[-1]).id
-        return Wrist(
+        wrist = Wrist(
             np.array(d.xaxis[j]), float(d.qpos[m.jnt_qposadr[j]]), *(float(v) for v in m.jnt_range[j])
         )
+        return wrist if toward is None else wrist.after_yaw(base_yaw(self.shoulder(), self.hand(), toward))
 
     def hand(self) -> np.ndarray:
         return np.array(self.data.site_xpos[self.site])
@@ -417,7 +436,7 @@ class Scene:
 
 
 def travel_over(
-    scene: Scene, above: np.ndarray, axis: np.ndarray, gripper: float, room: float = WRIST_ROOM
+    scene: Scene, above: np.ndarray, axis: np.ndarray, gripper: float, twist: float = 0.0
 ) -> list[Waypoint]:
     """Up from the hand, then across to over ``above``, high enough that the fingers clear what lies
     between (a placed pot stands between the stove's knob and the hand): none when the way is clear."""
@@ -427,11 +446,9 @@ def travel_over(
     if travel_z <= above[2] + 0.01:
         return []
     return [
+        Waypoint(np.array([*hand[:2], travel_z]), axis, gripper, tol=0.03, turn_tol=TRAVEL_TURN, twist=twist),
         Waypoint(
-            np.array([*hand[:2], travel_z]), axis, gripper, tol=0.03, turn_tol=TRAVEL_TURN, wrist_room=room
-        ),
-        Waypoint(
-            np.array([*above[:2], travel_z]), axis, gripper, tol=0.02, turn_tol=TRAVEL_TURN, wrist_room=room
+            np.array([*above[:2], travel_z]), axis, gripper, tol=0.02, turn_tol=TRAVEL_TURN, twist=twist
         ),
     ]
 
@@ -850,23 +867,24 @@ class Articulate:
             start = Rotation.from_rotvec(np.array([0.0, 0.0, sign * TWIST * k])).as_matrix() @ axis0
             if k:
                 up = grip + np.array([0, 0, 0.03])
-                twists.append(Waypoint(up, start, OPEN, tol=0.02, wrist_room=TWIST + WRIST_ROOM))
-            twists += self._twist(grip, start, turn)
+                twists.append(Waypoint(up, start, OPEN, tol=0.02, twist=sign * TWIST * (count - k)))
+            twists += self._twist(grip, start, turn, sign * TWIST * (count - k))
         end = Rotation.from_rotvec(np.array([0.0, 0.0, sign * TWIST * count])).as_matrix() @ axis0
         return [
-            # the wrist grips the knob with room left for the twist
-            *travel_over(scene, above, axis0, OPEN, room=TWIST + WRIST_ROOM),
-            Waypoint(above, axis0, OPEN, tol=0.015, wrist_room=TWIST + WRIST_ROOM),
+            # the wrist grips the knob with room left for the twists, on the side they turn it
+            *travel_over(scene, above, axis0, OPEN, twist=sign * TWIST * count),
+            Waypoint(above, axis0, OPEN, tol=0.015, twist=sign * TWIST * count),
             *twists,
             Waypoint(above, end, OPEN, tol=0.03),
         ]
 
     @staticmethod
-    def _twist(grip: np.ndarray, axis0: np.ndarray, turn: np.ndarray) -> list[Waypoint]:
-        """Down to the knob's grip, fingers along ``axis0``; close, turn the hand by ``turn``, let go."""
+    def _twist(grip: np.ndarray, axis0: np.ndarray, turn: np.ndarray, left: float) -> list[Waypoint]:
+        """Down to the knob's grip, fingers along ``axis0``; close, turn the hand by ``turn``, let go
+        (the wrist gripping with room for the ``left`` rad about +z still to twist)."""
         return [
-            Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008, wrist_room=TWIST + WRIST_ROOM),
-            Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10, wrist_room=TWIST + WRIST_ROOM),
+            Waypoint(grip, axis0, OPEN, speed=SLOW, tol=0.008, twist=left),
+            Waypoint(grip, axis0, CLOSED, speed=SLOW, tol=0.02, settle=10, twist=left),
             Waypoint(grip, turn @ axis0, CLOSED, speed=SLOW, tol=0.02, settle=4, max_steps=60),
             Waypoint(grip, turn @ axis0, OPEN, tol=0.05, settle=6),
         ]
@@ -1202,8 +1220,7 @@ class Tracker:
             scene.finger_axis(),
             wp.axis,
             np.array(wp.approach),
-            scene.wrist(),
-            wp.wrist_room,
+            scene.wrist(toward=wp.pos).turned(np.array([0.0, 0.0, wp.twist])),
         )
         reached = float(np.linalg.norm(error)) < wp.tol and float(np.linalg.norm(turn)) < wp.turn_tol
         self.steps += 1

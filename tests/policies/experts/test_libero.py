@@ -221,6 +221,56 @@ def test_the_wrist_turns_the_other_way_round_when_the_nearer_turn_runs_it_into_i
     )
 
 
+def test_the_wrist_limit_counts_the_base_s_yaw_toward_the_target():
+    from policies.experts.libero import Wrist, base_yaw, rotation_toward
+
+    # the base turns the shorter way round its vertical axis, whichever side the hand is on
+    base = np.array([-0.66, 0.0, 0.9])
+    assert base_yaw(base, np.array([-0.16, 0.0, 1.0]), np.array([-0.16, 0.5, 1.1])) == pytest.approx(
+        np.pi / 4
+    )
+    assert base_yaw(base, np.array([-0.16, 0.5, 1.0]), np.array([-0.16, 0.0, 1.0])) == pytest.approx(
+        -np.pi / 4
+    )
+    assert base_yaw(base, np.array([-1.16, 0.01, 1.0]), np.array([-1.16, -0.01, 1.0])) == pytest.approx(
+        0.04, abs=1e-3
+    )
+    hand = np.diag([1.0, -1.0, -1.0])  # pointing down
+    fingers = hand @ np.array([0.0, 1.0, 0.0])
+    want = Rotation.from_rotvec([0.0, 0.0, 0.5]).apply(fingers)
+    # the last joint turns the hand about -z: +0.5 rad about z takes it from -2.3 to -2.8, inside -2.9
+    wrist = Wrist(np.array([0.0, 0.0, -1.0]), -2.3, -2.9, 2.9)
+    assert np.allclose(rotation_toward(hand, fingers, want, wrist=wrist), [0.0, 0.0, 0.5])
+    # but the base turning 0.4 rad clockwise on the way turns the wrist back to -2.7, and the turn
+    # would end at -3.2, past the limit: the hand turns the other way round
+    there = wrist.after_yaw(-0.4)
+    assert there.q == pytest.approx(-2.7)
+    assert np.allclose(rotation_toward(hand, fingers, want, wrist=there), [0.0, 0.0, 0.5 - np.pi])
+    # the base turning the other way leaves the wrist more room: the nearer turn stands
+    assert np.allclose(rotation_toward(hand, fingers, want, wrist=wrist.after_yaw(0.4)), [0, 0, 0.5])
+
+
+def test_a_grip_keeps_the_wrist_s_room_for_the_twists_to_come_on_their_side():
+    from policies.experts.libero import TWIST, Wrist, rotation_toward
+
+    # libero_90 task 39 state 2, traced: over the stove's knob the wrist (turning the hand about -z) stands
+    # at 0.39 rad; the nearer turn (-1.53 rad about z) ends at 1.92, the other (+1.61) at -1.22
+    hand = np.diag([1.0, -1.0, -1.0])
+    fingers = hand @ np.array([0.0, 1.0, 0.0])
+    want = Rotation.from_rotvec([0.0, 0.0, -1.53]).apply(fingers)
+    wrist = Wrist(np.array([0.0, 0.0, -1.0]), 0.39, -2.9, 2.9)
+    assert np.allclose(rotation_toward(hand, fingers, want, wrist=wrist), [0.0, 0.0, -1.53])
+    # two twists to turn it off (-TWIST about z each) would take the nearer grip to 3.42, past 2.9:
+    # the hand grips the other way round, from where the twists end at 0.28
+    later = wrist.turned(np.array([0.0, 0.0, -2 * TWIST]))
+    assert later.q == pytest.approx(0.39 + 2 * TWIST)
+    assert np.allclose(rotation_toward(hand, fingers, want, wrist=later), [0.0, 0.0, np.pi - 1.53])
+    # twists the other way leave the nearer grip room
+    assert np.allclose(
+        rotation_toward(hand, fingers, want, wrist=wrist.turned(np.array([0, 0, 2 * TWIST]))), [0, 0, -1.53]
+    )
+
+
 def test_rotation_toward_turns_the_fingers_onto_the_axis_and_keeps_the_hand_down():
     from policies.experts.libero import rotation_toward
 
