@@ -27,7 +27,6 @@ import numpy as np
 
 from benchmarks.attribution.prober import ProbeFamily
 from benchmarks.attribution.questions import ProbeQuestion, multi_choice
-from benchmarks.datagen.calvin_corpus import Scene
 from benchmarks.datagen.corpus_format import localisation_text
 from benchmarks.scoring.units import Quantity
 
@@ -71,6 +70,10 @@ def _boxes(table: PlayTableEnv, snapshot: dict[str, Any], color: str | None) -> 
     only when the task names a colour; rendering steps nothing)."""
     if color is None:
         return {}
+    from benchmarks.datagen.calvin_corpus import (
+        Scene,
+    )  # (its question helpers import MuJoCo: only when probing)
+
     rgb, depth = table.sim.cameras.render("static", depth=True)
     assert depth is not None
     scene = Scene(0, rgb, depth, snapshot, table.sim.cameras)
