@@ -70,9 +70,8 @@ def _boxes(table: PlayTableEnv, snapshot: dict[str, Any], color: str | None) -> 
     only when the task names a colour; rendering steps nothing)."""
     if color is None:
         return {}
-    from benchmarks.datagen.calvin_corpus import (
-        Scene,
-    )  # (its question helpers import MuJoCo: only when probing)
+    # (imported here: its question helpers import MuJoCo, which a run without probes never needs)
+    from benchmarks.datagen.calvin_corpus import Scene
 
     rgb, depth = table.sim.cameras.render("static", depth=True)
     assert depth is not None
