@@ -51,6 +51,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--policy-kwargs", "{deep}"], "--policy-kwargs"),
     ("calvin", ["--tasks", "fly_away"], "--tasks"),
     ("calvin", ["--latency", "soon"], "--latency"),
+    ("calvin", ["--latency", "steps:2.5"], "--latency"),
     ("calvin", ["--renderer", "vulkan"], "--renderer"),
     ("calvin", ["--scene", "E"], "--scene"),
     ("calvin", ["--scene", "A,B,C,D"], "--scene"),

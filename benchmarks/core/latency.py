@@ -11,7 +11,8 @@ env before the new actions run:
 - ``hold``: holding still (the env's ``noop_action()``) for all of them.
 
 ``real`` uses the measured wall time of the policy call; ``fixed:MS`` charges exactly MS milliseconds per
-decision (deterministic, so results do not depend on the machine).
+decision and ``steps:N`` exactly N control steps (both deterministic, so results do not depend on the
+machine; ``steps:N`` is ``N / control_hz`` seconds, given in the unit a latency curve is drawn in).
 """
 
 from __future__ import annotations
@@ -29,28 +30,39 @@ LATENCY_MODES: tuple[str, ...] = ("continue", "hold")
 
 @dataclass(frozen=True)
 class Latency:
-    """How long a decision takes (``fixed_ms``, or measured when ``None``) and what the env does meanwhile."""
+    """How long a decision takes (``fixed_ms``, or measured when ``None``) and what the env does meanwhile;
+    ``fixed_steps`` (``steps:N``) charges exactly that many control steps (``fixed_ms`` is then their time)."""
 
     fixed_ms: float | None
     mode: LatencyMode
     control_hz: float
+    fixed_steps: int | None = None
 
     def steps(self, latency_ms: float) -> int:
-        """Whole control periods that pass during an inference of ``latency_ms``."""
+        """Whole control periods that pass during an inference of ``latency_ms`` (``fixed_steps`` if set)."""
+        if self.fixed_steps is not None:
+            return self.fixed_steps
         # 100 ms at 30 Hz: 3.0, not 2.999
         return max(0, math.floor(latency_ms * self.control_hz / 1000.0 + 1e-9))
 
     def describe(self) -> dict[str, object]:
         """JSON-safe description for manifests and records."""
         return {
-            "latency": "real" if self.fixed_ms is None else f"fixed:{self.fixed_ms:g}",
+            "latency": self.spec(),
             "mode": self.mode,
             "control_hz": self.control_hz,
         }
 
+    def spec(self) -> str:
+        """The ``--latency`` value that gives this setting."""
+        if self.fixed_steps is not None:
+            return f"steps:{self.fixed_steps}"
+        return "real" if self.fixed_ms is None else f"fixed:{self.fixed_ms:g}"
+
 
 def parse_latency(text: str | None, mode: str = "continue", control_hz: float = 30.0) -> Latency | None:
-    """``None``/``"off"`` -> no latency (the published protocol); ``real`` or ``fixed:MS`` -> a :class:`Latency`."""
+    """``None``/``"off"`` -> no latency (the published protocol); ``real``, ``fixed:MS`` or ``steps:N`` -> a
+    :class:`Latency`."""
     if text is None or text == "off":
         return None
     if mode not in LATENCY_MODES:
@@ -61,13 +73,16 @@ def parse_latency(text: str | None, mode: str = "continue", control_hz: float = 
     if text == "real":
         return Latency(None, checked, float(control_hz))
     kind, _, value = text.partition(":")
+    if kind == "steps" and value.isdigit() and value.isascii():
+        return Latency(int(value) * 1000.0 / control_hz, checked, float(control_hz), fixed_steps=int(value))
     try:
         ms = float(value)
     except ValueError:
         ms = -1.0
     if kind != "fixed" or not math.isfinite(ms) or ms < 0:
         raise ValueError(
-            f"--latency {text!r}: use off, real, or fixed:MS with MS a non-negative number (e.g. fixed:100)"
+            f"--latency {text!r}: use off, real, fixed:MS with MS a non-negative number (e.g. fixed:100), "
+            "or steps:N with N a whole number of control steps (e.g. steps:5)"
         )
     return Latency(ms, checked, float(control_hz))
 
@@ -94,8 +109,8 @@ def latency_arg(control_hz: float | str) -> Any:
     rate = f"{control_hz:g} Hz" if isinstance(control_hz, (int, float)) else control_hz
     return arg(
         "off",
-        f"off (the protocol: the world waits for the policy) | real | fixed:MS: the env runs on at "
-        f"{rate} while the policy computes each decision (measured wall time, or MS ms)",
+        f"off (the protocol: the world waits for the policy) | real | fixed:MS | steps:N: the env runs on "
+        f"at {rate} while the policy computes each decision (measured wall time, MS ms, or N control steps)",
     )
 
 

@@ -85,6 +85,25 @@ def test_fixed_latency_hold_and_off():
     assert stream.latencies_ms == [] and stream.latency_record() == {}
 
 
+def test_latency_in_control_steps_is_exact_in_both_modes():
+    """``steps:N`` charges N control steps per decision whatever the rate (a latency curve's x axis), as
+    ``fixed:MS`` would with MS = N / rate, but without the round-off of a period that does not divide 1 s."""
+    latency = parse_latency("steps:7", "continue", 30)
+    assert latency.steps(0.0) == latency.steps(10_000.0) == 7 and latency.describe()["latency"] == "steps:7"
+    assert parse_latency("steps:0", "hold", 15).steps(5.0) == 0
+    held, stream = _run(parse_latency("steps:3", "hold", 20), 10)  # 3 steps at 20 Hz (150 ms)
+    assert held == ["hold"] * 3 + [(1, 0), (1, 1)] + ["hold"] * 3 + [(2, 0), (2, 1)]
+    assert (
+        stream.latencies_ms == [150.0, 150.0] and stream.latency_record()["latency"]["latency"] == "steps:3"
+    )
+    continued, stream = _run(parse_latency("steps:3", "continue", 20))
+    assert continued == _run(parse_latency("fixed:100", "continue", 30))[0]  # 3 steps either way
+    assert stream.held_steps == 3 and stream.latency_steps == 8
+    for bad in ("steps", "steps:-1", "steps:2.5", "steps:x", "steps:\u0663"):
+        with pytest.raises(ValueError, match="steps:N"):
+            parse_latency(bad)
+
+
 def test_parse_latency_and_stats():
     assert parse_latency(None) is None and parse_latency("off") is None
     assert parse_latency("real").fixed_ms is None
