@@ -2,8 +2,9 @@
 
 1. Demonstrations: ``vla.demos`` records the scripted expert on one play-table task from varied initial
    states (evaluation-style scenes, start joints + Gaussian noise), CALVIN layout, successes only.
-2. Training: ``vla.train`` (the same code as ``python -m vla.train``) for a wall-clock budget: linear
-   warm-up, then a constant learning rate until the budget is spent.
+2. Training: ``vla.train`` (the same code as ``python -m vla.train``) for a wall-clock budget (or a fixed
+   number of optimizer steps, ``--max-steps``: reproducible, and resumed when interrupted): linear warm-up,
+   then a constant learning rate until the budget is spent.
 3. Evaluation in closed loop on the play-table, on held-out initial states drawn from another seed with
    the same distribution, with CALVIN's subtask rules (``benchmarks.calvin.chain.run_chain``: oracle success,
    ``--ep-len`` steps): the trained model, the same architecture untrained (fresh head, same seed), an
@@ -37,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.core.latency import Latency
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -64,6 +67,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--budget-min", type=float, default=20.0, help="training wall-clock budget (minutes)")
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="train for exactly this many optimizer steps instead of --budget-min (reproducible; a run "
+        "interrupted with the same settings continues from its last checkpoint)",
+    )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--warmup-steps", type=int, default=50)
@@ -151,12 +161,10 @@ def train_config(args: argparse.Namespace, backbone: str, data: Path, output: Pa
 
 
 def train_for_budget(args: argparse.Namespace, backbone: str, data: Path, run: Path) -> tuple[Path, dict]:
-    """Warm-up, then a constant learning rate until the wall-clock budget is spent.
+    """Warm-up, then a constant learning rate until the wall-clock budget (or ``--max-steps``) is spent.
 
     How many steps fit a budget on a shared machine is not known in advance (and with a feature cache the
     first epoch is far slower than the rest), so there is no step-planned cosine decay here."""
-    import shutil
-
     from vla.train import train
 
     if args.eval_only:
@@ -165,12 +173,8 @@ def train_for_budget(args: argparse.Namespace, backbone: str, data: Path, run: P
             raise SystemExit(f"--eval-only: no checkpoint at {final}; run once without --eval-only to train")
         wall = None  # not measured in this invocation
     else:
-        budget = 60.0 * args.budget_min
-        shutil.rmtree(run, ignore_errors=True)
         began = time.perf_counter()
-        final = train(
-            train_config(args, backbone, data, run, max_steps=10**7, time_budget_s=budget, min_lr_ratio=1.0)
-        )
+        final = train(train_config(args, backbone, data, run, **budget_settings(args, backbone, data, run)))
         wall = round(time.perf_counter() - began, 1)
     log = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
     return final, {
@@ -181,6 +185,31 @@ def train_for_budget(args: argparse.Namespace, backbone: str, data: Path, run: P
         "train_s": log[-1]["elapsed_s"],
         "log": log,
     }
+
+
+def budget_settings(args: argparse.Namespace, backbone: str, data: Path, run: Path) -> dict[str, object]:
+    """The training config's budget: ``--budget-min`` of wall clock from scratch, or ``--max-steps`` optimizer
+    steps, resumed from ``run``'s last checkpoint when ``run`` was started with the same settings (a
+    finished one is then reused as it is)."""
+    import dataclasses
+    import shutil
+
+    from vla.train import TRAIN_CONFIG_FILE
+
+    if getattr(args, "max_steps", None) is None:  # (calvin_abc_d's arguments have no --max-steps)
+        shutil.rmtree(run, ignore_errors=True)
+        return dict(max_steps=10**7, time_budget_s=60.0 * args.budget_min, min_lr_ratio=1.0)
+    settings: dict[str, object] = dict(
+        max_steps=args.max_steps, time_budget_s=None, min_lr_ratio=1.0, save_every=50
+    )
+    wanted = json.loads(json.dumps(dataclasses.asdict(train_config(args, backbone, data, run, **settings))))
+    saved = run / TRAIN_CONFIG_FILE
+    old = json.loads(saved.read_text()) if saved.is_file() else None
+    if old is not None and {**old, "resume": False} == wanted and (run / "checkpoints" / "last").exists():
+        print(f"[train] continuing {run} (same settings) to step {args.max_steps}", flush=True)
+        return {**settings, "resume": True}
+    shutil.rmtree(run, ignore_errors=True)
+    return settings
 
 
 def prepared_backbone(args: argparse.Namespace, out: Path) -> str:
@@ -220,8 +249,16 @@ def held_out_starts(args: argparse.Namespace) -> list:
     ]
 
 
-def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str, ...], label: str) -> dict:
-    """Closed-loop success of ``policy`` on each start (one subtask, CALVIN's rules)."""
+def evaluate(
+    policy,
+    starts: list,
+    args: argparse.Namespace,
+    cameras: tuple[str, ...],
+    label: str,
+    latency: Latency | None = None,
+) -> dict:
+    """Closed-loop success of ``policy`` on each start (one subtask, CALVIN's rules; the world waits for the
+    policy unless a ``latency`` is given, :mod:`benchmarks.core.latency`)."""
     from benchmarks.calvin.chain import run_chain
     from envs.calvin.env import PlayTableEnv
     from envs.calvin.instructions import instruction_for
@@ -243,6 +280,7 @@ def evaluate(policy, starts: list, args: argparse.Namespace, cameras: tuple[str,
                 ep_len=args.ep_len,
                 seed=i,
                 replay_key=f"ep-{i}",
+                latency=latency,
             )
             sub = record["extras"]["subtasks"][0]
             results.append({"success": sub["success"], "steps": sub["steps"]})

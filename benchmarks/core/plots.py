@@ -23,10 +23,15 @@ def line_plot(
     ylabel: str,
     title: str,
     ylim: tuple[float, float] | None = (0, 100),
+    bands: Mapping[str, tuple[Sequence[float | None], Sequence[float | None]]] | None = None,
 ) -> Path:
+    """One line per series; ``bands[label]`` (low, high per x: an interval) is shaded in the line's colour."""
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
-    for label, ys in series.items():
-        ax.plot(x, ys, marker="o", label=label)
+    for i, (label, ys) in enumerate(series.items()):
+        ax.plot(x, _nan(ys), marker="o", label=label, color=f"C{i}")
+        if bands and label in bands:
+            low, high = bands[label]
+            ax.fill_between(x, _nan(low), _nan(high), alpha=0.15, color=f"C{i}", linewidth=0)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     if ylim:
         ax.set_ylim(*ylim)

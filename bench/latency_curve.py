@@ -1,0 +1,356 @@
+"""Success vs simulated inference delay: a VLA trained on one CALVIN task, and the answer-key plan loop.
+
+One command, resumable (everything lands in ``--out`` as it is made, and a rerun with the same settings
+reuses it):
+
+1. Data and training come from ``bench/vla_learning.py`` (its functions, not a copy): scripted-expert
+   demonstrations of ``--task`` on the play-table, then ``vla.train`` for exactly ``--max-steps`` optimizer
+   steps (reproducible, unlike a wall-clock budget; an interrupted run continues from its last checkpoint).
+2. The gate: at delay 0 (the frozen-world protocol) the trained model must beat every blind baseline
+   (uniform random, a constant "hold still, gripper open", the open-loop replay of the training
+   demonstrations) with a one-sided Fisher exact p below ``--alpha``; otherwise the run stops (status 1),
+   since a latency curve of a policy that does not look says nothing about latency.
+3. The curve: success vs delay ``d`` control steps per decision (``--latency steps:d``,
+   :mod:`benchmarks.core.latency`) in both modes: ``hold`` (the robot holds still while the model
+   thinks; the world and the 360-step budget run on) and ``continue`` (the previous chunk's unexecuted
+   actions keep running, then holding still). The same held-out starts at every point (paired), 95 %
+   Wilson intervals.
+4. The same curve for the answer-key plan loop (``--policy mllm --model answer-key``, the static camera),
+   on the first ``--oracle-episodes`` of those starts. It has nothing pending when asked again, so its
+   ``continue`` should equal ``hold``; both are measured.
+
+Outputs in ``--out``: ``data/``, ``run-<backbone>/`` (vla_learning's), ``curve.json`` (settings, every
+point with its per-episode results, the gate), ``latency_curve.md`` (tables) and ``latency_curve.png``.
+
+    python bench/latency_curve.py                          # the measurement (about 1-1.5 h on 2 CPU cores)
+    python bench/latency_curve.py --tiny --out /tmp/lc     # the whole pipeline at the smallest size
+
+Options not listed by ``--help`` go to ``bench/vla_learning.py`` (``--backbone``, ``--lr``, ``--seed``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+try:  # imported as bench.latency_curve (the tests), or run as a script with bench/ first on sys.path
+    from bench import vla_learning as learning
+except ModuleNotFoundError:
+    import vla_learning as learning
+
+from benchmarks.core.latency import Latency, parse_latency
+
+CONTROL_HZ = 30.0  # CALVIN's control rate
+#: vla_learning's settings for this measurement (the command line may override each).
+DEFAULTS = ["--max-steps", "750", "--eval-episodes", "20"]
+#: ``--tiny``: every stage at the smallest size (a dry run of the pipeline, not a measurement).
+TINY = [
+    *["--train-episodes", "1", "--max-steps", "2", "--warmup-steps", "1", "--batch-size", "4"],
+    *["--image-size", "64", "--feature-cache", "0", "--eval-episodes", "2", "--ep-len", "12"],
+]
+TINY_CURVE = {"delays": "0,3", "oracle_episodes": 1}
+HOLD_STILL_OPEN = [0, 0, 0, 0, 0, 0, 1]  # relative action: no motion, gripper open (CALVIN: 1 = open)
+Result = dict[str, Any]
+Evaluate = Callable[[Latency | None], Result]
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.Namespace]:
+    """(this script's options, vla_learning's options) from one command line."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--delays", default="0,2,5,10,20", help="delays per decision, in control steps (30 Hz)")
+    p.add_argument("--modes", default="hold,continue", help="what the env does during a delay")
+    p.add_argument("--oracle-episodes", type=int, default=10, help="answer-key episodes per point (0: none)")
+    p.add_argument("--alpha", type=float, default=0.05, help="the gate's one-sided Fisher exact level")
+    p.add_argument("--out", default="outputs/latency_curve")
+    p.add_argument(
+        "--tiny", action="store_true", help="smoke run at the smallest size; the gate only reports"
+    )
+    p.add_argument(
+        "--report-only", action="store_true", help="rewrite the table and plot from OUT/curve.json"
+    )
+    args, rest = p.parse_known_args(argv)
+    if args.tiny:
+        for key, value in TINY_CURVE.items():
+            setattr(args, key, value)
+    try:
+        args.delays = sorted({int(d) for d in args.delays.split(",")})
+        args.modes = [str(parse_latency("steps:1", m).mode) for m in args.modes.split(",")]
+    except ValueError as error:
+        p.error(f"--delays {args.delays} / --modes {args.modes}: {error}")
+    if args.delays[0] < 0:
+        p.error(f"--delays: a delay is a non-negative number of control steps, got {args.delays[0]}")
+    vla = learning.parse_args([*DEFAULTS, *(TINY if args.tiny else []), *rest, "--out", args.out])
+    if vla.env != "calvin":
+        p.error("--env: the latency curve runs on CALVIN")
+    return args, vla
+
+
+def points(delays: list[int], modes: list[str]) -> list[tuple[int, str]]:
+    """(delay, mode) per point; delay 0 is the frozen-world protocol, one point for every mode."""
+    return [(0, "none")] * (0 in delays) + [(d, m) for d in delays if d > 0 for m in modes]
+
+
+def latency_for(delay: int, mode: str) -> Latency | None:
+    return None if delay == 0 else parse_latency(f"steps:{delay}", mode, CONTROL_HZ)
+
+
+def one_sided_fisher(wins: int, n: int, other_wins: int, other_n: int) -> float:
+    """P(a success count at least as lopsided) when both rates are equal: one-sided Fisher exact test."""
+    from scipy.stats import fisher_exact
+
+    table = [[wins, n - wins], [other_wins, other_n - other_wins]]
+    return float(fisher_exact(table, alternative="greater")[1])
+
+
+# ------------------------------------------------------------------------------------------ storage
+
+
+class Store:
+    """``curve.json`` in ``--out``: written after every point, reused by a rerun with the same settings."""
+
+    def __init__(self, path: Path, settings: dict[str, Any] | None) -> None:
+        """``settings=None``: read ``path`` as it is (for the report)."""
+        self.path = path
+        old = json.loads(path.read_text()) if path.is_file() else {}
+        if old and settings is not None and old.get("settings") != settings:
+            print(f"[curve] {path} was made with other settings: starting over", flush=True)
+            old = {}
+        self.data: dict[str, Any] = old or {"settings": settings, "points": {}}
+
+    def point(self, key: str, run: Callable[[], Result]) -> Result:
+        if key not in self.data["points"]:
+            began = time.perf_counter()
+            result = run()
+            result["wall_s"] = round(time.perf_counter() - began, 1)
+            self.data["points"][key] = result
+            self.save()
+        else:
+            print(
+                f"[curve] {key}: reused ({self.data['points'][key]['success']}/"
+                f"{self.data['points'][key]['episodes']})",
+                flush=True,
+            )
+        return self.data["points"][key]
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.data, indent=1) + "\n")
+        temporary.replace(self.path)
+
+
+# ------------------------------------------------------------------------------------- the policies
+
+
+def train(vla: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    """vla_learning's demonstrations and step-budget training (each reused when already in ``--out``)."""
+    out = Path(vla.out)
+    demos = learning.demonstrations(vla, out / "data")
+    tag = vla.backbone.rstrip("/").split("/")[-1]
+    backbone = learning.prepared_backbone(vla, out)
+    final, training = learning.train_for_budget(vla, backbone, out / "data", out / f"run-{tag}")
+    learning.plot_curve(
+        training["log"], out / "loss_curve.png", f"{vla.task}: {tag}, {training['steps']} steps"
+    )
+    return final, {
+        "demos": {k: demos[k] for k in ("attempts", "kept", "frames")},
+        "training": {k: v for k, v in training.items() if k != "log"},
+        "first_loss": training["log"][0]["loss"],
+        "final_loss": training["log"][-1]["loss"],
+    }
+
+
+def evaluators(final: Path, vla: argparse.Namespace, oracle_episodes: int) -> dict[str, Evaluate]:
+    """One closed-loop evaluation per policy (``latency`` -> result), all on the same held-out starts."""
+    from policies.baselines import ConstantPolicy, RandomPolicy
+    from policies.registry import build_policy
+    from vla.model import VLAModel
+
+    starts = learning.held_out_starts(vla)
+    trained = learning.vla_policy(VLAModel.from_pretrained(final), vla)
+    cameras = learning.env_cameras(trained.model.config.cameras)
+    oracle = build_policy("mllm", model="answer-key")
+
+    def run(policy: Any, cams: tuple[str, ...], label: str, n: int = len(starts)) -> Evaluate:
+        return lambda latency: learning.evaluate(policy, starts[:n], vla, cams, label, latency)
+
+    return {
+        "vla": run(trained, cameras, "trained"),
+        "random": run(RandomPolicy(), (), "random"),
+        "constant": run(ConstantPolicy(HOLD_STILL_OPEN), (), "constant"),
+        "replay": run(learning.replay_policy(Path(vla.out) / "data", len(starts)), (), "replay"),
+        "answer-key": run(oracle, ("static",), "answer-key", min(oracle_episodes, len(starts))),
+    }
+
+
+# ----------------------------------------------------------------------------------------- the run
+
+
+def gate(store: Store, runs: dict[str, Evaluate], alpha: float) -> dict[str, Any]:
+    """The trained model vs each blind baseline at delay 0 (one-sided Fisher exact)."""
+    trained = store.point("vla/d0", lambda: runs["vla"](None))
+    rows = {}
+    for name in ("random", "constant", "replay"):
+        base = store.point(f"{name}/d0", lambda name=name: runs[name](None))
+        p = one_sided_fisher(trained["success"], trained["episodes"], base["success"], base["episodes"])
+        rows[name] = {"success": base["success"], "episodes": base["episodes"], "p": p}
+        print(
+            f"[gate] trained {trained['success']}/{trained['episodes']} vs {name} "
+            f"{base['success']}/{base['episodes']}: one-sided Fisher exact p = {p:.2g}",
+            flush=True,
+        )
+    passed = all(row["p"] < alpha for row in rows.values())
+    store.data["gate"] = {"alpha": alpha, "passed": passed, "baselines": rows}
+    store.save()
+    print(
+        f"[gate] {'passed' if passed else 'NOT passed'}: the trained model "
+        f"{'clearly beats' if passed else 'does not clearly beat'} every blind baseline (p < {alpha})",
+        flush=True,
+    )
+    return store.data["gate"]
+
+
+def curve(store: Store, runs: dict[str, Evaluate], args: argparse.Namespace, policy: str) -> None:
+    """Every (delay, mode) point of ``policy``, in order of delay; the report is rewritten after each."""
+    for delay, mode in points(args.delays, args.modes):
+        key = f"{policy}/d0" if delay == 0 else f"{policy}/d{delay}/{mode}"
+        result = store.point(key, lambda: runs[policy](latency_for(delay, mode)))  # noqa: B023 (called at once)
+        print(f"[curve] {key}: {result['success']}/{result['episodes']}", flush=True)
+        write_report(store, args, Path(args.out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    args, vla = parse_args(argv)
+    torch.set_num_threads(vla.threads)
+    out = Path(args.out)
+    if args.report_only:
+        if not (out / "curve.json").is_file():
+            print(f"--report-only: no {out / 'curve.json'}; run without --report-only first", file=sys.stderr)
+            return 2
+        write_report(Store(out / "curve.json", None), args, out)
+        return 0
+    final, trained = train(vla)
+    ignored = ("out", "threads", "num_workers", "demo_workers", "eval_only", "skip_baselines")
+    settings = {
+        "vla_learning": {k: v for k, v in vars(vla).items() if k not in ignored},
+        "oracle_episodes": args.oracle_episodes,
+        "checkpoint_step": trained["training"]["steps"],
+    }
+    store = Store(out / "curve.json", settings)
+    store.data["training"] = trained
+    runs = evaluators(final, vla, args.oracle_episodes)
+    verdict = gate(store, runs, args.alpha)
+    if not verdict["passed"] and not args.tiny:
+        write_report(store, args, out)
+        print(
+            "[gate] stopping: a latency curve of a policy that does not beat blind ones says nothing; "
+            "train longer (--max-steps) or on more demonstrations (--train-episodes)",
+            file=sys.stderr,
+        )
+        return 1
+    curve(store, runs, args, "vla")
+    if args.oracle_episodes > 0:
+        curve(store, runs, args, "answer-key")
+    return 0
+
+
+# -------------------------------------------------------------------------------------- the report
+
+LABELS = {"vla": "VLA", "answer-key": "answer key"}
+
+
+def lookup(store: Store, policy: str, delay: int, mode: str) -> Result | None:
+    key = f"{policy}/d0" if delay == 0 else f"{policy}/d{delay}/{mode}"
+    return store.data["points"].get(key)
+
+
+def cell(result: Result | None, base: Result | None = None) -> str:
+    """``k/n (low-high %)``, with the exact McNemar p against ``base`` (the same starts at delay 0)."""
+    if result is None:
+        return "not run"
+    low, high = result["ci95"]
+    text = f"{result['success']}/{result['episodes']} ({100 * low:.0f}-{100 * high:.0f} %)"
+    if base is not None and base is not result:
+        from benchmarks.stats.paired import mcnemar_exact
+
+        ok = [e["success"] for e in base["per_episode"][: result["episodes"]]]
+        p = mcnemar_exact(ok, [e["success"] for e in result["per_episode"]]).p_value
+        text += f", p {p:.2g}" if p is not None else ""
+    return text
+
+
+def curve_table(store: Store, args: argparse.Namespace) -> list[str]:
+    columns = [(p, m) for p in LABELS for m in args.modes]
+    lines = [
+        "| delay per decision (control steps) | at 30 Hz | "
+        + " | ".join(f"{LABELS[p]}, {m}" for p, m in columns)
+        + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    for delay in args.delays:
+        cells = [cell(lookup(store, p, delay, m), lookup(store, p, 0, m)) for p, m in columns]
+        lines.append(f"| {delay} | {1000 * delay / CONTROL_HZ:.0f} ms | " + " | ".join(cells) + " |")
+    return lines
+
+
+def gate_table(store: Store) -> list[str]:
+    gate, trained = store.data.get("gate"), store.data["points"].get("vla/d0")
+    if gate is None or trained is None:
+        return ["(the gate has not run yet)"]
+    lines = [
+        "| policy (delay 0) | success (95 % Wilson) | trained better: one-sided Fisher exact p |",
+        "|---|---|---|",
+        f"| trained VLA | {cell(trained)} | |",
+    ]
+    for name, row in gate["baselines"].items():
+        lines.append(f"| {name} (blind) | {cell(store.data['points'][f'{name}/d0'])} | {row['p']:.2g} |")
+    verdict = "passed" if gate["passed"] else "NOT passed"
+    return [*lines, "", f"Gate {verdict} (every p < {gate['alpha']})."]
+
+
+def write_report(store: Store, args: argparse.Namespace, out: Path) -> None:
+    """``latency_curve.md`` and ``latency_curve.png`` from the points finished so far."""
+    from benchmarks.core.plots import line_plot
+
+    t = store.data["training"]
+    s = store.data["settings"]["vla_learning"]
+    head = [
+        f"Task `{s['task']}`; {t['demos']['kept']} demonstrations ({t['demos']['frames']} frames); "
+        f"`{s['backbone']}` trained {t['training']['steps']} optimizer steps (batch {s['batch_size']}, lr "
+        f"{s['lr']:g}; loss {t['first_loss']:.3g} -> {t['final_loss']:.3g}); {s['eval_episodes']} held-out "
+        f"starts (seed {s['seed']} + 1000), the same at every point; {s['ep_len']} steps per episode; "
+        f"chunk executed {s['execute_steps']} at a time.",
+        "",
+    ]
+    body = [*head, *gate_table(store), "", *curve_table(store, args), ""]
+    body.append("p: exact McNemar against delay 0 on the same starts. Points not run yet read 'not run'.")
+    (out / "latency_curve.md").write_text("\n".join(body) + "\n")
+    series, bands = {}, {}
+    for policy, label in LABELS.items():
+        for mode in args.modes:
+            found = [lookup(store, policy, d, mode) for d in args.delays]
+            series[f"{label}, {mode}"] = [None if r is None else 100 * r["rate"] for r in found]
+            bands[f"{label}, {mode}"] = tuple(
+                [None if r is None else 100 * r["ci95"][i] for r in found] for i in (0, 1)
+            )
+    line_plot(
+        out / "latency_curve.png",
+        args.delays,
+        series,
+        bands=bands,
+        xlabel="delay per decision (control steps, 30 Hz)",
+        ylabel="success (%)",
+        title=f"{s['task']}: success vs inference delay",
+        ylim=(-3, 103),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The latency curve recipe (bench/latency_curve.py): its pieces, and the whole pipeline at the smallest size."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench import latency_curve as lc
+
+
+def test_points_latencies_and_the_gate_test():
+    assert lc.points([0, 2, 5], ["hold", "continue"]) == [
+        (0, "none"),
+        (2, "hold"),
+        (2, "continue"),
+        (5, "hold"),
+        (5, "continue"),
+    ]
+    assert lc.points([3], ["hold"]) == [(3, "hold")]
+    assert lc.latency_for(0, "hold") is None  # delay 0: the frozen-world protocol
+    latency = lc.latency_for(5, "continue")
+    assert (
+        latency.steps(0.0) == 5 and latency.mode == "continue" and latency.describe()["latency"] == "steps:5"
+    )
+    # vla_learning.md's numbers: 15/30 trained against 0/30 untrained and 7/30 replay
+    assert lc.one_sided_fisher(15, 30, 0, 30) == pytest.approx(2.9e-6, rel=0.05)
+    assert lc.one_sided_fisher(15, 30, 7, 30) == pytest.approx(0.03, abs=0.005)
+    assert lc.one_sided_fisher(0, 30, 7, 30) == 1.0
+
+
+def test_arguments_pass_through_and_bad_ones(capsys):
+    args, vla = lc.parse_args(["--delays", "5,0,5", "--backbone", "b", "--lr", "1e-3", "--out", "o"])
+    assert args.delays == [0, 5] and args.modes == ["hold", "continue"]
+    assert (vla.backbone, vla.lr, vla.out, vla.max_steps, vla.eval_episodes) == ("b", 1e-3, "o", 750, 20)
+    for bad in (["--delays", "1,x"], ["--delays", "-2"], ["--modes", "skip"], ["--env", "libero"]):
+        with pytest.raises(SystemExit) as stop:
+            lc.parse_args(bad)
+        assert stop.value.code == 2
+    assert "--delays" in capsys.readouterr().err
+
+
+def test_tiny_pipeline_end_to_end_then_resumed(tmp_path, monkeypatch):
+    """Data -> step-budget training -> gate -> both curves -> JSON, table and plot; a rerun reuses it all."""
+    pytest.importorskip("pybullet")
+    pytest.importorskip(
+        "efficientnet_lite_pytorch", reason="optional group vla-efficientnet is not installed"
+    )
+    assert lc.main(["--tiny", "--out", str(tmp_path)]) == 0  # the gate only reports in --tiny
+    data = json.loads((tmp_path / "curve.json").read_text())
+    points = data["points"]
+    curves = [f"{p}/d3/{m}" for p in ("vla", "answer-key") for m in ("hold", "continue")]
+    assert sorted(points) == sorted(
+        ["vla/d0", "random/d0", "constant/d0", "replay/d0", "answer-key/d0", *curves]
+    )
+    assert all(p["episodes"] == (1 if k.startswith("answer-key") else 2) for k, p in points.items())
+    assert all(e["steps"] <= 12 for p in points.values() for e in p["per_episode"])
+    assert data["training"]["training"]["steps"] == 2 and set(data["gate"]["baselines"]) == {
+        "random",
+        "constant",
+        "replay",
+    }
+    # a plan loop has nothing pending when asked again: continuing is holding
+    assert points["answer-key/d3/continue"]["per_episode"] == points["answer-key/d3/hold"]["per_episode"]
+    table = (tmp_path / "latency_curve.md").read_text()
+    assert "| 3 | 100 ms | " in table and "| not run" not in table and "Gate NOT passed" in table
+    assert (tmp_path / "latency_curve.png").stat().st_size > 0
+    log = (tmp_path / "run-efficientnet-lite0-frozen" / "train_log.jsonl").read_text()
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("a rerun with the same settings evaluates nothing again")
+
+    monkeypatch.setattr(lc.learning, "evaluate", no_evaluation)
+    assert lc.main(["--tiny", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "run-efficientnet-lite0-frozen" / "train_log.jsonl").read_text() == log
+    assert json.loads((tmp_path / "curve.json").read_text())["points"] == points
