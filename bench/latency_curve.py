@@ -245,6 +245,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     store = Store(out / "curve.json", settings)
     store.data["training"] = trained
+    if "machine" not in store.data:  # where the first point was measured
+        from benchmarks.core.manifest import machine_line
+
+        store.data["machine"] = machine_line()
+    store.data["command"] = " ".join(
+        ["python bench/latency_curve.py", *(sys.argv[1:] if argv is None else argv)]
+    )
     runs = evaluators(final, vla, args.oracle_episodes)
     verdict = gate(store, runs, args.alpha)
     if not verdict["passed"] and not args.tiny:
@@ -315,23 +322,49 @@ def gate_table(store: Store) -> list[str]:
     return [*lines, "", f"Gate {verdict} (every p < {gate['alpha']})."]
 
 
-def write_report(store: Store, args: argparse.Namespace, out: Path) -> None:
-    """``latency_curve.md`` and ``latency_curve.png`` from the points finished so far."""
-    from benchmarks.core.plots import line_plot
-
+def setup_line(store: Store) -> str:
+    """The measurement's setting in one sentence (the table's head, the results file's ``setup``)."""
     t = store.data["training"]
     s = store.data["settings"]["vla_learning"]
-    head = [
+    return (
         f"Task `{s['task']}`; {t['demos']['kept']} demonstrations ({t['demos']['frames']} frames); "
         f"`{s['backbone']}` trained {t['training']['steps']} optimizer steps (batch {s['batch_size']}, lr "
         f"{s['lr']:g}; loss {t['first_loss']:.3g} -> {t['final_loss']:.3g}); {s['eval_episodes']} held-out "
         f"starts (seed {s['seed']} + 1000), the same at every point; {s['ep_len']} steps per episode; "
-        f"chunk executed {s['execute_steps']} at a time.",
-        "",
-    ]
-    body = [*head, *gate_table(store), "", *curve_table(store, args), ""]
+        f"chunk executed {s['execute_steps']} at a time."
+    )
+
+
+def write_report(store: Store, args: argparse.Namespace, out: Path) -> None:
+    """``latency_curve.md``, ``latency_curve.png`` and ``latency_curve.json`` (a results file with its
+    provenance, as ``bench/results/`` keeps them) from the points finished so far."""
+    import datetime
+
+    from benchmarks.core.manifest import machine_line
+
+    body = [setup_line(store), "", *gate_table(store), "", *curve_table(store, args), ""]
     body.append("p: exact McNemar against delay 0 on the same starts. Points not run yet read 'not run'.")
     (out / "latency_curve.md").write_text("\n".join(body) + "\n")
+    write_plot(store, args, out / "latency_curve.png")
+    results = {
+        "title": "VLA latency curve: success vs inference delay on the play-table",
+        "date": datetime.date.today().isoformat(),
+        "machine": store.data.get("machine") or machine_line(),
+        "source": "bench/latency_curve.py",
+        "command": store.data.get("command") or "python bench/latency_curve.py",
+        "setup": setup_line(store),
+        "delays": args.delays,
+        "modes": args.modes,
+        "gate": store.data.get("gate"),
+        "points": store.data["points"],
+    }
+    (out / "latency_curve.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+def write_plot(store: Store, args: argparse.Namespace, path: Path) -> None:
+    """Success (%) vs delay, one line per policy and mode, its 95 % Wilson interval shaded."""
+    from benchmarks.core.plots import line_plot
+
     series, bands = {}, {}
     for policy, label in LABELS.items():
         for mode in args.modes:
@@ -340,14 +373,15 @@ def write_report(store: Store, args: argparse.Namespace, out: Path) -> None:
             bands[f"{label}, {mode}"] = tuple(
                 [None if r is None else 100 * r["ci95"][i] for r in found] for i in (0, 1)
             )
+    task = store.data["settings"]["vla_learning"]["task"]
     line_plot(
-        out / "latency_curve.png",
+        path,
         args.delays,
         series,
         bands=bands,
         xlabel="delay per decision (control steps, 30 Hz)",
         ylabel="success (%)",
-        title=f"{s['task']}: success vs inference delay",
+        title=f"{task}: success vs inference delay",
         ylim=(-3, 103),
     )
 

@@ -67,6 +67,9 @@ def test_tiny_pipeline_end_to_end_then_resumed(tmp_path, monkeypatch):
     table = (tmp_path / "latency_curve.md").read_text()
     assert "| 3 | 100 ms | " in table and "| not run" not in table and "Gate NOT passed" in table
     assert (tmp_path / "latency_curve.png").stat().st_size > 0
+    results = json.loads((tmp_path / "latency_curve.json").read_text())
+    assert all(results[k] for k in ("title", "date", "machine", "source", "command", "setup"))
+    assert results["points"] == points and results["command"].endswith(f"--tiny --out {tmp_path}")
     log = (tmp_path / "run-efficientnet-lite0-frozen" / "train_log.jsonl").read_text()
 
     def no_evaluation(*args, **kwargs):
@@ -76,3 +79,7 @@ def test_tiny_pipeline_end_to_end_then_resumed(tmp_path, monkeypatch):
     assert lc.main(["--tiny", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "run-efficientnet-lite0-frozen" / "train_log.jsonl").read_text() == log
     assert json.loads((tmp_path / "curve.json").read_text())["points"] == points
+    (tmp_path / "latency_curve.md").unlink()
+    assert lc.main(["--tiny", "--report-only", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "latency_curve.md").read_text() == table
+    assert lc.main(["--tiny", "--report-only", "--out", str(tmp_path / "none")]) == 2
