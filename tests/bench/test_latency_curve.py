@@ -35,11 +35,27 @@ def test_arguments_pass_through_and_bad_ones(capsys):
     args, vla = lc.parse_args(["--delays", "5,0,5", "--backbone", "b", "--lr", "1e-3", "--out", "o"])
     assert args.delays == [0, 5] and args.modes == ["hold", "continue"]
     assert (vla.backbone, vla.lr, vla.out, vla.max_steps, vla.eval_episodes) == ("b", 1e-3, "o", 750, 20)
-    for bad in (["--delays", "1,x"], ["--delays", "-2"], ["--modes", "skip"], ["--env", "libero"]):
+    assert lc.parse_args(["--policies", "answer-key"])[0].policies == ["answer-key"]
+    bad_ones = (["--delays", "1,x"], ["--delays", "-2"], ["--modes", "skip"], ["--policies", "vla,x"])
+    for bad in (*bad_ones, ["--env", "libero"]):
         with pytest.raises(SystemExit) as stop:
             lc.parse_args(bad)
         assert stop.value.code == 2
     assert "--delays" in capsys.readouterr().err
+
+
+def test_two_invocations_fill_one_curve_and_other_settings_start_over(tmp_path, capsys):
+    """Each save merges with the file (so --policies vla and --policies answer-key can run side by side);
+    a point in the file is reused, not measured again; a file made with other settings is discarded."""
+    path = tmp_path / "curve.json"
+    first, second = lc.Store(path, {"a": 1}), lc.Store(path, {"a": 1})
+    first.point("vla/d0", lambda: {"success": 1, "episodes": 2})
+    second.point("answer-key/d0", lambda: {"success": 2, "episodes": 2})
+    assert second.point("vla/d0", lambda: 1 / 0)["success"] == 1  # the other invocation's point
+    first.save()
+    assert sorted(json.loads(path.read_text())["points"]) == ["answer-key/d0", "vla/d0"]
+    assert lc.Store(path, {"a": 2}).data["points"] == {} and not path.exists()
+    assert "other settings" in capsys.readouterr().out
 
 
 def test_tiny_pipeline_end_to_end_then_resumed(tmp_path, monkeypatch):
