@@ -409,6 +409,7 @@ def write_plot(store: Store, args: argparse.Namespace, path: Path) -> None:
         args.delays,
         series,
         bands=bands,
+        dashed=[label for label in series if label.endswith(", continue")],
         xlabel="delay per decision (control steps, 30 Hz)",
         ylabel="success (%)",
         title=f"{task}: success vs inference delay",

@@ -24,11 +24,14 @@ def line_plot(
     title: str,
     ylim: tuple[float, float] | None = (0, 100),
     bands: Mapping[str, tuple[Sequence[float | None], Sequence[float | None]]] | None = None,
+    dashed: Sequence[str] = (),
 ) -> Path:
-    """One line per series; ``bands[label]`` (low, high per x: an interval) is shaded in the line's colour."""
+    """One line per series; ``bands[label]`` (low, high per x: an interval) is shaded in the line's colour;
+    the series named in ``dashed`` are drawn dashed (one that coincides with another stays visible)."""
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
     for i, (label, ys) in enumerate(series.items()):
-        ax.plot(x, _nan(ys), marker="o", label=label, color=f"C{i}")
+        style = "--" if label in dashed else "-"
+        ax.plot(x, _nan(ys), marker="o", label=label, color=f"C{i}", linestyle=style)
         if bands and label in bands:
             low, high = bands[label]
             ax.fill_between(x, _nan(low), _nan(high), alpha=0.15, color=f"C{i}", linewidth=0)
