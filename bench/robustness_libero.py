@@ -120,10 +120,13 @@ def certify_task(suite: str, task: int, done: dict[str, Any], cache: Any, save: 
 
 def _build_seconds(env: Any, spec: Any) -> float:
     """Seconds to build ``spec``'s variant on the loaded clean state: read the scene, apply the axis, write
-    it back and render the frames again (what a perturbed reset adds; channel axes build nothing)."""
+    it back and render the frames again (what a perturbed reset adds; channel axes build nothing).
+    ``distractors`` builds a scene of its own: its perturbed reset minus the clean reset."""
     from envs.libero.perturbations import AXES
     from envs.libero.scene_edit import describe_scene, write_scene
 
+    if spec.axis == "distractors":
+        return distractor_build_seconds(env, spec)
     env.reset(seed=_seed(), options=dict(SETTINGS))
     start, apply = time.perf_counter(), AXES[spec.axis].apply
     if apply is not None:
@@ -131,6 +134,21 @@ def _build_seconds(env: Any, spec: Any) -> float:
         if write_scene(env.raw_env, scene, apply(scene, spec)):
             env.raw_env.env._get_observations(force_update=True)
     return time.perf_counter() - start
+
+
+def distractor_build_seconds(env: Any, spec: Any) -> float:
+    """A distractors variant's first build: its reset (the scene compiled, the state copied in) minus the
+    clean reset just before it (the settle steps in both). The env keeps one variant scene, so each call
+    after a different spec is a first build again."""
+    from envs.perturbation import PerturbationSpec
+
+    env.reset(seed=_seed(), options={**SETTINGS, "perturbation": PerturbationSpec("distractors", 1, 0)})
+    start = time.perf_counter()
+    env.reset(seed=_seed(), options=dict(SETTINGS))
+    clean = time.perf_counter() - start
+    start = time.perf_counter()
+    env.reset(seed=_seed(), options={**SETTINGS, "perturbation": spec})
+    return time.perf_counter() - start - clean
 
 
 def build_cost(suite: str, task: int, image_size: int, repeats: int) -> dict[str, Any]:
@@ -171,6 +189,24 @@ def build_cost(suite: str, task: int, image_size: int, repeats: int) -> dict[str
         "expert_steps": frames - 1,
         "image_size": image_size,
         "axes": axes,
+    }
+
+
+def add_distractor_cost(cost: dict[str, Any], suite: str, task: int, repeats: int) -> None:
+    """The ``distractors`` row added to an earlier build-cost measurement of the task (same image size)."""
+    import numpy as np
+
+    from envs.libero import make_libero_env
+    from envs.perturbation import PerturbationSpec
+
+    env = make_libero_env(suite, task, image_size=cost["image_size"])
+    spec = PerturbationSpec("distractors", 5, _seed())
+    build = float(np.median([distractor_build_seconds(env, spec) for _ in range(repeats)]))
+    env.close()
+    cost["axes"]["distractors"] = {
+        "build_seconds_median": round(build, 4),
+        "build_share_of_episode": round(build / cost["episode_seconds"], 4),
+        "frame_corruption_share_of_episode": 0.0,
     }
 
 
@@ -282,7 +318,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.build_cost and item not in result["build_cost"]:
             result["build_cost"][item] = build_cost(suite, int(task), args.image_size, args.repeats)
             save()
-    result["answer_key"] = answer_key(args.answer_key_runs)
+        elif args.build_cost and "distractors" not in result["build_cost"][item]["axes"]:
+            add_distractor_cost(result["build_cost"][item], suite, int(task), args.repeats)
+            save()
+    if args.answer_key_runs or "answer_key" not in result:  # (kept from an earlier run otherwise)
+        result["answer_key"] = answer_key(args.answer_key_runs)
     save()
     return result
 
