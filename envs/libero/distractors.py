@@ -5,10 +5,15 @@ plus the LIBERO-PRO variants the asset wheels ship (recoloured or resized copies
 pot, white porcelain mug, ...), for which LIBERO registers no class: each is registered here under its
 asset folder's name as a subclass of its original, so it stands as the original does.
 
-A variant scene is the task's BDDL problem with the chosen objects added to ``:objects`` (with no
-``:init`` place: the env writes their poses), compiled as a LIBERO env of its own, so physics sees them.
-The clean scene's initial state is copied into it joint by joint and its fixtures' placements body by
-body, so everything but the added objects is as in the clean scene.
+A task's distractor scene is its BDDL problem with ``KINDS_PER_TASK`` pool objects added to ``:objects``
+(with no ``:init`` place: the env writes their poses), compiled as a LIBERO env of its own, so physics sees
+them; it is compiled once and serves every variant of the task (a compile costs about a quarter of an
+episode). The kinds are the pool's objects that nothing in the task could be mistaken for, in an order
+fixed by the task's problem text. A variant places some of them on the table and parks the others under
+the floor, colliding with nothing and held by a damping that lets them sink a few micrometres in an
+episode (out of every camera's sight; MuJoCo lets no body become weightless after compiling). The clean scene's
+initial state is copied in joint by joint and its fixtures' placements body by body, so everything but
+the added objects is as in the clean scene.
 """
 
 from __future__ import annotations
@@ -77,6 +82,10 @@ PRO_VARIANTS = {
     "white_bottle": "wine_bottle",
 }
 POOL = tuple(sorted((*ORIGINALS, *PRO_VARIANTS)))
+KINDS_PER_TASK = 8  # pool objects in a task's distractor scene (a level places up to 5)
+_PARK_DEPTH = 3.0  # m under the floor
+_PARK_SPACING = 1.0  # m between parked objects
+_PARK_DAMPING = 1e6  # N s/m on a parked object's joint: it sinks about g m / this, micrometres per second
 _OBJECTS_OPEN = re.compile(r"\(:objects[^\n]*\n")
 _CORNERS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
 
@@ -97,6 +106,14 @@ def _variant_class(variant: str, base: type[Any]) -> type[Any]:
 
     # LIBERO keys its registry (and an object's category) by the class name in snake case
     return type("".join(part.title() for part in variant.split("_")), (base,), {"__init__": __init__})
+
+
+def task_kinds(task_text: str, eligible: list[str]) -> list[str]:
+    """The ``KINDS_PER_TASK`` of ``eligible`` a task's distractor scene holds, in an order fixed by the
+    task's problem text (so each task gets its own share of the pool, the same in every process)."""
+    return sorted(eligible, key=lambda c: hashlib.sha256(f"{task_text}\n{c}".encode()).hexdigest())[
+        :KINDS_PER_TASK
+    ]
 
 
 def object_name(category: str) -> str:
@@ -188,10 +205,21 @@ def _geometry(category: str, quat: tuple[float, ...]) -> dict[str, Any]:
     }
 
 
-def variant_state(clean: Any, variant: Any, placements: list[dict[str, Any]]) -> np.ndarray:
-    """The variant scene's flattened state (time, qpos, qvel): the clean scene's joints copied by name,
-    each distractor's free joint at its placement and at rest. Copies the clean fixtures' placements (body
-    positions LIBERO draws at reset) into the variant model too."""
+#: the variant model's fields parking changes (their compiled values are written back first)
+PARK_FIELDS = ("dof_damping", "geom_contype", "geom_conaffinity")
+
+
+def variant_state(
+    clean: Any,
+    variant: Any,
+    kinds: list[str],
+    placements: list[dict[str, Any]],
+    compiled: dict[str, np.ndarray],
+) -> np.ndarray:
+    """The distractor scene's flattened state (time, qpos, qvel): the clean scene's joints copied by name,
+    each placed object's free joint at its placement, the other ``kinds`` parked, all at rest. Into the
+    variant model: the clean fixtures' placements (body positions LIBERO draws at reset), its
+    ``compiled`` values of ``PARK_FIELDS``, and the parked objects' hold (no collisions, damping)."""
     cm, cd = clean.env.sim.model._model, clean.env.sim.data._data
     vm = variant.env.sim.model._model
     for b in range(1, cm.nbody):
@@ -203,9 +231,18 @@ def variant_state(clean: Any, variant: Any, placements: list[dict[str, Any]]) ->
         nq, nv = _joint_sizes(int(cm.jnt_type[j]))
         qpos[vm.jnt_qposadr[v] : vm.jnt_qposadr[v] + nq] = cd.qpos[cm.jnt_qposadr[j] : cm.jnt_qposadr[j] + nq]
         qvel[vm.jnt_dofadr[v] : vm.jnt_dofadr[v] + nv] = cd.qvel[cm.jnt_dofadr[j] : cm.jnt_dofadr[j] + nv]
-    for place in placements:
-        v = _id(vm, "joint", f"{object_name(place['category'])}_joint0")
-        qpos[vm.jnt_qposadr[v] : vm.jnt_qposadr[v] + 7] = [*place["pos"], *place["quat"]]
+    for field in PARK_FIELDS:
+        getattr(vm, field)[:] = compiled[field]
+    placed = {p["category"]: [*p["pos"], *p["quat"]] for p in placements}
+    for k, kind in enumerate(kinds):
+        v = _id(vm, "joint", f"{object_name(kind)}_joint0")
+        parked = [0.0, _PARK_SPACING * k, -_PARK_DEPTH, 1.0, 0.0, 0.0, 0.0]
+        qpos[vm.jnt_qposadr[v] : vm.jnt_qposadr[v] + 7] = placed.get(kind, parked)
+        if kind not in placed:
+            vm.dof_damping[vm.jnt_dofadr[v] : vm.jnt_dofadr[v] + 6] = _PARK_DAMPING
+            body = int(vm.jnt_bodyid[v])
+            geoms = np.isin(vm.geom_bodyid, [b for b in range(vm.nbody) if vm.body_rootid[b] == body])
+            vm.geom_contype[geoms], vm.geom_conaffinity[geoms] = 0, 0
     return np.concatenate([[cd.time], qpos, qvel])
 
 

@@ -173,6 +173,7 @@ class LiberoEnv(gym.Env):
         # a distractors variant's scene (its own LIBERO env, the last one kept) and whether it is in use
         self._variant_env: Any = None
         self._variant_bddl: Path | None = None
+        self._variant_compiled: dict[str, np.ndarray] = {}  # its compiled values of what parking changes
         self._in_variant = False
         self._closed = False
         self._defaults: ModelDefaults | None = None  # the compiled model's camera, lights, materials
@@ -373,8 +374,14 @@ class LiberoEnv(gym.Env):
             return raw
         scene = describe_scene(self._raw, self.task.instruction)
         if spec.axis == "distractors":
-            edited = axis.apply({**scene, "pool": distractors.pool_entries(self._raw)}, spec)
-            return self._enter_distractors(edited["distractors"], spec.seed)
+            eligible = [
+                p
+                for p in distractors.pool_entries(self._raw)
+                if not perturbations.confusable(p["category"], scene)
+            ]
+            kinds = distractors.task_kinds(self.task.bddl_file.read_text(), [p["category"] for p in eligible])
+            edited = axis.apply({**scene, "pool": [p for p in eligible if p["category"] in kinds]}, spec)
+            return self._enter_distractors(kinds, edited["distractors"], spec.seed)
         edited = axis.apply(scene, spec)
         if edited["instruction"] != scene["instruction"]:
             self._instruction = edited["instruction"]
@@ -382,20 +389,25 @@ class LiberoEnv(gym.Env):
             return self._raw.env._get_observations(force_update=True)
         return raw
 
-    def _enter_distractors(self, placements: list[dict[str, Any]], seed: int) -> dict[str, Any]:
-        """Move to the scene with ``placements`` added (built once per set of objects), in the clean
-        scene's loaded state; the raw observation there."""
-        categories = [p["category"] for p in placements]
-        bddl = distractors.bddl_file(distractors.bddl_with(self.task.bddl_file.read_text(), categories))
+    def _enter_distractors(
+        self, kinds: list[str], placements: list[dict[str, Any]], seed: int
+    ) -> dict[str, Any]:
+        """Move to the task's distractor scene (``kinds`` added; built once) in the clean scene's loaded
+        state with ``placements`` on the table; the raw observation there."""
+        bddl = distractors.bddl_file(distractors.bddl_with(self.task.bddl_file.read_text(), kinds))
         if bddl != self._variant_bddl:
             self._close_variant()
             self._variant_env, self._variant_bddl = self._make_raw_env(bddl), bddl
+            model = self._variant_env.env.sim.model._model
+            self._variant_compiled = {f: np.array(getattr(model, f)) for f in distractors.PARK_FIELDS}
         self._in_variant = True
         self._make_render_context_current()
         self._apply_render_settings()
         with _global_numpy_seed(seed):  # (LIBERO's placements are overwritten by the clean scene's)
             self._variant_env.reset()
-        state = distractors.variant_state(self._raw_env, self._variant_env, placements)
+        state = distractors.variant_state(
+            self._raw_env, self._variant_env, kinds, placements, self._variant_compiled
+        )
         return self._variant_env.set_init_state(state)
 
     def _render_context(self) -> Any:

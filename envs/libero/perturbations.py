@@ -229,7 +229,7 @@ def distractors(scene: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]
     """Objects from the scene's pool (``scene["pool"]``) that nothing in the scene or the instruction could
     be mistaken for, placed on free table near the task objects (see the module)."""
     rng, i, out = spec.rng(), spec.level - 1, copy.deepcopy(scene)
-    pool = [p for p in out["pool"] if not _confusable(p["category"], out)]
+    pool = [p for p in out["pool"] if not confusable(p["category"], out)]
     placed: list[dict[str, Any]] = []
     for k in rng.permutation(len(pool)):
         if len(placed) == _DISTRACTORS[i]:
@@ -247,7 +247,9 @@ def _words(text: str) -> set[str]:
     return {w[:-1] if w.endswith("s") else w for w in words}
 
 
-def _confusable(category: str, scene: dict[str, Any]) -> bool:
+def confusable(category: str, scene: dict[str, Any]) -> bool:
+    """Whether an object of ``category`` shares a word naming a kind of thing with the scene's instruction
+    or one of its object or fixture categories."""
     taken = _words(scene["instruction"]).union(*(_words(c) for c in scene["categories"]))
     return bool(_words(category) & taken)
 

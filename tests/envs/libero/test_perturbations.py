@@ -343,7 +343,9 @@ def test_distractors_add_free_objects_touching_nothing_and_leave_the_scene_as_it
     joints = _joints(variant)
     assert all(np.array_equal(joints[name], value) for name, value in clean.items())  # objects, arm, drawers
     added = sorted(set(joints) - set(clean))
-    assert len(added) == 3 and all(name.endswith("_1_joint0") for name in added)
+    assert len(added) == distractors.KINDS_PER_TASK and all(name.endswith("_1_joint0") for name in added)
+    placed = [n for n in added if joints[n][2] > 0.5]  # on the table; the others parked under the floor
+    assert len(placed) == 3 and all(joints[n][2] < -2 for n in added if n not in placed)
     vm, vd = variant.env.sim.model._model, variant.env.sim.data._data
     for name, (pos, quat) in bodies.items():  # fixtures where the clean reset put them
         assert np.array_equal(vm.body(name).pos, pos) and np.array_equal(vm.body(name).quat, quat), name
@@ -353,14 +355,17 @@ def test_distractors_add_free_objects_touching_nothing_and_leave_the_scene_as_it
         assert not (vm.geom_bodyid[g1] in extra or vm.geom_bodyid[g2] in extra)  # (3 mm above the table)
     words = obs["instruction"].lower()
     assert not any(n.removesuffix("_1_joint0").replace("_", " ") in words for n in added)
-    text = env._variant_bddl.read_text()
-    original = env.task.bddl_file.read_text()
-    categories = [n.removesuffix("_1_joint0") for n in added]
-    assert sorted(set(text.splitlines()) - set(original.splitlines())) == sorted(
-        f"    {c}_1 - {c}" for c in categories
-    )
+    text, original = env._variant_bddl.read_text(), env.task.bddl_file.read_text()
     new_lines = [line for line in text.splitlines() if line not in original.splitlines()]
+    assert sorted(new_lines) == sorted(
+        f"    {n.removesuffix('_joint0')} - {n.removesuffix('_1_joint0')}" for n in added
+    )
     assert text == distractors.bddl_with(original, [line.split()[-1] for line in new_lines])
+    for _ in range(5):  # the placed ones settle onto the table; the parked ones stay put
+        env.step(np.zeros(7, np.float32))
+    after = _joints(variant)
+    assert all(np.abs(after[n][:3] - joints[n][:3]).max() < 1e-5 for n in added if n not in placed)
+    assert all(np.abs(after[n][:2] - joints[n][:2]).max() < 0.01 for n in placed)
 
 
 def test_action_noise_changes_the_actions_not_the_start(env):
