@@ -9,9 +9,10 @@ A task's distractor scene is its BDDL problem with ``KINDS_PER_TASK`` pool objec
 (with no ``:init`` place: the env writes their poses), compiled as a LIBERO env of its own, so physics sees
 them; it is compiled once and serves every variant of the task (a compile costs about a quarter of an
 episode). The kinds are the pool's objects that nothing in the task could be mistaken for, in an order
-fixed by the task's problem text. A variant places some of them on the table and parks the others under
-the floor, colliding with nothing and held by a damping that lets them sink a few micrometres in an
-episode (out of every camera's sight; MuJoCo lets no body become weightless after compiling). The clean scene's
+fixed by the task's problem text. A variant places some of them on the table and parks the others 10 m
+behind the agentview camera, a metre above the floor, apart, held by a damping that lets them sink a
+few micrometres in an episode (out of every camera's sight, touching nothing; MuJoCo lets no body
+become weightless after compiling). The clean scene's
 initial state is copied in joint by joint and its fixtures' placements body by body, so everything but
 the added objects is as in the clean scene.
 """
@@ -83,7 +84,7 @@ PRO_VARIANTS = {
 }
 POOL = tuple(sorted((*ORIGINALS, *PRO_VARIANTS)))
 KINDS_PER_TASK = 8  # pool objects in a task's distractor scene (a level places up to 5)
-_PARK_DEPTH = 3.0  # m under the floor
+_PARK_X, _PARK_Z = 10.0, 1.0  # m: behind the agentview camera (it looks toward -x), above the floor
 _PARK_SPACING = 1.0  # m between parked objects
 _PARK_DAMPING = 1e6  # N s/m on a parked object's joint: it sinks about g m / this, micrometres per second
 _OBJECTS_OPEN = re.compile(r"\(:objects[^\n]*\n")
@@ -206,7 +207,7 @@ def _geometry(category: str, quat: tuple[float, ...]) -> dict[str, Any]:
 
 
 #: the variant model's fields parking changes (their compiled values are written back first)
-PARK_FIELDS = ("dof_damping", "geom_contype", "geom_conaffinity")
+PARK_FIELDS = ("dof_damping",)
 
 
 def variant_state(
@@ -219,7 +220,7 @@ def variant_state(
     """The distractor scene's flattened state (time, qpos, qvel): the clean scene's joints copied by name,
     each placed object's free joint at its placement, the other ``kinds`` parked, all at rest. Into the
     variant model: the clean fixtures' placements (body positions LIBERO draws at reset), its
-    ``compiled`` values of ``PARK_FIELDS``, and the parked objects' hold (no collisions, damping)."""
+    ``compiled`` values of ``PARK_FIELDS``, and the parked objects' hold (a damping)."""
     cm, cd = clean.env.sim.model._model, clean.env.sim.data._data
     vm = variant.env.sim.model._model
     for b in range(1, cm.nbody):
@@ -236,13 +237,10 @@ def variant_state(
     placed = {p["category"]: [*p["pos"], *p["quat"]] for p in placements}
     for k, kind in enumerate(kinds):
         v = _id(vm, "joint", f"{object_name(kind)}_joint0")
-        parked = [0.0, _PARK_SPACING * k, -_PARK_DEPTH, 1.0, 0.0, 0.0, 0.0]
+        parked = [_PARK_X, _PARK_SPACING * k, _PARK_Z, 1.0, 0.0, 0.0, 0.0]
         qpos[vm.jnt_qposadr[v] : vm.jnt_qposadr[v] + 7] = placed.get(kind, parked)
         if kind not in placed:
             vm.dof_damping[vm.jnt_dofadr[v] : vm.jnt_dofadr[v] + 6] = _PARK_DAMPING
-            body = int(vm.jnt_bodyid[v])
-            geoms = np.isin(vm.geom_bodyid, [b for b in range(vm.nbody) if vm.body_rootid[b] == body])
-            vm.geom_contype[geoms], vm.geom_conaffinity[geoms] = 0, 0
     return np.concatenate([[cd.time], qpos, qvel])
 
 
