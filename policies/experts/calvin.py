@@ -110,10 +110,22 @@ class Waypoint:
 
 
 class Tracker:
-    """Turns a waypoint list into relative (or absolute) CALVIN actions, one per step."""
+    """Turns a waypoint list into relative (or absolute) CALVIN actions, one per step.
+
+    It moves a reference pose toward the current waypoint by at most the waypoint's speed per step and
+    commands the target onto it; the waypoint is reached once the reference is on it, and the TCP must
+    then catch up within the waypoint's ``tol`` (or ``max_wait`` steps pass) before the next one. Without
+    actuation noise the env's target follows the commands exactly and the reference is that target, read
+    back each step. With noise on the action channel (the ``action_noise`` axis) the env's target lands
+    off the command every step: the reference keeps the noise-free path, so the waypoint is still reached
+    and each command also takes back the noise the last one met.
+    """
+
+    SYNCED = 1e-6  # a target this close to the reference followed the last command (float32 rounding)
 
     def __init__(self, waypoints: list[Waypoint]) -> None:
         self.waypoints, self.index, self.waited = waypoints, 0, 0
+        self.reference: tuple[np.ndarray, np.ndarray] | None = None  # the noise-free target pose
 
     @property
     def done(self) -> bool:
@@ -123,25 +135,42 @@ class Tracker:
         self, target_pos: np.ndarray, target_euler: np.ndarray, tcp_pos: np.ndarray, absolute: bool
     ) -> np.ndarray:
         wp = self.waypoints[self.index]
-        d_pos = wp.pos - target_pos
+        pos, euler = self._follow(target_pos, target_euler)
+        d_pos = wp.pos - pos
         dist = float(np.linalg.norm(d_pos))
         if dist > wp.speed:
             d_pos = d_pos * (wp.speed / dist)
         want = Rotation.from_matrix(wp.rot).as_euler("xyz")
-        d_orn = np.array([wrap(a) for a in want - target_euler])
+        d_orn = np.array([wrap(a) for a in want - euler])
         d_orn = np.clip(d_orn, -TURN, TURN)
         arrived = dist < 1e-4 and np.all(np.abs(d_orn) < 1e-4)
         if arrived:
             self._advance(wp, float(np.linalg.norm(wp.pos - tcp_pos)))
+        self.reference = (pos + d_pos, euler + d_orn)
         if absolute:
-            return np.array([*(target_pos + d_pos), *(target_euler + d_orn), wp.gripper])
-        return np.array([*(d_pos / C.MAX_REL_POSITION), *(d_orn / C.MAX_REL_ORIENTATION), wp.gripper])
+            return np.array([*self.reference[0], *self.reference[1], wp.gripper])
+        move = d_pos + (pos - target_pos)  # (the noise taken back; exactly zero when synced)
+        turn = d_orn + np.array([wrap(a) for a in euler - target_euler])
+        return np.array([*(move / C.MAX_REL_POSITION), *(turn / C.MAX_REL_ORIENTATION), wp.gripper])
+
+    def _follow(self, target_pos: np.ndarray, target_euler: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The reference pose: the env's target when it followed the last command, else the reference."""
+        if self.reference is not None:
+            pos, euler = self.reference
+            off = max(float(np.max(np.abs(pos - target_pos))), float(np.max(np.abs(euler - target_euler))))
+            if off > self.SYNCED:
+                return pos, euler
+        return target_pos, target_euler
 
     def _advance(self, wp: Waypoint, error: float) -> None:
         self.waited += 1
         caught_up = error < wp.tol or self.waited > wp.max_wait
         if caught_up and self.waited > wp.settle:
-            self.index, self.waited = self.index + 1, 0
+            self.skip()
+
+    def skip(self) -> None:
+        """Move on to the next waypoint."""
+        self.index, self.waited = self.index + 1, 0
 
 
 # -------------------------------------------------------------------------------------------- scene
@@ -915,7 +944,7 @@ class ScriptedExpert(Policy):
     def pass_waypoint(self) -> None:
         """Count the current waypoint as reached (the driver decided the robot got there)."""
         if self._tracker is not None and not self._tracker.done:
-            self._tracker.index, self._tracker.waited = self._tracker.index + 1, 0
+            self._tracker.skip()
 
     def checkpoint(self) -> tuple[Any, ...]:
         """The planning state (stage, waypoint, attempts), for :meth:`restore`."""
