@@ -363,7 +363,17 @@ def plan_lift(view: View, color: str, where: str) -> list[Waypoint]:
     if where == "slider":
         rot = grasp_rotation(view, color, tilt=SLIDER_TILT, axis_along_x=True)
         centre = centre + np.array([0.0, -0.008, 0.0])
-        return grasp(view, color, rot, centre, 0.045)
+        path = grasp(view, color, rot, centre, 0.045)
+        shift = _roomy_lift_shift(view, color)
+        if shift is None:
+            return path
+        low = path[-2].pos + np.array([0.0, 0.0, CARRY_HEIGHT])
+        return [
+            *path[:-1],
+            Waypoint(low, rot, -1, SLOW, tol=0.01),
+            Waypoint(low + shift, rot, -1, SLOW, tol=0.01),
+            Waypoint(path[-1].pos + shift, rot, -1, SLOW, tol=0.02),
+        ]
     if where == "drawer":  # keep the hand clear of the table's front edge just behind the drawer
         rot = grasp_rotation(view, color, tilt=DRAWER_TILT, axis_along_x=True)
         if (
@@ -376,6 +386,30 @@ def plan_lift(view: View, color: str, where: str) -> list[Waypoint]:
             rot = down(choose_yaw(across, math.pi, view.yaw, view.q7), DRAWER_TILT)
         return grasp(view, color, rot, centre, 0.10)
     return grasp(view, color, *table_grasp(view, color), 0.10)
+
+
+CARRY_HEIGHT = 0.01  # a block carried this high inside the cabinet is off the plank, not yet "lifted"
+CARRY_MIN = 0.01  # a block this close to its compartment's evaluation spot is lifted where it lies
+CARRY_CLEAR = 0.1  # another block this close to that spot: lifted where it lies (no room to carry it there)
+
+
+def _roomy_lift_shift(view: View, color: str) -> np.ndarray | None:
+    """How far to carry a grasped cabinet block (just off the plank) before lifting it, or ``None``.
+
+    The hand reaching into the cabinet is wider than the block: lifted near the compartment's side wall,
+    the door or the sloped front's lip, it touches the cabinet at the moment the lift counts, and a
+    following ``place_in_slider`` (which needs the hand to touch the block alone at its start) can never
+    succeed. The compartment's evaluation spot (CALVIN's, moved with the scene's furniture) leaves the
+    hand room: a block elsewhere is carried there first (a block nearer the front only sideways), unless
+    another block stands near it."""
+    pos = np.asarray(view.block(color)["pos"], dtype=float)
+    spot = np.asarray(view.layout.spots(f"slider_{compartment_of(view, pos[0])}")[0][:2])
+    shift = np.array([spot[0] - pos[0], min(spot[1] - pos[1], 0.0)])  # (never deeper in: the lip)
+    others = [view.block(c)["pos"][:2] for c in C.BLOCK_COLORS if c != color]
+    goal = pos[:2] + shift
+    if np.linalg.norm(shift) < CARRY_MIN or any(np.linalg.norm(goal - o) < CARRY_CLEAR for o in others):
+        return None
+    return np.array([*shift, 0.0])
 
 
 def plan_rotate(view: View, color: str, sign: int) -> list[Waypoint]:

@@ -248,3 +248,23 @@ def test_expert_completes_a_chain_under_action_noise(env):
         spec = {"axis": "action_noise", "level": level, "seed": 4}
         record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, SCENE, tasks, tasks, perturbation=spec)
         assert record["extras"]["num_completed"] == 2, level
+
+
+@pytest.mark.parametrize(
+    ("color", "pose"),
+    [("red", (-0.235, 0.119, 2.41)), ("blue", (-0.30, 0.105, 1.0))],  # deep, turned; by the side wall
+)
+def test_a_block_lifted_anywhere_in_its_compartment_can_be_placed_again(env, color, pose):
+    """CALVIN samples cabinet blocks over the whole compartment (the block_positions axis too): the hand
+    lifting one must not touch the cabinet (its lip, side wall or door), or the following place_in_slider
+    can never count."""
+    scene = SCENE.copy()
+    if color == "red":  # the red block into the left compartment, the blue one onto its table spot
+        scene[12:18] = scene[6:12]
+    slot = C.block_slice(color)
+    scene[slot] = [pose[0], pose[1], 0.460990009, 0.0, 0.0, pose[2]]
+    policy = ScriptedExpert()
+    policy.bind(env)
+    tasks = [f"lift_{color}_block_slider", "place_in_slider"]
+    record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, scene, tasks, tasks)
+    assert record["extras"]["num_completed"] == 2
