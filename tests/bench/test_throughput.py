@@ -16,9 +16,7 @@ def demand(rates):
 
 
 def supply(rates, memory=None):
-    return [
-        {"batch": b, "decisions_per_s": r, "memory_gib": (memory or {}).get(b)} for b, r in rates.items()
-    ]
+    return [{"batch": b, "decisions_per_s": r, "memory_gib": (memory or {}).get(b)} for b, r in rates.items()]
 
 
 ENVS = demand({1: 30.0, 2: 60.0, 4: 110.0, 8: 200.0, 16: 380.0})

@@ -31,7 +31,12 @@ def test_stats_count_batches_requests_and_mean_wait():
 
 def test_no_batches_reads_as_empty_not_a_division_error():
     data = BatchStats(max_batch=2, max_wait_ms=5.0).to_json()
-    assert (data["requests"], data["mean_batch_size"], data["fill"], data["mean_queue_wait_s"]) == (0, 0, 0, 0)
+    assert (data["requests"], data["mean_batch_size"], data["fill"], data["mean_queue_wait_s"]) == (
+        0,
+        0,
+        0,
+        0,
+    )
 
 
 class _EchoModel:
