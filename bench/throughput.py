@@ -18,7 +18,8 @@ memory measured at each batch size), prints the choice and the numbers it rests 
 and (unless ``--no-run``) runs end to end with it.
 
     python bench/throughput.py [--backbone tiny-qwen2.5-vl] [--shards 1,2] [--batches 1,2,4,8]
-        [--chains 4] [--ep-len 60] [--execute-steps 5] [--autotune [--no-run]] [--out bench/results/throughput]
+        [--chains 4] [--ep-len 60] [--execute-steps 5] [--device cpu] [--dtype auto]
+        [--autotune [--no-run]] [--out bench/results/throughput]
 """
 
 from __future__ import annotations
@@ -308,7 +309,8 @@ def autotune(result: dict[str, Any], device: str = "cpu") -> Choice:
 def end_to_end(args: argparse.Namespace, root: Path, workers: int, max_batch: int) -> dict[str, Any]:
     """Chains/hour of ``workers`` workers with their own models (the route before batching) vs as many
     workers feeding one batched server of ``max_batch``; the server's batch statistics are printed."""
-    spec = PolicySpec("vla", {"backbone": args.backbone, "execute_steps": args.execute_steps})
+    options = {"backbone": args.backbone, "execute_steps": args.execute_steps}
+    spec = PolicySpec("vla", {**options, "device": args.device, "dtype": args.dtype})
     own = timed_run(_config(root, "own", args.chains, args.ep_len, workers=workers, cameras="auto"), spec)
     served_config = _config(
         root,
@@ -362,7 +364,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         result = {
-            "title": f"Throughput: batched VLA server vs per-worker models ({args.backbone}, CPU)",
+            "title": f"Throughput: batched VLA server vs per-worker models ({args.backbone}, {args.device})",
             "date": time.strftime("%Y-%m-%d"),
             "machine": f"{os.cpu_count()} CPUs, shared; load average {os.getloadavg()[0]:.1f} at start",
             "source": "bench/throughput.py",
@@ -372,11 +374,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "cpus": os.cpu_count(),
             "load_at_start": round(os.getloadavg()[0], 2),
             "demand": demand(_ints(args.shards), args.chains, args.ep_len, root),
-            "supply": supply(args.backbone, _ints(args.batches), args.seconds),
+            "supply": supply(args.backbone, _ints(args.batches), args.seconds, args.device, _dtype(args)),
         }
         workers, max_batch = args.workers, args.workers
         if args.autotune:
-            choice = autotune(result)
+            choice = autotune(result, args.device)
             workers, max_batch = choice.shards, choice.max_batch
         if not args.no_run:
             result["end_to_end"] = end_to_end(args, root, workers, max_batch)
@@ -412,6 +414,12 @@ def markdown_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _dtype(args: argparse.Namespace) -> torch.dtype:
+    from vla.backbones import torch_dtype
+
+    return torch_dtype(args.dtype, args.device)
+
+
 def _ints(text: str) -> list[int]:
     return [int(s) for s in text.split(",")]
 
@@ -428,6 +436,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--ep-len", type=int, default=60, help="steps per subtask (the protocol: 360)")
     parser.add_argument("--execute-steps", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per supply measurement")
+    parser.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda, cuda:N")
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        help="the model's dtype",
+    )
     parser.add_argument(
         "--autotune",
         action="store_true",

@@ -44,12 +44,6 @@ class PublishedSize:
     image_processor: dict[str, Any] = field(default_factory=dict)
     processor: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def model_type(self) -> str:
-        from vla.backbones import TINY_MODEL_TYPES
-
-        return TINY_MODEL_TYPES[self.tiny]
-
 
 def _lm(
     vocab: int,
@@ -421,13 +415,13 @@ def published_processor(processor: ProcessorMixin, size: PublishedSize) -> Proce
     image becomes as many image tokens as the published model takes; the tiny tokenizer is kept."""
     if not (size.image_processor or size.processor):
         return processor  # Qwen-VL: the processor sizes images by patch, whatever the tower's width
-    images = processor.image_processor  # type: ignore[attr-defined]
+    images = processor.image_processor
     image_processor = type(images).from_dict({**images.to_dict(), **size.image_processor})
     template = getattr(processor, "chat_template", None)
     extra = {"chat_template": template} if template else {}
     return type(processor)(
         image_processor=image_processor,
-        tokenizer=processor.tokenizer,  # type: ignore[attr-defined]
+        tokenizer=processor.tokenizer,
         **extra,
         **size.processor,
     )
@@ -459,9 +453,10 @@ def size_table() -> str:
     """Each entry's family, published parameter count and the count on the meta device (Markdown)."""
     lines = ["| backbone | model_type | published | counted (meta) |", "|---|---|---|---|"]
     for hub_id, size in PUBLISHED_SIZES.items():
-        counted = parameter_count(published_config(hub_id)[0])
+        config, _ = published_config(hub_id)
+        counted = parameter_count(config)
         lines.append(
-            f"| `random:{hub_id}` | `{size.model_type}` | {size.parameters / 1e9:.3f} B | {counted / 1e9:.3f} B |"
+            f"| `random:{hub_id}` | `{config.model_type}` | {size.parameters / 1e9:.3f} B | {counted / 1e9:.3f} B |"
         )
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from vla import real_size
-from vla.backbones import backbone_table
+from vla.backbones import TINY_MODEL_TYPES, backbone_table
 from vla.model import VLAModel
 from vla.policy import VLAPolicyConfig
 from vla.real_size import PUBLISHED_SIZES, PublishedSize, parameter_count, published_config
@@ -30,7 +30,7 @@ def test_every_published_checkpoint_of_every_registered_family_has_a_size():
         for checkpoint in row["checkpoints"]:
             size = PUBLISHED_SIZES.get(checkpoint["hub_id"])
             assert size is not None, f"{checkpoint['hub_id']} has no published size"
-            assert size.model_type in row["model_types"]
+            assert TINY_MODEL_TYPES[size.tiny] in row["model_types"]
     listed = {c["hub_id"] for row in backbone_table() for c in row["checkpoints"]}
     assert set(PUBLISHED_SIZES) == listed
 
