@@ -76,3 +76,39 @@ def test_a_running_loop_reports_its_batches_to_a_stats_query(tmp_path):
 
 def test_a_server_that_is_gone_gives_no_stats(tmp_path):
     assert query_stats(ServerAddress(str(tmp_path / "none"), b"k" * 32, "{}"), timeout_s=1) is None
+
+
+class _AliveThenStopped:
+    """Stands in for the server's process: alive until terminated."""
+
+    exitcode = None
+
+    def __init__(self) -> None:
+        self.alive = True
+
+    def is_alive(self) -> bool:
+        return self.alive
+
+    def terminate(self) -> None:
+        self.alive = False
+
+    def join(self, timeout=None) -> None:
+        pass
+
+
+def test_stop_asks_for_the_stats_first_and_keeps_them(monkeypatch):
+    """After the run the process is gone; the statistics it gave just before stopping remain readable."""
+    from vla import serving
+    from vla.policy import VLAPolicyConfig
+
+    asked = []
+    final = BatchStats(max_batch=2, max_wait_ms=5.0, histogram={2: 3})
+    monkeypatch.setattr(
+        serving, "query_stats", lambda address, timeout_s=30.0: asked.append(address) or final
+    )
+    server = serving.BatchedVLAServer(VLAPolicyConfig(backbone="tiny-qwen2.5-vl"), max_batch=2, max_wait_ms=5)
+    assert server.stats() is None  # never started
+    server.process, server.address = _AliveThenStopped(), ServerAddress(server._path, b"k", "{}")
+    server.stop()
+    assert len(asked) == 1 and not server.process.is_alive()
+    assert server.stats() is final and server.stats().to_json()["requests"] == 6
