@@ -29,30 +29,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchmarks.calvin import CalvinBenchmark, CalvinConfig
-from benchmarks.calvin.benchmark import vla_config
+from benchmarks.calvin.config import POLICY_DEFAULTS
 from benchmarks.core import RunDir, comparable, run_benchmark
 from benchmarks.core.executors import make_executor
 from benchmarks.core.policy_cli import PolicySpec
+from benchmarks.core.policy_server import policy_serving
 
 if TYPE_CHECKING:
     import torch
 
 
-def timed_run(config: CalvinConfig, spec: PolicySpec, serve: bool = False) -> dict[str, Any]:
-    """One CALVIN run (a fresh run folder); its wall seconds, env steps, model calls and records."""
-    from vla.serving import BatchedVLAServer
-
+def timed_run(config: CalvinConfig, spec: PolicySpec) -> dict[str, Any]:
+    """One CALVIN run (a fresh run folder; with ``config.serve == "batched"`` around the batched policy
+    server); its wall seconds, env steps, model calls and records."""
     bench = CalvinBenchmark(config, spec)
     load, start = os.getloadavg()[0], time.perf_counter()
-    server = None
-    if serve:
-        server = BatchedVLAServer(vla_config(spec), max_batch=config.workers, max_wait_ms=config.max_wait_ms)
-        bench.server = server.start()
-    try:
+    with policy_serving(bench, spec, POLICY_DEFAULTS):
         run_benchmark(bench, bench.run_path, executor=make_executor(config.workers), progress=False)
-    finally:
-        if server is not None:
-            server.stop()
     wall = time.perf_counter() - start
     records = RunDir(bench.run_path).merged_records()
     ok = [r for r in records if r["status"] == "ok"]
@@ -113,7 +106,7 @@ def end_to_end(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     served_config = _config(
         root, "served", args.chains, args.ep_len, workers=w, cameras="auto", serve="batched"
     )
-    served = timed_run(served_config, spec, serve=True)
+    served = timed_run(served_config, spec)
     rows = {"own_models": _brief(own), "batched_server": _brief(served)}
     for name, run in (("own_models", own), ("batched_server", served)):
         rows[name]["chains_per_hour"] = round(3600 * run["chains"] / run["wall_s"], 1)

@@ -69,11 +69,11 @@ def test_the_client_raises_server_gone_once_the_server_is_killed():
 
 
 def test_a_batch_too_large_for_memory_is_named_by_its_flag():
-    from vla.serving import _start_problem
+    from policies.serve.process import start_problem
 
-    line = _start_problem(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore"), 16)
+    line = start_problem(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore"), 16)
     assert line.startswith("--max-batch 16: a batch of 16 does not fit in memory") and "\n" not in line
-    assert "could not load the model" in _start_problem(OSError("no such folder"), 16)
+    assert "could not load the model" in start_problem(OSError("no such folder"), 16)
 
 
 def test_the_wire_carries_arrays_without_pickle_and_refuses_other_dtypes():
