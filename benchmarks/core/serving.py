@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from vla.policy import VLAPolicyConfig
     from vla.serving import ServerAddress
 
-#: Config fields of serving: they choose how the model is reached, never what it answers (resume may change them).
+#: Config fields of serving: how the model is reached, never what it answers (``--resume`` may change them).
 SERVE_KEYS = frozenset({"serve", "max_batch", "max_wait_ms"})
 
 

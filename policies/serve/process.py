@@ -13,6 +13,7 @@ same model loaded in the worker (``--serve off``).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import secrets
 from collections.abc import Callable, Iterator
@@ -48,11 +49,17 @@ def start_problem(err: BaseException, max_batch: int) -> str:
 class ServerProcess:
     """A spawned server process seen from the run: :meth:`start` (its ready payload), :meth:`died`,
     :meth:`stop`. ``target(conn, *args)`` runs in the child and sends ``("ready", payload)`` once it
-    serves, or ``("error", line)``."""
+    serves, or ``("error", line)``. A ``graceful`` server then waits on ``conn`` and returns when it reads
+    anything or the end (:meth:`stop`, or the run's process gone): it exits cleanly, releasing what it holds;
+    the others are terminated."""
+
+    graceful = False
+    STOP_WAIT_S = 10.0  # longest a graceful server is given to finish its answers and exit
 
     def __init__(self, target: Callable[..., None], args: tuple[Any, ...], name: str) -> None:
         self.target, self.args, self.name = target, args, name
         self.process: Any = None
+        self._conn: Connection | None = None
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> Any:
         ctx = mp.get_context("spawn")
@@ -73,6 +80,7 @@ class ServerProcess:
         if kind == "error":
             self.stop()
             raise ServerStartError(payload)
+        self._conn = parent
         return payload
 
     def died(self) -> str | None:
@@ -82,6 +90,13 @@ class ServerProcess:
         return f"the batched policy server died mid-run (exit code {self.process.exitcode})"
 
     def stop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError):  # (a server already gone)
+                self._conn.send("stop")
+            self._conn.close()
+            self._conn = None
+            if self.graceful and self.process.is_alive():
+                self.process.join(self.STOP_WAIT_S)
         if self.process is not None and self.process.is_alive():
             self.process.terminate()
             self.process.join(10)
@@ -122,6 +137,8 @@ class BackendServerProcess(ServerProcess):
         server = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "clients": clients}
         super().__init__(_serve_backend, (model, options, server, self.api_key), "model-server")
 
+    graceful = True
+
     def start(self, timeout_s: float = START_TIMEOUT_S) -> ServedModel:
         url, model, identity = super().start(timeout_s)
         return ServedModel(url, self.api_key, model, identity)
@@ -130,14 +147,16 @@ class BackendServerProcess(ServerProcess):
 def _serve_backend(
     conn: Connection, model: str, backend_options: dict[str, Any], server: dict[str, Any], key: str
 ) -> None:
-    """The server process: load, bind loopback, answer one full batch, announce, serve until terminated."""
+    """The server process: load, bind loopback, answer one full batch, announce, serve until the run says
+    stop (or its end of the pipe closes: the run's process is gone)."""
     from policies.backends import make_backend
     from policies.backends.cache import backend_identity
     from policies.serve.server import LOOPBACK, ModelServer
 
     try:
         backend = make_backend(model, **backend_options)
-        served = ModelServer(backend, **_server_options(server, key), host=LOOPBACK, port=0)
+        options = _server_options(server, key, getattr(backend, "context_length", None))
+        served = ModelServer(backend, **options, host=LOOPBACK, port=0)
     except Exception as err:
         conn.send(("error", start_problem(err, server["max_batch"])))
         return
@@ -148,14 +167,19 @@ def _serve_backend(
         conn.send(("error", start_problem(err, server["max_batch"])))
         return
     identity = {k: v for k, v in backend_identity(backend).items() if k != "model_id"}
+    served.start()
     conn.send(("ready", (served.url, backend.model_id, identity)))
-    served.serve_forever()
+    with contextlib.suppress(EOFError, OSError):  # the end of the pipe: the run's process is gone
+        conn.recv()
+    served.stop()
 
 
-def _server_options(server: dict[str, Any], key: str) -> dict[str, Any]:
+def _server_options(server: dict[str, Any], key: str, context: int | None) -> dict[str, Any]:
     """The :class:`ModelServer` limits for the run's own workers on loopback: their requests are the
-    policy's prompts (several camera images, a chat history), never a stranger's."""
+    policy's prompts (several camera images, a chat history), never a stranger's, so a prompt may fill the
+    model's whole ``context`` as it may in a worker's own model."""
     return {
+        "max_prompt_tokens": context,
         "max_batch": server["max_batch"],
         "max_wait_ms": server["max_wait_ms"],
         "api_key": key,
