@@ -39,34 +39,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchmarks.calvin import CalvinBenchmark, CalvinConfig
-from benchmarks.calvin.benchmark import vla_config
+from benchmarks.calvin.config import POLICY_DEFAULTS
 from benchmarks.core import RunDir, comparable, run_benchmark
 from benchmarks.core.executors import make_executor
 from benchmarks.core.policy_cli import PolicySpec
+from benchmarks.core.policy_server import policy_serving
 
 if TYPE_CHECKING:
     import torch
 
 
-def timed_run(config: CalvinConfig, spec: PolicySpec, serve: bool = False) -> dict[str, Any]:
-    """One CALVIN run (a fresh run folder); its wall seconds, env steps, model calls and records."""
-    from vla.serving import BatchedVLAServer
-
+def timed_run(config: CalvinConfig, spec: PolicySpec) -> dict[str, Any]:
+    """One CALVIN run (a fresh run folder; with ``config.serve == "batched"`` around the batched policy
+    server); its wall seconds, env steps, model calls, records and the server's batch statistics."""
     bench = CalvinBenchmark(config, spec)
     load, start = os.getloadavg()[0], time.perf_counter()
-    server = None
-    if serve:
-        batch = config.max_batch or config.workers
-        server = BatchedVLAServer(vla_config(spec), max_batch=batch, max_wait_ms=config.max_wait_ms)
-        bench.server = server.start()
-    try:
+    with policy_serving(bench, spec, POLICY_DEFAULTS):
         run_benchmark(bench, bench.run_path, executor=make_executor(config.workers), progress=False)
-    finally:
-        if server is not None:
-            server.stop()
     wall = time.perf_counter() - start
-    stats = server.stats() if server is not None else None
-    records = RunDir(bench.run_path).merged_records()
+    out = RunDir(bench.run_path)
+    stats = json.loads(out.summary_json.read_text()).get("serving") if out.summary_json.is_file() else None
+    records = out.merged_records()
     ok = [r for r in records if r["status"] == "ok"]
     return {
         "workers": config.workers,
@@ -77,7 +70,7 @@ def timed_run(config: CalvinConfig, spec: PolicySpec, serve: bool = False) -> di
         "steps": sum(r["result"]["steps"] for r in ok),
         "model_calls": sum(r["result"]["policy_stats"].get("model_calls", 0) for r in ok),
         "records": [comparable(r) for r in records],
-        **({"serving": stats.to_json(), "serving_line": stats.line()} if stats is not None else {}),
+        **({"serving": stats} if stats is not None else {}),
     }
 
 
@@ -322,7 +315,7 @@ def end_to_end(args: argparse.Namespace, root: Path, workers: int, max_batch: in
         serve="batched",
         max_batch=max_batch,
     )
-    served = timed_run(served_config, spec, serve=True)
+    served = timed_run(served_config, spec)
     rows: dict[str, Any] = {"own_models": _brief(own), "batched_server": _brief(served)}
     for name, run in (("own_models", own), ("batched_server", served)):
         rows[name]["chains_per_hour"] = round(3600 * run["chains"] / run["wall_s"], 1)
@@ -332,7 +325,8 @@ def end_to_end(args: argparse.Namespace, root: Path, workers: int, max_batch: in
             f"{rows[name]['decisions_per_s']:6.2f} decisions/s  (load {run['load']})",
             flush=True,
         )
-    print(f"e2e     {served.get('serving_line', 'batched server: no statistics (it did not answer)')}")
+    if "serving" not in served:
+        print("e2e     batched server: no statistics (it did not answer)")
     rows["speedup"] = round(
         rows["batched_server"]["chains_per_hour"] / rows["own_models"]["chains_per_hour"], 3
     )

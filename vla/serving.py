@@ -1,7 +1,8 @@
 """Batched serving of a VLA: one process holds the model, closed-loop workers send it observations over a
 local socket and get action chunks back, answered in dynamic batches.
 
-:class:`BatchedVLAServer` (the run's process) starts the server process, which loads the model once, runs
+:class:`BatchedVLAServer` (the run's process; the start, check and stop every served model shares are
+:class:`policies.serve.process.ServerProcess`) starts the server process, which loads the model once, runs
 one forward pass at ``max_batch`` (so a batch that does not fit in memory is a one-line error before any
 worker starts) and listens on a Unix socket (loopback only, authenticated with a per-run key). Its loop
 takes the oldest waiting request, then gathers more until ``max_batch`` are in hand or ``max_wait_ms``
@@ -37,19 +38,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from policies.serve.process import START_TIMEOUT_S, ServerProcess, batch_stats_line, start_problem
+
 if TYPE_CHECKING:
     from vla.model import VLAModel
     from vla.policy import VLAPolicyConfig
 
-START_TIMEOUT_S = 600.0  # loading a real-size model on a busy machine takes minutes
-
 
 class ServerGone(RuntimeError):
     """The batched policy server stopped answering (it died, or the run is ending)."""
-
-
-class ServerStartError(RuntimeError):
-    """The server could not start (bad model options, a batch that does not fit in memory)."""
 
 
 @dataclass(frozen=True)
@@ -189,14 +186,8 @@ class BatchStats:
         )
 
     def line(self) -> str:
-        """One line: decisions, forward passes, mean batch against the most, the histogram, the mean wait."""
-        data = self.to_json()
-        sizes = " ".join(f"{k}x{v}" for k, v in data["batch_sizes"].items()) or "-"
-        return (
-            f"batched server: {data['requests']} decisions in {data['forward_passes']} forward passes, "
-            f"mean batch {data['mean_batch_size']:.2f} of {self.max_batch} ({100 * data['fill']:.0f} % full; "
-            f"size x passes: {sizes}), mean wait {1000 * data['mean_queue_wait_s']:.1f} ms"
-        )
+        """One line: :func:`policies.serve.process.batch_stats_line`."""
+        return batch_stats_line(self.to_json())
 
 
 def query_stats(address: ServerAddress, timeout_s: float = 30.0) -> BatchStats | None:
@@ -316,53 +307,32 @@ def _serve_main(
         model = load_vla_model(config)
         warm_up(model, max_batch)
     except Exception as err:
-        conn.send(("error", _start_problem(err, max_batch)))
+        conn.send(("error", start_problem(err, max_batch)))
         return
     listener = Listener(path, family="AF_UNIX", authkey=key)
     conn.send(("ready", model.config.to_json()))
     BatchLoop(model, listener, max_batch, max_wait_ms).run()
 
 
-def _start_problem(err: Exception, max_batch: int) -> str:
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
-    if "out of memory" in text.lower() or type(err).__name__ == "OutOfMemoryError":
-        return f"--max-batch {max_batch}: a batch of {max_batch} does not fit in memory ({text}); lower --max-batch"
-    return f"the batched policy server could not load the model: {text}"
-
-
-class BatchedVLAServer:
+class BatchedVLAServer(ServerProcess):
     """The server process seen from the run: start it, hand :attr:`address` to workers, check it, stop it."""
 
     def __init__(self, config: VLAPolicyConfig, *, max_batch: int, max_wait_ms: float) -> None:
         self.config, self.max_batch, self.max_wait_ms = config, max_batch, max_wait_ms
         self._dir = tempfile.mkdtemp(prefix="vla-serve-")
         self._path, self._key = os.path.join(self._dir, "socket"), secrets.token_bytes(32)
-        self.process: Any = None
+        args = (config, max_batch, max_wait_ms, self._path, self._key)
+        super().__init__(_serve_main, args, "vla-server")
         self.address: ServerAddress | None = None
         self._final_stats: BatchStats | None = None
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> ServerAddress:
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe()
-        args = (child, self.config, self.max_batch, self.max_wait_ms, self._path, self._key)
-        self.process = ctx.Process(target=_serve_main, args=args, name="vla-server", daemon=True)
-        self.process.start()
-        child.close()
-        if not wait([parent, self.process.sentinel], timeout=timeout_s):
-            self.stop()
-            raise ServerStartError(f"the batched policy server did not start within {timeout_s:.0f} s")
-        try:
-            kind, payload = parent.recv()
-        except EOFError:
-            self.process.join(5)
-            raise ServerStartError(
-                f"the batched policy server died while starting (exit code {self.process.exitcode})"
-            ) from None
-        if kind == "error":
-            self.stop()
-            raise ServerStartError(payload)
-        self.address = ServerAddress(self._path, self._key, payload)
+        self.address = ServerAddress(self._path, self._key, super().start(timeout_s))
         return self.address
+
+    def batch_stats(self) -> dict[str, Any] | None:
+        stats = self.stats()
+        return None if stats is None else stats.to_json()
 
     def stats(self, timeout_s: float = 30.0) -> BatchStats | None:
         """How full the batches have been so far (asked over the socket); ``None`` when the server is not
@@ -372,17 +342,10 @@ class BatchedVLAServer:
             return self._final_stats
         return query_stats(self.address, timeout_s)
 
-    def died(self) -> str | None:
-        """A one-line account of the server's death, or ``None`` while it runs."""
-        if self.process is None or self.process.is_alive():
-            return None
-        return f"the batched policy server died mid-run (exit code {self.process.exitcode})"
-
     def stop(self) -> None:
         if self.process is not None and self.process.is_alive():
             self._final_stats = self.stats() or self._final_stats
-            self.process.terminate()
-            self.process.join(10)
+        super().stop()
         Path(self._path).unlink(missing_ok=True)
         Path(self._dir).rmdir() if Path(self._dir).exists() else None
 

@@ -25,7 +25,7 @@ def test_stats_count_batches_requests_and_mean_wait():
     assert data["model_s"] == pytest.approx(1.4)
     assert BatchStats.from_json(data).to_json() == data
     line = stats.line()
-    assert "7 decisions in 3 forward passes" in line and "mean batch 2.33 of 4" in line
+    assert "7 requests in 3 forward passes" in line and "mean batch 2.33 of 4" in line
     assert "1x1 2x1 4x1" in line and "mean wait 4.9 ms" in line
 
 
