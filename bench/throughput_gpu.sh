@@ -3,8 +3,8 @@
 # weights: nothing downloaded) on one GPU: W env shards feed one batched policy server of batch B. First
 # `bench/throughput.py --autotune --no-run` measures env demand (1..16 shards) and model supply (batch
 # 1..16, with peak GPU memory) and picks W and B (printed with why, in $OUT/autotune.json); then the run.
-# Reports wall time, GPU utilisation (nvidia-smi, sampled each second) and decisions/s. Logs and numbers
-# go to $OUT.
+# Reports wall time, GPU utilisation (nvidia-smi, sampled each second), decisions/s and how full the
+# server's batches were (the run's summary.json, serving). Logs and numbers go to $OUT.
 #   usage: bench/throughput_gpu.sh [PYTHON] [WORKERS|auto] [CHAINS] [MAX_BATCH|auto]
 # Not a success-rate run (random weights); it measures how fast the protocol runs at real model size.
 set -uo pipefail
@@ -41,7 +41,9 @@ $py - "$out" "$start" "$end" <<'PY' | tee "$out/throughput.json"
 import csv, json, sys
 from pathlib import Path
 out, start, end = Path(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-records = [json.loads(l) for l in (out / "runs/calvin/qwen2.5-vl-3b-random/records.jsonl").open()]
+run = out / "runs/calvin/qwen2.5-vl-3b-random"
+records = [json.loads(l) for l in (run / "records.jsonl").open()]
+summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
 ok = [r for r in records if r["status"] == "ok"]
 calls = sum(r["result"]["policy_stats"].get("model_calls", 0) for r in ok)
 util = [float(row[1]) for row in csv.reader((out / "gpu_util.csv").open()) if len(row) > 2]
@@ -50,6 +52,6 @@ print(json.dumps({"chains": len(records), "errored": len(records) - len(ok), "wa
                   "steps": sum(r["result"]["steps"] for r in ok), "decisions": calls,
                   "decisions_per_s": round(calls / wall, 1), "chains_per_hour": round(3600 * len(records) / wall, 1),
                   "gpu_util_mean_pct": round(sum(util) / max(1, len(util)), 1),
-                  "gpu_util_samples": len(util)}, indent=2))
+                  "gpu_util_samples": len(util), "serving": summary.get("serving")}, indent=2))
 PY
 exit "$rc"
