@@ -281,7 +281,7 @@ def test_a_hand_rises_where_the_wrist_keeps_room_and_a_turned_hand_is_drawn_in_f
     # hand, sent back toward the robot, drifted away from it for 80 steps
     shoulder = np.array([-0.66, 0.0, 1.245])
     up = rise_point(shoulder, np.array([0.021, 0.065]), 1.228)
-    assert np.linalg.norm(up + [0, 0, WRIST_ABOVE] - shoulder) == pytest.approx(WRIST_REACH)
+    assert np.linalg.norm(up + np.array([0, 0, WRIST_ABOVE]) - shoulder) == pytest.approx(WRIST_REACH)
     assert up[2] == 1.228 and up[0] < 0.021 - 0.04  # drawn in toward the shoulder, on its line
     assert np.cross(up[:2] - shoulder[:2], np.array([0.021, 0.065]) - shoulder[:2]) == pytest.approx(0)
     near = rise_point(shoulder, np.array([-0.2, 0.0]), 1.228)
