@@ -4,7 +4,6 @@ setup checks and the command (``python -m benchmarks.calvin``, described in :mod
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,8 +29,10 @@ from benchmarks.core.episode_record import EpisodeRecord, read_episode
 from benchmarks.core.latency import latency_markdown, summarize_latency
 from benchmarks.core.plots import bar_plot, line_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
+from benchmarks.core.policy_server import policy_serving
 from benchmarks.core.rundir import write_json
 from benchmarks.core.runner import run_command
+from benchmarks.core.serving import ServedPolicy
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.robustness.certificates import CertificateCache
 from benchmarks.robustness.runner import (
@@ -48,9 +49,6 @@ from policies.mllm.common import model_call_totals, model_calls_markdown
 
 if TYPE_CHECKING:
     import gymnasium as gym
-
-    from vla.policy import VLAPolicyConfig
-    from vla.serving import ServerAddress
 
 
 def cameras_for(config: CalvinConfig, spec: PolicySpec) -> tuple[str, ...]:
@@ -89,7 +87,7 @@ class CalvinWorker(EpisodeWorker):
     video_fps = 30
 
     def __init__(
-        self, config: CalvinConfig, spec: PolicySpec, run_path: str, server: ServerAddress | None = None
+        self, config: CalvinConfig, spec: PolicySpec, run_path: str, served: ServedPolicy | None = None
     ) -> None:
         from envs.calvin.factory import calvin_env_spec
 
@@ -110,11 +108,7 @@ class CalvinWorker(EpisodeWorker):
             scene=config.scene,
         )
         self.env = self.make_env(env_id, **kwargs)
-        self.policy = (
-            build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
-            if server is None
-            else served_vla_policy(spec, server)
-        )
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS, served=served)
         self.policy.bind(self.env)
         self.certificates = (
             CertificateCache(certificates_path(config.certificates, run_path)) if config.perturb else None
@@ -147,6 +141,7 @@ class CalvinWorker(EpisodeWorker):
             episode_id=clean_key,
             run_policy=run_policy,
             run_expert=run_expert,
+            axes_family=FAMILY,
         )
 
     def _chain(
@@ -209,29 +204,9 @@ def _flat_frames(on_step: StepHook) -> StepHook:
 
 
 def _build_worker(
-    config: CalvinConfig, spec: PolicySpec, run_path: str, server: ServerAddress | None = None
+    config: CalvinConfig, spec: PolicySpec, run_path: str, served: ServedPolicy | None = None
 ) -> CalvinWorker:
-    return CalvinWorker(config, spec, run_path, server)
-
-
-def vla_config(spec: PolicySpec) -> VLAPolicyConfig:
-    """The options of ``--policy vla`` (``--serve batched`` is checked to be used with it)."""
-    from vla.policy import VLAPolicyConfig
-
-    config = spec.config(POLICY_DEFAULTS)
-    if not isinstance(config, VLAPolicyConfig):
-        raise InputError(
-            f"--serve batched serves VLA action-head models; --policy {spec.name} decides in its worker"
-        )
-    return config
-
-
-def served_vla_policy(spec: PolicySpec, server: ServerAddress) -> Policy:
-    """The VLA policy ``spec`` describes, with the batched server's model in place of its own."""
-    from vla.policy import build_vla_policy
-    from vla.serving import RemoteVLAModel
-
-    return build_vla_policy(vla_config(spec), model=RemoteVLAModel(server))  # type: ignore[arg-type]  # duck-typed model
+    return CalvinWorker(config, spec, run_path, served)
 
 
 # ---------------------------------------------------------------------------------------- benchmark
@@ -245,7 +220,6 @@ class CalvinBenchmark(Benchmark):
     def __init__(self, config: CalvinConfig, spec: PolicySpec) -> None:
         super().__init__(config)
         self.spec = spec
-        self.server: ServerAddress | None = None  # set while a batched policy server runs
         self.run_path = str(Path(config.output) / self.name / (config.run_name or spec.label))
 
     @property
@@ -288,7 +262,7 @@ class CalvinBenchmark(Benchmark):
         ]
 
     def worker_factory(self) -> WorkerFactory:
-        return functools.partial(_build_worker, self.config, self.spec, self.run_path, self.server)
+        return functools.partial(_build_worker, self.config, self.spec, self.run_path, self.served)
 
     prefix_keys = frozenset({"limit", "num_sequences"})
 
@@ -462,37 +436,5 @@ def main(argv: Sequence[str] | None = None) -> Summary:
     config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = CalvinBenchmark(config, spec)
-    if config.serve == "off":
+    with policy_serving(bench, spec, POLICY_DEFAULTS):
         return run_command(bench, bench.run_path, stopper_for(bench))
-    return run_served(bench, config, spec)
-
-
-def run_served(bench: CalvinBenchmark, config: CalvinConfig, spec: PolicySpec) -> Summary:
-    """The run with a batched policy server: started (a model that does not load, or a batch that does not
-    fit, is a one-line input error), handed to the workers, and checked afterwards: a server that died
-    mid-run ends the command with one line and exit status 1, whatever the records say."""
-    from vla.serving import BatchedVLAServer, ServerStartError
-
-    if spec.name != "vla":
-        raise InputError(
-            f"--serve batched serves VLA action-head models; --policy {spec.name} decides in its worker"
-        )
-    server = BatchedVLAServer(
-        vla_config(spec), max_batch=config.max_batch or config.workers, max_wait_ms=config.max_wait_ms
-    )
-    try:
-        bench.server = server.start()
-    except ServerStartError as err:
-        raise InputError(str(err)) from None
-    try:
-        return run_command(bench, bench.run_path, stopper_for(bench))
-    finally:
-        death = server.died()
-        server.stop()
-        if death is not None:
-            print(
-                f"error: {death}; the chains it did not answer are errors and the run is incomplete "
-                f"(rerun with --resume --retry-errors)",
-                file=sys.stderr,
-            )
-            raise SystemExit(1)

@@ -110,21 +110,6 @@ class CalvinConfig(RobustnessArgs, ProbeArgs, ExecutionConfig):
     )
     latency: str = latency_arg(CONTROL_HZ)
     latency_mode: Literal["continue", "hold"] = latency_mode_arg()
-    serve: Literal["off", "batched"] = arg(
-        "off",
-        "batched: one process holds the VLA model (--policy vla) and answers every worker's observations "
-        "in dynamic batches; off: each worker holds its own model",
-    )
-    max_batch: int | None = arg(
-        None,
-        "--serve batched: most observations in one forward pass (default and most: --workers)",
-        minimum=1,
-    )
-    max_wait_ms: float = arg(
-        5.0,
-        "--serve batched: longest wait (ms) to fill a batch once its first observation arrived",
-        minimum=0,
-    )
     output: str = arg("outputs", "results go to OUTPUT/calvin/RUN_NAME/")
     run_name: str | None = arg(None, "run folder name (default: the policy's label)")
     limit: int | None = arg(None, "CALVIN's units are the chains: --limit is --num-sequences", cli=False)
@@ -150,22 +135,8 @@ class CalvinConfig(RobustnessArgs, ProbeArgs, ExecutionConfig):
                 "--calvin-assets is for the built-in table; with --backend official calvin_env loads "
                 "its own files (point --calvin-env at the checkout)"
             )
-        self._check_serving()
         if self.limit is not None:  # set from Python: the one prefix option is num_sequences
             self.num_sequences, self.limit = min(self.num_sequences, self.limit), None
-
-    def _check_serving(self) -> None:
-        """--serve batched: a batch holds at most one observation per worker, workers are local processes."""
-        if self.serve == "off":
-            return
-        if self.ray:
-            raise ValueError("--serve batched: workers reach the server over a local socket; drop --ray")
-        self.max_batch = self.workers if self.max_batch is None else self.max_batch
-        if self.max_batch > self.workers:
-            raise ValueError(
-                f"--max-batch {self.max_batch}: larger than --workers {self.workers}; each worker has one "
-                f"observation in flight, so use --max-batch {self.workers} or more --workers"
-            )
 
     def latency_setting(self) -> Latency | None:
         """The parsed ``--latency`` at CALVIN's 30 Hz control rate (``None``: the published protocol)."""

@@ -35,6 +35,8 @@ from policies.config_cli import (
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    from benchmarks.core.serving import ServedPolicy
+
 C = TypeVar("C", bound="DataclassInstance")  # a config dataclass
 #: Per benchmark, policy name -> option values that replace the policy's defaults there (e.g. the
 #: benchmark's scripted expert, the EB agent loop for navigation); explicit flags still win.
@@ -261,10 +263,15 @@ def preflight(
     action_space: Callable[[], Any] | None = None,
 ) -> None:
     """What would otherwise stop every worker as it is built, checked once in this process before any starts:
-    Ray GPUs this machine lacks, the policy config's ``preflight()`` (model folder, checkpoint, server,
-    device: no model is loaded) and its ``check_action_space`` against ``action_space()`` (the env's space,
-    built without a simulator). Each failure is one :class:`InputError` naming the flag and the fix."""
+    Ray GPUs this machine lacks, a policy ``--serve batched`` cannot serve, the policy config's ``preflight()``
+    (model folder, checkpoint, server, device: no model is loaded) and its ``check_action_space`` against
+    ``action_space()`` (the env's space, built without a simulator). Each failure is one :class:`InputError`
+    naming the flag and the fix."""
     policy_config = spec.config(defaults)
+    if getattr(config, "serve", "off") != "off":
+        from benchmarks.core.serving import servable
+
+        servable(spec.name, policy_config)
     try:
         _check_ray(config)
         if policy_config is not None and hasattr(policy_config, "preflight"):
@@ -293,12 +300,17 @@ def _check_ray(config: object) -> None:
         check_gpus("--ray-num-gpus", gpus)
 
 
-def build_policy_from_spec(spec: PolicySpec, *, defaults: PolicyDefaults | None = None) -> Policy:
+def build_policy_from_spec(
+    spec: PolicySpec, *, defaults: PolicyDefaults | None = None, served: ServedPolicy | None = None
+) -> Policy:
     """Build the policy a spec describes (called inside each worker process); ``defaults`` are the
-    benchmark's policy defaults (its ``policy_defaults``), for specs made in code rather than parsed."""
+    benchmark's policy defaults (its ``policy_defaults``), for specs made in code rather than parsed. With
+    ``served`` (``--serve batched``) the same policy is built around the run's server instead of a model."""
     from policies.registry import build_policy
     from policies.user import load_user_policy
 
+    if served is not None:
+        return served.build()
     if ":" in spec.name:
         return load_user_policy(spec.name, spec.policy_kwargs)
     return build_policy(spec.name, spec.config(defaults))

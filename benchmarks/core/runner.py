@@ -20,6 +20,7 @@ from benchmarks.core.executors import make_executor
 from benchmarks.core.manifest import build_manifest
 from benchmarks.core.progress import Progress
 from benchmarks.core.rundir import ResumeError, RunDir, write_json
+from benchmarks.core.serving import SERVE_KEYS, ServedPolicy, ServingConfig
 from benchmarks.core.stopping import STOPPING_KEYS, ProtocolPrefix, Stopper, StoppingConfig, StopStatus
 from benchmarks.core.streak import (
     DEFAULT_MAX_CONSECUTIVE_ERRORS,
@@ -70,11 +71,12 @@ def require_count(flag: str, value: int | None, *, minimum: int = 1) -> None:
 
 
 @dataclass
-class ExecutionConfig(StoppingConfig):
+class ExecutionConfig(StoppingConfig, ServingConfig):
     """Execution (workers, Ray, resume; never changes the results)
 
     Shared by every closed-loop benchmark config: how a run executes, not what it measures; with it, when a
-    run may stop early (:class:`~benchmarks.core.stopping.StoppingConfig`)."""
+    run may stop early (:class:`~benchmarks.core.stopping.StoppingConfig`) and whether one process serves
+    the model to every worker (:class:`~benchmarks.core.serving.ServingConfig`)."""
 
     workers: int = arg(
         1, "parallel local worker processes (units are sharded; results do not depend on it)", minimum=1
@@ -120,6 +122,7 @@ class ExecutionConfig(StoppingConfig):
         require_count("--unit-retries", self.unit_retries, minimum=0)
         require_count("--limit", self.limit)
         self.check_stopping()
+        self.check_serving(self.workers, self.ray)
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,9 @@ class Benchmark(ABC):
     """A runnable protocol. Subclasses are small: units, a worker factory, a summary."""
 
     name: str  # set on the class, or per instance where the config names the run (embodied-nav)
+    run_path: str  # the run folder, set by each benchmark from its config
+    #: The policy around the run's server, for the workers (set while ``--serve batched`` serves it).
+    served: ServedPolicy | None = None
 
     def __init__(self, config: Any) -> None:
         self.config = config
@@ -219,7 +225,7 @@ def _prepare(out: RunDir, manifest: dict[str, Any], benchmark: Benchmark, *, res
     for moved in out.prepare(
         manifest,
         resume=resume,
-        runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys | STOPPING_KEYS,
+        runtime_keys=RUNTIME_KEYS | POLICY_RUNTIME_KEYS | benchmark.prefix_keys | STOPPING_KEYS | SERVE_KEYS,
         defaults=config_defaults(benchmark.config),
     ):
         print(

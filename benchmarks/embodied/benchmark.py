@@ -20,7 +20,9 @@ from benchmarks.core.episode_record import EpisodeRecord, ok_results
 from benchmarks.core.latency import latency_markdown, summarize_latency
 from benchmarks.core.plots import bar_plot
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
+from benchmarks.core.policy_server import policy_serving
 from benchmarks.core.runner import run_command
+from benchmarks.core.serving import ServedPolicy
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.embodied.config import FAMILIES, EmbodiedConfig, Family
 from benchmarks.embodied.report import average_interval, subset_markdown, subset_table
@@ -91,12 +93,14 @@ class EmbodiedWorker(EpisodeWorker):
 
     video_fps, video_height = 2, 320
 
-    def __init__(self, config: EmbodiedConfig, spec: PolicySpec, run_path: str) -> None:
+    def __init__(
+        self, config: EmbodiedConfig, spec: PolicySpec, run_path: str, served: ServedPolicy | None = None
+    ) -> None:
         super().__init__(run_path, config.video)
         self.family = FAMILIES[config.family]
         self.config, self.video_keys = config, self.family.video_keys
         self.env = self.make_env(self.family.env_id, **_env_kwargs(config, self.family))
-        self.policy = build_policy_from_spec(spec, defaults=self.family.policy_defaults())
+        self.policy = build_policy_from_spec(spec, defaults=self.family.policy_defaults(), served=served)
         self.policy.bind(self.env)
         self._run_episode = load_entry_point(self.family.run_episode)
         self.certificates = CertificateCache(_certificates(config, run_path)) if config.perturb else None
@@ -175,8 +179,10 @@ def _certificates(config: EmbodiedConfig, run_path: str) -> Path:
     return certificates_path(config.certificates, run_path)
 
 
-def _build_worker(config: EmbodiedConfig, spec: PolicySpec, run_path: str) -> EmbodiedWorker:
-    return EmbodiedWorker(config, spec, run_path)
+def _build_worker(
+    config: EmbodiedConfig, spec: PolicySpec, run_path: str, served: ServedPolicy | None = None
+) -> EmbodiedWorker:
+    return EmbodiedWorker(config, spec, run_path, served)
 
 
 class EmbodiedBenchmark(Benchmark):
@@ -221,7 +227,7 @@ class EmbodiedBenchmark(Benchmark):
         return robustness_units(clean, self.config, _certificates(self.config, self.run_path), axes)
 
     def worker_factory(self) -> WorkerFactory:
-        return functools.partial(_build_worker, self.config, self.spec, self.run_path)
+        return functools.partial(_build_worker, self.config, self.spec, self.run_path, self.served)
 
     def manifest_extra(self) -> dict[str, Any]:
         return {
@@ -332,4 +338,5 @@ def main(argv: Sequence[str] | None = None) -> Summary | int:
         action_space=lambda: action_space(family.name, _env_kwargs(config, family)),
     )
     bench = EmbodiedBenchmark(config, spec)
-    return run_command(bench, bench.run_path, stopper_for(bench))
+    with policy_serving(bench, spec, family.policy_defaults()):
+        return run_command(bench, bench.run_path, stopper_for(bench))

@@ -21,7 +21,9 @@ from benchmarks.core.latency import (
     summarize_latency,
 )
 from benchmarks.core.policy_cli import PolicySpec, build_policy_from_spec, parse_benchmark_args, preflight
+from benchmarks.core.policy_server import policy_serving
 from benchmarks.core.runner import run_command
+from benchmarks.core.serving import ServedPolicy
 from benchmarks.core.work import RECORD_ERROR
 from benchmarks.core.worker import EpisodeWorker, WorkerFactory
 from benchmarks.libero.config import POLICY_DEFAULTS, REFERENCE, LiberoConfig
@@ -56,10 +58,12 @@ class LiberoWorker(EpisodeWorker):
     video_keys = ("agentview_image", "eye_in_hand_image")
     video_fps, video_height = 20, 256
 
-    def __init__(self, config: LiberoConfig, spec: PolicySpec, run_path: str) -> None:
+    def __init__(
+        self, config: LiberoConfig, spec: PolicySpec, run_path: str, served: ServedPolicy | None = None
+    ) -> None:
         super().__init__(run_path, config.video)
         self.config, self.spec = config, spec
-        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS)
+        self.policy = build_policy_from_spec(spec, defaults=POLICY_DEFAULTS, served=served)
         self.task_index: int | None = None
         path = certificates_path(config.certificates, run_path)
         self.certificates = CertificateCache(path) if config.perturb else None
@@ -163,8 +167,10 @@ class LiberoWorker(EpisodeWorker):
         super().close()
 
 
-def _build_worker(config: LiberoConfig, spec: PolicySpec, run_path: str) -> LiberoWorker:
-    return LiberoWorker(config, spec, run_path)
+def _build_worker(
+    config: LiberoConfig, spec: PolicySpec, run_path: str, served: ServedPolicy | None = None
+) -> LiberoWorker:
+    return LiberoWorker(config, spec, run_path, served)
 
 
 class LiberoBenchmark(Benchmark):
@@ -204,7 +210,7 @@ class LiberoBenchmark(Benchmark):
         ]
 
     def worker_factory(self) -> WorkerFactory:
-        return functools.partial(_build_worker, self.config, self.spec, self.run_path)
+        return functools.partial(_build_worker, self.config, self.spec, self.run_path, self.served)
 
     def manifest_extra(self) -> dict[str, Any]:
         c = self.config
@@ -328,4 +334,5 @@ def main(argv: Sequence[str] | None = None) -> Summary:
     config.check_probe_policy(spec.name, spec.manifest()["privileged"])
     preflight(spec, config, defaults=POLICY_DEFAULTS, action_space=action_space)
     bench = LiberoBenchmark(config, spec)
-    return run_command(bench, bench.run_path, stopper_for(bench))
+    with policy_serving(bench, spec, POLICY_DEFAULTS):
+        return run_command(bench, bench.run_path, stopper_for(bench))

@@ -12,7 +12,16 @@ from envs.calvin import constants as C
 from envs.calvin.env import PlayTableEnv
 from envs.calvin.tasks import TASKS
 from policies.base import EpisodeContext, Policy
-from policies.experts.calvin import ScriptedExpert, choose_yaw, down, task_from_instruction
+from policies.experts.calvin import (
+    FAST,
+    SLOW,
+    ScriptedExpert,
+    Tracker,
+    Waypoint,
+    choose_yaw,
+    down,
+    task_from_instruction,
+)
 
 pytest.importorskip("pybullet")
 
@@ -194,3 +203,68 @@ def test_expert_solves_every_task_from_varied_scenes():
     rows = [bench.run_task(env, policy, task, 2, seed=11) for task in TASKS]
     env.close()
     assert sum(r["success"] for r in rows) >= 0.9 * sum(r["runs"] for r in rows)
+
+
+def _track(tracker, noise_std, rng, steps=200):
+    """Drive ``tracker`` against a relative-action target that the env moves by the command plus Gaussian
+    noise (CALVIN's action_noise), the TCP on the target; the number of steps until it is done."""
+    pos, euler = np.array([0.0, -0.1, 0.6]), np.array([np.pi, 0.0, 0.0])
+    for step in range(steps):
+        if tracker.done:
+            return step
+        a = tracker.action(pos, euler, pos, absolute=False)
+        move = np.clip(a[:6] + rng.normal(0.0, noise_std, 6), -1, 1)
+        pos, euler = pos + move[:3] * C.MAX_REL_POSITION, euler + move[3:6] * C.MAX_REL_ORIENTATION
+    return None
+
+
+@pytest.mark.parametrize("std", [0.05, 0.15, 0.35])  # action_noise levels 1, 3 and 5
+def test_tracker_reaches_its_waypoints_through_action_noise(std):
+    rot = down(0.0)
+    path = [
+        Waypoint(np.array([0.1, -0.1, 0.5]), rot, 1),
+        Waypoint(np.array([0.1, -0.05, 0.48]), rot, -1, SLOW),
+    ]
+    clean = _track(Tracker(path), 0.0, np.random.default_rng(0))
+    noisy = _track(Tracker(path), std, np.random.default_rng(1))
+    assert clean is not None and noisy is not None and noisy <= clean + 5
+
+
+def test_noise_free_tracking_commands_the_clipped_step_exactly():
+    wp = Waypoint(np.array([0.1, -0.1, 0.5]), down(0.3), 1)
+    target, euler = np.array([0.0, -0.12, 0.6]), np.array([np.pi, 0.0, 0.0])
+    a = Tracker([wp]).action(target, euler, target, absolute=False)
+    step = (wp.pos - target) * (FAST / np.linalg.norm(wp.pos - target))
+    assert np.array_equal(a[:3], step / C.MAX_REL_POSITION)
+
+
+def test_expert_completes_a_chain_under_action_noise(env):
+    """The expert reads the state every step: noise of 1-3 mm per step on its relative actions (levels
+    1-3) must not stall it (it once waited for the target to land within 0.1 mm of a waypoint)."""
+    policy = ScriptedExpert()
+    policy.bind(env)
+    tasks = ["open_drawer", "turn_on_led"]
+    for level in (1, 3):
+        spec = {"axis": "action_noise", "level": level, "seed": 4}
+        record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, SCENE, tasks, tasks, perturbation=spec)
+        assert record["extras"]["num_completed"] == 2, level
+
+
+@pytest.mark.parametrize(
+    ("color", "pose"),
+    [("red", (-0.235, 0.119, 2.41)), ("blue", (-0.30, 0.105, 1.0))],  # deep, turned; by the side wall
+)
+def test_a_block_lifted_anywhere_in_its_compartment_can_be_placed_again(env, color, pose):
+    """CALVIN samples cabinet blocks over the whole compartment (the block_positions axis too): the hand
+    lifting one must not touch the cabinet (its lip, side wall or door), or the following place_in_slider
+    can never count."""
+    scene = SCENE.copy()
+    if color == "red":  # the red block into the left compartment, the blue one onto its table spot
+        scene[12:18] = scene[6:12]
+    slot = C.block_slice(color)
+    scene[slot] = [pose[0], pose[1], 0.460990009, 0.0, 0.0, pose[2]]
+    policy = ScriptedExpert()
+    policy.bind(env)
+    tasks = [f"lift_{color}_block_slider", "place_in_slider"]
+    record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, scene, tasks, tasks)
+    assert record["extras"]["num_completed"] == 2
