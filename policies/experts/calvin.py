@@ -47,6 +47,10 @@ Q7_LIMIT = 2.6
 OPEN_FINGER = 0.045  # an open finger's centre from the grasp centre (the fingers open 8 cm)
 FINGER_ROOM = 0.012  # clearance an open finger needs from a neighbouring block
 GRASP_EDGE = 0.014  # closest a grasp moved along a block comes to its end
+# door grip point from the handle point (under its bar), along y and z: where the hand coming down meets the
+# bar. Aimed at the handle point, the hand pressed on the bar and IK slid hand and door 2.5 cm right before
+# the fingers closed, which a door left part-way by the previous subtask cannot spare (scene C's 24 cm).
+SLIDE_GRIP = (-0.014, 0.01)
 SWITCH_TILT = 1.0  # hand tipped toward the panel so the fingers close across the switch's thickness
 SWITCH_GRIP = (-0.007, 0.008)  # grip point from the lever point: along out-of-panel, along up-slope (m)
 
@@ -255,10 +259,13 @@ def read_view(env: PlayTableInterface, start: Mapping[str, Any] | None = None) -
 
 def lift_off(view: View, z: float = SAFE_Z) -> list[Waypoint]:
     """Leave the current spot as it is (same orientation and gripper): out of the cabinet first, then up
-    to ``z``. Keeping the gripper matters: a subtask may start right after the fingers let go."""
+    to ``z``. Keeping the gripper matters: a subtask may start right after the fingers let go, or with a
+    block in the hand. Fingers closed on a handle are opened first (:func:`release_handle`)."""
     x, y, tz = view.tcp
     rot, gripper = view.target_rot, view.gripper
-    path = []
+    path = release_handle(view)
+    if path:
+        gripper = 1
     if in_cabinet(view.tcp):
         path += [
             Waypoint(np.array([x, y, tz + 0.02]), rot, gripper, SLOW),
@@ -267,6 +274,23 @@ def lift_off(view: View, z: float = SAFE_Z) -> list[Waypoint]:
         x, y = x, -0.02
     path.append(Waypoint(np.array([x, y, max(z, tz)]), rot, gripper, FAST, tol=0.03))
     return path
+
+
+HANDLE_LINKS = ("slide_link", "drawer_link", "switch_link")
+RELEASE_SETTLE = 4  # steps for the fingers to open off a handle
+
+
+def release_handle(view: View) -> list[Waypoint]:
+    """Open the fingers where they are if they are closed on the door's, drawer's or switch's handle.
+
+    A subtask counts as done mid-motion (the door 15 cm along, the drawer 12 cm), so the next one starts
+    with the handle still gripped; leaving with it gripped drags the door or drawer back a little, and the
+    door's next move then lacks the travel it needs (play data: the door left 0.155 m along by
+    ``move_slider_left`` came back to 0.149, short of ``move_slider_right``'s 0.15)."""
+    touching = {(c[0], c[1]) for c in view.snapshot["robot_contacts"]}
+    if view.gripper > 0 or not any((C.BODY_TABLE, link) in touching for link in HANDLE_LINKS):
+        return []
+    return [Waypoint(view.tcp, view.target_rot, 1, FAST, tol=0.02, settle=RELEASE_SETTLE)]
 
 
 def in_cabinet(point: np.ndarray) -> bool:
@@ -540,7 +564,7 @@ def slide_door_to(view: View, position: float) -> list[Waypoint]:
     if abs(shift) < 0.015:
         return []
     rot = down(choose_yaw(math.pi / 2, math.pi, view.yaw, view.q7))
-    grip = view.slide_handle + np.array([0.0, -0.004, 0.0])
+    grip = view.slide_handle + np.array([0.0, *SLIDE_GRIP])
     goal = grip + np.array([-(shift + math.copysign(0.01, shift)), 0.0, 0.0])  # + joint value = -x
     return [
         *travel(view, grip, rot, 1),

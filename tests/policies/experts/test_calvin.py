@@ -268,3 +268,69 @@ def test_a_block_lifted_anywhere_in_its_compartment_can_be_placed_again(env, col
     tasks = [f"lift_{color}_block_slider", "place_in_slider"]
     record = run_chain(env, policy, C.NEUTRAL_ROBOT_OBS, scene, tasks, tasks)
     assert record["extras"]["num_completed"] == 2
+
+
+DOOR_TASKS = ("open_drawer", "close_drawer", "move_slider_left", "move_slider_right")
+
+
+def _door_chain(scene: str, slider: str, drawer: str, tasks: list[str]) -> tuple[list[bool], np.ndarray]:
+    """Successes of the expert running ``tasks`` one after the other (no reset between them, as in play data
+    and the evaluation chains) from CALVIN's first initial state with this door and drawer, and the final
+    ``scene_obs``."""
+    from envs.calvin.sequences import initial_env_state, symbolic_initial_states
+
+    robot_obs, scene_obs = initial_env_state(
+        dict(symbolic_initial_states()[0], slider=slider, drawer=drawer), scene
+    )
+    env = PlayTableEnv(cameras=(), scene=scene)
+    policy = ScriptedExpert()
+    policy.bind(env)
+    try:
+        record = run_chain(env, policy, robot_obs, scene_obs, tasks, tasks)
+        return [s["success"] for s in record["extras"]["subtasks"]], np.asarray(env.snapshot()["scene_obs"])
+    finally:
+        env.close()
+
+
+def test_the_door_moves_back_after_it_was_moved():
+    """Scene C's door travels 24 cm: after ``move_slider_right`` stops at success (15 cm) only 15.3 cm are
+    left for ``move_slider_left``; the hand coming down on the handle must not push the door away first."""
+    tasks = ["move_slider_right", "move_slider_left"]
+    assert _door_chain("C", "left", "open", tasks)[0] == [True, True]
+
+
+def test_a_gripped_handle_is_let_go_before_the_hand_leaves():
+    """A subtask ends at success with the door handle still gripped: the next one must let go before it
+    leaves, not drag the door back (it did, from 15.5 to 14.9 cm, short of the 15 cm ``move_slider_right``
+    then needs)."""
+    moved, door = _door_chain("A", "right", "open", ["move_slider_left"])
+    both, after = _door_chain("A", "right", "open", ["move_slider_left", "close_drawer"])
+    assert moved == [True] and both == [True, True]
+    assert after[0] >= door[0] - 0.002
+
+
+def _door_pairs() -> list[tuple[str, str, str, str]]:
+    """(slider, drawer, first, second): every valid ordered pair of door/drawer subtasks from each start."""
+    from envs.calvin.sequences import next_symbolic_state, symbolic_initial_states
+
+    pairs = []
+    for slider in ("left", "right"):
+        for drawer in ("open", "closed"):
+            start = dict(symbolic_initial_states()[0], slider=slider, drawer=drawer)
+            for first in DOOR_TASKS:
+                after = next_symbolic_state(start, first) or {}
+                valid = [t for t in DOOR_TASKS if after and next_symbolic_state(after, t) is not None]
+                pairs += [(slider, drawer, first, second) for second in valid]
+    return pairs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scene", ["A", "B", "C", "D"])
+def test_every_door_or_drawer_move_follows_every_other(scene):
+    """Each door/drawer subtask from where each other one left the arm and the furniture (play data)."""
+    failed = [
+        pair
+        for pair in _door_pairs()
+        if _door_chain(scene, pair[0], pair[1], list(pair[2:]))[0] != [True, True]
+    ]
+    assert len(_door_pairs()) == 16 and not failed
