@@ -64,6 +64,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--budget-min", type=float, default=20.0, help="training wall-clock budget (minutes)")
+    p.add_argument(
+        "--steps", type=int, default=0, help="optimizer-step budget instead of --budget-min (0: off)"
+    )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--warmup-steps", type=int, default=50)
@@ -151,26 +154,22 @@ def train_config(args: argparse.Namespace, backbone: str, data: Path, output: Pa
 
 
 def train_for_budget(args: argparse.Namespace, backbone: str, data: Path, run: Path) -> tuple[Path, dict]:
-    """Warm-up, then a constant learning rate until the wall-clock budget is spent.
+    """Warm-up, then a constant learning rate until the budget is spent: ``--steps`` optimizer steps when
+    set (the same model on any machine; resumed from the run's last checkpoint), else ``--budget-min``
+    minutes of wall clock (a fresh run each time).
 
     How many steps fit a budget on a shared machine is not known in advance (and with a feature cache the
     first epoch is far slower than the rest), so there is no step-planned cosine decay here."""
-    import shutil
-
     from vla.train import train
 
+    wall = None  # not measured in this invocation
     if args.eval_only:
         final = run / "checkpoints" / "last"
         if not final.exists():
             raise SystemExit(f"--eval-only: no checkpoint at {final}; run once without --eval-only to train")
-        wall = None  # not measured in this invocation
     else:
-        budget = 60.0 * args.budget_min
-        shutil.rmtree(run, ignore_errors=True)
         began = time.perf_counter()
-        final = train(
-            train_config(args, backbone, data, run, max_steps=10**7, time_budget_s=budget, min_lr_ratio=1.0)
-        )
+        final = train(train_config(args, backbone, data, run, **_budget(args, run)))
         wall = round(time.perf_counter() - began, 1)
     log = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
     return final, {
@@ -181,6 +180,18 @@ def train_for_budget(args: argparse.Namespace, backbone: str, data: Path, run: P
         "train_s": log[-1]["elapsed_s"],
         "log": log,
     }
+
+
+def _budget(args: argparse.Namespace, run: Path) -> dict[str, object]:
+    """The trainer settings of the budget: a step count (checkpoints every 100 steps, resumed), or a
+    wall-clock budget (the old run folder removed)."""
+    import shutil
+
+    if args.steps > 0:
+        resume = (run / "checkpoints" / "last" / "trainer_state.json").is_file()
+        return {"max_steps": args.steps, "min_lr_ratio": 1.0, "save_every": 100, "resume": resume}
+    shutil.rmtree(run, ignore_errors=True)
+    return {"max_steps": 10**7, "time_budget_s": 60.0 * args.budget_min, "min_lr_ratio": 1.0}
 
 
 def prepared_backbone(args: argparse.Namespace, out: Path) -> str:
