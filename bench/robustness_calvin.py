@@ -12,6 +12,7 @@ the camera-less copy. Resumable (``--resume`` on the same ``--output``). Writes
     nice python bench/robustness_calvin.py suite --policy expert --num-sequences 5 --workers 2
     nice python bench/robustness_calvin.py suite --policy answer-key --num-sequences 1 --perturb all
     nice python bench/robustness_calvin.py build-cost --build-chains 3
+    nice python bench/robustness_calvin.py certify-cost --build-chains 2
     python bench/robustness_calvin.py report
 """
 
@@ -85,6 +86,81 @@ def build_cost(chains: int) -> dict[str, Any]:
             for axis in AXES
         },
     }
+
+
+def certification_cost(chains: int) -> dict[str, Any]:
+    """CPU seconds the scripted expert spends certifying every axis at every level of the first ``chains``
+    evaluation chains, through the benchmark's own certification flow (``run_certified``, a fresh cache
+    each time): with the clean chain's certificate standing for the axes CALVIN declares ``same_physics``,
+    and with every variant certified on its own (the policy's runs are left out: they are the same)."""
+    import tempfile
+
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the ids)
+    from benchmarks.calvin.config import POLICY_DEFAULTS
+    from benchmarks.core import WorkUnit, unit_seed
+    from benchmarks.robustness import CertificateCache, run_certified
+    from envs.calvin.perturbations import AXES, FAMILY
+    from envs.calvin.sequences import get_sequences
+    from envs.perturbation import LEVELS, same_physics_axes
+    from policies.experts.calvin import ScriptedExpert
+
+    bare = gym.make("SpatialArena/CalvinPlayTable-State-v0")
+    expert = ScriptedExpert()
+    expert.bind(bare)
+    result: dict[str, Any] = {"same_physics_axes": sorted(same_physics_axes(FAMILY))}
+    with tempfile.TemporaryDirectory() as folder:
+        for label, axes_family in (("reused", FAMILY), ("each_variant", None)):
+            cache, tally = CertificateCache(Path(folder) / f"{label}.json"), {"runs": 0, "cpu": 0.0}
+            certified = 0
+            for i, (state, tasks) in enumerate(get_sequences(1000)[:chains]):
+                run_expert = _timed_expert(bare, expert, state, tasks, unit_seed(0, i), tally)
+                for axis in AXES:
+                    for level in LEVELS:
+                        spec = {"axis": axis, "level": level, "seed": unit_seed(0, i)}
+                        unit = WorkUnit(
+                            i, f"chain-{i:04d}~{axis}:{level}", spec["seed"], {"perturbation": spec}
+                        )
+                        record = run_certified(
+                            unit,
+                            cache,
+                            family=FAMILY,
+                            expert=POLICY_DEFAULTS["expert"]["expert"],
+                            episode={"initial_state": state, "tasks": list(tasks), "scene": "D"},
+                            episode_id=f"chain-{i:04d}",
+                            run_policy=lambda _: {"success": True, "steps": 0, "extras": {}},
+                            run_expert=run_expert,
+                            axes_family=axes_family,
+                        )
+                        certified += bool(record["extras"]["certified"])
+            result[label] = {
+                "variants": chains * len(AXES) * len(LEVELS),
+                "expert_runs": tally["runs"],
+                "cpu_seconds": round(tally["cpu"], 1),
+                "certified": certified,
+            }
+    bare.close()
+    return result
+
+
+def _timed_expert(env: Any, expert: Any, state: Any, tasks: Any, seed: int, tally: dict[str, Any]) -> Any:
+    """The certification run of one chain (``run_expert`` of the runner), its CPU seconds added to ``tally``."""
+    from benchmarks.calvin.chain import run_chain
+    from envs.calvin import initial_env_state
+    from envs.calvin.perturbations import variant_instruction
+
+    robot_obs, scene_obs = initial_env_state(state, "D")
+
+    def run_expert(spec: dict[str, Any] | None) -> Any:
+        words = [variant_instruction(t, spec) for t in tasks]
+        start = time.process_time()
+        record = run_chain(env, expert, robot_obs, scene_obs, tasks, words, seed=seed, perturbation=spec)
+        tally["cpu"] += time.process_time() - start
+        tally["runs"] += 1
+        return record
+
+    return run_expert
 
 
 #: The two runs of the benchmark's command: the scripted expert as the policy (cheap, camera-less: the
@@ -193,19 +269,53 @@ def markdown(result: dict[str, Any]) -> str:
         ],
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + _reuse_lines(result))
+
+
+def _reuse_lines(result: dict[str, Any]) -> list[str]:
+    """The certification cost with and without the clean certificate standing for same_physics axes."""
+    cost = result.get("certification_cost")
+    if not cost:
+        return []
+    reused, each = cost["reused"], cost["each_variant"]
+    saved = each["cpu_seconds"] - reused["cpu_seconds"]
+    return [
+        "### Certification cost: the clean chain's certificate for same_physics axes",
+        "",
+        f"Every axis at every level on the first {cost['chains']} chains ({each['variants']} variants), "
+        "certified through the benchmark's flow (`run_certified`, a fresh cache each), CPU seconds of the "
+        "expert's chains on the camera-less table. Axes declared same_physics: "
+        + ", ".join(cost["same_physics_axes"])
+        + ".",
+        "",
+        "| certification | expert chains run | CPU s | variants certified |",
+        "|---|---:|---:|---:|",
+        f"| each variant on its own | {each['expert_runs']} | {each['cpu_seconds']:.1f} | {each['certified']} |",
+        f"| clean certificate reused | {reused['expert_runs']} | {reused['cpu_seconds']:.1f} | "
+        f"{reused['certified']} |",
+        "",
+        f"Saved: {saved:.1f} CPU s ({100 * saved / each['cpu_seconds']:.0f} %) on {cost['chains']} chains.",
+        "",
+    ]
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "step", choices=["suite", "collect", "build-cost", "report"], help="what to run (then report)"
+        "step",
+        choices=["suite", "collect", "build-cost", "certify-cost", "report"],
+        help="what to run (then report)",
     )
     parser.add_argument("--policy", choices=list(POLICIES), default="answer-key")
     parser.add_argument("--perturb", default="all", help="the suite's --perturb")
     parser.add_argument("--num-sequences", type=int, default=20, help="evaluation chains in the suite")
+    parser.add_argument(
+        "--suite-name", default=None, help="the suite's name in the results (default: --policy)"
+    )
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--build-chains", type=int, default=3, help="chains the build cost is timed on")
+    parser.add_argument(
+        "--build-chains", type=int, default=3, help="chains the build and certification costs are timed on"
+    )
     parser.add_argument("--output", default="outputs/bench_robustness_calvin", help="the run folder root")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --output")
     parser.add_argument("--machine", default="2 shared cores", help="how to describe this machine")
@@ -218,9 +328,11 @@ def main(args: argparse.Namespace) -> None:
     writes the Markdown from it."""
     part: dict[str, Any] = {}
     if args.step in ("suite", "collect"):
-        part["suites"] = {args.policy: (suite if args.step == "suite" else collect)(args)}
+        part["suites"] = {args.suite_name or args.policy: (suite if args.step == "suite" else collect)(args)}
     elif args.step == "build-cost":
         part = {"build_chains": args.build_chains, "build_cost": build_cost(args.build_chains)}
+    elif args.step == "certify-cost":
+        part = {"certification_cost": {"chains": args.build_chains, **certification_cost(args.build_chains)}}
     path = RESULTS / "robustness_calvin.json"  # (read after the step: other steps may have run meanwhile)
     result = json.loads(path.read_text()) if path.exists() else {"suites": {}}
     result["suites"].update(part.pop("suites", {}))

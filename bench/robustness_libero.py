@@ -120,7 +120,8 @@ def certify_task(suite: str, task: int, done: dict[str, Any], cache: Any, save: 
 
 def _build_seconds(env: Any, spec: Any) -> float:
     """Seconds to build ``spec``'s variant on the loaded clean state: read the scene, apply the axis, write
-    it back and render the frames again (what a perturbed reset adds; channel axes build nothing)."""
+    it back and render the frames again (what a perturbed reset adds; channel axes build nothing;
+    ``distractors`` builds a scene of its own: :func:`distractor_build_seconds`)."""
     from envs.libero.perturbations import AXES
     from envs.libero.scene_edit import describe_scene, write_scene
 
@@ -131,6 +132,24 @@ def _build_seconds(env: Any, spec: Any) -> float:
         if write_scene(env.raw_env, scene, apply(scene, spec)):
             env.raw_env.env._get_observations(force_update=True)
     return time.perf_counter() - start
+
+
+def distractor_build_seconds(env: Any, spec: Any) -> tuple[float, float]:
+    """(first, later): a distractors variant's reset minus the clean reset just before it (the settle
+    steps in both), in an env that has not built the task's distractor scene yet (its compile included)
+    and then again for another variant (the scene kept)."""
+    from envs.perturbation import PerturbationSpec
+
+    out = []
+    for seed in (spec.seed, spec.seed + 1):
+        start = time.perf_counter()
+        env.reset(seed=_seed(), options=dict(SETTINGS))
+        clean = time.perf_counter() - start
+        start = time.perf_counter()
+        variant = PerturbationSpec(spec.axis, spec.level, seed)
+        env.reset(seed=_seed(), options={**SETTINGS, "perturbation": variant})
+        out.append(time.perf_counter() - start - clean)
+    return out[0], out[1]
 
 
 def build_cost(suite: str, task: int, image_size: int, repeats: int) -> dict[str, Any]:
@@ -153,7 +172,7 @@ def build_cost(suite: str, task: int, image_size: int, repeats: int) -> dict[str
     episode_s, frames = time.perf_counter() - start, int(record["steps"]) + 1
     obs, _ = env.reset(seed=_seed(), options=dict(SETTINGS))
     axes: dict[str, Any] = {}
-    for axis in AXES:
+    for axis in (a for a in AXES if a != "distractors"):  # (its own measurement below)
         spec = PerturbationSpec(axis, 5, _seed())
         build = float(np.median([_build_seconds(env, spec) for _ in range(repeats)]))
         channels, t0 = Channels(spec, env.action_space), time.perf_counter()
@@ -166,11 +185,32 @@ def build_cost(suite: str, task: int, image_size: int, repeats: int) -> dict[str
             "frame_corruption_share_of_episode": round(per_frame * frames / episode_s, 4),
         }
     env.close()
-    return {
-        "episode_seconds": round(episode_s, 2),
-        "expert_steps": frames - 1,
-        "image_size": image_size,
-        "axes": axes,
+    cost = {"episode_seconds": round(episode_s, 2), "expert_steps": frames - 1, "image_size": image_size}
+    cost["axes"] = axes
+    add_distractor_cost(cost, suite, task, repeats)
+    return cost
+
+
+def add_distractor_cost(cost: dict[str, Any], suite: str, task: int, repeats: int) -> None:
+    """The ``distractors`` row added to an earlier build-cost measurement of the task (same image size)."""
+    import numpy as np
+
+    from envs.libero import make_libero_env
+    from envs.perturbation import PerturbationSpec
+
+    spec, pairs = PerturbationSpec("distractors", 5, _seed()), []
+    for _ in range(repeats):  # (a new env each time: the first variant compiles the task's scene)
+        env = make_libero_env(suite, task, image_size=cost["image_size"])
+        env.reset(seed=_seed(), options=dict(SETTINGS))
+        pairs.append(distractor_build_seconds(env, spec))
+        env.close()
+    first, build = (float(np.median(v)) for v in zip(*pairs))
+    cost["axes"]["distractors"] = {
+        "build_seconds_median": round(build, 4),
+        "build_share_of_episode": round(build / cost["episode_seconds"], 4),
+        "frame_corruption_share_of_episode": 0.0,
+        "first_build_seconds_median": round(first, 4),
+        "first_build_share_of_episode": round(first / cost["episode_seconds"], 4),
     }
 
 
@@ -248,6 +288,13 @@ def markdown(result: dict[str, Any]) -> str:
         f"{c['expert_steps']} steps."
         for task, c in result["build_cost"].items()
     ]
+    lines += [
+        f"`distractors` on {task}: the first variant in an env also compiles the task's distractor scene, "
+        f"{c['first_build_seconds_median']:.1f} s ({100 * c['first_build_share_of_episode']:.1f} % of the "
+        "episode, once per task and env); the row above is every later variant."
+        for task, cost in result["build_cost"].items()
+        if (c := cost["axes"].get("distractors", {})).get("first_build_seconds_median") is not None
+    ]
     for run in result["answer_key"]:
         lines += ["", f"### Answer key: {run['run']}", "", f"`{run['command']}`", ""]
         lines.append(robustness_markdown(run).replace("## Robustness\n", ""))
@@ -282,7 +329,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.build_cost and item not in result["build_cost"]:
             result["build_cost"][item] = build_cost(suite, int(task), args.image_size, args.repeats)
             save()
-    result["answer_key"] = answer_key(args.answer_key_runs)
+        elif args.build_cost and "distractors" not in result["build_cost"][item]["axes"]:
+            add_distractor_cost(result["build_cost"][item], suite, int(task), args.repeats)
+            save()
+    if args.answer_key_runs or "answer_key" not in result:  # (kept from an earlier run otherwise)
+        result["answer_key"] = answer_key(args.answer_key_runs)
     save()
     return result
 

@@ -2,7 +2,8 @@
 levels 1, 3 and 5 of one task's initial state 0 side by side (``docs/guide/img/robustness/libero_AXIS.png``:
 agentview on top, wrist below); the paraphrase axis's levels are printed as text.
 
-    python bench/robustness_libero_images.py
+    python bench/robustness_libero_images.py             # every visual axis
+    python bench/robustness_libero_images.py distractors # these axes only
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ VISUAL = (
     "textures",
     "object_position",
     "robot_init",
+    "distractors",
     "image_noise",
     "image_blur",
     "image_jpeg",
 )
 
 
-def main(suite: str = "libero_spatial", task: int = 0, size: int = 128) -> None:
+def main(
+    axes: tuple[str, ...] = VISUAL, suite: str = "libero_spatial", task: int = 0, size: int = 128
+) -> None:
     from PIL import Image
 
     from envs.libero import make_libero_env
@@ -35,7 +39,7 @@ def main(suite: str = "libero_spatial", task: int = 0, size: int = 128) -> None:
     options = {"init_state_index": 0}
     clean = env.reset(seed=0, options=options)[0]
     OUT.mkdir(parents=True, exist_ok=True)
-    for axis in VISUAL:
+    for axis in axes:
         views = [clean]
         for level in (1, 3, 5):
             spec = PerturbationSpec(axis, level, 0).to_json()
@@ -54,4 +58,6 @@ def main(suite: str = "libero_spatial", task: int = 0, size: int = 128) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(tuple(sys.argv[1:]) or VISUAL)

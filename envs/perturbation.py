@@ -95,12 +95,20 @@ SceneAxis = Callable[[dict[str, Any], PerturbationSpec], dict[str, Any]]
 @dataclass(frozen=True)
 class Axis:
     """An axis a family supports: its name, what it changes, each level's parameters, and how to apply it
-    (``apply`` is ``None`` for the shared channel axes)."""
+    (``apply`` is ``None`` for the shared channel axes).
+
+    ``same_physics``: the axis changes only what a policy sees or reads (images, the camera, the light, the
+    looks, the wording), never the simulator's state nor what the family's expert reads, so the expert
+    plays a variant exactly as the clean episode and the clean episode's certificate stands for it. A
+    family declares it for its own axes and its expert, with a test that the expert's state trajectory
+    on each such axis equals the clean one.
+    """
 
     name: str
     changes: str
     levels: tuple[str, str, str, str, str]
     apply: SceneAxis | None = None
+    same_physics: bool = False
 
 
 def level_texts(fmt: str, *columns: tuple[Any, ...]) -> tuple[str, str, str, str, str]:
@@ -149,6 +157,11 @@ def family_axes(family: str) -> dict[str, Axis]:
             f"family {family!r} declares no perturbation axes; known: {sorted(_REGISTRY)}"
         )
     return _REGISTRY[family]
+
+
+def same_physics_axes(family: str) -> frozenset[str]:
+    """The axes ``family`` declared ``same_physics`` (see :class:`Axis`)."""
+    return frozenset(name for name, axis in family_axes(family).items() if axis.same_physics)
 
 
 def check_spec(family: str, spec: object) -> PerturbationSpec:

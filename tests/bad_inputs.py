@@ -122,6 +122,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("calvin", ["--checkpoint", "/no/such/checkpoint"], "/no/such/checkpoint"),
     ("calvin", ["--checkpoint", "{empty_dir}"], "{empty_dir}"),
     ("calvin", ["--backbone", "tiny-nope"], "tiny-nope"),
+    ("calvin", ["--backbone", "random:Nobody/Model"], "random:Nobody/Model"),
     ("calvin", ["--backbone", "/no/such/backbone"], "/no/such/backbone"),
     ("calvin", ["--backbone", "tiny-qwen2.5-vl", "--execute-steps", "0"], "--execute-steps"),
     ("calvin", ["--backbone", "tiny-qwen2.5-vl", "--execute-steps", "20"], "--execute-steps"),

@@ -7,12 +7,15 @@ one forward pass at ``max_batch`` (so a batch that does not fit in memory is a o
 worker starts) and listens on a Unix socket (loopback only, authenticated with a per-run key). Its loop
 takes the oldest waiting request, then gathers more until ``max_batch`` are in hand or ``max_wait_ms``
 have passed since that request arrived, and answers them with one ``predict`` call (one per gripper
-convention). In each worker a :class:`RemoteVLAModel` stands where the model would be: the policy
+convention). It counts how full its batches were (:class:`BatchStats`: a histogram of batch sizes and the
+mean wait from a request's arrival to its batch's start), which :meth:`BatchedVLAServer.stats` asks for
+over the same socket. In each worker a :class:`RemoteVLAModel` stands where the model would be: the policy
 (:class:`vla.policy.VLAPolicy`) is unchanged, its queue and chunking included.
 
 Wire format (no pickle): a request is a JSON header (instruction, gripper value, image shapes) followed by
 each image's raw ``uint8`` bytes; the answer is a JSON header (the chunk's shape, or an error) followed by
-the chunk's raw ``float64`` bytes. A server that dies mid-run makes each waiting worker's call raise
+the chunk's raw ``float64`` bytes; a header ``{"stats": true}`` with no images is answered with the
+statistics. A server that dies mid-run makes each waiting worker's call raise
 :class:`ServerGone` (its unit is recorded as an error; the run exits non-zero and is marked incomplete).
 """
 
@@ -28,14 +31,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection, Listener, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from policies.serve.process import START_TIMEOUT_S, ServerProcess, start_problem
+from policies.serve.process import START_TIMEOUT_S, ServerProcess, batch_stats_line, start_problem
 
 if TYPE_CHECKING:
     from vla.model import VLAModel
@@ -139,6 +142,68 @@ class RemoteVLAModel:
 
 
 @dataclass
+class BatchStats:
+    """How full the server's batches were: ``histogram`` maps a batch size to the number of forward passes
+    of that size; ``wait_s`` sums each request's wait from its arrival to the start of the batch that
+    answered it, ``model_s`` the time spent in ``predict``. The JSON has the shape of the MLLM server's
+    statistics (:meth:`policies.serve.batcher.DynamicBatcher.stats`), so both read alike."""
+
+    max_batch: int
+    max_wait_ms: float
+    histogram: dict[int, int] = field(default_factory=dict)
+    wait_s: float = 0.0
+    model_s: float = 0.0
+
+    def add(self, waits: Sequence[float], model_s: float) -> None:
+        """One batch: each of its requests' waits and the model's time on it (seconds)."""
+        self.histogram[len(waits)] = self.histogram.get(len(waits), 0) + 1
+        self.wait_s += sum(waits)
+        self.model_s += model_s
+
+    def to_json(self) -> dict[str, Any]:
+        """Counters for the run's summary and ``bench/throughput.py`` (sizes as strings: JSON keys)."""
+        passes = sum(self.histogram.values())
+        requests = sum(size * count for size, count in self.histogram.items())
+        mean = requests / passes if passes else 0.0
+        return {
+            "requests": requests,
+            "forward_passes": passes,
+            "batch_sizes": {str(k): self.histogram[k] for k in sorted(self.histogram)},
+            "mean_batch_size": round(mean, 3),
+            "fill": round(mean / self.max_batch, 3),
+            "mean_queue_wait_s": round(self.wait_s / requests, 6) if requests else 0.0,
+            "model_s": round(self.model_s, 3),
+            "max_batch": self.max_batch,
+            "max_wait_ms": self.max_wait_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BatchStats:
+        histogram = {int(k): int(v) for k, v in data["batch_sizes"].items()}
+        wait = float(data["mean_queue_wait_s"]) * int(data["requests"])
+        return cls(
+            int(data["max_batch"]), float(data["max_wait_ms"]), histogram, wait, float(data["model_s"])
+        )
+
+    def line(self) -> str:
+        """One line: :func:`policies.serve.process.batch_stats_line`."""
+        return batch_stats_line(self.to_json())
+
+
+def query_stats(address: ServerAddress, timeout_s: float = 30.0) -> BatchStats | None:
+    """The server's :class:`BatchStats` (``None`` when it does not answer within ``timeout_s``)."""
+    try:
+        with Client(address.path, family="AF_UNIX", authkey=address.authkey) as conn:
+            send_arrays(conn, {"stats": True}, [])
+            if not conn.poll(timeout_s):
+                return None
+            header, _ = recv_arrays(conn)
+    except (OSError, EOFError):
+        return None
+    return BatchStats.from_json(header["stats"])
+
+
+@dataclass
 class _Request:
     conn: Connection
     images: list[np.ndarray]
@@ -156,7 +221,7 @@ class BatchLoop:
         self.clients: list[Connection] = []
         self.queue: deque[_Request] = deque()
         self.lock = threading.Lock()
-        self.batch_sizes: dict[int, int] = {}
+        self.stats = BatchStats(max_batch, max_wait_ms)
 
     def _accept(self) -> None:
         while True:  # the listener lives as long as the server process
@@ -191,13 +256,21 @@ class BatchLoop:
                 self.clients.remove(conn)
             conn.close()
             return
+        if header.get("stats"):  # the run asking how full the batches were: answered at once
+            with contextlib.suppress(OSError):
+                send_arrays(conn, {"stats": self.stats.to_json()}, [])
+            return
         request = _Request(
             conn, images, str(header["instruction"]), header.get("gripper_open"), time.monotonic()
         )
         self.queue.append(request)
 
     def _answer(self, batch: list[_Request]) -> None:
-        self.batch_sizes[len(batch)] = self.batch_sizes.get(len(batch), 0) + 1
+        start = time.monotonic()
+        self._predict(batch)
+        self.stats.add([start - r.arrived for r in batch], time.monotonic() - start)
+
+    def _predict(self, batch: list[_Request]) -> None:
         groups: dict[float | None, list[_Request]] = {}
         for request in batch:  # one predict per gripper convention (in practice one)
             groups.setdefault(request.gripper_open, []).append(request)
@@ -251,12 +324,27 @@ class BatchedVLAServer(ServerProcess):
         args = (config, max_batch, max_wait_ms, self._path, self._key)
         super().__init__(_serve_main, args, "vla-server")
         self.address: ServerAddress | None = None
+        self._final_stats: BatchStats | None = None
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> ServerAddress:
         self.address = ServerAddress(self._path, self._key, super().start(timeout_s))
         return self.address
 
+    def batch_stats(self) -> dict[str, Any] | None:
+        stats = self.stats()
+        return None if stats is None else stats.to_json()
+
+    def stats(self, timeout_s: float = 30.0) -> BatchStats | None:
+        """How full the batches have been so far (asked over the socket); ``None`` when the server is not
+        running or does not answer within ``timeout_s``. :meth:`stop` asks once more first and keeps the
+        answer, so after a run this is the whole run's."""
+        if self.address is None or self.process is None or not self.process.is_alive():
+            return self._final_stats
+        return query_stats(self.address, timeout_s)
+
     def stop(self) -> None:
+        if self.process is not None and self.process.is_alive():
+            self._final_stats = self.stats() or self._final_stats
         super().stop()
         Path(self._path).unlink(missing_ok=True)
         Path(self._dir).rmdir() if Path(self._dir).exists() else None

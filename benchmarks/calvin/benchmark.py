@@ -141,6 +141,7 @@ class CalvinWorker(EpisodeWorker):
             episode_id=clean_key,
             run_policy=run_policy,
             run_expert=run_expert,
+            axes_family=FAMILY,
         )
 
     def _chain(

@@ -3,6 +3,7 @@ handed to them, checked and stopped after the run; one function for every closed
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks.core.serving import ServedMLLM, ServedPolicy, ServedVLA, servable
 from policies.config_cli import InputError
+from policies.serve.process import batch_stats_line
 
 if TYPE_CHECKING:
     from benchmarks.core.policy_cli import PolicyDefaults, PolicySpec
@@ -47,7 +49,8 @@ def policy_serving(bench: Benchmark, spec: PolicySpec, defaults: PolicyDefaults 
     """With ``--serve batched``, the run's policy server for the block: started before it (a model that does
     not load, or a batch that does not fit, is a one-line :class:`InputError`), handed to the workers
     (``bench.served``), and checked after it: a server that died mid-run ends the command with one line and
-    exit status 1, whatever the records say. Without it, nothing."""
+    exit status 1, whatever the records say; one that lived says how full its batches were, in a line and in
+    the run's ``summary.json`` (``serving``). Without it, nothing."""
     from policies.serve.process import ServerStartError
 
     config: ExecutionConfig = bench.config
@@ -64,7 +67,10 @@ def policy_serving(bench: Benchmark, spec: PolicySpec, defaults: PolicyDefaults 
     finally:
         bench.served = None
         death = server.died()
+        stats = server.batch_stats() if death is None else None
         server.stop()
+        if stats is not None:
+            record_batch_stats(bench, stats)
         if death is not None:
             print(
                 f"error: {death}; the units it did not answer are errors and the run is incomplete "
@@ -72,3 +78,13 @@ def policy_serving(bench: Benchmark, spec: PolicySpec, defaults: PolicyDefaults 
                 file=sys.stderr,
             )
             raise SystemExit(1)
+
+
+def record_batch_stats(bench: Benchmark, stats: dict[str, Any]) -> None:
+    """Print the server's batch statistics in one line and add them to the run's summary (``serving``)."""
+    from benchmarks.core.rundir import RunDir, write_json
+
+    print(batch_stats_line(stats))
+    summary = RunDir(bench.run_path).summary_json
+    if summary.is_file():  # no summary: the run stopped before writing one
+        write_json(summary, {**json.loads(summary.read_text()), "serving": stats})

@@ -168,6 +168,7 @@ class Benchmark(ABC):
     """A runnable protocol. Subclasses are small: units, a worker factory, a summary."""
 
     name: str  # set on the class, or per instance where the config names the run (embodied-nav)
+    run_path: str  # the run folder, set by each benchmark from its config
     #: The policy around the run's server, for the workers (set while ``--serve batched`` serves it).
     served: ServedPolicy | None = None
 

@@ -142,22 +142,17 @@ def servable(name: str, policy: object) -> VLAPolicyConfig | MLLMPolicyConfig:
 
 def _local_model(config: MLLMPolicyConfig) -> MLLMPolicyConfig:
     """``config`` when its model is a local transformers checkpoint (the one kind a run can serve)."""
-    from policies.backends.answer_key import ANSWER_KEY_MODEL
     from policies.backends.factory import default_backend
 
     kind = config.model_backend or default_backend(config.model, config.api_base)
     if kind == "transformers":
         return config
-    if kind == ANSWER_KEY_MODEL:
-        raise InputError(
-            "--serve batched: --model answer-key is a stand-in with no model to serve; drop --serve batched"
-        )
     if config.api_base:
         raise InputError(
             f"--serve batched: --api-base {config.api_base} is a server already (it batches for itself); drop "
             "--serve batched, or drop --api-base to serve a local model"
         )
     raise InputError(
-        f"--serve batched serves a local transformers model; --model-backend {kind} is not one: drop "
-        "--serve batched (or --model-backend)"
+        f"--serve batched serves a local transformers model; --model {config.model} runs on the {kind} "
+        "backend, which has none to serve: drop --serve batched (or choose a local checkpoint)"
     )

@@ -19,13 +19,17 @@ from policies.config_cli import InputError
 FORMAT = "spatial-arena-certificates/1"
 
 
-def certificate_key(family: str, expert: str, episode: Mapping[str, Any], spec: PerturbationSpec) -> str:
-    """The cache key of ``spec`` applied to ``episode`` and checked by ``expert``."""
-    return content_hash({"family": family, "expert": expert, "episode": episode, "spec": spec.to_json()})
+def certificate_key(
+    family: str, expert: str, episode: Mapping[str, Any], spec: PerturbationSpec | None
+) -> str:
+    """The cache key of ``spec`` applied to ``episode`` (``None``: the clean episode) and checked by ``expert``."""
+    data = None if spec is None else spec.to_json()
+    return content_hash({"family": family, "expert": expert, "episode": episode, "spec": data})
 
 
 class CertificateCache:
-    """``key -> certificate`` (``{"certified": bool, "axis", "level", "episode_id", "expert_steps"}``)."""
+    """``key -> certificate`` (``{"certified": bool, "axis", "level", "episode_id", "expert_steps"}``; axis and
+    level ``None`` for a clean episode's certificate)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -69,18 +73,19 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
 def certify(
     cache: CertificateCache,
     key: str,
-    spec: PerturbationSpec,
+    spec: PerturbationSpec | None,
     episode_id: object,
     run_expert: Callable[[], EpisodeRecord],
 ) -> dict[str, Any]:
-    """The variant's certificate: from ``cache``, or by running the expert (``run_expert``) on it once."""
+    """The variant's certificate (``spec`` ``None``: the clean episode's): from ``cache``, or by running the
+    expert (``run_expert``) on it once."""
     if key in cache.entries:
         return {**cache.entries[key], "key": key, "cached": True}
     record = run_expert()
     certificate = {
         "certified": bool(record["success"]),
-        "axis": spec.axis,
-        "level": spec.level,
+        "axis": None if spec is None else spec.axis,
+        "level": None if spec is None else spec.level,
         "episode_id": episode_id,
         "expert_steps": int(record["steps"]),
     }

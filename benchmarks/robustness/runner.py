@@ -20,7 +20,11 @@ everything family-specific (its env, its expert, its episode function, its clean
     callables return an :class:`~benchmarks.core.episode_record.EpisodeRecord` (``success``, ``steps``);
     they pass the spec to the env as ``reset(options={"perturbation": spec_dict})``. ``episode`` is any
     JSON-safe mapping that defines the unperturbed episode (EB: the episode dict; CALVIN: initial state
-    and tasks; LIBERO: suite, task, initial state), so an edited episode is certified again.
+    and tasks; LIBERO: suite, task, initial state), so an edited episode is certified again. With
+    ``axes_family``, a variant on an axis that family declares ``same_physics``
+    (:func:`envs.perturbation.same_physics_axes`: it changes only what the policy sees or reads) gets the
+    clean episode's certificate instead: ``run_expert(None)`` once per episode, cached under the key of
+    the episode with no spec, so all such variants of an episode cost one expert run.
 
 ``robustness_summary(records, args, certificates, clean_summary, clean_units)``
     In ``Benchmark.summarize`` when ``args.perturb`` is set: the certificates the workers earned are
@@ -51,7 +55,7 @@ from benchmarks.robustness.config import RobustnessArgs
 from benchmarks.robustness.plots import PLOT, robustness_plot
 from benchmarks.robustness.report import robustness_markdown, robustness_table
 from benchmarks.robustness.suite import variant_units
-from envs.perturbation import PerturbationSpec
+from envs.perturbation import PerturbationSpec, same_physics_axes
 
 #: ``run(perturbation_spec_dict_or_None) -> record``: one episode of a unit, clean or perturbed.
 RunEpisode = Callable[[dict[str, Any] | None], EpisodeRecord]
@@ -87,6 +91,7 @@ def run_certified(
     episode_id: object,
     run_policy: RunEpisode,
     run_expert: RunEpisode,
+    axes_family: str | None = None,
 ) -> EpisodeRecord:
     """``unit`` run by the policy; a variant is certified by the expert first (see the module docs)."""
     perturbation = unit.spec.get("perturbation")
@@ -94,8 +99,12 @@ def run_certified(
         return run_policy(None)
     assert cache is not None, "a perturbed unit needs the worker's certificate cache"
     spec = PerturbationSpec.from_json(perturbation)
-    key = certificate_key(family, expert, episode, spec)
-    certificate = certify(cache, key, spec, episode_id, lambda: run_expert(spec.to_json()))
+    if axes_family is not None and spec.axis in same_physics_axes(axes_family):
+        key = certificate_key(family, expert, episode, None)  # the expert plays it as the clean episode
+        certificate = certify(cache, key, None, episode_id, lambda: run_expert(None))
+    else:
+        key = certificate_key(family, expert, episode, spec)
+        certificate = certify(cache, key, spec, episode_id, lambda: run_expert(spec.to_json()))
     record = run_policy(perturbation)
     record["extras"].update(
         perturbation=perturbation, certified=certificate["certified"], certificate=certificate

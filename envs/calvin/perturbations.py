@@ -20,7 +20,10 @@ and ``scene_obs`` (CALVIN's vectors), the static ``camera`` (eye, target, up, fo
   much of scene D's furniture they move), from the same symbolic state at that scene's spots.
 
 The channel axes (image noise, blur and JPEG on both cameras; action noise on the six motion
-components, the gripper untouched) are the shared ones.
+components, the gripper untouched) are the shared ones. ``camera``, ``lighting``, ``textures``,
+``paraphrase`` and the image axes are ``same_physics``: they change what a policy sees or reads, never the
+simulation nor the scripted expert's inputs (it takes the task name), so their variants share the clean
+chain's certificate.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +61,7 @@ _BLOCK_TURN = (10.0, 20.0, 30.0, 45.0, 60.0)  # degrees added to the yaw, either
 _JOINT_OFFSET = (0.02, 0.04, 0.07, 0.1, 0.14)  # radians, each arm joint, either sign (x U(0.5, 1))
 SCENE_LEVELS = ("A", "A", "C", "C", "B")
 _HUES = ((1.0, 0.55, 0.2), (0.35, 0.55, 1.0), (1.0, 0.3, 0.6), (0.4, 1.0, 0.5), (0.7, 0.4, 1.0))
+_IMAGE_AXES = ("image_noise", "image_blur", "image_jpeg")
 _TABLE_FRONT: Rect = ((-0.41, -0.155), (0.41, -0.01))  # the free table top in front of the cabinet
 
 
@@ -340,6 +345,7 @@ AXES: dict[str, Axis] = {
             _FOV,
         ),
         camera,
+        same_physics=True,
     ),
     "lighting": Axis(
         "lighting",
@@ -348,12 +354,14 @@ AXES: dict[str, Axis] = {
             "turned {:g} deg, ambient/diffuse x(1+-{:g}), tint {:g}", _LIGHT_TILT, _LIGHT_SCALE, _LIGHT_TINT
         ),
         lighting,
+        same_physics=True,
     ),
     "textures": Axis(
         "textures",
         "table wood and floor tinted, handles, switch and button recoloured",
         level_texts("colour blend {:g}", _TEXTURE_BLEND),
         textures,
+        same_physics=True,
     ),
     "distractors": Axis(
         "distractors",
@@ -378,6 +386,7 @@ AXES: dict[str, Axis] = {
         "instruction wording, from the shipped paraphrase table",
         level_texts("table entry {:d}", (1, 2, 3, 4, 5)),
         paraphrase,
+        same_physics=True,
     ),
     "scene": Axis(
         "scene",
@@ -385,6 +394,9 @@ AXES: dict[str, Axis] = {
         level_texts("scene {}", SCENE_LEVELS),
         scene,
     ),
-    **CHANNEL_AXIS_DOCS,
+    **{
+        name: replace(axis, same_physics=name in _IMAGE_AXES)  # (action noise changes what happens)
+        for name, axis in CHANNEL_AXIS_DOCS.items()
+    },
 }
 register_axes(FAMILY, AXES)

@@ -7,6 +7,7 @@ import importlib.metadata
 import string
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
@@ -16,7 +17,7 @@ from gymnasium import spaces
 from action_mapping.adapters import osc_pose_actions
 from action_mapping.plan import StepSizes
 from action_mapping.trajectory import StepMotion
-from envs.libero import perturbations, protocol
+from envs.libero import distractors, perturbations, protocol
 from envs.libero.rendering import apply_fast_rendering, free_render_context, is_fast
 from envs.libero.scene_edit import ModelDefaults, describe_scene, write_scene
 from envs.libero.tasks import LiberoTask, load_init_states, load_task
@@ -169,6 +170,11 @@ class LiberoEnv(gym.Env):
         self.task: LiberoTask = load_task(suite, self.task_index)
         self.init_states = load_init_states(self.task)
         self._raw_env: Any = None  # built at first use (see ``_raw``)
+        # a distractors variant's scene (its own LIBERO env, the last one kept) and whether it is in use
+        self._variant_env: Any = None
+        self._variant_bddl: Path | None = None
+        self._variant_compiled: dict[str, np.ndarray] = {}  # its compiled values of what parking changes
+        self._in_variant = False
         self._closed = False
         self._defaults: ModelDefaults | None = None  # the compiled model's camera, lights, materials
         self.action_space = action_space()
@@ -187,6 +193,7 @@ class LiberoEnv(gym.Env):
         """Load a fixed initial state and let the scene settle (see the class docstring)."""
         super().reset(seed=seed)
         settings = self._episode_settings(options or {})
+        self._in_variant = False  # (the clean scene first; a distractors variant moves to its own)
         self._make_render_context_current()
         with _global_numpy_seed(int(self.np_random.integers(2**31 - 1))):
             self._reset_raw(settings["hard_reset"])
@@ -223,13 +230,23 @@ class LiberoEnv(gym.Env):
     def close(self) -> None:
         """Free the render context and the simulator now (not at interpreter exit)."""
         self._closed = True
+        self._close_variant()
         if getattr(self, "_raw_env", None) is None:
             return
-        context = self._render_context()
+        context = _render_context_of(self._raw_env)
         if context is not None:
             free_render_context(context)
         self._raw_env.close()
         self._raw_env = None
+
+    def _close_variant(self) -> None:
+        if getattr(self, "_variant_env", None) is None:
+            return
+        context = _render_context_of(self._variant_env)
+        if context is not None:
+            free_render_context(context)
+        self._variant_env.close()
+        self._variant_env, self._variant_bddl, self._in_variant = None, None, False
 
     # --------------------------------------------------------------------------------- task and success
 
@@ -302,7 +319,10 @@ class LiberoEnv(gym.Env):
     def _raw(self) -> Any:
         """LIBERO's env, built at first use: making this env creates no GL context, so a process that only
         builds one (``AsyncVectorEnv`` does, in the parent, to read the spaces) has nothing its forks would
-        inherit; the worker that steps it renders in its own context."""
+        inherit; the worker that steps it renders in its own context. During a distractors variant: the
+        variant scene's env."""
+        if self._in_variant:
+            return self._variant_env
         if self._raw_env is None:
             if self._closed:
                 raise RuntimeError("the env was closed; make a new one")
@@ -310,13 +330,14 @@ class LiberoEnv(gym.Env):
             self._apply_render_settings()
         return self._raw_env
 
-    def _make_raw_env(self) -> Any:
+    def _make_raw_env(self, bddl_file: Path | None = None) -> Any:
         from libero.libero.envs import OffScreenRenderEnv
         from libero.libero.envs.env_wrapper import ControlEnv
 
+        bddl = str(bddl_file or self.task.bddl_file)
         if not self.cameras:  # physics and control only: no render context, no camera observations
             return ControlEnv(
-                bddl_file_name=str(self.task.bddl_file),
+                bddl_file_name=bddl,
                 use_camera_obs=False,
                 has_offscreen_renderer=False,
                 hard_reset=self.hard_reset,
@@ -325,7 +346,7 @@ class LiberoEnv(gym.Env):
             )
         starting_gl()  # robosuite makes its offscreen GL context here
         return OffScreenRenderEnv(
-            bddl_file_name=str(self.task.bddl_file),
+            bddl_file_name=bddl,
             camera_heights=self.image_size,
             camera_widths=self.image_size,
             hard_reset=self.hard_reset,
@@ -352,6 +373,15 @@ class LiberoEnv(gym.Env):
         if spec is None or axis is None or axis.apply is None:
             return raw
         scene = describe_scene(self._raw, self.task.instruction)
+        if spec.axis == "distractors":
+            eligible = [
+                p
+                for p in distractors.pool_entries(self._raw)
+                if not perturbations.confusable(p["category"], scene)
+            ]
+            kinds = distractors.task_kinds(self.task.bddl_file.read_text(), [p["category"] for p in eligible])
+            edited = axis.apply({**scene, "pool": [p for p in eligible if p["category"] in kinds]}, spec)
+            return self._enter_distractors(kinds, edited["distractors"], spec.seed)
         edited = axis.apply(scene, spec)
         if edited["instruction"] != scene["instruction"]:
             self._instruction = edited["instruction"]
@@ -359,9 +389,29 @@ class LiberoEnv(gym.Env):
             return self._raw.env._get_observations(force_update=True)
         return raw
 
+    def _enter_distractors(
+        self, kinds: list[str], placements: list[dict[str, Any]], seed: int
+    ) -> dict[str, Any]:
+        """Move to the task's distractor scene (``kinds`` added; built once) in the clean scene's loaded
+        state with ``placements`` on the table; the raw observation there."""
+        bddl = distractors.bddl_file(distractors.bddl_with(self.task.bddl_file.read_text(), kinds))
+        if bddl != self._variant_bddl:
+            self._close_variant()
+            self._variant_env, self._variant_bddl = self._make_raw_env(bddl), bddl
+            model = self._variant_env.env.sim.model._model
+            self._variant_compiled = {f: np.array(getattr(model, f)) for f in distractors.PARK_FIELDS}
+        self._in_variant = True
+        self._make_render_context_current()
+        self._apply_render_settings()
+        with _global_numpy_seed(seed):  # (LIBERO's placements are overwritten by the clean scene's)
+            self._variant_env.reset()
+        state = distractors.variant_state(
+            self._raw_env, self._variant_env, kinds, placements, self._variant_compiled
+        )
+        return self._variant_env.set_init_state(state)
+
     def _render_context(self) -> Any:
-        sim = getattr(self._raw.env, "sim", None)
-        return None if sim is None else getattr(sim, "_render_context_offscreen", None)
+        return _render_context_of(self._raw)
 
     def _make_render_context_current(self) -> None:
         # robosuite renders into whichever GL context is current, and every env makes its own current
@@ -466,6 +516,11 @@ class LiberoEnv(gym.Env):
                 "state": box(state_low, -state_low, 8),
             }
         )
+
+
+def _render_context_of(raw_env: Any) -> Any:
+    sim = getattr(raw_env.env, "sim", None)
+    return None if sim is None else getattr(sim, "_render_context_offscreen", None)
 
 
 def make_libero_env(suite: str, task_index: int, **kwargs: Any) -> LiberoEnv:

@@ -16,6 +16,13 @@ changes only the fields it names (tests check it):
   ramekin" and "the left plate" still name the same object).
 - ``robot_init``: the arm's start joints, offset within their limits (the env halves an offset that
   would make the arm touch anything).
+- ``distractors``: objects added from the scene's pool (LIBERO's small objects and LIBERO-PRO's variants
+  of them, :mod:`envs.libero.distractors`), none sharing a word other than a colour or size with the
+  instruction or a scene object's category; each placed by rejection sampling on the table inside the
+  objects' bounds and in the agentview camera's picture, at least the level's gap clear of every object (at most its reach from the nearest,
+  unless no draw meets that), clear of fixtures, goal regions and each other, standing as LIBERO stands
+  it, turned at random. Fewer than the level's count when no free spot is found. The env builds the
+  scene with them (``scene["distractors"]``).
 - ``paraphrase``: the instruction, from the shipped table ``paraphrases.json``.
 
 The channel axes (image noise, blur and JPEG on both cameras; action noise) are the shared ones.
@@ -62,6 +69,13 @@ _TEXTURE_BLEND = (0.2, 0.4, 0.6, 0.8, 1.0)  # blend of each material colour towa
 _OBJECT_SHIFT = (0.02, 0.04, 0.06, 0.08, 0.10)  # m, the layout's common shift
 _OBJECT_JITTER = (0.01, 0.015, 0.02, 0.025, 0.03)  # m, at most, each object on top of the shift
 _JOINT_OFFSET = (0.05, 0.1, 0.15, 0.2, 0.3)  # rad, at most, per arm joint
+_DISTRACTORS = (1, 2, 3, 4, 5)  # extra objects
+_DISTRACTOR_GAP = (0.1, 0.08, 0.06, 0.045, 0.03)  # m: each at least this clear of every object
+_DISTRACTOR_REACH = (0.3, 0.25, 0.2, 0.15, 0.12)  # m: and at most this far from the nearest one
+_DROP = 0.003  # m: distractors start this far above the surface and settle onto it
+# words that tell objects of one kind apart: a distractor sharing any other word with the instruction or
+# a scene object's category is left out ("yellow bowl" next to "the black bowl")
+_PLAIN_WORDS = frozenset({"red", "green", "blue", "yellow", "white", "black", "bigger", "new", "akita"})
 _GAP = 0.01  # m: objects keep this clear of each other and of fixtures
 _ORDERED = 0.03  # m: objects this far apart along x (or y) keep their order along it
 _JOINT_MARGIN = 0.05  # rad kept inside each joint's limits
@@ -211,6 +225,93 @@ def _moved(scene: dict[str, Any], moves: dict[str, np.ndarray]) -> dict[str, Any
     return scene
 
 
+def distractors(scene: dict[str, Any], spec: PerturbationSpec) -> dict[str, Any]:
+    """Objects from the scene's pool (``scene["pool"]``) that nothing in the scene or the instruction could
+    be mistaken for, placed on free table near the task objects (see the module)."""
+    rng, i, out = spec.rng(), spec.level - 1, copy.deepcopy(scene)
+    pool = [p for p in out["pool"] if not confusable(p["category"], out)]
+    placed: list[dict[str, Any]] = []
+    for k in rng.permutation(len(pool)):
+        if len(placed) == _DISTRACTORS[i]:
+            break
+        spot = _free_spot(rng, out, pool[int(k)], placed, i)
+        if spot is not None:
+            placed.append(spot)
+    out["distractors"] = placed
+    return out
+
+
+def _words(text: str) -> set[str]:
+    """A name's or sentence's words that name a kind of thing (colours and sizes dropped), singular."""
+    words = set(text.lower().replace("_", " ").split()) - _PLAIN_WORDS
+    return {w[:-1] if w.endswith("s") else w for w in words}
+
+
+def confusable(category: str, scene: dict[str, Any]) -> bool:
+    """Whether an object of ``category`` shares a word naming a kind of thing with the scene's instruction
+    or one of its object or fixture categories."""
+    taken = _words(scene["instruction"]).union(*(_words(c) for c in scene["categories"]))
+    return bool(_words(category) & taken)
+
+
+def _free_spot(
+    rng: np.random.Generator,
+    scene: dict[str, Any],
+    entry: dict[str, Any],
+    placed: list[dict[str, Any]],
+    i: int,
+) -> dict[str, Any] | None:
+    """A pose for ``entry`` by rejection sampling: inside the bounds and the agentview camera's picture
+    (``scene["view"]``), clear of every object by the level's
+    gap and of fixtures, goal regions and other distractors by ``_GAP``, the nearest object within the
+    level's reach (dropped when no draw meets it)."""
+    low, high = np.asarray(scene["bounds"]) + np.array([[1.0], [-1.0]]) * entry["radius"]
+    if np.any(low >= high):
+        return None
+    objects = [np.asarray([o["lo"], o["hi"]]) for o in scene["objects"]]
+    others = [np.asarray(b) for b in (*scene["obstacles"], *scene["keepout"])]
+    view = np.asarray(scene["view"])
+    for reach in (_DISTRACTOR_REACH[i], math.inf):
+        for _ in range(4 * _TRIES):
+            xy = rng.uniform(low, high)
+            gaps = [_box_gap(xy, box) - entry["radius"] for box in objects]
+            if gaps and (min(gaps) < _DISTRACTOR_GAP[i] or min(gaps) > reach):
+                continue
+            if not _in_polygon(xy, view) or any(_box_gap(xy, box) < entry["radius"] + _GAP for box in others):
+                continue
+            if any(np.hypot(*(xy - p["pos"][:2])) < entry["radius"] + p["radius"] + _GAP for p in placed):
+                continue
+            return _standing(rng, scene, entry, xy)
+    return None
+
+
+def _in_polygon(xy: np.ndarray, corners: np.ndarray) -> bool:
+    """Whether ``xy`` lies inside the convex polygon ``corners`` (in order, either way round)."""
+    edges, to_point = np.roll(corners, -1, axis=0) - corners, xy - corners
+    cross = edges[:, 0] * to_point[:, 1] - edges[:, 1] * to_point[:, 0]
+    return bool(np.all(cross >= 0) or np.all(cross <= 0))
+
+
+def _box_gap(xy: np.ndarray, box: np.ndarray) -> float:
+    """Distance from a point to an x-y box (0 inside)."""
+    return float(np.hypot(*np.maximum(np.maximum(box[0] - xy, 0.0), xy - box[1])))
+
+
+def _standing(
+    rng: np.random.Generator, scene: dict[str, Any], entry: dict[str, Any], xy: np.ndarray
+) -> dict[str, Any]:
+    """``entry`` at ``xy`` resting on the surface (just above it), turned about the vertical at random."""
+    yaw = rng.uniform(0, 2 * math.pi)
+    w, x, y, z = entry["quat"]
+    quat = (Rotation.from_rotvec([0.0, 0.0, yaw]) * Rotation.from_quat([x, y, z, w])).as_quat()
+    return {
+        "category": entry["category"],
+        "pos": _rounded([xy[0], xy[1], scene["surface_z"] + entry["bottom"] + _DROP]),
+        "quat": _rounded([quat[3], quat[0], quat[1], quat[2]]),
+        "radius": entry["radius"],
+    }
+
+
 @functools.cache
 def paraphrase_table() -> dict[str, tuple[str, ...]]:
     """The shipped paraphrases: instruction -> its five wordings (levels 1-5)."""
@@ -263,6 +364,14 @@ AXES: dict[str, Axis] = {
         "the arm's start joints",
         level_texts("each joint +-{:g}-{:g} rad", tuple(x / 2 for x in _JOINT_OFFSET), _JOINT_OFFSET),
         robot_init,
+    ),
+    "distractors": Axis(
+        "distractors",
+        "extra objects from LIBERO's and LIBERO-PRO's asset pool on free table near the task objects",
+        level_texts(
+            "{:g} objects, >= {:g} m clear, <= {:g} m away", _DISTRACTORS, _DISTRACTOR_GAP, _DISTRACTOR_REACH
+        ),
+        distractors,
     ),
     "paraphrase": Axis(
         "paraphrase",

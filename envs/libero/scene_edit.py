@@ -20,6 +20,7 @@ _SURFACES = ("table", "floor")  # fixture categories objects are laid out on
 _LAYOUT_MARGIN = 0.15  # m: objects stay this near the original layout (the robot's reach)
 _EDGE_MARGIN = 0.03  # m: objects stay this far inside the table's edges
 _HALVINGS = 4  # a start pose that touches anything is moved halfway back, at most this often
+_VIEW_INSET = 0.8  # an added object's centre stays inside this share of the agentview frame
 
 
 class ModelDefaults:
@@ -181,6 +182,79 @@ def _robot(raw_env: Any) -> dict[str, Any]:
     }
 
 
+def _categories(problem: dict[str, Any]) -> list[str]:
+    return sorted({c for group in ("objects", "fixtures") for c in problem[group]})
+
+
+def _surface_z(raw_env: Any, objects: list[dict[str, Any]]) -> float:
+    """The height the table's (or floor's) objects stand on: the median of their lowest points."""
+    model, data = _model_data(raw_env)
+    lows = []
+    for o in objects:
+        if o["rests_on"] == "surface":
+            joint = model.joint(f"{o['name']}_joint0")
+            lows.append(_z_low(model, data, _subtree(model, int(model.jnt_bodyid[joint.id]))))
+    return round(float(np.median(lows)), 6) if lows else 0.0
+
+
+def _z_low(model: Any, data: Any, bodies: list[int]) -> float:
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    geoms = np.flatnonzero(np.isin(model.geom_bodyid, bodies) & (model.geom_contype | model.geom_conaffinity))
+    return min(
+        float(
+            (
+                data.geom_xpos[g]
+                + (model.geom_aabb[g, :3] + signs * model.geom_aabb[g, 3:])
+                @ data.geom_xmat[g].reshape(3, 3).T
+            )[:, 2].min()
+        )
+        for g in geoms
+    )
+
+
+def _keepout(raw_env: Any, surfaces: set[str]) -> list[list[list[float]]]:
+    """The x-y boxes of the goal's regions that lie on the table (or floor): nothing may be added there."""
+    model, data = _model_data(raw_env)
+    problem = _problem(raw_env)
+    named = {str(a) for predicate in _flatten(problem["goal_state"]) for a in predicate[1:]}
+    boxes = []
+    for region in sorted(named & set(problem["regions"])):
+        site = mujoco_id(model, region)
+        if problem["regions"][region].get("target") in surfaces and site >= 0:
+            centre, half = data.site_xpos[site][:2], model.site_size[site][:2]
+            boxes.append([[float(v) for v in centre - half], [float(v) for v in centre + half]])
+    return boxes
+
+
+def _flatten(goal: list[Any]) -> list[list[Any]]:
+    """The atomic predicates of a parsed BDDL goal (``and``/``or``/``not`` unwrapped)."""
+    if goal and isinstance(goal[0], str) and goal[0].lower() in ("and", "or", "not"):
+        return [p for part in goal[1:] for p in _flatten(part)]
+    if goal and all(isinstance(part, list) for part in goal):
+        return [p for part in goal for p in _flatten(part)]
+    return [goal]
+
+
+def _view(raw_env: Any, surface_z: float) -> list[list[float]]:
+    """The corners of the surface the agentview camera sees, ``_VIEW_INSET`` inside its frame (x-y, in
+    order around it): where an added object is in the picture."""
+    model, data = _model_data(raw_env)
+    cam = model.camera(CAMERA).id
+    rotation, origin = data.cam_xmat[cam].reshape(3, 3), np.array(data.cam_xpos[cam])
+    half = np.tan(np.radians(model.cam_fovy[cam]) / 2) * _VIEW_INSET
+    corners = []
+    for u, v in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
+        ray = rotation @ np.array([u * half, v * half, -1.0])
+        corners.append([float(c) for c in (origin + ray * (surface_z - origin[2]) / ray[2])[:2]])
+    return corners
+
+
+def mujoco_id(model: Any, site: str) -> int:
+    import mujoco
+
+    return int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site))
+
+
 def describe_scene(raw_env: Any, instruction: str) -> dict[str, Any]:
     """What the perturbation axes may edit, read from the loaded scene (a JSON-safe dict)."""
     model, _ = _model_data(raw_env)
@@ -207,6 +281,11 @@ def describe_scene(raw_env: Any, instruction: str) -> dict[str, Any]:
         "bounds": _bounds(raw_env, objects, surfaces),
         "obstacles": _obstacles(raw_env, surfaces),
         "robot": _robot(raw_env),
+        "categories": _categories(_problem(raw_env)),
+        "surface_z": _surface_z(raw_env, objects),
+        "view": _view(raw_env, _surface_z(raw_env, objects)),
+        "keepout": _keepout(raw_env, surfaces),
+        "distractors": [],
     }
 
 

@@ -113,25 +113,28 @@ class Lattice:
         )
         if not goal.any():
             return np.full((n, 4), UNREACHABLE, dtype=np.int64)
-        state = np.arange(4 * n).reshape(n, 4)
-        sources = np.concatenate([state.ravel()] * 6)
-        targets = np.concatenate([state[nodes, heads].ravel() for nodes, heads in self._successors()])
-        backwards = csr_matrix((np.ones(len(sources)), (targets, sources)), shape=(4 * n, 4 * n))
-        dist = dijkstra(backwards, indices=state[goal].ravel(), unweighted=True, min_only=True)
+        # Every state has exactly six successors, so the graph's rows are built directly; and every action
+        # is undone by another (ahead/back, left/right, the two turns; a blocked move stays), so the
+        # distance from the goal states over it is the distance to them.
+        successors = self._successors().ravel()
+        graph = csr_matrix(
+            (np.ones(len(successors)), successors, np.arange(0, len(successors) + 1, 6)), shape=(4 * n, 4 * n)
+        )
+        goals = (4 * np.flatnonzero(goal)[:, None] + np.arange(4)).ravel()
+        dist = dijkstra(graph, indices=goals, unweighted=True, min_only=True)
         return np.where(np.isfinite(dist), dist, UNREACHABLE).astype(np.int64).reshape(n, 4)
 
-    def _successors(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """For each action id 0-5, the (node, heading) arrays reached from every state (blocked: stay)."""
+    def _successors(self) -> np.ndarray:
+        """``(N, 4, 6)``: the state ``4 node + k`` each EB action 0-5 leads to from ``(node, k)`` (blocked:
+        stay)."""
         n = len(self.points)
-        nodes, heads = np.repeat(np.arange(n)[:, None], 4, axis=1), np.tile(np.arange(4), (n, 1))
-        out = []
-        for action in range(6):
-            if action in _MOVE_OFFSETS:
-                direction = (heads + _MOVE_OFFSETS[action]) % 4
-                nxt = self.neighbour[nodes, direction]
-                out.append((np.where(nxt >= 0, nxt, nodes), heads))
-            else:
-                out.append((nodes, (heads + _TURNS[action]) % 4))
+        nodes, heads = np.arange(n)[:, None], np.arange(4)[None, :]
+        out = np.empty((n, 4, 6), dtype=np.int64)
+        for action, offset in _MOVE_OFFSETS.items():
+            nxt = self.neighbour[:, (heads[0] + offset) % 4]
+            out[:, :, action] = 4 * np.where(nxt >= 0, nxt, nodes) + heads
+        for action, turn in _TURNS.items():
+            out[:, :, action] = 4 * nodes + (heads + turn) % 4
         return out
 
     def next_state(self, node: int, k: int, action: int) -> tuple[int, int]:

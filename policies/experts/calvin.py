@@ -47,6 +47,10 @@ Q7_LIMIT = 2.6
 OPEN_FINGER = 0.045  # an open finger's centre from the grasp centre (the fingers open 8 cm)
 FINGER_ROOM = 0.012  # clearance an open finger needs from a neighbouring block
 GRASP_EDGE = 0.014  # closest a grasp moved along a block comes to its end
+# door grip point from the handle point (under its bar), along y and z: where the hand coming down meets the
+# bar. Aimed at the handle point, the hand pressed on the bar and IK slid hand and door 2.5 cm right before
+# the fingers closed, which a door left part-way by the previous subtask cannot spare (scene C's 24 cm).
+SLIDE_GRIP = (-0.014, 0.01)
 SWITCH_TILT = 1.0  # hand tipped toward the panel so the fingers close across the switch's thickness
 SWITCH_GRIP = (-0.007, 0.008)  # grip point from the lever point: along out-of-panel, along up-slope (m)
 
@@ -110,10 +114,22 @@ class Waypoint:
 
 
 class Tracker:
-    """Turns a waypoint list into relative (or absolute) CALVIN actions, one per step."""
+    """Turns a waypoint list into relative (or absolute) CALVIN actions, one per step.
+
+    It moves a reference pose toward the current waypoint by at most the waypoint's speed per step and
+    commands the target onto it; the waypoint is reached once the reference is on it, and the TCP must
+    then catch up within the waypoint's ``tol`` (or ``max_wait`` steps pass) before the next one. Without
+    actuation noise the env's target follows the commands exactly and the reference is that target, read
+    back each step. With noise on the action channel (the ``action_noise`` axis) the env's target lands
+    off the command every step: the reference keeps the noise-free path, so the waypoint is still reached
+    and each command also takes back the noise the last one met.
+    """
+
+    SYNCED = 1e-6  # a target this close to the reference followed the last command (float32 rounding)
 
     def __init__(self, waypoints: list[Waypoint]) -> None:
         self.waypoints, self.index, self.waited = waypoints, 0, 0
+        self.reference: tuple[np.ndarray, np.ndarray] | None = None  # the noise-free target pose
 
     @property
     def done(self) -> bool:
@@ -123,25 +139,42 @@ class Tracker:
         self, target_pos: np.ndarray, target_euler: np.ndarray, tcp_pos: np.ndarray, absolute: bool
     ) -> np.ndarray:
         wp = self.waypoints[self.index]
-        d_pos = wp.pos - target_pos
+        pos, euler = self._follow(target_pos, target_euler)
+        d_pos = wp.pos - pos
         dist = float(np.linalg.norm(d_pos))
         if dist > wp.speed:
             d_pos = d_pos * (wp.speed / dist)
         want = Rotation.from_matrix(wp.rot).as_euler("xyz")
-        d_orn = np.array([wrap(a) for a in want - target_euler])
+        d_orn = np.array([wrap(a) for a in want - euler])
         d_orn = np.clip(d_orn, -TURN, TURN)
         arrived = dist < 1e-4 and np.all(np.abs(d_orn) < 1e-4)
         if arrived:
             self._advance(wp, float(np.linalg.norm(wp.pos - tcp_pos)))
+        self.reference = (pos + d_pos, euler + d_orn)
         if absolute:
-            return np.array([*(target_pos + d_pos), *(target_euler + d_orn), wp.gripper])
-        return np.array([*(d_pos / C.MAX_REL_POSITION), *(d_orn / C.MAX_REL_ORIENTATION), wp.gripper])
+            return np.array([*self.reference[0], *self.reference[1], wp.gripper])
+        move = d_pos + (pos - target_pos)  # (the noise taken back; exactly zero when synced)
+        turn = d_orn + np.array([wrap(a) for a in euler - target_euler])
+        return np.array([*(move / C.MAX_REL_POSITION), *(turn / C.MAX_REL_ORIENTATION), wp.gripper])
+
+    def _follow(self, target_pos: np.ndarray, target_euler: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The reference pose: the env's target when it followed the last command, else the reference."""
+        if self.reference is not None:
+            pos, euler = self.reference
+            off = max(float(np.max(np.abs(pos - target_pos))), float(np.max(np.abs(euler - target_euler))))
+            if off > self.SYNCED:
+                return pos, euler
+        return target_pos, target_euler
 
     def _advance(self, wp: Waypoint, error: float) -> None:
         self.waited += 1
         caught_up = error < wp.tol or self.waited > wp.max_wait
         if caught_up and self.waited > wp.settle:
-            self.index, self.waited = self.index + 1, 0
+            self.skip()
+
+    def skip(self) -> None:
+        """Move on to the next waypoint."""
+        self.index, self.waited = self.index + 1, 0
 
 
 # -------------------------------------------------------------------------------------------- scene
@@ -226,10 +259,13 @@ def read_view(env: PlayTableInterface, start: Mapping[str, Any] | None = None) -
 
 def lift_off(view: View, z: float = SAFE_Z) -> list[Waypoint]:
     """Leave the current spot as it is (same orientation and gripper): out of the cabinet first, then up
-    to ``z``. Keeping the gripper matters: a subtask may start right after the fingers let go."""
+    to ``z``. Keeping the gripper matters: a subtask may start right after the fingers let go, or with a
+    block in the hand. Fingers closed on a handle are opened first (:func:`release_handle`)."""
     x, y, tz = view.tcp
     rot, gripper = view.target_rot, view.gripper
-    path = []
+    path = release_handle(view)
+    if path:
+        gripper = 1
     if in_cabinet(view.tcp):
         path += [
             Waypoint(np.array([x, y, tz + 0.02]), rot, gripper, SLOW),
@@ -238,6 +274,23 @@ def lift_off(view: View, z: float = SAFE_Z) -> list[Waypoint]:
         x, y = x, -0.02
     path.append(Waypoint(np.array([x, y, max(z, tz)]), rot, gripper, FAST, tol=0.03))
     return path
+
+
+HANDLE_LINKS = ("slide_link", "drawer_link", "switch_link")
+RELEASE_SETTLE = 4  # steps for the fingers to open off a handle
+
+
+def release_handle(view: View) -> list[Waypoint]:
+    """Open the fingers where they are if they are closed on the door's, drawer's or switch's handle.
+
+    A subtask counts as done mid-motion (the door 15 cm along, the drawer 12 cm), so the next one starts
+    with the handle still gripped; leaving with it gripped drags the door or drawer back a little, and the
+    door's next move then lacks the travel it needs (play data: the door left 0.155 m along by
+    ``move_slider_left`` came back to 0.149, short of ``move_slider_right``'s 0.15)."""
+    touching = {(c[0], c[1]) for c in view.snapshot["robot_contacts"]}
+    if view.gripper > 0 or not any((C.BODY_TABLE, link) in touching for link in HANDLE_LINKS):
+        return []
+    return [Waypoint(view.tcp, view.target_rot, 1, FAST, tol=0.02, settle=RELEASE_SETTLE)]
 
 
 def in_cabinet(point: np.ndarray) -> bool:
@@ -334,7 +387,17 @@ def plan_lift(view: View, color: str, where: str) -> list[Waypoint]:
     if where == "slider":
         rot = grasp_rotation(view, color, tilt=SLIDER_TILT, axis_along_x=True)
         centre = centre + np.array([0.0, -0.008, 0.0])
-        return grasp(view, color, rot, centre, 0.045)
+        path = grasp(view, color, rot, centre, 0.045)
+        shift = _roomy_lift_shift(view, color)
+        if shift is None:
+            return path
+        low = path[-2].pos + np.array([0.0, 0.0, CARRY_HEIGHT])
+        return [
+            *path[:-1],
+            Waypoint(low, rot, -1, SLOW, tol=0.01),
+            Waypoint(low + shift, rot, -1, SLOW, tol=0.01),
+            Waypoint(path[-1].pos + shift, rot, -1, SLOW, tol=0.02),
+        ]
     if where == "drawer":  # keep the hand clear of the table's front edge just behind the drawer
         rot = grasp_rotation(view, color, tilt=DRAWER_TILT, axis_along_x=True)
         if (
@@ -347,6 +410,30 @@ def plan_lift(view: View, color: str, where: str) -> list[Waypoint]:
             rot = down(choose_yaw(across, math.pi, view.yaw, view.q7), DRAWER_TILT)
         return grasp(view, color, rot, centre, 0.10)
     return grasp(view, color, *table_grasp(view, color), 0.10)
+
+
+CARRY_HEIGHT = 0.01  # a block carried this high inside the cabinet is off the plank, not yet "lifted"
+CARRY_MIN = 0.01  # a block this close to its compartment's evaluation spot is lifted where it lies
+CARRY_CLEAR = 0.1  # another block this close to that spot: lifted where it lies (no room to carry it there)
+
+
+def _roomy_lift_shift(view: View, color: str) -> np.ndarray | None:
+    """How far to carry a grasped cabinet block (just off the plank) before lifting it, or ``None``.
+
+    The hand reaching into the cabinet is wider than the block: lifted near the compartment's side wall,
+    the door or the sloped front's lip, it touches the cabinet at the moment the lift counts, and a
+    following ``place_in_slider`` (which needs the hand to touch the block alone at its start) can never
+    succeed. The compartment's evaluation spot (CALVIN's, moved with the scene's furniture) leaves the
+    hand room: a block elsewhere is carried there first (a block nearer the front only sideways), unless
+    another block stands near it."""
+    pos = np.asarray(view.block(color)["pos"], dtype=float)
+    spot = np.asarray(view.layout.spots(f"slider_{compartment_of(view, pos[0])}")[0][:2])
+    shift = np.array([spot[0] - pos[0], min(spot[1] - pos[1], 0.0)])  # (never deeper in: the lip)
+    others = [view.block(c)["pos"][:2] for c in C.BLOCK_COLORS if c != color]
+    goal = pos[:2] + shift
+    if np.linalg.norm(shift) < CARRY_MIN or any(np.linalg.norm(goal - o) < CARRY_CLEAR for o in others):
+        return None
+    return np.array([*shift, 0.0])
 
 
 def plan_rotate(view: View, color: str, sign: int) -> list[Waypoint]:
@@ -477,7 +564,7 @@ def slide_door_to(view: View, position: float) -> list[Waypoint]:
     if abs(shift) < 0.015:
         return []
     rot = down(choose_yaw(math.pi / 2, math.pi, view.yaw, view.q7))
-    grip = view.slide_handle + np.array([0.0, -0.004, 0.0])
+    grip = view.slide_handle + np.array([0.0, *SLIDE_GRIP])
     goal = grip + np.array([-(shift + math.copysign(0.01, shift)), 0.0, 0.0])  # + joint value = -x
     return [
         *travel(view, grip, rot, 1),
@@ -915,7 +1002,7 @@ class ScriptedExpert(Policy):
     def pass_waypoint(self) -> None:
         """Count the current waypoint as reached (the driver decided the robot got there)."""
         if self._tracker is not None and not self._tracker.done:
-            self._tracker.index, self._tracker.waited = self._tracker.index + 1, 0
+            self._tracker.skip()
 
     def checkpoint(self) -> tuple[Any, ...]:
         """The planning state (stage, waypoint, attempts), for :meth:`restore`."""

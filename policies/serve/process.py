@@ -6,7 +6,9 @@ why it cannot (``("error", line)``, raised as :class:`ServerStartError`); :meth:
 server that stopped mid-run. VLA action-head models use it with their own socket protocol
 (:mod:`vla.serving`); MLLM backends with :class:`BackendServerProcess`, which runs this package's
 OpenAI-compatible :class:`~policies.serve.server.ModelServer` on loopback (an ephemeral port, an API key
-made for the run). In each worker :func:`served_backend` is the model: an HTTP client of that server whose
+made for the run). :meth:`ServerProcess.batch_stats` asks either kind how full its batches were (the same
+keys: :meth:`~policies.serve.batcher.DynamicBatcher.stats`), :func:`batch_stats_line` says it in a line.
+In each worker :func:`served_backend` is the model: an HTTP client of that server whose
 response-cache identity is the served model's, so the cache, the records and the answers are those of the
 same model loaded in the worker (``--serve off``).
 """
@@ -44,6 +46,18 @@ def start_problem(err: BaseException, max_batch: int) -> str:
     if "out of memory" in text.lower() or type(err).__name__ == "OutOfMemoryError":
         return f"--max-batch {max_batch}: a batch of {max_batch} does not fit in memory ({text}); lower --max-batch"
     return f"the batched policy server could not load the model: {text}"
+
+
+def batch_stats_line(stats: dict[str, Any]) -> str:
+    """One line from a server's batch statistics: requests, forward passes, the mean batch against the
+    most, the histogram of batch sizes (size x passes) and the mean wait for a batch."""
+    sizes = " ".join(f"{k}x{v}" for k, v in stats["batch_sizes"].items()) or "-"
+    mean, most = float(stats["mean_batch_size"]), int(stats["max_batch"])
+    return (
+        f"batched server: {stats['requests']} requests in {stats['forward_passes']} forward passes, mean batch "
+        f"{mean:.2f} of {most} ({100 * mean / most:.0f} % full; size x passes: {sizes}), mean wait "
+        f"{1000 * float(stats['mean_queue_wait_s']):.1f} ms"
+    )
 
 
 class ServerProcess:
@@ -89,6 +103,11 @@ class ServerProcess:
             return None
         return f"the batched policy server died mid-run (exit code {self.process.exitcode})"
 
+    def batch_stats(self) -> dict[str, Any] | None:
+        """How full the batches have been (:func:`batch_stats_line`'s keys); ``None`` where the server does
+        not say (not running, no answer). Ask before :meth:`stop`."""
+        return None
+
     def stop(self) -> None:
         if self._conn is not None:
             with contextlib.suppress(OSError):  # (a server already gone)
@@ -132,7 +151,7 @@ class BackendServerProcess(ServerProcess):
         max_wait_ms: float,
         clients: int,
     ) -> None:
-        self.api_key = secrets.token_urlsafe(32)
+        self.api_key, self.url = secrets.token_urlsafe(32), None
         options = {**backend_options, "cache": False}  # the workers' clients keep the cache (same identity)
         server = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "clients": clients}
         super().__init__(_serve_backend, (model, options, server, self.api_key), "model-server")
@@ -141,7 +160,24 @@ class BackendServerProcess(ServerProcess):
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> ServedModel:
         url, model, identity = super().start(timeout_s)
+        self.url = url
         return ServedModel(url, self.api_key, model, identity)
+
+    def batch_stats(self) -> dict[str, Any] | None:
+        """The server's ``GET /stats`` (its batcher's counters), or ``None`` when it does not answer."""
+        import json
+        import urllib.request
+
+        if self.url is None or self.died() is not None:
+            return None
+        root = self.url.removesuffix("/v1")  # the API lives under /v1, the statistics at the root
+        request = urllib.request.Request(root + "/stats", headers={"Authorization": f"Bearer {self.api_key}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:  # loopback only
+                stats: dict[str, Any] = json.loads(answer.read())
+        except (OSError, ValueError):
+            return None
+        return stats
 
 
 def _serve_backend(

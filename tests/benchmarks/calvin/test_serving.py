@@ -22,14 +22,22 @@ def records(tmp_path, name):
     return [comparable(r) for r in RunDir(tmp_path / "calvin" / name).merged_records()]
 
 
-def test_batched_server_gives_the_sequential_records(tmp_path):
-    """Two chains, two worker processes sharing one server (batches of up to 2) vs one worker alone."""
+def test_batched_server_gives_the_sequential_records(tmp_path, capsys):
+    """Two chains, two worker processes sharing one server (batches of up to 2) vs one worker alone; the
+    server's batch statistics (histogram of sizes, mean wait) are printed and in summary.json."""
     run(tmp_path, "alone")
     run(tmp_path, "served", "--workers", "2", "--serve", "batched", "--max-batch", "2", "--max-wait-ms", "50")
     alone, served = records(tmp_path, "alone"), records(tmp_path, "served")
     assert len(served) == 2 and all(r["status"] == "ok" for r in served)
     assert served == alone
     assert served[0]["result"]["policy_calls"] == 12  # every step went through the server's queue
+    decisions = int(sum(r["result"]["policy_stats"]["model_calls"] for r in served))
+    serving = json.loads((tmp_path / "calvin" / "served" / "summary.json").read_text())["serving"]
+    assert serving["requests"] == decisions > 0 and serving["max_batch"] == 2
+    assert sum(int(size) * n for size, n in serving["batch_sizes"].items()) == decisions
+    assert serving["mean_queue_wait_s"] >= 0 and serving["model_s"] > 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("batched server:")]
+    assert len(line) == 1 and f"{decisions} requests in {serving['forward_passes']} forward passes" in line[0]
 
 
 def test_a_server_that_dies_mid_run_ends_the_run_with_one_line(tmp_path, monkeypatch, capsys):

@@ -42,6 +42,10 @@ def test_eb_navigation_workers_on_one_mllm_server_give_the_sequential_records(tm
     assert len(served) == 2 and all(r["status"] == "ok" for r in served)
     assert served == alone
     assert all(r["result"]["policy_stats"]["model_calls"] == 3 for r in served)
+    # the server's batch statistics, in the run's summary: its 6 answers in batches of 1 or 2
+    serving = json.loads((tmp_path / "embodied-nav" / "served" / "summary.json").read_text())["serving"]
+    assert serving["requests"] == 6 and serving["max_batch"] == 2
+    assert sum(int(k) * v for k, v in serving["batch_sizes"].items()) == 6
 
 
 def calvin_calls(path):

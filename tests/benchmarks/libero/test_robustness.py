@@ -18,7 +18,9 @@ from benchmarks.libero import main
 from benchmarks.libero.benchmark import CERTIFYING_EXPERT
 from benchmarks.robustness import certificate_key
 from benchmarks.robustness.certificates import FORMAT
+from envs.libero.distractors import POOL
 from envs.libero.perturbations import FAMILY, paraphrase_instruction
+from envs.libero.tasks import load_task
 from envs.perturbation import PerturbationSpec
 from policies.base import EpisodeContext, Policy
 
@@ -63,7 +65,7 @@ def _prefilled(path: Path, certified: dict[str, bool]) -> None:
 
 def test_a_perturbed_run_pairs_variants_with_the_clean_arm_and_leaks_nothing(tmp_path):
     certificates = tmp_path / "certificates.json"
-    _prefilled(certificates, {"paraphrase:4": True, "camera:2": False})
+    _prefilled(certificates, {"paraphrase:4": True, "camera:2": False, "distractors:2": True})
     SeesEverything.shown.clear()
     summary = main(
         [
@@ -81,7 +83,7 @@ def test_a_perturbed_run_pairs_variants_with_the_clean_arm_and_leaks_nothing(tmp
             "32",
             "--no-progress",
             "--perturb",
-            "paraphrase:4,camera:2",
+            "paraphrase:4,camera:2,distractors:2",
             "--certificates",
             str(certificates),
             "--output",
@@ -92,10 +94,15 @@ def test_a_perturbed_run_pairs_variants_with_the_clean_arm_and_leaks_nothing(tmp
     )
     records = RunDir(tmp_path / "libero" / "robust").merged_records()
     keys = [r["key"] for r in records]
-    assert keys == ["libero_goal/07/00", "libero_goal/07/00~paraphrase:4", "libero_goal/07/00~camera:2"]
+    assert keys == [
+        "libero_goal/07/00",
+        "libero_goal/07/00~paraphrase:4",
+        "libero_goal/07/00~camera:2",
+        "libero_goal/07/00~distractors:2",
+    ]
     extras = [r["result"]["extras"] for r in records]
     assert {e["episode_id"] for e in extras} == {"libero_goal/07/00"}
-    assert [e.get("certified") for e in extras] == [None, True, False]
+    assert [e.get("certified") for e in extras] == [None, True, False, True]
     assert all(e["certificate"]["cached"] for e in extras[1:])  # (no expert ran)
     table = summary.data["robustness"]
     assert (
@@ -106,7 +113,15 @@ def test_a_perturbed_run_pairs_variants_with_the_clean_arm_and_leaks_nothing(tmp
     # what the policy was shown: the clean instruction or the table's wording, and no spec field
     contexts = [s for s in SeesEverything.shown if s[0] == "context"]
     instruction = "turn on the stove"
-    assert [c[1] for c in contexts] == [instruction, paraphrase_instruction(instruction, 4), instruction]
+    assert [c[1] for c in contexts] == [
+        instruction,
+        paraphrase_instruction(instruction, 4),
+        instruction,
+        instruction,
+    ]
     shown = json.dumps(SeesEverything.shown, default=str)
-    for word in ("paraphrase", "camera", "~", "level", "perturb", "certif"):
+    for word in ("paraphrase", "camera", "distractor", "~", "level", "perturb", "certif"):
         assert word not in shown, word
+    scene = load_task("libero_goal", 7).bddl_file.read_text()
+    for category in POOL:  # no added object is named
+        assert category in scene or category.replace("_", " ") not in shown.replace("_", " "), category

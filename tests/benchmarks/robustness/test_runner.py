@@ -14,6 +14,7 @@ from benchmarks.robustness import (
     robustness_units,
     run_certified,
 )
+from envs.calvin.perturbations import FAMILY as CALVIN
 from envs.navigation.perturbations import FAMILY
 
 EPISODE = {"episode_id": "e0", "n": 1}
@@ -75,3 +76,34 @@ def test_summary_headline_is_the_clean_arm_and_certificates_are_saved(tmp_path):
     assert summary.data["robustness"]["axes"]["paraphrase"]["2"]["certification_rate"] == 100.0
     assert summary.markdown.startswith("# clean\n") and "| paraphrase | 2 |" in summary.markdown
     assert len(json.loads(path.read_text())["certificates"]) == 1
+
+
+def test_a_same_physics_variant_gets_the_clean_episodes_certificate(tmp_path):
+    """With ``axes_family``, variants on axes declared same_physics share one expert run of the clean
+    episode; other axes are certified on their own spec; without it every variant is."""
+    cache, calls = CertificateCache(tmp_path / "c.json"), []
+
+    def certify(axis, level, axes_family=CALVIN):
+        unit = WorkUnit(
+            0, f"e0~{axis}:{level}", 7, {"perturbation": {"axis": axis, "level": level, "seed": 7}}
+        )
+        record = run_certified(
+            unit,
+            cache,
+            family="fam",
+            expert="exp",
+            episode=EPISODE,
+            episode_id="e0",
+            run_policy=lambda p: {**_RECORD, "success": True, "extras": {}},
+            run_expert=lambda p: calls.append(p) or {**_RECORD, "success": True, "extras": {}},
+            axes_family=axes_family,
+        )
+        return record["extras"]["certificate"]
+
+    first, second = certify("camera", 1), certify("paraphrase", 5)
+    assert calls == [None] and first["key"] == second["key"] and second["cached"]
+    assert first["axis"] is None and first["certified"]
+    certify("block_positions", 2)
+    assert calls == [None, {"axis": "block_positions", "level": 2, "seed": 7}]
+    certify("lighting", 3, axes_family=None)
+    assert calls[-1] == {"axis": "lighting", "level": 3, "seed": 7}

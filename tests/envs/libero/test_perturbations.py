@@ -4,6 +4,8 @@ and nothing of the spec reaches observations, ``info`` or the instruction."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -51,6 +53,27 @@ def _scene() -> dict:
             "high": [2.9, 1.76, 2.9, -0.07, 2.9, 3.75, 2.9],
             "qposadr": [0, 1, 2, 3, 4, 5, 6],
         },
+        "categories": ["bowl", "cookies", "plate", "wooden_cabinet"],
+        "surface_z": 0.86,
+        "view": [[-0.45, -0.3], [0.3, -0.3], [0.3, 0.5], [-0.45, 0.5]],
+        "keepout": [[[-0.4, 0.3], [-0.3, 0.45]]],
+        "distractors": [],
+        "pool": [
+            {"category": c, "quat": [1.0, 0.0, 0.0, 0.0], "radius": 0.03 + 0.005 * k, "bottom": 0.04}
+            for k, c in enumerate(
+                (
+                    "butter",
+                    "ketchup",
+                    "milk",
+                    "moka_pot",
+                    "popcorn",
+                    "porcelain_mug",
+                    "white_bowl",
+                    "yellow_cookies",
+                    "yellow_plate",
+                )
+            )
+        ],
     }
 
 
@@ -64,6 +87,7 @@ SCENE_FIELDS = {
     "textures": {"materials"},
     "object_position": {"objects"},
     "robot_init": {"robot"},
+    "distractors": {"distractors"},
     "paraphrase": {"instruction"},
 }
 
@@ -117,6 +141,75 @@ def test_objects_move_feasibly_with_what_rests_on_them(level):
         assert np.all(np.sign(gap0) == np.sign(gap1))
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_distractors_stand_clear_on_the_table_and_are_never_confusable(level):
+    scene = _scene()
+    objects = [np.asarray([o["lo"], o["hi"]]) for o in scene["objects"]]
+    others = [np.asarray(b) for b in (*scene["obstacles"], *scene["keepout"])]
+    low, high = np.asarray(scene["bounds"])
+    for seed in range(5):
+        placed = P.distractors(scene, PerturbationSpec("distractors", level, seed))["distractors"]
+        assert len(placed) == P._DISTRACTORS[level - 1]
+        names = [p["category"] for p in placed]
+        assert len(set(names)) == len(names)
+        # "bowl", "plate" and "cookies" name scene objects: no bowl, plate or cookies of another colour
+        assert not {"white_bowl", "yellow_plate", "yellow_cookies"} & set(names)
+        for k, p in enumerate(placed):
+            xy, r = np.asarray(p["pos"][:2]), p["radius"]
+            assert np.all(xy - r >= low - 1e-9) and np.all(xy + r <= high + 1e-9)
+            assert P._in_polygon(xy, np.asarray(scene["view"]))
+            gaps = [P._box_gap(xy, box) - r for box in objects]
+            assert min(gaps) >= P._DISTRACTOR_GAP[level - 1] - 1e-9
+            assert all(P._box_gap(xy, box) >= r + P._GAP - 1e-9 for box in others)
+            for q in placed[k + 1 :]:
+                assert np.hypot(*(xy - q["pos"][:2])) >= r + q["radius"] + P._GAP - 1e-9
+            assert p["pos"][2] == pytest.approx(scene["surface_z"] + 0.04 + P._DROP)
+            assert np.linalg.norm(p["quat"]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_distractors_come_nearer_the_objects_with_the_level():
+    scene = _scene()
+    objects = [np.asarray([o["lo"], o["hi"]]) for o in scene["objects"]]
+
+    def nearest(level, seed):
+        placed = P.distractors(scene, PerturbationSpec("distractors", level, seed))["distractors"]
+        return [min(P._box_gap(np.asarray(p["pos"][:2]), b) - p["radius"] for b in objects) for p in placed]
+
+    far = [g for seed in range(5) for g in nearest(1, seed)]
+    near = [g for seed in range(5) for g in nearest(5, seed)]
+    assert min(far) >= P._DISTRACTOR_GAP[0] - 1e-9 and max(near) <= P._DISTRACTOR_REACH[4] + 1e-9
+    assert np.mean(near) < np.mean(far)
+
+
+def test_the_distractor_pool_holds_libero_pro_variants_with_their_assets():
+    pytest.importorskip("libero", reason="the libero extra is not installed")
+    from envs.libero import distractors
+    from envs.libero.bootstrap import assets_dir
+
+    distractors.register_pool()
+    from libero.libero.envs.base_object import OBJECTS_DICT
+
+    for category in distractors.POOL:
+        path = OBJECTS_DICT[category](name="probe").file
+        assert Path(path).is_file() and Path(path).is_relative_to(assets_dir()), category
+    assert {"yellow_moka_pot", "white_porcelain_mug", "blue_ketchup"} <= set(distractors.POOL)
+
+
+def test_a_distractor_bddl_adds_objects_and_changes_nothing_else():
+    from envs.libero import distractors
+
+    text = (
+        "(define (problem P)\n  (:objects\n    plate_1 - plate\n  )\n  (:init\n    (On plate_1 r)\n  )\n)\n"
+    )
+    edited = distractors.bddl_with(text, ["ketchup", "yellow_moka_pot"])
+    assert edited == text.replace(
+        "  (:objects\n", "  (:objects\n    ketchup_1 - ketchup\n    yellow_moka_pot_1 - yellow_moka_pot\n"
+    )
+    assert distractors.bddl_with(text, ["ketchup", "yellow_moka_pot"]) == edited
+    with pytest.raises(ValueError, match="objects"):
+        distractors.bddl_with("(define (problem P))", ["ketchup"])
+
+
 def test_robot_start_stays_inside_the_joint_limits():
     scene = _scene()
     for level in LEVELS:
@@ -158,6 +251,7 @@ CHANGED_OBS = {
     "textures": {"agentview_image", "eye_in_hand_image"},
     "object_position": {"agentview_image", "eye_in_hand_image"},
     "robot_init": {"agentview_image", "eye_in_hand_image", "joint_pos", "eef_pos", "eef_quat", "state"},
+    "distractors": {"agentview_image", "eye_in_hand_image"},
     "paraphrase": {"instruction"},
     "image_noise": {"agentview_image", "eye_in_hand_image"},
     "image_blur": {"agentview_image", "eye_in_hand_image"},
@@ -211,7 +305,8 @@ def test_every_axis_changes_what_it_says_only_the_same_bytes_every_time_and_leak
         first[axis] = obs
         assert _differing(clean_obs, obs) == CHANGED_OBS[axis], axis
         changed = {k for k in clean_scene if clean_scene[k] != scene[k]}
-        assert changed == SCENE_FIELDS.get(axis, set()), axis
+        if axis != "distractors":  # (a scene of its own: its test below)
+            assert changed == SCENE_FIELDS.get(axis, set()), axis
         assert obs.keys() == clean_obs.keys() and info == clean_info, axis  # nothing added, info as clean
         text = " ".join([obs["instruction"], repr(info)])
         assert axis not in text and "level" not in text and "~" not in text, axis
@@ -223,6 +318,54 @@ def test_every_axis_changes_what_it_says_only_the_same_bytes_every_time_and_leak
         obs, _, _ = _reset(env, PerturbationSpec(axis, 3, 11))
         assert _differing(first[axis], obs) == set(), axis
     assert _differing(clean_obs, _reset(env, None)[0]) == set()  # the clean scene comes back
+
+
+def _joints(raw_env) -> dict:
+    model, data = raw_env.env.sim.model._model, raw_env.env.sim.data._data
+    return {
+        model.joint(j).name: data.qpos[
+            model.jnt_qposadr[j] : model.jnt_qposadr[j] + (7 if model.jnt_type[j] == 0 else 1)
+        ].copy()
+        for j in range(model.njnt)
+    }
+
+
+def test_distractors_add_free_objects_touching_nothing_and_leave_the_scene_as_it_was(env):
+    from envs.libero import distractors
+
+    _reset(env, None)
+    clean_raw, clean = env.raw_env, _joints(env.raw_env)
+    cm = clean_raw.env.sim.model._model
+    bodies = {cm.body(b).name: (cm.body_pos[b].copy(), cm.body_quat[b].copy()) for b in range(cm.nbody)}
+    obs, _, _ = _reset(env, PerturbationSpec("distractors", 3, 11))
+    variant = env.raw_env
+    assert variant is not clean_raw
+    joints = _joints(variant)
+    assert all(np.array_equal(joints[name], value) for name, value in clean.items())  # objects, arm, drawers
+    added = sorted(set(joints) - set(clean))
+    assert len(added) == distractors.KINDS_PER_TASK and all(name.endswith("_1_joint0") for name in added)
+    placed = [n for n in added if joints[n][0] < 5]  # on the table; the others parked out of sight
+    assert len(placed) == 3 and all(joints[n][0] > 5 for n in added if n not in placed)
+    vm, vd = variant.env.sim.model._model, variant.env.sim.data._data
+    for name, (pos, quat) in bodies.items():  # fixtures where the clean reset put them
+        assert np.array_equal(vm.body(name).pos, pos) and np.array_equal(vm.body(name).quat, quat), name
+    extra = {vm.jnt_bodyid[vm.joint(n).id] for n in added}
+    extra |= {b for b in range(vm.nbody) if vm.body_rootid[b] in extra}
+    for g1, g2 in zip(vd.contact.geom1[: vd.ncon], vd.contact.geom2[: vd.ncon]):
+        assert not (vm.geom_bodyid[g1] in extra or vm.geom_bodyid[g2] in extra)  # (3 mm above the table)
+    words = obs["instruction"].lower()
+    assert not any(n.removesuffix("_1_joint0").replace("_", " ") in words for n in added)
+    text, original = env._variant_bddl.read_text(), env.task.bddl_file.read_text()
+    new_lines = [line for line in text.splitlines() if line not in original.splitlines()]
+    assert sorted(new_lines) == sorted(
+        f"    {n.removesuffix('_joint0')} - {n.removesuffix('_1_joint0')}" for n in added
+    )
+    assert text == distractors.bddl_with(original, [line.split()[-1] for line in new_lines])
+    for _ in range(5):  # the placed ones settle onto the table; the parked ones stay put
+        env.step(np.zeros(7, np.float32))
+    after = _joints(variant)
+    assert all(np.abs(after[n][:3] - joints[n][:3]).max() < 1e-5 for n in added if n not in placed)
+    assert all(np.abs(after[n][:2] - joints[n][:2]).max() < 0.01 for n in placed)
 
 
 def test_action_noise_changes_the_actions_not_the_start(env):
@@ -239,6 +382,7 @@ def test_action_noise_changes_the_actions_not_the_start(env):
     [
         ({"axis": "weather", "level": 1}, "an unknown axis"),
         ({"axis": "camera", "level": 6}, "1-5"),
+        ({"axis": "distractors", "level": 0}, "1-5"),
         ({"axis": "initial_position", "level": 1}, "an axis the family lacks"),
     ],
 )

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs.navigation.geometry import AGENT_RADIUS, Obstacles, segment_rect_distance
+from envs.navigation import geometry
+from envs.navigation.geometry import AGENT_RADIUS, Obstacles, house_bounds, segment_rect_distance
 from envs.navigation.planner import UNREACHABLE, Lattice
 from envs.navigation.scene import scene_obstacles
 from tests.nav_scenes import empty_room
@@ -46,6 +47,32 @@ def test_segment_rect_distance_matches_dense_sampling(x0, y0, x1, y1, rx, ry, w,
     assert exact >= sampled - step - 1e-9
 
 
+@settings(max_examples=60, deadline=None)
+@given(coord, coord, st.floats(-1, 1), st.booleans(), coord, coord, st.floats(0.05, 2), st.floats(0.05, 2))
+def test_axis_aligned_segments_take_the_box_form_and_agree_with_the_oblique_one(
+    x0, y0, length, along_x, rx, ry, w, h
+):
+    p0 = np.array([[x0, y0]])
+    p1 = p0 + (np.array([[length, 0.0]]) if along_x else np.array([[0.0, length]]))
+    rects = np.array([[rx, ry, rx + w, ry + h]])
+    oblique = geometry._oblique_segment_rect_distance(p0, p1, rects)
+    assert segment_rect_distance(p0, p1, rects) == pytest.approx(oblique, abs=1e-12)
+
+
+def test_lattice_moves_skip_the_oblique_sweep(monkeypatch):
+    """The lattice's moves are axis-aligned in axis-aligned homes: the cheap box form decides them all
+    (it halved the search an ``initial_position`` variant's first build waits for)."""
+
+    def refuse(*args):
+        raise AssertionError("the oblique form ran for an axis-aligned move")
+
+    monkeypatch.setattr(geometry, "_oblique_segment_rect_distance", refuse)
+    scene = empty_room()
+    for heading in (0.0, 90.0, 180.0, 270.0):
+        lattice = Lattice.build(scene_obstacles(scene), [0, 0, 4, 4], (0.5, 2.0), heading)
+        assert (lattice.neighbour >= 0).any()
+
+
 def test_thin_wall_blocks_even_when_both_ends_are_clear():
     wall = Obstacles(np.array([[0.5, -1.0, 0.52, 1.0]]), ("wall",))
     # no tunnelling check by ends
@@ -72,6 +99,39 @@ def test_lattice_steps_to_goal_in_an_empty_room():
     assert lattice.plan(dist, start, 2) == [1] * 6
     goal = lattice.nearest((2.0, 2.0))
     assert dist[goal].tolist() == [0, 0, 0, 0]
+
+
+def test_steps_to_goal_match_a_plain_backward_search_in_a_furnished_home():
+    from collections import deque
+
+    from envs.navigation.episodes import make_episode
+
+    ep = make_episode("base", 0)
+    agent = ep["agent"]
+    lattice = Lattice.build(
+        scene_obstacles(ep["scene"]),
+        house_bounds(ep["scene"]),
+        (agent["x"], agent["y"]),
+        agent["heading_deg"],
+    )
+    goal_xy = ep["target"]["position"][:2]
+    dist = lattice.steps_to_goal(goal_xy, 1.0)
+    states = [(n, k) for n in range(len(lattice.points)) for k in range(4)]
+    before = {s: [] for s in states}
+    for s in states:
+        for action in range(6):
+            before[lattice.next_state(*s, action)].append(s)
+    near = np.hypot(*(lattice.points - np.asarray(goal_xy)).T) <= 1.0 + 1e-9
+    expected = {s: 0 for s in states if lattice.free[s[0]] and near[s[0]]}
+    queue = deque(expected)
+    while queue:
+        s = queue.popleft()
+        for p in before[s]:
+            if p not in expected:
+                expected[p] = expected[s] + 1
+                queue.append(p)
+    assert all(dist[s] == expected.get(s, UNREACHABLE) for s in states)
+    assert len(expected) > 100  # (a real search, not a trivial one)
 
 
 def test_lattice_never_enters_walls_and_marks_unreachable():
