@@ -149,6 +149,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("libero", ["--serve", "batched"], "--serve"),
     ("libero", ["--tasks", "99"], "--tasks"),
     ("libero", ["--tasks", "first"], "--tasks"),
+    ("libero", ["--policy", "expert", "--suite", "libero_100"], "--suite"),
+    ("libero", ["--policy", "expert", "--suite", "libero_goal", "--tasks", "10"], "--tasks"),
     ("libero", ["--max-steps", "0"], "--max-steps"),
     ("libero", ["--num-steps-wait", "-1"], "--num-steps-wait"),
     ("libero", ["--image-orientation", "sideways"], "--image-orientation"),

@@ -32,6 +32,7 @@ from policies.experts.libero_clearance import (
     inner_half,
     palm_blocked,
     palm_reach,
+    push_point,
     rim_side,
 )
 from policies.experts.libero_entry import (
@@ -64,9 +65,14 @@ if TYPE_CHECKING:
 POS_UNIT, ROT_UNIT = 0.05, 0.5  # OSC_POSE: metres / radians per action unit
 OPEN, CLOSED = -1.0, 1.0
 FAST, SLOW = 1.0, 0.4  # cap of each translation component, in action units
+PULL = 0.7  # action units: a drawer gripped by its handle is pulled open this fast
 GAIN = 2.0  # action units per unit of position error (in 5 cm): full speed beyond 2.5 cm
 ROT_GAIN = 2.0
 STALL, STALL_MOVE, STALL_TURN = 12, 0.003, 0.02  # steps, m, rad: a waypoint the hand stops short of is passed
+GRIP_STEPS, GRIP_STILL = (
+    5,
+    0.0005,
+)  # steps, m: fingers closing or opening have stopped (gap moved < this in 2 steps)
 CLEARANCE = 0.05  # m: a carried object's base clears what lies under its path by this much
 MAX_HAND_Z = 1.40  # m (world): the highest the hand is sent
 APPROACH = 0.10  # m: the hand descends the last stretch to a grasp vertically
@@ -78,6 +84,8 @@ WRIST_ROOM = 0.05  # rad: a turn that would leave the wrist joint nearer its lim
 FINGER_OPEN, FINGER_HALF = 0.045, 0.012  # m: an open finger's offset from the grasp point, its half width
 LIFTED = 0.03  # m: an object raised by less than this after the lift was not grasped
 PLACE_REACH = 0.78  # m: the farthest from the shoulder the hand is sent to put something down
+WRIST_ABOVE = 0.21  # m: the wrist (the last two joints' crossing) above the site of a hand pointing down
+WRIST_REACH = 0.66  # m: the farthest from the shoulder the wrist is sent while the hand rises and turns
 SPREAD_MARGIN = 0.015  # m: objects sharing a region are put this far inside its corners
 RELEASE_GAP = {"in": 0.02, "on": 0.01}  # m: object base above the surface when the fingers open
 
@@ -172,6 +180,11 @@ class Scene:
 
     def hand(self) -> np.ndarray:
         return np.array(self.data.site_xpos[self.site])
+
+    def finger_gap(self) -> float:
+        """The distance between the two fingers' bodies (m)."""
+        a, b = (np.array(self.data.xpos[f]) for f in self.fingers)
+        return float(np.linalg.norm(b - a))
 
     def hand_rotation(self) -> np.ndarray:
         return np.array(self.data.site_xmat[self.site]).reshape(3, 3)
@@ -435,6 +448,32 @@ class Scene:
         return top
 
 
+def rise_point(shoulder: np.ndarray, xy: np.ndarray, z: float) -> np.ndarray:
+    """Where the hand rises to at height ``z`` from over ``xy``: there, or drawn toward the ``shoulder``
+    until the wrist, WRIST_ABOVE over a hand pointing down, is no farther than WRIST_REACH from it (a
+    hand turning to point down far out straightens the elbow against its limit, where the controller can
+    no longer bring it back toward the robot)."""
+    flat = np.asarray(xy, float)[:2] - shoulder[:2]
+    rise = z + WRIST_ABOVE - float(shoulder[2])
+    room = np.sqrt(max(WRIST_REACH**2 - rise**2, 0.0))
+    far = float(np.linalg.norm(flat))
+    if far <= room:
+        return np.array([*np.asarray(xy, float)[:2], z])
+    return np.array([*(shoulder[:2] + flat * room / far), z])
+
+
+def draw_in(scene: Scene, z: float, gripper: float) -> list[Waypoint]:
+    """A hand that is not pointing down and must rise to ``z`` beyond the wrist's reach
+    (:func:`rise_point`) is first drawn in toward the robot at its height, pointing as it points:
+    turning first would straighten the elbow before the hand came in. None otherwise."""
+    hand, point = scene.hand(), scene.hand_rotation()[:, 2]  # where the fingers point: the site's z
+    rise = rise_point(scene.shoulder(), hand, z)
+    if float(point[2]) < -0.9 or float(np.linalg.norm(rise[:2] - hand[:2])) < 0.01:
+        return []
+    at = np.array([*rise[:2], hand[2]])
+    return [Waypoint(at, scene.finger_axis(), gripper, tol=0.02, approach=_direction(point))]
+
+
 def travel_over(
     scene: Scene, above: np.ndarray, axis: np.ndarray, gripper: float, twist: float = 0.0
 ) -> list[Waypoint]:
@@ -446,7 +485,15 @@ def travel_over(
     if travel_z <= above[2] + 0.01:
         return []
     return [
-        Waypoint(np.array([*hand[:2], travel_z]), axis, gripper, tol=0.03, turn_tol=TRAVEL_TURN, twist=twist),
+        *draw_in(scene, travel_z, gripper),
+        Waypoint(
+            rise_point(scene.shoulder(), hand, travel_z),
+            axis,
+            gripper,
+            tol=0.03,
+            turn_tol=TRAVEL_TURN,
+            twist=twist,
+        ),
         Waypoint(
             np.array([*above[:2], travel_z]), axis, gripper, tol=0.02, turn_tol=TRAVEL_TURN, twist=twist
         ),
@@ -513,7 +560,10 @@ class PickPlace:
         travel_z = min(max(hand[2], above[2], obstacles + CLEARANCE + FINGERS), MAX_HAND_Z)
         near = grasp + np.array([0, 0, NEAR])
         return [
-            Waypoint(np.array([*hand[:2], travel_z]), axis, OPEN, tol=0.03, turn_tol=TRAVEL_TURN),
+            *draw_in(scene, travel_z, OPEN),
+            Waypoint(
+                rise_point(scene.shoulder(), hand, travel_z), axis, OPEN, tol=0.03, turn_tol=TRAVEL_TURN
+            ),
             # across at the travel height, then down: a diagonal descent clips what lies under the way
             *(
                 [Waypoint(np.array([*above[:2], travel_z]), axis, OPEN, tol=0.02)]
@@ -524,7 +574,9 @@ class PickPlace:
             *([Waypoint(near, axis, OPEN, tol=0.015)] if above[2] > near[2] + 0.01 else []),
             Waypoint(grasp, axis, OPEN, speed=SLOW, tol=0.008),
             Waypoint(grasp, axis, CLOSED, speed=SLOW, tol=0.02, settle=12),
-            Waypoint(grasp + np.array([0, 0, 0.15]), axis, CLOSED, speed=SLOW, tol=0.02),
+            # off the support slowly, then up at full speed (the grip holds once the object hangs free)
+            Waypoint(grasp + np.array([0, 0, LIFTED + 0.02]), axis, CLOSED, speed=SLOW, tol=0.015),
+            Waypoint(grasp + np.array([0, 0, 0.15]), axis, CLOSED, tol=0.02),
         ]
 
     def _grasp_pose(
@@ -779,10 +831,12 @@ class Articulate:
         return [
             Waypoint(lift, vertical, OPEN, tol=0.03, approach=point, max_steps=100),
             Waypoint(front, vertical, OPEN, tol=0.012, approach=point),
+            # quickly to just short of the bar, the last stretch slowly (the open pads straddle it)
+            Waypoint(start + out * NEAR, vertical, OPEN, tol=0.012, approach=point),
             Waypoint(start, vertical, OPEN, speed=SLOW, tol=0.008, approach=point),
             Waypoint(start, vertical, CLOSED, speed=SLOW, tol=0.02, settle=12, approach=point),
             Waypoint(
-                start + out * travel, vertical, CLOSED, speed=SLOW, tol=0.015, max_steps=90, approach=point
+                start + out * travel, vertical, CLOSED, speed=PULL, tol=0.015, max_steps=90, approach=point
             ),
             Waypoint(start + out * (travel + 0.06), vertical, OPEN, tol=0.03, approach=point),
         ]
@@ -1053,8 +1107,10 @@ class Nudge:
         reach = abs(u[0]) * half[0] + abs(u[1]) * half[1]  # the box's half extent along the push
         z = float(lo[2]) + min(float(half[2]), 0.03)
         start = np.array([*centre[:2], z]) - u * (reach + NUDGE_GAP)
+        across = abs(u[1]) * half[0] + abs(u[0]) * half[1]  # the box's half extent across the push
+        # fingers close across the push (the pair's flat side leads), where the palm comes down clear
+        start, side = push_point(start, u, across, *scene._geom_boxes(self.obj))
         end = start + u * (self.shift + NUDGE_GAP)
-        side = np.array([-u[1], u[0], 0.0])  # fingers close across the push: the pair's flat side leads
         hand = scene.hand()
         above = np.array([*start[:2], min(max(float(hi[2]) + 0.08, hand[2]), MAX_HAND_Z)])
         return [
@@ -1203,9 +1259,11 @@ def rotation_toward(
 class Tracker:
     """Native actions toward a list of waypoints, closed loop on the measured hand pose."""
 
-    def __init__(self, waypoints: list[Waypoint]) -> None:
+    def __init__(self, waypoints: list[Waypoint], gripper: float = OPEN) -> None:
         self.waypoints, self.index, self.steps, self.held = waypoints, 0, 0, 0
         self.history: list[tuple[np.ndarray, float]] = []  # (hand position, turn left) at this waypoint
+        self.gaps: list[float] = []  # the fingers' gap at each step of this waypoint
+        self.gripper = gripper  # the gripper command before this waypoint
 
     @property
     def done(self) -> bool:
@@ -1227,15 +1285,23 @@ class Tracker:
         if reached:
             self.held += 1
         self.history.append((hand, float(np.linalg.norm(turn))))
+        self.gaps.append(scene.finger_gap())
         if (
-            (reached and self.held > wp.settle)
+            (reached and (self.held > wp.settle or self._gripped(wp)))
             or self.steps > wp.max_steps
             or (not reached and self._stalled())
         ):
-            self.index, self.steps, self.held, self.history = self.index + 1, 0, 0, []
+            self.index, self.steps, self.held, self.history, self.gaps = self.index + 1, 0, 0, [], []
+            self.gripper = wp.gripper
         move = np.clip(base_rotation.T @ error / POS_UNIT * GAIN, -wp.speed, wp.speed)
         spin = np.clip(base_rotation.T @ turn / ROT_UNIT * ROT_GAIN, -1.0, 1.0)
         return np.array([*move, *spin, wp.gripper])
+
+    def _gripped(self, wp: Waypoint) -> bool:
+        """A waypoint that closes or opens the fingers is held until they stop (not its whole settle)."""
+        if wp.gripper == self.gripper or self.held < GRIP_STEPS or len(self.gaps) < 3:
+            return False
+        return abs(self.gaps[-1] - self.gaps[-3]) < GRIP_STILL
 
     def _stalled(self) -> bool:
         """The hand has neither moved nor turned for STALL steps: blocked (by contact or its reach)."""
@@ -1290,7 +1356,8 @@ class LiberoExpert(Policy):
             if not self._stages:
                 gripper = self.libero_env().noop_action()[6]
                 return np.array([0, 0, 0, 0, 0, 0, gripper], np.float32)
-            self._tracker = Tracker(self._stages.pop(0)(scene))
+            gripper = self._tracker.gripper if self._tracker is not None else OPEN
+            self._tracker = Tracker(self._stages.pop(0)(scene), gripper)
         base = self._base_rotation()
         return self._tracker.action(scene, base).astype(np.float32)
 

@@ -68,6 +68,36 @@ def palm_blocked(site: np.ndarray, finger_axis: np.ndarray, lows: np.ndarray, hi
     return bool(np.any(tall & rect_meets_boxes(site, finger_axis, PALM_HALF, lows, highs)))
 
 
+PUSH_TURNS = (0.0, 15.0, -15.0, 30.0, -30.0)  # deg: finger axes tried for a push, from across it
+PUSH_OFFSET_STEP = 0.005  # m: push points tried this far apart along the object's trailing side
+PUSH_OFFSET_SHARE = 0.85  # ... out to this share of the object's half width across the push
+
+
+def push_point(
+    start: np.ndarray, push: np.ndarray, half_across: float, lows: np.ndarray, highs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(hand site, finger axis)`` for closed fingertips to come down at ``start`` (xyz, behind an
+    object) and push it along the horizontal unit ``push``, the palm clear of the boxes (the object's
+    neighbours): the fingers across the push at ``start`` when that is clear, else the push point nearest
+    ``start`` along the object's side (within PUSH_OFFSET_SHARE of ``half_across``), the finger axis
+    turned by PUSH_TURNS; ``start`` across the push when nothing is clear (the palm lands on a
+    neighbour, as before)."""
+    u = np.asarray(push, float)[:2] / max(float(np.linalg.norm(np.asarray(push, float)[:2])), 1e-9)
+    side = np.array([-u[1], u[0], 0.0])
+    steps = int(PUSH_OFFSET_SHARE * half_across / PUSH_OFFSET_STEP)
+    offsets = sorted((k * PUSH_OFFSET_STEP for k in range(-steps, steps + 1)), key=abs)
+    for offset in offsets:
+        site = np.asarray(start, float) + side * offset
+        for turn in PUSH_TURNS:
+            a = np.radians(turn)
+            axis = np.array(
+                [np.cos(a) * side[0] - np.sin(a) * side[1], np.sin(a) * side[0] + np.cos(a) * side[1], 0.0]
+            )
+            if not palm_blocked(site, axis, lows, highs):
+                return site, axis
+    return np.asarray(start, float), side
+
+
 def rim_side(
     centre: np.ndarray,
     inset_radius: float,

@@ -271,6 +271,64 @@ def test_a_grip_keeps_the_wrist_s_room_for_the_twists_to_come_on_their_side():
     )
 
 
+def test_a_hand_rises_where_the_wrist_keeps_room_and_a_turned_hand_is_drawn_in_first():
+    from types import SimpleNamespace
+
+    from policies.experts.libero import OPEN, WRIST_ABOVE, WRIST_REACH, draw_in, rise_point
+
+    # libero_goal task 3 state 0, traced: after pulling the drawer the hand, facing it (-y), rose to
+    # 1.23 m at x = 0.02 while turning to point down; the elbow straightened against its limit and the
+    # hand, sent back toward the robot, drifted away from it for 80 steps
+    shoulder = np.array([-0.66, 0.0, 1.245])
+    up = rise_point(shoulder, np.array([0.021, 0.065]), 1.228)
+    assert np.linalg.norm(up + np.array([0, 0, WRIST_ABOVE]) - shoulder) == pytest.approx(WRIST_REACH)
+    assert up[2] == 1.228 and up[0] < 0.021 - 0.04  # drawn in toward the shoulder, on its line
+    assert np.cross(up[:2] - shoulder[:2], np.array([0.021, 0.065]) - shoulder[:2]) == pytest.approx(0)
+    near = rise_point(shoulder, np.array([-0.2, 0.0]), 1.228)
+    assert np.allclose(near, [-0.2, 0.0, 1.228])  # within reach: straight up
+    facing = Rotation.from_euler("x", -90, degrees=True).as_matrix() @ np.diag([1.0, -1.0, -1.0])
+    assert np.allclose(facing[:, 2], [0.0, -1.0, 0.0])  # the site's z axis: the fingers point along -y
+    scene = SimpleNamespace(
+        hand=lambda: np.array([0.021, 0.065, 1.09]),
+        hand_rotation=lambda: facing,
+        shoulder=lambda: shoulder,
+        finger_axis=lambda: np.array([0.0, 0.0, 1.0]),
+    )
+    (first,) = draw_in(scene, 1.228, OPEN)  # first in at its height, still facing the drawer
+    assert np.allclose(first.pos, [*up[:2], 1.09]) and np.allclose(first.approach, [0.0, -1.0, 0.0])
+    scene.hand_rotation = lambda: np.diag([1.0, -1.0, -1.0])  # pointing down already: nothing to do
+    assert draw_in(scene, 1.228, OPEN) == []
+
+
+def test_fingers_closing_are_waited_for_until_they_stop_not_the_whole_settle():
+    from types import SimpleNamespace
+
+    from policies.experts.libero import CLOSED, GRIP_STEPS, OPEN, Tracker, Waypoint, Wrist
+
+    gaps = iter([0.08, 0.07, 0.06, 0.05, 0.045, 0.044, 0.044, 0.044, 0.044, 0.044, 0.044, 0.044] * 3)
+    scene = SimpleNamespace(
+        hand=lambda: np.zeros(3),
+        hand_rotation=lambda: np.diag([1.0, -1.0, -1.0]),
+        finger_axis=lambda: np.array([0.0, -1.0, 0.0]),
+        wrist=lambda toward=None: Wrist(np.array([0.0, 0.0, -1.0]), 0.0, -2.9, 2.9),
+        finger_gap=lambda: next(gaps),
+    )
+    axis = np.array([0.0, 1.0, 0.0])
+    grip = Tracker([Waypoint(np.zeros(3), axis, CLOSED, settle=12)], gripper=OPEN)
+    steps = 0
+    while not grip.done:
+        grip.action(scene, np.eye(3))
+        steps += 1
+    assert steps == max(GRIP_STEPS, 8)  # the gap stops at the 6th step, still 2 steps later: not 13
+    # a hold that does not change the gripper (an object left to swing) keeps its whole settle
+    hold = Tracker([Waypoint(np.zeros(3), axis, CLOSED, settle=12)], gripper=CLOSED)
+    steps = 0
+    while not hold.done:
+        hold.action(scene, np.eye(3))
+        steps += 1
+    assert steps == 13
+
+
 def test_rotation_toward_turns_the_fingers_onto_the_axis_and_keeps_the_hand_down():
     from policies.experts.libero import rotation_toward
 

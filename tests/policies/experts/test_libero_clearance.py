@@ -10,7 +10,9 @@ from policies.experts.libero_clearance import (
     drawer_clearance,
     hand_blocked,
     inner_half,
+    palm_blocked,
     palm_reach,
+    push_point,
     rect_meets_boxes,
     rim_side,
 )
@@ -100,3 +102,22 @@ def test_the_palm_reaches_along_the_drawer_only_when_the_fingers_close_along_it(
     assert palm_reach(np.array([0.046, 0.08, 0.027]), out, rim=False) == PALM_HALF[1]
     # a bowl: the hand takes a rim side clear of the drawer, the palm across
     assert palm_reach(np.array([0.107, 0.107, 0.051]), out, rim=True) == PALM_HALF[1]
+
+
+def test_a_push_comes_down_off_centre_where_a_neighbour_stands_beside_its_start():
+    # libero_goal task 3 state 1, traced: a bowl (10.7 cm wide) pushed along +y, the fingertips coming
+    # down 2 cm behind it; the wine bottle stands 7 cm to the -x side of that point, under the palm
+    start, push = np.array([-0.097, -0.063, 0.925]), np.array([0.0, 1.0])
+    bottle = ([-0.208, -0.065, 0.90], [-0.166, -0.021, 1.057])
+    lows, highs = _boxes(TABLE, bottle)
+    site, axis = push_point(start, push, 0.0535, lows, highs)
+    # moved along the bowl's side away from the bottle, the push still on the bowl (within 85 % of its
+    # half width), the palm clear; straight behind the middle it was not
+    assert 0 < site[0] - start[0] <= 0.85 * 0.0535 and site[1:] == pytest.approx(start[1:])
+    assert palm_blocked(start, np.array([1.0, 0.0, 0.0]), lows, highs)
+    assert not palm_blocked(site, axis, lows, highs) and abs(axis[0]) > np.cos(np.radians(31))
+    # nothing beside it: straight behind the middle; nowhere clear: straight behind the middle too
+    site, axis = push_point(start, push, 0.0535, *_boxes(TABLE))
+    assert np.allclose(site, start) and np.allclose(np.abs(axis), [1.0, 0.0, 0.0])
+    wall = ([-0.4, -0.2, 0.9], [0.4, -0.05, 1.2])
+    assert np.allclose(push_point(start, push, 0.0535, *_boxes(TABLE, wall))[0], start)
