@@ -167,11 +167,11 @@ def train_for_budget(args: argparse.Namespace, backbone: str, data: Path, run: P
     first epoch is far slower than the rest), so there is no step-planned cosine decay here."""
     from vla.train import train
 
+    wall = None  # not measured in this invocation
     if args.eval_only:
         final = run / "checkpoints" / "last"
         if not final.exists():
             raise SystemExit(f"--eval-only: no checkpoint at {final}; run once without --eval-only to train")
-        wall = None  # not measured in this invocation
     else:
         began = time.perf_counter()
         final = train(train_config(args, backbone, data, run, **budget_settings(args, backbone, data, run)))
@@ -196,7 +196,7 @@ def budget_settings(args: argparse.Namespace, backbone: str, data: Path, run: Pa
 
     from vla.train import TRAIN_CONFIG_FILE
 
-    if getattr(args, "max_steps", None) is None:  # (calvin_abc_d's arguments have no --max-steps)
+    if not getattr(args, "max_steps", None):  # None or 0: the wall clock
         shutil.rmtree(run, ignore_errors=True)
         return dict(max_steps=10**7, time_budget_s=60.0 * args.budget_min, min_lr_ratio=1.0)
     settings: dict[str, object] = dict(

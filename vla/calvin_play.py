@@ -23,7 +23,8 @@ Written per split (``OUT/<split>/``, default ``training``: CALVIN's ABC->D train
 - ``ep_start_end_ids.npy``; ``scene_info.npy`` (``{"calvin_scene_X": [first, last]}``, as CALVIN's ABC
   splits have);
 - ``lang_annotations/auto_lang_ann.npy``: one window per successful subtask, ending on the frame whose
-  action completed it and at most :data:`WINDOW` frames long (CALVIN's annotation window length), with a
+  action completed it and at most ``--window`` frames long (default :data:`WINDOW`, CALVIN's annotation
+  window length; never reaching back before the subtask's first frame), with a
   sentence drawn from CALVIN's training annotations (the evaluation sentences are held out,
   :func:`envs.calvin.instructions.train_instructions`); ``language.emb`` is left out (it needs
   CALVIN's sentence encoder; the project's readers use ``ann``);
@@ -79,6 +80,12 @@ class PlayConfig:
     format: str = arg("calvin,lerobot", "formats to write: calvin, lerobot or calvin,lerobot")
     joint_noise: float = arg(0.1, "std (radians) of the noise on each start joint", minimum=0)
     ep_len: int = arg(360, "step budget of the expert per subtask (CALVIN's)", minimum=1)
+    window: int = arg(
+        WINDOW,
+        "frames per annotation window, ending on the success frame and never before the subtask's first "
+        "(CALVIN: 64; the scripted expert's subtasks are longer, so a larger value annotates the approach too)",
+        minimum=1,
+    )
     max_failures: int = arg(3, "failed subtasks in a row before the scene is reset (new episode)", minimum=1)
     tasks: str = arg(
         "",
@@ -89,10 +96,10 @@ class PlayConfig:
     def check(self) -> None:
         if not self.out:
             raise InputError("--out DIR is required (the dataset root to write)")
-        if self.frames < 1 or self.ep_len < 1 or self.max_failures < 1:
+        if min(self.frames, self.ep_len, self.max_failures, self.window) < 1:
             raise InputError(
-                f"--frames, --ep-len and --max-failures must be >= 1; got {self.frames}, {self.ep_len}, "
-                f"{self.max_failures}"
+                f"--frames, --ep-len, --max-failures and --window must be >= 1; got {self.frames}, "
+                f"{self.ep_len}, {self.max_failures}, {self.window}"
             )
         scene_list(self.scenes)
         format_list(self.format)
@@ -181,6 +188,7 @@ class Sinks:
 
     calvin: CalvinWriter
     lerobot: LeRobotWriter | None
+    window: int = WINDOW  # the longest annotation window: how far back LeRobot frames are kept
     recent: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)  # index -> LeRobot frame
     pending: list[tuple[int, int, str]] = field(default_factory=list)  # window first, last, sentence
     vectors: dict[str, list[np.ndarray]] = field(
@@ -203,7 +211,7 @@ class Sinks:
             rows = [self.recent[t] for t in range(first, min(last + CHUNK - 1, index) + 1)]
             if self.lerobot is not None:
                 self.lerobot.add_episode({k: np.stack([r[k] for r in rows]) for k in rows[0]}, sentence)
-        keep = min([p[0] for p in self.pending], default=index + 1 - WINDOW)
+        keep = min([p[0] for p in self.pending], default=index + 1 - self.window)
         for t in [t for t in self.recent if t < keep]:
             del self.recent[t]
 
@@ -314,9 +322,10 @@ def _subtask(
         return state, obs, failures + 1
     report.succeeded[task] += 1
     last = first + episode.success_step
-    sinks.calvin.annotate(max(first, last - WINDOW + 1), last, task, sentence)
+    start = max(first, last - config.window + 1)
+    sinks.calvin.annotate(start, last, task, sentence)
     if sinks.lerobot is not None:
-        sinks.pending.append((max(first, last - WINDOW + 1), last, sentence))
+        sinks.pending.append((start, last, sentence))
     return after, obs, 0
 
 
@@ -393,7 +402,7 @@ def generate(config: PlayConfig) -> dict[str, Any]:
     split = root / config.split
     writer = CalvinWriter(split)
     lerobot = lerobot_writer(root / "lerobot") if "lerobot" in formats else None
-    sinks, reports, spans = Sinks(writer, lerobot), {}, {}
+    sinks, reports, spans = Sinks(writer, lerobot, config.window), {}, {}
     for index, scene in enumerate(scene_list(config.scenes)):
         first = writer.next_index
         reports[scene] = play_scene(scene, index, sinks, config).row()

@@ -65,6 +65,16 @@ def mcnemar_p(b: int, c: int) -> float:
     return min(1.0, 2 * tail)
 
 
+def mcnemar_one_sided_p(b: int, c: int) -> float:
+    """The exact one-sided McNemar p-value that the second policy is the better one: with ``b`` pairs only
+    the first solved and ``c`` only the second, P(X >= c) for X ~ Binomial(b + c, 1/2) (1.0 without
+    discordant pairs)."""
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got {b} and {c}")
+    n = b + c
+    return sum(math.comb(n, k) for k in range(c, n + 1)) / 2**n if n else 1.0
+
+
 def mcnemar_exact(
     a: Sequence[bool], b: Sequence[bool], *, confidence: float = CONFIDENCE, seed: int = SEED
 ) -> PairedResult:

@@ -37,19 +37,33 @@ def test_scenes_side_by_side_with_intervals_and_pairs_against_d(tmp_path):
 def test_parse_args_tiny_and_the_blind_policies():
     args = parse_args(["--tiny"])
     assert (args.frames, args.num_sequences, args.ep_len) == (150, 2, 8)
-    assert parse_args([]).tasks == "open_drawer,close_drawer,move_slider_left,move_slider_right"
+    default = parse_args([])
+    assert (default.tasks, default.window, default.steps) == ("open_drawer,close_drawer", 360, 800)
     blind = blind_policies()
     assert list(blind)[:2] == ["random", "constant-0_0_0_0_0_0_1"] and len(blind) == 9
     assert all(argv[-2:] == ["--cameras", "none"] for argv in blind.values())
 
 
+def test_a_step_budget_resumes_and_a_wall_clock_budget_starts_afresh(tmp_path):
+    from bench.vla_learning import budget_settings
+
+    run, data = tmp_path / "run", tmp_path / "data"
+    steps = parse_args(["--max-steps", "300"])
+    first = budget_settings(steps, "b", data, run)
+    assert first["max_steps"] == 300 and first["time_budget_s"] is None and "resume" not in first
+    clock = budget_settings(parse_args(["--max-steps", "0", "--budget-min", "2"]), "b", data, run)
+    assert clock["time_budget_s"] == 120.0 and "resume" not in clock and not run.exists()
+
+
 def test_report_tables_show_n_successes_and_intervals():
     completed = [1, 0, 0, 1]
     data = {"chains": 4, **chain_metrics(completed), **chain_intervals(completed)}
-    versus = {"baseline": "random", "success": {"n": 4, "difference": 0.5, "ci": [0.0, 1.0], "p_value": 0.5}}
+    success = {"n": 4, "difference": 0.5, "ci": [0.0, 1.0], "p_value": 0.5}
+    one_sided = {"trained_only": 2, "baseline_only": 0, "p": 0.25}
+    versus = {"baseline": "random", "success": success, "one_sided": one_sided}
     head, pair = report_tables({"trained": data}, versus)
     assert head["rows"][0][:4] == ["trained", 4, 2, "50.0 [15.0, 85.0]"]
-    assert pair["rows"] == [["random", 4, "50.0 [0.0, 100.0]", "0.5"]]
+    assert pair["rows"] == [["random", 4, "50.0 [0.0, 100.0]", "2 / 0", "0.5", "0.25"]]
 
 
 def test_gpu_script_parses():

@@ -154,12 +154,18 @@ def test_tasks_restrict_the_draws_and_a_dead_end_is_seen():
             PlayConfig(out="x", scenes="A", tasks=text).check()
 
 
-def test_restricted_play_records_only_the_chosen_tasks(tmp_path):
-    argv = ["--scenes", "D", "--frames", "160", "--format", "calvin", "--tasks", "open_drawer,close_drawer"]
+def test_restricted_play_records_only_the_chosen_tasks_in_whole_subtask_windows(tmp_path):
+    """``--window 360``: the first subtask (the expert's reach to the handle and the drawer move, longer
+    than CALVIN's 64 frames) is annotated from its first frame; both formats hold the same windows."""
+    argv = ["--scenes", "D", "--frames", "160", "--tasks", "open_drawer,close_drawer", "--window", "360"]
     row = main(["--env", "calvin", *argv, "--out", str(tmp_path)])["scenes"]["D"]
     assert row["succeeded"] >= 1 and set(row["tasks"]) <= {"open_drawer", "close_drawer"}
-    tasks = load_pickled_npy(tmp_path / "training" / LANG_FILE)["language"]["task"]
+    lang = load_pickled_npy(tmp_path / "training" / LANG_FILE)
+    tasks, windows = lang["language"]["task"], lang["info"]["indx"]
     assert tasks and set(tasks) <= {"open_drawer", "close_drawer"}
+    assert windows[0][0] == 0 and windows[0][1] + 1 > WINDOW
+    lerobot = open_dataset(tmp_path / "lerobot", cameras=["rgb_static"], image_size=32)
+    assert len(lerobot) == len(open_dataset(tmp_path, cameras=["rgb_static"], image_size=32))
 
 
 def test_training_sentences_hold_out_every_evaluation_instruction():

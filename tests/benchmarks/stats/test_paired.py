@@ -2,7 +2,13 @@
 
 import pytest
 
-from benchmarks.stats.paired import mcnemar_exact, mcnemar_p, paired_difference, sign_flip_p
+from benchmarks.stats.paired import (
+    mcnemar_exact,
+    mcnemar_one_sided_p,
+    mcnemar_p,
+    paired_difference,
+    sign_flip_p,
+)
 
 
 def test_mcnemar_exact_p_by_hand():
@@ -13,6 +19,16 @@ def test_mcnemar_exact_p_by_hand():
     assert mcnemar_p(3, 3) == 1.0 and mcnemar_p(0, 0) == 1.0
     with pytest.raises(ValueError):
         mcnemar_p(-1, 2)
+
+
+def test_mcnemar_one_sided_p_by_hand():
+    # 0 pairs won by A, 5 by B: P(X >= 5 | n = 5) = 1 / 32; 1 and 9: (C(10,9) + C(10,10)) / 2^10
+    assert mcnemar_one_sided_p(0, 5) == pytest.approx(1 / 32)
+    assert mcnemar_one_sided_p(1, 9) == pytest.approx(11 / 1024)
+    assert mcnemar_one_sided_p(9, 1) == pytest.approx(1023 / 1024)  # the other direction: no evidence
+    assert mcnemar_one_sided_p(0, 0) == 1.0
+    with pytest.raises(ValueError):
+        mcnemar_one_sided_p(2, -1)
 
 
 def test_mcnemar_on_paired_outcomes():
