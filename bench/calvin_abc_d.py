@@ -74,7 +74,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cameras", default="rgb_static,rgb_gripper")
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--max-steps", type=int, default=800, help="optimizer steps (0: --budget-min instead)")
-    p.add_argument("--budget-min", type=float, default=10.0, help="with --max-steps 0: wall-clock budget (min)")
+    p.add_argument(
+        "--budget-min", type=float, default=10.0, help="with --max-steps 0: wall-clock budget (min)"
+    )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--warmup-steps", type=int, default=50)

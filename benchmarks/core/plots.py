@@ -39,8 +39,8 @@ def line_plot(
     if ylim:
         ax.set_ylim(*ylim)
     ax.grid(alpha=0.3)
-    if len(series) > 1:
-        ax.legend()
+    if len(series) > 1:  # below the axes: inside, it can hide the points a reader looks for
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8, frameon=False)
     return _save(fig, path)
 
 
