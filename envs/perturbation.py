@@ -235,6 +235,23 @@ def instruction_paraphrase(wording: Callable[[str, int], str]) -> SceneAxis:
     return apply
 
 
+@dataclass(frozen=True)
+class ShippedParaphrases:
+    """A family's shipped pattern table (:func:`paraphrase_table`) bound once: its rows, an instruction's
+    wording at a level, and the family's ``paraphrase`` axis."""
+
+    path: Path
+
+    def rows(self) -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+        return paraphrase_table(self.path)
+
+    def wording(self, instruction: str, level: int) -> str:
+        return paraphrase_instruction(self.path, instruction, level)
+
+    def axis(self) -> SceneAxis:
+        return instruction_paraphrase(self.wording)
+
+
 # ------------------------------------------------------------------------------------ channel axes
 
 

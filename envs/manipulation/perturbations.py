@@ -32,7 +32,6 @@ from envs.perturbation import (
     CHANNEL_AXIS_DOCS,
     Axis,
     PerturbationSpec,
-    instruction_paraphrase,
     level_texts,
     register_axes,
 )
@@ -207,17 +206,9 @@ def robot_joints(episode: dict[str, Any], spec: PerturbationSpec) -> dict[str, A
     return out
 
 
-def paraphrase_table() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
-    """The shipped paraphrase rows: (compiled pattern, five level templates)."""
-    return perturbation.paraphrase_table(PARAPHRASES)
-
-
-def paraphrase_instruction(instruction: str, level: int) -> str:
-    """The shipped table's entry for ``instruction`` at ``level``."""
-    return perturbation.paraphrase_instruction(PARAPHRASES, instruction, level)
-
-
-paraphrase = instruction_paraphrase(paraphrase_instruction)
+SHIPPED_PARAPHRASES = perturbation.ShippedParaphrases(PARAPHRASES)
+paraphrase_table, paraphrase_instruction = SHIPPED_PARAPHRASES.rows, SHIPPED_PARAPHRASES.wording
+paraphrase = SHIPPED_PARAPHRASES.axis()
 
 
 AXES: dict[str, Axis] = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from envs.perturbation import (
     CHANNEL_AXIS_DOCS,
     Axis,
     PerturbationSpec,
-    instruction_paraphrase,
     level_texts,
     register_axes,
 )
@@ -170,17 +168,9 @@ def initial_position(episode: dict[str, Any], spec: PerturbationSpec) -> dict[st
     return out
 
 
-def paraphrase_table() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
-    """The shipped paraphrase rows: (compiled pattern, five level templates)."""
-    return perturbation.paraphrase_table(PARAPHRASES)
-
-
-def paraphrase_instruction(instruction: str, level: int) -> str:
-    """The shipped table's entry for ``instruction`` at ``level`` (the original when no row matches)."""
-    return perturbation.paraphrase_instruction(PARAPHRASES, instruction, level)
-
-
-paraphrase = instruction_paraphrase(paraphrase_instruction)
+SHIPPED_PARAPHRASES = perturbation.ShippedParaphrases(PARAPHRASES)
+paraphrase_table, paraphrase_instruction = SHIPPED_PARAPHRASES.rows, SHIPPED_PARAPHRASES.wording
+paraphrase = SHIPPED_PARAPHRASES.axis()
 
 
 AXES: dict[str, Axis] = {
