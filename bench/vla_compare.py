@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 try:  # imported as bench.vla_compare (the tests), or run as a script with bench/ first on sys.path
-    from bench.vla_learning import demonstrations, held_out_starts, wilson_interval
+    from bench.vla_learning import demonstrations, held_out_starts, train_config, wilson_interval
 except ModuleNotFoundError:
-    from vla_learning import demonstrations, held_out_starts, wilson_interval
+    from vla_learning import demonstrations, held_out_starts, train_config, wilson_interval
 
 TINY_DEFAULT = (
     "tiny-qwen2.5-vl,tiny-qwen3-vl,tiny-qwen3-vl-moe,tiny-paligemma,tiny-paligemma2,tiny-kosmos2,"
@@ -88,24 +88,11 @@ def train_backbone(
     """``vla.train`` for exactly ``--steps`` steps; returns the final checkpoint, the log and the wall time."""
     import shutil
 
-    from vla.train import TrainConfig, train
+    from vla.train import train
 
     shutil.rmtree(run, ignore_errors=True)
-    config = TrainConfig(
-        backbone=backbone,
-        data=str(data),
-        output=str(run),
-        cameras=tuple(args.cameras.split(",")),
-        image_size=args.image_size,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        warmup_steps=args.warmup_steps,
-        max_steps=args.steps,
-        num_workers=0,
-        log_every=max(1, args.steps // 20),
-        save_every=10**9,
-        keep_checkpoints=1,
-        seed=args.seed,
+    config = train_config(
+        args, backbone, data, run, max_steps=args.steps, num_workers=0, log_every=max(1, args.steps // 20)
     )
     began = time.perf_counter()
     final = train(config)

@@ -150,7 +150,7 @@ def train_config(args: argparse.Namespace, backbone: str, data: Path, output: Pa
         batch_size=args.batch_size,
         lr=args.lr,
         warmup_steps=args.warmup_steps,
-        num_workers=args.num_workers,
+        num_workers=getattr(args, "num_workers", 0),  # vla_compare trains in-process
         log_every=10,
         save_every=10**9,
         keep_checkpoints=1,
