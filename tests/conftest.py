@@ -42,3 +42,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def sentence_encoder(tmp_path_factory):
+    """A tiny mean-pooling sentence-transformers checkpoint folder (``tests.vla_helpers``), built once."""
+    from tests.vla_helpers import tiny_sentence_encoder
+
+    return tiny_sentence_encoder(tmp_path_factory.mktemp("sentence_encoder"))

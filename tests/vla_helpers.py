@@ -75,3 +75,44 @@ def write_libero_file(path, instruction, demo_lengths, seed=0, size=32):
             demo.create_dataset("robot_states", data=rng.normal(size=(length, 9)))
             actions[f"demo_{i}"] = acts
     return actions
+
+
+def tiny_sentence_encoder(folder, pooling="mean_tokens", layers=1, seed=0):
+    """A tiny BERT (hidden 32) saved as a sentence-transformers checkpoint folder: the model, a WordPiece
+    tokenizer over the words of CALVIN's sentences (plus single letters, so any word splits into known
+    pieces), ``modules.json`` (Transformer, Pooling) and ``1_Pooling/config.json`` with ``pooling``'s mode
+    switched on. Returns ``folder``."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    from envs.calvin.instructions import EVAL_INSTRUCTIONS, train_instructions
+
+    sentences = [*EVAL_INSTRUCTIONS.values(), *(s for group in train_instructions().values() for s in group)]
+    words = sorted({w for s in sentences for w in s.lower().replace(",", " ").split()})
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *letters, *("##" + c for c in letters), *words]
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(tokens))}
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    BertModel(config).save_pretrained(folder)
+    BertTokenizer(vocab=vocab).save_pretrained(folder)
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    (folder / "modules.json").write_text(json.dumps(modules))
+    modes = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens")
+    pool = {"word_embedding_dimension": 32, **{f"pooling_mode_{m}": m == pooling for m in modes}}
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pool))
+    (folder / "sentence_bert_config.json").write_text(
+        json.dumps({"max_seq_length": 48, "do_lower_case": False})
+    )
+    return folder

@@ -12,8 +12,10 @@ A CALVIN split directory (``task_D_D/training`` or ``.../validation``) holds:
   annotated window (frames inclusive).
 
 :class:`CalvinDataset` yields one sample per annotated frame ``t`` whose chunk ``t .. t+chunk-1`` stays
-inside its recorded episode. :class:`CalvinWriter` writes the same layout; it leaves out ``emb`` (sentence
-embeddings need a language model; readers of this project use ``ann``) and CALVIN's ``statistics.yaml``.
+inside its recorded episode (this project's readers use ``ann``). :class:`CalvinWriter` writes the same
+layout without ``emb`` and CALVIN's ``statistics.yaml``: sentence embeddings need a language model, and
+:func:`vla.data.calvin_embed.write_embeddings` adds them (with the validation split's ``embeddings.npy``)
+once the writer is closed, as the generators do with ``--lang-encoder``.
 """
 
 from __future__ import annotations
@@ -62,13 +64,15 @@ def load_language(root: Path) -> tuple[list[tuple[int, int]], list[str], list[st
     try:
         windows = [(int(a), int(b)) for a, b in data["info"]["indx"]]
         anns, tasks = [str(s) for s in data["language"]["ann"]], [str(s) for s in data["language"]["task"]]
+        embedded = len(data["language"]["emb"]) if "emb" in data["language"] else len(anns)
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(
-            f"{path}: not CALVIN's auto_lang_ann layout (info.indx, language.ann/task): {err}"
+            f"{path}: not CALVIN's auto_lang_ann layout (info.indx, language.ann/task/emb): {err}"
         ) from err
-    if not (len(windows) == len(anns) == len(tasks)):
+    if not (len(windows) == len(anns) == len(tasks) == embedded):
         raise ValueError(
-            f"{path}: {len(windows)} windows but {len(anns)} instructions and {len(tasks)} tasks"
+            f"{path}: {len(windows)} windows but {len(anns)} instructions, {len(tasks)} tasks and "
+            f"{embedded} embeddings (language.emb, when present)"
         )
     return windows, anns, tasks
 
