@@ -26,8 +26,11 @@ Written per split (``OUT/<split>/``, default ``training``: CALVIN's ABC->D train
   action completed it and at most ``--window`` frames long (default :data:`WINDOW`, CALVIN's annotation
   window length; never reaching back before the subtask's first frame), with a
   sentence drawn from CALVIN's training annotations (the evaluation sentences are held out,
-  :func:`envs.calvin.instructions.train_instructions`); ``language.emb`` is left out (it needs
-  CALVIN's sentence encoder; the project's readers use ``ann``);
+  :func:`envs.calvin.instructions.train_instructions`); ``language.emb`` (``(N, 1, D)`` float32) with
+  ``--lang-encoder PATH`` (a local sentence-transformers checkpoint, e.g. CALVIN's paraphrase-MiniLM-L3-v2),
+  else left out (the project's readers use ``ann``; :mod:`vla.data.calvin_embed` adds it later);
+- ``lang_annotations/embeddings.npy`` (``--split validation`` with ``--lang-encoder``): the evaluation
+  instruction of each of the 34 tasks embedded, as CALVIN's rollouts read it;
 - ``statistics.yaml``: mean/std of ``robot_obs`` and ``scene_obs`` as CALVIN's ``NormalizeVector``
   transforms, and ``act_min_bound``/``act_max_bound`` of ``actions``;
 - ``.hydra/merged_config.yaml``: calvin_env's composed configuration of the split's scene when calvin_env
@@ -54,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from policies.config_cli import InputError, arg, parse_config
+from vla.calvin_recording import LANG_ENCODER_HELP
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -92,6 +96,7 @@ class PlayConfig:
         "draw subtasks only among these CALVIN tasks (comma-separated; default: all 34); the scene is reset "
         "(new episode) when none of them is feasible",
     )
+    lang_encoder: str = arg("", LANG_ENCODER_HELP)
 
     def check(self) -> None:
         if not self.out:
@@ -104,6 +109,12 @@ class PlayConfig:
         scene_list(self.scenes)
         format_list(self.format)
         task_list(self.tasks)
+        if self.lang_encoder:
+            from vla.data.calvin_embed import encoder_layout
+
+            if "calvin" not in format_list(self.format):
+                raise InputError("--lang-encoder embeds CALVIN's annotations: add calvin to --format")
+            encoder_layout(self.lang_encoder)
         root = Path(self.out)
         if any((root / self.split).glob("episode_*.npz")) or (root / "lerobot" / "meta").exists():
             raise InputError(
@@ -396,10 +407,12 @@ def lerobot_writer(root: Path) -> LeRobotWriter:
 def generate(config: PlayConfig) -> dict[str, Any]:
     """Write the play data ``config`` describes; returns the report saved as ``play_<split>.json``."""
     from vla.data import CalvinWriter
+    from vla.data.calvin_embed import SentenceEncoder, write_embeddings
 
     config.check()
     root, formats = Path(config.out), format_list(config.format)
     split = root / config.split
+    encoder = SentenceEncoder(config.lang_encoder) if config.lang_encoder else None  # fails before play
     writer = CalvinWriter(split)
     lerobot = lerobot_writer(root / "lerobot") if "lerobot" in formats else None
     sinks, reports, spans = Sinks(writer, lerobot, config.window), {}, {}
@@ -408,6 +421,8 @@ def generate(config: PlayConfig) -> dict[str, Any]:
         reports[scene] = play_scene(scene, index, sinks, config).row()
         spans[scene] = (first, writer.next_index - 1)
     writer.close()
+    if encoder is not None:
+        write_embeddings(split, encoder)
     write_metadata(split, spans, sinks.vectors)
     if lerobot is not None:
         lerobot.close()

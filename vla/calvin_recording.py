@@ -20,6 +20,12 @@ if TYPE_CHECKING:
 
 CAMERA_KEYS = {"static": "rgb_static", "gripper": "rgb_gripper"}
 DEPTH_KEYS = ("depth_static", "depth_gripper")
+LANG_ENCODER_HELP = (
+    "local sentence-transformers checkpoint folder (mean pooling; e.g. CALVIN's paraphrase-MiniLM-L3-v2) to "
+    "embed the annotations with: language.emb in auto_lang_ann.npy and, for --split validation, "
+    "lang_annotations/embeddings.npy, as CALVIN's loaders read them (default: none; add them later with "
+    "python -m vla.data.calvin_embed)"
+)
 
 
 def perturbed_robot_obs(robot_obs: np.ndarray, rng: np.random.Generator, joint_noise: float) -> np.ndarray:

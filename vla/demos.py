@@ -12,7 +12,8 @@ from varied initial states and every step of the task is recorded: the observati
 the absolute TCP target it set (``actions``). Only successful demonstrations are written, through
 :class:`vla.data.CalvinWriter`, as ``OUT/<split>/episode_XXXXXXX.npz`` + ``ep_start_end_ids.npy`` +
 ``lang_annotations/auto_lang_ann.npy`` (one window per demonstration, with the task's evaluation
-instruction). ``OUT/demos_<split>.json`` records every attempt, kept or not, and the kept fraction.
+instruction; ``language.emb`` and, for ``--split validation``, ``embeddings.npy`` with ``--lang-encoder``,
+see :mod:`vla.data.calvin_embed`). ``OUT/demos_<split>.json`` records every attempt, kept or not, and the kept fraction.
 
 Initial states are drawn as CALVIN's evaluation draws them: a symbolic state (LED, lightbulb, door,
 drawer, block placements) among the 192 evaluation states, turned into a real scene by the protocol's
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from policies.config_cli import InputError, arg, parse_config, run_cli
-from vla.calvin_recording import CAMERA_KEYS, Episode, perturbed_robot_obs, record_task
+from vla.calvin_recording import CAMERA_KEYS, LANG_ENCODER_HELP, Episode, perturbed_robot_obs, record_task
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -82,6 +83,7 @@ class DemoConfig:
     max_attempts: int | None = arg(
         None, "attempts per task before giving up (default: 3 x --episodes)", minimum=1
     )
+    lang_encoder: str = arg("", LANG_ENCODER_HELP)
 
     def check(self) -> None:
         if not self.out:
@@ -93,6 +95,10 @@ class DemoConfig:
             )
         task_list(self.task)
         camera_list(self.cameras)
+        if self.lang_encoder:
+            from vla.data.calvin_embed import encoder_layout
+
+            encoder_layout(self.lang_encoder)
 
 
 def task_list(text: str) -> list[str]:
@@ -232,10 +238,12 @@ def generate(config: DemoConfig) -> dict[str, Any]:
     from envs.calvin.instructions import instruction_for
     from policies.experts.calvin import ScriptedExpert
     from vla.data import CalvinWriter
+    from vla.data.calvin_embed import SentenceEncoder, write_embeddings
 
     config.check()
     cameras = camera_list(config.cameras)
     root = Path(config.out)
+    encoder = SentenceEncoder(config.lang_encoder) if config.lang_encoder else None  # fails before recording
     writer = CalvinWriter(root / config.split, cameras=tuple(CAMERA_KEYS[c] for c in cameras))
     env = PlayTableEnv(cameras=cameras)
     expert = ScriptedExpert()
@@ -251,6 +259,8 @@ def generate(config: DemoConfig) -> dict[str, Any]:
     finally:
         env.close()
     writer.close()
+    if encoder is not None:
+        write_embeddings(root / config.split, encoder)
     summary = _summary(config, reports, time.perf_counter() - began)
     (root / f"demos_{config.split}.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary

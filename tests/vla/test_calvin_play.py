@@ -13,6 +13,7 @@ from policies.config_cli import InputError
 from vla.calvin_play import WINDOW, PlayConfig, next_task, options, task_list, wants_play
 from vla.data import open_dataset
 from vla.data.calvin import EPISODES_FILE, LANG_FILE, frame_path
+from vla.data.calvin_embed import EMBEDDINGS_FILE, SentenceEncoder, embed
 from vla.demos import main
 
 FRAMES = 100  # scene A, seed 0: one pick-and-push subtask succeeds well inside the budget
@@ -69,7 +70,7 @@ def test_annotation_windows_follow_successes_with_training_sentences_only(play):
     for (first, last), ann, task in zip(windows, anns, tasks):
         assert 0 <= first <= last < FRAMES and last - first + 1 <= WINDOW
         assert ann in train_instructions()[task] and ann not in held_out
-    assert "emb" not in lang["language"]  # documented: needs CALVIN's sentence encoder
+    assert "emb" not in lang["language"]  # without --lang-encoder: documented, added later on demand
 
 
 def test_statistics_yaml_is_calvins_normalisation_of_the_frames(play):
@@ -203,3 +204,19 @@ def test_failed_subtasks_are_counted_and_resets_start_new_episodes(tmp_path):
     for t in (0, 31):
         a, b = np.load(frame_path(split, t)), np.load(frame_path(tmp_path / "b" / "training", t))
         assert all(np.array_equal(a[k], b[k]) for k in a.files)
+
+
+def test_lang_encoder_writes_calvins_embeddings_and_the_split_still_reads(sentence_encoder, tmp_path):
+    """``--lang-encoder``: ``language.emb`` (N, 1, D) float32, the vectors of the windows' sentences, and
+    with ``--split validation`` CALVIN's ``embeddings.npy``; the project's reader still reads the split."""
+    argv = ["--scenes", "D", "--split", "validation", "--frames", "100", "--format", "calvin"]
+    main(["--env", "calvin", *argv, "--out", str(tmp_path), "--lang-encoder", str(sentence_encoder)])
+    split = tmp_path / "validation"
+    lang = load_pickled_npy(split / LANG_FILE)
+    emb, anns = lang["language"]["emb"], lang["language"]["ann"]
+    assert len(anns) >= 1 and emb.shape == (len(anns), 1, 32) and emb.dtype == np.float32
+    np.testing.assert_array_equal(emb, embed(SentenceEncoder(sentence_encoder), anns))
+    assert list(load_pickled_npy(split / EMBEDDINGS_FILE)) == list(CALVIN_TASKS)
+    assert len(open_dataset(split, cameras=["rgb_static"], image_size=32)) > 0
+    with pytest.raises(InputError, match="--format"):
+        PlayConfig(out=str(tmp_path / "x"), format="lerobot", lang_encoder=str(sentence_encoder)).check()

@@ -11,7 +11,8 @@ from envs.calvin.sequences import is_valid_chain
 from envs.files import load_pickled_npy
 from vla.calvin_recording import sent_action
 from vla.data import CalvinWriter, open_dataset
-from vla.data.calvin import EPISODES_FILE, frame_path
+from vla.data.calvin import EPISODES_FILE, LANG_FILE, frame_path
+from vla.data.calvin_embed import EMBEDDINGS_FILE
 from vla.demos import DemoConfig, _setups, attempt_rng, generate, main, sample_start, task_list
 
 TASK = "turn_on_led"  # the quickest task without setup (about 40 steps)
@@ -251,3 +252,15 @@ def test_failed_attempts_are_counted_not_written(tmp_path, capsys):
     assert not list((tmp_path / "training").glob("episode_*.npz"))
     assert np.load(tmp_path / "training" / EPISODES_FILE).shape == (0, 2)
     assert "only 0 of 1 demonstrations succeeded in 2 attempts" in capsys.readouterr().out
+
+
+def test_lang_encoder_embeds_the_demonstrations(sentence_encoder, tmp_path):
+    """A validation split with ``--lang-encoder``: the demonstration carries the evaluation instruction, so its
+    ``language.emb`` row is that task's vector in ``embeddings.npy``."""
+    encoder = str(sentence_encoder)
+    generate(DemoConfig(TASK, 1, str(tmp_path), split="validation", cameras="gripper", lang_encoder=encoder))
+    split = tmp_path / "validation"
+    emb = load_pickled_npy(split / LANG_FILE)["language"]["emb"]
+    table = load_pickled_npy(split / EMBEDDINGS_FILE)
+    assert emb.shape == (1, 1, 32) and table[TASK]["ann"] == [instruction_for(TASK)]
+    np.testing.assert_array_equal(emb, table[TASK]["emb"])
