@@ -6,11 +6,13 @@ Placeholders in ``argv`` and the named word, filled by :func:`fill`: ``{empty_di
 ``{model_dir}`` (a folder with a ``config.json``, as a checkpoint has), ``{file}`` (a small text file),
 ``{calvin_dir}`` (a folder that looks like a CALVIN split: an ``ep_start_end_ids.npy`` with one episode,
 but no language annotations), ``{calvin_gap}`` (a CALVIN split with one annotated episode of 13 frames whose
-frame 5 is missing) and ``{dead}`` (``http://127.0.0.1:PORT/v1`` with nothing listening on PORT).
+frame 5 is missing), ``{max_pooling}`` (a sentence-transformers folder whose Pooling takes the max, no
+weights) and ``{dead}`` (``http://127.0.0.1:PORT/v1`` with nothing listening on PORT).
 """
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -26,6 +28,7 @@ MODULES = {
     "serve": "policies.serve",
     "train": "vla.train",
     "demos": "vla.demos",
+    "embed": "vla.data.calvin_embed",
     "arena": "benchmarks.command",
 }
 
@@ -333,6 +336,19 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("demos", ["--scenes", "A", "--tasks", "open_drawer,fly_away", "--out", "{empty_dir}"], "--tasks"),
     ("demos", ["--scenes", "A", "--tasks", "place_in_slider", "--out", "{empty_dir}"], "--tasks"),
     ("demos", ["--frames", "10"], "--out"),
+    (
+        "demos",
+        ["--scenes", "A", "--out", "{empty_dir}", "--lang-encoder", "/no/such/encoder"],
+        "/no/such/encoder",
+    ),
+    ("demos", ["--scenes", "A", "--out", "{empty_dir}", "--lang-encoder", "{max_pooling}"], "max_tokens"),
+    (
+        "demos",
+        ["--scenes", "A", "--format", "lerobot", "--out", "{empty_dir}", "--lang-encoder", "{empty_dir}"],
+        "--format",
+    ),
+    ("demos", ["--out", "{empty_dir}", "--lang-encoder", "{empty_dir}"], "--lang-encoder"),
+    ("demos", ["--out", "{empty_dir}", "--lang-encoder", "{file}"], "--lang-encoder"),
     ("demos", ["--env"], "--env"),
     ("demos", ["--env", "libero"], "--out"),
     ("demos", ["--env", "libero", "--suite", "libero_100", "--out", "{empty_dir}"], "--suite"),
@@ -362,6 +378,12 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("arena", ["power", "--difference", "0.1", "--rate", "1.5"], "--rate"),
     ("arena", ["power", "--rate", "0.5"], "--difference"),
     ("arena", ["power", "--difference", "0.1", "/no/such/pilot"], "/no/such/pilot"),
+    # --- python -m vla.data.calvin_embed (CALVIN's sentence embeddings)
+    ("embed", [], "--data"),
+    ("embed", ["--data", "{empty_dir}", "--lang-encoder", "{empty_dir}"], "--data"),
+    ("embed", ["--data", "{calvin_gap}", "--lang-encoder", "{max_pooling}"], "max_tokens"),
+    ("embed", ["--data", "{calvin_gap}", "--lang-encoder", "{model_dir}"], "--lang-encoder"),
+    ("embed", ["--data", "{calvin_gap}", "--lang-encoder", "/no/such/encoder"], "/no/such/encoder"),
     # --- spatial-arena report (issue 34)
     ("arena", ["report", "/no/such/run"], "/no/such/run"),
     ("arena", ["report", "{empty_dir}"], "manifest.json"),
@@ -382,12 +404,14 @@ def fill(text: str, root: Path, dead: str) -> str:
     (root / "calvin_dir").mkdir(exist_ok=True)
     np.save(root / "calvin_dir" / "ep_start_end_ids.npy", np.zeros((1, 2), np.int64))  # no annotations
     calvin_gap(root / "calvin_gap")
+    max_pooling(root / "max_pooling")
     for name, value in {
         "empty_dir": root / "empty_dir",
         "model_dir": root / "model_dir",
         "file": root / "file.txt",
         "calvin_dir": root / "calvin_dir",
         "calvin_gap": root / "calvin_gap",
+        "max_pooling": root / "max_pooling",
         "dead": dead,
         "deep": DEEP_JSON,
     }.items():
@@ -406,6 +430,22 @@ def calvin_gap(split: Path) -> None:
     )
     for frame in (t for t in range(13) if t != 5):
         (split / f"episode_{frame:07d}.npz").touch()
+
+
+def max_pooling(folder: Path) -> None:
+    """A sentence-transformers checkpoint folder's module files, its Pooling taking the max (no model)."""
+    (folder / "1_Pooling").mkdir(parents=True, exist_ok=True)
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    (folder / "modules.json").write_text(json.dumps(modules))
+    pooling = {
+        "word_embedding_dimension": 384,
+        "pooling_mode_max_tokens": True,
+        "pooling_mode_mean_tokens": False,
+    }
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
 
 
 def dead_endpoint() -> str:

@@ -27,6 +27,7 @@ def _mains():
     from benchmarks.static import __main__ as static
     from policies.serve import __main__ as serve
     from vla import demos, train
+    from vla.data import calvin_embed
 
     return {
         "calvin": calvin.main,
@@ -37,6 +38,7 @@ def _mains():
         "serve": serve.main,
         "train": train.main,
         "demos": demos.main,
+        "embed": calvin_embed.main,
         "arena": command.main,
     }
 
