@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 EMBEDDINGS_FILE = Path("lang_annotations") / "embeddings.npy"
 VALIDATION_SPLIT = "validation"
 FLAG = "--lang-encoder"
-MODULE = "sentence_transformers.models."
+MODULE_PACKAGE = "sentence_transformers."
 WEIGHTS = (
     "model.safetensors",
     "model.safetensors.index.json",
@@ -78,12 +78,13 @@ def _modules(folder: Path) -> tuple[Path, bool]:
     """The model folder and whether a Normalize module follows, from ``modules.json``; mean pooling only."""
     entries = _read_json(folder / "modules.json", str(folder))
     entries = entries if isinstance(entries, list) else []
-    kinds = [str(e.get("type", "")) if isinstance(e, dict) else "?" for e in entries]
-    known = [MODULE + "Transformer", MODULE + "Pooling"]
-    if kinds[:2] != known or any(k != MODULE + "Normalize" for k in kinds[2:]):
+    types = [str(e.get("type", "")) if isinstance(e, dict) else "?" for e in entries]
+    # the class name: sentence-transformers 6 moved the classes (...base.modules.transformer.Transformer)
+    kinds = [t.rpartition(".")[2] if t.startswith(MODULE_PACKAGE) else t for t in types]
+    if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
         raise InputError(
-            f"{FLAG} {folder}: modules.json lists {[k.rpartition('.')[2] for k in kinds]}; only a "
-            f"Transformer, a mean Pooling and an optional Normalize are computed here (CALVIN's SBERT)"
+            f"{FLAG} {folder}: modules.json lists {kinds}; only a Transformer, a mean Pooling and an "
+            f"optional Normalize are computed here (CALVIN's SBERT)"
         )
     pooling = _read_json(folder / str(entries[1].get("path", "")) / "config.json", str(folder))
     pooling = pooling if isinstance(pooling, dict) else {"pooling_mode": "unreadable"}
@@ -136,8 +137,12 @@ class SentenceEncoder:
             message = " ".join(str(err).split())[:200]
             raise InputError(f"{FLAG} {path}: transformers cannot load it ({message})") from None
         self.model.float().eval()
-        model_limit = getattr(self.model.config, "max_position_embeddings", None) or 512
-        self.max_length = min(self.layout.max_length or model_limit, model_limit)
+        # sentence-transformers' limit: its config's max_seq_length, else the smaller of the model's and
+        # the tokenizer's (newer versions keep it in tokenizer_config.json only)
+        limits = [getattr(self.model.config, "max_position_embeddings", None), self.layout.max_length]
+        if self.layout.max_length is None:
+            limits.append(getattr(self.tokenizer, "model_max_length", None))
+        self.max_length = min([n for n in limits if isinstance(n, int) and n > 0] or [512])
 
     @property
     def dim(self) -> int:

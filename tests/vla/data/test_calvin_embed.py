@@ -128,3 +128,22 @@ def test_checkpoints_it_does_not_compute_are_refused_in_one_line(sentence_encode
     _one_line(dense, "Dense")
     (dense / "modules.json").write_text("[{")
     _one_line(dense, "modules.json")
+
+
+def test_sentence_transformers_6_folders_are_read_too(sentence_encoder, tmp_path):
+    """Version 6 names its module classes by their new homes and writes ``"pooling_mode": "mean"``; the
+    embeddings are the same (checked against sentence-transformers 6.2.0 when this was written: the
+    published checkpoints use the older layout, the tiny one here both)."""
+    folder = shutil.copytree(sentence_encoder, tmp_path / "v6")
+    modules = json.loads((folder / "modules.json").read_text())
+    modules[0]["type"] = "sentence_transformers.base.modules.transformer.Transformer"
+    modules[1]["type"] = "sentence_transformers.sentence_transformer.modules.pooling.Pooling"
+    (folder / "modules.json").write_text(json.dumps(modules))
+    pooling = folder / "1_Pooling" / "config.json"
+    pooling.write_text(
+        json.dumps({"embedding_dimension": 32, "pooling_mode": "mean", "include_prompt": True})
+    )
+    old = SentenceEncoder(sentence_encoder).encode(SENTENCES)
+    np.testing.assert_array_equal(SentenceEncoder(folder).encode(SENTENCES), old)
+    pooling.write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": "cls"}))
+    _one_line(folder, "cls")
