@@ -47,10 +47,10 @@ from typing import Any
 
 try:  # imported as bench.calvin_abc_d (the tests), or run as a script with bench/ first on sys.path
     from bench.calvin_scenes import run_data, scene_tables
-    from bench.vla_learning import plot_curve, prepared_backbone, train_for_budget
+    from bench.vla_learning import plot_curve, prepared_backbone, same_settings, train_for_budget
 except ModuleNotFoundError:
     from calvin_scenes import run_data, scene_tables
-    from vla_learning import plot_curve, prepared_backbone, train_for_budget
+    from vla_learning import plot_curve, prepared_backbone, same_settings, train_for_budget
 
 DRAWER = "open_drawer,close_drawer"
 #: The play expert's drawer subtasks take about 110 steps (reach the handle, grasp, move it); a window
@@ -124,8 +124,7 @@ def play_data(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     report = root / f"play_{config.split}.json"
     if report.is_file():
         old = json.loads(report.read_text())
-        mine = {k: v for k, v in vars(config).items() if k != "out"}
-        if {k: v for k, v in old["config"].items() if k != "out"} != mine:
+        if not same_settings(old["config"], config, ignore=("out",)):
             raise SystemExit(
                 f"{root} holds play data made with other settings; remove it or pick another --out"
             )

@@ -32,13 +32,18 @@ expert (the ceiling). Baselines that do not look run without cameras.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from benchmarks.core.latency import Latency
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -106,6 +111,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # ------------------------------------------------------------------------------------------- data
 
 
+def same_settings(saved: dict, config: DataclassInstance, ignore: tuple[str, ...] = ()) -> bool:
+    """Whether ``saved`` (a dataclass ``config`` as written to JSON earlier) describes ``config``; a field
+    added since it was saved counts at its default, so older data and runs stay reusable."""
+    defaults = {f.name: f.default for f in dataclasses.fields(config) if f.default is not dataclasses.MISSING}
+    theirs = {**json.loads(json.dumps(defaults)), **saved}
+    mine = json.loads(json.dumps(dataclasses.asdict(config)))
+    return {k: v for k, v in theirs.items() if k not in ignore} == {
+        k: v for k, v in mine.items() if k not in ignore
+    }
+
+
 def demonstrations(args: argparse.Namespace, root: Path) -> dict:
     """Generate the training demos, or reuse ``root`` when it was made with the same settings."""
     from vla.demos import DemoConfig, generate
@@ -121,8 +137,7 @@ def demonstrations(args: argparse.Namespace, root: Path) -> dict:
     manifest = root / "demos_training.json"
     if manifest.is_file():
         old = json.loads(manifest.read_text())
-        settings = {k: v for k, v in json.loads(json.dumps(config.__dict__)).items() if k != "out"}
-        if {k: v for k, v in old["config"].items() if k != "out"} == settings:  # the folder may have moved
+        if same_settings(old["config"], config, ignore=("out",)):  # the folder may have moved
             print(f"[data] reusing {root} ({old['kept']} demos, {old['frames']} frames)", flush=True)
             return old
         raise SystemExit(f"{root} holds demos made with other settings; remove it or pick another --out")
@@ -191,7 +206,6 @@ def budget_settings(args: argparse.Namespace, backbone: str, data: Path, run: Pa
     """The training config's budget: ``--budget-min`` of wall clock from scratch, or ``--max-steps`` optimizer
     steps, resumed from ``run``'s last checkpoint when ``run`` was started with the same settings (a
     finished one is then reused as it is)."""
-    import dataclasses
     import shutil
 
     from vla.train import TRAIN_CONFIG_FILE
@@ -202,10 +216,14 @@ def budget_settings(args: argparse.Namespace, backbone: str, data: Path, run: Pa
     settings: dict[str, object] = dict(
         max_steps=args.max_steps, time_budget_s=None, min_lr_ratio=1.0, save_every=50
     )
-    wanted = json.loads(json.dumps(dataclasses.asdict(train_config(args, backbone, data, run, **settings))))
+    wanted = train_config(args, backbone, data, run, **settings)
     saved = run / TRAIN_CONFIG_FILE
     old = json.loads(saved.read_text()) if saved.is_file() else None
-    if old is not None and {**old, "resume": False} == wanted and (run / "checkpoints" / "last").exists():
+    if (
+        old is not None
+        and same_settings({**old, "resume": False}, wanted)
+        and (run / "checkpoints" / "last").exists()
+    ):
         print(f"[train] continuing {run} (same settings) to step {args.max_steps}", flush=True)
         return {**settings, "resume": True}
     shutil.rmtree(run, ignore_errors=True)
