@@ -80,6 +80,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--warmup-steps", type=int, default=50)
+    p.add_argument(
+        "--min-lr-ratio", type=float, default=1.0, help="cosine decay to this fraction of --lr (1: constant)"
+    )
     p.add_argument("--num-workers", type=int, default=1, help="data-loader workers")
     p.add_argument("--feature-cache", type=int, default=40000, help="frozen EfficientNet: cached images")
     p.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")

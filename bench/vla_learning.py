@@ -82,6 +82,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--warmup-steps", type=int, default=50)
+    p.add_argument(
+        "--min-lr-ratio",
+        type=float,
+        default=1.0,
+        help="with --max-steps: cosine decay to this fraction of --lr (1: constant, as a wall-clock budget)",
+    )
     p.add_argument("--num-workers", type=int, default=1)
     p.add_argument(
         "--feature-cache",
@@ -214,7 +220,7 @@ def budget_settings(args: argparse.Namespace, backbone: str, data: Path, run: Pa
         shutil.rmtree(run, ignore_errors=True)
         return dict(max_steps=10**7, time_budget_s=60.0 * args.budget_min, min_lr_ratio=1.0)
     settings: dict[str, object] = dict(
-        max_steps=args.max_steps, time_budget_s=None, min_lr_ratio=1.0, save_every=50
+        max_steps=args.max_steps, time_budget_s=None, min_lr_ratio=args.min_lr_ratio, save_every=50
     )
     wanted = train_config(args, backbone, data, run, **settings)
     saved = run / TRAIN_CONFIG_FILE
