@@ -69,6 +69,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--window", type=int, default=WHOLE_SUBTASK, help="annotation window (frames; CALVIN's: 64)"
     )
+    p.add_argument(
+        "--rest",
+        type=float,
+        default=0.0,
+        help="play: probability of a rest at the neutral pose (where evaluation starts) before each subtask",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the play data, training and evaluation")
     p.add_argument("--backbone", default="efficientnet-lite0-frozen")
     p.add_argument("--cameras", default="rgb_static,rgb_gripper")
@@ -123,6 +129,7 @@ def play_data(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         format="calvin",
         tasks=args.tasks,
         window=args.window,
+        rest=args.rest,
     )
     report = root / f"play_{config.split}.json"
     if report.is_file():

@@ -332,6 +332,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("demos", ["--scenes", "A,E", "--out", "{empty_dir}"], "--scenes"),
     ("demos", ["--scenes", "A", "--frames", "0", "--out", "{empty_dir}"], "--frames"),
     ("demos", ["--scenes", "A", "--window", "0", "--out", "{empty_dir}"], "--window"),
+    ("demos", ["--scenes", "A", "--rest", "2", "--out", "{empty_dir}"], "--rest"),
     ("demos", ["--scenes", "A", "--format", "rlds", "--out", "{empty_dir}"], "--format"),
     ("demos", ["--scenes", "A", "--tasks", "open_drawer,fly_away", "--out", "{empty_dir}"], "--tasks"),
     ("demos", ["--scenes", "A", "--tasks", "place_in_slider", "--out", "{empty_dir}"], "--tasks"),

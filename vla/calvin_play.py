@@ -52,7 +52,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -91,6 +91,12 @@ class PlayConfig:
         minimum=1,
     )
     max_failures: int = arg(3, "failed subtasks in a row before the scene is reset (new episode)", minimum=1)
+    rest: float = arg(
+        0.0,
+        "probability of a rest before each subtask: the arm moves to CALVIN's neutral pose, where every "
+        "evaluation chain starts (recorded, not annotated; 0: play goes from subtask to subtask)",
+        minimum=0,
+    )
     tasks: str = arg(
         "",
         "draw subtasks only among these CALVIN tasks (comma-separated; default: all 34); the scene is reset "
@@ -106,6 +112,8 @@ class PlayConfig:
                 f"--frames, --ep-len, --max-failures and --window must be >= 1; got {self.frames}, "
                 f"{self.ep_len}, {self.max_failures}, {self.window}"
             )
+        if self.rest > 1:
+            raise InputError(f"--rest {self.rest}: a probability, between 0 and 1")
         scene_list(self.scenes)
         format_list(self.format)
         task_list(self.tasks)
@@ -176,6 +184,7 @@ class SceneReport:
     tried: Counter[str] = field(default_factory=Counter)
     succeeded: Counter[str] = field(default_factory=Counter)
     cut: int = 0  # the last subtask, stopped by the frame budget: neither success nor failure
+    rests: int = 0
     seconds: float = 0.0
 
     def row(self) -> dict[str, Any]:
@@ -187,6 +196,7 @@ class SceneReport:
             "succeeded": sum(self.succeeded.values()),
             "failed": failed,
             "cut_by_frame_budget": self.cut,
+            "rests": self.rests,
             "seconds": round(self.seconds, 1),
             "frames_per_second": round(self.frames / self.seconds, 2) if self.seconds else None,
             "tasks": {t: {"tried": n, "succeeded": self.succeeded[t]} for t, n in sorted(self.tried.items())},
@@ -314,6 +324,10 @@ def _subtask(
     from envs.calvin.instructions import train_instructions
     from vla.calvin_recording import record_task
 
+    if config.rest > 0 and rng.random() < config.rest:  # (no draw at 0: the play stays as it was)
+        obs = _rest(env, obs, sinks, report, config)
+        if report.frames >= config.frames:
+            return state, obs, failures
     task, after = next_task(state, rng, task_list(config.tasks))
     sentences = train_instructions()[task]
     sentence = sentences[int(rng.integers(len(sentences)))]
@@ -338,6 +352,27 @@ def _subtask(
     if sinks.lerobot is not None:
         sinks.pending.append((start, last, sentence))
     return after, obs, 0
+
+
+REST_STEPS = 150  # at most this many steps per rest (the expert's FAST transit covers the table in fewer)
+
+
+def _rest(
+    env: gym.Env, obs: dict[str, np.ndarray], sinks: Sinks, report: SceneReport, config: PlayConfig
+) -> dict[str, np.ndarray]:
+    """Move to the neutral pose (:func:`policies.experts.calvin.rest_motion`), recording the frames."""
+    from envs.calvin.env import PlayTableInterface
+    from policies.experts.calvin import rest_motion
+    from vla.calvin_recording import record_motion
+
+    budget = min(REST_STEPS, config.frames - report.frames)
+    motion = rest_motion(cast(PlayTableInterface, env.unwrapped))
+    episode = record_motion(env, motion, obs, budget)
+    for raw in episode.frames:
+        sinks.add(raw)
+    report.frames += len(episode.frames)
+    report.rests += 1
+    return episode.last_obs if episode.last_obs is not None else obs
 
 
 # ----------------------------------------------------------------------------------------- writing

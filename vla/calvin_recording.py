@@ -8,6 +8,7 @@ A frame is the observation before a step (images, depth when the env renders it,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -77,6 +78,21 @@ class Episode:
     @property
     def success(self) -> bool:
         return self.prefix_ok and self.success_step is not None
+
+
+def record_motion(
+    env: gym.Env, next_action: Callable[[], np.ndarray | None], obs: dict[str, np.ndarray], max_steps: int
+) -> Episode:
+    """Record the actions ``next_action`` gives, no task (until it gives ``None`` or ``max_steps`` pass)."""
+    frames = []
+    for _ in range(max_steps):
+        raw = next_action()
+        if raw is None:
+            break
+        action = sent_action(raw)
+        frames.append(_frame(obs, action, env))
+        obs, *_ = env.step(action.astype(np.float32))
+    return Episode(frames, None, obs)
 
 
 def record_task(

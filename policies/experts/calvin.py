@@ -843,6 +843,31 @@ def recover_posture(view: View) -> list[Waypoint]:
     ]
 
 
+def rest_waypoints(view: View) -> list[Waypoint]:
+    """A teleoperator's rest between play subtasks: off the current spot as :func:`lift_off` leaves it (a
+    gripped handle let go, a held block kept), then to CALVIN's neutral pose, where every evaluation chain
+    starts; play without rests never returns there, so its subtasks never start from it."""
+    path = lift_off(view)
+    home = np.asarray(C.NEUTRAL_ROBOT_OBS[:3])
+    rot = Rotation.from_euler("xyz", C.NEUTRAL_ROBOT_OBS[3:6]).as_matrix()
+    return [*path, Waypoint(home, rot, path[-1].gripper, FAST, tol=0.02)]
+
+
+def rest_motion(env: PlayTableInterface) -> Callable[[], np.ndarray | None]:
+    """The relative actions of :func:`rest_waypoints` from ``env``'s current state, one per call (the
+    caller steps ``env`` in between); ``None`` once the neutral pose is reached."""
+    tracker = Tracker(rest_waypoints(read_view(env)))
+
+    def next_action() -> np.ndarray | None:
+        if tracker.done:
+            return None
+        target_pos, target_euler = env.target_pose()
+        tcp = np.asarray(env.snapshot()["robot_obs"][:3])
+        return tracker.action(target_pos, target_euler, tcp, absolute=False).astype(np.float32)
+
+    return next_action
+
+
 def stages(task: str, attempt: int = 1) -> list[Stage]:
     """The planning stages of one attempt at ``task``; each is planned from a fresh view when reached.
 

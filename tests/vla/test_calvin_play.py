@@ -220,3 +220,29 @@ def test_lang_encoder_writes_calvins_embeddings_and_the_split_still_reads(senten
     assert len(open_dataset(split, cameras=["rgb_static"], image_size=32)) > 0
     with pytest.raises(InputError, match="--format"):
         PlayConfig(out=str(tmp_path / "x"), format="lerobot", lang_encoder=str(sentence_encoder)).check()
+
+
+def test_rests_take_the_arm_back_to_the_neutral_pose_before_subtasks(tmp_path):
+    """``--rest 1``: before every subtask the arm goes back to CALVIN's neutral pose (where evaluation
+    chains start), so each annotated window starts there, also after a drawer move that ended far from it;
+    the rest's frames are recorded, not annotated."""
+    from envs.calvin.constants import NEUTRAL_ROBOT_OBS
+
+    argv = ["--scenes", "D", "--frames", "330", "--tasks", "open_drawer,close_drawer", "--window", "360"]
+    row = main(["--env", "calvin", *argv, "--rest", "1", "--out", str(tmp_path)])["scenes"]["D"]
+    assert row["rests"] >= 2 and row["succeeded"] >= 2
+    split = tmp_path / "training"
+    windows = load_pickled_npy(split / LANG_FILE)["info"]["indx"]
+    home = np.asarray(NEUTRAL_ROBOT_OBS[:3])
+    for first, _ in windows:
+        tcp = np.load(frame_path(split, first))["robot_obs"][:3]
+        assert np.linalg.norm(tcp - home) < 0.03, (first, tcp)
+        before = np.load(frame_path(split, first - 1))["robot_obs"][:3]  # the rest's last frame
+        assert np.linalg.norm(before - home) < 0.03
+    end_of_first = np.load(frame_path(split, windows[0][1]))["robot_obs"][:3]
+    assert np.linalg.norm(end_of_first - home) > 0.1  # the drawer move ended far from the neutral pose
+
+
+def test_rest_is_a_probability(tmp_path):
+    with pytest.raises(InputError, match="--rest 2"):
+        PlayConfig(out=str(tmp_path), rest=2.0).check()
