@@ -53,7 +53,14 @@ def measure(family: str, args: argparse.Namespace) -> dict[str, Any]:
             },
         }
     scope = f"{args.episodes} episodes per subset" + (f" of {args.subset}" if args.subset else "")
-    return {"date": datetime.date.today().isoformat(), "scope": scope, "policies": policies}
+    command = f"python bench/robustness_blind.py --families {family} --episodes {args.episodes}"
+    command += f" --subset {args.subset}" if args.subset else ""
+    return {
+        "date": datetime.date.today().isoformat(),
+        "scope": scope,
+        "command": command,
+        "policies": policies,
+    }
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -97,8 +104,8 @@ if __name__ == "__main__":
     data["date"], data["machine"] = datetime.date.today().isoformat(), machine_line()
     for fam in arguments.families:
         data["benchmarks"][f"embodied-{fam}"] = measure(fam, arguments)
-    data["command"] = f"python bench/robustness_blind.py --families {' '.join(arguments.families)} " + (
-        f"--episodes {arguments.episodes}"
+    data["command"] = "; ".join(
+        entry["command"] for entry in data["benchmarks"].values() if "command" in entry
     )
     data["tables"] = tables(data)
     BLIND_RESULTS.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
