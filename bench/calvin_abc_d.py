@@ -26,10 +26,13 @@ default ``open_drawer,close_drawer``: D's drawer sits where B's does, A's and C'
 evaluation runs one-subtask episodes of 180 steps instead of 5-subtask chains of 360, and the annotation
 windows cover whole subtasks (``--window``, default 360) instead of CALVIN's last 64 frames: the scripted
 expert takes about 110 steps per drawer subtask, so 64-frame windows hold only the drawer move and never
-the reach to the handle that every evaluation episode starts with. The full protocol on a GPU:
-``bench/calvin_abc_d_gpu.sh``.
+the reach to the handle that every evaluation episode starts with; and the play rests at the neutral pose
+before half its subtasks (``--rest``, default 0.5), where every evaluation episode starts (without rests
+only an episode's first subtask starts there, and the model learned nothing, not even in a training scene).
+The full protocol on a GPU: ``bench/calvin_abc_d_gpu.sh``.
 
-    python bench/calvin_abc_d.py --out outputs/calvin_abc_d        # about 40-60 min on 2 shared cores
+    python bench/calvin_abc_d.py --out outputs/calvin_abc_d        # about 25-40 min on 2 cores
+    python bench/calvin_abc_d.py --scenes B,D                       # also a training scene, paired with D
     python bench/calvin_abc_d.py --scenes A,B,C,D --json bench/results/calvin_abc_d.json
     python bench/calvin_abc_d.py --tiny --out /tmp/abcd            # a dry run of every step (minutes)
 """
@@ -64,7 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="outputs/calvin_abc_d", help="data, training run and evaluation runs")
     p.add_argument("--train-scenes", default="A,B,C", help="scenes of the play data")
-    p.add_argument("--frames", type=int, default=2000, help="play frames per training scene")
+    p.add_argument("--frames", type=int, default=4000, help="play frames per training scene")
     p.add_argument("--tasks", default=DRAWER, help="subtasks of the play data and of the evaluation")
     p.add_argument(
         "--window", type=int, default=WHOLE_SUBTASK, help="annotation window (frames; CALVIN's: 64)"
@@ -72,14 +75,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--rest",
         type=float,
-        default=0.0,
+        default=0.5,
         help="play: probability of a rest at the neutral pose (where evaluation starts) before each subtask",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the play data, training and evaluation")
     p.add_argument("--backbone", default="efficientnet-lite0-frozen")
     p.add_argument("--cameras", default="rgb_static,rgb_gripper")
     p.add_argument("--image-size", type=int, default=128)
-    p.add_argument("--max-steps", type=int, default=800, help="optimizer steps (0: --budget-min instead)")
+    p.add_argument("--max-steps", type=int, default=1000, help="optimizer steps (0: --budget-min instead)")
     p.add_argument(
         "--budget-min", type=float, default=10.0, help="with --max-steps 0: wall-clock budget (min)"
     )
