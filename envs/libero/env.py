@@ -233,19 +233,13 @@ class LiberoEnv(gym.Env):
         self._close_variant()
         if getattr(self, "_raw_env", None) is None:
             return
-        context = _render_context_of(self._raw_env)
-        if context is not None:
-            free_render_context(context)
-        self._raw_env.close()
+        _close_simulator(self._raw_env)
         self._raw_env = None
 
     def _close_variant(self) -> None:
         if getattr(self, "_variant_env", None) is None:
             return
-        context = _render_context_of(self._variant_env)
-        if context is not None:
-            free_render_context(context)
-        self._variant_env.close()
+        _close_simulator(self._variant_env)
         self._variant_env, self._variant_bddl, self._in_variant = None, None, False
 
     # --------------------------------------------------------------------------------- task and success
@@ -516,6 +510,14 @@ class LiberoEnv(gym.Env):
                 "state": box(state_low, -state_low, 8),
             }
         )
+
+
+def _close_simulator(env: Any) -> None:
+    """Close a LIBERO simulator, its render context freed now rather than at interpreter exit."""
+    context = _render_context_of(env)
+    if context is not None:
+        free_render_context(context)
+    env.close()
 
 
 def _render_context_of(raw_env: Any) -> Any:
