@@ -196,34 +196,52 @@ def suite(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def collect(args: argparse.Namespace) -> dict[str, Any]:
-    """The suite's part from the records an interrupted run left (the units that finished), scored by the
-    same report the benchmark's summary uses."""
+    """The suite's part from a run folder the benchmark's own command wrote (a finished run, or the units an
+    interrupted one finished), scored by the same report the benchmark's summary uses; the command is the
+    run's own, read from its manifest."""
     from benchmarks.calvin.report import chain_metrics
     from benchmarks.core import RunDir
     from benchmarks.core.episode_record import ok_results
     from benchmarks.robustness import robustness_table
 
     flags, label = POLICIES[args.policy]
-    records = RunDir(Path(args.output) / "calvin" / label).merged_records()
+    run = RunDir(Path(args.output) / "calvin" / (args.run_name or label))
+    records = run.merged_records()
     results = ok_results(records)
     clean = [r for r in results if r["extras"].get("perturbation") is None]
     timing = {r["key"]: r["timing"]["episode_s"] for r in records if r["status"] == "ok"}
     clean_s = [s for key, s in timing.items() if "~" not in key]
+    finished = run.summary_json.is_file()
     return {
         "policy": args.policy,
-        "command": " ".join(["spatial-arena calvin", *flags, "--perturb", args.perturb]),
+        "command": _run_command(run) or " ".join(["spatial-arena calvin", *flags, "--perturb", args.perturb]),
         "num_sequences": len(clean),
         "seconds": None,
         "chain_seconds_total": round(sum(timing.values()), 1),
-        "units_finished": f"{len(results)} (interrupted: the units that finished are scored)",
+        "units_finished": f"{len(results)} of {len(records)}"
+        + (" (the run finished)" if finished else " (interrupted: the units that finished are scored)"),
         "clean_chain_seconds_median": round(statistics.median(clean_s), 2),
         "clean_avg_seq_len": chain_metrics([r["extras"]["num_completed"] for r in clean], 5)["avg_seq_len"],
         **robustness_table(results),
     }
 
 
+def _run_command(run: Any) -> str | None:
+    """The run's command line as a user types it (its entry point's arguments, local paths left out)."""
+    try:
+        argv = json.loads(run.manifest.read_text())["command"]
+    except (OSError, ValueError, KeyError):
+        return None
+    args = [a for a in argv[2:] if a != "--no-progress"]  # after ``python .../benchmarks/calvin/__main__.py``
+    if "--output" in args:
+        at = args.index("--output")
+        del args[at : at + 2]
+    return " ".join(["spatial-arena calvin", *args])
+
+
 def markdown(result: dict[str, Any]) -> str:
     from benchmarks.robustness import robustness_markdown
+    from benchmarks.robustness.blind import blind_column
 
     lines = [
         "CALVIN's evaluation chains on the built-in table (scene D), every axis at the levels named; the "
@@ -244,7 +262,7 @@ def markdown(result: dict[str, Any]) -> str:
             )
             + f"; clean chain median {run['clean_chain_seconds_median']:.1f} s.",
             "",
-            robustness_markdown(run).replace("## Robustness\n\n", ""),
+            robustness_markdown(run, *blind_column("calvin")).replace("## Robustness\n\n", ""),
         ]
     cost = result["build_cost"]
     episode = cost["clean_expert_chain_cpu_seconds_median"]
@@ -317,6 +335,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--build-chains", type=int, default=3, help="chains the build and certification costs are timed on"
     )
     parser.add_argument("--output", default="outputs/bench_robustness_calvin", help="the run folder root")
+    parser.add_argument(
+        "--run-name", default=None, help="collect: the run folder's name (default: the policy's label)"
+    )
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --output")
     parser.add_argument("--machine", default="2 shared cores", help="how to describe this machine")
     parser.add_argument("--note", default=None, help="report: a paragraph saying what was run and why")

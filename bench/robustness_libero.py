@@ -263,6 +263,7 @@ def certification_rows(certification: dict[str, Any]) -> list[str]:
 
 def markdown(result: dict[str, Any]) -> str:
     from benchmarks.robustness import robustness_markdown
+    from benchmarks.robustness.blind import blind_column
 
     lines = [
         f"Tasks (state 0 each): {', '.join(result['tasks'])}; every axis at levels 1-5, spec seed = the "
@@ -297,7 +298,7 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     for run in result["answer_key"]:
         lines += ["", f"### Answer key: {run['run']}", "", f"`{run['command']}`", ""]
-        lines.append(robustness_markdown(run).replace("## Robustness\n", ""))
+        lines.append(robustness_markdown(run, *blind_column("libero")).replace("## Robustness\n", ""))
     return "\n".join(lines) + "\n"
 
 

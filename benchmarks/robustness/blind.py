@@ -46,3 +46,11 @@ def blind_note(entry: Mapping[str, Any]) -> str:
         f"(`bench/robustness_blind.py`, {entry.get('scope')}, measured {entry.get('date')}); they look at "
         "no image, so a model must beat them."
     )
+
+
+def blind_column(
+    benchmark: str, path: Path = BLIND_RESULTS
+) -> tuple[dict[str, dict[str, float]] | None, str | None]:
+    """The blind column of ``benchmark``'s robustness table and its note, or ``(None, None)`` unmeasured."""
+    entry = blind_entry(benchmark, path)
+    return (blind_by_axis(entry), blind_note(entry)) if entry else (None, None)

@@ -49,7 +49,7 @@ from typing import Any
 
 from benchmarks.core import Summary, UnitTally, WorkUnit
 from benchmarks.core.episode_record import EpisodeRecord, ok_results
-from benchmarks.robustness.blind import blind_by_axis, blind_entry, blind_note
+from benchmarks.robustness.blind import blind_column
 from benchmarks.robustness.certificates import CertificateCache, certificate_key, certify
 from benchmarks.robustness.config import RobustnessArgs
 from benchmarks.robustness.plots import PLOT, robustness_plot
@@ -142,10 +142,9 @@ def robustness_summary(
     summary = clean_summary(clean, clean_tally)
     table = robustness_table(results, args.include_uncertified)
     name = benchmark or str(summary.data.get("benchmark", ""))
-    entry = blind_entry(name)
-    blind = blind_by_axis(entry) if entry else None
+    blind, note = blind_column(name)
     summary.data["robustness"] = {**table, "blind": blind}
-    summary.markdown += "\n" + robustness_markdown(table, blind, blind_note(entry) if entry else None)
+    summary.markdown += "\n" + robustness_markdown(table, blind, note)
     title = " ".join(str(v) for v in (name, summary.data.get("policy")) if v)
     if table["axes"]:
         summary.files[PLOT] = lambda path: robustness_plot(path, table, title, blind)
