@@ -144,6 +144,71 @@ def certification_cost(chains: int) -> dict[str, Any]:
     return result
 
 
+def certify_chains(args: argparse.Namespace) -> dict[str, Any]:
+    """Certify every axis and level of the first ``--num-sequences`` evaluation chains into the certificate
+    cache a ``--perturb`` run reads (``--certificates``; the benchmark's keys and flow, ``run_certified``):
+    a later run over these chains certifies nothing again. Saved after each chain, so an interrupted
+    sweep resumes; returns the certification rate per axis and level (95 % Wilson intervals)."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the ids)
+    from benchmarks.calvin.config import POLICY_DEFAULTS
+    from benchmarks.calvin.protocol import evaluation_chains
+    from benchmarks.core import WorkUnit, unit_seed
+    from benchmarks.robustness import CertificateCache, run_certified
+    from envs.calvin.perturbations import AXES, FAMILY
+    from envs.perturbation import LEVELS
+    from policies.experts.calvin import ScriptedExpert
+
+    bare = gym.make("SpatialArena/CalvinPlayTable-State-v0")
+    expert = ScriptedExpert()
+    expert.bind(bare)
+    cache, tally = CertificateCache(args.certificates), {"runs": 0, "cpu": 0.0}
+    outcomes: dict[tuple[str, int], list[bool]] = {(axis, level): [] for axis in AXES for level in LEVELS}
+    for i, (state, tasks) in enumerate(evaluation_chains(args.num_sequences)):
+        seed = unit_seed(0, i)
+        run_expert = _timed_expert(bare, expert, state, tasks, seed, tally)
+        for axis, level in outcomes:
+            spec = {"axis": axis, "level": level, "seed": seed}
+            unit = WorkUnit(i, f"chain-{i:04d}~{axis}:{level}", seed, {"perturbation": spec})
+            record = run_certified(
+                unit,
+                cache,
+                family=FAMILY,
+                expert=POLICY_DEFAULTS["expert"]["expert"],
+                episode={"initial_state": state, "tasks": list(tasks), "scene": "D"},
+                episode_id=f"chain-{i:04d}",
+                run_policy=lambda _: {"success": True, "steps": 0, "extras": {}},
+                run_expert=run_expert,
+                axes_family=FAMILY,
+            )
+            outcomes[axis, level].append(bool(record["extras"]["certified"]))
+        cache.save()
+        print(
+            f"[certify] chain {i}: {tally['runs']} expert chains so far, {tally['cpu']:.0f} CPU s", flush=True
+        )
+    bare.close()
+    return {
+        "chains": args.num_sequences,
+        "certificates": str(args.certificates),
+        "expert_runs_this_time": tally["runs"],
+        "cpu_seconds_this_time": round(tally["cpu"], 1),
+        "rates": {axis: {str(level): _rate(outcomes[axis, level]) for level in LEVELS} for axis in AXES},
+    }
+
+
+def _rate(certified: list[bool]) -> dict[str, Any]:
+    from benchmarks.stats.intervals import wilson
+
+    rate = wilson(sum(certified), len(certified)).scaled(100)
+    return {
+        "certified": sum(certified),
+        "variants": len(certified),
+        "rate": rate.estimate,
+        "ci": rate.bounds(1),
+    }
+
+
 def _timed_expert(env: Any, expert: Any, state: Any, tasks: Any, seed: int, tally: dict[str, Any]) -> Any:
     """The certification run of one chain (``run_expert`` of the runner), its CPU seconds added to ``tally``."""
     from benchmarks.calvin.chain import run_chain
@@ -227,10 +292,13 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_command(run: Any) -> str | None:
-    """The run's command line as a user types it (its entry point's arguments, local paths left out)."""
+    """The run's command line as a user types it (its entry point's arguments, local paths left out);
+    ``None`` for a run started from another script (its manifest holds that script's command line)."""
     try:
         argv = json.loads(run.manifest.read_text())["command"]
     except (OSError, ValueError, KeyError):
+        return None
+    if len(argv) < 2 or not argv[1].endswith(str(Path("calvin", "__main__.py"))):
         return None
     args = [a for a in argv[2:] if a != "--no-progress"]  # after ``python .../benchmarks/calvin/__main__.py``
     if "--output" in args:
@@ -287,7 +355,7 @@ def markdown(result: dict[str, Any]) -> str:
         ],
         "",
     ]
-    return "\n".join(lines + _reuse_lines(result))
+    return "\n".join(lines + _reuse_lines(result) + _sweep_lines(result))
 
 
 def _reuse_lines(result: dict[str, Any]) -> list[str]:
@@ -317,11 +385,37 @@ def _reuse_lines(result: dict[str, Any]) -> list[str]:
     ]
 
 
+def _sweep_lines(result: dict[str, Any]) -> list[str]:
+    """The certification rate per axis and level over the sweep's chains (the ``certify`` step)."""
+    sweep = result.get("certification_sweep")
+    if not sweep:
+        return []
+    levels = list(next(iter(sweep["rates"].values())))
+    lines = [
+        f"### Certification over the first {sweep['chains']} evaluation chains",
+        "",
+        "Every axis at every level of each chain, certified by the scripted expert through the benchmark's "
+        "flow into the certificate cache a `--perturb` run reads, so such a run over these chains certifies "
+        "nothing again (`python bench/robustness_calvin.py certify --num-sequences "
+        f"{sweep['chains']}`). Certified % [95 % Wilson interval] (certified/variants):",
+        "",
+        "| axis | " + " | ".join(f"level {level}" for level in levels) + " |",
+        "|---|" + "---|" * len(levels),
+    ]
+    for axis, cells in sweep["rates"].items():
+        shown = [
+            f"{c['rate']:.0f} [{c['ci'][0]:.0f}, {c['ci'][1]:.0f}] ({c['certified']}/{c['variants']})"
+            for c in cells.values()
+        ]
+        lines.append(f"| {axis} | " + " | ".join(shown) + " |")
+    return [*lines, ""]
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "step",
-        choices=["suite", "collect", "build-cost", "certify-cost", "report"],
+        choices=["suite", "collect", "certify", "build-cost", "certify-cost", "report"],
         help="what to run (then report)",
     )
     parser.add_argument("--policy", choices=list(POLICIES), default="answer-key")
@@ -339,6 +433,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--run-name", default=None, help="collect: the run folder's name (default: the policy's label)"
     )
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --output")
+    parser.add_argument(
+        "--certificates",
+        default="outputs/bench_robustness_calvin/calvin/certificates.json",
+        help="certify: the certificate cache to fill (a --perturb run's --certificates)",
+    )
     parser.add_argument("--machine", default="2 shared cores", help="how to describe this machine")
     parser.add_argument("--note", default=None, help="report: a paragraph saying what was run and why")
     return parser.parse_args(argv)
@@ -350,6 +449,8 @@ def main(args: argparse.Namespace) -> None:
     part: dict[str, Any] = {}
     if args.step in ("suite", "collect"):
         part["suites"] = {args.suite_name or args.policy: (suite if args.step == "suite" else collect)(args)}
+    elif args.step == "certify":
+        part = {"certification_sweep": certify_chains(args)}
     elif args.step == "build-cost":
         part = {"build_chains": args.build_chains, "build_cost": build_cost(args.build_chains)}
     elif args.step == "certify-cost":
