@@ -98,11 +98,9 @@ def certification_cost(chains: int) -> dict[str, Any]:
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the ids)
-    from benchmarks.calvin.config import POLICY_DEFAULTS
-    from benchmarks.core import WorkUnit, unit_seed
-    from benchmarks.robustness import CertificateCache, run_certified
+    from benchmarks.calvin.protocol import evaluation_chains
+    from benchmarks.robustness import CertificateCache
     from envs.calvin.perturbations import AXES, FAMILY
-    from envs.calvin.sequences import get_sequences
     from envs.perturbation import LEVELS, same_physics_axes
     from policies.experts.calvin import ScriptedExpert
 
@@ -114,26 +112,9 @@ def certification_cost(chains: int) -> dict[str, Any]:
         for label, axes_family in (("reused", FAMILY), ("each_variant", None)):
             cache, tally = CertificateCache(Path(folder) / f"{label}.json"), {"runs": 0, "cpu": 0.0}
             certified = 0
-            for i, (state, tasks) in enumerate(get_sequences(1000)[:chains]):
-                run_expert = _timed_expert(bare, expert, state, tasks, unit_seed(0, i), tally)
-                for axis in AXES:
-                    for level in LEVELS:
-                        spec = {"axis": axis, "level": level, "seed": unit_seed(0, i)}
-                        unit = WorkUnit(
-                            i, f"chain-{i:04d}~{axis}:{level}", spec["seed"], {"perturbation": spec}
-                        )
-                        record = run_certified(
-                            unit,
-                            cache,
-                            family=FAMILY,
-                            expert=POLICY_DEFAULTS["expert"]["expert"],
-                            episode={"initial_state": state, "tasks": list(tasks), "scene": "D"},
-                            episode_id=f"chain-{i:04d}",
-                            run_policy=lambda _: {"success": True, "steps": 0, "extras": {}},
-                            run_expert=run_expert,
-                            axes_family=axes_family,
-                        )
-                        certified += bool(record["extras"]["certified"])
+            for i, (state, tasks) in enumerate(evaluation_chains(chains)):
+                outcomes = _certify_chain(bare, expert, cache, i, state, tasks, axes_family, tally)
+                certified += sum(outcomes.values())
             result[label] = {
                 "variants": chains * len(AXES) * len(LEVELS),
                 "expert_runs": tally["runs"],
@@ -152,10 +133,8 @@ def certify_chains(args: argparse.Namespace) -> dict[str, Any]:
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the ids)
-    from benchmarks.calvin.config import POLICY_DEFAULTS
     from benchmarks.calvin.protocol import evaluation_chains
-    from benchmarks.core import WorkUnit, unit_seed
-    from benchmarks.robustness import CertificateCache, run_certified
+    from benchmarks.robustness import CertificateCache
     from envs.calvin.perturbations import AXES, FAMILY
     from envs.perturbation import LEVELS
     from policies.experts.calvin import ScriptedExpert
@@ -166,23 +145,8 @@ def certify_chains(args: argparse.Namespace) -> dict[str, Any]:
     cache, tally = CertificateCache(args.certificates), {"runs": 0, "cpu": 0.0}
     outcomes: dict[tuple[str, int], list[bool]] = {(axis, level): [] for axis in AXES for level in LEVELS}
     for i, (state, tasks) in enumerate(evaluation_chains(args.num_sequences)):
-        seed = unit_seed(0, i)
-        run_expert = _timed_expert(bare, expert, state, tasks, seed, tally)
-        for axis, level in outcomes:
-            spec = {"axis": axis, "level": level, "seed": seed}
-            unit = WorkUnit(i, f"chain-{i:04d}~{axis}:{level}", seed, {"perturbation": spec})
-            record = run_certified(
-                unit,
-                cache,
-                family=FAMILY,
-                expert=POLICY_DEFAULTS["expert"]["expert"],
-                episode={"initial_state": state, "tasks": list(tasks), "scene": "D"},
-                episode_id=f"chain-{i:04d}",
-                run_policy=lambda _: {"success": True, "steps": 0, "extras": {}},
-                run_expert=run_expert,
-                axes_family=FAMILY,
-            )
-            outcomes[axis, level].append(bool(record["extras"]["certified"]))
+        for variant, certified in _certify_chain(bare, expert, cache, i, state, tasks, FAMILY, tally).items():
+            outcomes[variant].append(certified)
         cache.save()
         print(
             f"[certify] chain {i}: {tally['runs']} expert chains so far, {tally['cpu']:.0f} CPU s", flush=True
@@ -195,6 +159,46 @@ def certify_chains(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_seconds_this_time": round(tally["cpu"], 1),
         "rates": {axis: {str(level): _rate(outcomes[axis, level]) for level in LEVELS} for axis in AXES},
     }
+
+
+def _certify_chain(
+    bare: Any,
+    expert: Any,
+    cache: Any,
+    index: int,
+    state: Any,
+    tasks: Any,
+    axes_family: str | None,
+    tally: dict[str, Any],
+) -> dict[tuple[str, int], bool]:
+    """Every axis and level of evaluation chain ``index`` certified through the benchmark's own flow
+    (``run_certified``, the benchmark's keys and spec seeds; ``axes_family`` ``None``: no certificate
+    shared by same_physics axes): ``{(axis, level): certified}``."""
+    from benchmarks.calvin.config import POLICY_DEFAULTS
+    from benchmarks.core import WorkUnit, unit_seed
+    from benchmarks.robustness import run_certified
+    from envs.calvin.perturbations import AXES, FAMILY
+    from envs.perturbation import LEVELS
+
+    seed = unit_seed(0, index)
+    run_expert = _timed_expert(bare, expert, state, tasks, seed, tally)
+    outcomes = {}
+    for axis in AXES:
+        for level in LEVELS:
+            spec = {"axis": axis, "level": level, "seed": seed}
+            record = run_certified(
+                WorkUnit(index, f"chain-{index:04d}~{axis}:{level}", seed, {"perturbation": spec}),
+                cache,
+                family=FAMILY,
+                expert=POLICY_DEFAULTS["expert"]["expert"],
+                episode={"initial_state": state, "tasks": list(tasks), "scene": "D"},
+                episode_id=f"chain-{index:04d}",
+                run_policy=lambda _: {"success": True, "steps": 0, "extras": {}},
+                run_expert=run_expert,
+                axes_family=axes_family,
+            )
+            outcomes[axis, level] = bool(record["extras"]["certified"])
+    return outcomes
 
 
 def _rate(certified: list[bool]) -> dict[str, Any]:
