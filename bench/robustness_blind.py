@@ -200,8 +200,10 @@ def _pct(value: float | None) -> str:
 
 
 def main(argv: list[str] | None = None, results: Path = BLIND_RESULTS) -> dict[str, Any]:
-    """Measure the families asked for and merge them into ``results`` (other families' entries kept)."""
+    """Measure the families asked for and merge them into ``results`` (other families' entries kept; the
+    file is read after measuring, so a run of another family that ended meanwhile is kept too)."""
     args = parse(argv)
+    measured = {FAMILIES[name].benchmark: measure(name, args) for name in args.families}
     try:
         data = json.loads(results.read_text())
     except (OSError, ValueError):
@@ -210,8 +212,7 @@ def main(argv: list[str] | None = None, results: Path = BLIND_RESULTS) -> dict[s
         data = {"format": FORMAT, "source": "bench/robustness_blind.py", "benchmarks": {}}
     data["title"] = "Blind baselines per robustness axis (random, best constant action)"
     data["date"], data["machine"] = datetime.date.today().isoformat(), machine_line()
-    for name in args.families:
-        data["benchmarks"][FAMILIES[name].benchmark] = measure(name, args)
+    data["benchmarks"].update(measured)
     data["command"] = "; ".join(
         entry["command"] for entry in data["benchmarks"].values() if "command" in entry
     )
