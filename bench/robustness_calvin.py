@@ -287,12 +287,27 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         "num_sequences": len(clean),
         "seconds": None,
         "chain_seconds_total": round(sum(timing.values()), 1),
-        "units_finished": f"{len(results)} of {len(records)}"
+        "units_finished": f"{len(results)} of {_planned_units(run) or len(records)}"
         + (" (the run finished)" if finished else " (interrupted: the units that finished are scored)"),
         "clean_chain_seconds_median": round(statistics.median(clean_s), 2),
         "clean_avg_seq_len": chain_metrics([r["extras"]["num_completed"] for r in clean], 5)["avg_seq_len"],
         **robustness_table(results),
     }
+
+
+def _planned_units(run: Any) -> int | None:
+    """How many units the run's configuration asks for (clean chains and their variants), from its manifest."""
+    from envs.calvin.perturbations import FAMILY
+    from envs.perturbation import parse_perturb
+
+    try:
+        config = json.loads(run.manifest.read_text())["config"]
+    except (OSError, ValueError, KeyError):
+        return None
+    variants = (
+        sum(len(levels) for _, levels in parse_perturb(config["perturb"], FAMILY)) if config["perturb"] else 0
+    )
+    return int(config["num_sequences"]) * (1 + variants)
 
 
 def _run_command(run: Any) -> str | None:
