@@ -319,7 +319,8 @@ def _run_command(run: Any) -> str | None:
         return None
     if len(argv) < 2 or not argv[1].endswith(str(Path("calvin", "__main__.py"))):
         return None
-    args = [a for a in argv[2:] if a != "--no-progress"]  # after ``python .../benchmarks/calvin/__main__.py``
+    # after ``python .../benchmarks/calvin/__main__.py``; how the run was driven, not what it measured, left out
+    args = [a for a in argv[2:] if a not in ("--no-progress", "--resume")]
     if "--output" in args:
         at = args.index("--output")
         del args[at : at + 2]
