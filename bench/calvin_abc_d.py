@@ -82,6 +82,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--backbone", default="efficientnet-lite0-frozen")
     p.add_argument("--cameras", default="rgb_static,rgb_gripper")
     p.add_argument("--image-size", type=int, default=128)
+    p.add_argument("--augment", default="none", help="training-image augmentation (vla.train --augment)")
     p.add_argument("--max-steps", type=int, default=1000, help="optimizer steps (0: --budget-min instead)")
     p.add_argument(
         "--budget-min", type=float, default=10.0, help="with --max-steps 0: wall-clock budget (min)"

@@ -71,6 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--cameras", default=None, help="default: rgb_static,rgb_gripper / agentview_rgb,eye_in_hand_rgb"
     )
     p.add_argument("--image-size", type=int, default=128)
+    p.add_argument("--augment", default="none", help="training-image augmentation (vla.train --augment)")
     p.add_argument("--budget-min", type=float, default=20.0, help="training wall-clock budget (minutes)")
     p.add_argument(
         "--max-steps",
@@ -176,6 +177,7 @@ def train_config(args: argparse.Namespace, backbone: str, data: Path, output: Pa
         save_every=10**9,
         keep_checkpoints=1,
         seed=args.seed,
+        augment=getattr(args, "augment", "none"),  # vla_compare has no --augment
     )
     values.update(overrides)
     return TrainConfig(**values)

@@ -172,6 +172,9 @@ class VLMBackbone(nn.Module):
     def model_type(self) -> str:
         return str(self.vlm.config.model_type)
 
+    def stop_caching(self) -> None:
+        """Training images will not repeat (they are augmented): drop any per-image cache (none here)."""
+
     # ------------------------------------------------------------------------------------ input side
 
     @classmethod

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from policies.config_cli import InputError, arg, parse_config, run_cli
+from vla.augment import Augment
 
 if TYPE_CHECKING:  # torch and the model are imported when training starts
     import torch
@@ -68,6 +69,10 @@ class TrainConfig:
         (), "dataset image keys fed to the model, in order (default: rgb_static / agentview_rgb)"
     )
     image_size: int = arg(224, "square image side the samples are resized to", minimum=1)
+    augment: str = arg(
+        "none",
+        "training-image augmentation: none, or a comma list of shift (random shift) and color (colour jitter)",
+    )
     num_action_tokens: int = arg(
         1, "copies of the learnable action token appended to the input ('latent')", minimum=1
     )
@@ -124,6 +129,7 @@ class TrainConfig:
             )
         if self.precision not in ("auto", "bf16", "fp16", "fp32"):
             raise ValueError(f"--precision must be auto, bf16, fp16 or fp32, got {self.precision!r}")
+        Augment.parse(self.augment)
         self._check_paths()
 
     def _check_paths(self) -> None:
@@ -183,15 +189,24 @@ class Collator:
     """Samples -> model inputs + normalised targets; picklable, so it runs in data-loader workers."""
 
     def __init__(
-        self, build_inputs: Callable[..., dict[str, torch.Tensor]], normalizer: ActionNormalizer
+        self,
+        build_inputs: Callable[..., dict[str, torch.Tensor]],
+        normalizer: ActionNormalizer,
+        augment: Augment | None = None,
     ) -> None:
         self.build_inputs, self.normalizer = build_inputs, normalizer
+        self.augment = augment or Augment()
 
     def __call__(self, samples: list[Any]) -> dict[str, Any]:
         import torch
 
         arm, gripper = self.normalizer.targets(np.stack([s.actions for s in samples]))
-        inputs = self.build_inputs([s.images for s in samples], [s.instruction for s in samples])
+        images = [s.images for s in samples]
+        if self.augment:
+            # torch's generator is seeded per run (and per loader worker), so the draws repeat with the seed
+            rng = np.random.default_rng(int(torch.randint(2**62, ()).item()))
+            images = [[self.augment(img, rng) for img in imgs] for imgs in images]
+        inputs = self.build_inputs(images, [s.instruction for s in samples])
         return {"inputs": inputs, "arm": torch.from_numpy(arm), "gripper": torch.from_numpy(gripper)}
 
 
@@ -280,6 +295,8 @@ class Trainer:
         )
         if c.freeze_backbone:
             model.backbone.requires_grad_(False)
+        if Augment.parse(c.augment):
+            model.backbone.stop_caching()
         return model
 
     def _loader(self) -> Any:
@@ -291,7 +308,7 @@ class Trainer:
             raise ValueError(
                 f"{c.data} has {len(self.dataset)} samples, fewer than one batch of {size}; lower --batch-size"
             )
-        collate = Collator(self.model.input_builder(), self.model.normalizer)
+        collate = Collator(self.model.input_builder(), self.model.normalizer, Augment.parse(c.augment))
         return DataLoader(
             self.dataset,
             batch_size=size,

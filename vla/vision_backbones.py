@@ -164,6 +164,11 @@ class EfficientNetLiteBackbone(VLMBackbone):
     def model_type(self) -> str:
         return self.config.model_type
 
+    def stop_caching(self) -> None:
+        """Augmented images never repeat, so cached features would only fill memory."""
+        self.config.feature_cache = 0
+        self._features.clear()
+
     def train(self, mode: bool = True) -> EfficientNetLiteBackbone:
         super().train(mode)
         self.vision.eval()

@@ -56,6 +56,14 @@ def test_a_step_budget_resumes_and_a_wall_clock_budget_starts_afresh(tmp_path):
     assert clock["time_budget_s"] == 120.0 and "resume" not in clock and not run.exists()
 
 
+def test_augment_reaches_the_training_config(tmp_path):
+    from bench.vla_learning import train_config
+
+    augmented = train_config(parse_args(["--augment", "shift,color"]), "b", tmp_path, tmp_path / "run")
+    assert augmented.augment == "shift,color"
+    assert train_config(parse_args([]), "b", tmp_path, tmp_path / "run").augment == "none"
+
+
 def test_report_tables_show_n_successes_and_intervals():
     completed = [1, 0, 0, 1]
     data = {"chains": 4, **chain_metrics(completed), **chain_intervals(completed)}

@@ -76,6 +76,8 @@ def test_frozen_tower_and_feature_cache_give_the_same_values(tmp_path):
     assert torch.equal(first, plain) and torch.equal(second, plain)
     assert len(frozen._features) == 3  # four images seen, the cache keeps the newest three
     assert plain.shape == (4, 1280, 2, 2)
+    frozen.stop_caching()  # vla.train --augment: images never repeat
+    assert torch.equal(frozen._features_of(pixels), plain) and not frozen._features
 
 
 def test_checkpoint_round_trip_and_native_directory(model, tmp_path):
