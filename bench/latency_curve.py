@@ -8,7 +8,8 @@ reuses it):
    steps (reproducible, unlike a wall-clock budget; an interrupted run continues from its last checkpoint).
 2. The gate: at delay 0 (the frozen-world protocol) the trained model must beat every blind baseline
    (uniform random, a constant "hold still, gripper open", the open-loop replay of the training
-   demonstrations) with a one-sided Fisher exact p below ``--alpha``; otherwise the run stops (status 1),
+   demonstrations) on the same held-out starts, with a one-sided exact McNemar p below ``--alpha`` (paired:
+   only the starts one policy solved and the other did not count); otherwise the run stops (status 1),
    since a latency curve of a policy that does not look says nothing about latency.
 3. The curve: success vs delay ``d`` control steps per decision (``--latency steps:d``,
    :mod:`benchmarks.core.latency`) in both modes: ``hold`` (the robot holds still while the model
@@ -44,8 +45,10 @@ except ModuleNotFoundError:
     import vla_learning as learning
 
 from benchmarks.core.latency import Latency, parse_latency
+from benchmarks.stats.paired import mcnemar_one_sided_p
 
 CONTROL_HZ = 30.0  # CALVIN's control rate
+GATE_TEST = "one-sided exact McNemar"  # paired: every policy runs the same held-out starts
 #: vla_learning's settings for this measurement (the command line may override each).
 DEFAULTS = ["--max-steps", "750", "--eval-episodes", "20"]
 #: ``--tiny``: every stage at the smallest size (a dry run of the pipeline, not a measurement).
@@ -65,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, argpa
     p.add_argument("--delays", default="0,2,5,10,20", help="delays per decision, in control steps (30 Hz)")
     p.add_argument("--modes", default="hold,continue", help="what the env does during a delay")
     p.add_argument("--oracle-episodes", type=int, default=10, help="answer-key episodes per point (0: none)")
-    p.add_argument("--alpha", type=float, default=0.05, help="the gate's one-sided Fisher exact level")
+    p.add_argument("--alpha", type=float, default=0.05, help="the gate's one-sided exact McNemar level")
     p.add_argument(
         "--ignore-gate",
         action="store_true",
@@ -112,12 +115,13 @@ def latency_for(delay: int, mode: str) -> Latency | None:
     return None if delay == 0 else parse_latency(f"steps:{delay}", mode, CONTROL_HZ)
 
 
-def one_sided_fisher(wins: int, n: int, other_wins: int, other_n: int) -> float:
-    """P(a success count at least as lopsided) when both rates are equal: one-sided Fisher exact test."""
-    from scipy.stats import fisher_exact
-
-    table = [[wins, n - wins], [other_wins, other_n - other_wins]]
-    return float(fisher_exact(table, alternative="greater")[1])
+def discordant(trained: Result, base: Result) -> tuple[int, int]:
+    """(starts only the trained model solved, starts only the baseline solved), episode by episode."""
+    pairs = list(zip(trained["per_episode"], base["per_episode"], strict=True))
+    return (
+        sum(t["success"] and not b["success"] for t, b in pairs),
+        sum(b["success"] and not t["success"] for t, b in pairs),
+    )
 
 
 # ------------------------------------------------------------------------------------------ storage
@@ -216,20 +220,29 @@ def evaluators(final: Path, vla: argparse.Namespace, oracle_episodes: int) -> di
 
 
 def gate(store: Store, runs: dict[str, Evaluate], alpha: float) -> dict[str, Any]:
-    """The trained model vs each blind baseline at delay 0 (one-sided Fisher exact)."""
+    """The trained model vs each blind baseline at delay 0, paired on the held-out starts (one-sided exact
+    McNemar)."""
     trained = store.point("vla/d0", lambda: runs["vla"](None))
     rows = {}
     for name in ("random", "constant", "replay"):
         base = store.point(f"{name}/d0", lambda name=name: runs[name](None))
-        p = one_sided_fisher(trained["success"], trained["episodes"], base["success"], base["episodes"])
-        rows[name] = {"success": base["success"], "episodes": base["episodes"], "p": p}
+        only_trained, only_base = discordant(trained, base)
+        p = mcnemar_one_sided_p(only_base, only_trained)
+        rows[name] = {
+            "success": base["success"],
+            "episodes": base["episodes"],
+            "only_trained": only_trained,
+            "only_baseline": only_base,
+            "p": p,
+        }
         print(
             f"[gate] trained {trained['success']}/{trained['episodes']} vs {name} "
-            f"{base['success']}/{base['episodes']}: one-sided Fisher exact p = {p:.2g}",
+            f"{base['success']}/{base['episodes']} (solved by trained only {only_trained}, by {name} only "
+            f"{only_base}): one-sided exact McNemar p = {p:.2g}",
             flush=True,
         )
     passed = all(row["p"] < alpha for row in rows.values())
-    store.data["gate"] = {"alpha": alpha, "passed": passed, "baselines": rows}
+    store.data["gate"] = {"alpha": alpha, "passed": passed, "test": GATE_TEST, "baselines": rows}
     store.save()
     print(
         f"[gate] {'passed' if passed else 'NOT passed'}: the trained model "
@@ -338,13 +351,16 @@ def gate_table(store: Store) -> list[str]:
     gate, trained = store.data.get("gate"), store.data["points"].get("vla/d0")
     if gate is None or trained is None:
         return ["(the gate has not run yet)"]
+    test = gate.get("test", "one-sided Fisher exact")  # curves measured before the gate was paired
     lines = [
-        "| policy (delay 0) | success (95 % Wilson) | trained better: one-sided Fisher exact p |",
-        "|---|---|---|",
-        f"| trained VLA | {cell(trained)} | |",
+        f"| policy (delay 0) | success (95 % Wilson) | solved by trained only / baseline only | trained better: {test} p |",
+        "|---|---|---|---|",
+        f"| trained VLA | {cell(trained)} | | |",
     ]
     for name, row in gate["baselines"].items():
-        lines.append(f"| {name} (blind) | {cell(store.data['points'][f'{name}/d0'])} | {row['p']:.2g} |")
+        pairs = f"{row['only_trained']} / {row['only_baseline']}" if "only_trained" in row else ""
+        base = cell(store.data["points"][f"{name}/d0"])
+        lines.append(f"| {name} (blind) | {base} | {pairs} | {row['p']:.2g} |")
     verdict = "passed" if gate["passed"] else "NOT passed"
     lines += ["", f"Gate {verdict} (every p < {gate['alpha']})."]
     if gate.get("ignored"):

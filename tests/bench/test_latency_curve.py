@@ -25,10 +25,15 @@ def test_points_latencies_and_the_gate_test():
     assert (
         latency.steps(0.0) == 5 and latency.mode == "continue" and latency.describe()["latency"] == "steps:5"
     )
-    # vla_learning.md's numbers: 15/30 trained against 0/30 untrained and 7/30 replay
-    assert lc.one_sided_fisher(15, 30, 0, 30) == pytest.approx(2.9e-6, rel=0.05)
-    assert lc.one_sided_fisher(15, 30, 7, 30) == pytest.approx(0.03, abs=0.005)
-    assert lc.one_sided_fisher(0, 30, 7, 30) == 1.0
+
+    # the gate pairs the policies on the held-out starts: only the starts one of them solved count
+    def run(*outcomes):
+        return {"per_episode": [{"success": bool(o)} for o in outcomes]}
+
+    trained, replay = run(1, 1, 1, 0, 1, 0), run(1, 0, 0, 0, 1, 1)
+    assert lc.discordant(trained, replay) == (2, 1) and lc.discordant(replay, trained) == (1, 2)
+    with pytest.raises(ValueError):  # a baseline measured on other starts cannot be paired
+        lc.discordant(trained, run(1, 0))
 
 
 def test_arguments_pass_through_and_bad_ones(capsys):
@@ -78,10 +83,16 @@ def test_tiny_pipeline_end_to_end_then_resumed(tmp_path, monkeypatch):
         "constant",
         "replay",
     }
+    assert data["gate"]["test"] == "one-sided exact McNemar"
+    for name, row in data["gate"]["baselines"].items():  # the pairs come from the same two starts
+        assert (row["only_trained"], row["only_baseline"]) == lc.discordant(
+            points["vla/d0"], points[f"{name}/d0"]
+        )
     # a plan loop has nothing pending when asked again: continuing is holding
     assert points["answer-key/d3/continue"]["per_episode"] == points["answer-key/d3/hold"]["per_episode"]
     table = (tmp_path / "latency_curve.md").read_text()
     assert "| 3 | 100 ms | " in table and "| not run" not in table and "Gate NOT passed" in table
+    assert "solved by trained only / baseline only | trained better: one-sided exact McNemar p |" in table
     assert (tmp_path / "latency_curve.png").stat().st_size > 0
     results = json.loads((tmp_path / "latency_curve.json").read_text())
     assert all(results[k] for k in ("title", "date", "machine", "source", "command", "setup"))
