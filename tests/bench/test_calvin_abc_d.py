@@ -39,7 +39,8 @@ def test_parse_args_tiny_and_the_blind_policies():
     assert (args.frames, args.num_sequences, args.ep_len) == (150, 2, 8)
     default = parse_args([])
     recipe = (default.tasks, default.window, default.max_steps, default.frames, default.rest)
-    assert recipe == ("open_drawer,close_drawer", 360, 1000, 4000, 0.5)
+    assert recipe == ("open_drawer,close_drawer", 360, 2000, 12000, 1.0)  # the run that beat blind on D
+    assert (default.min_lr_ratio, default.num_sequences, default.feature_cache) == (0.05, 100, 80000)
     blind = blind_policies()
     assert list(blind)[:2] == ["random", "constant-0_0_0_0_0_0_1"] and len(blind) == 9
     assert all(argv[-2:] == ["--cameras", "none"] for argv in blind.values())
