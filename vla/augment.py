@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
+from PIL import Image
 
 KINDS = ("shift", "color")
 
@@ -73,15 +73,15 @@ class Augment:
 def random_shift(image: np.ndarray, pad: int, rng: np.random.Generator) -> np.ndarray:
     """``image`` moved by up to ``pad`` pixels each way, the uncovered border filled by replication."""
     height, width = image.shape[:2]
-    padded = cv2.copyMakeBorder(image, pad, pad, pad, pad, cv2.BORDER_REPLICATE)
+    padded = np.pad(image, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
     top, left = (int(v) for v in rng.integers(0, 2 * pad + 1, size=2))
     return np.ascontiguousarray(padded[top : top + height, left : left + width])
 
 
 def rotate_hue(image: np.ndarray, turn: float) -> np.ndarray:
-    """``image`` with its hue rotated by ``turn`` of a full circle (OpenCV's 8-bit hue runs 0..179)."""
+    """``image`` with its hue rotated by ``turn`` of a full circle (Pillow's 8-bit hue runs 0..255)."""
     if turn == 0:
         return image
-    hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
-    hsv[..., 0] = ((hsv[..., 0].astype(np.int32) + round(turn * 180)) % 180).astype(np.uint8)
-    return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)
+    hsv = np.array(Image.fromarray(image).convert("HSV"))
+    hsv[..., 0] = ((hsv[..., 0].astype(np.int32) + round(turn * 256)) % 256).astype(np.uint8)
+    return np.asarray(Image.fromarray(hsv, mode="HSV").convert("RGB"))
