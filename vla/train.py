@@ -223,6 +223,7 @@ class Trainer:
 
         config.check()
         self.config, self.out = config, Path(config.output)
+        self.augment = Augment.parse(config.augment)
         cuda = torch.cuda.is_available()
         self.accelerator = Accelerator(
             cpu=not cuda,  # CPU-only machines: several processes (torchrun) train with the gloo backend
@@ -295,7 +296,7 @@ class Trainer:
         )
         if c.freeze_backbone:
             model.backbone.requires_grad_(False)
-        if Augment.parse(c.augment):
+        if self.augment:
             model.backbone.stop_caching()
         return model
 
@@ -308,7 +309,7 @@ class Trainer:
             raise ValueError(
                 f"{c.data} has {len(self.dataset)} samples, fewer than one batch of {size}; lower --batch-size"
             )
-        collate = Collator(self.model.input_builder(), self.model.normalizer, Augment.parse(c.augment))
+        collate = Collator(self.model.input_builder(), self.model.normalizer, self.augment)
         return DataLoader(
             self.dataset,
             batch_size=size,

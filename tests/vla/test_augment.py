@@ -106,3 +106,18 @@ def test_collator_augments_reproducibly_and_only_when_asked(tiny_vlm, tmp_path):
 def test_train_config_names_a_bad_augment():
     with pytest.raises(ValueError, match="--augment must be none"):
         TrainConfig(backbone="tiny-qwen2.5-vl", data="x", augment="mixup").check()
+
+
+def test_training_with_augment_runs_and_records_it(tiny_vlm, tmp_path):
+    import json
+
+    from tests.vla_helpers import write_calvin_split
+    from vla.train import main
+
+    root = tmp_path / "training"
+    write_calvin_split(root, episodes=[(0, 12)], windows=[(0, 12, "open_drawer", "open the drawer")])
+    out = tmp_path / "run"
+    flags = ["--backbone", str(tiny_vlm("qwen2_5_vl")), "--data", str(root), "--output", str(out)]
+    main([*flags, "--batch-size", "4", "--max-steps", "2", "--num-workers", "0", "--augment", "shift,color"])
+    assert json.loads((out / "train_config.json").read_text())["augment"] == "shift,color"
+    assert (out / "checkpoints" / "last" / "head.safetensors").is_file()
