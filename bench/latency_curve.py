@@ -15,7 +15,8 @@ reuses it):
    :mod:`benchmarks.core.latency`) in both modes: ``hold`` (the robot holds still while the model
    thinks; the world and the 360-step budget run on) and ``continue`` (the previous chunk's unexecuted
    actions keep running, then holding still). The same held-out starts at every point (paired), 95 %
-   Wilson intervals.
+   Wilson intervals. The curve runs on the first ``--curve-episodes`` of the gate's starts (the gate needs
+   more: it compares the model with a replay that solves many starts too).
 4. The same curve for the answer-key plan loop (``--policy mllm --model answer-key``, the static camera),
    on the first ``--oracle-episodes`` of those starts. It has nothing pending when asked again, so its
    ``continue`` should equal ``hold``; both are measured.
@@ -50,7 +51,10 @@ from benchmarks.stats.paired import mcnemar_one_sided_p
 CONTROL_HZ = 30.0  # CALVIN's control rate
 GATE_TEST = "one-sided exact McNemar"  # paired: every policy runs the same held-out starts
 #: vla_learning's settings for this measurement (the command line may override each).
-DEFAULTS = ["--max-steps", "750", "--eval-episodes", "20"]
+DEFAULTS = [
+    *["--image-size", "224", "--train-episodes", "100", "--max-steps", "1500", "--min-lr-ratio", "0.05"],
+    *["--eval-episodes", "100"],
+]
 #: ``--tiny``: every stage at the smallest size (a dry run of the pipeline, not a measurement).
 TINY = [
     *["--train-episodes", "1", "--max-steps", "2", "--warmup-steps", "1", "--batch-size", "4"],
@@ -59,7 +63,9 @@ TINY = [
 TINY_CURVE = {"delays": "0,3", "oracle_episodes": 1}
 HOLD_STILL_OPEN = [0, 0, 0, 0, 0, 0, 1]  # relative action: no motion, gripper open (CALVIN: 1 = open)
 Result = dict[str, Any]
-Evaluate = Callable[[Latency | None], Result]
+#: held-out starts per VLA curve point (the gate uses them all: comparing two good policies needs more)
+CURVE_EPISODES = 30
+Evaluate = Callable[[Latency | None, int | None], Result]  # (latency, first n starts or all) -> result
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.Namespace]:
@@ -67,6 +73,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, argpa
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--delays", default="0,2,5,10,20", help="delays per decision, in control steps (30 Hz)")
     p.add_argument("--modes", default="hold,continue", help="what the env does during a delay")
+    p.add_argument(
+        "--curve-episodes",
+        type=int,
+        help="held-out starts per VLA curve point: the first N of the gate's (default: 30, at most all)",
+    )
     p.add_argument("--oracle-episodes", type=int, default=10, help="answer-key episodes per point (0: none)")
     p.add_argument("--alpha", type=float, default=0.05, help="the gate's one-sided exact McNemar level")
     p.add_argument(
@@ -103,6 +114,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, argpa
     vla = learning.parse_args([*DEFAULTS, *(TINY if args.tiny else []), *rest, "--out", args.out])
     if vla.env != "calvin":
         p.error("--env: the latency curve runs on CALVIN")
+    if args.curve_episodes is None:
+        args.curve_episodes = min(CURVE_EPISODES, vla.eval_episodes)
+    if not 1 <= args.curve_episodes <= vla.eval_episodes:
+        p.error(f"--curve-episodes {args.curve_episodes}: use 1 to --eval-episodes ({vla.eval_episodes})")
     return args, vla
 
 
@@ -193,8 +208,9 @@ def train(vla: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     }
 
 
-def evaluators(final: Path, vla: argparse.Namespace, oracle_episodes: int) -> dict[str, Evaluate]:
-    """One closed-loop evaluation per policy (``latency`` -> result), all on the same held-out starts."""
+def evaluators(final: Path, vla: argparse.Namespace) -> dict[str, Evaluate]:
+    """One closed-loop evaluation per policy (``latency``, ``n`` -> result on the first ``n`` held-out starts,
+    or all of them), every policy on the same starts."""
     from policies.baselines import ConstantPolicy, RandomPolicy
     from policies.registry import build_policy
     from vla.model import VLAModel
@@ -204,15 +220,15 @@ def evaluators(final: Path, vla: argparse.Namespace, oracle_episodes: int) -> di
     cameras = learning.env_cameras(trained.model.config.cameras)
     oracle = build_policy("mllm", model="answer-key")
 
-    def run(policy: Any, cams: tuple[str, ...], label: str, n: int = len(starts)) -> Evaluate:
-        return lambda latency: learning.evaluate(policy, starts[:n], vla, cams, label, latency)
+    def run(policy: Any, cams: tuple[str, ...], label: str) -> Evaluate:
+        return lambda latency, n: learning.evaluate(policy, starts[:n], vla, cams, label, latency)
 
     return {
         "vla": run(trained, cameras, "trained"),
         "random": run(RandomPolicy(), (), "random"),
         "constant": run(ConstantPolicy(HOLD_STILL_OPEN), (), "constant"),
         "replay": run(learning.replay_policy(Path(vla.out) / "data", len(starts)), (), "replay"),
-        "answer-key": run(oracle, ("static",), "answer-key", min(oracle_episodes, len(starts))),
+        "answer-key": run(oracle, ("static",), "answer-key"),
     }
 
 
@@ -222,10 +238,10 @@ def evaluators(final: Path, vla: argparse.Namespace, oracle_episodes: int) -> di
 def gate(store: Store, runs: dict[str, Evaluate], alpha: float) -> dict[str, Any]:
     """The trained model vs each blind baseline at delay 0, paired on the held-out starts (one-sided exact
     McNemar)."""
-    trained = store.point("vla/d0", lambda: runs["vla"](None))
+    trained = store.point("vla/d0", lambda: runs["vla"](None, None))
     rows = {}
     for name in ("random", "constant", "replay"):
-        base = store.point(f"{name}/d0", lambda name=name: runs[name](None))
+        base = store.point(f"{name}/d0", lambda name=name: runs[name](None, None))
         only_trained, only_base = discordant(trained, base)
         p = mcnemar_one_sided_p(only_base, only_trained)
         rows[name] = {
@@ -253,10 +269,12 @@ def gate(store: Store, runs: dict[str, Evaluate], alpha: float) -> dict[str, Any
 
 
 def curve(store: Store, runs: dict[str, Evaluate], args: argparse.Namespace, policy: str) -> None:
-    """Every (delay, mode) point of ``policy``, in order of delay; the report is rewritten after each."""
+    """Every (delay, mode) point of ``policy``, in order of delay; the report is rewritten after each. The
+    VLA's delay 0 is the gate's point (its first ``--curve-episodes`` starts make the curve's reference)."""
+    n = args.curve_episodes if policy == "vla" else args.oracle_episodes
     for delay, mode in points(args.delays, args.modes):
         key = f"{policy}/d0" if delay == 0 else f"{policy}/d{delay}/{mode}"
-        result = store.point(key, lambda: runs[policy](latency_for(delay, mode)))  # noqa: B023 (called at once)
+        result = store.point(key, lambda: runs[policy](latency_for(delay, mode), n))  # noqa: B023 (called at once)
         print(f"[curve] {key}: {result['success']}/{result['episodes']}", flush=True)
         write_report(store, args, Path(args.out))
 
@@ -277,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     ignored = ("out", "threads", "num_workers", "demo_workers", "eval_only", "skip_baselines")
     settings = {
         "vla_learning": {k: v for k, v in vars(vla).items() if k not in ignored},
+        "curve_episodes": args.curve_episodes,
         "oracle_episodes": args.oracle_episodes,
         "checkpoint_step": trained["training"]["steps"],
     }
@@ -289,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     store.data["command"] = " ".join(
         ["python bench/latency_curve.py", *(sys.argv[1:] if argv is None else argv)]
     )
-    runs = evaluators(final, vla, args.oracle_episodes)
+    runs = evaluators(final, vla)
     verdict = gate(store, runs, args.alpha)
     if args.ignore_gate and not verdict["passed"]:
         store.data["gate"]["ignored"] = True
@@ -313,9 +332,22 @@ def main(argv: list[str] | None = None) -> int:
 LABELS = {"vla": "VLA", "answer-key": "answer key"}
 
 
-def lookup(store: Store, policy: str, delay: int, mode: str) -> Result | None:
+def curve_point(store: Store, policy: str, delay: int, mode: str) -> Result | None:
+    """The curve's point; the VLA's delay 0 on the starts of its curve (the gate measured it on more)."""
     key = f"{policy}/d0" if delay == 0 else f"{policy}/d{delay}/{mode}"
-    return store.data["points"].get(key)
+    found = store.data["points"].get(key)
+    n = store.data["settings"].get("curve_episodes")  # absent from curves measured before it existed
+    return first(found, n) if policy == "vla" and delay == 0 and n else found
+
+
+def first(result: Result | None, n: int) -> Result | None:
+    """``result`` on its first ``n`` starts, with its own rate and interval."""
+    if result is None or result["episodes"] <= n:
+        return result
+    episodes = result["per_episode"][:n]
+    wins = sum(e["success"] for e in episodes)
+    ci95 = list(learning.wilson_interval(wins, n))
+    return {"success": wins, "episodes": n, "rate": wins / n, "ci95": ci95, "per_episode": episodes}
 
 
 def cell(result: Result | None, base: Result | None = None) -> str:
@@ -342,7 +374,7 @@ def curve_table(store: Store, args: argparse.Namespace) -> list[str]:
         "|---|---|" + "---|" * len(columns),
     ]
     for delay in args.delays:
-        cells = [cell(lookup(store, p, delay, m), lookup(store, p, 0, m)) for p, m in columns]
+        cells = [cell(curve_point(store, p, delay, m), curve_point(store, p, 0, m)) for p, m in columns]
         lines.append(f"| {delay} | {1000 * delay / CONTROL_HZ:.0f} ms | " + " | ".join(cells) + " |")
     return lines
 
@@ -372,11 +404,15 @@ def setup_line(store: Store) -> str:
     """The measurement's setting in one sentence (the table's head, the results file's ``setup``)."""
     t = store.data["training"]
     s = store.data["settings"]["vla_learning"]
+    n = store.data["settings"].get("curve_episodes") or s["eval_episodes"]
+    starts = (
+        f"the first {n} at every point of the curve" if n < s["eval_episodes"] else "the same at every point"
+    )
     return (
         f"Task `{s['task']}`; {t['demos']['kept']} demonstrations ({t['demos']['frames']} frames); "
         f"`{s['backbone']}` trained {t['training']['steps']} optimizer steps (batch {s['batch_size']}, lr "
         f"{s['lr']:g}; loss {t['first_loss']:.3g} -> {t['final_loss']:.3g}); {s['eval_episodes']} held-out "
-        f"starts (seed {s['seed']} + 1000), the same at every point; {s['ep_len']} steps per episode; "
+        f"starts (seed {s['seed']} + 1000) for the gate, {starts}; {s['ep_len']} steps per episode; "
         f"chunk executed {s['execute_steps']} at a time."
     )
 
@@ -414,7 +450,7 @@ def write_plot(store: Store, args: argparse.Namespace, path: Path) -> None:
     series, bands = {}, {}
     for policy, label in LABELS.items():
         for mode in args.modes:
-            found = [lookup(store, policy, d, mode) for d in args.delays]
+            found = [curve_point(store, policy, d, mode) for d in args.delays]
             series[f"{label}, {mode}"] = [None if r is None else 100 * r["rate"] for r in found]
             bands[f"{label}, {mode}"] = tuple(
                 [None if r is None else 100 * r["ci95"][i] for r in found] for i in (0, 1)

@@ -39,9 +39,13 @@ def test_points_latencies_and_the_gate_test():
 def test_arguments_pass_through_and_bad_ones(capsys):
     args, vla = lc.parse_args(["--delays", "5,0,5", "--backbone", "b", "--lr", "1e-3", "--out", "o"])
     assert args.delays == [0, 5] and args.modes == ["hold", "continue"]
-    assert (vla.backbone, vla.lr, vla.out, vla.max_steps, vla.eval_episodes) == ("b", 1e-3, "o", 750, 20)
+    assert (vla.backbone, vla.lr, vla.out, vla.max_steps, vla.eval_episodes) == ("b", 1e-3, "o", 1500, 100)
+    assert (vla.image_size, vla.train_episodes, vla.min_lr_ratio) == (224, 100, 0.05)
     assert lc.parse_args(["--policies", "answer-key"])[0].policies == ["answer-key"]
+    assert args.curve_episodes == 30  # 30 by default, at most the gate's starts
+    assert lc.parse_args(["--eval-episodes", "20"])[0].curve_episodes == 20
     bad_ones = (["--delays", "1,x"], ["--delays", "-2"], ["--modes", "skip"], ["--policies", "vla,x"])
+    bad_ones += (["--curve-episodes", "101"], ["--curve-episodes", "0"])
     for bad in (*bad_ones, ["--env", "libero"]):
         with pytest.raises(SystemExit) as stop:
             lc.parse_args(bad)
@@ -69,14 +73,17 @@ def test_tiny_pipeline_end_to_end_then_resumed(tmp_path, monkeypatch):
     pytest.importorskip(
         "efficientnet_lite_pytorch", reason="optional group vla-efficientnet is not installed"
     )
-    assert lc.main(["--tiny", "--out", str(tmp_path)]) == 0  # the gate only reports in --tiny
+    tiny = ["--tiny", "--curve-episodes", "1", "--out", str(tmp_path)]  # the gate's 2 starts, the curve's 1
+    assert lc.main(tiny) == 0  # the gate only reports in --tiny
     data = json.loads((tmp_path / "curve.json").read_text())
     points = data["points"]
     curves = [f"{p}/d3/{m}" for p in ("vla", "answer-key") for m in ("hold", "continue")]
     assert sorted(points) == sorted(
         ["vla/d0", "random/d0", "constant/d0", "replay/d0", "answer-key/d0", *curves]
     )
-    assert all(p["episodes"] == (1 if k.startswith("answer-key") else 2) for k, p in points.items())
+    assert all(
+        p["episodes"] == (2 if k.endswith("/d0") and k != "answer-key/d0" else 1) for k, p in points.items()
+    )
     assert all(e["steps"] <= 12 for p in points.values() for e in p["per_episode"])
     assert data["training"]["training"]["steps"] == 2 and set(data["gate"]["baselines"]) == {
         "random",
@@ -92,21 +99,24 @@ def test_tiny_pipeline_end_to_end_then_resumed(tmp_path, monkeypatch):
     assert points["answer-key/d3/continue"]["per_episode"] == points["answer-key/d3/hold"]["per_episode"]
     table = (tmp_path / "latency_curve.md").read_text()
     assert "| 3 | 100 ms | " in table and "| not run" not in table and "Gate NOT passed" in table
+    # the curve's delay 0 is the gate's point on the curve's first start
+    vla0 = points["vla/d0"]["per_episode"][0]["success"]
+    assert f"| 0 | 0 ms | {int(vla0)}/1 (" in table and "the first 1 at every point of the curve" in table
     assert "solved by trained only / baseline only | trained better: one-sided exact McNemar p |" in table
     assert (tmp_path / "latency_curve.png").stat().st_size > 0
     results = json.loads((tmp_path / "latency_curve.json").read_text())
     assert all(results[k] for k in ("title", "date", "machine", "source", "command", "setup"))
-    assert results["points"] == points and results["command"].endswith(f"--tiny --out {tmp_path}")
+    assert results["points"] == points and results["command"].endswith(" ".join(tiny))
     log = (tmp_path / "run-efficientnet-lite0-frozen" / "train_log.jsonl").read_text()
 
     def no_evaluation(*args, **kwargs):
         raise AssertionError("a rerun with the same settings evaluates nothing again")
 
     monkeypatch.setattr(lc.learning, "evaluate", no_evaluation)
-    assert lc.main(["--tiny", "--out", str(tmp_path)]) == 0
+    assert lc.main(tiny) == 0
     assert (tmp_path / "run-efficientnet-lite0-frozen" / "train_log.jsonl").read_text() == log
     assert json.loads((tmp_path / "curve.json").read_text())["points"] == points
     (tmp_path / "latency_curve.md").unlink()
-    assert lc.main(["--tiny", "--report-only", "--out", str(tmp_path)]) == 0
+    assert lc.main([*tiny, "--report-only"]) == 0
     assert (tmp_path / "latency_curve.md").read_text() == table
     assert lc.main(["--tiny", "--report-only", "--out", str(tmp_path / "none")]) == 2
