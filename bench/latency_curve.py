@@ -356,7 +356,7 @@ def cell(result: Result | None, base: Result | None = None) -> str:
         return "not run"
     low, high = result["ci95"]
     text = f"{result['success']}/{result['episodes']} ({100 * low:.0f}-{100 * high:.0f} %)"
-    if base is not None and base is not result:
+    if base is not None:
         from benchmarks.stats.paired import mcnemar_exact
 
         ok = [e["success"] for e in base["per_episode"][: result["episodes"]]]
@@ -374,7 +374,8 @@ def curve_table(store: Store, args: argparse.Namespace) -> list[str]:
         "|---|---|" + "---|" * len(columns),
     ]
     for delay in args.delays:
-        cells = [cell(curve_point(store, p, delay, m), curve_point(store, p, 0, m)) for p, m in columns]
+        base = [curve_point(store, p, 0, m) if delay else None for p, m in columns]  # p: delay vs delay 0
+        cells = [cell(curve_point(store, p, delay, m), b) for (p, m), b in zip(columns, base, strict=True)]
         lines.append(f"| {delay} | {1000 * delay / CONTROL_HZ:.0f} ms | " + " | ".join(cells) + " |")
     return lines
 
