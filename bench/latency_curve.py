@@ -24,7 +24,7 @@ reuses it):
 Outputs in ``--out``: ``data/``, ``run-<backbone>/`` (vla_learning's), ``curve.json`` (settings, every
 point with its per-episode results, the gate), ``latency_curve.md`` (tables) and ``latency_curve.png``.
 
-    python bench/latency_curve.py                          # the measurement (about 1-1.5 h on 2 CPU cores)
+    python bench/latency_curve.py                          # the measurement (about 1 h 45 min on 2 CPU cores)
     python bench/latency_curve.py --tiny --out /tmp/lc     # the whole pipeline at the smallest size
 
 Options not listed by ``--help`` go to ``bench/vla_learning.py`` (``--backbone``, ``--lr``, ``--seed``, ...).
