@@ -137,3 +137,19 @@ class CartPoleBenchmark(Benchmark):
     def progress_stats(self, records):
         returns = [r["result"]["return"] for r in records if r["result"]]
         return {"mean_return": f"{np.mean(returns):.1f}" if returns else "-"}
+
+
+class ThreadsWorker:
+    """Reports the threads torch and OpenMP were given in its process."""
+
+    def run(self, unit: WorkUnit) -> dict[str, Any]:
+        import torch
+
+        return {"torch": torch.get_num_threads(), "omp": os.environ.get("OMP_NUM_THREADS")}
+
+    def close(self) -> None:
+        pass
+
+
+def threads_worker() -> ThreadsWorker:
+    return ThreadsWorker()

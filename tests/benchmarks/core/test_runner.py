@@ -22,10 +22,12 @@ from benchmarks.core import (
     comparable,
     run_benchmark,
 )
+from benchmarks.core.executors import threads_per_worker
 from benchmarks.core.streak import ErrorStreak, ErrorStreakStop, describe_endpoint
+from benchmarks.core.work import WorkUnit
 from benchmarks.core.worker import StepProgress
 from policies.config_cli import EXIT_UNITS_ERRORED, arg, parse_config
-from tests.runner_fixtures import CartPoleBenchmark, CartPoleConfig
+from tests.runner_fixtures import CartPoleBenchmark, CartPoleConfig, threads_worker
 
 
 def run(tmp_path, name="run", workers=1, **config):
@@ -67,6 +69,25 @@ def test_two_processes_give_the_single_process_results(tmp_path):
     _, two = run(tmp_path, "two", workers=2)
     assert [comparable(r) for r in two.merged_records()] == [comparable(r) for r in one.merged_records()]
     assert {r["timing"]["worker"] for r in two.merged_records()} <= {"p0", "p1"}
+
+
+def test_each_worker_process_gets_its_share_of_the_cores(monkeypatch):
+    """Two workers on two cores each ran torch with a thread per core (8.6 decisions/s between two tiny
+    VLAs against 40 with one thread each); now each gets cores / workers, unless OMP_NUM_THREADS is set."""
+    cores = len(os.sched_getaffinity(0))
+    assert threads_per_worker(2, {}) == max(1, cores // 2) and threads_per_worker(4 * cores, {}) == 1
+    assert threads_per_worker(2, {"OMP_NUM_THREADS": "3"}) is None  # the user's choice stands
+    units = [WorkUnit(index=i, key=f"u{i}", seed=i) for i in range(2)]
+
+    def seen() -> list[tuple[int, str]]:
+        records = ProcessExecutor(2).run(threads_worker, units)
+        return sorted((r["result"]["torch"], r["result"]["omp"]) for r in records)
+
+    share = max(1, cores // 2)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert seen() == [(share, str(share))] * 2
+    monkeypatch.setenv("OMP_NUM_THREADS", str(cores))  # the user's choice, here every core for each
+    assert seen() == [(cores, str(cores))] * 2
 
 
 def test_crashed_worker_loses_only_its_unit(tmp_path):
