@@ -126,6 +126,11 @@ def points(delays: list[int], modes: list[str]) -> list[tuple[int, str]]:
     return [(0, "none")] * (0 in delays) + [(d, m) for d in delays if d > 0 for m in modes]
 
 
+def point_key(policy: str, delay: int, mode: str) -> str:
+    """A point's key in ``curve.json``; delay 0 is one point for every mode."""
+    return f"{policy}/d0" if delay == 0 else f"{policy}/d{delay}/{mode}"
+
+
 def latency_for(delay: int, mode: str) -> Latency | None:
     return None if delay == 0 else parse_latency(f"steps:{delay}", mode, CONTROL_HZ)
 
@@ -273,7 +278,7 @@ def curve(store: Store, runs: dict[str, Evaluate], args: argparse.Namespace, pol
     VLA's delay 0 is the gate's point (its first ``--curve-episodes`` starts make the curve's reference)."""
     n = args.curve_episodes if policy == "vla" else args.oracle_episodes
     for delay, mode in points(args.delays, args.modes):
-        key = f"{policy}/d0" if delay == 0 else f"{policy}/d{delay}/{mode}"
+        key = point_key(policy, delay, mode)
         result = store.point(key, lambda: runs[policy](latency_for(delay, mode), n))  # noqa: B023 (called at once)
         print(f"[curve] {key}: {result['success']}/{result['episodes']}", flush=True)
         write_report(store, args, Path(args.out))
@@ -334,8 +339,7 @@ LABELS = {"vla": "VLA", "answer-key": "answer key"}
 
 def curve_point(store: Store, policy: str, delay: int, mode: str) -> Result | None:
     """The curve's point; the VLA's delay 0 on the starts of its curve (the gate measured it on more)."""
-    key = f"{policy}/d0" if delay == 0 else f"{policy}/d{delay}/{mode}"
-    found = store.data["points"].get(key)
+    found = store.data["points"].get(point_key(policy, delay, mode))
     n = store.data["settings"].get("curve_episodes")  # absent from curves measured before it existed
     return first(found, n) if policy == "vla" and delay == 0 and n else found
 
@@ -344,10 +348,7 @@ def first(result: Result | None, n: int) -> Result | None:
     """``result`` on its first ``n`` starts, with its own rate and interval."""
     if result is None or result["episodes"] <= n:
         return result
-    episodes = result["per_episode"][:n]
-    wins = sum(e["success"] for e in episodes)
-    ci95 = list(learning.wilson_interval(wins, n))
-    return {"success": wins, "episodes": n, "rate": wins / n, "ci95": ci95, "per_episode": episodes}
+    return learning.success_rate(result["per_episode"][:n])
 
 
 def cell(result: Result | None, base: Result | None = None) -> str:

@@ -478,18 +478,25 @@ def libero_evaluate(policy, args: argparse.Namespace, label: str, cameras: bool)
 
 
 def _rate(results: list[dict], label: str, seconds: float) -> dict:
-    wins = sum(r["success"] for r in results)
-    low, high = wilson_interval(wins, len(results))
+    rate = success_rate(results)
+    low, high = rate["ci95"]
     print(
-        f"[eval] {label}: {wins}/{len(results)} (95% CI {100 * low:.0f}-{100 * high:.0f} %, {seconds:.0f} s)",
+        f"[eval] {label}: {rate['success']}/{rate['episodes']} (95% CI {100 * low:.0f}-{100 * high:.0f} %, "
+        f"{seconds:.0f} s)",
         flush=True,
     )
+    return {**rate, "seconds": round(seconds, 1)}
+
+
+def success_rate(results: list[dict]) -> dict:
+    """Successes, episodes, rate and 95 % Wilson interval of per-episode ``results`` (kept beside them)."""
+    wins = sum(r["success"] for r in results)
+    low, high = wilson_interval(wins, len(results))
     return {
         "success": wins,
         "episodes": len(results),
         "rate": wins / len(results),
         "ci95": [low, high],
-        "seconds": round(seconds, 1),
         "per_episode": results,
     }
 

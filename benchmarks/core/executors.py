@@ -104,7 +104,14 @@ def threads_per_worker(workers: int, environ: Mapping[str, str] = os.environ) ->
     together against 40 with one thread each (bench/results/throughput.md)."""
     if environ.get("OMP_NUM_THREADS"):
         return None
-    return max(1, len(os.sched_getaffinity(0)) // workers)
+    return max(1, usable_cores() // workers)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity where the OS has one, as on Linux; else every core)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _share_cores(threads: int | None) -> None:

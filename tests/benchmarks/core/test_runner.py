@@ -22,7 +22,7 @@ from benchmarks.core import (
     comparable,
     run_benchmark,
 )
-from benchmarks.core.executors import threads_per_worker
+from benchmarks.core.executors import threads_per_worker, usable_cores
 from benchmarks.core.streak import ErrorStreak, ErrorStreakStop, describe_endpoint
 from benchmarks.core.work import WorkUnit
 from benchmarks.core.worker import StepProgress
@@ -74,7 +74,7 @@ def test_two_processes_give_the_single_process_results(tmp_path):
 def test_each_worker_process_gets_its_share_of_the_cores(monkeypatch):
     """Two workers on two cores each ran torch with a thread per core (8.6 decisions/s between two tiny
     VLAs against 40 with one thread each); now each gets cores / workers, unless OMP_NUM_THREADS is set."""
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cores()
     assert threads_per_worker(2, {}) == max(1, cores // 2) and threads_per_worker(4 * cores, {}) == 1
     assert threads_per_worker(2, {"OMP_NUM_THREADS": "3"}) is None  # the user's choice stands
     units = [WorkUnit(index=i, key=f"u{i}", seed=i) for i in range(2)]
